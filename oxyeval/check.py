@@ -1,0 +1,99 @@
+"""``oxy validate``: check files or whole projects without calling any model."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConfigError, Diagnostic, LoadError
+from .load import load_yaml
+from .project import file_kind, find_config, load_agent, load_project
+from .runner import _SKIP_DIRS
+from .validate import validate_document
+
+__all__ = ["ValidationReport", "validate_paths"]
+
+
+@dataclass
+class ValidationReport:
+    files: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "warning"]
+
+
+def _project_files(root: Path) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if file_kind(path) in ("agent", "workflow"):
+                out.append(path)
+    return out
+
+
+def validate_paths(paths: list[str], project_dir: str | None = None) -> ValidationReport:
+    """Validate the given files, or every project file under the given folders."""
+    report = ValidationReport()
+    targets: list[Path] = []
+    if not paths:
+        config = Path(project_dir) if project_dir else find_config(Path.cwd())
+        if config is None:
+            raise ConfigError(
+                f"no config.yml in {Path.cwd()} or above; pass files or folders to validate, "
+                "or --project DIR"
+            )
+        paths = [str(config if config.is_dir() else config.parent)]
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            config = find_config(path) if project_dir is None else Path(project_dir) / "config.yml"
+            if config is not None and config.parent.resolve() == path.resolve():
+                targets.append(config)
+            targets.extend(_project_files(path))
+        else:
+            targets.append(path)
+    seen: set[Path] = set()
+    for target in targets:
+        resolved = target.resolve()
+        if resolved in seen:
+            continue
+        seen.add(resolved)
+        report.files.append(str(target))
+        kind = file_kind(target)
+        try:
+            if kind == "config":
+                project = load_project(target)
+                report.diagnostics.extend(project.warnings)
+            elif kind == "agent":
+                project = load_project(target, project_dir=project_dir)
+                agent = load_agent(project, target)
+                report.diagnostics.extend(agent.warnings)
+            elif kind == "workflow":
+                doc = load_yaml(target)
+                report.diagnostics.extend(validate_document(doc, "workflow"))
+            else:
+                report.diagnostics.append(
+                    Diagnostic(
+                        str(target),
+                        "unknown file kind: expected config.yml, *.agent.yml or *.workflow.yml",
+                    )
+                )
+        except LoadError as exc:
+            report.diagnostics.extend(exc.diagnostics)
+        except ConfigError as exc:
+            report.diagnostics.append(Diagnostic(str(target), str(exc)))
+    # An agent's load re-reports its config's problems; keep each problem once.
+    unique: dict[tuple[object, ...], Diagnostic] = {}
+    for d in report.diagnostics:
+        unique.setdefault((d.file, d.line, d.column, d.key, d.message), d)
+    report.diagnostics = list(unique.values())
+    return report

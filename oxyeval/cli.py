@@ -1,0 +1,310 @@
+"""The ``oxy`` command: a thin shell over the library.
+
+It parses flags, wires progress and logging to stderr, and maps outcomes to
+exit codes; everything else is a call into :mod:`oxyeval`. Heavy imports stay
+inside the commands so ``oxy --help`` and start-up stay fast.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from . import __version__
+from .errors import EXIT_INFRA, EXIT_INPUT, OxyError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="oxy",
+    help="Test LLM agents and workflows: consistency tests, CI thresholds, offline mocks.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+class Format(str, Enum):
+    pretty = "pretty"
+    json = "json"
+
+
+class ThresholdMode(str, Enum):
+    average = "average"
+    all = "all"
+
+
+def _stderr() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class _ConsoleHandler(logging.Handler):
+    """Log lines (retries, warnings) on stderr through rich, above any progress bar."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__(logging.DEBUG)
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from rich.markup import escape
+
+        from .redact import redact
+
+        style = "yellow" if record.levelno >= logging.WARNING else "dim"
+        self.console.print(f"[{style}]{escape(redact(record.getMessage()))}[/]")
+
+
+def _setup_logging(console: Console, debug: bool) -> None:
+    logger = logging.getLogger("oxyeval")
+    logger.handlers[:] = [_ConsoleHandler(console)]
+    logger.setLevel(logging.DEBUG if debug else logging.INFO)
+    logger.propagate = False
+
+
+def _report_error(console: Console, exc: BaseException, debug: bool) -> None:
+    from rich.markup import escape
+
+    if debug:
+        import traceback
+
+        from .redact import redact
+
+        console.print(escape(redact("".join(traceback.format_exception(exc)))), style="dim")
+    text = str(exc)
+    if not text.startswith(("error:", "warning:")):
+        text = f"error: {text}"
+    console.print(escape(text), style="red")
+
+
+class _RichProgress:
+    """Adapter from the runner's ProgressSink to a rich progress bar on stderr."""
+
+    def __init__(self, console: Console) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self.tasks: dict[str, Any] = {}
+
+    def start(self, key: str, label: str, total: int) -> None:
+        self.tasks[key] = self.progress.add_task(label, total=total)
+
+    def add_total(self, key: str, amount: int) -> None:
+        task = self.progress.tasks[self.tasks[key]]
+        self.progress.update(self.tasks[key], total=(task.total or 0) + amount)
+
+    def advance(self, key: str, amount: int = 1) -> None:
+        self.progress.advance(self.tasks[key], amount)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Show the version and exit.")] = False,
+) -> None:
+    if version:
+        typer.echo(f"oxyeval {__version__}")
+        raise typer.Exit(0)
+
+
+@app.command("test")
+def test_command(
+    files: Annotated[
+        list[str], typer.Argument(help="Agent or workflow files (or folders) whose tests to run.")
+    ],
+    format: Annotated[
+        Format, typer.Option("--format", help="pretty, or json: one JSON document on stdout.")
+    ] = Format.pretty,
+    min_accuracy: Annotated[
+        Optional[float],  # noqa: UP045 - typer needs Optional on 3.10
+        typer.Option(
+            "--min-accuracy", min=0.0, max=1.0, help="Exit 1 if accuracy is below this (0..1)."
+        ),
+    ] = None,
+    threshold_mode: Annotated[
+        ThresholdMode,
+        typer.Option("--threshold-mode", help="average: mean of the tests; all: every test."),
+    ] = ThresholdMode.average,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress bar and no details.")
+    ] = False,
+    project: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--project", help="Project folder (default: nearest config.yml above the file)."
+        ),
+    ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Exit 3 if any run or judge call failed, even when scored."),
+    ] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
+) -> None:
+    """Run the consistency tests declared in agent files and gate CI on their accuracy.
+
+    Exit codes: 0 pass; 1 below --min-accuracy; 2 bad input or config;
+    3 provider failure, interrupted run, or a test that could not be scored.
+    """
+    import asyncio
+
+    from .report import check_threshold, exit_code, render_pretty, to_json, write_json
+    from .results import TestRun
+    from .runner import run_tests_async
+
+    err = _stderr()
+    _setup_logging(err, debug)
+    as_json = format is Format.json
+    show_progress = not quiet and sys.stderr.isatty()
+    progress = _RichProgress(err) if show_progress else None
+    run = TestRun()
+    error: BaseException | None = None
+    try:
+        if progress is not None:
+            with progress.progress:
+                asyncio.run(
+                    run_tests_async(files, project_dir=project, progress=progress, into=run)
+                )
+        else:
+            asyncio.run(run_tests_async(files, project_dir=project, into=run))
+    except KeyboardInterrupt:
+        run.interrupted = True
+        err.print(
+            f"interrupted: reporting the {len(run.tests)} test(s) that finished", style="yellow"
+        )
+    except OxyError as exc:
+        error = exc
+    except Exception as exc:  # a bug: still say it in one paragraph and keep what finished
+        error = exc
+        if not debug:
+            err.print(
+                f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
+                style="red",
+            )
+
+    if error is not None and not run.tests:
+        code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
+        if isinstance(error, OxyError) or debug:
+            _report_error(err, error, debug)
+        if as_json:
+            write_json(to_json(run, code=code, error=str(error)), sys.stdout)
+        raise typer.Exit(code)
+
+    if not quiet:
+        for warning in run.warnings + run.skipped:
+            err.print(warning, style="yellow", markup=False, highlight=False)
+    threshold = None
+    if min_accuracy is not None:
+        threshold = check_threshold(run, min_accuracy, threshold_mode.value)
+        if threshold is None:
+            err.print(
+                "warning: --min-accuracy given but no accuracy metrics were produced; not gating",
+                style="yellow",
+            )
+    code = exit_code(run, threshold, strict=strict)
+    if error is not None:
+        code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
+        _report_error(err, error, debug)
+    if as_json:
+        write_json(
+            to_json(run, threshold, code=code, error=None if error is None else str(error)),
+            sys.stdout,
+        )
+    else:
+        from rich.console import Console
+
+        render_pretty(run, threshold, Console(highlight=False, soft_wrap=True), quiet=quiet)
+    if as_json and threshold is not None and not threshold.passed:
+        err.print(threshold.message, style="red", markup=False)
+    raise typer.Exit(code)
+
+
+@app.command("validate")
+def validate_command(
+    paths: Annotated[
+        list[str] | None, typer.Argument(help="Files or folders (default: the current project).")
+    ] = None,
+    project: Annotated[Optional[str], typer.Option("--project", help="Project folder.")] = None,  # noqa: UP045
+    format: Annotated[Format, typer.Option("--format", help="pretty or json.")] = Format.pretty,
+    debug: Annotated[bool, typer.Option("--debug")] = False,
+) -> None:
+    """Check config, agent and workflow files against the schemas; exit 2 on any error."""
+    from .check import validate_paths
+
+    err = _stderr()
+    try:
+        report = validate_paths(paths or [], project_dir=project)
+    except OxyError as exc:
+        _report_error(err, exc, debug)
+        raise typer.Exit(EXIT_INPUT) from None
+    code = EXIT_INPUT if report.errors else 0
+    if format is Format.json:
+        from .report import write_json
+
+        write_json(
+            {
+                "valid": not report.errors,
+                "files": report.files,
+                "errors": [d.__dict__ for d in report.errors],
+                "warnings": [d.__dict__ for d in report.warnings],
+            },
+            sys.stdout,
+        )
+    else:
+        for d in report.diagnostics:
+            err.print(d.format(), style="red" if d.severity == "error" else "yellow", markup=False)
+        summary = (
+            f"{len(report.files)} file(s) checked: {len(report.errors)} error(s), "
+            f"{len(report.warnings)} warning(s)"
+        )
+        typer.echo(("✗ " if report.errors else "✓ ") + summary)
+    raise typer.Exit(code)
+
+
+@app.command("schema")
+def schema_command(
+    kind: Annotated[str, typer.Argument(help="config, agent or workflow.")],
+    path: Annotated[
+        bool, typer.Option("--path", help="Print the file path instead of the JSON.")
+    ] = False,
+) -> None:
+    """Print a JSON Schema (for editors: # yaml-language-server: $schema=<path>)."""
+    from .validate import SCHEMA_FILES, schema_path
+
+    if kind not in SCHEMA_FILES or kind == "common":
+        _stderr().print(
+            f"error: unknown schema '{kind}'; choose config, agent or workflow", style="red"
+        )
+        raise typer.Exit(EXIT_INPUT)
+    if path:
+        typer.echo(schema_path(kind))
+    else:
+        from importlib import resources
+
+        typer.echo(
+            (resources.files("oxyeval") / "schemas" / f"{kind}.schema.json").read_text("utf-8")
+        )
+
+
+def main() -> None:
+    app()

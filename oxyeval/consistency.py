@@ -1,0 +1,147 @@
+"""Consistency scoring: which pairs to judge, and what the verdicts add up to.
+
+Pure functions over run outputs and verdicts, so the arithmetic (dedupe weights,
+per-output scores, the tie-break) is tested without any model. The async part
+only fans judge calls out under a concurrency limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+
+__all__ = [
+    "Comparison",
+    "ConsistencyScore",
+    "judge_comparisons",
+    "normalize",
+    "plan_comparisons",
+    "plan_pairs",
+    "score_comparisons",
+]
+
+
+def normalize(text: str) -> str:
+    """Whitespace-insensitive form: outputs equal under it need no judge."""
+    return " ".join(text.split())
+
+
+def plan_pairs(runs: Sequence[int], pairing: str = "all") -> list[tuple[int, int]]:
+    """Run pairs to compare. ``all``: every pair; ``ring``: oxy's n adjacent pairs."""
+    runs = list(runs)
+    if len(runs) < 2:
+        return []
+    if pairing == "ring":
+        if len(runs) == 2:
+            return [(runs[0], runs[1])]
+        return [(runs[k], runs[(k + 1) % len(runs)]) for k in range(len(runs))]
+    if pairing != "all":
+        raise ValueError(f"unknown pairing {pairing!r}")
+    return list(combinations(runs, 2))
+
+
+@dataclass
+class Comparison:
+    """One judgement that stands for every run pair with the same two texts."""
+
+    runs: tuple[int, int]  # the first pair (in plan order) with these texts
+    pairs: list[tuple[int, int]] = field(default_factory=list)
+    identical: bool = False
+    choice: str | None = None  # "A", "B", or None (not judged yet / judge error)
+    reasoning: str = ""
+    error: str | None = None
+    judge_calls: int = 0
+
+    @property
+    def weight(self) -> int:
+        return len(self.pairs)
+
+
+def plan_comparisons(texts: dict[int, str], pairing: str = "all") -> list[Comparison]:
+    """Group planned pairs by their (normalised) texts; identical texts are consistent."""
+    norm = {run: normalize(text) for run, text in texts.items()}
+    groups: dict[tuple[str, str], Comparison] = {}
+    for i, j in plan_pairs(sorted(texts), pairing):
+        a, b = norm[i], norm[j]
+        key = (a, b) if a <= b else (b, a)
+        comp = groups.get(key)
+        if comp is None:
+            comp = Comparison(runs=(min(i, j), max(i, j)), identical=a == b)
+            if comp.identical:
+                comp.choice = "A"
+                comp.reasoning = (
+                    "identical outputs (after whitespace normalisation); not sent to the judge"
+                )
+            groups[key] = comp
+        comp.pairs.append((i, j))
+    return list(groups.values())
+
+
+async def judge_comparisons(
+    comparisons: Sequence[Comparison],
+    texts: dict[int, str],
+    compare: Callable[[str, str], Awaitable[tuple[str | None, str, str | None, int]]],
+    *,
+    concurrency: int = 10,
+    on_done: Callable[[Comparison], None] | None = None,
+) -> None:
+    """Judge every non-identical comparison once; ``compare`` returns (choice, reasoning, error, calls)."""
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(comp: Comparison) -> None:
+        async with semaphore:
+            i, j = comp.runs
+            choice, reasoning, error, calls = await compare(texts[i], texts[j])
+        comp.choice, comp.reasoning, comp.error, comp.judge_calls = choice, reasoning, error, calls
+        if on_done is not None:
+            on_done(comp)
+
+    await asyncio.gather(*(one(c) for c in comparisons if not c.identical))
+
+
+@dataclass
+class ConsistencyScore:
+    accuracy: float | None  # mean of scores[verdict] over judged pairs; None if none judged
+    pairs: int  # run pairs planned
+    judged_pairs: int  # run pairs with a verdict (identical ones included)
+    judge_calls: int
+    per_run: dict[int, float | None]  # share of each run's comparisons judged consistent
+    selected: int | None  # most consistent run; ties -> earliest run
+
+
+def score_comparisons(
+    comparisons: Sequence[Comparison],
+    runs: Sequence[int],
+    scores: dict[str, float],
+) -> ConsistencyScore:
+    total_weight = 0
+    total_score = 0.0
+    consistent: dict[int, int] = dict.fromkeys(runs, 0)
+    compared: dict[int, int] = dict.fromkeys(runs, 0)
+    for comp in comparisons:
+        if comp.choice is None:
+            continue
+        value = scores.get(comp.choice, 0.0)
+        total_weight += comp.weight
+        total_score += value * comp.weight
+        for i, j in comp.pairs:
+            for run in (i, j):
+                compared[run] += 1
+                if comp.choice == "A":
+                    consistent[run] += 1
+    per_run = {run: (consistent[run] / compared[run] if compared[run] else None) for run in runs}
+    ranked = [run for run in runs if per_run[run] is not None]
+    selected = None
+    if ranked:
+        # max() keeps the first of equal keys, so sorting by run gives the earliest on ties.
+        selected = max(sorted(ranked), key=lambda r: per_run[r])  # type: ignore[arg-type,return-value]
+    return ConsistencyScore(
+        accuracy=total_score / total_weight if total_weight else None,
+        pairs=sum(c.weight for c in comparisons),
+        judged_pairs=total_weight,
+        judge_calls=sum(c.judge_calls for c in comparisons),
+        per_run=per_run,
+        selected=selected,
+    )

@@ -1,0 +1,240 @@
+"""Read YAML files while remembering where every key and value came from.
+
+PyYAML's constructed objects forget their source position, so error messages
+could only say "somewhere in this file". We compose the node tree first, record
+the mark of every key and value by its key path, then construct plain Python
+data from the same nodes. Every later stage reports problems through
+:meth:`Document.diagnostic`, which turns a key path back into file:line:column.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import Diagnostic, LoadError
+
+__all__ = ["Document", "KeyPath", "format_key_path", "load_yaml", "parse_yaml"]
+
+KeyPath = tuple[Any, ...]
+
+
+def format_key_path(path: KeyPath) -> str:
+    """``("tests", 0, "n")`` -> ``tests[0].n``: the form users see in messages."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            text = str(part)
+            if not text.replace("_", "").replace("-", "").isalnum():
+                text = repr(text)
+            out += f".{text}" if out else text
+    return out
+
+
+@dataclass(frozen=True)
+class _Pos:
+    line: int  # 1-based
+    column: int  # 1-based
+    span: int
+    block: bool = False  # a literal/folded block scalar: its text starts on the next line
+
+
+def _pos(node: yaml.Node) -> _Pos:
+    start, end = node.start_mark, node.end_mark
+    span = end.column - start.column if end.line == start.line else 1
+    block = isinstance(node, yaml.ScalarNode) and node.style in ("|", ">")
+    return _Pos(start.line + 1, start.column + 1, max(1, span), block)
+
+
+@dataclass
+class Document:
+    """A parsed YAML file: its data plus the position of every key path."""
+
+    path: Path
+    text: str
+    data: Any
+    values: dict[KeyPath, _Pos] = field(default_factory=dict)
+    keys: dict[KeyPath, _Pos] = field(default_factory=dict)
+
+    @property
+    def display(self) -> str:
+        """The path as the user would type it: relative to the working directory when inside it."""
+        try:
+            return os.path.relpath(self.path)
+        except ValueError:  # other drive on Windows
+            return str(self.path)
+
+    def source_line(self, line: int) -> str | None:
+        lines = self.text.splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else None
+
+    def locate(self, path: KeyPath, *, at_key: bool = False) -> _Pos | None:
+        """Position of ``path``; falls back to the nearest enclosing key that exists."""
+        probe = tuple(path)
+        if at_key and probe in self.keys:
+            return self.keys[probe]
+        while True:
+            if probe in self.values:
+                return self.values[probe]
+            if probe in self.keys:
+                return self.keys[probe]
+            if not probe:
+                return None
+            probe = probe[:-1]
+
+    def text_line(self, path: KeyPath, line_in_text: int) -> int | None:
+        """File line of line ``line_in_text`` (1-based) of the string value at ``path``."""
+        pos = self.values.get(tuple(path))
+        if pos is None:
+            return None
+        return pos.line + line_in_text - (0 if pos.block else 1)
+
+    def diagnostic(
+        self,
+        path: KeyPath,
+        message: str,
+        *,
+        severity: str = "error",
+        at_key: bool = False,
+        line: int | None = None,
+    ) -> Diagnostic:
+        if line is not None:
+            return Diagnostic(
+                self.display,
+                message,
+                line=line,
+                key=format_key_path(path),
+                severity=severity,
+                source_line=self.source_line(line),
+            )
+        pos = self.locate(path, at_key=at_key)
+        if pos is None:
+            return Diagnostic(self.display, message, key=format_key_path(path), severity=severity)
+        return Diagnostic(
+            self.display,
+            message,
+            line=pos.line,
+            column=pos.column,
+            key=format_key_path(path),
+            severity=severity,
+            source_line=self.source_line(pos.line),
+            span=pos.span,
+        )
+
+    def get(self, path: KeyPath, default: Any = None) -> Any:
+        node = self.data
+        for part in path:
+            try:
+                node = node[part]
+            except (KeyError, IndexError, TypeError):
+                return default
+        return node
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that reports duplicate keys instead of silently keeping the last one."""
+
+
+def _walk(
+    node: yaml.Node,
+    path: KeyPath,
+    doc: Document,
+    problems: list[Diagnostic],
+    seen: set[int],
+) -> None:
+    doc.values.setdefault(path, _pos(node))
+    if id(node) in seen:  # an alias to a node we already walked
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        names: dict[Any, yaml.Node] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag == "tag:yaml.org,2002:int":
+                with contextlib.suppress(ValueError):
+                    key = int(key)
+            child = (*path, key)
+            if key in names:
+                first = names[key].start_mark.line + 1
+                problems.append(
+                    Diagnostic(
+                        doc.display,
+                        f"duplicate key '{key}' (first defined on line {first}); "
+                        "YAML would silently keep only the last one",
+                        line=key_node.start_mark.line + 1,
+                        column=key_node.start_mark.column + 1,
+                        key=format_key_path(child),
+                        source_line=doc.source_line(key_node.start_mark.line + 1),
+                        span=len(str(key)),
+                    )
+                )
+            names[key] = key_node
+            doc.keys[child] = _pos(key_node)
+            _walk(value_node, child, doc, problems, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _walk(item, (*path, index), doc, problems, seen)
+
+
+def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:
+    """Parse ``text``; syntax errors come back as diagnostics, never as exceptions."""
+    doc = Document(path=path, text=text, data=None)
+    problems: list[Diagnostic] = []
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is not None:
+            _walk(node, (), doc, problems, set())
+            doc.data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or "invalid YAML"
+        if exc.context and exc.context != problem:
+            problem = f"{problem} ({exc.context})"
+        line = mark.line + 1 if mark else None
+        problems.append(
+            Diagnostic(
+                doc.display,
+                f"YAML syntax error: {problem}",
+                line=line,
+                column=mark.column + 1 if mark else None,
+                source_line=doc.source_line(line) if line else None,
+            )
+        )
+    except yaml.YAMLError as exc:
+        problems.append(Diagnostic(doc.display, f"YAML error: {exc}"))
+    finally:
+        loader.dispose()
+    return doc, problems
+
+
+def load_yaml(path: str | os.PathLike[str]) -> Document:
+    """Read and parse one file; raise LoadError with every syntax problem found."""
+    file = Path(path)
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        raise LoadError([Diagnostic(str(path), "file not found")]) from None
+    except IsADirectoryError:
+        raise LoadError([Diagnostic(str(path), "is a directory, expected a YAML file")]) from None
+    except OSError as exc:
+        raise LoadError([Diagnostic(str(path), f"cannot read file: {exc.strerror}")]) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LoadError(
+            [Diagnostic(str(path), f"not UTF-8 text (bad byte at offset {exc.start})")]
+        ) from None
+    doc, problems = parse_yaml(text, file.resolve())
+    if problems:
+        raise LoadError(problems)
+    return doc

@@ -1,0 +1,443 @@
+"""A project: the folder holding ``config.yml``, its models, and the files in it.
+
+Loading a file collects every problem (schema, unknown model, bad template) and
+raises them together, so a user fixes a file in one pass instead of one error
+per run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, Diagnostic, LoadError
+from .load import Document, KeyPath, load_yaml
+from .providers._base import GenerateParams, ModelSpec
+from .redact import register_secret
+from .templates import TemplateRef, referenced_names, template_diagnostics
+from .validate import did_you_mean, validate_document
+
+__all__ = [
+    "CONFIG_NAMES",
+    "Agent",
+    "ContextSpec",
+    "JudgeSpec",
+    "Project",
+    "TestSpec",
+    "file_kind",
+    "find_config",
+    "load_agent",
+    "load_project",
+]
+
+CONFIG_NAMES = ("config.yml", "config.yaml")
+DEFAULT_SCORES = {"A": 1.0, "B": 0.0}
+DEFAULT_N = 10
+DEFAULT_TEST_CONCURRENCY = 10
+_VENDOR_ALIASES = {"openai_compat": "openai", "open_ai_compat": "openai", "gemini": "google"}
+
+
+def file_kind(path: Path) -> str | None:
+    """``agent``, ``workflow`` or ``config`` from the file name (oxy's conventions)."""
+    name = path.name.lower()
+    if name.endswith((".agent.yml", ".agent.yaml")):
+        return "agent"
+    if name.endswith((".workflow.yml", ".workflow.yaml", ".automation.yml", ".automation.yaml")):
+        return "workflow"
+    if name in CONFIG_NAMES:
+        return "config"
+    return None
+
+
+def find_config(start: Path) -> Path | None:
+    """Walk up from ``start`` (a file or folder) to the nearest config.yml."""
+    here = start.resolve()
+    if here.is_file() or not here.exists():
+        here = here.parent
+    for folder in (here, *here.parents):
+        for name in CONFIG_NAMES:
+            candidate = folder / name
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+@dataclass
+class Project:
+    root: Path
+    config: Document
+    models: dict[str, ModelSpec]
+    default_model: str
+    default_judge: str
+    databases: dict[str, dict[str, Any]]
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+    def relative(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+
+def _model_spec(
+    entry: dict[str, Any], path: KeyPath, doc: Document, problems: list[Diagnostic]
+) -> ModelSpec:
+    vendor = _VENDOR_ALIASES.get(entry["vendor"], entry["vendor"])
+    headers: dict[str, str] = {}
+    for name, value in (entry.get("headers") or {}).items():
+        if isinstance(value, dict):
+            var = value["env_var"]
+            resolved = os.environ.get(var)
+            if resolved is None:
+                problems.append(
+                    doc.diagnostic(
+                        (*path, "headers", name, "env_var"),
+                        f"header '{name}' reads environment variable {var}, which is not set",
+                    )
+                )
+                continue
+            register_secret(resolved)
+            headers[name] = resolved
+        else:
+            headers[name] = str(value)
+    api_key = entry.get("api_key")
+    if api_key:
+        register_secret(api_key)
+    params = GenerateParams(
+        temperature=entry.get("temperature"),
+        max_tokens=entry.get("max_tokens"),
+        top_p=entry.get("top_p"),
+        seed=entry.get("seed") if vendor != "mock" else None,
+    )
+    options = {
+        k: entry[k] for k in ("outputs", "sample", "seed", "rules", "latency_ms") if k in entry
+    }
+    spec = ModelSpec(
+        name=entry["name"],
+        vendor=vendor,
+        model_ref=entry.get("model_ref", ""),
+        key_var=entry.get("key_var"),
+        api_url=entry.get("api_url"),
+        headers=headers,
+        params=params,
+        options=options,
+        api_key=api_key or None,
+        **{k: entry[k] for k in ("timeout", "max_retries", "concurrency") if k in entry},
+    )
+    return spec
+
+
+def load_project(
+    start: str | os.PathLike[str] | None = None, *, project_dir: str | None = None
+) -> Project:
+    """Find and load the project that ``start`` belongs to (or ``project_dir``)."""
+    if project_dir is not None:
+        root = Path(project_dir)
+        config_path = next((root / n for n in CONFIG_NAMES if (root / n).is_file()), None)
+        if config_path is None:
+            raise ConfigError(f"--project {project_dir}: no config.yml in that folder")
+    else:
+        origin = Path(start) if start is not None else Path.cwd()
+        config_path = find_config(origin)
+        if config_path is None:
+            raise ConfigError(
+                f"no config.yml found in {origin.resolve()} or any folder above it. A project "
+                "is a folder with a config.yml that lists models; pass --project DIR to point at one."
+            )
+    doc = load_yaml(config_path)
+    problems = validate_document(doc, "config")
+    if any(p.severity == "error" for p in problems):
+        raise LoadError(problems)
+    data = doc.data
+    models: dict[str, ModelSpec] = {}
+    for i, entry in enumerate(data["models"]):
+        name = entry["name"]
+        if name in models:
+            problems.append(
+                doc.diagnostic(("models", i, "name"), f"model name '{name}' is used twice")
+            )
+            continue
+        models[name] = _model_spec(entry, ("models", i), doc, problems)
+    for i, entry in enumerate(data["models"]):
+        for rule_index, rule in enumerate(entry.get("rules") or []):
+            import re
+
+            try:
+                re.compile(rule["match"])
+            except re.error as exc:
+                problems.append(
+                    doc.diagnostic(
+                        ("models", i, "rules", rule_index, "match"),
+                        f"invalid regular expression: {exc}",
+                    )
+                )
+    databases: dict[str, dict[str, Any]] = {}
+    for i, entry in enumerate(data.get("databases") or []):
+        if entry["name"] in databases:
+            problems.append(
+                doc.diagnostic(
+                    ("databases", i, "name"), f"database name '{entry['name']}' is used twice"
+                )
+            )
+        databases[entry["name"]] = entry
+    defaults = data.get("defaults") or {}
+    names = list(models)
+    for key in ("model", "judge_model"):
+        if key in defaults and defaults[key] not in models:
+            problems.append(
+                doc.diagnostic(
+                    ("defaults", key),
+                    f"unknown model '{defaults[key]}'{did_you_mean(defaults[key], names)}; "
+                    f"models defined above: {', '.join(names)}",
+                )
+            )
+    if "database" in defaults and defaults["database"] not in databases:
+        problems.append(
+            doc.diagnostic(
+                ("defaults", "database"),
+                f"unknown database '{defaults['database']}'{did_you_mean(defaults['database'], list(databases))}",
+            )
+        )
+    if any(p.severity == "error" for p in problems):
+        raise LoadError(problems)
+    default_model = defaults.get("model") or names[0]
+    return Project(
+        root=config_path.parent.resolve(),
+        config=doc,
+        models=models,
+        default_model=default_model,
+        default_judge=defaults.get("judge_model") or default_model,
+        databases=databases,
+        warnings=[p for p in problems if p.severity == "warning"],
+    )
+
+
+@dataclass(frozen=True)
+class ContextSpec:
+    name: str
+    type: str
+    src: tuple[str, ...]
+
+
+@dataclass
+class JudgeSpec:
+    """How one metric judges a pair: its prompt (None = built-in), model and scores."""
+
+    prompt: TemplateRef | None
+    model: str
+    scores: dict[str, float]
+    key: KeyPath
+
+
+@dataclass
+class TestSpec:
+    """One consistency test as declared in a file, defaults filled in."""
+
+    __test__ = False  # not a pytest class
+
+    index: int  # 0-based position in the file's tests:
+    name: str
+    file: Path
+    display: str
+    key: KeyPath
+    n: int
+    task_description: str | None
+    task_ref: str | None
+    concurrency: int
+    pairing: str
+    judges: list[JudgeSpec]
+
+
+@dataclass
+class Agent:
+    name: str
+    path: Path
+    doc: Document
+    model: str
+    system_instructions: TemplateRef
+    description: str
+    context: list[ContextSpec]
+    tools: list[dict[str, Any]]
+    max_tool_calls: int
+    variables: dict[str, Any]
+    params: GenerateParams
+    tests: list[TestSpec]
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+
+def _check_model(
+    doc: Document, path: KeyPath, name: Any, project: Project, problems: list[Diagnostic], what: str
+) -> None:
+    if isinstance(name, str) and name not in project.models:
+        names = list(project.models)
+        problems.append(
+            doc.diagnostic(
+                path,
+                f"unknown {what} '{name}'{did_you_mean(name, names)}; models in "
+                f"{project.config.display}: {', '.join(names)}",
+            )
+        )
+
+
+def _check_judge_prompt(ref: TemplateRef, problems: list[Diagnostic]) -> None:
+    found = template_diagnostics(ref)
+    problems.extend(found)
+    if found or ref.doc is None:
+        return
+    names = referenced_names(ref)
+    missing = [v for v in ("submission_1", "submission_2") if v not in names]
+    if missing:
+        problems.append(
+            ref.doc.diagnostic(
+                ref.key,
+                "judge prompt never uses {{ "
+                + " }} or {{ ".join(missing)
+                + " }}, so the judge cannot see what it compares",
+                severity="warning",
+            )
+        )
+    unknown = names - {"submission_1", "submission_2", "task_description"}
+    if unknown:
+        problems.append(
+            ref.doc.diagnostic(
+                ref.key,
+                f"judge prompt uses unknown variable(s) {', '.join(sorted(unknown))}; only "
+                "submission_1, submission_2 and task_description are available",
+            )
+        )
+
+
+def parse_tests(
+    doc: Document, project: Project, problems: list[Diagnostic], *, owner: str
+) -> list[TestSpec]:
+    """Consistency tests of an agent or workflow file; other test types are skipped (warned)."""
+    specs: list[TestSpec] = []
+    for i, test in enumerate(doc.data.get("tests") or []):
+        if test.get("type") != "consistency":
+            continue
+        key: KeyPath = ("tests", i)
+        metrics = test.get("metrics")
+        judges: list[JudgeSpec] = []
+        if metrics:
+            for flat in ("prompt", "model_ref", "scores"):
+                if flat in test:
+                    problems.append(
+                        doc.diagnostic(
+                            (*key, flat),
+                            f"give '{flat}' either on the test or in its metrics, not both",
+                        )
+                    )
+            for m, metric in enumerate(metrics):
+                if metric.get("type") != "similarity":
+                    continue
+                judges.append(_judge(doc, (*key, "metrics", m), metric, project, problems))
+        else:
+            judges.append(_judge(doc, key, test, project, problems))
+        if owner == "agent" and not test.get("task_description"):
+            problems.append(
+                doc.diagnostic(
+                    key,
+                    "an agent's consistency test needs task_description: the question the "
+                    "agent answers n times",
+                    at_key=True,
+                )
+            )
+        if owner == "agent" and "task_ref" in test:
+            problems.append(
+                doc.diagnostic(
+                    (*key, "task_ref"),
+                    "task_ref is for workflow tests; agents use task_description",
+                )
+            )
+        name = test.get("name") or f"Test {i + 1}"
+        specs.append(
+            TestSpec(
+                index=i,
+                name=name,
+                file=doc.path,
+                display=doc.display,
+                key=key,
+                n=test.get("n", DEFAULT_N),
+                task_description=test.get("task_description"),
+                task_ref=test.get("task_ref"),
+                concurrency=test.get("concurrency", DEFAULT_TEST_CONCURRENCY),
+                pairing=test.get("pairing", "all"),
+                judges=judges,
+            )
+        )
+    return specs
+
+
+def _judge(
+    doc: Document, key: KeyPath, entry: dict[str, Any], project: Project, problems: list[Diagnostic]
+) -> JudgeSpec:
+    prompt = None
+    if entry.get("prompt"):
+        prompt = TemplateRef(entry["prompt"], doc, (*key, "prompt"))
+        _check_judge_prompt(prompt, problems)
+    model = entry.get("model_ref") or project.default_judge
+    _check_model(doc, (*key, "model_ref"), entry.get("model_ref"), project, problems, "judge model")
+    scores = {**DEFAULT_SCORES, **{k: float(v) for k, v in (entry.get("scores") or {}).items()}}
+    return JudgeSpec(prompt=prompt, model=model, scores=scores, key=key)
+
+
+def load_agent(project: Project, path: str | os.PathLike[str]) -> Agent:
+    """Load, validate and check one agent file against its project."""
+    doc = load_yaml(path)
+    problems = validate_document(doc, "agent")
+    if any(p.severity == "error" for p in problems):
+        raise LoadError(problems)
+    data = doc.data
+    _check_model(doc, ("model",), data["model"], project, problems, "model")
+    if data.get("type") == "routing":
+        problems.append(
+            doc.diagnostic(("type",), "routing agents are not supported by oxyeval yet")
+        )
+    system = TemplateRef(data.get("system_instructions", ""), doc, ("system_instructions",))
+    problems.extend(template_diagnostics(system))
+    context = [
+        ContextSpec(
+            c["name"], c["type"], tuple([c["src"]] if isinstance(c["src"], str) else c["src"])
+        )
+        for c in data.get("context") or []
+    ]
+    for i, tool in enumerate(data.get("tools") or []):
+        db = tool.get("database")
+        if tool.get("type") == "execute_sql" and db not in project.databases:
+            names = list(project.databases)
+            problems.append(
+                doc.diagnostic(
+                    ("tools", i, "database"),
+                    f"unknown database '{db}'{did_you_mean(db, names)}; databases in "
+                    f"{project.config.display}: {', '.join(names) or 'none'}",
+                )
+            )
+    tests = parse_tests(doc, project, problems, owner="agent")
+    if any(p.severity == "error" for p in problems):
+        raise LoadError(problems)
+    variables = {}
+    for name, spec in (data.get("variables") or {}).items():
+        variables[name] = spec.get("default") if isinstance(spec, dict) else spec
+    name = doc.path.name
+    for suffix in (".agent.yml", ".agent.yaml"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return Agent(
+        name=name,
+        path=doc.path,
+        doc=doc,
+        model=data["model"],
+        system_instructions=system,
+        description=data.get("description", ""),
+        context=context,
+        tools=list(data.get("tools") or []),
+        max_tool_calls=data.get("max_tool_calls", 10),
+        variables=variables,
+        params=GenerateParams(
+            temperature=data.get("temperature"), max_tokens=data.get("max_tokens")
+        ),
+        tests=tests,
+        warnings=[p for p in problems if p.severity == "warning"],
+    )

@@ -1,0 +1,109 @@
+"""Retries, backoff, per-model concurrency and timing, once for every vendor."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+from ..errors import ProviderError
+from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, ModelSpec
+
+__all__ = ["Model", "RetryPolicy"]
+
+log = logging.getLogger("oxyeval.providers")
+
+
+class RetryPolicy:
+    """Exponential backoff with equal jitter, honouring Retry-After up to ``max_retry_after``."""
+
+    def __init__(
+        self,
+        base: float = 1.0,
+        cap: float = 30.0,
+        max_retry_after: float = 120.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.base = base
+        self.cap = cap
+        self.max_retry_after = max_retry_after
+        self.rng = rng or random.Random()
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry number ``attempt`` (0-based)."""
+        if retry_after is not None:
+            # A server that says when to come back knows better than our curve; a small
+            # jitter spreads the herd of concurrent callers that got the same header.
+            return retry_after + self.rng.uniform(0, min(1.0, retry_after * 0.1))
+        ceiling = min(self.cap, self.base * (2**attempt))
+        return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
+
+
+class Model:
+    """A configured model: a vendor API plus the policy for calling it."""
+
+    def __init__(
+        self,
+        api: ModelAPI,
+        *,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.api = api
+        self.spec: ModelSpec = api.spec
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self._semaphore = asyncio.Semaphore(max(1, self.spec.concurrency))
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    async def generate(
+        self, messages: Sequence[ChatMessage], params: GenerateParams | None = None
+    ) -> Completion:
+        merged = self.spec.params.merged(params)
+        attempts = self.spec.max_retries + 1
+        for attempt in range(attempts):
+            async with self._semaphore:
+                start = time.perf_counter()
+                try:
+                    completion = await self.api.generate(list(messages), merged)
+                except ProviderError as exc:
+                    error = exc
+                else:
+                    completion.latency = time.perf_counter() - start
+                    completion.attempts = attempt + 1
+                    completion.model = self.spec.name
+                    return completion
+            if not error.retryable:
+                raise error
+            if attempt + 1 >= attempts:
+                raise ProviderError(
+                    f"{error} (gave up after {attempts} attempts)",
+                    model=error.model,
+                    status=error.status,
+                    retryable=False,
+                ) from None
+            if error.retry_after is not None and error.retry_after > self.retry.max_retry_after:
+                raise ProviderError(
+                    f"{error} (the server asked to retry after {error.retry_after:.0f}s, "
+                    f"more than the {self.retry.max_retry_after:.0f}s we wait)",
+                    model=error.model,
+                    status=error.status,
+                ) from None
+            delay = self.retry.delay(attempt, error.retry_after)
+            reason = f"HTTP {error.status}" if error.status else "connection/timeout"
+            log.warning(
+                "retrying model '%s' in %.1fs (attempt %d of %d, %s): %s",
+                self.spec.name,
+                delay,
+                attempt + 2,
+                attempts,
+                reason,
+                error,
+            )
+            await self._sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
