@@ -137,6 +137,10 @@ def score_comparisons(
     if ranked:
         # max() keeps the first of equal keys, so sorting by run gives the earliest on ties.
         selected = max(sorted(ranked), key=lambda r: per_run[r])  # type: ignore[arg-type,return-value]
+    judged = [c for c in comparisons if not c.identical]
+    if judged and all(c.choice is None for c in judged):
+        # Identical pairs alone would score 1.0 although the judge never spoke: no score.
+        total_weight = 0
     return ConsistencyScore(
         accuracy=total_score / total_weight if total_weight else None,
         pairs=sum(c.weight for c in comparisons),

@@ -67,9 +67,10 @@ class Document:
     def display(self) -> str:
         """The path as the user would type it: relative to the working directory when inside it."""
         try:
-            return os.path.relpath(self.path)
+            rel = os.path.relpath(self.path)
         except ValueError:  # other drive on Windows
             return str(self.path)
+        return str(self.path) if rel.startswith("..") else rel
 
     def source_line(self, line: int) -> str | None:
         lines = self.text.splitlines()

@@ -91,7 +91,9 @@ class ModelSpec:
     api_key: str | None = None  # resolved from key_var at run time; never printed
 
     def __repr__(self) -> str:  # keep the key out of reprs and tracebacks
-        return f"ModelSpec(name={self.name!r}, vendor={self.vendor!r}, model_ref={self.model_ref!r})"
+        return (
+            f"ModelSpec(name={self.name!r}, vendor={self.vendor!r}, model_ref={self.model_ref!r})"
+        )
 
 
 class ModelAPI(ABC):

@@ -1,0 +1,39 @@
+"""Fixtures that write small oxyeval projects into tmp_path."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+MOCK_CONFIG = """\
+models:
+  - name: agent_model
+    vendor: mock
+    outputs: ["The total is 42."]
+  - name: judge
+    vendor: mock
+    rules:
+      - match: "."
+        output: "Same facts.\\nAnswer: A"
+"""
+
+MakeProject = Callable[..., Path]
+
+
+@pytest.fixture
+def make_project(tmp_path: Path) -> MakeProject:
+    """Write ``config.yml`` plus ``files`` (name -> YAML text, dedented) and return the folder."""
+
+    def make(config: str | None = MOCK_CONFIG, files: dict[str, str] | None = None) -> Path:
+        if config is not None:
+            (tmp_path / "config.yml").write_text(textwrap.dedent(config), encoding="utf-8")
+        for name, text in (files or {}).items():
+            path = tmp_path / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text), encoding="utf-8")
+        return tmp_path
+
+    return make
