@@ -138,9 +138,7 @@ def test_command(
     ] = Format.pretty,
     min_accuracy: Annotated[
         Optional[float],  # noqa: UP045 - typer needs Optional on 3.10
-        typer.Option(
-            "--min-accuracy", min=0.0, max=1.0, help="Exit 1 if accuracy is below this (0..1)."
-        ),
+        typer.Option("--min-accuracy", help="Exit 1 if accuracy is below this (0..1)."),
     ] = None,
     threshold_mode: Annotated[
         ThresholdMode,
@@ -179,6 +177,12 @@ def test_command(
     progress = _RichProgress(err) if show_progress else None
     run = TestRun()
     error: BaseException | None = None
+    if min_accuracy is not None and not 0.0 <= min_accuracy <= 1.0:
+        message = f"--min-accuracy must be between 0 and 1 (a share, e.g. 0.8 for 80%), got {min_accuracy:g}"
+        err.print(f"error: {message}", style="red", markup=False)
+        if as_json:
+            write_json(to_json(run, code=EXIT_INPUT, error=message), sys.stdout)
+        raise typer.Exit(EXIT_INPUT)
     try:
         if progress is not None:
             with progress.progress:

@@ -38,7 +38,7 @@ def test_no_config_is_a_clear_error(tmp_path: Path) -> None:
 def test_project_dir_option(make_project: MakeProject, tmp_path: Path) -> None:
     root = make_project()
     assert load_project(project_dir=str(root)).root == root.resolve()
-    with pytest.raises(ConfigError, match="no config.yml in that folder"):
+    with pytest.raises(ConfigError, match=r"no config\.yml in that folder"):
         load_project(project_dir=str(root / "missing"))
 
 

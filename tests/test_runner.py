@@ -159,5 +159,5 @@ def test_collect_files_from_folder(make_project: MakeProject) -> None:
     names = [p.name for p in collect_files([root])]
     assert names == ["a.agent.yml", "b.agent.yml"]
     (root / "empty").mkdir()
-    with pytest.raises(ConfigError, match="no \\*.agent.yml"):
+    with pytest.raises(ConfigError, match=r"no \*\.agent\.yml"):
         collect_files([root / "empty"])

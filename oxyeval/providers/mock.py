@@ -36,7 +36,9 @@ class MockAPI(ModelAPI):
         self.random = opts.get("sample") == "random"
         self.rng = random.Random(opts.get("seed", 0))
         self.latency = float(opts.get("latency_ms", 0)) / 1000.0
-        self._cycle = itertools.cycle(self.outputs) if self.outputs else None
+        # One cycle per question: a test that asks the same thing n times sees outputs
+        # 1, 2, 3... in order, whatever other tests run on this model at the same time.
+        self._cycles: dict[str, itertools.cycle[str]] = {}
 
     def _pick(self, prompt: str) -> str:
         for regex, output, error in self.rules:
@@ -55,8 +57,10 @@ class MockAPI(ModelAPI):
             )
         if self.random:
             return self.rng.choice(self.outputs)
-        assert self._cycle is not None
-        return next(self._cycle)
+        cycle = self._cycles.get(prompt)
+        if cycle is None:
+            cycle = self._cycles[prompt] = itertools.cycle(self.outputs)
+        return next(cycle)
 
     async def generate(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:
         prompt = next((m.content for m in reversed(messages) if m.role == "user"), "")
