@@ -1,0 +1,81 @@
+"""`oxy test` against a bare httpx script: wall time for the same calls.
+
+Target (the developers' brief): n=200 at concurrency 10 against a local server
+answering in 50 ms, `oxy test` within 1.4x the bare script's wall time, both
+timed as whole processes (start-up included), median of several rounds.
+
+    python benchmarks/bench_oxy_test.py [--n 200] [--concurrency 10] [--latency 0.05] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def timed(cmd: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+
+    server = subprocess.Popen(
+        [sys.executable, str(HERE / "_server.py"), str(args.latency)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = server.stdout.readline().strip()  # type: ignore[union-attr]
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            (root / "config.yml").write_text(
+                "models:\n  - name: local\n    vendor: openai\n    model_ref: bench\n"
+                f"    api_url: {url}\n    concurrency: {args.concurrency}\n"
+            )
+            (root / "bench.agent.yml").write_text(
+                "model: local\nsystem_instructions: Answer briefly.\ntests:\n"
+                f"  - type: consistency\n    n: {args.n}\n    concurrency: {args.concurrency}\n"
+                "    task_description: What is the total?\n"
+            )
+            oxy = [sys.executable, "-m", "oxyeval", "test", "bench.agent.yml", "--format", "json", "-q"]
+            bare = [sys.executable, str(HERE / "_bare.py"), url, str(args.n), str(args.concurrency)]
+            timed(bare, root)  # warm the OS file cache for both interpreters
+            timed(oxy, root)
+            bare_times, oxy_times = [], []
+            for _ in range(args.rounds):
+                bare_times.append(timed(bare, root))
+                oxy_times.append(timed(oxy, root))
+    finally:
+        server.stdin.close()  # type: ignore[union-attr]
+        server.wait(timeout=10)
+
+    b, o = statistics.median(bare_times), statistics.median(oxy_times)
+    ideal = -(-args.n // args.concurrency) * args.latency
+    print(f"n={args.n} concurrency={args.concurrency} latency={args.latency * 1000:.0f} ms, {args.rounds} rounds (median)")
+    print(f"  ideal (network only)   {ideal:6.2f} s")
+    print(f"  bare httpx script      {b:6.2f} s   (runs: {', '.join(f'{t:.2f}' for t in bare_times)})")
+    print(f"  oxy test               {o:6.2f} s   (runs: {', '.join(f'{t:.2f}' for t in oxy_times)})")
+    print(f"  ratio oxy/bare         {o / b:6.2f} x   (target <= 1.40)")
+
+
+if __name__ == "__main__":
+    main()
