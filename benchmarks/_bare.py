@@ -32,7 +32,12 @@ async def main(url: str, n: int, concurrency: int) -> None:
         texts = await asyncio.gather(*(call(question) for _ in range(n)))
         distinct = sorted({" ".join(t.split()) for t in texts})
         prompts = [
-            [{"role": "user", "content": f"[Submission 1]\n{a}\n[Submission 2]\n{b}\nAnswer: A or B"}]
+            [
+                {
+                    "role": "user",
+                    "content": f"[Submission 1]\n{a}\n[Submission 2]\n{b}\nAnswer: A or B",
+                }
+            ]
             for a, b in itertools.combinations(distinct, 2)
         ]
         verdicts = await asyncio.gather(*(call(p) for p in prompts))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fakes import RecordedRequest, fake_openai  # noqa: E402
+from tests.fakes import RecordedRequest, fake_openai
 
 ANSWERS = ["The total is 1,204.", "Total: 1204", "We have 1,204 in total."]
 

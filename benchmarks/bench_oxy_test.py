@@ -30,7 +30,9 @@ def timed(cmd: list[str], cwd: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--latency", type=float, default=0.05)
@@ -56,7 +58,16 @@ def main() -> None:
                 f"  - type: consistency\n    n: {args.n}\n    concurrency: {args.concurrency}\n"
                 "    task_description: What is the total?\n"
             )
-            oxy = [sys.executable, "-m", "oxyeval", "test", "bench.agent.yml", "--format", "json", "-q"]
+            oxy = [
+                sys.executable,
+                "-m",
+                "oxyeval",
+                "test",
+                "bench.agent.yml",
+                "--format",
+                "json",
+                "-q",
+            ]
             bare = [sys.executable, str(HERE / "_bare.py"), url, str(args.n), str(args.concurrency)]
             timed(bare, root)  # warm the OS file cache for both interpreters
             timed(oxy, root)
@@ -70,10 +81,16 @@ def main() -> None:
 
     b, o = statistics.median(bare_times), statistics.median(oxy_times)
     ideal = -(-args.n // args.concurrency) * args.latency
-    print(f"n={args.n} concurrency={args.concurrency} latency={args.latency * 1000:.0f} ms, {args.rounds} rounds (median)")
+    print(
+        f"n={args.n} concurrency={args.concurrency} latency={args.latency * 1000:.0f} ms, {args.rounds} rounds (median)"
+    )
     print(f"  ideal (network only)   {ideal:6.2f} s")
-    print(f"  bare httpx script      {b:6.2f} s   (runs: {', '.join(f'{t:.2f}' for t in bare_times)})")
-    print(f"  oxy test               {o:6.2f} s   (runs: {', '.join(f'{t:.2f}' for t in oxy_times)})")
+    print(
+        f"  bare httpx script      {b:6.2f} s   (runs: {', '.join(f'{t:.2f}' for t in bare_times)})"
+    )
+    print(
+        f"  oxy test               {o:6.2f} s   (runs: {', '.join(f'{t:.2f}' for t in oxy_times)})"
+    )
     print(f"  ratio oxy/bare         {o / b:6.2f} x   (target <= 1.40)")
 
 

@@ -414,6 +414,16 @@ def load_agent(project: Project, path: str | os.PathLike[str]) -> Agent:
                     f"{project.config.display}: {', '.join(names) or 'none'}",
                 )
             )
+    if data.get("tools"):
+        problems.append(
+            doc.diagnostic(
+                ("tools",),
+                "tools are not offered to the model by this version of oxyeval yet; the agent "
+                "answers without them",
+                severity="warning",
+                at_key=True,
+            )
+        )
     tests = parse_tests(doc, project, problems, owner="agent")
     if any(p.severity == "error" for p in problems):
         raise LoadError(problems)

@@ -19,10 +19,12 @@ from .agent import AgentRunner
 from .consistency import judge_comparisons, plan_comparisons, score_comparisons
 from .errors import ConfigError, Diagnostic, LoadError, OxyError, ProviderError
 from .judge import Judge
+from .load import load_yaml
 from .project import Agent, JudgeSpec, Project, TestSpec, file_kind, load_agent, load_project
 from .providers._model import RetryPolicy
 from .providers._pool import ModelPool
 from .results import OutputRecord, TestResult, TestRun
+from .validate import validate_document
 
 __all__ = ["ProgressSink", "collect_files", "run_tests", "run_tests_async"]
 
@@ -87,10 +89,17 @@ def _load_all(files: list[Path], project_dir: str | None) -> tuple[list[_Loaded]
             project = load_project(file, project_dir=project_dir)
             project = projects.setdefault(project.root, project)
             if kind == "workflow":
-                raise ConfigError(
-                    f"{file}: tests in workflow files need the workflow engine, which is not in "
-                    "this version of oxyeval yet; run the tests of an agent file instead"
-                )
+                doc = load_yaml(file)
+                found = validate_document(doc, "workflow")
+                if any(d.severity == "error" for d in found):
+                    raise LoadError(found)
+                if doc.data.get("tests"):
+                    raise ConfigError(
+                        f"{doc.display}: tests in workflow files need the workflow engine, which "
+                        "is not in this version of oxyeval yet; run the tests of an agent file"
+                    )
+                warnings.append(f"{doc.display}: no tests")
+                continue
             if kind != "agent":
                 raise LoadError(
                     [
