@@ -70,14 +70,17 @@ REASK_MESSAGE = (
 
 # Markdown and quoting that models wrap verdicts in: **Answer:** A, `A`, > A, ### A
 _DECORATION = re.compile(r"[*_`#>~]+")
-_LETTER = r"[\(\[\{]?\s*([AB])\s*[\)\]\}]?(?![A-Za-z0-9])"
+_LETTER = r"[\(\[\{\"']*\s*([AB])\s*[\)\]\}\"']*(?![A-Za-z0-9])"
 _KEYWORD = re.compile(
-    r"(?i:\b(?:final\s+)?(?:answer|verdict|choice|decision|grade|result)\b)"
+    r"(?i:\b(?:final\s+)?(?:answer|verdict|choice|decision|grade|result)\b)[\"']?"
     r"\s*(?i:is)?\s*[:=\-–—]?\s*" + _LETTER
 )
+# "answer: a" only when nothing follows: mid-sentence "a" is an article, not a verdict.
+_LOWER = re.compile(r"(?i)^(?:final\s+)?(?:answer|verdict)\s*[:=\-]\s*([ab])\s*\.?$")
 _BOXED = re.compile(r"\\boxed\{\s*([AB])\s*\}")
 _BARE = re.compile(r"^" + _LETTER + r"\s*[.!]?\s*$")
 _LEADING = re.compile(r"^[\(\[]?([AB])[\)\]]?\s*[:.\-–—)]\s+\S")
+_TRAILING = re.compile(r"[\(\[]([AB])[\)\]]\s*[.!]?\s*$")
 
 
 @dataclass(frozen=True)
@@ -95,8 +98,11 @@ def _line_verdict(line: str) -> str | None:
     ]
     if hits:
         return hits[-1]
-    match = _BARE.match(line) or _LEADING.match(line)
-    return match.group(1) if match else None
+    match = _BARE.match(line) or _LEADING.match(line) or _TRAILING.search(line)
+    if match:
+        return match.group(1)
+    lower = _LOWER.match(line)
+    return lower.group(1).upper() if lower else None
 
 
 def parse_verdict(text: str) -> Verdict | None:

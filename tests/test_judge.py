@@ -13,7 +13,15 @@ VERDICTS = [
     ("A", "A"),
     ("B", "B"),
     ("Answer: A", "A"),
-    ("answer: b", None),  # lower-case b is a word, not a verdict
+    ("answer: b", "B"),  # a lone lower-case letter after the keyword is a verdict...
+    ("The answer is a bit odd.", None),  # ...but mid-sentence "a" is an article
+    ('{"answer": "A"}', "A"),
+    ("answer = 'B'", "B"),
+    ("[[B]]", "B"),
+    ("Consistent (A)", "A"),
+    ("Verdict: **A** (consistent)", "A"),
+    ("<think>maybe Answer: B</think>\nAnswer: A", "A"),
+    ("Answer:\nB", "B"),
     ("**Answer:** B", "B"),
     ("**Answer: A**", "A"),
     ("Answer: **B**", "B"),
