@@ -383,19 +383,18 @@ def _judge(
     return JudgeSpec(prompt=prompt, model=model, scores=scores, key=key)
 
 
-def load_agent(project: Project, path: str | os.PathLike[str]) -> Agent:
-    """Load, validate and check one agent file against its project."""
-    doc = load_yaml(path)
-    problems = validate_document(doc, "agent")
-    if any(p.severity == "error" for p in problems):
-        raise LoadError(problems)
+def _check_agent(
+    doc: Document, project: Project, problems: list[Diagnostic]
+) -> tuple[TemplateRef, list[ContextSpec], list[TestSpec]]:
+    """Checks beyond the schema: model names, databases, templates, tests."""
     data = doc.data
-    _check_model(doc, ("model",), data["model"], project, problems, "model")
+    _check_model(doc, ("model",), data.get("model"), project, problems, "model")
     if data.get("type") == "routing":
         problems.append(
             doc.diagnostic(("type",), "routing agents are not supported by oxyeval yet")
         )
-    system = TemplateRef(data.get("system_instructions", ""), doc, ("system_instructions",))
+    source = data.get("system_instructions", "")
+    system = TemplateRef(source if isinstance(source, str) else "", doc, ("system_instructions",))
     problems.extend(template_diagnostics(system))
     context = [
         ContextSpec(
@@ -425,8 +424,28 @@ def load_agent(project: Project, path: str | os.PathLike[str]) -> Agent:
             )
         )
     tests = parse_tests(doc, project, problems, owner="agent")
-    if any(p.severity == "error" for p in problems):
+    return system, context, tests
+
+
+def load_agent(project: Project, path: str | os.PathLike[str]) -> Agent:
+    """Load, validate and check one agent file against its project."""
+    doc = load_yaml(path)
+    problems = validate_document(doc, "agent")
+    schema_ok = not any(p.severity == "error" for p in problems)
+    if not isinstance(doc.data, dict):
         raise LoadError(problems)
+    try:
+        parts = _check_agent(doc, project, problems)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError):
+        # Semantic checks also run on a file with schema errors, to report everything at
+        # once; where the data's shape is too broken for them, the schema errors suffice.
+        if schema_ok:
+            raise
+        parts = None
+    if parts is None or any(p.severity == "error" for p in problems):
+        raise LoadError(sorted(problems, key=lambda d: (d.line or 0, d.column or 0)))
+    system, context, tests = parts
+    data = doc.data
     variables = {}
     for name, spec in (data.get("variables") or {}).items():
         variables[name] = spec.get("default") if isinstance(spec, dict) else spec

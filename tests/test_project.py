@@ -170,3 +170,16 @@ def test_header_env_var_missing(make_project: MakeProject, monkeypatch: pytest.M
 )
 def test_file_kind(name: str, kind: str | None) -> None:
     assert file_kind(Path(name)) == kind
+
+
+def test_schema_and_semantic_errors_reported_together(make_project: MakeProject) -> None:
+    agent = AGENT.replace("model: agent_model", "model: agent_modle").replace(
+        "    n: 4\n", "    n: 4\n    judge: x\n"
+    )
+    root = make_project(files={"a.agent.yml": agent})
+    with pytest.raises(LoadError) as info:
+        load_agent(load_project(root), root / "a.agent.yml")
+    assert [(d.line, d.key) for d in info.value.diagnostics] == [
+        (1, "model"),
+        (6, "tests[0].judge"),
+    ]
