@@ -74,7 +74,18 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
                 project = load_project(target)
                 report.diagnostics.extend(project.warnings)
             elif kind == "agent":
-                project = load_project(target, project_dir=project_dir)
+                try:
+                    project = load_project(target, project_dir=project_dir)
+                except (LoadError, ConfigError) as exc:
+                    # The config is broken (reported on its own): still check the agent's
+                    # own schema, so one bad config.yml does not hide every agent problem.
+                    doc = load_yaml(target)
+                    report.diagnostics.extend(validate_document(doc, "agent"))
+                    if isinstance(exc, LoadError):
+                        report.diagnostics.extend(exc.diagnostics)
+                    else:
+                        report.diagnostics.append(Diagnostic(str(target), str(exc)))
+                    continue
                 agent = load_agent(project, target)
                 report.diagnostics.extend(agent.warnings)
             elif kind == "workflow":

@@ -45,7 +45,7 @@ class ThresholdMode(str, Enum):
 def _stderr() -> Console:
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 class _ConsoleHandler(logging.Handler):
@@ -237,7 +237,9 @@ def test_command(
     else:
         from rich.console import Console
 
-        render_pretty(run, threshold, Console(highlight=False, soft_wrap=True), quiet=quiet)
+        render_pretty(
+            run, threshold, Console(highlight=False, soft_wrap=True, emoji=False), quiet=quiet
+        )
     if as_json and threshold is not None and not threshold.passed:
         err.print(threshold.message, style="red", markup=False)
     raise typer.Exit(code)

@@ -265,6 +265,7 @@ class Agent:
     params: GenerateParams
     tests: list[TestSpec]
     warnings: list[Diagnostic] = field(default_factory=list)
+    kind: str = "default"  # "default" or "routing" (routing agents load but cannot run)
 
 
 def _check_model(
@@ -391,7 +392,11 @@ def _check_agent(
     _check_model(doc, ("model",), data.get("model"), project, problems, "model")
     if data.get("type") == "routing":
         problems.append(
-            doc.diagnostic(("type",), "routing agents are not supported by oxyeval yet")
+            doc.diagnostic(
+                ("type",),
+                "routing agents are not supported by oxyeval yet; they validate but cannot run",
+                severity="warning",
+            )
         )
     source = data.get("system_instructions", "")
     system = TemplateRef(source if isinstance(source, str) else "", doc, ("system_instructions",))
@@ -402,9 +407,19 @@ def _check_agent(
         )
         for c in data.get("context") or []
     ]
+    for i, ctx in enumerate(context):
+        if ctx.type != "file":
+            problems.append(
+                doc.diagnostic(
+                    ("context", i, "type"),
+                    f"context type '{ctx.type}' is not supported by oxyeval yet; "
+                    f"{{{{ context.{ctx.name} }}}} will fail if used",
+                    severity="warning",
+                )
+            )
     for i, tool in enumerate(data.get("tools") or []):
         db = tool.get("database")
-        if tool.get("type") == "execute_sql" and db not in project.databases:
+        if tool.get("type") == "execute_sql" and db is not None and db not in project.databases:
             names = list(project.databases)
             problems.append(
                 doc.diagnostic(
@@ -461,7 +476,7 @@ def load_agent(project: Project, path: str | os.PathLike[str]) -> Agent:
         system_instructions=system,
         description=data.get("description", ""),
         context=context,
-        tools=list(data.get("tools") or []),
+        tools=[{"name": t.get("type"), **t} for t in data.get("tools") or []],
         max_tool_calls=data.get("max_tool_calls", 10),
         variables=variables,
         params=GenerateParams(
@@ -469,4 +484,5 @@ def load_agent(project: Project, path: str | os.PathLike[str]) -> Agent:
         ),
         tests=tests,
         warnings=[p for p in problems if p.severity == "warning"],
+        kind=data.get("type", "default"),
     )

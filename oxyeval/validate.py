@@ -137,7 +137,10 @@ def _diagnostics_for(error: ValidationError, doc: Document, kind: str) -> list[D
 
     if validator == UNSUPPORTED:
         # The keyword sits on the property's own schema, so the path is the unsupported key.
-        return [doc.diagnostic(path, str(error.message), severity="warning", at_key=True)]
+        message = str(error.message)
+        if isinstance(value, dict) and isinstance(value.get("type"), str):
+            message = f"type '{value['type']}': {message}"
+        return [doc.diagnostic(path, message, severity="warning", at_key=True)]
 
     if validator in ("additionalProperties", "unevaluatedProperties") and isinstance(value, dict):
         allowed = _allowed_keys(

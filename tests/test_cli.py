@@ -275,3 +275,42 @@ def test_real_process_401_is_exit_3_without_key_or_traceback(make_project: MakeP
     assert "HTTP 401" in proc.stdout + proc.stderr
     assert "OXY_E2E_KEY" in proc.stdout + proc.stderr
     assert "sk-wrong-key-12345" not in proc.stdout + proc.stderr
+
+
+def test_validate_checks_agents_even_when_config_is_broken(make_project: MakeProject) -> None:
+    root = make_project(
+        "models:\n  - name: a\n    vendor: mock\n    outputs: [x]\n    colour: red\n",
+        {"a.agent.yml": "model: a\nsystem_instructions: hi\nmodle: x\n"},
+    )
+    result = invoke("validate", str(root), "--format", "json")
+    assert result.exit_code == 2
+    keys = {(Path(e["file"]).name, e["key"]) for e in json.loads(result.stdout)["errors"]}
+    assert keys == {("config.yml", "models[0].colour"), ("a.agent.yml", "modle")}
+
+
+def test_routing_agent_validates_with_warning_but_cannot_be_tested(
+    make_project: MakeProject,
+) -> None:
+    agent = (
+        "model: analyst\ntype: routing\nroutes: ['*.sql']\ntests:\n"
+        "  - type: consistency\n    n: 2\n    task_description: q\n"
+    )
+    root = make_project(CONFIG, {"r.agent.yml": agent})
+    checked = invoke("validate", str(root / "r.agent.yml"))
+    assert checked.exit_code == 0
+    assert "routing agents are not supported" in checked.stderr
+    tested = invoke("test", str(root / "r.agent.yml"))
+    assert tested.exit_code == 2
+    assert (
+        "routing agents are not supported by oxyeval yet, so their tests cannot run"
+        in tested.stderr
+    )
+
+
+def test_line_100_is_not_an_emoji(make_project: MakeProject) -> None:
+    padding = "".join(f"# line {k}\n" for k in range(99))
+    root = make_project(
+        CONFIG, {"a.agent.yml": padding + "public: true\nmodel: analyst\nsystem_instructions: hi\n"}
+    )
+    result = invoke("validate", str(root / "a.agent.yml"))
+    assert "a.agent.yml:100:1: public" in result.stderr

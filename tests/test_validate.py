@@ -108,3 +108,31 @@ def test_empty_file() -> None:
 def test_did_you_mean(word: str, hint: str | None) -> None:
     text = did_you_mean(word, ["model", "task_description", "tests"])
     assert (hint in text) if hint else text == ""
+
+
+def test_tool_types_oxy_knows_warn_unknown_ones_error() -> None:
+    text = AGENT_OK + (
+        "tools:\n"
+        "  - type: execute_sql\n    database: local\n"  # no name: defaults to the type
+        "  - name: omni\n    type: execute_omni\n    model_path: x\n"
+        "  - name: t\n    type: excute_sql\n"
+    )
+    found = {d.key: d for d in check(text, "agent")}
+    assert "tools[0]" not in found
+    assert found["tools[1]"].severity == "warning"
+    assert found["tools[1]"].message.startswith("type 'execute_omni': ")
+    assert found["tools[2].type"].severity == "error"
+    assert "did you mean 'execute_sql'?" in found["tools[2].type"].message
+
+
+def test_legacy_oxy_keys_warn() -> None:
+    config = (
+        "models:\n  - {name: a, vendor: mock, outputs: [x]}\n"
+        "databases:\n  - {name: d, type: duckdb, dataset: data, key_path: None}\n"
+        "retrievals: []\n"
+    )
+    found = check(config, "config")
+    assert [(d.severity, d.key) for d in found] == [
+        ("warning", "databases[0].key_path"),
+        ("warning", "retrievals"),
+    ]
