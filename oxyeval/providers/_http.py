@@ -15,13 +15,20 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..redact import redact
+from ._base import Usage
 
 if TYPE_CHECKING:
     import httpx
 
     from ._base import ModelAPI, ModelSpec
 
-__all__ = ["malformed", "parse_retry_after", "post_json", "require_client"]
+__all__ = [
+    "malformed",
+    "parse_retry_after",
+    "post_json",
+    "require_client",
+    "usage_from",
+]
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
@@ -195,3 +202,16 @@ async def post_json(
     if not isinstance(data, dict):
         raise malformed(spec, url, "a JSON object", data)
     return data
+
+
+def usage_from(block: Any, input_key: str, output_key: str) -> Usage:
+    """Token counts from a vendor's usage object; absent or odd values become None."""
+    if not isinstance(block, dict):
+        return Usage()
+
+    def count(value: Any) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    return Usage(
+        input_tokens=count(block.get(input_key)), output_tokens=count(block.get(output_key))
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, Usage
-from ._http import malformed, post_json, require_client
+from ._http import malformed, post_json, require_client, usage_from
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicAPI", "build_anthropic_body", "parse_anthropic_response"]
 
@@ -61,10 +61,6 @@ def build_anthropic_body(
     return body
 
 
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def parse_anthropic_response(data: dict[str, Any]) -> tuple[str, str | None, Usage] | str:
     """``(text, stop_reason, usage)``, or a description of what was missing.
 
@@ -81,13 +77,7 @@ def parse_anthropic_response(data: dict[str, Any]) -> tuple[str, str | None, Usa
         and isinstance(block.get("text"), str)
     )
     stop = data.get("stop_reason")
-    usage_data = data.get("usage")
-    usage = Usage()
-    if isinstance(usage_data, dict):
-        usage = Usage(
-            input_tokens=_int_or_none(usage_data.get("input_tokens")),
-            output_tokens=_int_or_none(usage_data.get("output_tokens")),
-        )
+    usage = usage_from(data.get("usage"), "input_tokens", "output_tokens")
     return text, stop if isinstance(stop, str) else None, usage
 
 

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from ..errors import ProviderError
 from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, Usage
-from ._http import malformed, post_json, require_client
+from ._http import malformed, post_json, require_client, usage_from
 
 __all__ = ["GoogleAPI", "build_gemini_body", "parse_gemini_response"]
 
@@ -53,18 +53,8 @@ def build_gemini_body(messages: list[ChatMessage], params: GenerateParams) -> di
     return body
 
 
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _usage(data: dict[str, Any]) -> Usage:
-    meta = data.get("usageMetadata")
-    if not isinstance(meta, dict):
-        return Usage()
-    return Usage(
-        input_tokens=_int_or_none(meta.get("promptTokenCount")),
-        output_tokens=_int_or_none(meta.get("candidatesTokenCount")),
-    )
+    return usage_from(data.get("usageMetadata"), "promptTokenCount", "candidatesTokenCount")
 
 
 def parse_gemini_response(data: dict[str, Any]) -> tuple[str, str | None, Usage] | str:

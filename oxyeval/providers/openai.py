@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, Usage
-from ._http import malformed, post_json, require_client
+from ._http import malformed, post_json, require_client, usage_from
 
 __all__ = ["OpenAIAPI", "build_openai_body", "parse_openai_response"]
 
@@ -58,10 +58,6 @@ def _content_text(content: Any) -> str | None:
     return None
 
 
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def parse_openai_response(data: dict[str, Any]) -> tuple[str, str | None, Usage] | str:
     """``(text, finish_reason, usage)``, or a description of what was missing."""
     choices = data.get("choices")
@@ -75,13 +71,7 @@ def parse_openai_response(data: dict[str, Any]) -> tuple[str, str | None, Usage]
     if text is None:
         return "'choices[0].message.content' to be a string, null or a list of parts"
     finish = choice.get("finish_reason")
-    usage_data = data.get("usage")
-    usage = Usage()
-    if isinstance(usage_data, dict):
-        usage = Usage(
-            input_tokens=_int_or_none(usage_data.get("prompt_tokens")),
-            output_tokens=_int_or_none(usage_data.get("completion_tokens")),
-        )
+    usage = usage_from(data.get("usage"), "prompt_tokens", "completion_tokens")
     return text, finish if isinstance(finish, str) else None, usage
 
 
