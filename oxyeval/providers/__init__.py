@@ -1,6 +1,15 @@
 """Model providers: a registry of vendor classes behind one async ``generate``."""
 
-from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, ModelSpec, Usage
+from ._base import (
+    ChatMessage,
+    Completion,
+    GenerateParams,
+    ModelAPI,
+    ModelSpec,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 from ._model import Model, RetryPolicy
 from ._pool import ModelPool, resolve_api_key
 from ._registry import register_vendor, vendor_class, vendors
@@ -14,6 +23,8 @@ __all__ = [
     "ModelPool",
     "ModelSpec",
     "RetryPolicy",
+    "ToolCall",
+    "ToolSpec",
     "Usage",
     "register_vendor",
     "resolve_api_key",

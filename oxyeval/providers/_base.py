@@ -21,6 +21,8 @@ __all__ = [
     "GenerateParams",
     "ModelAPI",
     "ModelSpec",
+    "ToolCall",
+    "ToolSpec",
     "Usage",
 ]
 
@@ -28,9 +30,36 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 
 @dataclass(frozen=True)
+class ToolSpec:
+    """A function the model may call: name, description, JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the model asked for. ``id`` pairs it with its result (vendor-issued or ours)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ChatMessage:
+    """One turn. Tool use is vendor-neutral here; each vendor class maps it to its wire form:
+
+    * an assistant turn that called tools has ``tool_calls`` (and maybe some ``content``);
+    * a tool result is ``role="tool"`` with ``tool_call_id`` and ``name`` of the call it answers.
+    """
+
     role: Role
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +71,7 @@ class GenerateParams:
     top_p: float | None = None
     seed: int | None = None
     stop: tuple[str, ...] | None = None
+    tools: tuple[ToolSpec, ...] | None = None  # offered to the model; None/empty = no tools
 
     def merged(self, override: GenerateParams | None) -> GenerateParams:
         """Fields set in ``override`` win; used to layer call params over model defaults."""
@@ -71,6 +101,7 @@ class Completion:
     finish_reason: str | None = None  # raw, as the vendor spelled it
     model: str = ""  # the config.yml model name that produced it
     attempts: int = 1
+    tool_calls: list[ToolCall] = field(default_factory=list)  # empty: a final answer
 
 
 @dataclass(frozen=True)
