@@ -1,25 +1,36 @@
-"""Running an agent on a question: system prompt from its template, one model call.
+"""Running an agent on a question: its system prompt, its tools, its model.
 
 Context files and the rendered system prompt are computed once per agent and
 reused for every run, so n consistency runs cost n model calls and nothing else.
+Tools are offered in each vendor's native function-calling format (the vendor
+classes do the mapping); the loop here runs until the model answers or
+``max_tool_calls`` is reached.
 """
 
 from __future__ import annotations
 
+import json
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError
-from .providers._base import ChatMessage, Completion
+from .errors import ConfigError, ProviderError
+from .providers._base import ChatMessage, Completion, GenerateParams, ToolCall, ToolSpec, Usage
 from .templates import render
 
 if TYPE_CHECKING:
     from .project import Agent, ContextSpec
     from .providers._pool import ModelPool
+    from .sql import SqlRunner
 
 __all__ = ["AgentRunner", "read_context"]
 
 _MAX_CONTEXT_BYTES = 2_000_000
+_MAX_TOOL_RESULT_CHARS = 20_000
+_DEFAULT_SQL_DESCRIPTION = (
+    "Run a read-only SQL query (DuckDB dialect) on the database and return the rows."
+)
 
 
 def read_context(spec: ContextSpec, root: Path, where: str) -> str:
@@ -59,31 +70,130 @@ def read_context(spec: ContextSpec, root: Path, where: str) -> str:
 
 
 class AgentRunner:
-    """An agent bound to a model pool; ``ask`` is one run."""
+    """An agent bound to a model pool (and a SQL runner for its tools); ``ask`` is one run."""
 
-    def __init__(self, agent: Agent, pool: ModelPool, project_root: Path) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        pool: ModelPool,
+        project_root: Path,
+        sql: SqlRunner | None = None,
+    ) -> None:
         self.agent = agent
         self.pool = pool
         self.root = project_root
+        self.sql = sql
         self._system: str | None = None
+        self._context: dict[str, str] | None = None
+        self.tools = {t["name"]: t for t in agent.tools if t.get("type") == "execute_sql"}
 
     def system_prompt(self, variables: dict[str, Any] | None = None) -> str:
-        if self._system is not None and variables is None:
+        if self._system is not None and not variables:
             return self._system
-        where = self.agent.doc.display
-        context = {c.name: read_context(c, self.root, where) for c in self.agent.context}
-        values = {**self.agent.variables, **(variables or {}), "context": context}
+        if self._context is None:
+            where = self.agent.doc.display
+            self._context = {c.name: read_context(c, self.root, where) for c in self.agent.context}
+        values = {**self.agent.variables, **(variables or {}), "context": self._context}
         text = render(self.agent.system_instructions, values)
-        if variables is None:
+        if not variables:
             self._system = text
         return text
 
-    def messages(self, question: str) -> list[ChatMessage]:
-        system = self.system_prompt()
+    def messages(self, question: str, variables: dict[str, Any] | None = None) -> list[ChatMessage]:
+        system = self.system_prompt(variables)
         out = [ChatMessage("system", system)] if system.strip() else []
         out.append(ChatMessage("user", question))
         return out
 
-    async def ask(self, question: str) -> Completion:
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        specs = []
+        for name, tool in self.tools.items():
+            specs.append(
+                ToolSpec(
+                    name=name,
+                    description=tool.get("description") or _DEFAULT_SQL_DESCRIPTION,
+                    parameters={
+                        "type": "object",
+                        "properties": {
+                            "sql": {"type": "string", "description": "The SQL query to run."}
+                        },
+                        "required": ["sql"],
+                    },
+                )
+            )
+        return tuple(specs)
+
+    async def _run_tool(self, call: ToolCall) -> str:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return f"Error: there is no tool named {call.name!r}; tools: {', '.join(self.tools) or 'none'}."
+        if "_raw" in call.arguments:
+            return (
+                'Error: the arguments were not valid JSON; call the tool again with {"sql": "..."}.'
+            )
+        sql = call.arguments.get("sql")
+        if not isinstance(sql, str) or not sql.strip():
+            return "Error: missing argument 'sql' (a SQL query string)."
+        if self.sql is None:
+            return "Error: no database is available to this agent here."
+        from .sql import SqlError
+
+        try:
+            result = await self.sql.query(tool["database"], sql, limit=tool.get("dry_run_limit"))
+        except (SqlError, ConfigError) as exc:
+            return f"Error: {exc}"
+        text = str(result)
+        if len(text) > _MAX_TOOL_RESULT_CHARS:
+            text = text[:_MAX_TOOL_RESULT_CHARS] + f"\n(truncated; {len(result)} rows in all)"
+        return text
+
+    async def ask(self, question: str, variables: dict[str, Any] | None = None) -> Completion:
+        """One run: model calls (and tool calls) until the model answers."""
         model = self.pool.get(self.agent.model)
-        return await model.generate(self.messages(question), self.agent.params)
+        messages = self.messages(question, variables)
+        specs = self.tool_specs()
+        params: GenerateParams = replace(self.agent.params, tools=specs or None)
+        limit = self.agent.max_tool_calls
+        made: list[ToolCall] = []
+        inputs = outputs = 0
+        started = time.perf_counter()
+        extra_rounds = 0
+        while True:
+            completion = await model.generate(messages, params)
+            inputs += completion.usage.input_tokens or 0
+            outputs += completion.usage.output_tokens or 0
+            if not completion.tool_calls:
+                break
+            if len(made) >= limit:
+                extra_rounds += 1
+                if extra_rounds > 1:
+                    raise ProviderError(
+                        f"model '{model.name}' kept calling tools after the limit of {limit} "
+                        "tool calls (max_tool_calls) and never answered",
+                        model=model.name,
+                    )
+            messages.append(
+                ChatMessage("assistant", completion.text, tool_calls=tuple(completion.tool_calls))
+            )
+            for call in completion.tool_calls:
+                if len(made) >= limit:
+                    result = (
+                        f"Tool call limit reached ({limit} calls, max_tool_calls). Do not call "
+                        "tools again; answer now with what you have."
+                    )
+                else:
+                    result = await self._run_tool(call)
+                made.append(call)
+                messages.append(ChatMessage("tool", result, tool_call_id=call.id, name=call.name))
+        completion.usage = Usage(input_tokens=inputs or None, output_tokens=outputs or None)
+        completion.latency = time.perf_counter() - started
+        completion.tool_calls = made
+        return completion
+
+
+def describe_calls(calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """Tool calls as JSON-friendly dicts for reports."""
+    return [
+        {"id": c.id, "name": c.name, "arguments": json.loads(json.dumps(c.arguments, default=str))}
+        for c in calls
+    ]

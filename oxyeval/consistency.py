@@ -15,6 +15,7 @@ from itertools import combinations
 __all__ = [
     "Comparison",
     "ConsistencyScore",
+    "evaluate",
     "judge_comparisons",
     "normalize",
     "plan_comparisons",
@@ -149,3 +150,24 @@ def score_comparisons(
         per_run=per_run,
         selected=selected,
     )
+
+
+Compare = Callable[[str, str], Awaitable[tuple[str | None, str, str | None, int]]]
+
+
+async def evaluate(
+    texts: dict[int, str],
+    compare: Compare,
+    *,
+    pairing: str,
+    scores: dict[str, float],
+    concurrency: int,
+    on_planned: Callable[[int], None] | None = None,
+    on_done: Callable[[Comparison], None] | None = None,
+) -> tuple[list[Comparison], ConsistencyScore]:
+    """Plan, judge and score: the one consistency routine for tests and workflow tasks."""
+    comparisons = plan_comparisons(texts, pairing)
+    if on_planned is not None:
+        on_planned(sum(1 for c in comparisons if not c.identical))
+    await judge_comparisons(comparisons, texts, compare, concurrency=concurrency, on_done=on_done)
+    return comparisons, score_comparisons(comparisons, sorted(texts), scores)

@@ -9,8 +9,10 @@ judge error, reported and excluded from the score, never guessed as A or B.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import ProviderError
 from .providers._base import ChatMessage, GenerateParams
@@ -156,6 +158,23 @@ class Judge:
                 "submission_2": submission_2,
             },
         )
+
+    def comparer(
+        self,
+        task_description: str,
+        slot: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+    ) -> Callable[[str, str], Awaitable[tuple[str | None, str, str | None, int]]]:
+        """A compare function for :func:`oxyeval.consistency.evaluate`, optionally under a slot."""
+
+        async def compare(s1: str, s2: str) -> tuple[str | None, str, str | None, int]:
+            if slot is None:
+                r = await self.compare(task_description, s1, s2)
+            else:
+                async with slot():
+                    r = await self.compare(task_description, s1, s2)
+            return r.choice, r.reasoning, r.error, r.calls
+
+        return compare
 
     async def compare(
         self, task_description: str, submission_1: str, submission_2: str

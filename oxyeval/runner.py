@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .agent import AgentRunner
-from .consistency import judge_comparisons, plan_comparisons, score_comparisons
+from .consistency import evaluate
 from .errors import ConfigError, Diagnostic, LoadError, OxyError, ProviderError
 from .judge import Judge
 from .load import load_yaml
@@ -172,24 +172,16 @@ async def _judge_outputs(
         )
         result.duration = time.perf_counter() - started
         return result
-    comparisons = plan_comparisons(texts, spec.pairing)
-    to_judge = sum(1 for c in comparisons if not c.identical)
-    progress.add_total(key, to_judge)
     judge = Judge(pool.get(judge_spec.model), judge_spec.prompt)
-    question = spec.task_description or ""
-
-    async def compare(s1: str, s2: str) -> tuple[str | None, str, str | None, int]:
-        r = await judge.compare(question, s1, s2)
-        return r.choice, r.reasoning, r.error, r.calls
-
-    await judge_comparisons(
-        comparisons,
+    comparisons, score = await evaluate(
         texts,
-        compare,
+        judge.comparer(spec.task_description or ""),
+        pairing=spec.pairing,
+        scores=result.scores,
         concurrency=spec.concurrency,
+        on_planned=lambda count: progress.add_total(key, count),
         on_done=lambda _c: progress.advance(key),
     )
-    score = score_comparisons(comparisons, sorted(texts), result.scores)
     result.accuracy = score.accuracy
     result.pairs = score.pairs
     result.judged_pairs = score.judged_pairs

@@ -3,16 +3,34 @@
 It differs from Chat Completions in three ways that matter here: the system
 prompt is a top-level field, turns must alternate user/assistant, and
 ``max_tokens`` is required.
+
+Tool calling, on the wire:
+
+* offered tools: ``tools: [{name, description?, input_schema}]``, no key when none;
+* the answer: ``tool_use`` content blocks ``{id, name, input}`` (text blocks may
+  come with them) and ``stop_reason: "tool_use"``;
+* history: the assistant turn is a list of blocks (its text, if any, then its
+  ``tool_use`` blocks); results go back in a *user* turn as ``tool_result``
+  blocks ``{tool_use_id, content}``. All results for one assistant turn share one
+  user turn, and they must open it: any user text in that turn comes after them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, Usage
+from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, ToolCall, ToolSpec, Usage
 from ._http import malformed, post_json, require_client, usage_from
+from .openai import decode_tool_arguments, synthetic_call_id
 
-__all__ = ["DEFAULT_MAX_TOKENS", "AnthropicAPI", "build_anthropic_body", "parse_anthropic_response"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "AnthropicAPI",
+    "build_anthropic_body",
+    "parse_anthropic_response",
+    "parse_anthropic_tool_calls",
+]
 
 ANTHROPIC_VERSION = "2023-06-01"
 #: The API refuses a request without max_tokens; this is enough for any test answer
@@ -20,24 +38,62 @@ ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
 
 
-def _turns(messages: list[ChatMessage]) -> tuple[str | None, list[dict[str, str]]]:
+@dataclass
+class _Turn:
+    role: str
+    texts: list[str] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)  # tool_result blocks
+    uses: list[dict[str, Any]] = field(default_factory=list)  # tool_use blocks
+
+    def content(self) -> str | list[dict[str, Any]]:
+        """Plain text when that is all there is (the simplest form the API takes)."""
+        if not self.results and not self.uses:
+            return "\n\n".join(self.texts)
+        # Empty text blocks are rejected; tool_result blocks must open a user turn.
+        text_blocks = [{"type": "text", "text": t} for t in self.texts if t]
+        return [*self.results, *text_blocks, *self.uses]
+
+
+def _turns(messages: list[ChatMessage]) -> tuple[str | None, list[dict[str, Any]]]:
     """Split out the system text and merge same-role neighbours.
 
     The API rejects two user (or two assistant) turns in a row, which a test's
     message list can easily contain; joining them keeps every word the author wrote.
-    A ``tool`` message has no plain-text equivalent here, so it is sent as user text.
+    That also puts consecutive tool results into the one user turn the API wants.
+    A ``tool`` message with no ``tool_call_id`` has nothing to pair with, so it is
+    sent as user text.
     """
     system = [m.content for m in messages if m.role == "system"]
-    turns: list[dict[str, str]] = []
+    turns: list[_Turn] = []
     for m in messages:
         if m.role == "system":
             continue
         role = "assistant" if m.role == "assistant" else "user"
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"] += "\n\n" + m.content
-        else:
-            turns.append({"role": role, "content": m.content})
-    return ("\n\n".join(system) if system else None), turns
+        if not turns or turns[-1].role != role:
+            turns.append(_Turn(role))
+        turn = turns[-1]
+        if m.role == "tool" and m.tool_call_id is not None:
+            turn.results.append(
+                {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}
+            )
+            continue
+        if m.content or not (m.role == "assistant" and m.tool_calls):
+            turn.texts.append(m.content)
+        if m.role == "assistant":
+            turn.uses.extend(
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                for c in m.tool_calls
+            )
+    messages_out = [{"role": t.role, "content": t.content()} for t in turns]
+    return ("\n\n".join(system) if system else None), messages_out
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    tool: dict[str, Any] = {"name": spec.name}
+    if spec.description:
+        tool["description"] = spec.description
+    tool["input_schema"] = spec.parameters
+    return tool
 
 
 def build_anthropic_body(
@@ -51,6 +107,8 @@ def build_anthropic_body(
     }
     if system is not None:
         body["system"] = system
+    if params.tools:
+        body["tools"] = [_tool(t) for t in params.tools]
     optional = {
         "temperature": params.temperature,
         "top_p": params.top_p,
@@ -81,6 +139,22 @@ def parse_anthropic_response(data: dict[str, Any]) -> tuple[str, str | None, Usa
     return text, stop if isinstance(stop, str) else None, usage
 
 
+def parse_anthropic_tool_calls(data: dict[str, Any]) -> list[ToolCall] | str:
+    """The ``tool_use`` blocks of a body :func:`parse_anthropic_response` accepted."""
+    calls: list[ToolCall] = []
+    for index, block in enumerate(data["content"]):
+        if not isinstance(block, dict) or block.get("type") != "tool_use":
+            continue
+        name = block.get("name")
+        if not isinstance(name, str) or not name:
+            return f"'content[{index}].name' of a tool_use block to be a string"
+        call_id = block.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            call_id = synthetic_call_id(len(calls), name)
+        calls.append(ToolCall(call_id, name, decode_tool_arguments(block.get("input"))))
+    return calls
+
+
 class AnthropicAPI(ModelAPI):
     """``POST {base}/messages`` with ``x-api-key`` and a pinned ``anthropic-version``."""
 
@@ -100,5 +174,8 @@ class AnthropicAPI(ModelAPI):
         parsed = parse_anthropic_response(data)
         if isinstance(parsed, str):
             raise malformed(self.spec, url, parsed, data)
+        calls = parse_anthropic_tool_calls(data)
+        if isinstance(calls, str):
+            raise malformed(self.spec, url, calls, data)
         text, stop, usage = parsed
-        return Completion(text=text, usage=usage, finish_reason=stop)
+        return Completion(text=text, usage=usage, finish_reason=stop, tool_calls=calls)

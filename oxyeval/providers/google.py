@@ -2,44 +2,220 @@
 
 The key goes in the ``x-goog-api-key`` header, never in ``?key=``: URLs end up
 in error messages, logs and proxies, headers do not.
+
+Tool calling, on the wire:
+
+* offered tools: ``tools: [{"functionDeclarations": [{name, description?,
+  parameters?}]}]``; ``parameters`` is cut down to the OpenAPI subset Gemini
+  accepts (see :func:`gemini_schema`) and left out for a tool without arguments;
+* the answer: ``functionCall`` parts ``{name, args, id?}``, usually without an id,
+  so one is made up (``call_<index>_<name>``);
+* history: a ``model`` turn with the calls as ``functionCall`` parts (after its
+  text, if any), and the results as ``functionResponse`` parts ``{name, response:
+  {"content": text}}`` in a ``user`` turn (the role the current docs use; newer
+  models refuse the old ``function`` role), consecutive results in one turn.
+
+Gemini 3 models attach an opaque ``thoughtSignature`` to a ``functionCall`` part
+and refuse the next request if the history drops it. :class:`ToolCall` has no
+room for it, so :class:`GoogleAPI` remembers it by call id (ids of calls that
+carry one include a digest of it, so they stay unique) and puts it back when the
+call comes round again in the history it sends.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import hashlib
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
 
 from ..errors import ProviderError
-from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, Usage
+from ._base import (
+    ChatMessage,
+    Completion,
+    GenerateParams,
+    ModelAPI,
+    ModelSpec,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 from ._http import malformed, post_json, require_client, usage_from
+from .openai import decode_tool_arguments, synthetic_call_id
 
-__all__ = ["GoogleAPI", "build_gemini_body", "parse_gemini_response"]
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "GoogleAPI",
+    "build_gemini_body",
+    "gemini_schema",
+    "parse_gemini_response",
+    "parse_gemini_tool_calls",
+]
+
+#: Schema fields the Gemini API takes (an OpenAPI 3.0 subset); any other key,
+#: e.g. ``additionalProperties`` or ``$schema``, is a 400 "Unknown name" error.
+_SCHEMA_KEYS = frozenset(
+    {
+        "type",
+        "format",
+        "title",
+        "description",
+        "nullable",
+        "enum",
+        "items",
+        "minItems",
+        "maxItems",
+        "properties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minimum",
+        "maximum",
+        "anyOf",
+        "propertyOrdering",
+        "default",
+        "example",
+    }
+)
+#: The only formats the Gemini API (not Vertex) accepts; others ("uri", "email"...) fail.
+_FORMATS = frozenset({"enum", "date-time", "float", "double", "int32", "int64"})
 
 
-def _contents(messages: list[ChatMessage]) -> tuple[str | None, list[dict[str, Any]]]:
+def gemini_schema(schema: Any) -> Any:
+    """A JSON Schema cut down to what Gemini accepts; the input is left untouched.
+
+    Unknown keys are dropped, ``type: [X, "null"]`` becomes ``type: X, nullable:
+    true``, ``const`` becomes a one-value ``enum`` and enum values become strings
+    (the API declares ``enum`` as a list of strings). Property *names* are kept
+    whatever they are; only the schemas under them are cleaned.
+    """
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key not in _SCHEMA_KEYS:
+            continue
+        if key == "properties" and isinstance(value, Mapping):
+            out[key] = {name: gemini_schema(sub) for name, sub in value.items()}
+        elif key == "items":
+            out[key] = gemini_schema(value)
+        elif key == "anyOf" and isinstance(value, list):
+            out[key] = [gemini_schema(sub) for sub in value]
+        elif key == "format":
+            if value in _FORMATS:
+                out[key] = value
+        elif key == "enum" and isinstance(value, list):
+            out[key] = [v if isinstance(v, str) else _enum_text(v) for v in value]
+        else:
+            out[key] = value
+    kind = out.get("type")
+    if isinstance(kind, list):
+        others = [t for t in kind if t != "null"]
+        if len(others) == 1:
+            out["type"] = others[0]
+        else:
+            out.pop("type")  # a union Gemini cannot say; leave the type open
+        if "null" in kind:
+            out["nullable"] = True
+    if "const" in schema and "enum" not in out:
+        const = schema["const"]
+        out["enum"] = [const if isinstance(const, str) else _enum_text(const)]
+    return out
+
+
+def _enum_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "null" if value is None else str(value)
+
+
+def _declaration(spec: ToolSpec) -> dict[str, Any]:
+    declaration: dict[str, Any] = {"name": spec.name}
+    if spec.description:
+        declaration["description"] = spec.description
+    parameters = gemini_schema(spec.parameters)
+    # An object schema with no properties is refused ("properties: should be
+    # non-empty for OBJECT type"); a tool without arguments simply has none.
+    if isinstance(parameters, dict) and (
+        parameters.get("properties") or parameters.get("type", "object") not in ("object", "OBJECT")
+    ):
+        declaration["parameters"] = parameters
+    return declaration
+
+
+#: What a call id needs to go back on the wire: ``{"id": True}`` when Gemini issued
+#: the id itself, ``{"thoughtSignature": ...}`` when the part carried one.
+CallMemory = Mapping[str, Mapping[str, Any]]
+
+
+def _contents(
+    messages: list[ChatMessage], memory: CallMemory
+) -> tuple[str | None, list[dict[str, Any]]]:
     """System text apart, then turns with Gemini's role names ("model" for the assistant).
 
     Same-role neighbours are merged into one turn with several parts, because the
-    API expects turns to alternate; ``tool`` text is sent as user text.
+    API expects turns to alternate; that also keeps consecutive tool results in
+    one turn. A ``tool`` message whose call cannot be named is sent as user text.
     """
     system = [m.content for m in messages if m.role == "system"]
+    names: dict[str, str] = {}  # call id -> function name, for results without a name
     contents: list[dict[str, Any]] = []
     for m in messages:
         if m.role == "system":
             continue
         role = "model" if m.role == "assistant" else "user"
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].append({"text": m.content})
+        parts: list[dict[str, Any]] = []
+        if m.role == "assistant" and m.tool_calls:
+            if m.content:
+                parts.append({"text": m.content})
+            for call in m.tool_calls:
+                names[call.id] = call.name
+                parts.append(_call_part(call, memory.get(call.id, {})))
+        elif m.role == "tool" and (m.name or names.get(m.tool_call_id or "")):
+            response: dict[str, Any] = {
+                "name": m.name or names[m.tool_call_id or ""],
+                "response": {"content": m.content},
+            }
+            if m.tool_call_id is not None and memory.get(m.tool_call_id, {}).get("id"):
+                response["id"] = m.tool_call_id
+            parts.append({"functionResponse": response})
         else:
-            contents.append({"role": role, "parts": [{"text": m.content}]})
+            parts.append({"text": m.content})
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
     return ("\n\n".join(system) if system else None), contents
 
 
-def build_gemini_body(messages: list[ChatMessage], params: GenerateParams) -> dict[str, Any]:
-    system, contents = _contents(messages)
+def _call_part(call: ToolCall, memo: Mapping[str, Any]) -> dict[str, Any]:
+    function_call: dict[str, Any] = {"name": call.name, "args": call.arguments}
+    if memo.get("id"):
+        function_call["id"] = call.id
+    part: dict[str, Any] = {"functionCall": function_call}
+    if memo.get("thoughtSignature"):
+        part["thoughtSignature"] = memo["thoughtSignature"]
+    return part
+
+
+def build_gemini_body(
+    messages: list[ChatMessage],
+    params: GenerateParams,
+    memory: CallMemory | None = None,
+) -> dict[str, Any]:
+    """``memory`` maps call ids to what :func:`parse_gemini_tool_calls` remembered."""
+    system, contents = _contents(messages, memory or {})
     body: dict[str, Any] = {"contents": contents}
     if system is not None:
         body["systemInstruction"] = {"parts": [{"text": system}]}
+    if params.tools:
+        body["tools"] = [{"functionDeclarations": [_declaration(t) for t in params.tools]}]
     config = {
         "temperature": params.temperature,
         "maxOutputTokens": params.max_tokens,
@@ -83,11 +259,63 @@ def parse_gemini_response(data: dict[str, Any]) -> tuple[str, str | None, Usage]
     return text, finish if isinstance(finish, str) else None, _usage(data)
 
 
+def parse_gemini_tool_calls(
+    data: dict[str, Any],
+) -> tuple[list[ToolCall], dict[str, dict[str, Any]]] | str:
+    """``(calls, memory)`` from a body :func:`parse_gemini_response` accepted.
+
+    ``memory`` holds, per call id, what must go back with the call in later
+    history: that the id is Gemini's own, and the part's ``thoughtSignature``.
+    """
+    content = data["candidates"][0].get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    calls: list[ToolCall] = []
+    memory: dict[str, dict[str, Any]] = {}
+    for index, part in enumerate(parts or []):
+        function_call = part.get("functionCall") if isinstance(part, dict) else None
+        if function_call is None:
+            continue
+        name = function_call.get("name") if isinstance(function_call, dict) else None
+        if not isinstance(name, str) or not name:
+            return f"'candidates[0].content.parts[{index}].functionCall.name' to be a string"
+        signature = part.get("thoughtSignature")
+        signature = signature if isinstance(signature, str) and signature else None
+        memo: dict[str, Any] = {}
+        call_id = function_call.get("id")
+        if isinstance(call_id, str) and call_id:
+            memo["id"] = True
+        else:
+            call_id = synthetic_call_id(len(calls), name)
+            if signature is not None:  # keep ids unique across turns and conversations
+                call_id += "_" + hashlib.sha256(signature.encode()).hexdigest()[:10]
+        if signature is not None:
+            memo["thoughtSignature"] = signature
+        if memo:
+            memory[call_id] = memo
+        calls.append(ToolCall(call_id, name, decode_tool_arguments(function_call.get("args"))))
+    return calls, memory
+
+
 class GoogleAPI(ModelAPI):
     """``POST {base}/models/{model_ref}:generateContent`` with the key in a header."""
 
     vendor: ClassVar[str] = "google"
     default_api_url: ClassVar[str | None] = "https://generativelanguage.googleapis.com/v1beta"
+
+    #: Calls remembered for their thought signature or Gemini-issued id; an agent
+    #: loop sends each call back on its very next request, so a modest bound is plenty.
+    memory_size: ClassVar[int] = 4096
+
+    def __init__(self, spec: ModelSpec, client: httpx.AsyncClient | None) -> None:
+        super().__init__(spec, client)
+        self._memory: OrderedDict[str, dict[str, Any]] = OrderedDict()
+
+    def _remember(self, memory: dict[str, dict[str, Any]]) -> None:
+        for call_id, memo in memory.items():
+            self._memory[call_id] = memo
+            self._memory.move_to_end(call_id)
+        while len(self._memory) > self.memory_size:
+            self._memory.popitem(last=False)
 
     def _headers(self) -> dict[str, str]:
         if self.spec.api_key:
@@ -101,7 +329,7 @@ class GoogleAPI(ModelAPI):
 
     async def generate(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:
         url = self._url()
-        body = build_gemini_body(messages, params)
+        body = build_gemini_body(messages, params, self._memory)
         data = await post_json(require_client(self), self.spec, url, body, self._headers())
         feedback = data.get("promptFeedback")
         block = feedback.get("blockReason") if isinstance(feedback, dict) else None
@@ -117,5 +345,10 @@ class GoogleAPI(ModelAPI):
         parsed = parse_gemini_response(data)
         if isinstance(parsed, str):
             raise malformed(self.spec, url, parsed, data)
+        found = parse_gemini_tool_calls(data)
+        if isinstance(found, str):
+            raise malformed(self.spec, url, found, data)
+        calls, memory = found
+        self._remember(memory)
         text, finish, usage = parsed
-        return Completion(text=text, usage=usage, finish_reason=finish)
+        return Completion(text=text, usage=usage, finish_reason=finish, tool_calls=calls)

@@ -2,23 +2,58 @@
 
 It is a documented feature (like Inspect's mockllm), not a test double: it goes
 through the same Model wrapper (concurrency, timing) as every real vendor.
+
+Options (the ``models:`` entry of config.yml):
+
+* ``outputs``: answers given in turn, one cycle per question (the last user
+  message), or drawn at random with ``sample: random`` (and ``seed``);
+* ``rules``: tried in order before ``outputs``; the first whose ``match`` regex
+  is found in the last message that is not the model's own (the last user
+  message, or the last tool result when the model has just called a tool) answers:
+
+  - ``output: text`` answers with that text;
+  - ``error: reason`` fails the call (a non-retryable ProviderError);
+  - ``tool_call: {name: tool, arguments: {...}}`` asks for that tool, the way a
+    real model does (``Completion.tool_calls``, finish reason ``tool_calls``),
+    with ``output`` as the text that comes with the call, if set. Such a rule only
+    applies when the request offers a tool of that name; otherwise the next rule
+    is tried. A rule like ``{match: '^\\[\\{', output: ...}`` then reacts to the
+    tool's result;
+* ``latency_ms``: simulated latency per call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import random
 import re
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ProviderError
-from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, ModelSpec, Usage
+from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, ModelSpec, ToolCall, Usage
 
 if TYPE_CHECKING:
     import httpx
 
 __all__ = ["MockAPI"]
+
+
+@dataclass(frozen=True)
+class _Rule:
+    regex: re.Pattern[str]
+    output: str | None = None
+    error: str | None = None
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class _Answer:
+    text: str
+    call: tuple[str, dict[str, Any]] | None = None  # (tool name, arguments)
 
 
 class MockAPI(ModelAPI):
@@ -29,10 +64,7 @@ class MockAPI(ModelAPI):
         super().__init__(spec, client)
         opts = spec.options
         self.outputs: list[str] = list(opts.get("outputs") or [])
-        self.rules = [
-            (re.compile(rule["match"]), rule.get("output"), rule.get("error"))
-            for rule in opts.get("rules") or []
-        ]
+        self.rules = [self._rule(rule) for rule in opts.get("rules") or []]
         self.random = opts.get("sample") == "random"
         self.rng = random.Random(opts.get("seed", 0))
         self.latency = float(opts.get("latency_ms", 0)) / 1000.0
@@ -40,36 +72,74 @@ class MockAPI(ModelAPI):
         # 1, 2, 3... in order, whatever other tests run on this model at the same time.
         self._cycles: dict[str, itertools.cycle[str]] = {}
 
-    def _pick(self, prompt: str) -> str:
-        for regex, output, error in self.rules:
-            if regex.search(prompt):
-                if error is not None:
-                    raise ProviderError(
-                        f"model '{self.spec.name}' (mock): simulated failure: {error}",
-                        model=self.spec.name,
-                    )
-                return output or ""
+    @staticmethod
+    def _rule(rule: dict[str, Any]) -> _Rule:
+        tool_call = rule.get("tool_call")
+        if tool_call is None:
+            return _Rule(re.compile(rule["match"]), rule.get("output"), rule.get("error"))
+        return _Rule(
+            re.compile(rule["match"]),
+            rule.get("output"),
+            rule.get("error"),
+            str(tool_call["name"]),
+            dict(tool_call.get("arguments") or {}),
+        )
+
+    def _pick(self, target: str, question: str, offered: set[str]) -> _Answer:
+        skipped: list[str] = []
+        for rule in self.rules:
+            if not rule.regex.search(target):
+                continue
+            if rule.error is not None:
+                raise ProviderError(
+                    f"model '{self.spec.name}' (mock): simulated failure: {rule.error}",
+                    model=self.spec.name,
+                )
+            if rule.tool is None:
+                return _Answer(rule.output or "")
+            if rule.tool not in offered:
+                skipped.append(rule.tool)
+                continue
+            # A copy per call: the agent loop may change the arguments it is handed.
+            return _Answer(rule.output or "", (rule.tool, copy.deepcopy(rule.arguments or {})))
         if not self.outputs:
+            detail = ""
+            if skipped:
+                names = ", ".join(sorted(offered)) or "none"
+                detail = (
+                    f"; rules for tool(s) {', '.join(repr(s) for s in skipped)} matched, "
+                    f"but the request offers only: {names}"
+                )
             raise ProviderError(
                 f"model '{self.spec.name}' (mock): no rule matched the message and no outputs "
-                "are set; add a catch-all rule (match: '.*') or outputs:",
+                f"are set{detail}; add a catch-all rule (match: '.*') or outputs:",
                 model=self.spec.name,
             )
         if self.random:
-            return self.rng.choice(self.outputs)
-        cycle = self._cycles.get(prompt)
+            return _Answer(self.rng.choice(self.outputs))
+        cycle = self._cycles.get(question)
         if cycle is None:
-            cycle = self._cycles[prompt] = itertools.cycle(self.outputs)
-        return next(cycle)
+            cycle = self._cycles[question] = itertools.cycle(self.outputs)
+        return _Answer(next(cycle))
 
     async def generate(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:
-        prompt = next((m.content for m in reversed(messages) if m.role == "user"), "")
-        text = self._pick(prompt)
+        # Rules look at what the model is answering: the user, or a tool it called.
+        target = next((m.content for m in reversed(messages) if m.role in ("user", "tool")), "")
+        question = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        offered = {tool.name for tool in params.tools or ()}
+        answer = self._pick(target, question, offered)
+        calls: list[ToolCall] = []
+        if answer.call is not None:
+            name, arguments = answer.call
+            # Numbered across the conversation, so every call in it has its own id.
+            earlier = sum(len(m.tool_calls) for m in messages)
+            calls.append(ToolCall(f"call_{earlier}_{name}", name, arguments))
         if self.latency:
             await asyncio.sleep(self.latency)
         words_in = sum(len(m.content.split()) for m in messages)
         return Completion(
-            text=text,
-            usage=Usage(input_tokens=words_in, output_tokens=len(text.split())),
-            finish_reason="stop",
+            text=answer.text,
+            usage=Usage(input_tokens=words_in, output_tokens=len(answer.text.split())),
+            finish_reason="tool_calls" if calls else "stop",
+            tool_calls=calls,
         )

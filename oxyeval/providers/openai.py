@@ -2,16 +2,98 @@
 
 vLLM, llama.cpp, LM Studio and Ollama all speak ``/chat/completions``, so this
 one class covers them; that is also why the key header is optional here.
+
+Tool calling, on the wire:
+
+* offered tools: ``tools: [{"type": "function", "function": {name, description?,
+  parameters}}]``, and no ``tools`` key at all when none are offered;
+* the answer: ``choices[0].message.tool_calls: [{id, type: "function", function:
+  {name, arguments}}]`` where ``arguments`` is a JSON *string* the model wrote;
+* history: an assistant turn that called tools is ``{"role": "assistant",
+  "content": text-or-null, "tool_calls": [...]}`` and each result is
+  ``{"role": "tool", "tool_call_id": id, "content": text}``.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
-from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, Usage
+from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, ToolCall, ToolSpec, Usage
 from ._http import malformed, post_json, require_client, usage_from
 
-__all__ = ["OpenAIAPI", "build_openai_body", "parse_openai_response"]
+__all__ = [
+    "OpenAIAPI",
+    "build_openai_body",
+    "decode_tool_arguments",
+    "encode_tool_arguments",
+    "parse_openai_response",
+    "parse_openai_tool_calls",
+    "synthetic_call_id",
+]
+
+
+def synthetic_call_id(index: int, name: str) -> str:
+    """An id for a call the server sent without one: stable for the same answer."""
+    return f"call_{index}_{name}"
+
+
+def decode_tool_arguments(value: Any) -> dict[str, Any]:
+    """Tool-call arguments as a dict, never raising.
+
+    Models do write broken JSON now and then; the call is kept with the text
+    under ``"_raw"`` so the agent loop can tell the model what went wrong instead
+    of the whole run failing. An empty or missing value means "no arguments".
+    """
+    if isinstance(value, dict):
+        return dict(value)
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        if not value.strip():
+            return {}
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return {"_raw": value}
+        return decoded if isinstance(decoded, dict) else {"_raw": value}
+    return {"_raw": json.dumps(value, ensure_ascii=False, default=str)}
+
+
+def encode_tool_arguments(arguments: dict[str, Any]) -> str:
+    """The JSON string Chat Completions expects for ``function.arguments``."""
+    return json.dumps(arguments, ensure_ascii=False, default=str)
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": spec.name}
+    if spec.description:
+        function["description"] = spec.description
+    function["parameters"] = spec.parameters
+    return {"type": "function", "function": function}
+
+
+def _message(m: ChatMessage) -> dict[str, Any]:
+    if m.role == "assistant" and m.tool_calls:
+        return {
+            "role": "assistant",
+            # null, not "", is what the API itself sends for a calls-only turn
+            "content": m.content or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": encode_tool_arguments(call.arguments),
+                    },
+                }
+                for call in m.tool_calls
+            ],
+        }
+    if m.role == "tool" and m.tool_call_id is not None:
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+    return {"role": m.role, "content": m.content}
 
 
 def build_openai_body(
@@ -24,8 +106,10 @@ def build_openai_body(
     """
     body: dict[str, Any] = {
         "model": model_ref,
-        "messages": [{"role": m.role, "content": m.content} for m in messages],
+        "messages": [_message(m) for m in messages],
     }
+    if params.tools:
+        body["tools"] = [_tool(t) for t in params.tools]
     optional = {
         "temperature": params.temperature,
         "max_tokens": params.max_tokens,
@@ -75,6 +159,34 @@ def parse_openai_response(data: dict[str, Any]) -> tuple[str, str | None, Usage]
     return text, finish if isinstance(finish, str) else None, usage
 
 
+def parse_openai_tool_calls(data: dict[str, Any]) -> list[ToolCall] | str:
+    """The calls in ``choices[0].message.tool_calls``, or a description of what was wrong.
+
+    Call this on a body :func:`parse_openai_response` accepted. Entries of another
+    ``type`` than ``function`` are skipped: only function tools are ever offered.
+    A call without an id (some local servers) gets one from :func:`synthetic_call_id`.
+    """
+    message = data["choices"][0]["message"]
+    raw = message.get("tool_calls")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        return "'choices[0].message.tool_calls' to be a list"
+    calls: list[ToolCall] = []
+    for index, item in enumerate(raw):
+        if not isinstance(item, dict) or item.get("type", "function") != "function":
+            continue
+        function = item.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str) or not name:
+            return f"'choices[0].message.tool_calls[{index}].function.name' to be a string"
+        call_id = item.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            call_id = synthetic_call_id(index, name)
+        calls.append(ToolCall(call_id, name, decode_tool_arguments(function.get("arguments"))))
+    return calls
+
+
 class OpenAIAPI(ModelAPI):
     """``POST {base}/chat/completions`` with a Bearer key when one is configured."""
 
@@ -93,5 +205,8 @@ class OpenAIAPI(ModelAPI):
         parsed = parse_openai_response(data)
         if isinstance(parsed, str):
             raise malformed(self.spec, url, parsed, data)
+        calls = parse_openai_tool_calls(data)
+        if isinstance(calls, str):
+            raise malformed(self.spec, url, calls, data)
         text, finish, usage = parsed
-        return Completion(text=text, usage=usage, finish_reason=finish)
+        return Completion(text=text, usage=usage, finish_reason=finish, tool_calls=calls)

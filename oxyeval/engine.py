@@ -1,0 +1,724 @@
+"""Executing a compiled workflow: independent tasks overlap, failures stay local.
+
+Within a scope a task starts as soon as its dependencies have succeeded; a
+failed task marks its dependents skipped while independent branches finish.
+``concurrency`` bounds the units of work in flight (agent runs, judge calls,
+SQL queries, formatters); containers (loops, branches, sub-workflows) take no
+slot themselves, so nesting can never deadlock. Each model's own limit applies
+on top, inside the provider layer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .agent import AgentRunner, describe_calls
+from .compile import Plan, Scope, compile_workflow
+from .consistency import evaluate
+from .errors import ConfigError, LoadError, OxyError, ProviderError
+from .judge import Judge
+from .outputs import (
+    ConsistentOutput,
+    LoopIteration,
+    LoopOutput,
+    LoopValue,
+    ScopeOutput,
+    to_jsonable,
+)
+from .project import Agent, Project, load_agent
+from .providers._pool import ModelPool
+from .sql import SqlError, SqlResult, SqlRunner
+from .templates import TemplateRef, render
+from .workflow import Task, Workflow, load_workflow
+
+__all__ = ["Engine", "TaskFailed", "TaskRecord", "WorkflowFailed", "WorkflowRun", "run_workflow"]
+
+log = logging.getLogger("oxyeval.engine")
+
+LOW_CONSISTENCY = 0.25
+
+
+class TaskFailed(OxyError):
+    """A task could not produce its output (provider, SQL, template or data problem)."""
+
+    exit_code = 3
+
+
+class WorkflowFailed(OxyError):
+    """One or more tasks failed; the message names them and why."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, run: WorkflowRun) -> None:
+        super().__init__(message)
+        self.run = run
+
+
+@dataclass
+class TaskRecord:
+    path: str  # e.g. "report", "per_region[2].summary"
+    name: str
+    type: str
+    status: str = "pending"  # succeeded | failed | skipped | cached
+    started: float | None = None
+    ended: float | None = None
+    error: str | None = None
+    output: Any = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def duration(self) -> float | None:
+        if self.started is None or self.ended is None:
+            return None
+        return self.ended - self.started
+
+    def to_dict(self, origin: float = 0.0) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "name": self.name,
+            "type": self.type,
+            "status": self.status,
+            "started_s": None if self.started is None else round(self.started - origin, 4),
+            "duration_s": None if self.duration is None else round(self.duration, 4),
+            "error": self.error,
+            "output": to_jsonable(self.output),
+            **self.details,
+        }
+
+
+@dataclass
+class WorkflowRun:
+    workflow: Workflow
+    records: list[TaskRecord] = field(default_factory=list)
+    output: Any = None
+    outputs: dict[str, Any] = field(default_factory=dict)  # top-level task name -> output
+    started: float = 0.0
+    ended: float = 0.0
+
+    @property
+    def failed(self) -> list[TaskRecord]:
+        return [r for r in self.records if r.status == "failed"]
+
+    @property
+    def skipped(self) -> list[TaskRecord]:
+        return [r for r in self.records if r.status == "skipped"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def events(self) -> list[tuple[str, str, float]]:
+        """(path, "start"|"end", time) in time order: what overlap tests read."""
+        out = []
+        for r in self.records:
+            if r.started is not None:
+                out.append((r.path, "start", r.started))
+            if r.ended is not None:
+                out.append((r.path, "end", r.ended))
+        return sorted(out, key=lambda e: e[2])
+
+    def summary(self) -> str:
+        lines = []
+        for r in self.failed:
+            lines.append(f"task '{r.path}' failed: {r.error}")
+        if self.skipped:
+            lines.append(
+                "skipped because a dependency failed: " + ", ".join(r.path for r in self.skipped)
+            )
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workflow": self.workflow.doc.display,
+            "status": "succeeded" if self.ok else "failed",
+            "duration_s": round(self.ended - self.started, 4),
+            "output": to_jsonable(self.output),
+            "tasks": [r.to_dict(self.started) for r in self.records],
+            "errors": [{"task": r.path, "error": r.error} for r in self.failed],
+        }
+
+
+def _truthy(text: str) -> bool:
+    return text.strip().lower() not in ("", "false", "0", "no", "none", "null", "off")
+
+
+class Engine:
+    """Runs workflows (and agents) of one project with shared models and databases."""
+
+    def __init__(
+        self,
+        project: Project,
+        pool: ModelPool,
+        *,
+        concurrency: int = 8,
+        sql: SqlRunner | None = None,
+        on_event: Callable[[TaskRecord], None] | None = None,
+    ) -> None:
+        self.project = project
+        self.pool = pool
+        self.sql = sql or SqlRunner(project.databases, project.root)
+        self._slots = asyncio.Semaphore(max(1, concurrency))
+        self._agents: dict[Path, Agent] = {}
+        self._workflows: dict[Path, Plan] = {}
+        self._on_event = on_event or (lambda _r: None)
+
+    # -- loading, cached per run -------------------------------------------------------
+
+    def agent(self, path: Path) -> Agent:
+        agent = self._agents.get(path)
+        if agent is None:
+            agent = self._agents[path] = load_agent(self.project, path)
+        return agent
+
+    def plan(self, path: Path, stack: tuple[Path, ...] = ()) -> Plan:
+        if path in stack:
+            chain = " --> ".join(p.name for p in (*stack, path))
+            raise ConfigError(f"sub-workflow cycle: {chain}")
+        plan = self._workflows.get(path)
+        if plan is None:
+            plan = self._workflows[path] = compile_workflow(load_workflow(self.project, path))
+            for task in _walk(plan.workflow.tasks):
+                if task.type == "agent" and task.agent_path is not None:
+                    self.agent(task.agent_path)
+                if task.type == "workflow" and task.workflow_path is not None:
+                    self.plan(task.workflow_path, (*stack, path))
+        return plan
+
+    def models_used(self, plan: Plan) -> set[str]:
+        """Every model a run may call, so missing keys fail before the first call."""
+        names: set[str] = set()
+        for task in _walk(plan.workflow.tasks):
+            if task.type == "agent" and task.agent_path is not None:
+                names.add(self.agent(task.agent_path).model)
+                if int(task.spec.get("consistency_run", 1) or 1) > 1:
+                    names.add(
+                        task.spec.get("judge_model")
+                        or plan.workflow.judge_model
+                        or self.project.default_judge
+                    )
+            if task.type == "workflow" and task.workflow_path is not None:
+                names |= self.models_used(self.plan(task.workflow_path))
+        return names
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        async with self._slots:
+            yield
+
+    # -- variables -----------------------------------------------------------------------
+
+    def resolve_variables(self, workflow: Workflow, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Given values (coerced to the declared type) over defaults, checked by their schema."""
+        from jsonschema import Draft202012Validator
+
+        unknown = sorted(set(given) - set(workflow.variables))
+        if unknown:
+            declared = ", ".join(workflow.variables) or "none"
+            raise ConfigError(
+                f"{workflow.doc.display}: unknown variable(s) {', '.join(unknown)}; declared: {declared}"
+            )
+        values: dict[str, Any] = {}
+        missing = []
+        for name, schema in workflow.variables.items():
+            if name in given:
+                value = _coerce(given[name], schema)
+            elif "default" in schema:
+                value = schema["default"]
+            else:
+                missing.append(name)
+                continue
+            check = {k: v for k, v in schema.items() if k not in ("default", "description")}
+            errors = list(Draft202012Validator(check).iter_errors(value))
+            if errors:
+                raise ConfigError(
+                    f"{workflow.doc.display}: variable '{name}' = {value!r}: {errors[0].message}"
+                )
+            values[name] = value
+        if missing:
+            raise ConfigError(
+                f"{workflow.doc.display}: no value for variable(s) {', '.join(missing)}; pass "
+                "--var NAME=VALUE or --vars FILE.yml, or give them a default"
+            )
+        # Defaults may themselves be templates over other variables (oxy allows it).
+        for name, value in values.items():
+            if isinstance(value, str) and "{{" in value:
+                with contextlib.suppress(LoadError):
+                    values[name] = render(
+                        TemplateRef(value), {k: v for k, v in values.items() if k != name}
+                    )
+        return values
+
+    # -- running -------------------------------------------------------------------------
+
+    async def run(self, path: Path, variables: Mapping[str, Any] | None = None) -> WorkflowRun:
+        plan = self.plan(path.resolve())
+        return await self._run_plan(
+            plan, self.resolve_variables(plan.workflow, variables or {}), ""
+        )
+
+    async def _run_plan(self, plan: Plan, variables: dict[str, Any], prefix: str) -> WorkflowRun:
+        run = WorkflowRun(plan.workflow, started=time.perf_counter())
+        outputs = await self._run_scope(plan.root, dict(variables), prefix, run)
+        run.outputs = outputs
+        last = plan.workflow.tasks[-1].name
+        run.output = outputs.get(last)
+        run.ended = time.perf_counter()
+        return run
+
+    async def _run_scope(
+        self, scope: Scope, context: dict[str, Any], prefix: str, run: WorkflowRun
+    ) -> dict[str, Any]:
+        outputs: dict[str, Any] = {}
+        status: dict[str, str] = {}
+        records = {t.name: TaskRecord(f"{prefix}{t.name}", t.name, t.type) for t in scope.tasks}
+        run.records.extend(records.values())
+        pending = [t.name for t in scope.tasks]
+        running: dict[asyncio.Task[Any], str] = {}
+        while pending or running:
+            progressed = True
+            while progressed:
+                progressed = False
+                for name in list(pending):
+                    preds = scope.predecessors(name)
+                    bad = [p for p in preds if status.get(p) in ("failed", "skipped")]
+                    if bad:
+                        record = records[name]
+                        record.status = "skipped"
+                        record.error = f"dependency '{bad[0]}' {status[bad[0]]}"
+                        status[name] = "skipped"
+                        pending.remove(name)
+                        self._on_event(record)
+                        progressed = True
+                    elif all(status.get(p) == "ok" for p in preds):
+                        task = scope.task(name)
+                        local = {**context, **outputs}
+                        coro = self._run_task(task, scope, local, records[name], run)
+                        running[asyncio.ensure_future(coro)] = name
+                        pending.remove(name)
+                        progressed = True
+            if not running:
+                break
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for fut in done:
+                name = running.pop(fut)
+                record = records[name]
+                try:
+                    outputs[name] = fut.result()
+                    status[name] = "ok"
+                except (OxyError, OSError) as exc:
+                    status[name] = "failed"
+                    record.status = "failed"
+                    record.error = str(exc)
+                    record.ended = record.ended or time.perf_counter()
+                    self._on_event(record)
+        return outputs
+
+    async def _run_task(
+        self,
+        task: Task,
+        scope: Scope,
+        context: dict[str, Any],
+        record: TaskRecord,
+        run: WorkflowRun,
+    ) -> Any:
+        record.started = time.perf_counter()
+        record.status = "running"
+        self._on_event(record)
+        try:
+            cache_path = self._cache_path(task, context)
+            if cache_path is not None and cache_path.exists():
+                output = _read_cache(cache_path, task)
+                record.status = "cached"
+                record.details["cache"] = str(cache_path)
+            else:
+                output = await self._execute(task, scope, context, record, run)
+                record.status = "succeeded"
+                if cache_path is not None:
+                    _write_output(
+                        cache_path, output, "json" if cache_path.suffix == ".json" else None
+                    )
+            self._export(task, context, output, record)
+        except LoadError as exc:  # a template failed at run time: say which task
+            raise TaskFailed(f"{task.where}: {exc}") from None
+        except (ProviderError, SqlError, ConfigError, TaskFailed) as exc:
+            record.ended = time.perf_counter()
+            raise TaskFailed(str(exc)) from None
+        record.output = output
+        record.ended = time.perf_counter()
+        self._on_event(record)
+        return output
+
+    def _render(self, task: Task, field_name: str, context: Mapping[str, Any]) -> str:
+        return render(task.templates[field_name], context)
+
+    def _project_path(self, task: Task, text: str, what: str) -> Path:
+        path = (self.project.root / text).resolve()
+        if not path.is_relative_to(self.project.root):
+            raise TaskFailed(
+                f"{task.where}: {what} path {text!r} must stay inside the project folder"
+            )
+        return path
+
+    def _cache_path(self, task: Task, context: Mapping[str, Any]) -> Path | None:
+        cache = task.spec.get("cache")
+        if (
+            not isinstance(cache, dict)
+            or not cache.get("enabled")
+            or "cache.path" not in task.templates
+        ):
+            return None
+        return self._project_path(task, self._render(task, "cache.path", context).strip(), "cache")
+
+    def _export(
+        self, task: Task, context: Mapping[str, Any], output: Any, record: TaskRecord
+    ) -> None:
+        export = task.spec.get("export")
+        if not isinstance(export, dict) or "export.path" not in task.templates:
+            return
+        path = self._project_path(
+            task, self._render(task, "export.path", context).strip(), "export"
+        )
+        fmt = export["format"]
+        if fmt == "sql":
+            text = output.sql if isinstance(output, SqlResult) else str(output)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, "utf-8")
+        else:
+            _write_output(path, output, fmt)
+        record.details.setdefault("exports", []).append(str(path))
+
+    async def _execute(
+        self,
+        task: Task,
+        scope: Scope,
+        context: dict[str, Any],
+        record: TaskRecord,
+        run: WorkflowRun,
+    ) -> Any:
+        if task.type == "formatter":
+            async with self.slot():
+                return self._render(task, "template", context)
+        if task.type == "execute_sql":
+            return await self._execute_sql(task, context)
+        if task.type == "agent":
+            return await self._agent_task(task, context, record, run)
+        if task.type == "loop_sequential":
+            return await self._loop(task, scope, context, record, run)
+        if task.type == "conditional":
+            return await self._conditional(task, scope, context, record, run)
+        if task.type == "workflow":
+            return await self._subworkflow(task, context, record, run)
+        raise TaskFailed(f"{task.where}: task type '{task.type}' is not supported by oxyeval yet")
+
+    async def _execute_sql(self, task: Task, context: dict[str, Any]) -> SqlResult:
+        values = {
+            name[len("variables.") :]: self._render(task, name, context)
+            for name in task.templates
+            if name.startswith("variables.")
+        }
+        scope = {**context, **values}
+        if "sql_query" in task.templates:
+            sql = self._render(task, "sql_query", scope)
+            if values and "{{" in sql:  # SQL produced upstream may carry its own placeholders
+                sql = render(TemplateRef(sql, task.doc, (*task.key, "sql_query")), scope)
+        else:
+            sql = render(task.templates["sql_file"], scope)
+        async with self.slot():
+            return await self.sql.query(
+                task.spec["database"], sql, limit=task.spec.get("dry_run_limit")
+            )
+
+    def _judge(self, task: Task, workflow: Workflow) -> Judge:
+        prompt = task.templates.get("consistency_prompt") or workflow.consistency_prompt
+        model = task.spec.get("judge_model") or workflow.judge_model or self.project.default_judge
+        return Judge(self.pool.get(model), prompt)
+
+    async def _agent_task(
+        self, task: Task, context: dict[str, Any], record: TaskRecord, run: WorkflowRun
+    ) -> Any:
+        assert task.agent_path is not None
+        runner = AgentRunner(self.agent(task.agent_path), self.pool, self.project.root, self.sql)
+        prompt = self._render(task, "prompt", context)
+        variables = {
+            name[len("variables.") :]: self._render(task, name, context)
+            for name in task.templates
+            if name.startswith("variables.")
+        }
+        n = int(task.spec.get("consistency_run", 1) or 1)
+
+        async def one() -> str:
+            async with self.slot():
+                completion = await runner.ask(prompt, variables or None)
+            if completion.tool_calls:
+                record.details.setdefault("tool_calls", []).extend(
+                    describe_calls(completion.tool_calls)
+                )
+            return completion.text
+
+        if n <= 1:
+            return await one()
+        results = await asyncio.gather(*(one() for _ in range(n)), return_exceptions=True)
+        texts = {i + 1: r for i, r in enumerate(results) if isinstance(r, str)}
+        errors = [f"run {i + 1}: {r}" for i, r in enumerate(results) if not isinstance(r, str)]
+        for r in results:
+            if isinstance(r, BaseException) and not isinstance(r, OxyError):
+                raise r
+        if not texts:
+            raise TaskFailed(f"all {n} runs failed; first: {errors[0]}")
+        judge = self._judge(task, run.workflow)
+        comparisons, score = await evaluate(
+            texts,
+            judge.comparer(prompt, self.slot),
+            pairing="all",
+            scores={"A": 1.0, "B": 0.0},
+            concurrency=n * n,
+        )
+        selected = score.selected or min(texts)
+        consistency = score.per_run.get(selected)
+        record.details["consistency"] = {
+            "runs": n,
+            "successful_runs": len(texts),
+            "score": consistency,
+            "accuracy": score.accuracy,
+            "selected_run": selected,
+            "judge_model": judge.model.name,
+            "judge_calls": score.judge_calls,
+            "run_errors": errors,
+            "judge_errors": [c.error for c in comparisons if c.error],
+        }
+        if consistency is not None and consistency < LOW_CONSISTENCY:
+            log.warning(
+                "task '%s': consistency score %.2f is below %.2f; the %d runs disagree",
+                record.path,
+                consistency,
+                LOW_CONSISTENCY,
+                len(texts),
+            )
+        return ConsistentOutput(texts[selected], consistency, record.details["consistency"])
+
+    async def _loop(
+        self,
+        task: Task,
+        scope: Scope,
+        context: dict[str, Any],
+        record: TaskRecord,
+        run: WorkflowRun,
+    ) -> LoopOutput:
+        raw = task.spec.get("values")
+        values = _as_list(
+            raw if not isinstance(raw, str) else self._value(task, "values", context), task
+        )
+        (body,) = scope.children[task.name]
+        known = [t.name for t in body.tasks]
+        semaphore = asyncio.Semaphore(max(1, int(task.spec.get("concurrency", 1))))
+
+        async def iteration(index: int, value: Any) -> LoopIteration:
+            async with semaphore:
+                local = {**context, task.name: LoopValue(value, index)}
+                outputs = await self._run_scope(body, local, f"{record.path}[{index}].", run)
+            failed = [t for t in known if t not in outputs]
+            if failed:
+                raise TaskFailed(
+                    f"iteration {index} (value {value!r}) did not complete: {', '.join(failed)}"
+                )
+            return LoopIteration(value, index, outputs, known, known[-1])
+
+        results = await asyncio.gather(
+            *(iteration(i, v) for i, v in enumerate(values)), return_exceptions=True
+        )
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise TaskFailed(
+                f"{task.where}: {len(errors)} of {len(values)} iteration(s) failed; first: {errors[0]}"
+            )
+        return LoopOutput(results)
+
+    def _value(self, task: Task, field_name: str, context: dict[str, Any]) -> Any:
+        """A field that is one ``{{ expr }}`` yields the object itself (a list, a result), not text."""
+        source = task.templates[field_name].source.strip()
+        if not (source.startswith("{{") and source.endswith("}}") and source.count("{{") == 1):
+            return self._render(task, field_name, context)
+        from jinja2 import Undefined
+
+        from .templates import _env
+
+        try:
+            value = _env().compile_expression(source[2:-2].strip(), undefined_to_none=False)(
+                **context
+            )
+            if isinstance(value, Undefined):
+                value._fail_with_undefined_error()
+        except Exception as exc:
+            raise TaskFailed(f"{task.where}: {field_name} {source!r}: {exc}") from None
+        return value
+
+    async def _conditional(
+        self,
+        task: Task,
+        scope: Scope,
+        context: dict[str, Any],
+        record: TaskRecord,
+        run: WorkflowRun,
+    ) -> ScopeOutput:
+        children = scope.children.get(task.name, [])
+        known = [t.name for branch in task.branches for t in branch.tasks]
+        for k, branch in enumerate(task.branches):
+            if branch.condition is not None:
+                source = branch.condition.source
+                if "{{" in source or "{%" in source:
+                    taken = _truthy(render(branch.condition, context))
+                else:
+                    taken = _truthy(
+                        render(
+                            TemplateRef(
+                                "{{ " + source + " }}", branch.condition.doc, branch.condition.key
+                            ),
+                            context,
+                        )
+                    )
+                if not taken:
+                    continue
+            record.details["branch"] = "else" if branch.condition is None else k
+            outputs = await self._run_scope(children[k], context, f"{record.path}.", run)
+            failed = [t.name for t in branch.tasks if t.name not in outputs]
+            if failed:
+                raise TaskFailed(f"branch task(s) did not complete: {', '.join(failed)}")
+            return ScopeOutput(outputs, known, branch.tasks[-1].name if branch.tasks else None)
+        record.details["branch"] = None
+        return ScopeOutput({}, known, None)
+
+    async def _subworkflow(
+        self, task: Task, context: dict[str, Any], record: TaskRecord, run: WorkflowRun
+    ) -> ScopeOutput:
+        assert task.workflow_path is not None
+        plan = self.plan(task.workflow_path)
+        given = {
+            name[len("variables.") :]: self._value(task, name, context)
+            for name in task.templates
+            if name.startswith("variables.")
+        }
+        variables = self.resolve_variables(plan.workflow, given)
+        sub = await self._run_plan(plan, variables, f"{record.path}.")
+        run.records.extend(sub.records)
+        if not sub.ok:
+            raise TaskFailed(f"sub-workflow {plan.workflow.doc.display} failed: {sub.summary()}")
+        names = [t.name for t in plan.workflow.tasks]
+        return ScopeOutput(sub.outputs, names, names[-1])
+
+
+def _walk(tasks: list[Task]) -> list[Task]:
+    out = []
+    for task in tasks:
+        out.append(task)
+        for scope in task.scopes():
+            out.extend(_walk(scope))
+    return out
+
+
+def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:
+    """A --var string as the declared type (numbers, booleans, lists and objects as JSON)."""
+    if not isinstance(value, str):
+        return value
+    kind = schema.get("type")
+    if kind in ("integer", "number", "boolean", "array", "object"):
+        try:
+            return json.loads(value)
+        except ValueError:
+            if kind == "boolean" and value.lower() in ("yes", "no", "on", "off"):
+                return value.lower() in ("yes", "on")
+            return value  # the schema check reports the mismatch
+    return value
+
+
+def _as_list(value: Any, task: Task) -> list[Any]:
+    if isinstance(value, SqlResult):
+        return value.rows
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            import ast
+
+            try:
+                parsed = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                parsed = [line.strip() for line in text.splitlines() if line.strip()]
+        value = parsed
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise TaskFailed(
+        f"{task.where}: values must be a list (or a template that yields one), got {type(value).__name__}"
+    )
+
+
+def _read_cache(path: Path, task: Task) -> Any:
+    text = path.read_text("utf-8")
+    if path.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return text
+        if isinstance(data, dict) and set(data) == {"columns", "rows"}:
+            return SqlResult(
+                data["columns"], [tuple(r.get(c) for c in data["columns"]) for r in data["rows"]]
+            )
+        if isinstance(data, dict) and set(data) == {"value", "score"}:
+            return ConsistentOutput(data["value"], data["score"], {"cached": True})
+        return data
+    if path.suffix == ".csv" and task.type == "execute_sql":
+        return SqlResult.from_csv(text)
+    return text
+
+
+def _write_output(path: Path, output: Any, fmt: str | None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "json":
+        text = json.dumps(to_jsonable(output), indent=2, ensure_ascii=False)
+    elif fmt == "csv":
+        if isinstance(output, SqlResult):
+            text = output.to_csv()
+        else:
+            raise TaskFailed(
+                f"csv export needs a SQL result, got {type(output).__name__}; use txt or json"
+            )
+    elif isinstance(output, SqlResult) and path.suffix == ".csv":
+        text = output.to_csv()
+    else:
+        text = str(output)
+    path.write_text(text, "utf-8")
+
+
+async def run_workflow(
+    path: str | Path,
+    variables: Mapping[str, Any] | None = None,
+    *,
+    project_dir: str | None = None,
+    concurrency: int = 8,
+    on_event: Callable[[TaskRecord], None] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> WorkflowRun:
+    """Load, compile and run one workflow; raises WorkflowFailed (with the run) on task failures."""
+    from .project import load_project
+
+    project = load_project(path, project_dir=project_dir)
+    pool = ModelPool(project.models, environ=environ)
+    engine = Engine(project, pool, concurrency=concurrency, on_event=on_event)
+    try:
+        plan = engine.plan(Path(path).resolve())
+        pool.check(sorted(engine.models_used(plan)))
+        run = await engine.run(Path(path), variables)
+    finally:
+        await pool.aclose()
+        engine.sql.close()
+    if not run.ok:
+        raise WorkflowFailed(run.summary(), run)
+    return run
