@@ -27,6 +27,7 @@ __all__ = [
     "parse_verdict",
     "run_tests",
     "run_tests_async",
+    "run_workflow",
     "validate_paths",
 ]
 
@@ -45,11 +46,13 @@ _LAZY = {
     "parse_verdict": "oxyeval.judge",
     "run_tests": "oxyeval.runner",
     "run_tests_async": "oxyeval.runner",
+    "run_workflow": "oxyeval.engine",
     "validate_paths": "oxyeval.check",
 }
 
 if TYPE_CHECKING:
     from .check import validate_paths
+    from .engine import run_workflow
     from .errors import ConfigError, LoadError, OxyError, ProviderError
     from .judge import parse_verdict
     from .project import Agent, Project, load_agent, load_project

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -137,7 +137,7 @@ def test_command(
         Format, typer.Option("--format", help="pretty, or json: one JSON document on stdout.")
     ] = Format.pretty,
     min_accuracy: Annotated[
-        Optional[float],  # noqa: UP045 - typer needs Optional on 3.10
+        float | None,
         typer.Option("--min-accuracy", help="Exit 1 if accuracy is below this (0..1)."),
     ] = None,
     threshold_mode: Annotated[
@@ -148,7 +148,7 @@ def test_command(
         bool, typer.Option("--quiet", "-q", help="No progress bar and no details.")
     ] = False,
     project: Annotated[
-        Optional[str],  # noqa: UP045
+        str | None,
         typer.Option(
             "--project", help="Project folder (default: nearest config.yml above the file)."
         ),
@@ -245,12 +245,205 @@ def test_command(
     raise typer.Exit(code)
 
 
+def _parse_vars(pairs: list[str] | None, files: list[str] | None) -> dict[str, Any]:
+    """--vars files first (in order), then --var pairs, later ones winning."""
+    from .errors import ConfigError
+
+    values: dict[str, Any] = {}
+    for file in files or []:
+        import yaml
+
+        try:
+            data = yaml.safe_load(open(file, encoding="utf-8"))  # noqa: SIM115 - closed by gc at once
+        except OSError as exc:
+            raise ConfigError(f"--vars {file}: cannot read: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--vars {file}: not valid YAML: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"--vars {file}: expected a mapping of variable names to values")
+        values.update(data)
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"--var {pair!r}: expected NAME=VALUE")
+        values[name.strip()] = value
+    return values
+
+
+class _TaskLines:
+    """One stderr line per finished task, so a long run never looks stuck."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def __call__(self, record: Any) -> None:
+        if record.status in ("succeeded", "cached"):
+            took = f"{record.duration:.2f}s" if record.duration is not None else ""
+            extra = " (cached)" if record.status == "cached" else ""
+            score = record.details.get("consistency", {}).get("score")
+            if score is not None:
+                extra += f" consistency {score * 100:.0f}%"
+            self.console.print(f"[green]✓[/] {record.path} [dim]{record.type} {took}{extra}[/]")
+        elif record.status == "failed":
+            from rich.markup import escape
+
+            self.console.print(f"[red]✗ {record.path}: {escape(record.error or '')}[/]")
+        elif record.status == "skipped":
+            self.console.print(f"[yellow]- {record.path} skipped ({record.error})[/]")
+
+
+@app.command("run")
+def run_command(
+    file: Annotated[str, typer.Argument(help="A workflow file, or an agent file with --question.")],
+    question: Annotated[
+        str | None, typer.Option("--question", help="Ask an agent this question.")
+    ] = None,
+    var: Annotated[
+        list[str] | None,
+        typer.Option("--var", help="Workflow variable NAME=VALUE (repeatable)."),
+    ] = None,
+    vars_file: Annotated[
+        list[str] | None, typer.Option("--vars", help="YAML file of variables (repeatable).")
+    ] = None,
+    format: Annotated[
+        Format, typer.Option("--format", help="pretty: the final output; json: every task.")
+    ] = Format.pretty,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="Units of work in flight.")
+    ] = 8,
+    project: Annotated[str | None, typer.Option("--project", help="Project folder.")] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No task progress on stderr.")
+    ] = False,
+    debug: Annotated[bool, typer.Option("--debug")] = False,
+) -> None:
+    """Run a workflow (or ask an agent a question) and print its output.
+
+    Exit codes: 0 success; 2 bad input or config; 3 a task or provider failed.
+    """
+    import asyncio
+    from pathlib import Path
+
+    from .project import file_kind
+
+    err = _stderr()
+    _setup_logging(err, debug)
+    as_json = format is Format.json
+    kind = file_kind(Path(file))
+    try:
+        if kind == "agent":
+            if question is None:
+                raise OxyError('oxy run on an agent needs --question "..."')
+            doc = asyncio.run(_ask_agent(file, question, project))
+        elif kind == "workflow":
+            from .engine import WorkflowFailed, run_workflow
+
+            variables = _parse_vars(var, vars_file)
+            events = None if quiet else _TaskLines(err)
+            try:
+                wf_run = asyncio.run(
+                    run_workflow(
+                        file,
+                        variables,
+                        project_dir=project,
+                        concurrency=concurrency,
+                        on_event=events,
+                    )
+                )
+            except WorkflowFailed as failed:
+                _report_error(err, failed, debug)
+                if as_json:
+                    from .report import write_json
+
+                    write_json({**failed.run.to_dict(), "exit_code": EXIT_INFRA}, sys.stdout)
+                raise typer.Exit(EXIT_INFRA) from None
+            doc = {**wf_run.to_dict(), "exit_code": 0}
+            doc["_text"] = str(wf_run.output) if wf_run.output is not None else ""
+        else:
+            raise OxyError(
+                f"{file}: oxy run takes a *.workflow.yml file, or an *.agent.yml file with --question"
+            )
+    except OxyError as exc:
+        _report_error(err, exc, debug)
+        if as_json:
+            from .report import write_json
+
+            write_json(
+                {"status": "error", "error": str(exc), "exit_code": exc.exit_code}, sys.stdout
+            )
+        raise typer.Exit(exc.exit_code) from None
+    text = doc.pop("_text", "")
+    if as_json:
+        from .report import write_json
+
+        write_json(doc, sys.stdout)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    raise typer.Exit(0)
+
+
+async def _ask_agent(file: str, question: str, project_dir: str | None) -> dict[str, Any]:
+    from .agent import AgentRunner, describe_calls
+    from .project import load_agent, load_project
+    from .providers._pool import ModelPool
+    from .sql import SqlRunner
+
+    proj = load_project(file, project_dir=project_dir)
+    agent = load_agent(proj, file)
+    async with ModelPool(proj.models) as pool:
+        pool.check([agent.model])
+        sql = SqlRunner(proj.databases, proj.root)
+        try:
+            completion = await AgentRunner(agent, pool, proj.root, sql).ask(question)
+        finally:
+            sql.close()
+    return {
+        "agent": agent.doc.display,
+        "status": "succeeded",
+        "output": completion.text,
+        "tool_calls": describe_calls(completion.tool_calls),
+        "usage": {
+            "input_tokens": completion.usage.input_tokens,
+            "output_tokens": completion.usage.output_tokens,
+        },
+        "duration_s": round(completion.latency, 4),
+        "exit_code": 0,
+        "_text": completion.text,
+    }
+
+
+@app.command("compile")
+def compile_command(
+    file: Annotated[str, typer.Argument(help="A workflow file.")],
+    mermaid: Annotated[
+        bool, typer.Option("--mermaid", help="Print a Mermaid flowchart instead.")
+    ] = False,
+    project: Annotated[str | None, typer.Option("--project", help="Project folder.")] = None,
+    debug: Annotated[bool, typer.Option("--debug")] = False,
+) -> None:
+    """Show a workflow's execution plan: order, and levels that run in parallel."""
+    from .compile import compile_workflow, render_mermaid, render_plan
+    from .project import load_project
+    from .workflow import load_workflow
+
+    err = _stderr()
+    try:
+        proj = load_project(file, project_dir=project)
+        plan = compile_workflow(load_workflow(proj, file))
+    except OxyError as exc:
+        _report_error(err, exc, debug)
+        raise typer.Exit(exc.exit_code) from None
+    for warning in plan.workflow.warnings:
+        err.print(warning.format(), style="yellow", markup=False)
+    typer.echo(render_mermaid(plan) if mermaid else render_plan(plan))
+
+
 @app.command("validate")
 def validate_command(
     paths: Annotated[
         list[str] | None, typer.Argument(help="Files or folders (default: the current project).")
     ] = None,
-    project: Annotated[Optional[str], typer.Option("--project", help="Project folder.")] = None,  # noqa: UP045
+    project: Annotated[str | None, typer.Option("--project", help="Project folder.")] = None,
     format: Annotated[Format, typer.Option("--format", help="pretty or json.")] = Format.pretty,
     debug: Annotated[bool, typer.Option("--debug")] = False,
 ) -> None:

@@ -8,6 +8,7 @@ adds explicit edges. A cycle is reported as its path (``a --> b --> a``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -46,9 +47,12 @@ JINJA_NAMES = frozenset(
 )
 
 
-@dataclass
+@dataclass(repr=False)
 class Scope:
     """Sibling tasks and their dependency graph; nested scopes hang off loops and branches."""
+
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"Scope({[t.name for t in self.tasks]!r})"
 
     tasks: list[Task]
     graph: nx.DiGraph
@@ -63,8 +67,11 @@ class Scope:
         return sorted(self.graph.predecessors(name))
 
 
-@dataclass
+@dataclass(repr=False)
 class Plan:
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"Plan({self.workflow.name!r})"
+
     workflow: Workflow
     root: Scope
 
@@ -87,9 +94,19 @@ def _external_refs(task: Task) -> set[str]:
     return names
 
 
-def _problem(task: Task, ref: TemplateRef, field_name: str, message: str) -> Diagnostic:
+def _problem(
+    task: Task, ref: TemplateRef, field_name: str, message: str, name: str | None = None
+) -> Diagnostic:
+    """A diagnostic at the template line that mentions ``name`` (else at the field)."""
     key = ref.key if ref.doc is not None else (*task.key, field_name)
-    return task.doc.diagnostic(key, f"task '{task.name}': {message}")
+    line = None
+    if name is not None and ref.doc is not None:
+        pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+        for number, text in enumerate(ref.source.splitlines(), 1):
+            if pattern.search(text):
+                line = ref.doc.text_line(ref.key, number)
+                break
+    return task.doc.diagnostic(key, f"task '{task.name}': {message}", line=line)
 
 
 def _compile_scope(
@@ -130,7 +147,8 @@ def _compile_scope(
                             ref,
                             field_name,
                             f"unknown reference '{name}' in {field_name}{hint} "
-                            f"(not a task in scope or a workflow variable)",
+                            "(not a task in scope or a workflow variable)",
+                            name,
                         )
                     )
         children = [

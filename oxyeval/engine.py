@@ -62,8 +62,11 @@ class WorkflowFailed(OxyError):
         self.run = run
 
 
-@dataclass
+@dataclass(repr=False)
 class TaskRecord:
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"TaskRecord({self.path!r})"
+
     path: str  # e.g. "report", "per_region[2].summary"
     name: str
     type: str
@@ -94,8 +97,11 @@ class TaskRecord:
         }
 
 
-@dataclass
+@dataclass(repr=False)
 class WorkflowRun:
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"WorkflowRun({self.workflow.name!r})"
+
     workflow: Workflow
     records: list[TaskRecord] = field(default_factory=list)
     output: Any = None
@@ -127,8 +133,15 @@ class WorkflowRun:
 
     def summary(self) -> str:
         lines = []
+        by_error: dict[str, list[str]] = {}
         for r in self.failed:
-            lines.append(f"task '{r.path}' failed: {r.error}")
+            by_error.setdefault(r.error or "", []).append(r.path)
+        for error, paths in by_error.items():
+            if len(paths) == 1:
+                lines.append(f"task '{paths[0]}' failed: {error}")
+            else:
+                shown = ", ".join(f"'{p}'" for p in paths[:5]) + (", ..." if len(paths) > 5 else "")
+                lines.append(f"{len(paths)} tasks ({shown}) failed: {error}")
         if self.skipped:
             lines.append(
                 "skipped because a dependency failed: " + ", ".join(r.path for r in self.skipped)
@@ -571,21 +584,8 @@ class Engine:
         children = scope.children.get(task.name, [])
         known = [t.name for branch in task.branches for t in branch.tasks]
         for k, branch in enumerate(task.branches):
-            if branch.condition is not None:
-                source = branch.condition.source
-                if "{{" in source or "{%" in source:
-                    taken = _truthy(render(branch.condition, context))
-                else:
-                    taken = _truthy(
-                        render(
-                            TemplateRef(
-                                "{{ " + source + " }}", branch.condition.doc, branch.condition.key
-                            ),
-                            context,
-                        )
-                    )
-                if not taken:
-                    continue
+            if branch.condition is not None and not _truthy(render(branch.condition, context)):
+                continue
             record.details["branch"] = "else" if branch.condition is None else k
             outputs = await self._run_scope(children[k], context, f"{record.path}.", run)
             failed = [t.name for t in branch.tasks if t.name not in outputs]

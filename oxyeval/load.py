@@ -53,9 +53,12 @@ def _pos(node: yaml.Node) -> _Pos:
     return _Pos(start.line + 1, start.column + 1, max(1, span), block)
 
 
-@dataclass
+@dataclass(repr=False)
 class Document:
     """A parsed YAML file: its data plus the position of every key path."""
+
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"Document({self.display!r})"
 
     path: Path
     text: str

@@ -64,8 +64,11 @@ def find_config(start: Path) -> Path | None:
     return None
 
 
-@dataclass
+@dataclass(repr=False)
 class Project:
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"Project({str(self.root)!r})"
+
     root: Path
     config: Document
     models: dict[str, ModelSpec]
@@ -250,8 +253,11 @@ class TestSpec:
     judges: list[JudgeSpec]
 
 
-@dataclass
+@dataclass(repr=False)
 class Agent:
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"Agent({self.name!r})"
+
     name: str
     path: Path
     doc: Document
@@ -428,16 +434,6 @@ def _check_agent(
                     f"{project.config.display}: {', '.join(names) or 'none'}",
                 )
             )
-    if data.get("tools"):
-        problems.append(
-            doc.diagnostic(
-                ("tools",),
-                "tools are not offered to the model by this version of oxyeval yet; the agent "
-                "answers without them",
-                severity="warning",
-                at_key=True,
-            )
-        )
     tests = parse_tests(doc, project, problems, owner="agent")
     return system, context, tests
 

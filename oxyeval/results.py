@@ -39,9 +39,12 @@ def _round(value: float | None, digits: int = 6) -> float | None:
     return None if value is None else round(value, digits)
 
 
-@dataclass
+@dataclass(repr=False)
 class TestResult:
     """One consistency test (one metric of it) in one file."""
+
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"TestResult({self.name!r})"
 
     __test__ = False  # not a pytest class
 
@@ -146,9 +149,12 @@ class ThresholdResult:
         }
 
 
-@dataclass
+@dataclass(repr=False)
 class TestRun:
     """Everything ``oxy test`` produced: per-test results plus the files' warnings."""
+
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"TestRun({len(self.tests)!r})"
 
     __test__ = False
 

@@ -10,21 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from .agent import AgentRunner
+from .compile import Plan, compile_workflow
 from .consistency import evaluate
-from .errors import ConfigError, Diagnostic, LoadError, OxyError, ProviderError
+from .engine import Engine, TaskFailed, WorkflowRun
+from .errors import ConfigError, Diagnostic, LoadError, ProviderError
 from .judge import Judge
-from .load import load_yaml
 from .project import Agent, JudgeSpec, Project, TestSpec, file_kind, load_agent, load_project
+from .providers._base import Completion
 from .providers._model import RetryPolicy
 from .providers._pool import ModelPool
 from .results import OutputRecord, TestResult, TestRun
-from .validate import validate_document
+from .sql import SqlError, SqlRunner
+from .workflow import load_workflow
 
 __all__ = ["ProgressSink", "collect_files", "run_tests", "run_tests_async"]
 
@@ -73,14 +76,20 @@ def collect_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 @dataclass
-class _Loaded:
+class _Subject:
+    """What a test runs n times: an agent answering, or a workflow producing a task's output."""
+
     project: Project
-    agent: Agent
+    file: Path
+    tests: list[TestSpec]
+    model: str  # shown in reports: the agent's model, or "workflow"
+    agent: Agent | None = None
+    plan: Plan | None = None
 
 
-def _load_all(files: list[Path], project_dir: str | None) -> tuple[list[_Loaded], list[str]]:
+def _load_all(files: list[Path], project_dir: str | None) -> tuple[list[_Subject], list[str]]:
     projects: dict[Path, Project] = {}
-    loaded: list[_Loaded] = []
+    subjects: list[_Subject] = []
     problems: list[Diagnostic] = []
     warnings: list[str] = []
     for file in files:
@@ -89,16 +98,9 @@ def _load_all(files: list[Path], project_dir: str | None) -> tuple[list[_Loaded]
             project = load_project(file, project_dir=project_dir)
             project = projects.setdefault(project.root, project)
             if kind == "workflow":
-                doc = load_yaml(file)
-                found = validate_document(doc, "workflow")
-                if any(d.severity == "error" for d in found):
-                    raise LoadError(found)
-                if doc.data.get("tests"):
-                    raise ConfigError(
-                        f"{doc.display}: tests in workflow files need the workflow engine, which "
-                        "is not in this version of oxyeval yet; run the tests of an agent file"
-                    )
-                warnings.append(f"{doc.display}: no tests")
+                plan = compile_workflow(load_workflow(project, file))
+                warnings.extend(w.format() for w in plan.workflow.warnings)
+                subjects.append(_Subject(project, file, plan.workflow.tests, "workflow", plan=plan))
                 continue
             if kind != "agent":
                 raise LoadError(
@@ -118,13 +120,13 @@ def _load_all(files: list[Path], project_dir: str | None) -> tuple[list[_Loaded]
         except LoadError as exc:
             problems.extend(exc.diagnostics)
             continue
-        loaded.append(_Loaded(project, agent))
+        subjects.append(_Subject(project, file, agent.tests, agent.model, agent=agent))
         warnings.extend(w.format() for w in agent.warnings)
     if problems:
         raise LoadError(problems)
     for project in projects.values():
         warnings[:0] = [w.format() for w in project.warnings]
-    return loaded, warnings
+    return subjects, warnings
 
 
 def _comparison_dict(comp, scores: Mapping[str, float]) -> dict[str, object]:
@@ -145,7 +147,8 @@ async def _judge_outputs(
     judge_spec: JudgeSpec,
     label: str,
     outputs: list[OutputRecord],
-    agent: Agent,
+    model: str,
+    question: str,
     pool: ModelPool,
     progress: ProgressSink,
     started: float,
@@ -155,10 +158,10 @@ async def _judge_outputs(
         name=label,
         file=spec.display,
         index=spec.index,
-        task_description=spec.task_description,
+        task_description=question,
         n=spec.n,
         pairing=spec.pairing,
-        agent_model=agent.model,
+        agent_model=model,
         judge_model=judge_spec.model,
         scores=dict(judge_spec.scores),
         outputs=[OutputRecord(**o.__dict__) for o in outputs],
@@ -175,7 +178,7 @@ async def _judge_outputs(
     judge = Judge(pool.get(judge_spec.model), judge_spec.prompt)
     comparisons, score = await evaluate(
         texts,
-        judge.comparer(spec.task_description or ""),
+        judge.comparer(question),
         pairing=spec.pairing,
         scores=result.scores,
         concurrency=spec.concurrency,
@@ -203,19 +206,23 @@ async def _judge_outputs(
 
 
 async def _run_test(
-    spec: TestSpec, agent_runner: AgentRunner, pool: ModelPool, progress: ProgressSink
+    spec: TestSpec,
+    produce: Callable[[], Awaitable[Completion]],
+    question: str,
+    model: str,
+    pool: ModelPool,
+    progress: ProgressSink,
 ) -> list[TestResult]:
     started = time.perf_counter()
     key = f"{spec.display}#{spec.index}"
     progress.start(key, f"{spec.display} · {spec.name}", spec.n)
     semaphore = asyncio.Semaphore(spec.concurrency)
-    question = spec.task_description or ""
 
     async def one(run: int) -> OutputRecord:
         async with semaphore:
             try:
-                c = await agent_runner.ask(question)
-            except ProviderError as exc:
+                c = await produce()
+            except (ProviderError, TaskFailed, SqlError) as exc:
                 return OutputRecord(run=run, text=None, error=str(exc))
             finally:
                 progress.advance(key)
@@ -237,7 +244,8 @@ async def _run_test(
                     judge,
                     f"{spec.name} [metric {k + 1}]" if multi else spec.name,
                     outputs,
-                    agent_runner.agent,
+                    model,
+                    question,
                     pool,
                     progress,
                     started,
@@ -246,6 +254,38 @@ async def _run_test(
             )
         )
     )
+
+
+def _task_output(run: WorkflowRun, ref: str) -> Any:
+    """The output at a task_ref: a top-level name, or a dotted path into its parts."""
+    head, *rest = ref.split(".")
+    if head not in run.outputs:
+        record = next((r for r in run.records if r.path == head), None)
+        why = f": {record.error}" if record is not None and record.error else ""
+        raise TaskFailed(f"task '{head}' produced no output{why}")
+    value = run.outputs[head]
+    for part in rest:
+        value = value[part] if isinstance(value, Mapping) else getattr(value, part)
+    return value
+
+
+def _workflow_producer(engine: Engine, plan: Plan, ref: str) -> Callable[[], Awaitable[Completion]]:
+    async def produce() -> Completion:
+        run = await engine.run(plan.workflow.path)
+        value = _task_output(run, ref)
+        return Completion(text=str(value), latency=run.ended - run.started)
+
+    return produce
+
+
+def _workflow_question(plan: Plan, spec: TestSpec) -> str:
+    if spec.task_description:
+        return spec.task_description
+    ref = spec.task_ref or plan.workflow.tasks[-1].name
+    task = next((t for t in plan.workflow.tasks if t.name == ref.split(".")[0]), None)
+    if task is not None and "prompt" in task.templates:
+        return task.templates["prompt"].source.strip()
+    return f"the output of task '{ref}' in {plan.workflow.doc.display}"
 
 
 async def run_tests_async(
@@ -257,46 +297,71 @@ async def run_tests_async(
     retry: RetryPolicy | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> TestRun:
-    """Run the consistency tests of the given agent files.
+    """Run the consistency tests of the given agent and workflow files.
 
     ``into`` is filled as tests finish, so a caller that is interrupted still has
     every finished result.
     """
     run = into if into is not None else TestRun()
-    loaded, warnings = _load_all(collect_files(paths), project_dir)
+    subjects, warnings = _load_all(collect_files(paths), project_dir)
     run.warnings.extend(warnings)
     progress = progress or _NoProgress()
     pools: dict[Path, ModelPool] = {}
+    engines: dict[Path, Engine] = {}
+    jobs: list[tuple[TestSpec, Callable[[], Awaitable[Completion]], str, str, ModelPool]] = []
     try:
-        jobs = []
-        for item in loaded:
-            pool = pools.get(item.project.root)
+        for item in subjects:
+            root = item.project.root
+            pool = pools.get(root)
             if pool is None:
-                pool = pools[item.project.root] = ModelPool(
-                    item.project.models, retry=retry, environ=environ
-                )
-            if not item.agent.tests:
-                run.skipped.append(f"{item.agent.doc.display}: no consistency tests")
+                pool = pools[root] = ModelPool(item.project.models, retry=retry, environ=environ)
+            if not item.tests:
+                run.skipped.append(f"{item.project.relative(item.file)}: no consistency tests")
                 continue
-            # Resolve keys before any call: a missing key is a config error, not n failed runs.
-            pool.check([item.agent.model, *(j.model for t in item.agent.tests for j in t.judges)])
-            runner = AgentRunner(item.agent, pool, item.project.root)
-            runner.system_prompt()  # template errors surface now, once, as exit 2
-            jobs.extend((spec, runner, pool) for spec in item.agent.tests)
+            judges = [j.model for t in item.tests for j in t.judges]
+            if item.agent is not None:
+                # Resolve keys before any call: a missing key is a config error, not n failures.
+                pool.check([item.agent.model, *judges])
+                runner = AgentRunner(
+                    item.agent, pool, root, SqlRunner(item.project.databases, root)
+                )
+                runner.system_prompt()  # template errors surface now, once, as exit 2
+                for spec in item.tests:
+                    question = spec.task_description or ""
+                    jobs.append(
+                        (spec, lambda r=runner, q=question: r.ask(q), question, item.model, pool)
+                    )
+            else:
+                assert item.plan is not None
+                engine = engines.get(root)
+                if engine is None:
+                    engine = engines[root] = Engine(item.project, pool)
+                pool.check(sorted(engine.models_used(item.plan) | set(judges)))
+                engine.resolve_variables(item.plan.workflow, {})  # missing variables: exit 2 now
+                for spec in item.tests:
+                    ref = spec.task_ref or item.plan.workflow.tasks[-1].name
+                    produce = _workflow_producer(engine, item.plan, ref)
+                    jobs.append(
+                        (spec, produce, _workflow_question(item.plan, spec), "workflow", pool)
+                    )
 
-        async def job(spec: TestSpec, runner: AgentRunner, pool: ModelPool) -> None:
-            try:
-                results = await _run_test(spec, runner, pool, progress)
-            except OxyError:
-                raise
-            run.tests.extend(results)
+        async def job(
+            spec: TestSpec,
+            produce: Callable[[], Awaitable[Completion]],
+            question: str,
+            model: str,
+            pool: ModelPool,
+        ) -> None:
+            run.tests.extend(await _run_test(spec, produce, question, model, pool, progress))
 
         await asyncio.gather(*(job(*j) for j in jobs))
     finally:
         for pool in pools.values():
             await pool.aclose()
+        for engine in engines.values():
+            engine.sql.close()
     # Report in file order, whatever order the tests finished in.
-    order = {(s.display, s.index): k for k, (s, _r, _p) in enumerate(jobs)}
+    order = {(j[0].display, j[0].index): k for k, j in enumerate(jobs)}
     run.tests.sort(key=lambda t: (order.get((t.file, t.index), 0), t.name))
     return run
 

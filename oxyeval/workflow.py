@@ -32,8 +32,11 @@ class Branch:
     key: KeyPath
 
 
-@dataclass
+@dataclass(repr=False)
 class Task:
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"Task({self.name!r})"
+
     name: str
     type: str
     spec: dict[str, Any]
@@ -57,8 +60,11 @@ class Task:
         return [b.tasks for b in self.branches]
 
 
-@dataclass
+@dataclass(repr=False)
 class Workflow:
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"Workflow({self.name!r})"
+
     name: str
     path: Path
     doc: Document
@@ -221,8 +227,12 @@ def _check_task(task: Task, project: Project, problems: list[Diagnostic]) -> Non
     elif task.type == "conditional":
         for c, cond in enumerate(spec.get("conditions") or []):
             ckey = (*key, "conditions", c)
-            ref = TemplateRef(str(cond.get("if", "")), doc, (*ckey, "if"))
+            source = str(cond.get("if", ""))
+            if "{{" not in source and "{%" not in source:
+                source = "{{ " + source + " }}"  # a bare expression: `x > 3`
+            ref = TemplateRef(source, doc, (*ckey, "if"))
             problems.extend(template_diagnostics(ref))
+            task.templates[f"conditions[{c}].if"] = ref
             branch_tasks = _parse_tasks(
                 cond.get("tasks") or [], (*ckey, "tasks"), doc, project, problems
             )

@@ -12,6 +12,20 @@ Typical use::
         server.enqueue((429, openai_error("slow down"), {"Retry-After": "2"}))
         ...  # point ModelSpec.api_url at server.url
         assert len(server.requests) == 2
+
+Tool calling: ``openai_tool_call_response``, ``anthropic_tool_use_response`` and
+``gemini_function_call_response`` build the vendor's "call these tools" body, and
+the ``text`` callable of the ready-made servers may return such a body instead
+of a string, so one responder can script a whole conversation::
+
+    def turn(request):
+        if last_tool_results(request.body):        # the tool answered: finish
+            return "It is sunny."
+        return openai_tool_call_response([("weather", {"city": "Paris"})])
+
+The ready-made servers also refuse tool-use histories the real APIs refuse
+(a result with no matching call, a call left unanswered, schema keys Gemini does
+not know...), so a wrong encoding fails a test instead of passing silently.
 """
 
 from __future__ import annotations
@@ -42,14 +56,21 @@ __all__ = [
     "SleepRecorder",
     "anthropic_error",
     "anthropic_message_response",
+    "anthropic_tool_problem",
+    "anthropic_tool_use_response",
     "fake_anthropic",
     "fake_gemini",
     "fake_openai",
     "gemini_error",
+    "gemini_function_call_response",
     "gemini_response",
+    "gemini_tool_problem",
+    "last_tool_results",
     "last_user_text",
     "openai_chat_response",
     "openai_error",
+    "openai_tool_call_response",
+    "openai_tool_problem",
     "run_model",
     "stall",
 ]
@@ -461,6 +482,108 @@ def gemini_response(
     }
 
 
+#: One tool call to script: ``(name, arguments)``. For OpenAI a ``str`` is sent as the
+#: ``arguments`` string verbatim (e.g. broken JSON); elsewhere arguments are objects.
+ScriptedCall = tuple[str, Union[Mapping[str, Any], str]]  # noqa: UP007
+
+
+def _call_ids(calls: Sequence[ScriptedCall], ids: Sequence[str] | None, prefix: str) -> list[str]:
+    if ids is not None:
+        if len(ids) != len(calls):
+            raise ValueError(f"{len(calls)} calls but {len(ids)} ids")
+        return list(ids)
+    return [f"{prefix}{i}" for i in range(len(calls))]
+
+
+def openai_tool_call_response(
+    calls: Sequence[ScriptedCall],
+    *,
+    text: str | None = None,
+    ids: Sequence[str] | None = None,
+    finish_reason: str | None = "tool_calls",
+    prompt_tokens: int = 10,
+    model: str = "fake-model",
+) -> dict[str, Any]:
+    """A Chat Completions body whose message asks for ``calls`` (ids ``call_fake_<i>``).
+
+    ``content`` is ``text`` or null, as the API sends it for a calls-only answer.
+    """
+    body = openai_chat_response(
+        text, finish_reason=finish_reason, prompt_tokens=prompt_tokens, model=model
+    )
+    body["choices"][0]["message"]["tool_calls"] = [
+        {
+            "id": call_id,
+            "type": "function",
+            "function": {
+                "name": name,
+                "arguments": args if isinstance(args, str) else json.dumps(dict(args)),
+            },
+        }
+        for call_id, (name, args) in zip(_call_ids(calls, ids, "call_fake_"), calls, strict=True)
+    ]
+    return body
+
+
+def anthropic_tool_use_response(
+    calls: Sequence[ScriptedCall],
+    *,
+    text: str | None = None,
+    ids: Sequence[str] | None = None,
+    stop_reason: str | None = "tool_use",
+    input_tokens: int = 10,
+    model: str = "fake-model",
+) -> dict[str, Any]:
+    """A Messages API body with ``tool_use`` blocks (ids ``toolu_fake_<i>``), after ``text``."""
+    body = anthropic_message_response(
+        text or "", stop_reason=stop_reason, input_tokens=input_tokens, model=model
+    )
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    blocks += [
+        {"type": "tool_use", "id": call_id, "name": name, "input": _object_args(args)}
+        for call_id, (name, args) in zip(_call_ids(calls, ids, "toolu_fake_"), calls, strict=True)
+    ]
+    body["content"] = blocks
+    return body
+
+
+def gemini_function_call_response(
+    calls: Sequence[ScriptedCall],
+    *,
+    text: str | None = None,
+    ids: Sequence[str] | None = None,
+    signatures: Sequence[str | None] | None = None,
+    finish_reason: str | None = "STOP",
+    prompt_tokens: int = 10,
+    model: str = "fake-model",
+) -> dict[str, Any]:
+    """A ``generateContent`` body with ``functionCall`` parts, after ``text``.
+
+    Like the real API: no ids unless ``ids`` is given, and ``finishReason`` stays
+    ``STOP``. ``signatures`` adds Gemini 3's ``thoughtSignature`` to the parts.
+    """
+    body = gemini_response(
+        text or "", finish_reason=finish_reason, prompt_tokens=prompt_tokens, model=model
+    )
+    parts: list[dict[str, Any]] = [{"text": text}] if text else []
+    for i, (name, args) in enumerate(calls):
+        function_call: dict[str, Any] = {"name": name, "args": _object_args(args)}
+        if ids is not None:
+            function_call["id"] = ids[i]
+        part: dict[str, Any] = {"functionCall": function_call}
+        if signatures is not None and signatures[i] is not None:
+            part["thoughtSignature"] = signatures[i]
+        parts.append(part)
+    body["candidates"][0]["content"]["parts"] = parts
+    return body
+
+
+def _object_args(args: Mapping[str, Any] | str) -> Any:
+    if isinstance(args, str):
+        return json.loads(args)
+    return dict(args)
+
+
 def openai_error(message: str, type: str = "invalid_request_error") -> dict[str, Any]:
     return {"error": {"message": message, "type": type, "param": None, "code": None}}
 
@@ -476,7 +599,12 @@ def gemini_error(
 
 
 def last_user_text(body: Any) -> str:
-    """Text of the last user turn in an OpenAI, Anthropic or Gemini request body."""
+    """Text of the last user turn in an OpenAI, Anthropic or Gemini request body.
+
+    A turn that holds only tool results (Anthropic ``tool_result`` blocks, Gemini
+    ``functionResponse`` parts) is not the user speaking and is passed over, as
+    OpenAI's ``tool`` messages are, so the answer is the same for every vendor.
+    """
     if not isinstance(body, Mapping):
         return ""
     turns = body.get("messages") or body.get("contents") or []
@@ -487,23 +615,331 @@ def last_user_text(body: Any) -> str:
         if isinstance(content, str):
             return content
         if isinstance(content, list):
+            if content and all(_is_tool_result(part) for part in content):
+                continue
             return "".join(
                 part.get("text", "") if isinstance(part, Mapping) else str(part) for part in content
             )
     return ""
 
 
+def _is_tool_result(part: Any) -> bool:
+    return isinstance(part, Mapping) and (
+        part.get("type") == "tool_result" or "functionResponse" in part
+    )
+
+
+def last_tool_results(body: Any) -> list[tuple[str, str]]:
+    """The tool results the request ends with, as ``(call id or name, text)`` pairs.
+
+    OpenAI: the trailing ``tool`` messages (by ``tool_call_id``); Anthropic: the
+    ``tool_result`` blocks of the last user turn (by ``tool_use_id``); Gemini: the
+    ``functionResponse`` parts of the last user turn (by ``id``, else ``name``,
+    text from ``response.content``). Empty when the model is not being handed
+    tool output, i.e. when it is the first request of a conversation.
+    """
+    if not isinstance(body, Mapping):
+        return []
+    turns = body.get("messages") or body.get("contents") or []
+    if not isinstance(turns, list) or not turns:
+        return []
+    if not isinstance(turns[-1], Mapping):
+        return []
+    if body.get("messages") is not None and turns[-1].get("role") == "tool":
+        results = []
+        for message in reversed(turns):
+            if not isinstance(message, Mapping) or message.get("role") != "tool":
+                break
+            results.append((str(message.get("tool_call_id")), str(message.get("content"))))
+        return results[::-1]
+    last = turns[-1]
+    if not isinstance(last, Mapping) or last.get("role") != "user":
+        return []
+    content = last.get("content", last.get("parts"))
+    results = []
+    for part in content if isinstance(content, list) else []:
+        if not isinstance(part, Mapping):
+            continue
+        if part.get("type") == "tool_result":
+            results.append((str(part.get("tool_use_id")), _result_text(part.get("content"))))
+        elif isinstance(part.get("functionResponse"), Mapping):
+            response = part["functionResponse"]
+            key = response.get("id") or response.get("name")
+            payload = response.get("response")
+            text = payload.get("content") if isinstance(payload, Mapping) else payload
+            results.append((str(key), _result_text(text)))
+    return results
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # Anthropic also takes a list of text blocks
+        return "".join(b.get("text", "") for b in content if isinstance(b, Mapping))
+    return json.dumps(content)
+
+
 # --------------------------------------------------------------------------- ready-made servers
 
-TextSource = Union[str, Callable[[RecordedRequest], str], None]  # noqa: UP007
+#: What a ready-made server answers: a fixed text, or a function of the request that
+#: returns a text or a whole success body (e.g. ``openai_tool_call_response(...)``).
+#: ``None`` echoes the last user message.
+TextSource = Union[  # noqa: UP007
+    str, Callable[[RecordedRequest], Union[str, Mapping[str, Any]]], None  # noqa: UP007
+]
 
 
-def _text_for(text: TextSource, request: RecordedRequest) -> str:
+def _text_for(text: TextSource, request: RecordedRequest) -> str | Mapping[str, Any]:
     if text is None:
         return last_user_text(request.body)
     if callable(text):
         return text(request)
     return text
+
+
+def _answer(
+    text: TextSource, request: RecordedRequest, build: Callable[[str], dict[str, Any]]
+) -> FakeResponse:
+    result = _text_for(text, request)
+    if isinstance(result, Mapping):
+        return FakeResponse(200, dict(result))
+    return FakeResponse(200, build(result))
+
+
+# -- what the real APIs refuse in tool-use requests (messages as the vendors word them)
+
+
+def openai_tool_problem(body: Mapping[str, Any]) -> str | None:
+    """Why Chat Completions would refuse this body's tools or tool history, or None."""
+    if "tools" in body:
+        tools = body["tools"]
+        if not isinstance(tools, list) or not tools:
+            return "Invalid 'tools': empty array. Expected an array with minimum length 1."
+        for i, tool in enumerate(tools):
+            function = tool.get("function") if isinstance(tool, dict) else None
+            if (
+                tool.get("type") != "function"
+                or not isinstance(function, dict)
+                or not isinstance(function.get("name"), str)
+                or not isinstance(function.get("parameters", {}), dict)
+            ):
+                return f"Invalid value for 'tools[{i}]': expected a function tool with a name."
+    pending: list[str] = []  # ids of the last assistant turn's calls not yet answered
+    for i, message in enumerate(body.get("messages") or []):
+        if not isinstance(message, dict):
+            return f"Invalid type for 'messages[{i}]': expected an object."
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if not isinstance(call_id, str):
+                return f"Missing required parameter: 'messages[{i}].tool_call_id'."
+            if call_id not in pending:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    "preceeding message with 'tool_calls'."
+                )
+            pending.remove(call_id)
+            continue
+        if pending:
+            break
+        calls = message.get("tool_calls")
+        if role != "assistant" or calls is None:
+            continue
+        if not isinstance(calls, list) or not calls:
+            return f"Invalid 'messages[{i}].tool_calls': empty array."
+        for j, call in enumerate(calls):
+            function = call.get("function") if isinstance(call, dict) else None
+            if (
+                not isinstance(call.get("id"), str)
+                or call.get("type") != "function"
+                or not isinstance(function, dict)
+                or not isinstance(function.get("name"), str)
+                or not isinstance(function.get("arguments"), str)
+            ):
+                return (
+                    f"Invalid 'messages[{i}].tool_calls[{j}]': expected {{id, type: function, "
+                    "function: {name, arguments: string}}."
+                )
+            pending.append(call["id"])
+    if pending:
+        return (
+            "An assistant message with 'tool_calls' must be followed by tool messages "
+            "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+            f"response messages: {', '.join(pending)}"
+        )
+    return None
+
+
+def anthropic_tool_problem(body: Mapping[str, Any]) -> str | None:
+    """Why the Messages API would refuse this body's tools or tool history, or None."""
+    if "tools" in body:
+        tools = body["tools"]
+        if not isinstance(tools, list):
+            return "tools: Input should be a valid list"
+        for i, tool in enumerate(tools):
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                return f"tools.{i}.name: Field required"
+            schema = tool.get("input_schema")
+            if not isinstance(schema, dict) or schema.get("type") != "object":
+                return f"tools.{i}.input_schema: Input should be an object schema"
+    called: list[str] = []  # tool_use ids of the previous assistant turn
+    for i, message in enumerate(body.get("messages") or []):
+        if not isinstance(message, dict):
+            return f"messages.{i}: Input should be a valid dictionary"
+        role, content = message.get("role"), message.get("content")
+        blocks = content if isinstance(content, list) else []
+        if not isinstance(content, (str, list)):
+            return f"messages.{i}.content: Input should be a valid string or list"
+        for j, block in enumerate(blocks):
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "text" and not block.get("text"):
+                return f"messages.{i}.content.{j}: text content blocks must be non-empty"
+            if kind == "tool_use" and role != "assistant":
+                return f"messages.{i}.content.{j}: tool_use blocks are only for assistant turns"
+            if kind == "tool_result" and role != "user":
+                return f"messages.{i}.content.{j}: tool_result blocks are only for user turns"
+        leading = []
+        for block in blocks:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                break
+            leading.append(block.get("tool_use_id"))
+        results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+        if len(results) != len(leading):
+            return (
+                f"messages.{i}: tool_result blocks must come first in the content, before any text"
+            )
+        for j, result_id in enumerate(results):
+            if result_id not in called:
+                return (
+                    f"messages.{i}.content.{j}: unexpected `tool_use_id` found in "
+                    f"`tool_result` blocks: {result_id}. Each `tool_result` block must have a "
+                    "corresponding `tool_use` block in the previous message."
+                )
+        missing = [c for c in called if c not in results]
+        if missing:
+            return (
+                f"messages.{i - 1}: `tool_use` ids were found without `tool_result` blocks "
+                f"immediately after: {', '.join(missing)}. Each `tool_use` block must have a "
+                "corresponding `tool_result` block in the next message."
+            )
+        called = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
+    if called:
+        return (
+            "`tool_use` ids were found without `tool_result` blocks immediately after: "
+            + ", ".join(str(c) for c in called)
+        )
+    return None
+
+
+_GEMINI_SCHEMA_FIELDS = frozenset(
+    [
+        "type",
+        "format",
+        "title",
+        "description",
+        "nullable",
+        "enum",
+        "items",
+        "minItems",
+        "maxItems",
+        "properties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minimum",
+        "maximum",
+        "anyOf",
+        "propertyOrdering",
+        "default",
+        "example",
+    ]
+)
+
+
+def _gemini_schema_problem(schema: Any, where: str) -> str | None:
+    if not isinstance(schema, dict):
+        return f"Invalid value at '{where}': expected a Schema object"
+    for key, value in schema.items():
+        if key not in _GEMINI_SCHEMA_FIELDS:
+            return f"Invalid JSON payload received. Unknown name \"{key}\" at '{where}': Cannot find field."
+        if key == "properties":
+            for name, sub in (value or {}).items():
+                problem = _gemini_schema_problem(sub, f"{where}.properties[{name}].value")
+                if problem:
+                    return problem
+        elif key == "items":
+            problem = _gemini_schema_problem(value, f"{where}.items")
+            if problem:
+                return problem
+        elif key == "anyOf":
+            for k, sub in enumerate(value or []):
+                problem = _gemini_schema_problem(sub, f"{where}.any_of[{k}]")
+                if problem:
+                    return problem
+        elif key == "enum" and not all(isinstance(v, str) for v in value or []):
+            return f"Invalid value at '{where}.enum': expected strings"
+    return None
+
+
+def gemini_tool_problem(body: Mapping[str, Any]) -> str | None:
+    """Why ``generateContent`` would refuse this body's tools or function history, or None."""
+    for i, tool in enumerate(body.get("tools") or []):
+        declarations = tool.get("functionDeclarations") if isinstance(tool, dict) else None
+        if not isinstance(declarations, list):
+            return f"Invalid JSON payload received. tools[{i}]: expected functionDeclarations"
+        for j, declaration in enumerate(declarations):
+            where = f"tools[{i}].function_declarations[{j}]"
+            if not isinstance(declaration, dict) or not declaration.get("name"):
+                return f"* GenerateContentRequest.{where}.name: Name cannot be empty."
+            if "parameters" not in declaration:
+                continue
+            parameters = declaration["parameters"]
+            problem = _gemini_schema_problem(parameters, f"{where}.parameters")
+            if problem:
+                return problem
+            if str(parameters.get("type", "")).lower() == "object" and not parameters.get(
+                "properties"
+            ):
+                return (
+                    f"* GenerateContentRequest.{where}.parameters.properties: should be "
+                    "non-empty for OBJECT type"
+                )
+    called: list[str] = []  # function names called by the previous model turn
+    for i, turn in enumerate(body.get("contents") or []):
+        parts = turn.get("parts") if isinstance(turn, dict) else None
+        if not isinstance(parts, list) or not parts:
+            return (
+                f"* GenerateContentRequest.contents[{i}].parts: contents.parts must not be empty."
+            )
+        answered = [
+            p["functionResponse"].get("name")
+            for p in parts
+            if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)
+        ]
+        if called and sorted(answered) != sorted(called):
+            return (
+                "Please ensure that the number of function response parts is equal to the "
+                "number of function call parts of the function call turn."
+            )
+        if answered and not called:
+            return (
+                f"* GenerateContentRequest.contents[{i}]: a function response turn must come "
+                "right after a function call turn."
+            )
+        for part in parts:
+            if isinstance(part, dict) and "functionCall" in part and turn.get("role") != "model":
+                return (
+                    f"* GenerateContentRequest.contents[{i}]: functionCall parts are model parts."
+                )
+        called = [
+            p["functionCall"].get("name")
+            for p in parts
+            if isinstance(p, dict) and isinstance(p.get("functionCall"), dict)
+        ]
+    return None
 
 
 def fake_openai(
@@ -515,9 +951,10 @@ def fake_openai(
 ) -> FakeServer:
     """An OpenAI-compatible server (also stands in for vLLM/llama.cpp/Ollama ``/v1``).
 
-    Default answer: ``text`` (a string, or a function of the request), else an echo
-    of the last user message. Wrong path -> 404, no model/messages -> 400, and with
-    ``api_key`` set a missing or wrong Bearer token -> 401, as the real API does.
+    Default answer: ``text`` (a string, a function of the request returning a text
+    or a whole body), else an echo of the last user message. Wrong path -> 404, no
+    model/messages or a bad tool history -> 400, and with ``api_key`` set a missing
+    or wrong Bearer token -> 401, as the real API does.
     """
     route = "/" + prefix.strip("/") + "/chat/completions"
 
@@ -529,9 +966,10 @@ def fake_openai(
         body = request.body
         if not isinstance(body, dict) or not body.get("model") or not body.get("messages"):
             return FakeResponse(400, openai_error("'model' and 'messages' are required"))
-        return FakeResponse(
-            200, openai_chat_response(_text_for(text, request), model=body["model"])
-        )
+        problem = openai_tool_problem(body)
+        if problem:
+            return FakeResponse(400, openai_error(problem))
+        return _answer(text, request, lambda t: openai_chat_response(t, model=body["model"]))
 
     return FakeServer(respond, prefix=prefix, latency=latency)
 
@@ -543,7 +981,8 @@ def fake_anthropic(
     api_key: str | None = None,
     prefix: str = "/v1",
 ) -> FakeServer:
-    """An Anthropic Messages server; enforces ``anthropic-version`` and ``max_tokens`` like the API."""
+    """An Anthropic Messages server; enforces ``anthropic-version``, ``max_tokens`` and
+    the tool_use/tool_result pairing like the API."""
     route = "/" + prefix.strip("/") + "/messages"
 
     def respond(request: RecordedRequest) -> FakeResponse:
@@ -558,9 +997,11 @@ def fake_anthropic(
             return FakeResponse(400, anthropic_error("max_tokens: Field required"))
         if any(m.get("role") == "system" for m in body.get("messages", [])):
             return FakeResponse(400, anthropic_error("messages: unexpected role 'system'"))
-        return FakeResponse(
-            200, anthropic_message_response(_text_for(text, request), model=body.get("model", ""))
-        )
+        problem = anthropic_tool_problem(body)
+        if problem:
+            return FakeResponse(400, anthropic_error(problem))
+        model = body.get("model", "")
+        return _answer(text, request, lambda t: anthropic_message_response(t, model=model))
 
     return FakeServer(respond, prefix=prefix, latency=latency)
 
@@ -575,7 +1016,8 @@ def fake_gemini(
     api_key: str | None = None,
     prefix: str = "/v1beta",
 ) -> FakeServer:
-    """A Gemini ``generateContent`` server; roles other than user/model -> 400, like the API."""
+    """A Gemini ``generateContent`` server; roles other than user/model, schema keys
+    outside Gemini's subset and unanswered function calls -> 400, like the API."""
     base = "/" + prefix.strip("/")
 
     def respond(request: RecordedRequest) -> FakeResponse:
@@ -592,9 +1034,11 @@ def fake_gemini(
             return FakeResponse(400, gemini_error(400, "* contents: must not be empty"))
         if any(c.get("role") not in ("user", "model") for c in contents):
             return FakeResponse(400, gemini_error(400, "Please use a valid role: user, model."))
-        return FakeResponse(
-            200, gemini_response(_text_for(text, request), model=match.group("model"))
-        )
+        problem = gemini_tool_problem(body)
+        if problem:
+            return FakeResponse(400, gemini_error(400, problem))
+        model = match.group("model")
+        return _answer(text, request, lambda t: gemini_response(t, model=model))
 
     return FakeServer(respond, prefix=prefix, latency=latency)
 

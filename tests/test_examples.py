@@ -1,8 +1,9 @@
-"""The shipped example must run offline exactly as the README says."""
+"""The shipped examples must run offline exactly as the README says."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,16 +14,26 @@ from oxyeval.cli import app
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-def test_example_project_validates() -> None:
-    result = CliRunner().invoke(app, ["validate", str(EXAMPLES)])
+@pytest.fixture
+def examples(tmp_path: Path) -> Path:
+    """A copy, so exports and caches never write into the repository."""
+    target = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, target, ignore=shutil.ignore_patterns("output"))
+    return target
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_example_project_validates(examples: Path) -> None:
+    result = invoke("validate", str(examples))
     assert result.exit_code == 0, result.stderr
     assert "0 error(s), 0 warning(s)" in result.stdout
 
 
-def test_example_consistency_tests_score_as_documented() -> None:
-    result = CliRunner().invoke(
-        app, ["test", str(EXAMPLES / "agents" / "users.agent.yml"), "--format", "json"]
-    )
+def test_example_consistency_tests_score_as_documented(examples: Path) -> None:
+    result = invoke("test", str(examples / "agents" / "users.agent.yml"), "--format", "json")
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
     everyone, ring = doc["tests"]
@@ -34,3 +45,43 @@ def test_example_consistency_tests_score_as_documented() -> None:
     # Ring of 6 runs: pairs (5,6) and (6,1) involve the outlier -> 4/6.
     assert ring["accuracy"] == pytest.approx(4 / 6, abs=1e-6)
     assert sorted(tuple(c["runs"]) for c in ring["failing_comparisons"]) == [(1, 6), (5, 6)]
+
+
+def test_example_sql_agent_uses_its_tool(examples: Path) -> None:
+    result = invoke(
+        "run",
+        str(examples / "agents" / "sales.agent.yml"),
+        "--question",
+        "Which region sells the most?",
+        "--format",
+        "json",
+    )
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["tool_calls"][0]["name"] == "query_orders"
+    assert "South leads with 577.41" in doc["output"]
+
+
+def test_example_workflow_report(examples: Path) -> None:
+    workflow = examples / "workflows" / "monthly_report.workflow.yml"
+    result = invoke("run", str(workflow), "--var", "month=2026-10", "--format", "json", "-q")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    tasks = {t["path"]: t for t in doc["tasks"]}
+    assert tasks["by_region"]["output"]["rows"][0] == {
+        "region": "South",
+        "total": 507.93,
+        "units": 13,
+    }
+    summary = tasks["summary"]["consistency"]
+    assert summary["runs"] == 4 and summary["selected_run"] == 1
+    assert summary["score"] == pytest.approx(2 / 3)
+    assert tasks["verdict"]["branch"] == 0  # 895.86 > 800
+    assert (examples / "output" / "report-2026-10.txt").read_text() == doc["output"]
+    assert "- South: 507.93" in doc["output"] and "Best seller: Widget" in doc["output"]
+    # The two queries have no dependency on each other: they overlap in time.
+    a, b = tasks["by_region"], tasks["top_products"]
+    assert (
+        a["started_s"] < b["started_s"] + b["duration_s"]
+        and b["started_s"] < a["started_s"] + a["duration_s"]
+    )

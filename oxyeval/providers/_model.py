@@ -56,6 +56,37 @@ class Model:
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
         self._semaphore = asyncio.Semaphore(max(1, self.spec.concurrency))
+        self._last_note = 0.0
+        self._quiet_retries = 0
+
+    def _note_retry(self, error: ProviderError, delay: float, attempt: int, attempts: int) -> None:
+        """Say on stderr that we are retrying, at most once a second per model.
+
+        Fifty calls hitting the same outage should read as one line with a count,
+        not fifty lines; silence would look like a hang, so the first always shows.
+        """
+        now = time.monotonic()
+        if now - self._last_note < 1.0:
+            self._quiet_retries += 1
+            return
+        others = self._quiet_retries
+        self._last_note, self._quiet_retries = now, 0
+        reason = f"HTTP {error.status}" if error.status else "connection/timeout"
+        more = (
+            f"; {others} more retr{'y' if others == 1 else 'ies'} since the last note"
+            if others
+            else ""
+        )
+        log.warning(
+            "retrying model '%s' in %.1fs (attempt %d of %d, %s%s): %s",
+            self.spec.name,
+            delay,
+            attempt,
+            attempts,
+            reason,
+            more,
+            error,
+        )
 
     @property
     def name(self) -> str:
@@ -95,15 +126,6 @@ class Model:
                     status=error.status,
                 ) from None
             delay = self.retry.delay(attempt, error.retry_after)
-            reason = f"HTTP {error.status}" if error.status else "connection/timeout"
-            log.warning(
-                "retrying model '%s' in %.1fs (attempt %d of %d, %s): %s",
-                self.spec.name,
-                delay,
-                attempt + 2,
-                attempts,
-                reason,
-                error,
-            )
+            self._note_retry(error, delay, attempt + 2, attempts)
             await self._sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover

@@ -161,7 +161,8 @@ def _contents(
 
     Same-role neighbours are merged into one turn with several parts, because the
     API expects turns to alternate; that also keeps consecutive tool results in
-    one turn. A ``tool`` message whose call cannot be named is sent as user text.
+    one turn. A ``tool`` message without a ``tool_call_id``, or whose call cannot
+    be named, has nothing to pair with and is sent as user text.
     """
     system = [m.content for m in messages if m.role == "system"]
     names: dict[str, str] = {}  # call id -> function name, for results without a name
@@ -177,12 +178,14 @@ def _contents(
             for call in m.tool_calls:
                 names[call.id] = call.name
                 parts.append(_call_part(call, memory.get(call.id, {})))
-        elif m.role == "tool" and (m.name or names.get(m.tool_call_id or "")):
+        elif (
+            m.role == "tool" and m.tool_call_id is not None and (m.name or m.tool_call_id in names)
+        ):
             response: dict[str, Any] = {
-                "name": m.name or names[m.tool_call_id or ""],
+                "name": m.name or names[m.tool_call_id],
                 "response": {"content": m.content},
             }
-            if m.tool_call_id is not None and memory.get(m.tool_call_id, {}).get("id"):
+            if memory.get(m.tool_call_id, {}).get("id"):
                 response["id"] = m.tool_call_id
             parts.append({"functionResponse": response})
         else:
