@@ -7,16 +7,45 @@ client for the GIL. Agent calls get one of three answers in turn; judge calls
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import subprocess
 import sys
+import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fakes import RecordedRequest, fake_openai
 
+__all__ = ["project_with_server"]
+
 ANSWERS = ["The total is 1,204.", "Total: 1204", "We have 1,204 in total."]
+
+
+@contextlib.contextmanager
+def project_with_server(latency: float, concurrency: int) -> Iterator[Path]:
+    """A temporary project whose one model points at this server, run in its own process."""
+    server = subprocess.Popen(
+        [sys.executable, __file__, str(latency)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = server.stdout.readline().strip()  # type: ignore[union-attr]
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            (root / "config.yml").write_text(
+                "models:\n  - name: local\n    vendor: openai\n    model_ref: bench\n"
+                f"    api_url: {url}\n    concurrency: {concurrency}\n"
+            )
+            yield root
+    finally:
+        server.stdin.close()  # type: ignore[union-attr]
+        server.wait(timeout=10)
 
 
 def main() -> None:

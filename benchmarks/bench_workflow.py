@@ -12,13 +12,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# Measure as installed: pip writes .pyc files at install time, so let the timed
+# processes cache bytecode even where the environment disables it (this sandbox does).
+BENCH_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+sys.path.insert(0, str(HERE))
+
+from _server import project_with_server  # noqa: E402
 
 
 def main() -> None:
@@ -30,52 +36,34 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1)
     args = parser.parse_args()
 
-    server = subprocess.Popen(
-        [sys.executable, str(HERE / "_server.py"), str(args.latency)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        url = server.stdout.readline().strip()  # type: ignore[union-attr]
-        with tempfile.TemporaryDirectory() as tmp:
-            root = Path(tmp)
-            (root / "config.yml").write_text(
-                "models:\n  - name: local\n    vendor: openai\n    model_ref: bench\n"
-                f"    api_url: {url}\n    concurrency: {args.concurrency}\n"
-            )
-            (root / "a.agent.yml").write_text(
-                "model: local\nsystem_instructions: Answer briefly.\n"
-            )
-            tasks = "".join(
-                f"  - {{name: t{i}, type: agent, agent_ref: a.agent.yml, prompt: 'question {i}'}}\n"
-                for i in range(args.tasks)
-            )
-            (root / "bench.workflow.yml").write_text("tasks:\n" + tasks)
-            cmd = [
-                sys.executable,
-                "-m",
-                "oxyeval",
-                "run",
-                "bench.workflow.yml",
-                "--format",
-                "json",
-                "-q",
-                "--concurrency",
-                str(args.concurrency),
-            ]
-            subprocess.run(cmd, cwd=root, capture_output=True)  # warm-up
-            start = time.perf_counter()
-            proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
-            process_s = time.perf_counter() - start
-            if proc.returncode != 0:
-                raise SystemExit(proc.stderr)
-            doc = json.loads(proc.stdout)
-            starts = [t["started_s"] for t in doc["tasks"]]
-            ends = [t["started_s"] + t["duration_s"] for t in doc["tasks"]]
-    finally:
-        server.stdin.close()  # type: ignore[union-attr]
-        server.wait(timeout=10)
+    with project_with_server(args.latency, args.concurrency) as root:
+        (root / "a.agent.yml").write_text("model: local\nsystem_instructions: Answer briefly.\n")
+        tasks = "".join(
+            f"  - {{name: t{i}, type: agent, agent_ref: a.agent.yml, prompt: 'question {i}'}}\n"
+            for i in range(args.tasks)
+        )
+        (root / "bench.workflow.yml").write_text("tasks:\n" + tasks)
+        cmd = [
+            sys.executable,
+            "-m",
+            "oxyeval",
+            "run",
+            "bench.workflow.yml",
+            "--format",
+            "json",
+            "-q",
+            "--concurrency",
+            str(args.concurrency),
+        ]
+        subprocess.run(cmd, cwd=root, capture_output=True, env=BENCH_ENV)  # warm-up
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=BENCH_ENV)
+        process_s = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise SystemExit(proc.stderr)
+        doc = json.loads(proc.stdout)
+        starts = [t["started_s"] for t in doc["tasks"]]
+        ends = [t["started_s"] + t["duration_s"] for t in doc["tasks"]]
 
     ideal = math.ceil(args.tasks / args.concurrency) * args.latency
     print(

@@ -48,36 +48,69 @@ class Comparison:
     """One judgement that stands for every run pair with the same two texts."""
 
     runs: tuple[int, int]  # the first pair (in plan order) with these texts
-    pairs: list[tuple[int, int]] = field(default_factory=list)
+    weight: int = 0  # run pairs this judgement stands for
+    counts: dict[int, int] = field(default_factory=dict)  # run -> its pairs among them
     identical: bool = False
     choice: str | None = None  # "A", "B", or None (not judged yet / judge error)
     reasoning: str = ""
     error: str | None = None
     judge_calls: int = 0
 
-    @property
-    def weight(self) -> int:
-        return len(self.pairs)
+    def add_pair(self, i: int, j: int, times: int = 1) -> None:
+        self.weight += times
+        self.counts[i] = self.counts.get(i, 0) + times
+        self.counts[j] = self.counts.get(j, 0) + times
+
+
+_IDENTICAL = "identical outputs (after whitespace normalisation); not sent to the judge"
+
+
+def _new(runs: tuple[int, int], identical: bool) -> Comparison:
+    comp = Comparison(runs=runs, identical=identical)
+    if identical:
+        comp.choice, comp.reasoning = "A", _IDENTICAL
+    return comp
 
 
 def plan_comparisons(texts: dict[int, str], pairing: str = "all") -> list[Comparison]:
-    """Group planned pairs by their (normalised) texts; identical texts are consistent."""
+    """Group planned pairs by their (normalised) texts; identical texts are consistent.
+
+    For ``all`` the groups are built from text multiplicities in O(distinct²), not
+    by listing n(n-1)/2 pairs, so n=200 costs no more than n=20.
+    """
     norm = {run: normalize(text) for run, text in texts.items()}
-    groups: dict[tuple[str, str], Comparison] = {}
+    if pairing == "all":
+        by_text: dict[str, list[int]] = {}
+        for run in sorted(texts):
+            by_text.setdefault(norm[run], []).append(run)
+        groups = list(by_text.values())  # in order of first appearance
+        out: list[Comparison] = []
+        for a, runs_a in enumerate(groups):
+            if len(runs_a) > 1:
+                comp = _new((runs_a[0], runs_a[1]), True)
+                m = len(runs_a)
+                comp.weight = m * (m - 1) // 2
+                comp.counts = dict.fromkeys(runs_a, m - 1)
+                out.append(comp)
+            for runs_b in groups[a + 1 :]:
+                comp = _new((runs_a[0], runs_b[0]), False)
+                comp.weight = len(runs_a) * len(runs_b)
+                comp.counts = {
+                    **dict.fromkeys(runs_a, len(runs_b)),
+                    **dict.fromkeys(runs_b, len(runs_a)),
+                }
+                out.append(comp)
+        # Plan order: by the first pair each judgement stands for.
+        return sorted(out, key=lambda c: c.runs)
+    found: dict[tuple[str, str], Comparison] = {}
     for i, j in plan_pairs(sorted(texts), pairing):
         a, b = norm[i], norm[j]
         key = (a, b) if a <= b else (b, a)
-        comp = groups.get(key)
+        comp = found.get(key)
         if comp is None:
-            comp = Comparison(runs=(min(i, j), max(i, j)), identical=a == b)
-            if comp.identical:
-                comp.choice = "A"
-                comp.reasoning = (
-                    "identical outputs (after whitespace normalisation); not sent to the judge"
-                )
-            groups[key] = comp
-        comp.pairs.append((i, j))
-    return list(groups.values())
+            comp = found[key] = _new((min(i, j), max(i, j)), a == b)
+        comp.add_pair(i, j)
+    return list(found.values())
 
 
 async def judge_comparisons(
@@ -127,11 +160,10 @@ def score_comparisons(
         value = scores.get(comp.choice, 0.0)
         total_weight += comp.weight
         total_score += value * comp.weight
-        for i, j in comp.pairs:
-            for run in (i, j):
-                compared[run] += 1
-                if comp.choice == "A":
-                    consistent[run] += 1
+        for run, count in comp.counts.items():
+            compared[run] += count
+            if comp.choice == "A":
+                consistent[run] += count
     per_run = {run: (consistent[run] / compared[run] if compared[run] else None) for run in runs}
     ranked = [run for run in runs if per_run[run] is not None]
     selected = None

@@ -89,11 +89,22 @@ class ModelPool:
         if self._client is None:
             import httpx
 
-            total = sum(s.concurrency for s in self.specs.values() if s.vendor != "mock") or 10
+            remote = [s for s in self.specs.values() if s.vendor != "mock"]
+            total = sum(s.concurrency for s in remote) or 10
+            # Loading the CA bundle costs ~50 ms; a pool that only talks plain http to
+            # local servers (vLLM, Ollama, the benchmarks) never needs it. Such a pool also
+            # does not follow redirects, so it can never end up on an unverified https URL.
+            tls = any(
+                (vendor_class(s.vendor).default_api_url or "").startswith("https")
+                if not s.api_url
+                else s.api_url.startswith("https")
+                for s in remote
+            )
             self._client = httpx.AsyncClient(
                 limits=httpx.Limits(max_connections=total, max_keepalive_connections=total),
                 timeout=httpx.Timeout(120.0, connect=10.0),
-                follow_redirects=True,
+                follow_redirects=tls,
+                verify=tls,
             )
         return self._client
 
