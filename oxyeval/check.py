@@ -89,8 +89,22 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
                 agent = load_agent(project, target)
                 report.diagnostics.extend(agent.warnings)
             elif kind == "workflow":
-                doc = load_yaml(target)
-                report.diagnostics.extend(validate_document(doc, "workflow"))
+                try:
+                    project = load_project(target, project_dir=project_dir)
+                except (LoadError, ConfigError) as exc:
+                    doc = load_yaml(target)
+                    report.diagnostics.extend(validate_document(doc, "workflow"))
+                    if isinstance(exc, LoadError):
+                        report.diagnostics.extend(exc.diagnostics)
+                    else:
+                        report.diagnostics.append(Diagnostic(str(target), str(exc)))
+                    continue
+                from .compile import compile_workflow
+                from .workflow import load_workflow
+
+                workflow = load_workflow(project, target)
+                report.diagnostics.extend(workflow.warnings)
+                compile_workflow(workflow)
             else:
                 report.diagnostics.append(
                     Diagnostic(

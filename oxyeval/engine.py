@@ -442,6 +442,16 @@ class Engine:
             sql = self._render(task, "sql_query", scope)
             if values and "{{" in sql:  # SQL produced upstream may carry its own placeholders
                 sql = render(TemplateRef(sql, task.doc, (*task.key, "sql_query")), scope)
+        elif "sql_file_path" in task.templates:
+            rel = self._render(task, "sql_file_path", scope).strip()
+            path = self._project_path(task, rel, "sql_file")
+            if not path.is_file():
+                raise TaskFailed(
+                    f"{task.where}: SQL file {rel!r} not found under {self.project.root}"
+                )
+            sql = render(
+                TemplateRef(path.read_text("utf-8"), task.doc, (*task.key, "sql_file")), scope
+            )
         else:
             sql = render(task.templates["sql_file"], scope)
         async with self.slot():

@@ -191,6 +191,9 @@ def _check_task(task: Task, project: Project, problems: list[Diagnostic]) -> Non
             )
         if spec.get("sql_query") is not None:
             _template(task, "sql_query", spec["sql_query"], (*key, "sql_query"), problems)
+        elif spec.get("sql_file") and "{{" in spec["sql_file"]:
+            # A templated path (oxy allows it): resolved, read and rendered at run time.
+            _template(task, "sql_file_path", spec["sql_file"], (*key, "sql_file"), problems)
         elif spec.get("sql_file"):
             task.sql_path = resolve_project_file(project, spec["sql_file"])
             if task.sql_path is None:

@@ -157,3 +157,11 @@ def test_oxy_test_workflow_task_ref_must_exist(make_project: MakeProject) -> Non
     result = invoke("test", str(root / "w.workflow.yml"))
     assert result.exit_code == 2
     assert "unknown task 'sya'; did you mean 'say'?" in result.stderr
+
+
+def test_validate_compiles_workflows(make_project: MakeProject) -> None:
+    workflow = "tasks:\n  - {name: a, type: formatter, template: '{{ totl }}'}\n  - {name: total, type: formatter, template: x}\n"
+    root = make_project(CONFIG, {**FILES, "w.workflow.yml": workflow})
+    result = invoke("validate", str(root / "w.workflow.yml"))
+    assert result.exit_code == 2
+    assert "unknown reference 'totl'" in result.stderr and "did you mean 'total'?" in result.stderr

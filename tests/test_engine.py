@@ -428,3 +428,23 @@ def test_engine_shares_one_pool(make_project: MakeProject) -> None:
             assert len(engine._workflows) == 1  # compiled once
 
     asyncio.run(go())
+
+
+def test_templated_sql_file_path(make_project: MakeProject) -> None:
+    result = run(
+        make_project,
+        """\
+        tasks:
+          - name: each
+            type: loop_sequential
+            values: [north, south]
+            tasks:
+              - {name: q, type: execute_sql, database: shop, sql_file: "sql/{{ each.value }}.sql"}
+          - {name: out, type: formatter, template: "{% for i in each %}{{ i.q.s[0] }} {% endfor %}"}
+        """,
+        files={
+            "sql/north.sql": "SELECT SUM(amount) AS s FROM orders.csv WHERE region = 'North'",
+            "sql/south.sql": "SELECT SUM(amount) AS s FROM orders.csv WHERE region = 'South'",
+        },
+    )
+    assert result.output.strip() == "15 25"
