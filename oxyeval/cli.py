@@ -505,5 +505,11 @@ def schema_command(
         )
 
 
+from .cli_cases import cases_app, history_command  # noqa: E402  (registers sub-commands)
+
+app.add_typer(cases_app, name="cases")
+app.command("history")(history_command)
+
+
 def main() -> None:
     app()

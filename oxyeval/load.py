@@ -44,13 +44,17 @@ class _Pos:
     column: int  # 1-based
     span: int
     block: bool = False  # a literal/folded block scalar: its text starts on the next line
+    start: int = 0  # character offsets of the node in the text: what in-place edits replace
+    end: int = 0
+    flow: bool = False  # inside a flow collection ({...} / [...]): edits must stay on one line
 
 
 def _pos(node: yaml.Node) -> _Pos:
     start, end = node.start_mark, node.end_mark
     span = end.column - start.column if end.line == start.line else 1
     block = isinstance(node, yaml.ScalarNode) and node.style in ("|", ">")
-    return _Pos(start.line + 1, start.column + 1, max(1, span), block)
+    flow = bool(getattr(node, "flow_style", False))
+    return _Pos(start.line + 1, start.column + 1, max(1, span), block, start.index, end.index, flow)
 
 
 @dataclass(repr=False)

@@ -36,6 +36,12 @@ CONFIG_NAMES = ("config.yml", "config.yaml")
 DEFAULT_SCORES = {"A": 1.0, "B": 0.0}
 DEFAULT_N = 10
 DEFAULT_TEST_CONCURRENCY = 10
+_DEFAULT_EMBEDDING_MODELS = {
+    "openai": "text-embedding-3-small",
+    "openai_compat": "text-embedding-3-small",
+    "google": "gemini-embedding-001",
+    "gemini": "gemini-embedding-001",
+}
 _VENDOR_ALIASES = {"openai_compat": "openai", "open_ai_compat": "openai", "gemini": "google"}
 
 
@@ -48,6 +54,10 @@ def file_kind(path: Path) -> str | None:
         return "workflow"
     if name in CONFIG_NAMES:
         return "config"
+    if name.endswith((".prompt.yml", ".prompt.yaml")):
+        return "prompt"
+    if name.endswith((".cases.yml", ".cases.yaml")):
+        return "cases"
     return None
 
 
@@ -76,6 +86,7 @@ class Project:
     default_judge: str
     databases: dict[str, dict[str, Any]]
     warnings: list[Diagnostic] = field(default_factory=list)
+    embeddings: dict[str, ModelSpec] = field(default_factory=dict)
 
     def relative(self, path: Path) -> str:
         try:
@@ -176,6 +187,17 @@ def load_project(
                         f"invalid regular expression: {exc}",
                     )
                 )
+    embeddings: dict[str, ModelSpec] = {}
+    for i, entry in enumerate(data.get("embeddings") or []):
+        if entry["name"] in embeddings:
+            problems.append(
+                doc.diagnostic(
+                    ("embeddings", i, "name"), f"embedding name '{entry['name']}' is used twice"
+                )
+            )
+            continue
+        entry = {"model_ref": _DEFAULT_EMBEDDING_MODELS.get(entry["vendor"], ""), **entry}
+        embeddings[entry["name"]] = _model_spec(entry, ("embeddings", i), doc, problems)
     databases: dict[str, dict[str, Any]] = {}
     for i, entry in enumerate(data.get("databases") or []):
         if entry["name"] in databases:
@@ -214,6 +236,7 @@ def load_project(
         default_judge=defaults.get("judge_model") or default_model,
         databases=databases,
         warnings=[p for p in problems if p.severity == "warning"],
+        embeddings=embeddings,
     )
 
 

@@ -29,6 +29,8 @@ SCHEMA_FILES = {
     "config": "config.schema.json",
     "agent": "agent.schema.json",
     "workflow": "workflow.schema.json",
+    "prompt": "prompt.schema.json",
+    "cases": "cases.schema.json",
     "common": "common.schema.json",
 }
 UNSUPPORTED = "x-oxy-unsupported"

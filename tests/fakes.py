@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import re
 import socket
@@ -60,7 +61,11 @@ __all__ = [
     "anthropic_tool_use_response",
     "fake_anthropic",
     "fake_gemini",
+    "fake_gemini_embeddings",
     "fake_openai",
+    "fake_openai_embeddings",
+    "fake_vector",
+    "gemini_embeddings_response",
     "gemini_error",
     "gemini_function_call_response",
     "gemini_response",
@@ -68,6 +73,7 @@ __all__ = [
     "last_tool_results",
     "last_user_text",
     "openai_chat_response",
+    "openai_embeddings_response",
     "openai_error",
     "openai_tool_call_response",
     "openai_tool_problem",
@@ -1039,6 +1045,145 @@ def fake_gemini(
             return FakeResponse(400, gemini_error(400, problem))
         model = match.group("model")
         return _answer(text, request, lambda t: gemini_response(t, model=model))
+
+    return FakeServer(respond, prefix=prefix, latency=latency)
+
+
+# --------------------------------------------------------------------------- embedding servers
+
+
+def fake_vector(text: str, dims: int = 8) -> list[float]:
+    """The vector the fake embedding servers give ``text``: deterministic, not normalised.
+
+    Derived from a hash of the whole text, so tests can compute the exact vectors
+    (and cosines) they should get back; JSON round-trips these floats exactly.
+    """
+    digest = hashlib.shake_256(text.encode()).digest(dims)
+    return [(byte - 127.5) / 127.5 for byte in digest]
+
+
+def openai_embeddings_response(
+    vectors: Sequence[Sequence[float]],
+    *,
+    prompt_tokens: int | None = 10,
+    model: str = "fake-embedding",
+    order: Sequence[int] | None = None,
+) -> dict[str, Any]:
+    """An ``/embeddings`` success body; ``order`` lists the indexes in the order sent."""
+    indexes = list(order) if order is not None else list(range(len(vectors)))
+    body: dict[str, Any] = {
+        "object": "list",
+        "data": [
+            {"object": "embedding", "index": i, "embedding": list(vectors[i])} for i in indexes
+        ],
+        "model": model,
+    }
+    if prompt_tokens is not None:
+        body["usage"] = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens}
+    return body
+
+
+def gemini_embeddings_response(vectors: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """A ``batchEmbedContents`` success body (vectors in request order, as the API sends)."""
+    return {"embeddings": [{"values": list(v)} for v in vectors]}
+
+
+def fake_openai_embeddings(
+    latency: float = 0.0,
+    api_key: str | None = None,
+    dims: int = 8,
+    *,
+    prefix: str = "/v1",
+    shuffle: bool = False,
+) -> FakeServer:
+    """An OpenAI-compatible ``/embeddings`` server answering :func:`fake_vector` vectors.
+
+    Like the API: wrong path -> 404, a wrong or missing Bearer token (with
+    ``api_key`` set) -> 401, no ``model``, no ``input``, an empty string in it or
+    more than 2048 inputs -> 400. ``prompt_tokens`` is the number of words sent.
+    ``shuffle`` sends ``data`` in reverse order (the ``index`` fields stay right).
+    """
+    route = "/" + prefix.strip("/") + "/embeddings"
+
+    def respond(request: RecordedRequest) -> FakeResponse:
+        if request.method != "POST" or request.route != route:
+            return FakeResponse(404, openai_error(f"Unknown request URL: {request.path}"))
+        if api_key is not None and request.headers.get("authorization") != f"Bearer {api_key}":
+            return FakeResponse(401, openai_error("Incorrect API key provided", "invalid_api_key"))
+        body = request.body
+        texts = body.get("input") if isinstance(body, dict) else None
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(body, dict) or not body.get("model"):
+            return FakeResponse(400, openai_error("you must provide a model parameter"))
+        if not isinstance(texts, list) or not texts or len(texts) > 2048:
+            return FakeResponse(400, openai_error("'input' must be 1 to 2048 strings"))
+        if not all(isinstance(t, str) and t for t in texts):
+            return FakeResponse(400, openai_error("'$.input' is invalid."))
+        order = range(len(texts) - 1, -1, -1) if shuffle else None
+        return FakeResponse(
+            200,
+            openai_embeddings_response(
+                [fake_vector(t, dims) for t in texts],
+                prompt_tokens=sum(_count_words(t) for t in texts),
+                model=body["model"],
+                order=order,
+            ),
+        )
+
+    return FakeServer(respond, prefix=prefix, latency=latency)
+
+
+_GEMINI_EMBED_ROUTE = re.compile(r"/models/(?P<model>[^/:]+):batchEmbedContents$")
+
+
+def fake_gemini_embeddings(
+    latency: float = 0.0,
+    api_key: str | None = None,
+    dims: int = 8,
+    *,
+    prefix: str = "/v1beta",
+) -> FakeServer:
+    """A Gemini ``batchEmbedContents`` server answering :func:`fake_vector` vectors.
+
+    Like the API: a wrong ``x-goog-api-key`` (with ``api_key`` set) -> 400
+    ``API_KEY_INVALID``; no requests, more than 100, a request whose ``model`` is
+    not ``models/<the model in the URL>`` or with no text -> 400.
+    """
+    base = "/" + prefix.strip("/")
+
+    def respond(request: RecordedRequest) -> FakeResponse:
+        match = _GEMINI_EMBED_ROUTE.search(request.route)
+        if request.method != "POST" or not request.route.startswith(base) or not match:
+            return FakeResponse(404, gemini_error(404, "Not found", "NOT_FOUND"))
+        if api_key is not None and request.headers.get("x-goog-api-key") != api_key:
+            return FakeResponse(
+                400, gemini_error(400, "API key not valid. Please pass a valid API key.")
+            )
+        body = request.body
+        requests = body.get("requests") if isinstance(body, dict) else None
+        if not isinstance(requests, list) or not requests:
+            return FakeResponse(400, gemini_error(400, "* requests: must not be empty"))
+        if len(requests) > 100:
+            return FakeResponse(
+                400, gemini_error(400, "* BatchEmbedContentsRequest.requests: at most 100")
+            )
+        model = f"models/{match.group('model')}"
+        texts = []
+        for i, item in enumerate(requests):
+            if not isinstance(item, dict) or item.get("model") != model:
+                return FakeResponse(
+                    400,
+                    gemini_error(400, f"* requests[{i}].model: must be {model}, as in the URL"),
+                )
+            parts = (item.get("content") or {}).get("parts")
+            text = "".join(p.get("text", "") for p in parts or [] if isinstance(p, dict))
+            if not text:
+                return FakeResponse(
+                    400, gemini_error(400, f"* requests[{i}].content: must have text")
+                )
+            texts.append(text)
+        return FakeResponse(200, gemini_embeddings_response([fake_vector(t, dims) for t in texts]))
 
     return FakeServer(respond, prefix=prefix, latency=latency)
 

@@ -85,3 +85,17 @@ def test_example_workflow_report(examples: Path) -> None:
         a["started_s"] < b["started_s"] + b["duration_s"]
         and b["started_s"] < a["started_s"] + a["duration_s"]
     )
+
+
+def test_example_prompt_cases(examples: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(examples)
+    monkeypatch.delenv("OXY_DB", raising=False)
+    result = invoke("cases", "run", "prompts/sentiment.prompt.yml", "--format", "json")
+    assert result.exit_code == 1  # one case fails on purpose
+    doc = json.loads(result.stdout)
+    by_name = {e["name"]: e for e in doc["executions"]}
+    assert by_name["positive"]["exactMatch"] and by_name["positive"]["passed"]
+    assert by_name["negative"]["passed"] and not by_name["negative"]["exactMatch"]  # "Negative."
+    assert not by_name["subtle negative"]["passed"]
+    assert {e["similarityMethod"] for e in doc["executions"]} == {"lexical"}
+    assert (examples / ".oxy" / "oxyeval.db").is_file()

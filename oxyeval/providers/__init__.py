@@ -13,10 +13,26 @@ from ._base import (
 from ._model import Model, RetryPolicy
 from ._pool import ModelPool, resolve_api_key
 from ._registry import register_vendor, vendor_class, vendors
+from .embeddings import (
+    Embedder,
+    EmbeddingAPI,
+    EmbeddingPool,
+    EmbeddingResult,
+    EmbeddingSpec,
+    cosine,
+    embedding_vendor_class,
+    embedding_vendors,
+    register_embedding_vendor,
+)
 
 __all__ = [
     "ChatMessage",
     "Completion",
+    "Embedder",
+    "EmbeddingAPI",
+    "EmbeddingPool",
+    "EmbeddingResult",
+    "EmbeddingSpec",
     "GenerateParams",
     "Model",
     "ModelAPI",
@@ -26,6 +42,10 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "Usage",
+    "cosine",
+    "embedding_vendor_class",
+    "embedding_vendors",
+    "register_embedding_vendor",
     "register_vendor",
     "resolve_api_key",
     "vendor_class",

@@ -7,13 +7,16 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 from ..errors import ProviderError
 from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, ModelSpec
 
-__all__ = ["Model", "RetryPolicy"]
+__all__ = ["Model", "Retrier", "RetryPolicy"]
 
 log = logging.getLogger("oxyeval.providers")
+
+T = TypeVar("T")
 
 
 class RetryPolicy:
@@ -41,21 +44,26 @@ class RetryPolicy:
         return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
 
 
-class Model:
-    """A configured model: a vendor API plus the policy for calling it."""
+class Retrier:
+    """The retry loop for one configured model, whatever the call is (chat or embeddings).
+
+    It owns the model's concurrency semaphore and its rate-limited retry notes, so
+    every kind of call to the same model shares one limit and one voice on stderr.
+    A backoff sleep happens outside the semaphore: a waiting call must not hold a
+    slot that another call could use.
+    """
 
     def __init__(
         self,
-        api: ModelAPI,
+        spec: ModelSpec,
         *,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self.api = api
-        self.spec: ModelSpec = api.spec
+        self.spec = spec
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
-        self._semaphore = asyncio.Semaphore(max(1, self.spec.concurrency))
+        self.semaphore = asyncio.Semaphore(max(1, spec.concurrency))
         self._last_note = 0.0
         self._quiet_retries = 0
 
@@ -88,27 +96,22 @@ class Model:
             error,
         )
 
-    @property
-    def name(self) -> str:
-        return self.spec.name
+    async def call(self, attempt_once: Callable[[], Awaitable[T]]) -> tuple[T, int, float]:
+        """``(result, attempts made, seconds the successful attempt took)``.
 
-    async def generate(
-        self, messages: Sequence[ChatMessage], params: GenerateParams | None = None
-    ) -> Completion:
-        merged = self.spec.params.merged(params)
+        ``attempt_once`` makes one attempt and raises ProviderError; retryable
+        errors are retried up to ``spec.max_retries`` times, the rest raised at once.
+        """
         attempts = self.spec.max_retries + 1
         for attempt in range(attempts):
-            async with self._semaphore:
+            async with self.semaphore:
                 start = time.perf_counter()
                 try:
-                    completion = await self.api.generate(list(messages), merged)
+                    result = await attempt_once()
                 except ProviderError as exc:
                     error = exc
                 else:
-                    completion.latency = time.perf_counter() - start
-                    completion.attempts = attempt + 1
-                    completion.model = self.spec.name
-                    return completion
+                    return result, attempt + 1, time.perf_counter() - start
             if not error.retryable:
                 raise error
             if attempt + 1 >= attempts:
@@ -129,3 +132,35 @@ class Model:
             self._note_retry(error, delay, attempt + 2, attempts)
             await self._sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+class Model:
+    """A configured model: a vendor API plus the policy for calling it."""
+
+    def __init__(
+        self,
+        api: ModelAPI,
+        *,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.api = api
+        self.spec: ModelSpec = api.spec
+        self._calls = Retrier(self.spec, retry=retry, sleep=sleep)
+        self.retry = self._calls.retry
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    async def generate(
+        self, messages: Sequence[ChatMessage], params: GenerateParams | None = None
+    ) -> Completion:
+        merged = self.spec.params.merged(params)
+        completion, attempts, latency = await self._calls.call(
+            lambda: self.api.generate(list(messages), merged)
+        )
+        completion.latency = latency
+        completion.attempts = attempts
+        completion.model = self.spec.name
+        return completion

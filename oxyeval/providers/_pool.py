@@ -108,6 +108,11 @@ class ModelPool:
             )
         return self._client
 
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The shared HTTP client (created on first use), for other clients of this run."""
+        return self._http_client()
+
     def check(self, names: list[str]) -> None:
         """Resolve keys for ``names`` up front so a missing key fails before any call."""
         for name in names:

@@ -1,0 +1,441 @@
+"""Running test cases: render, call the model, score, detect regressions, store.
+
+Each execution is committed the moment it is scored, so an interrupted batch
+(Ctrl-C, a crash, a provider outage) keeps every finished result; the run itself
+is marked interrupted and says how many of its cases finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .agent import AgentRunner
+from .cases import PromptDef, case_id, collect_case_files, load_prompts
+from .errors import ConfigError, ProviderError
+from .project import Project, load_project
+from .providers._base import ChatMessage, GenerateParams
+from .providers._pool import ModelPool
+from .scoring import detect_regression, exact_match, lexical_similarity, output_diff, token_counter
+from .sql import SqlRunner
+from .store import Store, default_db_path
+from .templates import TemplateRef, render
+from .validate import did_you_mean
+
+__all__ = ["CaseResult", "CaseRun", "run_cases", "run_cases_async"]
+
+
+@dataclass
+class CaseResult:
+    """One TestCaseExecution (seed field names in :meth:`to_dict`), or an error."""
+
+    case_id: str
+    name: str
+    prompt_id: str
+    prompt_version: int
+    actual_output: str | None = None
+    expected_output: str | None = None
+    passed: bool = False
+    score: float | None = None
+    exact_match: bool = False
+    semantic_score: float | None = None
+    similarity_method: str = ""
+    length_diff: int | None = None
+    token_diff: int | None = None
+    token_method: str = ""
+    output_diff: list[dict[str, str]] = field(default_factory=list)
+    is_regression: bool = False
+    regression_type: str | None = None
+    regression_types: list[str] = field(default_factory=list)
+    regression_reasons: list[str] = field(default_factory=list)
+    latency_ms: float | None = None
+    run_duration_ms: float = 0.0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    threshold: float = 0.8
+    error: str | None = None
+    execution_id: str | None = None
+    created_at: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "testCaseId": self.case_id,
+            "name": self.name,
+            "promptId": self.prompt_id,
+            "testCaseExecutionId": self.execution_id,
+            "executionId": self.execution_id,
+            "passed": self.passed,
+            "score": self.score,
+            "actualOutput": self.actual_output,
+            "expectedOutput": self.expected_output,
+            "outputDiff": self.output_diff,
+            "exactMatch": self.exact_match,
+            "semanticScore": self.semantic_score,
+            "similarityMethod": self.similarity_method,
+            "lengthDiff": self.length_diff,
+            "tokenDiff": self.token_diff,
+            "tokenMethod": self.token_method,
+            "latencyMs": self.latency_ms,
+            "costUsd": None,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "isRegression": self.is_regression,
+            "regressionType": self.regression_type,
+            "regressionTypes": self.regression_types,
+            "regressionReasons": self.regression_reasons,
+            "promptVersion": self.prompt_version,
+            "runDuration": self.run_duration_ms,
+            "threshold": self.threshold,
+            "error": self.error,
+            "createdAt": self.created_at,
+        }
+
+
+@dataclass(repr=False)
+class CaseRun:
+    db: Path
+    results: list[CaseResult] = field(default_factory=list)
+    runs: dict[str, str] = field(default_factory=dict)  # prompt id -> run id
+    versions: dict[str, int] = field(default_factory=dict)  # prompt id -> version run
+    planned: int = 0
+    interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return f"CaseRun({len(self.results)} results)"
+
+    @property
+    def failed(self) -> list[CaseResult]:
+        return [r for r in self.results if r.error is None and not r.passed]
+
+    @property
+    def errors(self) -> list[CaseResult]:
+        return [r for r in self.results if r.error is not None]
+
+    @property
+    def regressions(self) -> list[CaseResult]:
+        return [r for r in self.results if r.is_regression]
+
+
+def _content_refs(content: Mapping[str, Any]) -> tuple[TemplateRef | None, TemplateRef]:
+    system = content.get("system")
+    return (TemplateRef(system) if system else None), TemplateRef(content["template"])
+
+
+class _Scorer:
+    """Similarity by the prompt's method: an embedding model, or the lexical stand-in."""
+
+    def __init__(
+        self, project: Project, environ: Mapping[str, str] | None, models: ModelPool
+    ) -> None:
+        self.project = project
+        self.environ = environ
+        self.models = models
+        self._pool: Any = None
+
+    def check(self, method: str) -> None:
+        if method != "lexical":
+            self._embedder(method)
+
+    def _embedder(self, method: str) -> Any:
+        if self._pool is None:
+            from .providers.embeddings import EmbeddingPool
+
+            # One HTTP client per run: embeddings share the chat models' connections.
+            remote = any(s.vendor != "mock" for s in self.project.embeddings.values())
+            client = self.models.client if remote else None
+            self._pool = EmbeddingPool(self.project.embeddings, environ=self.environ, client=client)
+        return self._pool.get(method)
+
+    async def similarity(self, method: str, a: str, b: str) -> tuple[float, str]:
+        if method == "lexical":
+            return lexical_similarity(a, b), "lexical"
+        embedder = self._embedder(method)
+        spec = self.project.embeddings[method]
+        return await embedder.similarity(a, b), f"embedding:{method} ({spec.model_ref})"
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
+
+
+async def _run_one(
+    prompt: PromptDef,
+    case: Mapping[str, Any],
+    version: int,
+    content: Mapping[str, Any],
+    *,
+    project: Project,
+    pool: ModelPool,
+    sql: SqlRunner,
+    scorer: _Scorer,
+    store: Store,
+    run_id: str,
+) -> CaseResult:
+    started = time.perf_counter()
+    threshold = case.get("threshold")
+    threshold = prompt.threshold if threshold is None else float(threshold)
+    result = CaseResult(
+        case_id=case["id"],
+        name=case["name"],
+        prompt_id=prompt.id,
+        prompt_version=version,
+        expected_output=case.get("expectedOutput"),
+        threshold=threshold,
+    )
+    inputs = case.get("input") or {}
+    system_ref, template_ref = _content_refs(content)
+    try:
+        user = render(template_ref, inputs)
+        if prompt.kind == "agent" and prompt.agent is not None:
+            runner = AgentRunner(prompt.agent, pool, project.root, sql)
+            completion = await runner.ask(user)
+        else:
+            messages = []
+            if system_ref is not None:
+                system = render(system_ref, inputs)
+                if system.strip():
+                    messages.append(ChatMessage("system", system))
+            messages.append(ChatMessage("user", user))
+            params = GenerateParams(**content.get("params", {}))
+            completion = await pool.get(content["model"]).generate(messages, params)
+    except ProviderError as exc:
+        result.error = str(exc)
+        result.run_duration_ms = (time.perf_counter() - started) * 1000
+        return result
+    actual = completion.text
+    expected = result.expected_output
+    result.actual_output = actual
+    result.latency_ms = round(completion.latency * 1000, 3)
+    result.input_tokens = completion.usage.input_tokens
+    result.output_tokens = completion.usage.output_tokens
+    if expected is not None:
+        result.exact_match = exact_match(actual, expected)
+        result.semantic_score, result.similarity_method = await scorer.similarity(
+            prompt.similarity, actual, expected
+        )
+        result.score = 1.0 if result.exact_match else result.semantic_score
+        result.passed = result.exact_match or (
+            result.score is not None and result.score >= threshold
+        )
+        result.length_diff = len(actual) - len(expected)
+        counter = token_counter(str(content.get("model_ref", "")))
+        result.token_diff = counter.count(actual) - counter.count(expected)
+        result.token_method = counter.method
+        result.output_diff = output_diff(expected, actual)
+    else:
+        result.similarity_method = "none (no expected output)"
+    history = store.history_for_case(result.case_id, recent=prompt.recent)
+    recent = history["recent"]
+    regression = detect_regression(
+        passed=result.passed,
+        score=result.score,
+        length=len(actual),
+        historical_pass_rate=history["historicalPassRate"] if expected is not None else None,
+        recent_scores=[r["score"] for r in recent],
+        recent_lengths=[r["actualLength"] for r in recent if r["actualLength"] is not None],
+    )
+    result.is_regression = regression.is_regression
+    result.regression_type = regression.type
+    result.regression_types = regression.types
+    result.regression_reasons = regression.reasons
+    result.run_duration_ms = round((time.perf_counter() - started) * 1000, 3)
+    stored = store.record_execution(
+        test_case_id=result.case_id,
+        run_id=run_id,
+        passed=result.passed,
+        score=result.score,
+        actual_output=actual,
+        expected_output=expected,
+        output_diff=result.output_diff,
+        exact_match=result.exact_match,
+        semantic_score=result.semantic_score,
+        similarity_method=result.similarity_method,
+        length_diff=result.length_diff if result.length_diff is not None else 0,
+        token_diff=result.token_diff,
+        token_method=result.token_method,
+        is_regression=result.is_regression,
+        regression_type=result.regression_type,
+        regression_types=result.regression_types,
+        prompt_version=version,
+        run_duration_ms=result.run_duration_ms,
+        latency_ms=result.latency_ms,
+        input_tokens=result.input_tokens,
+        output_tokens=result.output_tokens,
+    )
+    result.execution_id = stored.get("id")
+    result.created_at = stored.get("createdAt")
+    return result
+
+
+def _select(
+    cases: list[dict[str, Any]], names: Sequence[str] | None, prompt: PromptDef
+) -> list[dict[str, Any]]:
+    if not names:
+        return cases
+    by_name = {c["name"]: c for c in cases}
+    chosen = []
+    for name in names:
+        short = name.split("::", 1)[1] if name.startswith(f"{prompt.id}::") else name
+        if short in by_name:
+            chosen.append(by_name[short])
+    return chosen
+
+
+def sync_prompt(store: Store, project: Project, prompt: PromptDef) -> int:
+    """Record the prompt, its current version and its YAML cases; returns the version."""
+    store.upsert_prompt(prompt.id, prompt.id, project.relative(prompt.file))
+    version = store.ensure_version(prompt.id, prompt.content(project))
+    declared = set()
+    for case in prompt.cases:
+        cid = case_id(prompt.id, case.name)
+        declared.add(cid)
+        store.upsert_test_case(
+            cid,
+            prompt.id,
+            case.name,
+            case.input,
+            case.expected_output,
+            case.description or None,
+            threshold=case.threshold,
+            source_file=project.relative(case.doc.path) if case.doc is not None else None,
+        )
+    # Cases removed from their file leave the suite (their history stays in the store).
+    files = {project.relative(c.doc.path) for c in prompt.cases if c.doc is not None} | {
+        project.relative(prompt.file)
+    }
+    for stored in store.list_test_cases(prompt.id):
+        if stored["id"] not in declared and stored.get("sourceFile") in files:
+            store.delete_test_case(stored["id"])
+    return version
+
+
+async def run_cases_async(
+    paths: Sequence[str | Path] = (),
+    *,
+    project_dir: str | None = None,
+    cases: Sequence[str] | None = None,
+    version: int | None = None,
+    db: str | Path | None = None,
+    concurrency: int = 8,
+    environ: Mapping[str, str] | None = None,
+    into: CaseRun | None = None,
+    on_result: Any = None,
+) -> CaseRun:
+    """Run the test cases of the given prompt/cases files (default: the whole project)."""
+    start = Path(paths[0]) if paths else None
+    project = load_project(start, project_dir=project_dir)
+    prompts = load_prompts(project, collect_case_files(project, [str(p) for p in paths]))
+    if not prompts:
+        raise ConfigError(f"no *.prompt.yml or *.cases.yml files under {project.root}")
+    db_path = Path(db) if db is not None else default_db_path(project.root, environ)
+    run = into if into is not None else CaseRun(db=db_path)
+    run.db = db_path
+    store = Store.open(db_path)
+    pool = ModelPool(project.models, environ=environ)
+    sql = SqlRunner(project.databases, project.root)
+    scorer = _Scorer(project, environ, pool)
+    try:
+        stale = store.mark_stale_runs()
+        if stale:
+            run.warnings.append(
+                f"{len(stale)} earlier run(s) had been interrupted; their finished results are kept"
+            )
+        plans = []
+        all_names: set[str] = set()
+        for prompt in prompts:
+            current = sync_prompt(store, project, prompt)
+            chosen_version = current if version is None else version
+            content = (
+                prompt.content(project)
+                if version is None
+                else store.get_version(prompt.id, version)
+            )
+            if content is None:
+                known = [v["version"] for v in store.list_versions(prompt.id)]
+                raise ConfigError(
+                    f"prompt '{prompt.id}' has no version {version}; versions: {', '.join(map(str, known))}"
+                )
+            stored_cases = store.list_test_cases(prompt.id)
+            all_names |= {c["name"] for c in stored_cases}
+            selected = _select(stored_cases, cases, prompt)
+            if not selected:
+                continue
+            if content["model"] not in project.models:
+                raise ConfigError(
+                    f"prompt '{prompt.id}' version {chosen_version} uses model '{content['model']}', "
+                    "which config.yml no longer defines"
+                )
+            pool.check([content["model"]])
+            scorer.check(prompt.similarity)
+            plans.append((prompt, selected, chosen_version, content))
+        if cases:
+            missing = [n for n in cases if n.split("::")[-1] not in all_names]
+            if missing:
+                raise ConfigError(
+                    f"no test case named {', '.join(repr(m) for m in missing)}"
+                    f"{did_you_mean(missing[0].split('::')[-1], all_names)}"
+                )
+        semaphore = asyncio.Semaphore(max(1, concurrency))
+
+        async def one(
+            prompt: PromptDef,
+            case: dict[str, Any],
+            ver: int,
+            content: Mapping[str, Any],
+            run_id: str,
+        ) -> None:
+            async with semaphore:
+                result = await _run_one(
+                    prompt,
+                    case,
+                    ver,
+                    content,
+                    project=project,
+                    pool=pool,
+                    sql=sql,
+                    scorer=scorer,
+                    store=store,
+                    run_id=run_id,
+                )
+            run.results.append(result)
+            if on_result is not None:
+                on_result(result)
+
+        jobs = []
+        for prompt, selected, chosen_version, content in plans:
+            run_id = store.start_run(prompt.id, chosen_version, len(selected))
+            run.runs[prompt.id] = run_id
+            run.versions[prompt.id] = chosen_version
+            run.planned += len(selected)
+            jobs.extend(one(prompt, case, chosen_version, content, run_id) for case in selected)
+        try:
+            await asyncio.gather(*jobs)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            run.interrupted = True
+            raise
+        finally:
+            for prompt_id, run_id in run.runs.items():
+                errors = any(r.error for r in run.results if r.prompt_id == prompt_id)
+                status = "interrupted" if run.interrupted else ("failed" if errors else "completed")
+                store.finish_run(run_id, status)
+    finally:
+        await scorer.aclose()
+        await pool.aclose()
+        sql.close()
+        store.close()
+    order = {
+        (p.id, c["name"]): (k, i)
+        for k, (p, selected, _v, _c) in enumerate(plans)
+        for i, c in enumerate(selected)
+    }
+    run.results.sort(key=lambda r: order.get((r.prompt_id, r.name), (0, 0)))
+    return run
+
+
+def run_cases(paths: Sequence[str | Path] = (), **kwargs: Any) -> CaseRun:
+    return asyncio.run(run_cases_async(paths, **kwargs))

@@ -1,0 +1,472 @@
+"""``oxy cases ...`` and ``oxy history``: test cases with expected outputs, and their history."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from .errors import EXIT_FAILED, EXIT_INFRA, OxyError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .case_runner import CaseRun
+    from .store import Store
+
+__all__ = ["cases_app", "history_command"]
+
+cases_app = typer.Typer(
+    name="cases",
+    help="Test cases with expected outputs: run, list, show, accept a new baseline.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db", help="SQLite history file (default: $OXY_DB, else .oxy/oxyeval.db in the project)."
+    ),
+]
+ProjectOption = Annotated[str | None, typer.Option("--project", help="Project folder.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Write one JSON document to stdout.")]
+
+
+def _consoles() -> tuple[Console, Console]:
+    import os
+
+    from rich.console import Console
+
+    # Piped output has no terminal width; rich's 80 columns would wrap every table row.
+    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
+    return (
+        Console(highlight=False, soft_wrap=True, emoji=False, width=width),
+        Console(stderr=True, highlight=False, soft_wrap=True, emoji=False),
+    )
+
+
+def _fail(err: Console, exc: BaseException, as_json: bool) -> typer.Exit:
+    from .report import write_json
+
+    code = exc.exit_code if isinstance(exc, OxyError) else EXIT_INFRA
+    text = str(exc)
+    err.print(
+        text if text.startswith(("error:", "warning:")) else f"error: {text}",
+        style="red",
+        markup=False,
+    )
+    if as_json:
+        write_json({"error": text, "exit_code": code}, sys.stdout)
+    return typer.Exit(code)
+
+
+def _open(project_dir: str | None, db: str | None) -> tuple[Any, Store]:
+    from .project import load_project
+    from .store import Store, default_db_path
+
+    project = load_project(project_dir=project_dir) if project_dir else load_project()
+    return project, Store.open(Path(db) if db else default_db_path(project.root))
+
+
+def _fmt(value: float | None, pct: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1f}%" if pct else f"{value:.3f}"
+
+
+def _diff_text(ops: list[dict[str, str]]) -> Any:
+    from rich.text import Text
+
+    text = Text()
+    for op in ops:
+        if op["op"] == "equal":
+            text.append(op["text"])
+        elif op["op"] == "delete":
+            text.append(op["text"], style="red strike")
+        else:
+            text.append(op["text"], style="green underline")
+    return text
+
+
+def _render_run(out: Console, run: CaseRun, quiet: bool) -> None:
+    from rich.table import Table
+
+    methods = sorted({r.similarity_method for r in run.results if r.similarity_method})
+    caption = "score = 1.0 on exact match, else similarity: " + (", ".join(methods) or "-")
+    if any(m == "lexical" for m in methods):
+        caption += " (lexical = word overlap, not semantic)"
+    table = Table(title=None, caption=caption, caption_justify="left")
+    for column in ("case", "passed", "score", "exact", "Δlength", "Δtokens", "regression"):
+        table.add_column(column, justify="left" if column in ("case", "regression") else "right")
+    for r in run.results:
+        if r.error is not None:
+            table.add_row(r.name, "[red]error[/]", "-", "-", "-", "-", "")
+            continue
+        passed = "[green]yes[/]" if r.passed else "[red]no[/]"
+        tokens = "-" if r.token_diff is None else f"{r.token_diff:+d}"
+        if r.token_diff is not None and r.token_method == "estimate":
+            tokens = "~" + tokens
+        regression = ", ".join(r.regression_types) if r.is_regression else ""
+        length = "-" if r.length_diff is None else f"{r.length_diff:+d}"
+        table.add_row(
+            r.name,
+            passed,
+            _fmt(r.score),
+            "yes" if r.exact_match else "no",
+            length,
+            tokens,
+            f"[yellow]{regression}[/]" if regression else "",
+        )
+    out.print(table)
+    if not quiet:
+        for r in run.results:
+            if r.error is not None:
+                out.print(f"[red]{r.name}: {r.error}[/]", markup=True)
+            elif not r.passed or r.is_regression:
+                out.rule(
+                    f"{r.name}: {'failed' if not r.passed else 'regression'}",
+                    style="dim",
+                    align="left",
+                )
+                if r.expected_output is None:
+                    out.print(
+                        "no expected output yet; accept one with: oxy cases accept " + repr(r.name)
+                    )
+                else:
+                    if "\n" not in (r.expected_output or "") + (r.actual_output or ""):
+                        out.print(f"expected: {r.expected_output}", markup=False)
+                        out.print(f"actual:   {r.actual_output}", markup=False)
+                    out.print(_diff_text(r.output_diff))
+                    out.print(
+                        "[dim](red: expected text missing from the output; green: text the output added)[/]"
+                    )
+                for reason in r.regression_reasons:
+                    out.print(f"[yellow]regression: {reason}[/]")
+    passed = sum(1 for r in run.results if r.passed and r.error is None)
+    versions = ", ".join(f"{p} v{v}" for p, v in run.versions.items())
+    out.print(
+        f"{len(run.results)} case(s): {passed} passed, {len(run.failed)} failed, "
+        f"{len(run.regressions)} regression(s), {len(run.errors)} error(s) · {versions} · history in {run.db}"
+    )
+
+
+@cases_app.command("run")
+def cases_run(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(help="Prompt/cases files or folders (default: the project)."),
+    ] = None,
+    case: Annotated[
+        list[str] | None, typer.Option("--case", help="Only this case (repeatable).")
+    ] = None,
+    version: Annotated[
+        int | None, typer.Option("--version", help="Run an earlier prompt version.")
+    ] = None,
+    format: Annotated[str, typer.Option("--format", help="pretty or json.")] = "pretty",
+    fail_on_regression: Annotated[
+        bool, typer.Option("--fail-on-regression", help="Exit 1 on a regression too.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No diff view.")] = False,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Cases in flight.")] = 8,
+    db: DbOption = None,
+    project: ProjectOption = None,
+) -> None:
+    """Run test cases, score them, store every execution and flag regressions.
+
+    Exit codes: 0 all passed; 1 a case failed (or regressed, with --fail-on-regression);
+    2 bad input; 3 a provider failure or an interrupted run.
+    """
+    import asyncio
+
+    from .case_runner import CaseRun, run_cases_async
+    from .report import write_json
+
+    out, err = _consoles()
+    as_json = format == "json"
+    if format not in ("pretty", "json"):
+        raise _fail(err, OxyError(f"--format must be pretty or json, not {format!r}"), False)
+    run = CaseRun(db=Path("."))
+    try:
+        asyncio.run(
+            run_cases_async(
+                paths or [],
+                project_dir=project,
+                cases=case,
+                version=version,
+                db=db,
+                concurrency=concurrency,
+                into=run,
+            )
+        )
+    except KeyboardInterrupt:
+        run.interrupted = True
+        err.print(
+            f"interrupted: {len(run.results)} of {run.planned} case(s) finished and are stored in {run.db}",
+            style="yellow",
+        )
+    except OxyError as exc:
+        if not run.results:
+            raise _fail(err, exc, as_json) from None
+        err.print(f"error: {exc}", style="red", markup=False)
+        run.interrupted = True
+    for warning in run.warnings:
+        err.print(f"warning: {warning}", style="yellow", markup=False)
+    code = 0
+    if run.failed or (fail_on_regression and run.regressions):
+        code = EXIT_FAILED
+    if run.errors or run.interrupted:
+        code = EXIT_INFRA
+    if as_json:
+        write_json(
+            {
+                "executions": [r.to_dict() for r in run.results],
+                "summary": {
+                    "cases": len(run.results),
+                    "planned": run.planned,
+                    "passed": sum(1 for r in run.results if r.passed and r.error is None),
+                    "failed": len(run.failed),
+                    "regressions": len(run.regressions),
+                    "errors": len(run.errors),
+                    "interrupted": run.interrupted,
+                    "versions": run.versions,
+                    "runs": run.runs,
+                    "db": str(run.db),
+                    "exit_code": code,
+                },
+            },
+            sys.stdout,
+        )
+    else:
+        _render_run(out, run, quiet)
+    raise typer.Exit(code)
+
+
+def _sync(project: Any, store: Store, paths: list[str]) -> list[Any]:
+    from .case_runner import sync_prompt
+    from .cases import collect_case_files, load_prompts
+
+    prompts = load_prompts(project, collect_case_files(project, paths))
+    for prompt in prompts:
+        sync_prompt(store, project, prompt)
+    return prompts
+
+
+@cases_app.command("list")
+def cases_list(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(help="Prompt/cases files or folders (default: the project)."),
+    ] = None,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+    project: ProjectOption = None,
+) -> None:
+    """Every test case with its aggregates: runs, pass rate, average score, last run."""
+    from rich.table import Table
+
+    from .report import write_json
+
+    out, err = _consoles()
+    try:
+        proj, store = _open(project, db)
+        with store:
+            _sync(proj, store, paths or [])
+            cases = store.list_test_cases()
+    except OxyError as exc:
+        raise _fail(err, exc, as_json) from None
+    if as_json:
+        write_json({"testCases": cases}, sys.stdout)
+        raise typer.Exit(0)
+    table = Table()
+    for column in ("case", "prompt", "runs", "pass rate", "avg score", "last run", "last passed"):
+        table.add_column(column)
+    for c in cases:
+        last = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}[c["lastPassed"]]
+        table.add_row(
+            c["name"],
+            c["promptId"],
+            str(c["totalRuns"]),
+            _fmt(c["passRate"], pct=True),
+            _fmt(c["avgScore"]),
+            (c["lastRun"] or "-")[:19].replace("T", " "),
+            last,
+        )
+    out.print(table)
+
+
+def _find_case(store: Store, name: str) -> dict[str, Any]:
+    from .validate import did_you_mean
+
+    cases = store.list_test_cases()
+    exact = [c for c in cases if c["id"] == name]
+    matches = exact or [c for c in cases if c["name"] == name]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        names = sorted({c["name"] for c in cases} | {c["id"] for c in cases})
+        raise OxyError(f"no test case named {name!r}{did_you_mean(name, names)}")
+    ids = ", ".join(c["id"] for c in matches)
+    raise OxyError(
+        f"{len(matches)} test cases are named {name!r}: {ids}; use the full id <prompt>::<case>"
+    )
+
+
+_BARS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float | None]) -> str:
+    """One character per point, 0..1 mapped to eight heights; gaps as spaces."""
+    return "".join(" " if v is None else _BARS[min(7, max(0, int(v * 7.999)))] for v in values)
+
+
+@cases_app.command("show")
+def cases_show(
+    name: Annotated[str, typer.Argument(help="Case name, or <prompt>::<case>.")],
+    as_json: JsonOption = False,
+    recent: Annotated[int, typer.Option("--recent", min=1, help="Recent runs to list.")] = 10,
+    db: DbOption = None,
+    project: ProjectOption = None,
+) -> None:
+    """Statistics of one case: pass rate, average score, recent runs, regressions, trend."""
+    from rich.table import Table
+
+    from .report import write_json
+
+    out, err = _consoles()
+    try:
+        _proj, store = _open(project, db)
+        with store:
+            case = _find_case(store, name)
+            stats = store.test_case_stats(case["id"], recent=recent)
+    except OxyError as exc:
+        raise _fail(err, exc, as_json) from None
+    if as_json:
+        write_json({"testCase": case, "stats": stats}, sys.stdout)
+        raise typer.Exit(0)
+    out.print(f"[bold]{case['id']}[/]  {case.get('description') or ''}")
+    out.print(
+        f"runs {stats['totalRuns']} · pass rate {_fmt(stats['passRate'], pct=True)} · "
+        f"avg score {_fmt(stats['avgScore'])} · regressions {stats.get('regressionCount', len(stats['regressions']))}"
+    )
+    trend = stats["trendData"]
+    if trend:
+        line = sparkline([None if t["passRate"] is None else t["passRate"] / 100 for t in trend])
+        out.print(f"pass rate by day {trend[0]['date']} .. {trend[-1]['date']}: {line}")
+    table = Table(title="recent runs")
+    for column in ("when", "version", "passed", "score"):
+        table.add_column(column)
+    for r in stats["recentRuns"]:
+        table.add_row(
+            r["createdAt"][:19].replace("T", " "),
+            str(r["promptVersion"]),
+            "[green]yes[/]" if r["passed"] else "[red]no[/]",
+            _fmt(r["score"]),
+        )
+    out.print(table)
+    for r in stats["regressions"][:5]:
+        out.print(
+            f"[yellow]regression {r['regressionType']} at {r['createdAt'][:19]} (v{r['promptVersion']})[/]"
+        )
+
+
+@cases_app.command("accept")
+def cases_accept(
+    name: Annotated[str, typer.Argument(help="Case name, or <prompt>::<case>.")],
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output", help="The new expected output (default: the latest actual output)."
+        ),
+    ] = None,
+    db: DbOption = None,
+    project: ProjectOption = None,
+) -> None:
+    """Accept a new baseline: set the expected output (rewrites the YAML value in place)."""
+    from .cases import rewrite_expected_output
+
+    _out, err = _consoles()
+    try:
+        proj, store = _open(project, db)
+        with store:
+            prompts = _sync(proj, store, [])
+            case = _find_case(store, name)
+            if output is None:
+                latest = store.executions(case["id"], 1, 0)
+                if not latest:
+                    raise OxyError(f"case {case['id']!r} has never run; pass --output TEXT")
+                output = latest[0]["actualOutput"]
+            updated = store.update_expected_output(case["id"], output)
+            where = "the store"
+            declared = next(
+                (
+                    c
+                    for p in prompts
+                    if p.id == case["promptId"]
+                    for c in p.cases
+                    if c.name == case["name"]
+                ),
+                None,
+            )
+            if declared is not None and declared.doc is not None:
+                path = rewrite_expected_output(declared, output)
+                where = str(proj.relative(path))
+    except OxyError as exc:
+        raise _fail(err, exc, False) from None
+    err.print(f"expected output of {updated['id']} set in {where}", style="green", markup=False)
+
+
+def history_command(
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Runs to show.")] = 20,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+    project: ProjectOption = None,
+) -> None:
+    """Recent test-case runs, newest first."""
+    from rich.table import Table
+
+    from .report import write_json
+
+    out, err = _consoles()
+    try:
+        _proj, store = _open(project, db)
+        with store:
+            store.mark_stale_runs()
+            runs = store.list_runs(limit)
+    except OxyError as exc:
+        raise _fail(err, exc, as_json) from None
+    if as_json:
+        write_json({"runs": runs}, sys.stdout)
+        raise typer.Exit(0)
+    table = Table()
+    for column in (
+        "started",
+        "prompt",
+        "version",
+        "status",
+        "done",
+        "passed",
+        "failed",
+        "regressions",
+    ):
+        table.add_column(column)
+    for r in runs:
+        status = {
+            "completed": "[green]completed[/]",
+            "interrupted": "[yellow]interrupted[/]",
+            "failed": "[red]failed[/]",
+        }.get(r["status"], r["status"])
+        table.add_row(
+            r["startedAt"][:19].replace("T", " "),
+            r["promptId"] or "-",
+            str(r["promptVersion"] or "-"),
+            status,
+            f"{r['done']}/{r['total']}",
+            str(r["passed"]),
+            str(r["failed"]),
+            str(r["regressions"]),
+        )
+    out.print(table)

@@ -1,0 +1,184 @@
+"""Test cases end to end: scoring, history, regressions, versions, interruption."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from pathlib import Path
+
+import pytest
+
+from oxyeval.case_runner import run_cases, run_cases_async
+from oxyeval.errors import ConfigError
+from oxyeval.store import Store
+
+from .conftest import MakeProject
+from .fakes import fake_openai_embeddings, fake_vector
+
+CONFIG = """\
+models:
+  - name: m
+    vendor: mock
+    rules:
+      - {match: "^OLD", output: "from the old template"}
+      - {match: "explode", error: "backend down"}
+      - {match: "love", output: "positive"}
+      - {match: "hate", output: "Negative"}
+      - {match: ".", output: "neutral"}
+"""
+PROMPT = """\
+name: sentiment
+model: m
+template: "Feedback: {{ text }}"
+similarity: lexical
+cases:
+  - {name: happy, input: {text: "I love it"}, expected_output: positive}
+  - {name: sad, input: {text: "I hate it"}, expected_output: negative}
+  - {name: meh, input: {text: "It is a thing"}, expected_output: negative}
+"""
+
+
+@pytest.fixture
+def root(make_project: MakeProject) -> Path:
+    return make_project(CONFIG, {"s.prompt.yml": PROMPT})
+
+
+def by_name(run):
+    return {r.name: r for r in run.results}
+
+
+def test_scores_are_computed_and_stored(root: Path) -> None:
+    run = run_cases([root / "s.prompt.yml"])
+    r = by_name(run)
+    assert r["happy"].passed and r["happy"].exact_match and r["happy"].score == 1.0
+    assert r["sad"].passed and not r["sad"].exact_match  # "Negative" vs "negative": lexical 1.0
+    assert r["sad"].similarity_method == "lexical"
+    assert not r["meh"].passed and r["meh"].score is not None and r["meh"].score < 0.8
+    assert r["meh"].length_diff == len("neutral") - len("negative")
+    assert [o["op"] for o in r["meh"].output_diff] == ["delete", "insert"]
+    assert run.db == root / ".oxy" / "oxyeval.db"
+    with Store.open(run.db) as store:
+        case = store.get_test_case("sentiment::meh")
+        assert case["totalRuns"] == 1 and case["passRate"] == 0.0 and case["lastPassed"] is False
+        (execution,) = store.executions("sentiment::meh", 10, 0)
+        assert execution["actualOutput"] == "neutral" and execution["promptVersion"] == 1
+
+
+def test_regressions_across_runs(root: Path) -> None:
+    for _ in range(3):
+        assert not any(r.is_regression for r in run_cases([root / "s.prompt.yml"]).results)
+    config = (
+        (root / "config.yml")
+        .read_text()
+        .replace('output: "positive"', 'output: "It is positive, clearly and without doubt."')
+    )
+    (root / "config.yml").write_text(config)
+    happy = by_name(run_cases([root / "s.prompt.yml"]))["happy"]
+    assert not happy.passed
+    assert happy.regression_types == ["FAILED", "SCORE_DROP", "LENGTH_CHANGE"]
+    assert happy.regression_type == "FAILED"
+    with Store.open(root / ".oxy" / "oxyeval.db") as store:
+        stats = store.test_case_stats("sentiment::happy")
+        assert stats["totalRuns"] == 4 and stats["passRate"] == 75.0
+        assert stats["regressions"][0]["regressionType"] == "FAILED"
+
+
+def test_prompt_edits_make_versions_and_old_versions_rerun(root: Path) -> None:
+    assert run_cases([root / "s.prompt.yml"]).versions == {"sentiment": 1}
+    (root / "s.prompt.yml").write_text(PROMPT.replace("Feedback: {{ text }}", "OLD? {{ text }}"))
+    run = run_cases([root / "s.prompt.yml"])
+    assert run.versions == {"sentiment": 2}
+    assert by_name(run)["happy"].actual_output == "from the old template"
+    (root / "s.prompt.yml").write_text(PROMPT)  # back to v1's content: no new version
+    assert run_cases([root / "s.prompt.yml"]).versions == {"sentiment": 1}
+    again = run_cases([root / "s.prompt.yml"], version=2, cases=["happy"])
+    assert again.versions == {"sentiment": 2}
+    assert [r.actual_output for r in again.results] == ["from the old template"]
+    with pytest.raises(ConfigError, match="has no version 9; versions: 1, 2"):
+        run_cases([root / "s.prompt.yml"], version=9)
+
+
+def test_unknown_case_name_suggests(root: Path) -> None:
+    with pytest.raises(ConfigError, match="no test case named 'hapy'; did you mean 'happy'"):
+        run_cases([root / "s.prompt.yml"], cases=["hapy"])
+
+
+def test_provider_errors_are_reported_not_stored(make_project: MakeProject) -> None:
+    root = make_project(
+        CONFIG,
+        {"s.prompt.yml": PROMPT + "  - {name: boom, input: {text: explode}, expected_output: x}\n"},
+    )
+    run = run_cases([root / "s.prompt.yml"])
+    boom = by_name(run)["boom"]
+    assert boom.error is not None and "backend down" in boom.error
+    with Store.open(run.db) as store:
+        assert store.get_test_case("sentiment::boom")["totalRuns"] == 0
+        assert store.list_runs(1)[0]["status"] == "failed"
+
+
+def test_interrupted_batch_keeps_finished_executions(make_project: MakeProject) -> None:
+    slow = CONFIG.replace("    rules:", "    latency_ms: 150\n    rules:")
+    root = make_project(slow, {"s.prompt.yml": PROMPT})
+
+    async def go() -> None:
+        first_done = asyncio.Event()
+        task = asyncio.ensure_future(
+            run_cases_async(
+                [root / "s.prompt.yml"], concurrency=1, on_result=lambda _r: first_done.set()
+            )
+        )
+        await first_done.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    with Store.open(root / ".oxy" / "oxyeval.db") as store:
+        (run,) = store.list_runs(5)
+        assert run["status"] == "interrupted"
+        assert run["done"] == 1 and run["total"] == 3
+        ran = [c for c in store.list_test_cases() if c["totalRuns"] == 1]
+        assert len(ran) == 1
+
+
+def test_cases_created_through_the_api_run_too(root: Path) -> None:
+    run_cases([root / "s.prompt.yml"])
+    with Store.open(root / ".oxy" / "oxyeval.db") as store:
+        store.create_test_case(
+            "sentiment", "api case", {"text": "love"}, "positive", id="sentiment::api case"
+        )
+    run = run_cases([root / "s.prompt.yml"])
+    assert by_name(run)["api case"].passed
+
+
+def test_removed_yaml_cases_leave_the_suite_but_keep_history(root: Path) -> None:
+    run_cases([root / "s.prompt.yml"])
+    (root / "s.prompt.yml").write_text(
+        PROMPT.replace(
+            '  - {name: meh, input: {text: "It is a thing"}, expected_output: negative}\n', ""
+        )
+    )
+    run = run_cases([root / "s.prompt.yml"])
+    assert sorted(by_name(run)) == ["happy", "sad"]
+    with Store.open(run.db) as store:
+        gone = store.get_test_case("sentiment::meh", include_deleted=True)
+        assert gone["deletedAt"] is not None and gone["totalRuns"] == 1
+
+
+def test_semantic_score_from_an_embeddings_server(make_project: MakeProject) -> None:
+    with fake_openai_embeddings(dims=8) as server:
+        config = (
+            CONFIG
+            + f"embeddings:\n  - {{name: emb, vendor: openai, model_ref: e-small, api_url: '{server.url}'}}\n"
+        )
+        root = make_project(
+            config, {"s.prompt.yml": PROMPT.replace("similarity: lexical", "similarity: emb")}
+        )
+        run = run_cases([root / "s.prompt.yml"], cases=["meh"])
+        bodies = [r.body for r in server.requests]
+    (meh,) = run.results
+    u, v = fake_vector("neutral", 8), fake_vector("negative", 8)
+    cosine = sum(a * b for a, b in zip(u, v, strict=True)) / (math.hypot(*u) * math.hypot(*v))
+    assert meh.semantic_score == pytest.approx(cosine)
+    assert meh.similarity_method == "embedding:emb (e-small)"
+    assert bodies and bodies[0]["model"] == "e-small"
