@@ -10,6 +10,7 @@ classes do the mapping); the loop here runs until the model answers or
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentRunner", "read_context"]
 
+log = logging.getLogger("oxyeval.agent")
+
+_TRUNCATED = {"length", "max_tokens", "max_output_tokens"}  # OpenAI, Anthropic, Gemini spellings
 _MAX_CONTEXT_BYTES = 2_000_000
 _MAX_TOOL_RESULT_CHARS = 20_000
 _DEFAULT_SQL_DESCRIPTION = (
@@ -139,7 +143,9 @@ class AgentRunner:
         from .sql import SqlError
 
         try:
-            result = await self.sql.query(tool["database"], sql, limit=tool.get("dry_run_limit"))
+            result = await self.sql.query(
+                tool["database"], sql, limit=tool.get("dry_run_limit"), sandboxed=True
+            )
         except (SqlError, ConfigError) as exc:
             return f"Error: {exc}"
         text = str(result)
@@ -185,6 +191,21 @@ class AgentRunner:
                     result = await self._run_tool(call)
                 made.append(call)
                 messages.append(ChatMessage("tool", result, tool_call_id=call.id, name=call.name))
+        if not completion.text.strip():
+            # An empty or blocked answer is not an answer: n empty runs would otherwise be
+            # "identical", hence perfectly consistent, and pass any threshold.
+            raise ProviderError(
+                f"model '{model.name}' returned an empty answer (finish reason: "
+                f"{completion.finish_reason or 'not given'}); a blocked or empty reply counts as a failed run",
+                model=model.name,
+            )
+        if (completion.finish_reason or "").lower() in _TRUNCATED:
+            log.warning(
+                "model '%s' stopped at its token limit (finish reason %s); the answer may be cut off. "
+                "Raise max_tokens if it is.",
+                model.name,
+                completion.finish_reason,
+            )
         completion.usage = Usage(input_tokens=inputs or None, output_tokens=outputs or None)
         completion.latency = time.perf_counter() - started
         completion.tool_calls = made

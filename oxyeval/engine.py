@@ -504,6 +504,30 @@ class Engine:
             scores={"A": 1.0, "B": 0.0},
             concurrency=n * n,
         )
+        judge_errors = [c.error for c in comparisons if c.error]
+        if len(texts) > 1 and score.accuracy is None:
+            # Without one verdict the "most consistent" output would be an arbitrary pick
+            # reported as checked; fail the task instead (as oxy test fails the test).
+            raise TaskFailed(
+                f"consistency_run: no valid verdict from judge '{judge.model.name}' "
+                f"({len(judge_errors)} judge error(s); first: {judge_errors[0] if judge_errors else 'none'})"
+            )
+        if judge_errors:
+            log.warning(
+                "task '%s': %d of %d judge call(s) failed and were left out of the score; first: %s",
+                record.path,
+                len(judge_errors),
+                len([c for c in comparisons if not c.identical]),
+                judge_errors[0],
+            )
+        if errors:
+            log.warning(
+                "task '%s': %d of %d run(s) failed; first: %s",
+                record.path,
+                len(errors),
+                n,
+                errors[0],
+            )
         selected = score.selected or min(texts)
         consistency = score.per_run.get(selected)
         record.details["consistency"] = {
@@ -515,7 +539,7 @@ class Engine:
             "judge_model": judge.model.name,
             "judge_calls": score.judge_calls,
             "run_errors": errors,
-            "judge_errors": [c.error for c in comparisons if c.error],
+            "judge_errors": judge_errors,
         }
         if consistency is not None and consistency < LOW_CONSISTENCY:
             log.warning(

@@ -140,52 +140,90 @@ class SqlResult:
         return f"SqlResult(columns={self._columns!r}, rows={len(self._rows)})"
 
 
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
 class SqlRunner:
-    """DuckDB connections for a project's databases, opened on first use."""
+    """DuckDB connections for a project's databases, opened on first use.
+
+    Queries written by a model (agent tools) go through a second, sandboxed
+    connection per database: one SELECT statement at a time, file access limited
+    to the database's own data files, and the configuration locked so the query
+    cannot lift those limits. Workflow SQL, written by the project's authors, runs
+    on the ordinary connection.
+    """
 
     def __init__(self, databases: dict[str, dict[str, Any]], root: Path) -> None:
         self.databases = databases
         self.root = root
-        self._connections: dict[str, Any] = {}
+        self._connections: dict[tuple[str, bool], Any] = {}
         self._lock = threading.Lock()
 
-    def _connect(self, name: str) -> Any:
+    def _entry(self, name: str) -> dict[str, Any]:
+        entry = self.databases.get(name)
+        if entry is None:
+            known = ", ".join(self.databases) or "none"
+            raise ConfigError(f"unknown database '{name}'; databases in config.yml: {known}")
+        if entry.get("type") != "duckdb":
+            raise ConfigError(
+                f"database '{name}' is of type {entry.get('type')}, which oxyeval cannot "
+                "query yet (not supported yet: only duckdb runs embedded)"
+            )
+        return entry
+
+    def _connect(self, name: str, sandboxed: bool = False) -> Any:
         with self._lock:
-            conn = self._connections.get(name)
+            conn = self._connections.get((name, sandboxed))
             if conn is not None:
                 return conn
-            entry = self.databases.get(name)
-            if entry is None:
-                known = ", ".join(self.databases) or "none"
-                raise ConfigError(f"unknown database '{name}'; databases in config.yml: {known}")
-            if entry.get("type") != "duckdb":
-                raise ConfigError(
-                    f"database '{name}' is of type {entry.get('type')}, which oxyeval cannot "
-                    "query yet (not supported yet: only duckdb runs embedded)"
-                )
+            entry = self._entry(name)
             import duckdb
 
             path = entry.get("path")
-            if path:
-                conn = duckdb.connect(str(self.root / path), read_only=True)
-            else:
-                conn = duckdb.connect()
+            conn = (
+                duckdb.connect(str(self.root / path), read_only=True) if path else duckdb.connect()
+            )
             folder = entry.get("dataset") or entry.get("file_search_path")
+            search = None
             if folder:
                 search = (self.root / folder).resolve()
                 if not search.is_dir():
                     raise ConfigError(f"database '{name}': dataset folder {search} does not exist")
-                quoted = str(search).replace("'", "''")
-                conn.execute(f"SET GLOBAL file_search_path = '{quoted}'")
-            self._connections[name] = conn
+                conn.execute(f"SET GLOBAL file_search_path = {_quote(str(search))}")
+            if sandboxed:
+                files: list[str] = []
+                if search is not None:
+                    for file in search.rglob("*"):
+                        if file.is_file():
+                            files += [str(file), file.relative_to(search).as_posix()]
+                    conn.execute(f"SET allowed_directories = [{_quote(str(search) + '/')}]")
+                if files:
+                    conn.execute(f"SET allowed_paths = [{', '.join(_quote(f) for f in files)}]")
+                conn.execute("SET enable_external_access = false")
+                conn.execute("SET lock_configuration = true")
+            self._connections[(name, sandboxed)] = conn
             return conn
 
-    def _run(self, name: str, sql: str, limit: int | None) -> SqlResult:
+    def _run(self, name: str, sql: str, limit: int | None, sandboxed: bool) -> SqlResult:
         import duckdb
 
-        cursor = self._connect(name).cursor()  # one cursor per query: safe across threads
+        query = sql.strip().rstrip(";")
+        if sandboxed:
+            try:
+                statements = duckdb.extract_statements(query)
+            except duckdb.Error as exc:
+                raise SqlError(
+                    f"database '{name}': {type(exc).__name__}: {str(exc).splitlines()[0]}"
+                ) from None
+            kinds = [str(st.type).rsplit(".", 1)[-1] for st in statements]
+            if kinds != ["SELECT"]:
+                raise SqlError(
+                    f"database '{name}': only one read-only SELECT statement is allowed here "
+                    f"(got {', '.join(kinds) or 'nothing'})"
+                )
+        cursor = self._connect(name, sandboxed).cursor()  # one cursor per query: thread-safe
         try:
-            query = sql.strip().rstrip(";")
             if limit is not None:
                 query = f"SELECT * FROM ({query}) AS oxy_limited LIMIT {int(limit)}"
             result = cursor.execute(query)
@@ -198,8 +236,10 @@ class SqlRunner:
             cursor.close()
         return SqlResult(columns, rows, sql)
 
-    async def query(self, database: str, sql: str, *, limit: int | None = None) -> SqlResult:
-        return await asyncio.to_thread(self._run, database, sql, limit)
+    async def query(
+        self, database: str, sql: str, *, limit: int | None = None, sandboxed: bool = False
+    ) -> SqlResult:
+        return await asyncio.to_thread(self._run, database, sql, limit, sandboxed)
 
     def close(self) -> None:
         with self._lock:

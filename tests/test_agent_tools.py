@@ -179,3 +179,51 @@ def test_mock_vendor_tool_call_rules(make_project: MakeProject) -> None:
     completion = _ask(root, "Which region?")
     assert completion.text == "From the table: South."
     assert completion.tool_calls[0].name == "query"
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("COPY (SELECT 'pwned') TO '{outside}'", "only one read-only SELECT statement"),
+        ("SELECT * FROM read_text('{secret}')", "Permission Error"),
+        ("SELECT 1; DROP TABLE x", "only one read-only SELECT statement"),
+        ("SET enable_external_access = true", "only one read-only SELECT statement"),
+        ("SELECT * FROM sales.csv JOIN read_csv('{secret}') ON true", "Permission Error"),
+    ],
+)
+def test_model_written_sql_is_sandboxed(
+    make_project: MakeProject, tmp_path_factory: pytest.TempPathFactory, sql: str, expected: str
+) -> None:
+    outside_dir = tmp_path_factory.mktemp("outside")
+    secret = outside_dir / "secret.txt"
+    secret.write_text("top secret")
+    outside = outside_dir / "pwn.csv"
+    query = sql.format(outside=outside, secret=secret)
+
+    def answer(request: RecordedRequest) -> Any:
+        results = last_tool_results(request.body)
+        if not results:
+            return openai_tool_call_response([("query", {"sql": query})])
+        return "saw: " + results[0][1]
+
+    with fake_openai(answer) as server:
+        root = _project(make_project, "openai", server.url)
+        completion = _ask(root, "q")
+    assert expected in completion.text
+    assert "top secret" not in completion.text
+    assert not outside.exists()
+
+
+def test_sandboxed_tool_still_reads_dataset_files_by_name(make_project: MakeProject) -> None:
+    def answer(request: RecordedRequest) -> Any:
+        results = last_tool_results(request.body)
+        if not results:
+            return openai_tool_call_response(
+                [("query", {"sql": "SELECT COUNT(*) AS n FROM 'sales.csv'"})]
+            )
+        return results[0][1]
+
+    with fake_openai(answer) as server:
+        root = _project(make_project, "openai", server.url)
+        completion = _ask(root, "q")
+    assert completion.text.splitlines()[2] == "| 2 |"

@@ -448,3 +448,29 @@ def test_templated_sql_file_path(make_project: MakeProject) -> None:
         },
     )
     assert result.output.strip() == "15 25"
+
+
+def test_consistency_run_without_any_verdict_fails_the_task(make_project: MakeProject) -> None:
+    config = CONFIG.replace(
+        '      - {match: "Total is 7", output: "Different totals.\\nAnswer: B"}\n      - {match: ".", output: "Same total.\\nAnswer: A"}',
+        '      - {match: ".", error: "judge is down"}',
+    )
+    assert "judge is down" in config
+    workflow = "tasks:\n  - {name: t, type: agent, agent_ref: varied.agent.yml, prompt: q, consistency_run: 3, judge_model: judge}\n"
+    root = make_project(config, {**FILES, "w.workflow.yml": workflow})
+    with pytest.raises(WorkflowFailed, match=r"no valid verdict from judge 'judge'.*judge is down"):
+        asyncio.run(run_workflow(root / "w.workflow.yml"))
+
+
+def test_empty_answers_are_failed_runs(make_project: MakeProject) -> None:
+    config = CONFIG.replace(
+        '    outputs: ["Total is 42.", "The total is 42.", "Total: 42", "Total is 7."]',
+        '    outputs: ["   "]',
+    )
+    workflow = "tasks:\n  - {name: t, type: agent, agent_ref: varied.agent.yml, prompt: q, consistency_run: 3, judge_model: judge}\n"
+    root = make_project(config, {**FILES, "w.workflow.yml": workflow})
+    with pytest.raises(
+        WorkflowFailed,
+        match="all 3 runs failed; first: run 1: model 'varied' returned an empty answer",
+    ):
+        asyncio.run(run_workflow(root / "w.workflow.yml"))
