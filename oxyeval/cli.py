@@ -7,6 +7,8 @@ inside the commands so ``oxy --help`` and start-up stay fast.
 
 from __future__ import annotations
 
+import itertools
+import json
 import logging
 import sys
 from enum import Enum
@@ -226,6 +228,15 @@ def test_command(
                 style="yellow",
             )
     code = exit_code(run, threshold, strict=strict)
+    if strict and code == EXIT_INFRA and all(t.ok for t in run.tests) and not run.interrupted:
+        runs = sum(len(t.run_errors) for t in run.tests)
+        judges = sum(len(t.judge_errors) for t in run.tests)
+        err.print(
+            f"strict: {runs} run error(s) and {judges} judge error(s) -> exit 3 "
+            "(without --strict they are reported and the scores stand)",
+            style="red",
+            markup=False,
+        )
     if error is not None:
         code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
         _report_error(err, error, debug)
@@ -338,6 +349,9 @@ def run_command(
         elif kind == "workflow":
             from .engine import WorkflowFailed, run_workflow
 
+            if question is not None:
+                raise OxyError("--question is for agent files; a workflow takes --var NAME=VALUE")
+
             variables = _parse_vars(var, vars_file)
             events = None if quiet else _TaskLines(err)
             try:
@@ -428,6 +442,12 @@ def compile_command(
 
     err = _stderr()
     try:
+        from pathlib import Path
+
+        from .project import file_kind
+
+        if file_kind(Path(file)) != "workflow":
+            raise OxyError(f"{file}: oxy compile takes a *.workflow.yml file")
         proj = load_project(file, project_dir=project)
         plan = compile_workflow(load_workflow(proj, file))
     except OxyError as exc:
@@ -511,5 +531,43 @@ app.add_typer(cases_app, name="cases")
 app.command("history")(history_command)
 
 
+class _Recorder:
+    """Passes writes through and remembers them, to know what a command already printed."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.text: list[str] = []
+
+    def write(self, data: str | bytes) -> int:
+        self.text.append(data.decode("utf-8", "replace") if isinstance(data, bytes) else data)
+        return self._stream.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _wants_json(argv: list[str]) -> bool:
+    return (
+        "--json" in argv
+        or "--format=json" in argv
+        or any(a == "--format" and b == "json" for a, b in itertools.pairwise(argv))
+    )
+
+
 def main() -> None:
-    app()
+    """Entry point; with --format json, even a command-line error yields one JSON document."""
+    if not _wants_json(sys.argv[1:]):
+        app()
+        return
+    out, err = _Recorder(sys.stdout), _Recorder(sys.stderr)
+    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    try:
+        app()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_INPUT)
+        if code != 0 and not "".join(out.text).strip():
+            message = " ".join("".join(err.text).split()) or "invalid command line"
+            out._stream.write(json.dumps({"error": message, "exit_code": code}) + "\n")
+        raise
+    finally:
+        sys.stdout, sys.stderr = out._stream, err._stream

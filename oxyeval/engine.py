@@ -160,7 +160,14 @@ class WorkflowRun:
 
 
 def _truthy(text: str) -> bool:
-    return text.strip().lower() not in ("", "false", "0", "no", "none", "null", "off")
+    """Truth of a rendered condition: empty, false-like, zero and empty containers are false."""
+    value = text.strip().lower()
+    if value in ("", "false", "no", "none", "null", "off", "[]", "{}", "()"):
+        return False
+    try:
+        return float(value) != 0
+    except ValueError:
+        return True
 
 
 class Engine:
@@ -618,7 +625,9 @@ class Engine:
         children = scope.children.get(task.name, [])
         known = [t.name for branch in task.branches for t in branch.tasks]
         for k, branch in enumerate(task.branches):
-            if branch.condition is not None and not _truthy(render(branch.condition, context)):
+            if branch.condition is not None and not self._condition(
+                task, branch.condition, context
+            ):
                 continue
             record.details["branch"] = "else" if branch.condition is None else k
             outputs = await self._run_scope(children[k], context, f"{record.path}.", run)
@@ -628,6 +637,28 @@ class Engine:
             return ScopeOutput(outputs, known, branch.tasks[-1].name if branch.tasks else None)
         record.details["branch"] = None
         return ScopeOutput({}, known, None)
+
+    def _condition(self, task: Task, ref: TemplateRef, context: dict[str, Any]) -> bool:
+        """A lone ``{{ expr }}`` is judged by Python truth (an empty result is false);
+        a larger template by the text it renders."""
+        source = ref.source.strip()
+        if source.startswith("{{") and source.endswith("}}") and source.count("{{") == 1:
+            from jinja2 import Undefined
+
+            from .templates import _env
+
+            try:
+                value = _env().compile_expression(source[2:-2].strip(), undefined_to_none=False)(
+                    **context
+                )
+            except Exception as exc:
+                raise TaskFailed(f"{task.where}: condition {source!r}: {exc}") from None
+            if isinstance(value, Undefined):
+                render(ref, context)  # raises the usual error naming the file and line
+            if isinstance(value, str):
+                return _truthy(value)
+            return bool(value)
+        return _truthy(render(ref, context))
 
     async def _subworkflow(
         self, task: Task, context: dict[str, Any], record: TaskRecord, run: WorkflowRun

@@ -71,18 +71,30 @@ REASK_MESSAGE = (
 )
 
 # Markdown and quoting that models wrap verdicts in: **Answer:** A, `A`, > A, ### A
-_DECORATION = re.compile(r"[*_`#>~]+")
-_LETTER = r"[\(\[\{\"']*\s*([AB])\s*[\)\]\}\"']*(?![A-Za-z0-9])"
-_KEYWORD = re.compile(
-    r"(?i:\b(?:final\s+)?(?:answer|verdict|choice|decision|grade|result)\b)[\"']?"
-    r"\s*(?i:is)?\s*[:=\-–—]?\s*" + _LETTER
+_DECORATION = re.compile(r"^[\s>#]+|[*_`~]+")
+# A letter standing alone (optionally bracketed or quoted), not "A or B" / "A/B" / "AB".
+_LETTER = (
+    r"[\(\[\{\"'“]*\s*([AB])\s*[\)\]\}\"'”]*"
+    r"(?![A-Za-z0-9])(?!\s*(?:or|/|\||and|,|vs\.?)\s*[\(\[]?[AB](?![A-Za-z0-9]))"
 )
-# "answer: a" only when nothing follows: mid-sentence "a" is an article, not a verdict.
+_WORDS = r"(?:final\s+)?(?:answer|verdict|choice|decision|grade|result|réponse|respuesta|antwort|resposta)"
+# Strong: the keyword with a separator, as the prompt asks ("Answer: A"), in any language we
+# know and with full-width colons (CJK models); also <answer>B</answer> and \boxed{A}.
+_STRONG = re.compile(
+    r"(?i:\b"
+    + _WORDS
+    + r")[\"']?\s*[:=：\-–—]\s*"
+    + _LETTER
+    + r"|<answer>\s*([AB])\s*</answer>|\\boxed\{\s*([AB])\s*\}"
+)
+# Weak forms, used only when no strong verdict exists, read from the last line up.
+_KEYWORD = re.compile(r"(?i:\b" + _WORDS + r"\b)[\"']?\s*(?i:is|would be|:)\s*" + _LETTER)
+_PICK = re.compile(r"(?i:\b(?:pick|choose|select|go with|opt for)\b)\s*(?i:option\s*)?" + _LETTER)
 _LOWER = re.compile(r"(?i)^(?:final\s+)?(?:answer|verdict)\s*[:=\-]\s*([ab])\s*\.?$")
-_BOXED = re.compile(r"\\boxed\{\s*([AB])\s*\}")
 _BARE = re.compile(r"^" + _LETTER + r"\s*[.!]?\s*$")
 _LEADING = re.compile(r"^[\(\[]?([AB])[\)\]]?\s*[:.\-–—)]\s+\S")
 _TRAILING = re.compile(r"[\(\[]([AB])[\)\]]\s*[.!]?\s*$")
+_OPTION = re.compile(r"^\s*[\(\[]?([AB])[\)\].:]\s+\S")
 
 
 @dataclass(frozen=True)
@@ -91,16 +103,19 @@ class Verdict:
     reasoning: str
 
 
-def _line_verdict(line: str) -> str | None:
-    line = _DECORATION.sub("", line).strip()
-    if not line:
-        return None
-    hits = [m.group(1) for m in _KEYWORD.finditer(line)] + [
-        m.group(1) for m in _BOXED.finditer(line)
+def _first_group(match: re.Match[str]) -> str:
+    return next(g for g in match.groups() if g)
+
+
+def _weak_verdict(line: str, options: bool) -> str | None:
+    hits = [_first_group(m) for m in _KEYWORD.finditer(line)] + [
+        _first_group(m) for m in _PICK.finditer(line)
     ]
     if hits:
         return hits[-1]
-    match = _BARE.match(line) or _LEADING.match(line) or _TRAILING.search(line)
+    match = (
+        _BARE.match(line) or (None if options else _LEADING.match(line)) or _TRAILING.search(line)
+    )
     if match:
         return match.group(1)
     lower = _LOWER.match(line)
@@ -108,23 +123,40 @@ def _line_verdict(line: str) -> str | None:
 
 
 def parse_verdict(text: str) -> Verdict | None:
-    """The last verdict in a judge's reply, with the text before it as reasoning.
+    """The judge's verdict and the reasoning before it, or None when it gave none.
 
-    Lines are read from the bottom, so "Answer: A" after a paragraph that mentions
-    option B wins, and a closing remark after the verdict does not hide it.
+    An explicit verdict ("Answer: A", "**Verdict:** B", "<answer>A</answer>") wins
+    wherever it stands, the last one if there are several, so a later passing mention
+    ("... I would answer B") cannot flip it. Only without one are weaker forms read,
+    from the last line up: "The answer is A", "I pick B", a lone "(B)". A reply that
+    lists both options ("A) consistent / B) inconsistent") without choosing has none.
     """
-    lines = text.strip().splitlines()
-    for index in range(len(lines) - 1, -1, -1):
-        choice = _line_verdict(lines[index])
-        if choice is not None:
-            reasoning = "\n".join(lines[:index]).strip()
-            if not reasoning:
-                # The verdict may share its line with the reasoning: "Same totals. Answer: A"
-                line = _DECORATION.sub("", lines[index]).strip()
-                if not (_BARE.match(line) or re.fullmatch(_KEYWORD.pattern + r"\s*[.!]?", line)):
-                    reasoning = line
-            return Verdict(choice, reasoning)
-    return None
+    lines = [_DECORATION.sub("", line).strip() for line in text.strip().splitlines()]
+    strong: tuple[int, str] | None = None
+    for index, line in enumerate(lines):
+        for match in _STRONG.finditer(line):
+            strong = (index, _first_group(match))
+    if strong is not None:
+        index, choice = strong
+    else:
+        leading = {m.group(1) for line in lines if (m := _OPTION.match(line))}
+        options = leading == {"A", "B"}  # an option list, not a choice
+        found = None
+        for index in range(len(lines) - 1, -1, -1):
+            if lines[index] and (choice := _weak_verdict(lines[index], options)) is not None:
+                found = (index, choice)
+                break
+        if found is None:
+            return None
+        index, choice = found
+    reasoning = "\n".join(text.strip().splitlines()[:index]).strip()
+    if not reasoning:
+        # The verdict may share its line with the reasoning: "Same totals. Answer: A"
+        line = lines[index]
+        bare = _BARE.match(line) or re.fullmatch(r"(?:" + _STRONG.pattern + r")\s*[.!]?", line)
+        if not bare:
+            reasoning = line
+    return Verdict(choice, reasoning)
 
 
 @dataclass
@@ -189,7 +221,10 @@ class Judge:
             raw = completion.text
             verdict = parse_verdict(raw)
             if verdict is None:
-                messages += [ChatMessage("assistant", raw), ChatMessage("user", REASK_MESSAGE)]
+                # An empty assistant turn is rejected by some APIs (Anthropic): leave it out.
+                if raw.strip():
+                    messages += [ChatMessage("assistant", raw)]
+                messages += [ChatMessage("user", REASK_MESSAGE)]
                 retry = await self.model.generate(messages, self.params)
                 calls += 1
                 verdict = parse_verdict(retry.text)

@@ -208,6 +208,16 @@ def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:
         problem = exc.problem or "invalid YAML"
         if exc.context and exc.context != problem:
             problem = f"{problem} ({exc.context})"
+        if (
+            "end of stream" in problem
+            and exc.context_mark is not None
+            and mark is not None
+            and exc.context_mark.line != mark.line
+        ):
+            # "found unexpected end of stream" at the end of the file is useless without where
+            # the unclosed thing began: point at that instead, and say where it ran to.
+            problem = f"{problem}; it starts here and runs to line {mark.line + 1}"
+            mark = exc.context_mark
         line = mark.line + 1 if mark else None
         problems.append(
             Diagnostic(

@@ -7,7 +7,9 @@ per run.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ CONFIG_NAMES = ("config.yml", "config.yaml")
 DEFAULT_SCORES = {"A": 1.0, "B": 0.0}
 DEFAULT_N = 10
 DEFAULT_TEST_CONCURRENCY = 10
+_SECRET_HEADER = re.compile(r"(?i)auth|key|token|secret|password|cookie|signature")
 _DEFAULT_EMBEDDING_MODELS = {
     "openai": "text-embedding-3-small",
     "openai_compat": "text-embedding-3-small",
@@ -116,6 +119,10 @@ def _model_spec(
             headers[name] = resolved
         else:
             headers[name] = str(value)
+            if _SECRET_HEADER.search(name):
+                # A literal credential in config.yml: scrub it like a key from key_var.
+                register_secret(headers[name])
+                register_secret(headers[name].split(" ", 1)[-1])
     api_key = entry.get("api_key")
     if api_key:
         register_secret(api_key)
@@ -344,6 +351,7 @@ def parse_tests(
 ) -> list[TestSpec]:
     """Consistency tests of an agent or workflow file; other test types are skipped (warned)."""
     specs: list[TestSpec] = []
+    names_seen: set[str] = set()
     for i, test in enumerate(doc.data.get("tests") or []):
         if test.get("type") != "consistency":
             continue
@@ -382,6 +390,14 @@ def parse_tests(
                 )
             )
         name = test.get("name") or f"Test {i + 1}"
+        if name in names_seen:
+            problems.append(
+                doc.diagnostic(
+                    (*key, "name"),
+                    f"test name '{name}' is used twice in this file; reports and thresholds name tests by it",
+                )
+            )
+        names_seen.add(name)
         specs.append(
             TestSpec(
                 index=i,
@@ -410,7 +426,39 @@ def _judge(
     model = entry.get("model_ref") or project.default_judge
     _check_model(doc, (*key, "model_ref"), entry.get("model_ref"), project, problems, "judge model")
     scores = {**DEFAULT_SCORES, **{k: float(v) for k, v in (entry.get("scores") or {}).items()}}
+    for letter, value in scores.items():
+        if not math.isfinite(value):  # YAML's .nan passes every numeric bound
+            problems.append(
+                doc.diagnostic(
+                    (*key, "scores", letter), f"score must be a number between 0 and 1, got {value}"
+                )
+            )
     return JudgeSpec(prompt=prompt, model=model, scores=scores, key=key)
+
+
+def _check_variable_defaults(doc: Document, variables: Any, problems: list[Diagnostic]) -> None:
+    """A variable's default must satisfy its own schema (a string default for an integer)."""
+    if not isinstance(variables, dict):
+        return
+    from jsonschema import Draft202012Validator
+
+    for name, spec in variables.items():
+        if isinstance(spec, dict) and "default" in spec:
+            check = {k: v for k, v in spec.items() if k not in ("default", "description")}
+            try:
+                error = next(iter(Draft202012Validator(check).iter_errors(spec["default"])), None)
+            except Exception as exc:  # an invalid schema
+                problems.append(
+                    doc.diagnostic(("variables", name), f"invalid variable schema: {exc}")
+                )
+                continue
+            if error is not None:
+                problems.append(
+                    doc.diagnostic(
+                        ("variables", name, "default"),
+                        f"default does not match the variable's schema: {error.message}",
+                    )
+                )
 
 
 def _check_agent(
@@ -457,6 +505,7 @@ def _check_agent(
                     f"{project.config.display}: {', '.join(names) or 'none'}",
                 )
             )
+    _check_variable_defaults(doc, data.get("variables"), problems)
     tests = parse_tests(doc, project, problems, owner="agent")
     return system, context, tests
 
@@ -482,7 +531,12 @@ def load_agent(project: Project, path: str | os.PathLike[str]) -> Agent:
     data = doc.data
     variables = {}
     for name, spec in (data.get("variables") or {}).items():
-        variables[name] = spec.get("default") if isinstance(spec, dict) else spec
+        if not isinstance(spec, dict):
+            variables[name] = spec  # oxy's short form: the value is the default
+        elif "default" in spec:
+            variables[name] = spec["default"]
+        # A declared variable without a default stays undefined, so a template that uses
+        # it fails naming it instead of rendering the word "None".
     name = doc.path.name
     for suffix in (".agent.yml", ".agent.yaml"):
         if name.endswith(suffix):

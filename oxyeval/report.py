@@ -111,6 +111,10 @@ def write_json(doc: dict[str, Any], out: TextIO) -> None:
     out.flush()
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.2f}%"
 
@@ -134,7 +138,10 @@ def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) 
     else:
         console.print(f"[bold red]Accuracy: n/a — {escape(redact(test.error or 'not scored'))}[/]")
     ok_runs = len(test.outputs) - len(test.run_errors)
-    facts = f"{test.n} runs ({ok_runs} ok) · {test.pairs} pairs · {test.judge_calls} judge calls"
+    facts = (
+        f"{_plural(test.n, 'run')} ({ok_runs} ok) · {_plural(test.pairs, 'pair')} · "
+        f"{_plural(test.judge_calls, 'judge call')}"
+    )
     if test.identical_pairs:
         facts += f" ({test.identical_pairs} identical pairs not judged)"
     facts += f" · judge: {escape(test.judge_model)} · {test.duration:.1f}s"

@@ -256,6 +256,32 @@ async def _run_test(
     )
 
 
+def _mark_unfinished(run: TestRun, jobs: list[tuple[TestSpec, Any, str, str, ModelPool]]) -> None:
+    """On Ctrl-C, every test that did not finish is listed (unscored), not silently dropped."""
+    done = {(t.file, t.index) for t in run.tests}
+    for spec, _produce, question, model, _pool in jobs:
+        if (spec.display, spec.index) in done:
+            continue
+        multi = len(spec.judges) > 1
+        for k, judge in enumerate(spec.judges):
+            run.tests.append(
+                TestResult(
+                    name=f"{spec.name} [metric {k + 1}]" if multi else spec.name,
+                    file=spec.display,
+                    index=spec.index,
+                    task_description=question,
+                    n=spec.n,
+                    pairing=spec.pairing,
+                    agent_model=model,
+                    judge_model=judge.model,
+                    scores=dict(judge.scores),
+                    error="interrupted before it finished",
+                )
+            )
+    order = {(j[0].display, j[0].index): k for k, j in enumerate(jobs)}
+    run.tests.sort(key=lambda t: (order.get((t.file, t.index), 0), t.name))
+
+
 def _task_output(run: WorkflowRun, ref: str) -> Any:
     """The output at a task_ref: a top-level name, or a dotted path into its parts."""
     head, *rest = ref.split(".")
@@ -354,7 +380,11 @@ async def run_tests_async(
         ) -> None:
             run.tests.extend(await _run_test(spec, produce, question, model, pool, progress))
 
-        await asyncio.gather(*(job(*j) for j in jobs))
+        try:
+            await asyncio.gather(*(job(*j) for j in jobs))
+        except asyncio.CancelledError:
+            _mark_unfinished(run, jobs)
+            raise
     finally:
         for pool in pools.values():
             await pool.aclose()

@@ -283,6 +283,9 @@ def load_workflow(project: Project, path: str | os.PathLike[str]) -> Workflow:
     variables: dict[str, dict[str, Any]] = {}
     for name, spec in (data.get("variables") or {}).items():
         variables[name] = spec if isinstance(spec, dict) else {"default": spec}
+    from .project import _check_variable_defaults
+
+    _check_variable_defaults(doc, data.get("variables"), problems)
     tests = parse_tests(doc, project, problems, owner="workflow")
     top = {t.name for t in tasks}
     for test in tests:

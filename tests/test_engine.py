@@ -474,3 +474,33 @@ def test_empty_answers_are_failed_runs(make_project: MakeProject) -> None:
         match="all 3 runs failed; first: run 1: model 'varied' returned an empty answer",
     ):
         asyncio.run(run_workflow(root / "w.workflow.yml"))
+
+
+@pytest.mark.parametrize(
+    ("condition", "taken"),
+    [
+        ("{{ q.rows }}", False),  # no rows
+        ("q.rows", False),
+        ("{{ [] }}", False),
+        ("{{ 0.0 }}", False),
+        ("{{ 'false' }}", False),
+        ("{{ q.columns }}", True),
+        ("{{ 'x' }}", True),
+        ("rows: {{ q.rows | length }}", True),
+    ],
+)
+def test_condition_truth(make_project: MakeProject, condition: str, taken: bool) -> None:
+    result = run(
+        make_project,
+        f"""\
+        tasks:
+          - {{name: q, type: execute_sql, database: shop, sql_query: "SELECT * FROM orders.csv WHERE amount > 1000"}}
+          - name: c
+            type: conditional
+            conditions:
+              - if: "{condition}"
+                tasks: [{{name: yes_branch, type: formatter, template: "taken"}}]
+            else: [{{name: no_branch, type: formatter, template: "not taken"}}]
+        """,
+    )
+    assert str(result.output) == ("taken" if taken else "not taken")

@@ -50,6 +50,19 @@ VERDICTS = [
     ("Answer: AB", None),
     ("", None),
     ("I cannot decide.", None),
+    # An explicit verdict is not flipped by a later passing mention.
+    ("Answer: A. (Had the numbers differed I would answer B.)", "A"),
+    # Option lists are not choices; an explicit pick after them is.
+    ("A) consistent\nB) inconsistent", None),
+    ("A) consistent\nB) inconsistent\nI pick A", "A"),
+    # Ambiguous replies give no verdict.
+    ("Answer: A or B? Hard to say.", None),
+    ("Answer: A/B", None),
+    # Other languages, full-width colons, tags.
+    ("Réponse : A", "A"),
+    ("Answer：B", "B"),
+    ("<answer>B</answer>", "B"),
+    ("> **Answer:** A", "A"),
 ]
 
 

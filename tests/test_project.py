@@ -183,3 +183,29 @@ def test_schema_and_semantic_errors_reported_together(make_project: MakeProject)
         (1, "model"),
         (6, "tests[0].judge"),
     ]
+
+
+def test_variables_without_default_fail_by_name_and_defaults_match_schema(
+    make_project: MakeProject,
+) -> None:
+    agent = (
+        "model: agent_model\nsystem_instructions: 'Hi {{ company }} {{ year }}'\n"
+        "variables:\n  company: {type: string}\n  year: {type: integer, default: '2024'}\n"
+    )
+    root = make_project(files={"a.agent.yml": agent})
+    with pytest.raises(LoadError) as info:
+        load_agent(load_project(root), root / "a.agent.yml")
+    (d,) = info.value.diagnostics
+    assert d.key == "variables.year.default" and "'2024' is not of type 'integer'" in d.message
+    root2 = make_project(files={"b.agent.yml": agent.replace("default: '2024'", "default: 2024")})
+    loaded = load_agent(load_project(root2), root2 / "b.agent.yml")
+    assert loaded.variables == {
+        "year": 2024
+    }  # company has no value: templates using it fail by name
+
+
+@pytest.mark.parametrize("scores", ["{A: .inf, B: 0}", "{A: .nan, B: 0}", "{A: 5, B: -3}"])
+def test_scores_must_be_finite_between_0_and_1(make_project: MakeProject, scores: str) -> None:
+    root = make_project(files={"a.agent.yml": AGENT + f"    scores: {scores}\n"})
+    with pytest.raises(LoadError, match="scores"):
+        load_agent(load_project(root), root / "a.agent.yml")

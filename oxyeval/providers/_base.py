@@ -139,10 +139,19 @@ class ModelAPI(ABC):
         self.spec = spec
         self.client = client
 
+    #: Path appended to an ``api_url`` given without one (``https://api.anthropic.com``,
+    #: as the vendors' SDKs spell it), so both spellings reach the same endpoint.
+    default_api_path: ClassVar[str] = ""
+
     @property
     def base_url(self) -> str:
-        url = self.spec.api_url or self.default_api_url or ""
-        return url.rstrip("/")
+        url = (self.spec.api_url or self.default_api_url or "").rstrip("/")
+        if self.spec.api_url and self.default_api_path:
+            from urllib.parse import urlsplit
+
+            if urlsplit(url).path in ("", "/"):
+                url += self.default_api_path
+        return url
 
     @abstractmethod
     async def generate(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:

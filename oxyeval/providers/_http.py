@@ -180,6 +180,13 @@ async def post_json(
             f"({redact(str(exc)) or type(exc).__name__}). Check api_url in config.yml.",
             model=spec.name,
         ) from None
+    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+        raise ProviderError(
+            f"model '{spec.name}' ({spec.vendor}): the connection to {url} dropped before the "
+            f"whole response arrived ({redact(str(exc)) or type(exc).__name__})",
+            model=spec.name,
+            retryable=True,
+        ) from None
     except httpx.TransportError as exc:
         raise ProviderError(
             f"model '{spec.name}' ({spec.vendor}): could not reach {url}: "

@@ -116,7 +116,7 @@ class Retrier:
                 raise error
             if attempt + 1 >= attempts:
                 raise ProviderError(
-                    f"{error} (gave up after {attempts} attempts)",
+                    f"{error} (gave up after {attempts} attempt{'s' if attempts != 1 else ''})",
                     model=error.model,
                     status=error.status,
                     retryable=False,

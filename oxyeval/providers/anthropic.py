@@ -159,6 +159,7 @@ class AnthropicAPI(ModelAPI):
     """``POST {base}/messages`` with ``x-api-key`` and a pinned ``anthropic-version``."""
 
     vendor: ClassVar[str] = "anthropic"
+    default_api_path: ClassVar[str] = "/v1"
     default_api_url: ClassVar[str | None] = "https://api.anthropic.com/v1"
 
     def _headers(self) -> dict[str, str]:

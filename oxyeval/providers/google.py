@@ -303,6 +303,7 @@ class GoogleAPI(ModelAPI):
     """``POST {base}/models/{model_ref}:generateContent`` with the key in a header."""
 
     vendor: ClassVar[str] = "google"
+    default_api_path: ClassVar[str] = "/v1beta"
     default_api_url: ClassVar[str | None] = "https://generativelanguage.googleapis.com/v1beta"
 
     #: Calls remembered for their thought signature or Gemini-issued id; an agent

@@ -187,7 +187,7 @@ def test_gives_up_after_max_retries_plus_one_attempts() -> None:
 
 def test_zero_retries_means_one_attempt() -> None:
     model, api, sleep = model_with([retryable()], max_retries=0)
-    with pytest.raises(ProviderError, match="gave up after 1 attempts"):
+    with pytest.raises(ProviderError, match=r"gave up after 1 attempt\)"):
         asyncio.run(model.generate(HI))
     assert len(api.calls) == 1
     assert sleep.delays == []
