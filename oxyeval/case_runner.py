@@ -336,7 +336,7 @@ async def run_cases_async(
     run = into if into is not None else CaseRun(db=db_path)
     run.db = db_path
     store = Store.open(db_path)
-    pool = ModelPool(project.models, environ=environ)
+    pool = project.model_pool(environ=environ)
     sql = SqlRunner(project.databases, project.root)
     scorer = _Scorer(project, environ, pool)
     try:

@@ -399,12 +399,11 @@ def run_command(
 async def _ask_agent(file: str, question: str, project_dir: str | None) -> dict[str, Any]:
     from .agent import AgentRunner, describe_calls
     from .project import load_agent, load_project
-    from .providers._pool import ModelPool
     from .sql import SqlRunner
 
     proj = load_project(file, project_dir=project_dir)
     agent = load_agent(proj, file)
-    async with ModelPool(proj.models) as pool:
+    async with proj.model_pool() as pool:
         pool.check([agent.model])
         sql = SqlRunner(proj.databases, proj.root)
         try:

@@ -775,7 +775,7 @@ async def run_workflow(
     from .project import load_project
 
     project = load_project(path, project_dir=project_dir)
-    pool = ModelPool(project.models, environ=environ)
+    pool = project.model_pool(environ=environ)
     engine = Engine(project, pool, concurrency=concurrency, on_event=on_event)
     try:
         plan = engine.plan(Path(path).resolve())

@@ -12,14 +12,17 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, Diagnostic, LoadError
+from .errors import ConfigError, Diagnostic, LoadError, OxyError
 from .load import Document, KeyPath, load_yaml
 from .providers._base import GenerateParams, ModelSpec
 from .redact import register_secret
 from .templates import TemplateRef, referenced_names, template_diagnostics
 from .validate import did_you_mean, validate_document
+
+if TYPE_CHECKING:
+    from .providers._pool import ModelPool
 
 __all__ = [
     "CONFIG_NAMES",
@@ -90,6 +93,21 @@ class Project:
     databases: dict[str, dict[str, Any]]
     warnings: list[Diagnostic] = field(default_factory=list)
     embeddings: dict[str, ModelSpec] = field(default_factory=dict)
+    model_keys: dict[str, KeyPath] = field(default_factory=dict)  # name -> place in config.yml
+
+    def model_pool(self, **kwargs: Any) -> ModelPool:
+        """The run's models; a missing API key is reported at its model in config.yml."""
+        from .providers._pool import ModelPool
+
+        def locate(name: str, message: str) -> OxyError:
+            key = self.model_keys.get(name)
+            if key is None:
+                return ConfigError(message)
+            entry = self.config.get(key) or {}
+            where = (*key, "key_var") if "key_var" in entry else key
+            return LoadError([self.config.diagnostic(where, message, at_key="key_var" in entry)])
+
+        return ModelPool(self.models, locate=locate, **kwargs)
 
     def relative(self, path: Path) -> str:
         try:
@@ -173,6 +191,7 @@ def load_project(
         raise LoadError(problems)
     data = doc.data
     models: dict[str, ModelSpec] = {}
+    model_keys: dict[str, KeyPath] = {}
     for i, entry in enumerate(data["models"]):
         name = entry["name"]
         if name in models:
@@ -181,6 +200,7 @@ def load_project(
             )
             continue
         models[name] = _model_spec(entry, ("models", i), doc, problems)
+        model_keys[name] = ("models", i)
     for i, entry in enumerate(data["models"]):
         for rule_index, rule in enumerate(entry.get("rules") or []):
             import re
@@ -244,6 +264,7 @@ def load_project(
         databases=databases,
         warnings=[p for p in problems if p.severity == "warning"],
         embeddings=embeddings,
+        model_keys=model_keys,
     )
 
 

@@ -340,7 +340,7 @@ async def run_tests_async(
             root = item.project.root
             pool = pools.get(root)
             if pool is None:
-                pool = pools[root] = ModelPool(item.project.models, retry=retry, environ=environ)
+                pool = pools[root] = item.project.model_pool(retry=retry, environ=environ)
             if not item.tests:
                 run.skipped.append(f"{item.project.relative(item.file)}: no consistency tests")
                 continue

@@ -87,8 +87,11 @@ def test_missing_api_key_fails_before_any_call(make_project: MakeProject) -> Non
         + "  - name: remote\n    vendor: openai\n    model_ref: gpt-x\n    key_var: OXY_TEST_NO_SUCH_KEY\n"
     )
     root = make_project(config, {"a.agent.yml": AGENT.replace("model: analyst", "model: remote")})
-    with pytest.raises(ConfigError, match="OXY_TEST_NO_SUCH_KEY"):
+    with pytest.raises(LoadError) as info:
         run_tests([root / "a.agent.yml"], environ={})
+    (d,) = info.value.diagnostics
+    assert "OXY_TEST_NO_SUCH_KEY" in d.message
+    assert (Path(d.file).name, d.line, d.key) == ("config.yml", 15, "models[2].key_var")
 
 
 def test_all_file_errors_reported_together(make_project: MakeProject) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError
+from ..errors import ConfigError, OxyError
 from ..redact import register_secret
 from ._model import Model, RetryPolicy
 from ._registry import vendor_class
@@ -76,8 +76,10 @@ class ModelPool:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         client: httpx.AsyncClient | None = None,
         environ: Mapping[str, str] | None = None,
+        locate: Callable[[str, str], OxyError] | None = None,
     ) -> None:
         self.specs = dict(specs)
+        self._locate = locate  # (model name, message) -> an error pointing into config.yml
         self._retry = retry
         self._sleep = sleep
         self._client = client
@@ -126,7 +128,12 @@ class ModelPool:
         if spec is None:
             known = ", ".join(self.specs) or "none"
             raise ConfigError(f"unknown model '{name}'; models in config.yml: {known}")
-        spec = resolve_api_key(spec, self._environ)
+        try:
+            spec = resolve_api_key(spec, self._environ)
+        except ConfigError as exc:
+            if self._locate is None:
+                raise
+            raise self._locate(name, str(exc)) from None
         cls = vendor_class(spec.vendor)
         client = None if spec.vendor == "mock" else self._http_client()
         model = Model(cls(spec, client), retry=self._retry, sleep=self._sleep)
