@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .errors import ConfigError, Diagnostic, LoadError
 from .load import load_yaml
-from .project import file_kind, find_config, load_agent, load_project
+from .project import Project, file_kind, find_config, load_agent, load_project
 from .runner import _SKIP_DIRS
 from .validate import validate_document
 
@@ -38,6 +38,22 @@ def _project_files(root: Path) -> list[Path]:
             if file_kind(path) in ("agent", "workflow"):
                 out.append(path)
     return out
+
+
+def _project_or_own_schema(
+    target: Path, kind: str, project_dir: str | None, report: ValidationReport
+) -> Project | None:
+    """The file's project; if config.yml is broken, still check the file's own schema,
+    so one bad config.yml does not hide every problem of the files next to it."""
+    try:
+        return load_project(target, project_dir=project_dir)
+    except (LoadError, ConfigError) as exc:
+        report.diagnostics.extend(validate_document(load_yaml(target), kind))
+        if isinstance(exc, LoadError):
+            report.diagnostics.extend(exc.diagnostics)
+        else:
+            report.diagnostics.append(Diagnostic(str(target), str(exc)))
+        return None
 
 
 def validate_paths(paths: list[str], project_dir: str | None = None) -> ValidationReport:
@@ -73,38 +89,19 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
             if kind == "config":
                 project = load_project(target)
                 report.diagnostics.extend(project.warnings)
-            elif kind == "agent":
-                try:
-                    project = load_project(target, project_dir=project_dir)
-                except (LoadError, ConfigError) as exc:
-                    # The config is broken (reported on its own): still check the agent's
-                    # own schema, so one bad config.yml does not hide every agent problem.
-                    doc = load_yaml(target)
-                    report.diagnostics.extend(validate_document(doc, "agent"))
-                    if isinstance(exc, LoadError):
-                        report.diagnostics.extend(exc.diagnostics)
-                    else:
-                        report.diagnostics.append(Diagnostic(str(target), str(exc)))
+            elif kind in ("agent", "workflow"):
+                project = _project_or_own_schema(target, kind, project_dir, report)
+                if project is None:
                     continue
-                agent = load_agent(project, target)
-                report.diagnostics.extend(agent.warnings)
-            elif kind == "workflow":
-                try:
-                    project = load_project(target, project_dir=project_dir)
-                except (LoadError, ConfigError) as exc:
-                    doc = load_yaml(target)
-                    report.diagnostics.extend(validate_document(doc, "workflow"))
-                    if isinstance(exc, LoadError):
-                        report.diagnostics.extend(exc.diagnostics)
-                    else:
-                        report.diagnostics.append(Diagnostic(str(target), str(exc)))
-                    continue
-                from .compile import compile_workflow
-                from .workflow import load_workflow
+                if kind == "agent":
+                    report.diagnostics.extend(load_agent(project, target).warnings)
+                else:
+                    from .compile import compile_workflow
+                    from .workflow import load_workflow
 
-                workflow = load_workflow(project, target)
-                report.diagnostics.extend(workflow.warnings)
-                compile_workflow(workflow)
+                    workflow = load_workflow(project, target)
+                    report.diagnostics.extend(workflow.warnings)
+                    compile_workflow(workflow)
             else:
                 report.diagnostics.append(
                     Diagnostic(

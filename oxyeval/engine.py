@@ -595,11 +595,14 @@ class Engine:
             )
         return LoopOutput(results)
 
-    def _value(self, task: Task, field_name: str, context: dict[str, Any]) -> Any:
-        """A field that is one ``{{ expr }}`` yields the object itself (a list, a result), not text."""
-        source = task.templates[field_name].source.strip()
+    def _expression(
+        self, task: Task, ref: TemplateRef, context: dict[str, Any]
+    ) -> tuple[bool, Any]:
+        """Evaluate a template that is one ``{{ expr }}`` to the object itself (a list, a
+        result), not its text; ``(False, None)`` for any larger template."""
+        source = ref.source.strip()
         if not (source.startswith("{{") and source.endswith("}}") and source.count("{{") == 1):
-            return self._render(task, field_name, context)
+            return False, None
         from jinja2 import Undefined
 
         from .templates import _env
@@ -608,11 +611,15 @@ class Engine:
             value = _env().compile_expression(source[2:-2].strip(), undefined_to_none=False)(
                 **context
             )
-            if isinstance(value, Undefined):
-                value._fail_with_undefined_error()
         except Exception as exc:
-            raise TaskFailed(f"{task.where}: {field_name} {source!r}: {exc}") from None
-        return value
+            raise TaskFailed(f"{task.where}: {source!r}: {exc}") from None
+        if isinstance(value, Undefined):
+            render(ref, context)  # raises the usual error naming the file, task and line
+        return True, value
+
+    def _value(self, task: Task, field_name: str, context: dict[str, Any]) -> Any:
+        single, value = self._expression(task, task.templates[field_name], context)
+        return value if single else self._render(task, field_name, context)
 
     async def _conditional(
         self,
@@ -641,24 +648,10 @@ class Engine:
     def _condition(self, task: Task, ref: TemplateRef, context: dict[str, Any]) -> bool:
         """A lone ``{{ expr }}`` is judged by Python truth (an empty result is false);
         a larger template by the text it renders."""
-        source = ref.source.strip()
-        if source.startswith("{{") and source.endswith("}}") and source.count("{{") == 1:
-            from jinja2 import Undefined
-
-            from .templates import _env
-
-            try:
-                value = _env().compile_expression(source[2:-2].strip(), undefined_to_none=False)(
-                    **context
-                )
-            except Exception as exc:
-                raise TaskFailed(f"{task.where}: condition {source!r}: {exc}") from None
-            if isinstance(value, Undefined):
-                render(ref, context)  # raises the usual error naming the file and line
-            if isinstance(value, str):
-                return _truthy(value)
-            return bool(value)
-        return _truthy(render(ref, context))
+        single, value = self._expression(task, ref, context)
+        if not single:
+            return _truthy(render(ref, context))
+        return _truthy(value) if isinstance(value, str) else bool(value)
 
     async def _subworkflow(
         self, task: Task, context: dict[str, Any], record: TaskRecord, run: WorkflowRun

@@ -142,6 +142,25 @@ def _comparison_dict(comp, scores: Mapping[str, float]) -> dict[str, object]:
     }
 
 
+def _label(spec: TestSpec, k: int) -> str:
+    """A test's name; with several similarity metrics, one result per metric."""
+    return f"{spec.name} [metric {k + 1}]" if len(spec.judges) > 1 else spec.name
+
+
+def _result(spec: TestSpec, judge: JudgeSpec, label: str, question: str, model: str) -> TestResult:
+    return TestResult(
+        name=label,
+        file=spec.display,
+        index=spec.index,
+        task_description=question,
+        n=spec.n,
+        pairing=spec.pairing,
+        agent_model=model,
+        judge_model=judge.model,
+        scores=dict(judge.scores),
+    )
+
+
 async def _judge_outputs(
     spec: TestSpec,
     judge_spec: JudgeSpec,
@@ -154,18 +173,8 @@ async def _judge_outputs(
     started: float,
 ) -> TestResult:
     key = f"{spec.display}#{spec.index}"
-    result = TestResult(
-        name=label,
-        file=spec.display,
-        index=spec.index,
-        task_description=question,
-        n=spec.n,
-        pairing=spec.pairing,
-        agent_model=model,
-        judge_model=judge_spec.model,
-        scores=dict(judge_spec.scores),
-        outputs=[OutputRecord(**o.__dict__) for o in outputs],
-    )
+    result = _result(spec, judge_spec, label, question, model)
+    result.outputs = [OutputRecord(**o.__dict__) for o in outputs]
     texts = {o.run: o.text or "" for o in outputs if o.error is None}
     if len(texts) < 2:
         first = next((o.error for o in outputs if o.error), None)
@@ -235,14 +244,13 @@ async def _run_test(
         )
 
     outputs = list(await asyncio.gather(*(one(r) for r in range(1, spec.n + 1))))
-    multi = len(spec.judges) > 1
     return list(
         await asyncio.gather(
             *(
                 _judge_outputs(
                     spec,
                     judge,
-                    f"{spec.name} [metric {k + 1}]" if multi else spec.name,
+                    _label(spec, k),
                     outputs,
                     model,
                     question,
@@ -262,22 +270,10 @@ def _mark_unfinished(run: TestRun, jobs: list[tuple[TestSpec, Any, str, str, Mod
     for spec, _produce, question, model, _pool in jobs:
         if (spec.display, spec.index) in done:
             continue
-        multi = len(spec.judges) > 1
         for k, judge in enumerate(spec.judges):
-            run.tests.append(
-                TestResult(
-                    name=f"{spec.name} [metric {k + 1}]" if multi else spec.name,
-                    file=spec.display,
-                    index=spec.index,
-                    task_description=question,
-                    n=spec.n,
-                    pairing=spec.pairing,
-                    agent_model=model,
-                    judge_model=judge.model,
-                    scores=dict(judge.scores),
-                    error="interrupted before it finished",
-                )
-            )
+            result = _result(spec, judge, _label(spec, k), question, model)
+            result.error = "interrupted before it finished"
+            run.tests.append(result)
     order = {(j[0].display, j[0].index): k for k, j in enumerate(jobs)}
     run.tests.sort(key=lambda t: (order.get((t.file, t.index), 0), t.name))
 
