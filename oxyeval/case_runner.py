@@ -16,7 +16,7 @@ from typing import Any
 
 from .agent import AgentRunner
 from .cases import PromptDef, case_id, collect_case_files, load_prompts
-from .errors import ConfigError, ProviderError
+from .errors import ConfigError, LoadError, ProviderError
 from .project import Project, load_project
 from .providers._base import ChatMessage, GenerateParams
 from .providers._pool import ModelPool
@@ -60,6 +60,7 @@ class CaseResult:
     error: str | None = None
     execution_id: str | None = None
     created_at: str | None = None
+    pending: bool = False  # no expected output yet: shown and kept, not judged
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -91,6 +92,7 @@ class CaseResult:
             "runDuration": self.run_duration_ms,
             "threshold": self.threshold,
             "error": self.error,
+            "pending": self.pending,
             "createdAt": self.created_at,
         }
 
@@ -110,7 +112,11 @@ class CaseRun:
 
     @property
     def failed(self) -> list[CaseResult]:
-        return [r for r in self.results if r.error is None and not r.passed]
+        return [r for r in self.results if r.error is None and not r.passed and not r.pending]
+
+    @property
+    def pending(self) -> list[CaseResult]:
+        return [r for r in self.results if r.pending]
 
     @property
     def errors(self) -> list[CaseResult]:
@@ -151,12 +157,15 @@ class _Scorer:
             self._pool = EmbeddingPool(self.project.embeddings, environ=self.environ, client=client)
         return self._pool.get(method)
 
+    def method_name(self, method: str) -> str:
+        if method == "lexical":
+            return "lexical"
+        return f"embedding:{method} ({self.project.embeddings[method].model_ref})"
+
     async def similarity(self, method: str, a: str, b: str) -> tuple[float, str]:
         if method == "lexical":
             return lexical_similarity(a, b), "lexical"
-        embedder = self._embedder(method)
-        spec = self.project.embeddings[method]
-        return await embedder.similarity(a, b), f"embedding:{method} ({spec.model_ref})"
+        return await self._embedder(method).similarity(a, b), self.method_name(method)
 
     async def aclose(self) -> None:
         if self._pool is not None:
@@ -191,15 +200,18 @@ async def _run_one(
     system_ref, template_ref = _content_refs(content)
     try:
         user = render(template_ref, inputs)
+        system = render(system_ref, inputs) if system_ref is not None else ""
+    except LoadError as exc:
+        # A case created through the API may not fit the template: that case fails to run,
+        # the others go on.
+        result.error = f"case {result.case_id!r}: its input does not fit prompt version {version}: {exc.diagnostics[0].message}"
+        return result
+    try:
         if prompt.kind == "agent" and prompt.agent is not None:
             runner = AgentRunner(prompt.agent, pool, project.root, sql)
             completion = await runner.ask(user)
         else:
-            messages = []
-            if system_ref is not None:
-                system = render(system_ref, inputs)
-                if system.strip():
-                    messages.append(ChatMessage("system", system))
+            messages = [ChatMessage("system", system)] if system.strip() else []
             messages.append(ChatMessage("user", user))
             params = GenerateParams(**content.get("params", {}))
             completion = await pool.get(content["model"]).generate(messages, params)
@@ -215,27 +227,41 @@ async def _run_one(
     result.output_tokens = completion.usage.output_tokens
     if expected is not None:
         result.exact_match = exact_match(actual, expected)
-        result.semantic_score, result.similarity_method = await scorer.similarity(
-            prompt.similarity, actual, expected
-        )
+        try:
+            if result.exact_match:  # equal texts: similarity 1 by definition, no embedding call
+                similarity, result.similarity_method = 1.0, scorer.method_name(prompt.similarity)
+            else:
+                similarity, result.similarity_method = await scorer.similarity(
+                    prompt.similarity, actual, expected
+                )
+        except (ProviderError, ValueError) as exc:
+            result.error = f"scoring case {result.case_id!r} failed: {exc}"
+            result.run_duration_ms = (time.perf_counter() - started) * 1000
+            return result
+        # A cosine can be negative; the spec's score is 0..1, and "opposite" is not better
+        # than "unrelated" for a test, so negatives count as 0.
+        result.semantic_score = min(1.0, max(0.0, similarity))
         result.score = 1.0 if result.exact_match else result.semantic_score
-        result.passed = result.exact_match or (
-            result.score is not None and result.score >= threshold
-        )
+        result.passed = result.exact_match or result.score >= threshold
         result.length_diff = len(actual) - len(expected)
         counter = token_counter(str(content.get("model_ref", "")))
         result.token_diff = counter.count(actual) - counter.count(expected)
         result.token_method = counter.method
-        result.output_diff = output_diff(expected, actual)
+        # Quadratic in the worst case: off the event loop, so other cases keep going.
+        result.output_diff = await asyncio.to_thread(output_diff, expected, actual)
+        history = store.history_for_baseline(
+            result.case_id, expected, result.similarity_method, recent=prompt.recent
+        )
     else:
+        result.pending = True
         result.similarity_method = "none (no expected output)"
-    history = store.history_for_case(result.case_id, recent=prompt.recent)
+        history = {"historicalPassRate": None, "recent": []}
     recent = history["recent"]
     regression = detect_regression(
         passed=result.passed,
         score=result.score,
         length=len(actual),
-        historical_pass_rate=history["historicalPassRate"] if expected is not None else None,
+        historical_pass_rate=history["historicalPassRate"],
         recent_scores=[r["score"] for r in recent],
         recent_lengths=[r["actualLength"] for r in recent if r["actualLength"] is not None],
     )
@@ -266,6 +292,7 @@ async def _run_one(
         latency_ms=result.latency_ms,
         input_tokens=result.input_tokens,
         output_tokens=result.output_tokens,
+        error="pending: no expected output yet" if result.pending else None,
     )
     result.execution_id = stored.get("id")
     result.created_at = stored.get("createdAt")
@@ -273,16 +300,23 @@ async def _run_one(
 
 
 def _select(
-    cases: list[dict[str, Any]], names: Sequence[str] | None, prompt: PromptDef
+    cases: list[dict[str, Any]],
+    names: Sequence[str] | None,
+    files: set[str] | None,
+    found: set[str],
 ) -> list[dict[str, Any]]:
+    """The cases to run: those of the given files (all, for the whole project), narrowed to
+    ``names`` (a case name or its full id <prompt>::<case>); ``found`` collects the names hit."""
+    if files is not None:
+        cases = [c for c in cases if c.get("sourceFile") in files]
     if not names:
         return cases
-    by_name = {c["name"]: c for c in cases}
     chosen = []
-    for name in names:
-        short = name.split("::", 1)[1] if name.startswith(f"{prompt.id}::") else name
-        if short in by_name:
-            chosen.append(by_name[short])
+    for case in cases:
+        hits = {n for n in names if n in (case["id"], case["name"])}
+        if hits:
+            found.update(hits)
+            chosen.append(case)  # each case once, however many names pick it
     return chosen
 
 
@@ -309,7 +343,9 @@ def sync_prompt(store: Store, project: Project, prompt: PromptDef) -> int:
         project.relative(prompt.file)
     }
     for stored in store.list_test_cases(prompt.id):
-        if stored["id"] not in declared and stored.get("sourceFile") in files:
+        source = stored.get("sourceFile")
+        gone = source is not None and not (project.root / source).is_file()
+        if stored["id"] not in declared and (source in files or gone):
             store.delete_test_case(stored["id"])
     return version
 
@@ -347,6 +383,13 @@ async def run_cases_async(
             )
         plans = []
         all_names: set[str] = set()
+        found: set[str] = set()
+        # Given files: run what they declare. No paths: the whole project, API cases included.
+        only_files = (
+            {project.relative(f) for f in collect_case_files(project, [str(p) for p in paths])}
+            if paths
+            else None
+        )
         for prompt in prompts:
             current = sync_prompt(store, project, prompt)
             chosen_version = current if version is None else version
@@ -361,8 +404,8 @@ async def run_cases_async(
                     f"prompt '{prompt.id}' has no version {version}; versions: {', '.join(map(str, known))}"
                 )
             stored_cases = store.list_test_cases(prompt.id)
-            all_names |= {c["name"] for c in stored_cases}
-            selected = _select(stored_cases, cases, prompt)
+            all_names |= {c["name"] for c in stored_cases} | {c["id"] for c in stored_cases}
+            selected = _select(stored_cases, cases, only_files, found)
             if not selected:
                 continue
             if content["model"] not in project.models:
@@ -374,11 +417,12 @@ async def run_cases_async(
             scorer.check(prompt.similarity)
             plans.append((prompt, selected, chosen_version, content))
         if cases:
-            missing = [n for n in cases if n.split("::")[-1] not in all_names]
+            missing = [n for n in dict.fromkeys(cases) if n not in found]
             if missing:
                 raise ConfigError(
                     f"no test case named {', '.join(repr(m) for m in missing)}"
-                    f"{did_you_mean(missing[0].split('::')[-1], all_names)}"
+                    f"{did_you_mean(missing[0], all_names)}"
+                    + (" in the given files" if only_files is not None else "")
                 )
         semaphore = asyncio.Semaphore(max(1, concurrency))
 
@@ -413,14 +457,18 @@ async def run_cases_async(
             run.versions[prompt.id] = chosen_version
             run.planned += len(selected)
             jobs.extend(one(prompt, case, chosen_version, content, run_id) for case in selected)
+        aborted = False
         try:
             await asyncio.gather(*jobs)
         except (asyncio.CancelledError, KeyboardInterrupt):
             run.interrupted = True
             raise
+        except BaseException:
+            aborted = True
+            raise
         finally:
             for prompt_id, run_id in run.runs.items():
-                errors = any(r.error for r in run.results if r.prompt_id == prompt_id)
+                errors = aborted or any(r.error for r in run.results if r.prompt_id == prompt_id)
                 status = "interrupted" if run.interrupted else ("failed" if errors else "completed")
                 store.finish_run(run_id, status)
     finally:

@@ -425,7 +425,7 @@ def _yaml_scalar(text: str, indent: int) -> str:
 
 def _content_end(text: str, start: int, end: int) -> int:
     """End of the last non-blank line in text[start:end], just after its line break."""
-    last = start + len(text[start:end].rstrip(" \t\n"))
+    last = start + len(text[start:end].rstrip(" \t\r\n"))
     newline = text.find("\n", last)
     return len(text) if newline == -1 else newline + 1
 
@@ -455,10 +455,27 @@ def rewrite_expected_output(case: CaseDef, output: str) -> Path:
     item_key = (*case.key[:-1], index)
     text = doc.text
     item = doc.values[item_key]
+    item_text = text[item.start : item.end]
+    if "<<:" in item_text or "<< :" in item_text:
+        raise ConfigError(
+            f"{path}: case '{case.name}' inherits keys through a YAML merge key (<<); changing "
+            "it in place could change other cases too, so set expected_output by hand"
+        )
     name_key = doc.keys[(*item_key, "name")]
     key_indent = name_key.column - 1
     value_key = (*item_key, "expected_output")
     value = doc.values.get(value_key) if value_key in doc.keys else None
+    if value is not None:
+        key_pos = doc.keys[value_key]
+        between = text[
+            text.index(":", _offset(text, key_pos.line, key_pos.column)) + 1 : value.start
+        ]
+        raw = text[value.start : value.end]
+        if "&" in between or "!" in between or raw.startswith(("&", "*", "!")):
+            raise ConfigError(
+                f"{path}: expected_output of case '{case.name}' carries a YAML anchor, alias or "
+                "tag that other values may share; set it by hand"
+            )
     if item.flow:
         if value is None:
             raise ConfigError(
@@ -485,12 +502,45 @@ def rewrite_expected_output(case: CaseDef, output: str) -> Path:
         if at == len(text) and not text.endswith("\n"):
             line = "\n" + line
         new_text = text[:at] + line + text[at:]
-    tmp = path.with_name(path.name + ".oxy-tmp")
-    tmp.write_text(new_text, "utf-8")
-    os.replace(tmp, path)
-    if load_yaml(path).get(value_key) != output:
-        path.write_text(text, "utf-8")
-        raise ConfigError(
-            f"{path}: could not write expected_output of case '{case.name}' so that it reads back exactly; the file is unchanged"
-        )
+    if "\r\n" in text:  # keep the file's line endings
+        new_text = new_text.replace("\r\n", "\n").replace("\n", "\r\n")
+    _replace_file(path, text, new_text, lambda: load_yaml(path).get(value_key) == output, case.name)
     return path
+
+
+def _offset(text: str, line: int, column: int) -> int:
+    """Character offset of a 1-based line and column."""
+    start = 0
+    for _ in range(line - 1):
+        start = text.index("\n", start) + 1
+    return start + column - 1
+
+
+def _replace_file(path: Path, old: str, new: str, check: Any, case_name: str) -> None:
+    """Write ``new`` atomically with the file's permissions; put ``old`` back unless the
+    result reads back right, so a failed accept never leaves a broken file."""
+    import stat
+
+    tmp = path.with_name(path.name + ".oxy-tmp")
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        with open(tmp, "w", encoding="utf-8", newline="") as handle:
+            handle.write(new)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(
+            f"{path}: cannot write the new expected output ({exc.strerror or exc}); the file is unchanged"
+        ) from None
+    try:
+        ok = check()
+    except Exception:
+        ok = False
+    if not ok:
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(old)
+        raise ConfigError(
+            f"{path}: could not write expected_output of case '{case_name}' so that it reads back "
+            "exactly; the file is unchanged"
+        )

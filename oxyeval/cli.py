@@ -11,6 +11,7 @@ import itertools
 import json
 import logging
 import sys
+import time
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -353,7 +354,16 @@ def run_command(
                 raise OxyError("--question is for agent files; a workflow takes --var NAME=VALUE")
 
             variables = _parse_vars(var, vars_file)
-            events = None if quiet else _TaskLines(err)
+            lines = None if quiet else _TaskLines(err)
+            finished: list[Any] = []
+            started = time.perf_counter()
+
+            def events(record: Any) -> None:
+                if record.status in ("succeeded", "cached", "failed", "skipped"):
+                    finished.append(record)
+                if lines is not None:
+                    lines(record)
+
             try:
                 wf_run = asyncio.run(
                     run_workflow(
@@ -364,6 +374,24 @@ def run_command(
                         on_event=events,
                     )
                 )
+            except KeyboardInterrupt:
+                err.print(
+                    f"interrupted: {len(finished)} task(s) had finished; exit 3",
+                    style="yellow",
+                    markup=False,
+                )
+                if as_json:
+                    from .report import write_json
+
+                    write_json(
+                        {
+                            "status": "interrupted",
+                            "tasks": [r.to_dict(started) for r in finished],
+                            "exit_code": EXIT_INFRA,
+                        },
+                        sys.stdout,
+                    )
+                raise typer.Exit(EXIT_INFRA) from None
             except WorkflowFailed as failed:
                 _report_error(err, failed, debug)
                 if as_json:

@@ -33,7 +33,10 @@ DbOption = Annotated[
     ),
 ]
 ProjectOption = Annotated[str | None, typer.Option("--project", help="Project folder.")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Write one JSON document to stdout.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+FormatOption = Annotated[
+    str, typer.Option("--format", help="pretty or json (one JSON document on stdout).")
+]
 
 
 def _consoles() -> tuple[Console, Console]:
@@ -65,11 +68,17 @@ def _fail(err: Console, exc: BaseException, as_json: bool) -> typer.Exit:
 
 
 def _open(project_dir: str | None, db: str | None) -> tuple[Any, Store]:
+    """The project and its history; a history file we may not write opens read-only, so an
+    archived database can still be listed and shown."""
+    import os
+
     from .project import load_project
     from .store import Store, default_db_path
 
     project = load_project(project_dir=project_dir) if project_dir else load_project()
-    return project, Store.open(Path(db) if db else default_db_path(project.root))
+    path = Path(db) if db else default_db_path(project.root)
+    writable = not path.exists() or (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+    return project, Store.open(path, read_only=not writable)
 
 
 def _fmt(value: float | None, pct: bool = False) -> str:
@@ -78,7 +87,8 @@ def _fmt(value: float | None, pct: bool = False) -> str:
     return f"{value:.1f}%" if pct else f"{value:.3f}"
 
 
-def _diff_text(ops: list[dict[str, str]]) -> Any:
+def _diff_text(ops: list[dict[str, str]], colour: bool) -> Any:
+    """Colours on a terminal; [-removed-]{+added+} markers where colours do not show."""
     from rich.text import Text
 
     text = Text()
@@ -86,9 +96,14 @@ def _diff_text(ops: list[dict[str, str]]) -> Any:
         if op["op"] == "equal":
             text.append(op["text"])
         elif op["op"] == "delete":
-            text.append(op["text"], style="red strike")
+            text.append(
+                op["text"] if colour else f"[-{op['text']}-]", style="red strike" if colour else ""
+            )
         else:
-            text.append(op["text"], style="green underline")
+            text.append(
+                op["text"] if colour else f"{{+{op['text']}+}}",
+                style="green underline" if colour else "",
+            )
     return text
 
 
@@ -102,18 +117,22 @@ def _render_run(out: Console, run: CaseRun, quiet: bool) -> None:
     table = Table(title=None, caption=caption, caption_justify="left")
     for column in ("case", "passed", "score", "exact", "Δlength", "Δtokens", "regression"):
         table.add_column(column, justify="left" if column in ("case", "regression") else "right")
+    several = len({r.prompt_id for r in run.results}) > 1
     for r in run.results:
+        label = f"{r.prompt_id}::{r.name}" if several else r.name
         if r.error is not None:
-            table.add_row(r.name, "[red]error[/]", "-", "-", "-", "-", "")
+            table.add_row(label, "[red]error[/]", "-", "-", "-", "-", "")
             continue
-        passed = "[green]yes[/]" if r.passed else "[red]no[/]"
+        passed = (
+            "[green]yes[/]" if r.passed else ("[yellow]pending[/]" if r.pending else "[red]no[/]")
+        )
         tokens = "-" if r.token_diff is None else f"{r.token_diff:+d}"
         if r.token_diff is not None and r.token_method == "estimate":
             tokens = "~" + tokens
         regression = ", ".join(r.regression_types) if r.is_regression else ""
         length = "-" if r.length_diff is None else f"{r.length_diff:+d}"
         table.add_row(
-            r.name,
+            label,
             passed,
             _fmt(r.score),
             "yes" if r.exact_match else "no",
@@ -140,17 +159,23 @@ def _render_run(out: Console, run: CaseRun, quiet: bool) -> None:
                     if "\n" not in (r.expected_output or "") + (r.actual_output or ""):
                         out.print(f"expected: {r.expected_output}", markup=False)
                         out.print(f"actual:   {r.actual_output}", markup=False)
-                    out.print(_diff_text(r.output_diff))
-                    out.print(
-                        "[dim](red: expected text missing from the output; green: text the output added)[/]"
+                    colour = out.is_terminal
+                    out.print(_diff_text(r.output_diff, colour))
+                    legend = (
+                        "red: expected text missing from the output; green: text the output added"
+                        if colour
+                        else "[-...-]: expected text missing from the output; {+...+}: text the output added"
                     )
+                    out.print(f"({legend})", style="dim", markup=False)
                 for reason in r.regression_reasons:
                     out.print(f"[yellow]regression: {reason}[/]")
     passed = sum(1 for r in run.results if r.passed and r.error is None)
     versions = ", ".join(f"{p} v{v}" for p, v in run.versions.items())
     out.print(
         f"{len(run.results)} case(s): {passed} passed, {len(run.failed)} failed, "
-        f"{len(run.regressions)} regression(s), {len(run.errors)} error(s) · {versions} · history in {run.db}"
+        f"{len(run.regressions)} regression(s), {len(run.errors)} error(s)"
+        + (f", {len(run.pending)} pending (no expected output)" if run.pending else "")
+        + f" · {versions} · history in {run.db}"
     )
 
 
@@ -262,6 +287,7 @@ def cases_list(
         typer.Argument(help="Prompt/cases files or folders (default: the project)."),
     ] = None,
     as_json: JsonOption = False,
+    format: FormatOption = "pretty",
     db: DbOption = None,
     project: ProjectOption = None,
 ) -> None:
@@ -271,10 +297,12 @@ def cases_list(
     from .report import write_json
 
     out, err = _consoles()
+    as_json = as_json or format == "json"
     try:
         proj, store = _open(project, db)
         with store:
-            _sync(proj, store, paths or [])
+            if not store.read_only:
+                _sync(proj, store, paths or [])
             cases = store.list_test_cases()
     except OxyError as exc:
         raise _fail(err, exc, as_json) from None
@@ -327,6 +355,7 @@ def sparkline(values: list[float | None]) -> str:
 def cases_show(
     name: Annotated[str, typer.Argument(help="Case name, or <prompt>::<case>.")],
     as_json: JsonOption = False,
+    format: FormatOption = "pretty",
     recent: Annotated[int, typer.Option("--recent", min=1, help="Recent runs to list.")] = 10,
     db: DbOption = None,
     project: ProjectOption = None,
@@ -337,9 +366,12 @@ def cases_show(
     from .report import write_json
 
     out, err = _consoles()
+    as_json = as_json or format == "json"
     try:
         _proj, store = _open(project, db)
         with store:
+            if not store.read_only:
+                _sync(_proj, store, [])  # cases declared but never run can be shown too
             case = _find_case(store, name)
             stats = store.test_case_stats(case["id"], recent=recent)
     except OxyError as exc:
@@ -399,8 +431,6 @@ def cases_accept(
                 if not latest:
                     raise OxyError(f"case {case['id']!r} has never run; pass --output TEXT")
                 output = latest[0]["actualOutput"]
-            updated = store.update_expected_output(case["id"], output)
-            where = "the store"
             declared = next(
                 (
                     c
@@ -411,9 +441,12 @@ def cases_accept(
                 ),
                 None,
             )
+            where = "the store"
             if declared is not None and declared.doc is not None:
-                path = rewrite_expected_output(declared, output)
-                where = str(proj.relative(path))
+                # The YAML file is the source of truth for its cases: change it first, so a
+                # failed write leaves the store and the file in agreement.
+                where = str(proj.relative(rewrite_expected_output(declared, output)))
+            updated = store.update_expected_output(case["id"], output)
     except OxyError as exc:
         raise _fail(err, exc, False) from None
     err.print(f"expected output of {updated['id']} set in {where}", style="green", markup=False)
@@ -422,6 +455,7 @@ def cases_accept(
 def history_command(
     limit: Annotated[int, typer.Option("--limit", min=1, help="Runs to show.")] = 20,
     as_json: JsonOption = False,
+    format: FormatOption = "pretty",
     db: DbOption = None,
     project: ProjectOption = None,
 ) -> None:
@@ -431,10 +465,12 @@ def history_command(
     from .report import write_json
 
     out, err = _consoles()
+    as_json = as_json or format == "json"
     try:
         _proj, store = _open(project, db)
         with store:
-            store.mark_stale_runs()
+            if not store.read_only:
+                store.mark_stale_runs()
             runs = store.list_runs(limit)
     except OxyError as exc:
         raise _fail(err, exc, as_json) from None

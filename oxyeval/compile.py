@@ -126,8 +126,10 @@ def _compile_scope(
         inner_visible = visible | local
         if task.type == "loop_sequential":
             inner_visible = inner_visible | {task.name}
+        # An execute_sql task's own variables are names its SQL may use.
+        own = set(task.spec.get("variables") or {}) if task.type == "execute_sql" else set()
         for field_name, ref, refs in _field_refs(task):
-            for name in sorted(refs):
+            for name in sorted(refs - (own if not field_name.startswith("variables.") else set())):
                 if name == task.name and task.type != "loop_sequential":
                     problems.append(
                         _problem(
@@ -168,7 +170,12 @@ def _compile_scope(
                 problems.append(
                     task.doc.diagnostic(
                         (*task.key, "depends_on", d),
-                        f"task '{task.name}': depends_on '{dep}' is not a sibling task{did_you_mean(dep, local - {task.name})}",
+                        f"task '{task.name}': depends_on '{dep}' "
+                        + (
+                            "is the task itself"
+                            if dep == task.name
+                            else f"is not a sibling task{did_you_mean(dep, local - {task.name})}"
+                        ),
                     )
                 )
     try:

@@ -37,6 +37,7 @@ from .project import Agent, Project, load_agent
 from .providers._pool import ModelPool
 from .sql import SqlError, SqlResult, SqlRunner
 from .templates import TemplateRef, render
+from .validate import did_you_mean
 from .workflow import Task, Workflow, load_workflow
 
 __all__ = ["Engine", "TaskFailed", "TaskRecord", "WorkflowFailed", "WorkflowRun", "run_workflow"]
@@ -205,11 +206,29 @@ class Engine:
         plan = self._workflows.get(path)
         if plan is None:
             plan = self._workflows[path] = compile_workflow(load_workflow(self.project, path))
+            problems = []
             for task in _walk(plan.workflow.tasks):
+                given = list(task.spec.get("variables") or {})
+                declared: list[str] | None = None
                 if task.type == "agent" and task.agent_path is not None:
-                    self.agent(task.agent_path)
+                    declared = list(self.agent(task.agent_path).doc.data.get("variables") or {})
                 if task.type == "workflow" and task.workflow_path is not None:
-                    self.plan(task.workflow_path, (*stack, path))
+                    declared = list(
+                        self.plan(task.workflow_path, (*stack, path)).workflow.variables
+                    )
+                for name in given:
+                    if declared is not None and name not in declared:
+                        problems.append(
+                            task.doc.diagnostic(
+                                (*task.key, "variables", name),
+                                f"task '{task.name}': {task.type} has no variable '{name}'"
+                                f"{did_you_mean(name, declared)}; declared: {', '.join(declared) or 'none'}",
+                                at_key=True,
+                            )
+                        )
+            if problems:
+                del self._workflows[path]
+                raise LoadError(problems)
         return plan
 
     def models_used(self, plan: Plan) -> set[str]:
@@ -354,11 +373,20 @@ class Engine:
         self._on_event(record)
         try:
             cache_path = self._cache_path(task, context)
+            output = _UNUSABLE
             if cache_path is not None and cache_path.exists():
                 output = _read_cache(cache_path, task)
-                record.status = "cached"
-                record.details["cache"] = str(cache_path)
-            else:
+                if output is _UNUSABLE:
+                    log.warning(
+                        "task '%s': cache file %s is unreadable or not a %s output; running the task",
+                        record.path,
+                        cache_path,
+                        task.type,
+                    )
+                else:
+                    record.status = "cached"
+                    record.details["cache"] = str(cache_path)
+            if output is _UNUSABLE:
                 output = await self._execute(task, scope, context, record, run)
                 record.status = "succeeded"
                 if cache_path is not None:
@@ -439,11 +467,7 @@ class Engine:
         raise TaskFailed(f"{task.where}: task type '{task.type}' is not supported by oxyeval yet")
 
     async def _execute_sql(self, task: Task, context: dict[str, Any]) -> SqlResult:
-        values = {
-            name[len("variables.") :]: self._render(task, name, context)
-            for name in task.templates
-            if name.startswith("variables.")
-        }
+        values = self._variables(task, context, native=False)
         scope = {**context, **values}
         if "sql_query" in task.templates:
             sql = self._render(task, "sql_query", scope)
@@ -477,11 +501,7 @@ class Engine:
         assert task.agent_path is not None
         runner = AgentRunner(self.agent(task.agent_path), self.pool, self.project.root, self.sql)
         prompt = self._render(task, "prompt", context)
-        variables = {
-            name[len("variables.") :]: self._render(task, name, context)
-            for name in task.templates
-            if name.startswith("variables.")
-        }
+        variables = self._variables(task, context, native=False)
         n = int(task.spec.get("consistency_run", 1) or 1)
 
         async def one() -> str:
@@ -617,6 +637,22 @@ class Engine:
             render(ref, context)  # raises the usual error naming the file, task and line
         return True, value
 
+    def _variables(self, task: Task, context: dict[str, Any], *, native: bool) -> dict[str, Any]:
+        """A task's ``variables:``: templates rendered (or, ``native``, evaluated to objects),
+        other values (numbers, lists, booleans) passed on as they are."""
+        out: dict[str, Any] = {}
+        for name, value in (task.spec.get("variables") or {}).items():
+            field = f"variables.{name}"
+            if field in task.templates:
+                out[name] = (
+                    self._value(task, field, context)
+                    if native
+                    else self._render(task, field, context)
+                )
+            else:
+                out[name] = value
+        return out
+
     def _value(self, task: Task, field_name: str, context: dict[str, Any]) -> Any:
         single, value = self._expression(task, task.templates[field_name], context)
         return value if single else self._render(task, field_name, context)
@@ -658,11 +694,7 @@ class Engine:
     ) -> ScopeOutput:
         assert task.workflow_path is not None
         plan = self.plan(task.workflow_path)
-        given = {
-            name[len("variables.") :]: self._value(task, name, context)
-            for name in task.templates
-            if name.startswith("variables.")
-        }
+        given = self._variables(task, context, native=True)
         variables = self.resolve_variables(plan.workflow, given)
         sub = await self._run_plan(plan, variables, f"{record.path}.")
         run.records.extend(sub.records)
@@ -718,21 +750,36 @@ def _as_list(value: Any, task: Task) -> list[Any]:
     )
 
 
+_UNUSABLE = object()
+
+
 def _read_cache(path: Path, task: Task) -> Any:
-    text = path.read_text("utf-8")
+    """The stored output, or ``_UNUSABLE`` when the file cannot stand for it (then the task
+    runs and rewrites it): a corrupt cache must never change what a task outputs."""
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return _UNUSABLE
     if path.suffix == ".json":
         try:
             data = json.loads(text)
         except ValueError:
-            return text
+            return _UNUSABLE
         if isinstance(data, dict) and set(data) == {"columns", "rows"}:
-            return SqlResult(
-                data["columns"], [tuple(r.get(c) for c in data["columns"]) for r in data["rows"]]
-            )
+            columns, rows = data["columns"], data["rows"]
+            if not (
+                isinstance(columns, list)
+                and isinstance(rows, list)
+                and all(isinstance(r, dict) for r in rows)
+            ):
+                return _UNUSABLE
+            return SqlResult(columns, [tuple(r.get(c) for c in columns) for r in rows])
         if isinstance(data, dict) and set(data) == {"value", "score"}:
-            return ConsistentOutput(data["value"], data["score"], {"cached": True})
-        return data
-    if path.suffix == ".csv" and task.type == "execute_sql":
+            return ConsistentOutput(str(data["value"]), data["score"], {"cached": True})
+        return _UNUSABLE if task.type == "execute_sql" else data
+    if task.type == "execute_sql":
+        if path.suffix != ".csv":
+            return _UNUSABLE
         return SqlResult.from_csv(text)
     return text
 

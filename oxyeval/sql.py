@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import decimal
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -102,7 +103,14 @@ class SqlResult:
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(self._columns)
-        writer.writerows([[_plain(v) for v in row] for row in self._rows])
+
+        def cell(value: Any) -> Any:
+            plain = _plain(value)
+            return (
+                json.dumps(plain, ensure_ascii=False) if isinstance(plain, (list, dict)) else plain
+            )
+
+        writer.writerows([[cell(v) for v in row] for row in self._rows])
         return buf.getvalue()
 
     @classmethod

@@ -486,6 +486,22 @@ def _avg(total: float, count: int) -> float | None:
     return None if count == 0 else total / count
 
 
+def _check_case_fields(**fields: Any) -> None:
+    """The spec's types, enforced here so every caller (CLI, API, GraphQL) gets them."""
+    if "input" in fields and not isinstance(fields["input"], dict):
+        raise TypeError(
+            f"input must be a mapping of template variables, not {type(fields['input']).__name__}"
+        )
+    expected = fields.get("expected_output")
+    if expected is not None and not isinstance(expected, str):
+        raise TypeError(f"expected_output must be a string or None, not {type(expected).__name__}")
+    threshold = fields.get("threshold")
+    if threshold is not None and not (
+        isinstance(threshold, (int, float)) and 0.0 <= threshold <= 1.0
+    ):
+        raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
+
+
 def _case_dict(r: sqlite3.Row) -> dict[str, Any]:
     total = r["total_runs"]
     return {
@@ -599,9 +615,20 @@ class Store:
 
     @classmethod
     def open(
-        cls, path: str | Path, *, timeout: float = DEFAULT_TIMEOUT, migrate: bool = True
+        cls,
+        path: str | Path,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        migrate: bool = True,
+        read_only: bool = False,
     ) -> Store:
-        """Open (creating file and folders) and migrate to the latest schema."""
+        """Open (creating file and folders) and migrate to the latest schema.
+
+        ``read_only`` opens an existing file without writing anything to it (no WAL switch,
+        no migration), so an archived or read-only history can still be inspected.
+        """
+        if read_only:
+            return cls._open_read_only(Path(path).expanduser(), timeout)
         memory = str(path) == ":memory:"
         where = str(path) if memory else str(Path(path).expanduser())
         if not memory:
@@ -645,6 +672,38 @@ class Store:
                 conn.close()
             raise
         return cls(conn, where, timeout)
+
+    @classmethod
+    def _open_read_only(cls, path: Path, timeout: float) -> Store:
+        where = str(path)
+        if not path.is_file():
+            raise StoreError(f"history database {where} does not exist", path=where)
+        from urllib.parse import quote
+
+        # immutable: a read-only file (or folder) cannot hold the WAL's shared-memory file.
+        immutable = (
+            "&immutable=1"
+            if not os.access(path.parent, os.W_OK) or not os.access(path, os.W_OK)
+            else ""
+        )
+        try:
+            conn = sqlite3.connect(
+                f"file:{quote(where)}?mode=ro{immutable}",
+                uri=True,
+                timeout=timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.row_factory = sqlite3.Row
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            _check_version(conn, where)
+        except sqlite3.Error as exc:
+            raise _translate(exc, where, "opening") from exc
+        store = cls(conn, where, timeout)
+        store.read_only = True
+        return store
+
+    read_only: bool = False
 
     def close(self) -> None:
         """Close; runs this Store started and never finished become stale (see mark_stale_runs)."""
@@ -907,6 +966,9 @@ class Store:
             changes[_CASE_FIELDS[key]] = value
         if "name" in changes and not changes["name"]:
             raise ValueError("a test case needs a non-empty name")
+        _check_case_fields(
+            **{k: v for k, v in changes.items() if k in ("input", "expected_output", "threshold")}
+        )
         now = utc_timestamp()
         with self._write() as c:
             row = self._case_row(case_id, include_deleted=False)
@@ -1104,7 +1166,8 @@ class Store:
                SELECT r.id, r.prompt_id, r.prompt_version, r.started_at, r.finished_at,
                       r.status, r.total, r.done,
                       coalesce(sum(e.passed), 0) AS passed,
-                      count(e.id) - coalesce(sum(e.passed), 0) AS failed,
+                      coalesce(sum(CASE WHEN e.error IS NULL AND e.passed = 0 THEN 1 ELSE 0 END), 0)
+                          AS failed,
                       count(e.error) AS errors,
                       coalesce(sum(e.is_regression), 0) AS regressions
                FROM r LEFT JOIN executions e ON e.run_id = r.id
@@ -1120,7 +1183,8 @@ class Store:
             """SELECT r.id, r.prompt_id, r.prompt_version, r.started_at, r.finished_at,
                       r.status, r.total, r.done,
                       coalesce(sum(e.passed), 0) AS passed,
-                      count(e.id) - coalesce(sum(e.passed), 0) AS failed,
+                      coalesce(sum(CASE WHEN e.error IS NULL AND e.passed = 0 THEN 1 ELSE 0 END), 0)
+                          AS failed,
                       count(e.error) AS errors,
                       coalesce(sum(e.is_regression), 0) AS regressions
                FROM runs r LEFT JOIN executions e ON e.run_id = r.id
@@ -1140,6 +1204,11 @@ class Store:
             if f.get(required) is None:
                 raise TypeError(f"record_execution() needs {required}")
         case_id = f["test_case_id"]
+        score_value = f.get("score")
+        if score_value is not None and not (
+            isinstance(score_value, (int, float)) and 0.0 <= float(score_value) <= 1.0
+        ):
+            raise ValueError(f"score must be between 0 and 1 (or None), got {score_value!r}")
         expected = f.get("expected_output")
         if expected is None:  # snapshot the baseline the execution was judged against
             row = c.execute(
@@ -1189,6 +1258,20 @@ class Store:
         created = e["created_at"]
         passed = e["passed"]
         score = e["score"]
+        if e["error"] is not None:
+            # Not judged (no expected output yet, or no score could be computed): kept for
+            # the record and for `accept`, but never counted as a pass or a failure.
+            if (
+                c.execute("SELECT 1 FROM test_cases WHERE id = ?", (e["test_case_id"],)).fetchone()
+                is None
+            ):
+                raise NotFoundError(
+                    f"no test case {e['test_case_id']!r} in {self.path}", path=self.path
+                )
+            if e["run_id"] is not None:
+                c.execute("UPDATE runs SET done = done + 1 WHERE id = ?", (e["run_id"],))
+            c.execute(_INSERT_EXECUTION, e)
+            return
         cur = c.execute(
             """UPDATE test_cases SET
                  total_runs = total_runs + 1,
@@ -1335,6 +1418,44 @@ class Store:
             "recent": items,
         }
 
+    @_op("reading test history")
+    def history_for_baseline(
+        self, case_id: str, expected_output: str | None, similarity_method: str, recent: int = 10
+    ) -> dict[str, Any]:
+        """Like history_for_case, but only over comparable earlier executions: judged against
+        the same expected output with the same similarity method.
+
+        Accepting a new baseline or switching from lexical to embedding scores starts a
+        fresh history, so neither can raise a false regression against the old numbers.
+        """
+        where = (
+            "test_case_id = ? AND error IS NULL AND expected_output IS ? AND similarity_method = ?"
+        )
+        args = (case_id, expected_output, similarity_method)
+        with self._read() as c:
+            total, passes = c.execute(
+                f"SELECT count(*), coalesce(sum(passed), 0) FROM executions WHERE {where}", args
+            ).fetchone()
+            rows = c.execute(
+                f"SELECT id, passed, score, length(actual_output), created_at FROM executions "
+                f"WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                (*args, recent),
+            ).fetchall()
+        return {
+            "totalRuns": total,
+            "historicalPassRate": None if not total else passes / total,
+            "recent": [
+                {
+                    "id": r[0],
+                    "passed": bool(r[1]),
+                    "score": r[2],
+                    "actualLength": r[3],
+                    "createdAt": r[4],
+                }
+                for r in rows
+            ],
+        }
+
     # ----------------------------------------------------------------- stats
 
     @_op("reading test case statistics")
@@ -1431,20 +1552,20 @@ class Store:
         with self._write() as c:
             c.execute(
                 """UPDATE test_cases SET
-                     total_runs = (SELECT count(*) FROM executions e WHERE e.test_case_id = test_cases.id),
+                     total_runs = (SELECT count(*) FROM executions e WHERE e.test_case_id = test_cases.id AND e.error IS NULL),
                      pass_count = (SELECT coalesce(sum(passed), 0) FROM executions e
-                                   WHERE e.test_case_id = test_cases.id),
+                                   WHERE e.test_case_id = test_cases.id AND e.error IS NULL),
                      score_sum = (SELECT total(score) FROM executions e
-                                  WHERE e.test_case_id = test_cases.id),
+                                  WHERE e.test_case_id = test_cases.id AND e.error IS NULL),
                      scored_runs = (SELECT count(score) FROM executions e
-                                    WHERE e.test_case_id = test_cases.id),
+                                    WHERE e.test_case_id = test_cases.id AND e.error IS NULL),
                      length_sum = (SELECT coalesce(sum(length(actual_output)), 0) FROM executions e
-                                   WHERE e.test_case_id = test_cases.id),
+                                   WHERE e.test_case_id = test_cases.id AND e.error IS NULL),
                      last_run = (SELECT created_at FROM executions e
-                                 WHERE e.test_case_id = test_cases.id
+                                 WHERE e.test_case_id = test_cases.id AND e.error IS NULL
                                  ORDER BY created_at DESC, rowid DESC LIMIT 1),
                      last_passed = (SELECT passed FROM executions e
-                                    WHERE e.test_case_id = test_cases.id
+                                    WHERE e.test_case_id = test_cases.id AND e.error IS NULL
                                     ORDER BY created_at DESC, rowid DESC LIMIT 1)"""
             )
             c.execute("DELETE FROM case_daily")
@@ -1452,7 +1573,7 @@ class Store:
                 """INSERT INTO case_daily (test_case_id, day, runs, passes, score_sum, scored)
                    SELECT test_case_id, substr(created_at, 1, 10), count(*), sum(passed),
                           total(score), count(score)
-                   FROM executions GROUP BY test_case_id, substr(created_at, 1, 10)"""
+                   FROM executions WHERE error IS NULL GROUP BY test_case_id, substr(created_at, 1, 10)"""
             )
             c.execute(
                 "UPDATE runs SET done = (SELECT count(*) FROM executions e WHERE e.run_id = runs.id)"

@@ -147,7 +147,8 @@ def test_cases_created_through_the_api_run_too(root: Path) -> None:
         store.create_test_case(
             "sentiment", "api case", {"text": "love"}, "positive", id="sentiment::api case"
         )
-    run = run_cases([root / "s.prompt.yml"])
+    assert "api case" not in by_name(run_cases([root / "s.prompt.yml"]))  # files: what they declare
+    run = run_cases(project_dir=str(root))  # the whole project: API cases too
     assert by_name(run)["api case"].passed
 
 
@@ -182,3 +183,52 @@ def test_semantic_score_from_an_embeddings_server(make_project: MakeProject) -> 
     assert meh.semantic_score == pytest.approx(cosine)
     assert meh.similarity_method == "embedding:emb (e-small)"
     assert bodies and bodies[0]["model"] == "e-small"
+
+
+def test_selection_by_full_id_dedupes_and_rejects_unknown(make_project: MakeProject) -> None:
+    root = make_project(
+        CONFIG,
+        {
+            "s.prompt.yml": PROMPT
+            + '  - {name: "a::b", input: {text: love}, expected_output: positive}\n'
+        },
+    )
+    run = run_cases([root / "s.prompt.yml"], cases=["happy", "sentiment::happy", "happy", "a::b"])
+    assert sorted(r.name for r in run.results) == ["a::b", "happy"]
+    with pytest.raises(ConfigError, match="no test case named 'typo::happy'"):
+        run_cases([root / "s.prompt.yml"], cases=["typo::happy"])
+
+
+def test_cases_of_a_deleted_cases_file_leave_the_suite(make_project: MakeProject) -> None:
+    extra = "prompt: s.prompt.yml\ncases:\n  - {name: extra, input: {text: love}, expected_output: positive}\n"
+    root = make_project(CONFIG, {"s.prompt.yml": PROMPT, "more.cases.yml": extra})
+    assert "extra" in by_name(run_cases(project_dir=str(root)))
+    only_more = run_cases([root / "more.cases.yml"])
+    assert [r.name for r in only_more.results] == ["extra"]  # a file runs what it declares
+    (root / "more.cases.yml").unlink()
+    assert "extra" not in by_name(run_cases(project_dir=str(root)))
+
+
+def test_new_baseline_and_new_similarity_start_a_fresh_history(root: Path) -> None:
+    for _ in range(3):
+        run_cases([root / "s.prompt.yml"], cases=["meh"])
+    # Accept the current output: the next run is compared only with runs against "neutral".
+    (root / "s.prompt.yml").write_text(
+        PROMPT.replace("expected_output: negative}\n", "expected_output: neutral}\n", 1).replace(
+            '{name: meh, input: {text: "It is a thing"}, expected_output: negative}',
+            '{name: meh, input: {text: "It is a thing"}, expected_output: neutral}',
+        )
+    )
+    (meh,) = run_cases([root / "s.prompt.yml"], cases=["meh"]).results
+    assert meh.passed and not meh.is_regression
+
+
+def test_missing_expected_output_is_pending_not_failed(make_project: MakeProject) -> None:
+    root = make_project(CONFIG, {"s.prompt.yml": PROMPT + "  - {name: new, input: {text: love}}\n"})
+    run = run_cases([root / "s.prompt.yml"], cases=["new"])
+    (new,) = run.results
+    assert new.pending and not run.failed and new.actual_output == "positive"
+    with Store.open(run.db) as store:
+        case = store.get_test_case("sentiment::new")
+        assert case["totalRuns"] == 0 and case["passRate"] is None  # not counted as a failure
+        assert store.executions("sentiment::new", 1, 0)[0]["actualOutput"] == "positive"

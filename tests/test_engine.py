@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from oxyeval.engine import Engine, WorkflowFailed, WorkflowRun, run_workflow
-from oxyeval.errors import ConfigError
+from oxyeval.errors import ConfigError, LoadError
 from oxyeval.project import load_project
 from oxyeval.providers import ModelPool
 
@@ -504,3 +504,52 @@ def test_condition_truth(make_project: MakeProject, condition: str, taken: bool)
         """,
     )
     assert str(result.output) == ("taken" if taken else "not taken")
+
+
+def test_task_variables_reach_sql_agents_and_subworkflows(make_project: MakeProject) -> None:
+    sub = "variables:\n  n: {type: integer}\n  tags: {type: array}\ntasks:\n  - {name: t, type: formatter, template: '{{ n + 1 }} {{ tags | join(\"+\") }}'}\n"
+    agent = "model: slow\nsystem_instructions: 'size {{ size }}'\nvariables:\n  size: {type: integer, default: 1}\n"
+    result = run(
+        make_project,
+        """\
+        tasks:
+          - name: q
+            type: execute_sql
+            database: shop
+            sql_query: "SELECT SUM(amount) AS s FROM orders.csv WHERE region = '{{ region }}'"
+            variables: {region: North}
+          - {name: sub, type: workflow, src: sub.workflow.yml, variables: {n: 5, tags: [a, b]}}
+          - {name: out, type: formatter, template: "{{ q.s[0] }} {{ sub }}"}
+        """,
+        files={"sub.workflow.yml": sub, "sized.agent.yml": agent},
+    )
+    assert result.output == "15 6 a+b"
+
+
+def test_unknown_task_variables_are_load_errors(make_project: MakeProject) -> None:
+    agent = (
+        "model: slow\nsystem_instructions: hi\nvariables:\n  size: {type: integer, default: 1}\n"
+    )
+    workflow = "tasks:\n  - {name: a, type: agent, agent_ref: sized.agent.yml, prompt: hi, variables: {sise: 2}}\n"
+    root = make_project(CONFIG, {**FILES, "sized.agent.yml": agent, "w.workflow.yml": workflow})
+    with pytest.raises(LoadError, match="agent has no variable 'sise'; did you mean 'size'"):
+        asyncio.run(run_workflow(root / "w.workflow.yml"))
+
+
+def test_corrupt_cache_is_ignored_and_rewritten(make_project: MakeProject) -> None:
+    workflow = """\
+    tasks:
+      - name: q
+        type: execute_sql
+        database: shop
+        sql_query: "SELECT COUNT(*) AS n, now() AS at FROM orders.csv"
+        cache: {enabled: true, path: cache/q.json}
+      - {name: out, type: formatter, template: "{{ q.n[0] }}"}
+    """
+    root = make_project(CONFIG, {**FILES, "w.workflow.yml": workflow, "cache/q.json": "not json"})
+    result = asyncio.run(run_workflow(root / "w.workflow.yml"))
+    assert result.output == "4"
+    assert result.records[0].status == "succeeded"
+    assert json.loads((root / "cache/q.json").read_text())["columns"] == ["n", "at"]
+    again = asyncio.run(run_workflow(root / "w.workflow.yml"))
+    assert again.records[0].status == "cached" and again.output == "4"
