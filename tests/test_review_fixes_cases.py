@@ -100,20 +100,33 @@ def test_embedding_failures_are_per_case_and_the_run_is_failed(make_project: Mak
         )
         run = run_cases([root / "s.prompt.yml"])
     by_name = {r.name: r for r in run.results}
-    assert by_name[
-        "happy"
-    ].passed  # exact match needs no embedding... but the score is still computed
-    assert all(r.error is not None for n, r in by_name.items() if n != "happy") or all(
-        r.error for r in run.results
-    )
+    assert by_name["happy"].passed and by_name["happy"].error is None  # exact: no embedding needed
+    for name in ("sad", "meh"):
+        assert "embeddings down" in (by_name[name].error or "")
     with Store.open(run.db) as store:
         assert store.list_runs(1)[0]["status"] == "failed"
 
 
-def test_semantic_score_is_clipped_to_zero_one() -> None:
-    from oxyeval.scoring import lexical_similarity
+def test_negative_cosines_count_as_zero(make_project: MakeProject) -> None:
+    def respond(request):  # "n..." texts point one way, everything else the opposite way
+        inputs = request.body["input"]
+        data = [
+            {"index": k, "embedding": [1.0, 0.0] if t.startswith("n") else [-1.0, 0.0]}
+            for k, t in enumerate(inputs)
+        ]
+        return FakeResponse(200, {"data": data, "usage": {"prompt_tokens": 1}})
 
-    assert 0.0 <= lexical_similarity("a", "b") <= 1.0
+    with FakeServer(respond) as server:
+        config = (
+            CONFIG
+            + f"embeddings:\n  - {{name: emb, vendor: openai, model_ref: e, api_url: '{server.url}'}}\n"
+        )
+        root = make_project(
+            config, {"s.prompt.yml": PROMPT.replace("similarity: lexical", "similarity: emb")}
+        )
+        run = run_cases([root / "s.prompt.yml"], cases=["sad"])
+    (sad,) = run.results  # "Negative" vs "negative": cosine -1
+    assert sad.semantic_score == 0.0 and sad.score == 0.0 and not sad.passed
 
 
 def test_long_unrelated_outputs_diff_fast_and_exactly() -> None:
