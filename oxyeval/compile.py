@@ -197,6 +197,15 @@ def _compile_scope(
 def compile_workflow(workflow: Workflow) -> Plan:
     """Build and check every scope's DAG; all problems are raised together."""
     problems: list[Diagnostic] = []
+    for task in workflow.tasks:
+        if task.name in workflow.variables:
+            problems.append(
+                task.doc.diagnostic(
+                    (*task.key, "name"),
+                    f"task '{task.name}' has the name of a workflow variable; templates could not "
+                    "tell them apart. Rename one of them",
+                )
+            )
     root = _compile_scope(workflow.tasks, set(), set(workflow.variables), problems)
     if problems:
         raise LoadError(sorted(problems, key=lambda d: (d.line or 0, d.column or 0)))

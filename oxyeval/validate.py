@@ -128,6 +128,12 @@ def _describe(value: Any) -> str:
     if isinstance(value, str):
         shown = value if len(value) <= 40 else value[:37] + "..."
         return f"string {shown!r}"
+    import datetime as _dt
+
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return (
+            f"a date ({value.isoformat()}; YAML reads it as a date: quote it to make it a string)"
+        )
     return f"{type(value).__name__} {value!r}"
 
 
