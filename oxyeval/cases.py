@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import ConfigError, Diagnostic, LoadError
 from .load import Document, KeyPath, load_yaml
-from .project import Agent, Project, file_kind, load_agent
+from .project import Agent, Project, file_kind, load_agent, project_files
 from .providers._base import GenerateParams
 from .scoring import DEFAULT_THRESHOLD
 from .templates import TemplateRef, render, template_diagnostics
@@ -34,7 +34,6 @@ __all__ = [
 ]
 
 DEFAULT_RECENT = 10
-_SKIP_DIRS = {".git", ".oxy", ".venv", "node_modules", "__pycache__", "dist", "build"}
 
 
 def case_id(prompt_id: str, name: str) -> str:
@@ -119,14 +118,7 @@ def collect_case_files(project: Project, paths: list[str]) -> list[Path]:
             continue
         if not root.exists():
             raise LoadError([Diagnostic(str(root), "file not found")])
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(
-                d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")
-            )
-            for name in sorted(filenames):
-                path = Path(dirpath) / name
-                if file_kind(path) in ("prompt", "cases"):
-                    out.append(path)
+        out.extend(project_files(root, ("prompt", "cases")))
     return out
 
 

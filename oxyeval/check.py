@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError, Diagnostic, LoadError
 from .load import load_yaml
-from .project import Project, file_kind, find_config, load_agent, load_project
-from .runner import _SKIP_DIRS
+from .project import Project, file_kind, find_config, load_agent, load_project, project_files
 from .validate import validate_document
 
 __all__ = ["ValidationReport", "validate_paths"]
@@ -27,17 +25,6 @@ class ValidationReport:
     @property
     def warnings(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.severity == "warning"]
-
-
-def _project_files(root: Path) -> list[Path]:
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            if file_kind(path) in ("agent", "workflow"):
-                out.append(path)
-    return out
 
 
 def _project_or_own_schema(
@@ -74,7 +61,7 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
             config = find_config(path) if project_dir is None else Path(project_dir) / "config.yml"
             if config is not None and config.parent.resolve() == path.resolve():
                 targets.append(config)
-            targets.extend(_project_files(path))
+            targets.extend(project_files(path, ("agent", "workflow", "prompt", "cases")))
         else:
             targets.append(path)
     seen: set[Path] = set()
@@ -89,12 +76,16 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
             if kind == "config":
                 project = load_project(target)
                 report.diagnostics.extend(project.warnings)
-            elif kind in ("agent", "workflow"):
+            elif kind in ("agent", "workflow", "prompt", "cases"):
                 project = _project_or_own_schema(target, kind, project_dir, report)
                 if project is None:
                     continue
                 if kind == "agent":
                     report.diagnostics.extend(load_agent(project, target).warnings)
+                elif kind in ("prompt", "cases"):
+                    from .cases import load_prompts
+
+                    load_prompts(project, [target])
                 else:
                     from .compile import compile_workflow
                     from .workflow import load_workflow
@@ -106,7 +97,8 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
                 report.diagnostics.append(
                     Diagnostic(
                         str(target),
-                        "unknown file kind: expected config.yml, *.agent.yml or *.workflow.yml",
+                        "unknown file kind: expected config.yml, *.agent.yml, *.workflow.yml, "
+                        "*.prompt.yml or *.cases.yml",
                     )
                 )
         except LoadError as exc:

@@ -35,6 +35,7 @@ __all__ = [
     "find_config",
     "load_agent",
     "load_project",
+    "project_files",
 ]
 
 CONFIG_NAMES = ("config.yml", "config.yaml")
@@ -65,6 +66,18 @@ def file_kind(path: Path) -> str | None:
     if name.endswith((".cases.yml", ".cases.yaml")):
         return "cases"
     return None
+
+
+SKIP_DIRS = frozenset({"node_modules", "__pycache__", "target", "dist", "build"})
+
+
+def project_files(root: Path, kinds: tuple[str, ...]) -> list[Path]:
+    """Files of the given kinds under ``root``, sorted, skipping hidden and build folders."""
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        out.extend(Path(dirpath) / n for n in sorted(filenames) if file_kind(Path(n)) in kinds)
+    return out
 
 
 def find_config(start: Path) -> Path | None:

@@ -21,7 +21,16 @@ from .consistency import evaluate
 from .engine import Engine, TaskFailed, WorkflowRun
 from .errors import ConfigError, Diagnostic, LoadError, ProviderError
 from .judge import Judge
-from .project import Agent, JudgeSpec, Project, TestSpec, file_kind, load_agent, load_project
+from .project import (
+    Agent,
+    JudgeSpec,
+    Project,
+    TestSpec,
+    file_kind,
+    load_agent,
+    load_project,
+    project_files,
+)
 from .providers._base import Completion
 from .providers._model import RetryPolicy
 from .providers._pool import ModelPool
@@ -49,22 +58,13 @@ class _NoProgress:
         pass
 
 
-_SKIP_DIRS = {".git", ".oxy", ".venv", "node_modules", "__pycache__", "target", "dist", "build"}
-
-
 def collect_files(paths: Iterable[str | Path]) -> list[Path]:
     """Files to test: given files as they are, folders searched for agent/workflow files."""
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if p.is_file()
-                and file_kind(p) in ("agent", "workflow")
-                and not any(part in _SKIP_DIRS for part in p.relative_to(path).parts[:-1])
-            )
+            found = project_files(path, ("agent", "workflow"))
             if not found:
                 raise ConfigError(f"{path}: no *.agent.yml or *.workflow.yml files in this folder")
             out.extend(found)

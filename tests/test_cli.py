@@ -314,3 +314,11 @@ def test_line_100_is_not_an_emoji(make_project: MakeProject) -> None:
     )
     result = invoke("validate", str(root / "a.agent.yml"))
     assert "a.agent.yml:100:1: public" in result.stderr
+
+
+def test_validate_checks_prompt_and_cases_files(make_project: MakeProject) -> None:
+    root = make_project(CONFIG, {"p.prompt.yml": "model: analyst\ntemplat: x\n"})
+    result = invoke("validate", str(root), "--format", "json")
+    assert result.exit_code == 2
+    keys = {(Path(e["file"]).name, e["key"]) for e in json.loads(result.stdout)["errors"]}
+    assert ("p.prompt.yml", "templat") in keys
