@@ -33,7 +33,7 @@ from .outputs import (
     ScopeOutput,
     to_jsonable,
 )
-from .project import Agent, Project, load_agent
+from .project import Agent, Project, load_agent, variable_error
 from .providers._pool import ModelPool
 from .sql import SqlError, SqlResult, SqlRunner
 from .templates import TemplateRef, render
@@ -256,8 +256,6 @@ class Engine:
 
     def resolve_variables(self, workflow: Workflow, given: Mapping[str, Any]) -> dict[str, Any]:
         """Given values (coerced to the declared type) over defaults, checked by their schema."""
-        from jsonschema import Draft202012Validator
-
         unknown = sorted(set(given) - set(workflow.variables))
         if unknown:
             declared = ", ".join(workflow.variables) or "none"
@@ -274,12 +272,9 @@ class Engine:
             else:
                 missing.append(name)
                 continue
-            check = {k: v for k, v in schema.items() if k not in ("default", "description")}
-            errors = list(Draft202012Validator(check).iter_errors(value))
-            if errors:
-                raise ConfigError(
-                    f"{workflow.doc.display}: variable '{name}' = {value!r}: {errors[0].message}"
-                )
+            error = variable_error(schema, value)
+            if error is not None:
+                raise ConfigError(f"{workflow.doc.display}: variable '{name}' = {value!r}: {error}")
             values[name] = value
         if missing:
             raise ConfigError(

@@ -470,27 +470,31 @@ def _judge(
     return JudgeSpec(prompt=prompt, model=model, scores=scores, key=key)
 
 
-def _check_variable_defaults(doc: Document, variables: Any, problems: list[Diagnostic]) -> None:
+def variable_error(schema: dict[str, Any], value: Any) -> str | None:
+    """Why ``value`` does not fit a variable's JSON Schema (None when it does)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    check = {k: v for k, v in schema.items() if k not in ("default", "description")}
+    try:
+        error = next(iter(Draft202012Validator(check).iter_errors(value)), None)
+    except SchemaError as exc:
+        return f"invalid variable schema: {exc.message}"
+    return None if error is None else error.message
+
+
+def check_variable_defaults(doc: Document, variables: Any, problems: list[Diagnostic]) -> None:
     """A variable's default must satisfy its own schema (a string default for an integer)."""
     if not isinstance(variables, dict):
         return
-    from jsonschema import Draft202012Validator
-
     for name, spec in variables.items():
         if isinstance(spec, dict) and "default" in spec:
-            check = {k: v for k, v in spec.items() if k not in ("default", "description")}
-            try:
-                error = next(iter(Draft202012Validator(check).iter_errors(spec["default"])), None)
-            except Exception as exc:  # an invalid schema
-                problems.append(
-                    doc.diagnostic(("variables", name), f"invalid variable schema: {exc}")
-                )
-                continue
+            error = variable_error(spec, spec["default"])
             if error is not None:
                 problems.append(
                     doc.diagnostic(
                         ("variables", name, "default"),
-                        f"default does not match the variable's schema: {error.message}",
+                        f"default does not match the variable's schema: {error}",
                     )
                 )
 
@@ -539,7 +543,7 @@ def _check_agent(
                     f"{project.config.display}: {', '.join(names) or 'none'}",
                 )
             )
-    _check_variable_defaults(doc, data.get("variables"), problems)
+    check_variable_defaults(doc, data.get("variables"), problems)
     tests = parse_tests(doc, project, problems, owner="agent")
     return system, context, tests
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import Diagnostic, LoadError
 from .load import Document, KeyPath, format_key_path, load_yaml
-from .project import Project, TestSpec, parse_tests
+from .project import Project, TestSpec, check_variable_defaults, parse_tests
 from .templates import TemplateRef, template_diagnostics
 from .validate import did_you_mean, validate_document
 
@@ -283,9 +283,7 @@ def load_workflow(project: Project, path: str | os.PathLike[str]) -> Workflow:
     variables: dict[str, dict[str, Any]] = {}
     for name, spec in (data.get("variables") or {}).items():
         variables[name] = spec if isinstance(spec, dict) else {"default": spec}
-    from .project import _check_variable_defaults
-
-    _check_variable_defaults(doc, data.get("variables"), problems)
+    check_variable_defaults(doc, data.get("variables"), problems)
     tests = parse_tests(doc, project, problems, owner="workflow")
     top = {t.name for t in tasks}
     for test in tests:
