@@ -20,7 +20,14 @@ from .errors import ConfigError, LoadError, ProviderError
 from .project import Project, load_project
 from .providers._base import ChatMessage, GenerateParams
 from .providers._pool import ModelPool
-from .scoring import detect_regression, exact_match, lexical_similarity, output_diff, token_counter
+from .scoring import (
+    TokenCounter,
+    detect_regression,
+    exact_match,
+    lexical_similarity,
+    output_diff,
+    token_counter,
+)
 from .sql import SqlRunner
 from .store import Store, default_db_path
 from .templates import TemplateRef, render
@@ -127,9 +134,49 @@ class CaseRun:
         return [r for r in self.results if r.is_regression]
 
 
-def _content_refs(content: Mapping[str, Any]) -> tuple[TemplateRef | None, TemplateRef]:
-    system = content.get("system")
-    return (TemplateRef(system) if system else None), TemplateRef(content["template"])
+@dataclass(repr=False)
+class _Plan:
+    """One prompt version and its selected cases, with everything a case reuses built once:
+    compiled templates, params, the tokenizer, and (for agents) one runner for all cases."""
+
+    prompt: PromptDef
+    cases: list[dict[str, Any]]
+    version: int
+    content: Mapping[str, Any]
+    template: TemplateRef
+    system: TemplateRef | None
+    params: GenerateParams
+    counter: TokenCounter
+    agent: AgentRunner | None = None
+    run_id: str = ""
+
+    @classmethod
+    def build(
+        cls,
+        prompt: PromptDef,
+        cases: list[dict[str, Any]],
+        version: int,
+        content: Mapping[str, Any],
+        project: Project,
+        pool: ModelPool,
+        sql: SqlRunner,
+    ) -> _Plan:
+        agent = None
+        if prompt.kind == "agent" and prompt.agent is not None:
+            # The agent renders its own system prompt (context, variables): not from case input.
+            agent = AgentRunner(prompt.agent, pool, project.root, sql)
+        system = content.get("system") if agent is None else None
+        return cls(
+            prompt=prompt,
+            cases=cases,
+            version=version,
+            content=content,
+            template=TemplateRef(content["template"]),
+            system=TemplateRef(system) if system else None,
+            params=GenerateParams(**content.get("params", {})),
+            counter=token_counter(str(content.get("model_ref", ""))),
+            agent=agent,
+        )
 
 
 class _Scorer:
@@ -173,18 +220,14 @@ class _Scorer:
 
 
 async def _run_one(
-    prompt: PromptDef,
+    plan: _Plan,
     case: Mapping[str, Any],
-    version: int,
-    content: Mapping[str, Any],
     *,
-    project: Project,
     pool: ModelPool,
-    sql: SqlRunner,
     scorer: _Scorer,
     store: Store,
-    run_id: str,
 ) -> CaseResult:
+    prompt, version = plan.prompt, plan.version
     started = time.perf_counter()
     threshold = case.get("threshold")
     threshold = prompt.threshold if threshold is None else float(threshold)
@@ -197,24 +240,21 @@ async def _run_one(
         threshold=threshold,
     )
     inputs = case.get("input") or {}
-    system_ref, template_ref = _content_refs(content)
     try:
-        user = render(template_ref, inputs)
-        system = render(system_ref, inputs) if system_ref is not None else ""
+        user = render(plan.template, inputs)
+        system = render(plan.system, inputs) if plan.system is not None else ""
     except LoadError as exc:
         # A case created through the API may not fit the template: that case fails to run,
         # the others go on.
         result.error = f"case {result.case_id!r}: its input does not fit prompt version {version}: {exc.diagnostics[0].message}"
         return result
     try:
-        if prompt.kind == "agent" and prompt.agent is not None:
-            runner = AgentRunner(prompt.agent, pool, project.root, sql)
-            completion = await runner.ask(user)
+        if plan.agent is not None:
+            completion = await plan.agent.ask(user)
         else:
             messages = [ChatMessage("system", system)] if system.strip() else []
             messages.append(ChatMessage("user", user))
-            params = GenerateParams(**content.get("params", {}))
-            completion = await pool.get(content["model"]).generate(messages, params)
+            completion = await pool.get(plan.content["model"]).generate(messages, plan.params)
     except ProviderError as exc:
         result.error = str(exc)
         result.run_duration_ms = (time.perf_counter() - started) * 1000
@@ -244,9 +284,8 @@ async def _run_one(
         result.score = 1.0 if result.exact_match else result.semantic_score
         result.passed = result.exact_match or result.score >= threshold
         result.length_diff = len(actual) - len(expected)
-        counter = token_counter(str(content.get("model_ref", "")))
-        result.token_diff = counter.count(actual) - counter.count(expected)
-        result.token_method = counter.method
+        result.token_diff = plan.counter.count(actual) - plan.counter.count(expected)
+        result.token_method = plan.counter.method
         # Quadratic in the worst case: off the event loop, so other cases keep going.
         result.output_diff = await asyncio.to_thread(output_diff, expected, actual)
         history = store.history_for_baseline(
@@ -272,7 +311,7 @@ async def _run_one(
     result.run_duration_ms = round((time.perf_counter() - started) * 1000, 3)
     stored = store.record_execution(
         test_case_id=result.case_id,
-        run_id=run_id,
+        run_id=plan.run_id,
         passed=result.passed,
         score=result.score,
         actual_output=actual,
@@ -415,7 +454,7 @@ async def run_cases_async(
                 )
             pool.check([content["model"]])
             scorer.check(prompt.similarity)
-            plans.append((prompt, selected, chosen_version, content))
+            plans.append(_Plan.build(prompt, selected, chosen_version, content, project, pool, sql))
         if cases:
             missing = [n for n in dict.fromkeys(cases) if n not in found]
             if missing:
@@ -426,37 +465,20 @@ async def run_cases_async(
                 )
         semaphore = asyncio.Semaphore(max(1, concurrency))
 
-        async def one(
-            prompt: PromptDef,
-            case: dict[str, Any],
-            ver: int,
-            content: Mapping[str, Any],
-            run_id: str,
-        ) -> None:
+        async def one(plan: _Plan, case: dict[str, Any]) -> None:
             async with semaphore:
-                result = await _run_one(
-                    prompt,
-                    case,
-                    ver,
-                    content,
-                    project=project,
-                    pool=pool,
-                    sql=sql,
-                    scorer=scorer,
-                    store=store,
-                    run_id=run_id,
-                )
+                result = await _run_one(plan, case, pool=pool, scorer=scorer, store=store)
             run.results.append(result)
             if on_result is not None:
                 on_result(result)
 
         jobs = []
-        for prompt, selected, chosen_version, content in plans:
-            run_id = store.start_run(prompt.id, chosen_version, len(selected))
-            run.runs[prompt.id] = run_id
-            run.versions[prompt.id] = chosen_version
-            run.planned += len(selected)
-            jobs.extend(one(prompt, case, chosen_version, content, run_id) for case in selected)
+        for plan in plans:
+            plan.run_id = store.start_run(plan.prompt.id, plan.version, len(plan.cases))
+            run.runs[plan.prompt.id] = plan.run_id
+            run.versions[plan.prompt.id] = plan.version
+            run.planned += len(plan.cases)
+            jobs.extend(one(plan, case) for case in plan.cases)
         aborted = False
         try:
             await asyncio.gather(*jobs)
@@ -477,9 +499,9 @@ async def run_cases_async(
         sql.close()
         store.close()
     order = {
-        (p.id, c["name"]): (k, i)
-        for k, (p, selected, _v, _c) in enumerate(plans)
-        for i, c in enumerate(selected)
+        (plan.prompt.id, c["name"]): (k, i)
+        for k, plan in enumerate(plans)
+        for i, c in enumerate(plan.cases)
     }
     run.results.sort(key=lambda r: order.get((r.prompt_id, r.name), (0, 0)))
     return run

@@ -188,6 +188,7 @@ class Engine:
         self.sql = sql or SqlRunner(project.databases, project.root)
         self._slots = asyncio.Semaphore(max(1, concurrency))
         self._agents: dict[Path, Agent] = {}
+        self._runners: dict[Path, AgentRunner] = {}
         self._workflows: dict[Path, Plan] = {}
         self._on_event = on_event or (lambda _r: None)
 
@@ -494,7 +495,11 @@ class Engine:
         self, task: Task, context: dict[str, Any], record: TaskRecord, run: WorkflowRun
     ) -> Any:
         assert task.agent_path is not None
-        runner = AgentRunner(self.agent(task.agent_path), self.pool, self.project.root, self.sql)
+        runner = self._runners.get(task.agent_path)
+        if runner is None:  # one per agent: its context files and system prompt are read once
+            runner = self._runners[task.agent_path] = AgentRunner(
+                self.agent(task.agent_path), self.pool, self.project.root, self.sql
+            )
         prompt = self._render(task, "prompt", context)
         variables = self._variables(task, context, native=False)
         n = int(task.spec.get("consistency_run", 1) or 1)

@@ -65,6 +65,8 @@ Answer: B
 (A = consistent, B = they disagree)
 """
 
+_DEFAULT_PROMPT = TemplateRef(DEFAULT_CONSISTENCY_PROMPT)  # compiled once, on first use
+
 REASK_MESSAGE = (
     "Your reply did not end with a verdict. Reply with exactly one line: "
     "'Answer: A' if the two submissions are consistent, or 'Answer: B' if they disagree."
@@ -178,7 +180,7 @@ class Judge:
         params: GenerateParams | None = None,
     ) -> None:
         self.model = model
-        self.prompt = prompt or TemplateRef(DEFAULT_CONSISTENCY_PROMPT)
+        self.prompt = prompt or _DEFAULT_PROMPT
         self.params = params
 
     def render(self, task_description: str, submission_1: str, submission_2: str) -> str:

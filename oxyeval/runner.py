@@ -330,6 +330,7 @@ async def run_tests_async(
     progress = progress or _NoProgress()
     pools: dict[Path, ModelPool] = {}
     engines: dict[Path, Engine] = {}
+    sql_runners: dict[Path, SqlRunner] = {}
     jobs: list[tuple[TestSpec, Callable[[], Awaitable[Completion]], str, str, ModelPool]] = []
     try:
         for item in subjects:
@@ -344,9 +345,10 @@ async def run_tests_async(
             if item.agent is not None:
                 # Resolve keys before any call: a missing key is a config error, not n failures.
                 pool.check([item.agent.model, *judges])
-                runner = AgentRunner(
-                    item.agent, pool, root, SqlRunner(item.project.databases, root)
-                )
+                sql = sql_runners.get(root)
+                if sql is None:
+                    sql = sql_runners[root] = SqlRunner(item.project.databases, root)
+                runner = AgentRunner(item.agent, pool, root, sql)
                 runner.system_prompt()  # template errors surface now, once, as exit 2
                 for spec in item.tests:
                     question = spec.task_description or ""
@@ -386,6 +388,8 @@ async def run_tests_async(
             await pool.aclose()
         for engine in engines.values():
             engine.sql.close()
+        for sql in sql_runners.values():
+            sql.close()
     # Report in file order, whatever order the tests finished in.
     order = {(j[0].display, j[0].index): k for k, j in enumerate(jobs)}
     run.tests.sort(key=lambda t: (order.get((t.file, t.index), 0), t.name))

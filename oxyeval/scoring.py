@@ -7,6 +7,7 @@ outputDiff, regressionType) because the store and the later GraphQL API expose t
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -179,6 +180,7 @@ def _estimate_tokens(text: str) -> int:
     return total
 
 
+@functools.cache
 def token_counter(model_ref: str = "") -> TokenCounter:
     """An exact tokenizer when one is usable with no network access, else the estimate.
 
