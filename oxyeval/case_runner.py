@@ -288,8 +288,8 @@ async def _run_one(
         result.token_method = plan.counter.method
         # Quadratic in the worst case: off the event loop, so other cases keep going.
         result.output_diff = await asyncio.to_thread(output_diff, expected, actual)
-        history = store.history_for_baseline(
-            result.case_id, expected, result.similarity_method, recent=prompt.recent
+        history = store.history_for_case(
+            result.case_id, recent=prompt.recent, baseline=(expected, result.similarity_method)
         )
     else:
         result.pending = True

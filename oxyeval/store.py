@@ -502,6 +502,19 @@ def _check_case_fields(**fields: Any) -> None:
         raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
 
 
+def _history_filter(
+    case_id: str, baseline: tuple[str | None, str] | None
+) -> tuple[str, tuple[Any, ...]]:
+    """WHERE clause for a case's history; with a baseline, only its judged executions."""
+    if baseline is None:
+        return "test_case_id = ?", (case_id,)
+    expected, method = baseline
+    return (
+        "test_case_id = ? AND error IS NULL AND expected_output IS ? AND similarity_method = ?",
+        (case_id, expected, method),
+    )
+
+
 def _case_dict(r: sqlite3.Row) -> dict[str, Any]:
     total = r["total_runs"]
     return {
@@ -1366,13 +1379,20 @@ class Store:
         ).fetchone()
         return None if row is None else _exec_dict(row)
 
-    def _recent(self, c: sqlite3.Connection, case_id: str, limit: int) -> list[dict[str, Any]]:
+    def _recent(
+        self,
+        c: sqlite3.Connection,
+        case_id: str,
+        limit: int,
+        baseline: tuple[str | None, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        where, args = _history_filter(case_id, baseline)
         rows = c.execute(
             "SELECT id, passed, score, length(actual_output), length_diff, exact_match, "
             "semantic_score, is_regression, prompt_version, error, created_at "
-            "FROM executions WHERE test_case_id = ? "
+            f"FROM executions WHERE {where} "
             "ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            (case_id, limit),
+            (*args, limit),
         ).fetchall()
         return [
             {
@@ -1397,63 +1417,42 @@ class Store:
         return self._recent(self.conn, test_case_id, limit)
 
     @_op("reading test history")
-    def history_for_case(self, case_id: str, recent: int = 10) -> dict[str, Any]:
+    def history_for_case(
+        self, case_id: str, recent: int = 10, *, baseline: tuple[str | None, str] | None = None
+    ) -> dict[str, Any]:
         """Regression-detection inputs in one snapshot: passRate here is a 0..1 fraction.
 
+        With ``baseline=(expected_output, similarity_method)`` only comparable earlier
+        executions count: judged against that expected output with that method, so
+        accepting a new baseline or switching lexical -> embedding scores starts afresh.
         Call it before record_execution, so the current execution is not its own baseline.
         """
         with self._read() as c:
-            row = c.execute(
-                "SELECT total_runs, pass_count, score_sum, scored_runs, length_sum "
-                "FROM test_cases WHERE id = ?",
-                (case_id,),
-            ).fetchone()
-            items = self._recent(c, case_id, recent)
-        total = 0 if row is None else row[0]
-        return {
-            "totalRuns": total,
-            "historicalPassRate": None if not total else row[1] / total,
-            "avgScore": None if row is None else _avg(row[2], row[3]),
-            "avgLength": None if not total else row[4] / total,
-            "recent": items,
-        }
-
-    @_op("reading test history")
-    def history_for_baseline(
-        self, case_id: str, expected_output: str | None, similarity_method: str, recent: int = 10
-    ) -> dict[str, Any]:
-        """Like history_for_case, but only over comparable earlier executions: judged against
-        the same expected output with the same similarity method.
-
-        Accepting a new baseline or switching from lexical to embedding scores starts a
-        fresh history, so neither can raise a false regression against the old numbers.
-        """
-        where = (
-            "test_case_id = ? AND error IS NULL AND expected_output IS ? AND similarity_method = ?"
-        )
-        args = (case_id, expected_output, similarity_method)
-        with self._read() as c:
-            total, passes = c.execute(
-                f"SELECT count(*), coalesce(sum(passed), 0) FROM executions WHERE {where}", args
-            ).fetchone()
-            rows = c.execute(
-                f"SELECT id, passed, score, length(actual_output), created_at FROM executions "
-                f"WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
-                (*args, recent),
-            ).fetchall()
+            if baseline is None:
+                row = c.execute(
+                    "SELECT total_runs, pass_count, score_sum, scored_runs, length_sum "
+                    "FROM test_cases WHERE id = ?",
+                    (case_id,),
+                ).fetchone()
+                total, passes = (0, 0) if row is None else (row[0], row[1])
+                avg_score = None if row is None else _avg(row[2], row[3])
+                avg_length = None if not total else row[4] / total
+            else:
+                where, args = _history_filter(case_id, baseline)
+                total, passes, score_sum, scored, length_sum = c.execute(
+                    "SELECT count(*), coalesce(sum(passed), 0), total(score), count(score), "
+                    f"coalesce(sum(length(actual_output)), 0) FROM executions WHERE {where}",
+                    args,
+                ).fetchone()
+                avg_score = _avg(score_sum, scored)
+                avg_length = None if not total else length_sum / total
+            items = self._recent(c, case_id, recent, baseline)
         return {
             "totalRuns": total,
             "historicalPassRate": None if not total else passes / total,
-            "recent": [
-                {
-                    "id": r[0],
-                    "passed": bool(r[1]),
-                    "score": r[2],
-                    "actualLength": r[3],
-                    "createdAt": r[4],
-                }
-                for r in rows
-            ],
+            "avgScore": avg_score,
+            "avgLength": avg_length,
+            "recent": items,
         }
 
     # ----------------------------------------------------------------- stats
