@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from . import __version__
+from .console import print_error, stderr_console, stdout_console
 from .errors import EXIT_INFRA, EXIT_INPUT, OxyError
 
 if TYPE_CHECKING:
@@ -45,12 +46,6 @@ class ThresholdMode(str, Enum):
     all = "all"
 
 
-def _stderr() -> Console:
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
-
-
 class _ConsoleHandler(logging.Handler):
     """Log lines (retries, warnings) on stderr through rich, above any progress bar."""
 
@@ -72,21 +67,6 @@ def _setup_logging(console: Console, debug: bool) -> None:
     logger.handlers[:] = [_ConsoleHandler(console)]
     logger.setLevel(logging.DEBUG if debug else logging.INFO)
     logger.propagate = False
-
-
-def _report_error(console: Console, exc: BaseException, debug: bool) -> None:
-    from rich.markup import escape
-
-    if debug:
-        import traceback
-
-        from .redact import redact
-
-        console.print(escape(redact("".join(traceback.format_exception(exc)))), style="dim")
-    text = str(exc)
-    if not text.startswith(("error:", "warning:")):
-        text = f"error: {text}"
-    console.print(escape(text), style="red")
 
 
 class _RichProgress:
@@ -173,7 +153,7 @@ def test_command(
     from .results import TestRun
     from .runner import run_tests_async
 
-    err = _stderr()
+    err = stderr_console()
     _setup_logging(err, debug)
     as_json = format is Format.json
     show_progress = not quiet and sys.stderr.isatty()
@@ -212,7 +192,7 @@ def test_command(
     if error is not None and not run.tests:
         code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
         if isinstance(error, OxyError) or debug:
-            _report_error(err, error, debug)
+            print_error(err, error, debug)
         if as_json:
             write_json(to_json(run, code=code, error=str(error)), sys.stdout)
         raise typer.Exit(code)
@@ -240,18 +220,14 @@ def test_command(
         )
     if error is not None:
         code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
-        _report_error(err, error, debug)
+        print_error(err, error, debug)
     if as_json:
         write_json(
             to_json(run, threshold, code=code, error=None if error is None else str(error)),
             sys.stdout,
         )
     else:
-        from rich.console import Console
-
-        render_pretty(
-            run, threshold, Console(highlight=False, soft_wrap=True, emoji=False), quiet=quiet
-        )
+        render_pretty(run, threshold, stdout_console(), quiet=quiet)
     if as_json and threshold is not None and not threshold.passed:
         err.print(threshold.message, style="red", markup=False)
     raise typer.Exit(code)
@@ -338,7 +314,7 @@ def run_command(
 
     from .project import file_kind
 
-    err = _stderr()
+    err = stderr_console()
     _setup_logging(err, debug)
     as_json = format is Format.json
     kind = file_kind(Path(file))
@@ -393,7 +369,7 @@ def run_command(
                     )
                 raise typer.Exit(EXIT_INFRA) from None
             except WorkflowFailed as failed:
-                _report_error(err, failed, debug)
+                print_error(err, failed, debug)
                 if as_json:
                     from .report import write_json
 
@@ -406,7 +382,7 @@ def run_command(
                 f"{file}: oxy run takes a *.workflow.yml file, or an *.agent.yml file with --question"
             )
     except OxyError as exc:
-        _report_error(err, exc, debug)
+        print_error(err, exc, debug)
         if as_json:
             from .report import write_json
 
@@ -467,7 +443,7 @@ def compile_command(
     from .project import load_project
     from .workflow import load_workflow
 
-    err = _stderr()
+    err = stderr_console()
     try:
         from pathlib import Path
 
@@ -478,7 +454,7 @@ def compile_command(
         proj = load_project(file, project_dir=project)
         plan = compile_workflow(load_workflow(proj, file))
     except OxyError as exc:
-        _report_error(err, exc, debug)
+        print_error(err, exc, debug)
         raise typer.Exit(exc.exit_code) from None
     for warning in plan.workflow.warnings:
         err.print(warning.format(), style="yellow", markup=False)
@@ -497,11 +473,11 @@ def validate_command(
     """Check config, agent and workflow files against the schemas; exit 2 on any error."""
     from .check import validate_paths
 
-    err = _stderr()
+    err = stderr_console()
     try:
         report = validate_paths(paths or [], project_dir=project)
     except OxyError as exc:
-        _report_error(err, exc, debug)
+        print_error(err, exc, debug)
         raise typer.Exit(EXIT_INPUT) from None
     code = EXIT_INPUT if report.errors else 0
     if format is Format.json:
@@ -538,7 +514,7 @@ def schema_command(
     from .validate import SCHEMA_FILES, schema_path
 
     if kind not in SCHEMA_FILES or kind == "common":
-        _stderr().print(
+        stderr_console().print(
             f"error: unknown schema '{kind}'; choose config, agent or workflow", style="red"
         )
         raise typer.Exit(EXIT_INPUT)

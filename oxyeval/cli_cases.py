@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from .console import print_error, stderr_console, stdout_console
 from .errors import EXIT_FAILED, EXIT_INFRA, OxyError
 
 if TYPE_CHECKING:
@@ -40,30 +41,16 @@ FormatOption = Annotated[
 
 
 def _consoles() -> tuple[Console, Console]:
-    import os
-
-    from rich.console import Console
-
-    # Piped output has no terminal width; rich's 80 columns would wrap every table row.
-    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
-    return (
-        Console(highlight=False, soft_wrap=True, emoji=False, width=width),
-        Console(stderr=True, highlight=False, soft_wrap=True, emoji=False),
-    )
+    return stdout_console(), stderr_console()
 
 
 def _fail(err: Console, exc: BaseException, as_json: bool) -> typer.Exit:
     from .report import write_json
 
     code = exc.exit_code if isinstance(exc, OxyError) else EXIT_INFRA
-    text = str(exc)
-    err.print(
-        text if text.startswith(("error:", "warning:")) else f"error: {text}",
-        style="red",
-        markup=False,
-    )
+    print_error(err, exc)
     if as_json:
-        write_json({"error": text, "exit_code": code}, sys.stdout)
+        write_json({"error": str(exc), "exit_code": code}, sys.stdout)
     return typer.Exit(code)
 
 
@@ -79,6 +66,25 @@ def _open(project_dir: str | None, db: str | None) -> tuple[Any, Store]:
     path = Path(db) if db else default_db_path(project.root)
     writable = not path.exists() or (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
     return project, Store.open(path, read_only=not writable)
+
+
+def _read(project: str | None, db: str | None, err: Console, as_json: bool, read: Any) -> Any:
+    """Open the project's history, call ``read(project, store)``, report errors the one way."""
+    try:
+        proj, store = _open(project, db)
+        with store:
+            return read(proj, store)
+    except OxyError as exc:
+        raise _fail(err, exc, as_json) from None
+
+
+def _table(*columns: str) -> Any:
+    from rich.table import Table
+
+    table = Table()
+    for column in columns:
+        table.add_column(column)
+    return table
 
 
 def _fmt(value: float | None, pct: bool = False) -> str:
@@ -292,26 +298,21 @@ def cases_list(
     project: ProjectOption = None,
 ) -> None:
     """Every test case with its aggregates: runs, pass rate, average score, last run."""
-    from rich.table import Table
-
     from .report import write_json
 
     out, err = _consoles()
     as_json = as_json or format == "json"
-    try:
-        proj, store = _open(project, db)
-        with store:
-            if not store.read_only:
-                _sync(proj, store, paths or [])
-            cases = store.list_test_cases()
-    except OxyError as exc:
-        raise _fail(err, exc, as_json) from None
+
+    def read(proj: Any, store: Store) -> list[dict[str, Any]]:
+        if not store.read_only:
+            _sync(proj, store, paths or [])
+        return store.list_test_cases()
+
+    cases = _read(project, db, err, as_json, read)
     if as_json:
         write_json({"testCases": cases}, sys.stdout)
         raise typer.Exit(0)
-    table = Table()
-    for column in ("case", "prompt", "runs", "pass rate", "avg score", "last run", "last passed"):
-        table.add_column(column)
+    table = _table("case", "prompt", "runs", "pass rate", "avg score", "last run", "last passed")
     for c in cases:
         last = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}[c["lastPassed"]]
         table.add_row(
@@ -361,21 +362,18 @@ def cases_show(
     project: ProjectOption = None,
 ) -> None:
     """Statistics of one case: pass rate, average score, recent runs, regressions, trend."""
-    from rich.table import Table
-
     from .report import write_json
 
     out, err = _consoles()
     as_json = as_json or format == "json"
-    try:
-        _proj, store = _open(project, db)
-        with store:
-            if not store.read_only:
-                _sync(_proj, store, [])  # cases declared but never run can be shown too
-            case = _find_case(store, name)
-            stats = store.test_case_stats(case["id"], recent=recent)
-    except OxyError as exc:
-        raise _fail(err, exc, as_json) from None
+
+    def read(proj: Any, store: Store) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        if not store.read_only:
+            _sync(proj, store, [])  # cases declared but never run can be shown too
+        case = _find_case(store, name)
+        return case, store.test_case_stats(case["id"], recent=recent)
+
+    case, stats = _read(project, db, err, as_json, read)
     if as_json:
         write_json({"testCase": case, "stats": stats}, sys.stdout)
         raise typer.Exit(0)
@@ -388,9 +386,8 @@ def cases_show(
     if trend:
         line = sparkline([None if t["passRate"] is None else t["passRate"] / 100 for t in trend])
         out.print(f"pass rate by day {trend[0]['date']} .. {trend[-1]['date']}: {line}")
-    table = Table(title="recent runs")
-    for column in ("when", "version", "passed", "score"):
-        table.add_column(column)
+    table = _table("when", "version", "passed", "score")
+    table.title = "recent runs"
     for r in stats["recentRuns"]:
         table.add_row(
             r["createdAt"][:19].replace("T", " "),
@@ -460,25 +457,21 @@ def history_command(
     project: ProjectOption = None,
 ) -> None:
     """Recent test-case runs, newest first."""
-    from rich.table import Table
-
     from .report import write_json
 
     out, err = _consoles()
     as_json = as_json or format == "json"
-    try:
-        _proj, store = _open(project, db)
-        with store:
-            if not store.read_only:
-                store.mark_stale_runs()
-            runs = store.list_runs(limit)
-    except OxyError as exc:
-        raise _fail(err, exc, as_json) from None
+
+    def read(_proj: Any, store: Store) -> list[dict[str, Any]]:
+        if not store.read_only:
+            store.mark_stale_runs()
+        return store.list_runs(limit)
+
+    runs = _read(project, db, err, as_json, read)
     if as_json:
         write_json({"runs": runs}, sys.stdout)
         raise typer.Exit(0)
-    table = Table()
-    for column in (
+    table = _table(
         "started",
         "prompt",
         "version",
@@ -487,8 +480,7 @@ def history_command(
         "passed",
         "failed",
         "regressions",
-    ):
-        table.add_column(column)
+    )
     for r in runs:
         status = {
             "completed": "[green]completed[/]",
