@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .agent import AgentRunner
-from .cases import PromptDef, case_id, collect_case_files, load_prompts
+from .cases import PromptDef, case_id, collect_case_files, load_prompts, rewrite_expected_output
 from .errors import ConfigError, LoadError, ProviderError
 from .project import Project, load_project
 from .providers._base import ChatMessage, GenerateParams
@@ -33,7 +33,16 @@ from .store import Store, default_db_path
 from .templates import TemplateRef, render
 from .validate import did_you_mean
 
-__all__ = ["CaseResult", "CaseRun", "run_cases", "run_cases_async"]
+__all__ = [
+    "CaseResult",
+    "CaseRun",
+    "accept_baseline",
+    "find_case",
+    "run_cases",
+    "run_cases_async",
+    "sync_files",
+    "sync_prompt",
+]
 
 
 @dataclass
@@ -387,6 +396,55 @@ def sync_prompt(store: Store, project: Project, prompt: PromptDef) -> int:
         if stored["id"] not in declared and (source in files or gone):
             store.delete_test_case(stored["id"])
     return version
+
+
+def sync_files(store: Store, project: Project, paths: Sequence[str]) -> list[PromptDef]:
+    """Load the prompt/cases files under ``paths`` (default: the project) into the store."""
+    prompts = load_prompts(project, collect_case_files(project, list(paths)))
+    for prompt in prompts:
+        sync_prompt(store, project, prompt)
+    return prompts
+
+
+def find_case(store: Store, name: str) -> dict[str, Any]:
+    """A case by its full id <prompt>::<case>, or by its name when that is unique."""
+    cases = store.list_test_cases()
+    matches = [c for c in cases if c["id"] == name] or [c for c in cases if c["name"] == name]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        names = sorted({c["name"] for c in cases} | {c["id"] for c in cases})
+        raise ConfigError(f"no test case named {name!r}{did_you_mean(name, names)}")
+    ids = ", ".join(c["id"] for c in matches)
+    raise ConfigError(
+        f"{len(matches)} test cases are named {name!r}: {ids}; use the full id <prompt>::<case>"
+    )
+
+
+def accept_baseline(
+    store: Store, project: Project, name: str, output: str | None = None
+) -> tuple[dict[str, Any], str]:
+    """Make ``output`` (default: the latest actual output) the expected output of a case.
+
+    A YAML-declared case is changed in its file first (the file is the source of truth:
+    the next sync would undo a store-only change), then in the store. Returns the updated
+    case and where it was set.
+    """
+    prompts = sync_files(store, project, [])
+    case = find_case(store, name)
+    if output is None:
+        latest = store.executions(case["id"], 1, 0)
+        if not latest:
+            raise ConfigError(f"case {case['id']!r} has never run; pass the expected output")
+        output = latest[0]["actualOutput"]
+    declared = next(
+        (c for p in prompts if p.id == case["promptId"] for c in p.cases if c.name == case["name"]),
+        None,
+    )
+    where = "the store"
+    if declared is not None and declared.doc is not None:
+        where = project.relative(rewrite_expected_output(declared, output))
+    return store.update_expected_output(case["id"], output), where
 
 
 async def run_cases_async(

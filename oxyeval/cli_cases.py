@@ -276,16 +276,6 @@ def cases_run(
     raise typer.Exit(code)
 
 
-def _sync(project: Any, store: Store, paths: list[str]) -> list[Any]:
-    from .case_runner import sync_prompt
-    from .cases import collect_case_files, load_prompts
-
-    prompts = load_prompts(project, collect_case_files(project, paths))
-    for prompt in prompts:
-        sync_prompt(store, project, prompt)
-    return prompts
-
-
 @cases_app.command("list")
 def cases_list(
     paths: Annotated[
@@ -304,8 +294,10 @@ def cases_list(
     as_json = as_json or format == "json"
 
     def read(proj: Any, store: Store) -> list[dict[str, Any]]:
+        from .case_runner import sync_files
+
         if not store.read_only:
-            _sync(proj, store, paths or [])
+            sync_files(store, proj, paths or [])
         return store.list_test_cases()
 
     cases = _read(project, db, err, as_json, read)
@@ -325,23 +317,6 @@ def cases_list(
             last,
         )
     out.print(table)
-
-
-def _find_case(store: Store, name: str) -> dict[str, Any]:
-    from .validate import did_you_mean
-
-    cases = store.list_test_cases()
-    exact = [c for c in cases if c["id"] == name]
-    matches = exact or [c for c in cases if c["name"] == name]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        names = sorted({c["name"] for c in cases} | {c["id"] for c in cases})
-        raise OxyError(f"no test case named {name!r}{did_you_mean(name, names)}")
-    ids = ", ".join(c["id"] for c in matches)
-    raise OxyError(
-        f"{len(matches)} test cases are named {name!r}: {ids}; use the full id <prompt>::<case>"
-    )
 
 
 _BARS = "▁▂▃▄▅▆▇█"
@@ -368,9 +343,11 @@ def cases_show(
     as_json = as_json or format == "json"
 
     def read(proj: Any, store: Store) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        from .case_runner import find_case, sync_files
+
         if not store.read_only:
-            _sync(proj, store, [])  # cases declared but never run can be shown too
-        case = _find_case(store, name)
+            sync_files(store, proj, [])  # cases declared but never run can be shown too
+        case = find_case(store, name)
         return case, store.test_case_stats(case["id"], recent=recent)
 
     case, stats = _read(project, db, err, as_json, read)
@@ -415,37 +392,12 @@ def cases_accept(
     project: ProjectOption = None,
 ) -> None:
     """Accept a new baseline: set the expected output (rewrites the YAML value in place)."""
-    from .cases import rewrite_expected_output
+    from .case_runner import accept_baseline
 
     _out, err = _consoles()
-    try:
-        proj, store = _open(project, db)
-        with store:
-            prompts = _sync(proj, store, [])
-            case = _find_case(store, name)
-            if output is None:
-                latest = store.executions(case["id"], 1, 0)
-                if not latest:
-                    raise OxyError(f"case {case['id']!r} has never run; pass --output TEXT")
-                output = latest[0]["actualOutput"]
-            declared = next(
-                (
-                    c
-                    for p in prompts
-                    if p.id == case["promptId"]
-                    for c in p.cases
-                    if c.name == case["name"]
-                ),
-                None,
-            )
-            where = "the store"
-            if declared is not None and declared.doc is not None:
-                # The YAML file is the source of truth for its cases: change it first, so a
-                # failed write leaves the store and the file in agreement.
-                where = str(proj.relative(rewrite_expected_output(declared, output)))
-            updated = store.update_expected_output(case["id"], output)
-    except OxyError as exc:
-        raise _fail(err, exc, False) from None
+    updated, where = _read(
+        project, db, err, False, lambda proj, store: accept_baseline(store, proj, name, output)
+    )
     err.print(f"expected output of {updated['id']} set in {where}", style="green", markup=False)
 
 
