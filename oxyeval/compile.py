@@ -157,12 +157,13 @@ def _compile_scope(
             _compile_scope(scope_tasks, inner_visible, variables, problems)
             for scope_tasks in task.scopes()
         ]
+        external = _external_refs(task)
         if children:
             scope.children[task.name] = children
-            for name in _external_refs(task) - {task.name}:
+            for name in external - {task.name}:
                 if name in local:
                     graph.add_edge(name, task.name)
-        scope.external[task.name] = {n for n in _external_refs(task) if n not in local}
+        scope.external[task.name] = {n for n in external if n not in local}
         for d, dep in enumerate(task.spec.get("depends_on") or []):
             if dep in local and dep != task.name:
                 graph.add_edge(dep, task.name)

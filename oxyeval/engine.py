@@ -38,7 +38,7 @@ from .providers._pool import ModelPool
 from .sql import SqlError, SqlResult, SqlRunner
 from .templates import TemplateRef, render
 from .validate import did_you_mean
-from .workflow import Task, Workflow, load_workflow
+from .workflow import Task, Workflow, load_workflow, walk_tasks
 
 __all__ = ["Engine", "TaskFailed", "TaskRecord", "WorkflowFailed", "WorkflowRun", "run_workflow"]
 
@@ -208,7 +208,7 @@ class Engine:
         if plan is None:
             plan = self._workflows[path] = compile_workflow(load_workflow(self.project, path))
             problems = []
-            for task in _walk(plan.workflow.tasks):
+            for task in walk_tasks(plan.workflow.tasks):
                 given = list(task.spec.get("variables") or {})
                 declared: list[str] | None = None
                 if task.type == "agent" and task.agent_path is not None:
@@ -235,7 +235,7 @@ class Engine:
     def models_used(self, plan: Plan) -> set[str]:
         """Every model a run may call, so missing keys fail before the first call."""
         names: set[str] = set()
-        for task in _walk(plan.workflow.tasks):
+        for task in walk_tasks(plan.workflow.tasks):
             if task.type == "agent" and task.agent_path is not None:
                 names.add(self.agent(task.agent_path).model)
                 if int(task.spec.get("consistency_run", 1) or 1) > 1:
@@ -702,15 +702,6 @@ class Engine:
             raise TaskFailed(f"sub-workflow {plan.workflow.doc.display} failed: {sub.summary()}")
         names = [t.name for t in plan.workflow.tasks]
         return ScopeOutput(sub.outputs, names, names[-1])
-
-
-def _walk(tasks: list[Task]) -> list[Task]:
-    out = []
-    for task in tasks:
-        out.append(task)
-        for scope in task.scopes():
-            out.extend(_walk(scope))
-    return out
 
 
 def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:

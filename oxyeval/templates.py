@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from jinja2 import Template
     from jinja2.sandbox import SandboxedEnvironment
 
-__all__ = ["TemplateRef", "compile_template", "referenced_names", "render", "template_diagnostics"]
+__all__ = ["TemplateRef", "referenced_names", "render", "template_diagnostics"]
 
 
 @functools.cache
@@ -35,13 +35,14 @@ def _env() -> SandboxedEnvironment:
 class TemplateRef:
     """A template string and where it came from, so errors can point back at the file."""
 
-    __slots__ = ("_compiled", "doc", "key", "source")
+    __slots__ = ("_compiled", "_names", "doc", "key", "source")
 
     def __init__(self, source: str, doc: Document | None = None, key: KeyPath = ()) -> None:
         self.source = source
         self.doc = doc
         self.key = key
         self._compiled: Template | None = None
+        self._names: frozenset[str] | None = None
 
     @property
     def name(self) -> str:
@@ -71,10 +72,6 @@ class TemplateRef:
         return self._compiled
 
 
-def compile_template(ref: TemplateRef) -> Template:
-    return ref.compiled()
-
-
 def template_diagnostics(ref: TemplateRef) -> list[Diagnostic]:
     """Syntax problems of a template as diagnostics (empty when it compiles)."""
     try:
@@ -86,13 +83,14 @@ def template_diagnostics(ref: TemplateRef) -> list[Diagnostic]:
 
 def referenced_names(ref: TemplateRef) -> set[str]:
     """Top-level variable names a template reads (for dependency and sanity checks)."""
-    from jinja2 import meta
+    if ref._names is None:  # parsed once: compile checks and dependency building all ask
+        from jinja2 import meta
 
-    try:
-        ast = _env().parse(ref.source)
-    except Exception:  # syntax errors are reported by template_diagnostics
-        return set()
-    return set(meta.find_undeclared_variables(ast))
+        try:
+            ref._names = frozenset(meta.find_undeclared_variables(_env().parse(ref.source)))
+        except Exception:  # syntax errors are reported by template_diagnostics
+            ref._names = frozenset()
+    return set(ref._names)
 
 
 def _template_line(exc: BaseException) -> int | None:

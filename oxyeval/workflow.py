@@ -19,7 +19,7 @@ from .project import Project, TestSpec, check_variable_defaults, parse_tests
 from .templates import TemplateRef, template_diagnostics
 from .validate import did_you_mean, validate_document
 
-__all__ = ["Branch", "Task", "Workflow", "load_workflow", "resolve_project_file"]
+__all__ = ["Branch", "Task", "Workflow", "load_workflow", "resolve_project_file", "walk_tasks"]
 
 RUNNABLE = {"agent", "execute_sql", "formatter", "workflow", "loop_sequential", "conditional"}
 EXPORT_FORMATS = {"csv", "json", "txt", "sql"}
@@ -258,12 +258,13 @@ def _check_judge(
         )
 
 
-def _all_tasks(tasks: list[Task]) -> list[Task]:
+def walk_tasks(tasks: list[Task]) -> list[Task]:
+    """Every task, nested ones (loop bodies, branches) included, parents first."""
     out: list[Task] = []
     for task in tasks:
         out.append(task)
         for scope in task.scopes():
-            out.extend(_all_tasks(scope))
+            out.extend(walk_tasks(scope))
     return out
 
 
