@@ -17,6 +17,7 @@ __all__ = ["ValidationReport", "validate_paths"]
 class ValidationReport:
     files: list[str] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    projects: dict[Path, Project] = field(default_factory=dict, repr=False)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -33,7 +34,7 @@ def _project_or_own_schema(
     """The file's project; if config.yml is broken, still check the file's own schema,
     so one bad config.yml does not hide every problem of the files next to it."""
     try:
-        return load_project(target, project_dir=project_dir)
+        return load_project(target, project_dir=project_dir, cache=report.projects)
     except (LoadError, ConfigError) as exc:
         report.diagnostics.extend(validate_document(load_yaml(target), kind))
         if isinstance(exc, LoadError):
@@ -74,7 +75,7 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
         kind = file_kind(target)
         try:
             if kind == "config":
-                project = load_project(target)
+                project = load_project(target, cache=report.projects)
                 report.diagnostics.extend(project.warnings)
             elif kind in ("agent", "workflow", "prompt", "cases"):
                 project = _project_or_own_schema(target, kind, project_dir, report)

@@ -182,9 +182,16 @@ def _model_spec(
 
 
 def load_project(
-    start: str | os.PathLike[str] | None = None, *, project_dir: str | None = None
+    start: str | os.PathLike[str] | None = None,
+    *,
+    project_dir: str | None = None,
+    cache: dict[Path, Project] | None = None,
 ) -> Project:
-    """Find and load the project that ``start`` belongs to (or ``project_dir``)."""
+    """Find and load the project that ``start`` belongs to (or ``project_dir``).
+
+    ``cache`` (config path -> Project) lets a command that handles many files of one
+    project parse and check its config.yml once.
+    """
     if project_dir is not None:
         root = Path(project_dir)
         config_path = next((root / n for n in CONFIG_NAMES if (root / n).is_file()), None)
@@ -198,6 +205,13 @@ def load_project(
                 f"no config.yml found in {origin.resolve()} or any folder above it. A project "
                 "is a folder with a config.yml that lists models; pass --project DIR to point at one."
             )
+    if cache is not None:
+        known = cache.get(config_path.resolve())
+        if known is not None:
+            return known
+        project = load_project(config_path, project_dir=project_dir)
+        cache[config_path.resolve()] = project
+        return project
     doc = load_yaml(config_path)
     problems = validate_document(doc, "config")
     if any(p.severity == "error" for p in problems):

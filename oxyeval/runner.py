@@ -88,15 +88,14 @@ class _Subject:
 
 
 def _load_all(files: list[Path], project_dir: str | None) -> tuple[list[_Subject], list[str]]:
-    projects: dict[Path, Project] = {}
+    projects: dict[Path, Project] = {}  # config path -> project, loaded once
     subjects: list[_Subject] = []
     problems: list[Diagnostic] = []
     warnings: list[str] = []
     for file in files:
         kind = file_kind(file)
         try:
-            project = load_project(file, project_dir=project_dir)
-            project = projects.setdefault(project.root, project)
+            project = load_project(file, project_dir=project_dir, cache=projects)
             if kind == "workflow":
                 plan = compile_workflow(load_workflow(project, file))
                 warnings.extend(w.format() for w in plan.workflow.warnings)
