@@ -38,6 +38,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from .errors import EXIT_INFRA, EXIT_INPUT, OxyError
+from .redact import redact
 
 __all__ = [
     "APPLICATION_ID",
@@ -1228,7 +1229,7 @@ class Store:
                 "SELECT expected_output FROM test_cases WHERE id = ?", (case_id,)
             ).fetchone()
             expected = None if row is None else row[0]
-        actual = f["actual_output"]
+        actual = redact(f["actual_output"])  # no key a model echoed is ever stored
         length_diff = f.get("length_diff")
         if length_diff is None:
             length_diff = len(actual) - len(expected or "")
@@ -1262,7 +1263,7 @@ class Store:
             "latency_ms": f.get("latency_ms"),
             "input_tokens": f.get("input_tokens"),
             "output_tokens": f.get("output_tokens"),
-            "error": f.get("error"),
+            "error": None if f.get("error") is None else redact(f["error"]),
             "created_at": utc_timestamp(f.get("created_at")),
         }
 
