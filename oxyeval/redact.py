@@ -55,7 +55,13 @@ _MIN_LEN = 6
 
 
 def _variants(value: str) -> set[str]:
-    return {value, json.dumps(value)[1:-1], quote(value, safe=""), quote_plus(value, safe="")}
+    return {
+        value,
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        quote(value, safe=""),
+        quote_plus(value, safe=""),
+    }
 
 
 def register_secret(value: str | None) -> None:
