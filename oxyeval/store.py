@@ -38,7 +38,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from .errors import EXIT_INFRA, EXIT_INPUT, OxyError
-from .redact import redact
+from .redact import redact, redact_data
 
 __all__ = [
     "APPLICATION_ID",
@@ -1248,7 +1248,7 @@ class Store:
             "score": None if f.get("score") is None else float(f["score"]),
             "actual_output": actual,
             "expected_output": expected,
-            "output_diff": None if diff is None else canonical_json(diff),
+            "output_diff": None if diff is None else canonical_json(redact_data(diff)),
             "exact_match": 1 if f.get("exact_match") else 0,
             "semantic_score": f.get("semantic_score"),
             "similarity_method": f.get("similarity_method") or "",

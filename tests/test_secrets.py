@@ -390,6 +390,7 @@ def test_store_never_writes_a_key(tmp_path: Path) -> None:
             test_case_id="p::c",
             passed=False,
             actual_output=f"answer {KEY}",
+            output_diff=[{"op": "insert", "text": f"answer {KEY}"}],
             prompt_version=1,
             error=f"failed with {KEY}",
         )
@@ -397,6 +398,7 @@ def test_store_never_writes_a_key(tmp_path: Path) -> None:
         data = b"".join(p.read_bytes() for p in tmp_path.glob("h.db*"))
     assert stored["actualOutput"] == "answer ***"
     assert stored["error"] == "failed with ***"
+    assert stored["outputDiff"] == [{"op": "insert", "text": "answer ***"}]
     assert KEY.encode() not in data
 
 
