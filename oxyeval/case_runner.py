@@ -20,6 +20,7 @@ from .errors import ConfigError, LoadError, ProviderError
 from .project import Project, load_project
 from .providers._base import ChatMessage, GenerateParams
 from .providers._pool import ModelPool
+from .redact import redact
 from .scoring import (
     TokenCounter,
     detect_regression,
@@ -268,7 +269,9 @@ async def _run_one(
         result.error = str(exc)
         result.run_duration_ms = (time.perf_counter() - started) * 1000
         return result
-    actual = completion.text
+    # Already scrubbed where the answer entered (Model.generate); scrubbed again here
+    # because this is what the history database stores.
+    actual = redact(completion.text)
     expected = result.expected_output
     result.actual_output = actual
     result.latency_ms = round(completion.latency * 1000, 3)
@@ -284,7 +287,7 @@ async def _run_one(
                     prompt.similarity, actual, expected
                 )
         except (ProviderError, ValueError) as exc:
-            result.error = f"scoring case {result.case_id!r} failed: {exc}"
+            result.error = redact(f"scoring case {result.case_id!r} failed: {exc}")
             result.run_duration_ms = (time.perf_counter() - started) * 1000
             return result
         # A cosine can be negative; the spec's score is 0..1, and "opposite" is not better
@@ -428,7 +431,9 @@ def accept_baseline(
 
     A YAML-declared case is changed in its file first (the file is the source of truth:
     the next sync would undo a store-only change), then in the store. Returns the updated
-    case and where it was set.
+    case and where it was set. Secrets are scrubbed from the output first: a history
+    written before they were, or a value typed with ``--output``, must not put a key
+    into a file that gets committed.
     """
     prompts = sync_files(store, project, [])
     case = find_case(store, name)
@@ -437,6 +442,7 @@ def accept_baseline(
         if not latest:
             raise ConfigError(f"case {case['id']!r} has never run; pass the expected output")
         output = latest[0]["actualOutput"]
+    output = redact(output)
     declared = next(
         (c for p in prompts if p.id == case["promptId"] for c in p.cases if c.name == case["name"]),
         None,

@@ -390,7 +390,9 @@ def run_command(
                 {"status": "error", "error": str(exc), "exit_code": exc.exit_code}, sys.stdout
             )
         raise typer.Exit(exc.exit_code) from None
-    text = doc.pop("_text", "")
+    from .redact import redact
+
+    text = redact(doc.pop("_text", ""))
     if as_json:
         from .report import write_json
 
@@ -558,7 +560,15 @@ def _wants_json(argv: list[str]) -> bool:
 
 
 def main() -> None:
-    """Entry point; with --format json, even a command-line error yields one JSON document."""
+    """Entry point; with --format json, even a command-line error yields one JSON document.
+
+    Everything the process prints goes through a redacting stream: the last line of
+    defence should any path print a secret without scrubbing it first.
+    """
+    from .redact import RedactingStream
+
+    sys.stdout = RedactingStream(sys.stdout)  # type: ignore[assignment]
+    sys.stderr = RedactingStream(sys.stderr)  # type: ignore[assignment]
     if not _wants_json(sys.argv[1:]):
         app()
         return

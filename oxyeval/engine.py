@@ -35,6 +35,7 @@ from .outputs import (
 )
 from .project import Agent, Project, load_agent, variable_error
 from .providers._pool import ModelPool
+from .redact import redact, redact_data
 from .sql import SqlError, SqlResult, SqlRunner
 from .templates import TemplateRef, render
 from .validate import did_you_mean
@@ -434,7 +435,7 @@ class Engine:
         if fmt == "sql":
             text = output.sql if isinstance(output, SqlResult) else str(output)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, "utf-8")
+            path.write_text(redact(text), "utf-8")
         else:
             _write_output(path, output, fmt)
         record.details.setdefault("exports", []).append(str(path))
@@ -746,9 +747,13 @@ _UNUSABLE = object()
 
 def _read_cache(path: Path, task: Task) -> Any:
     """The stored output, or ``_UNUSABLE`` when the file cannot stand for it (then the task
-    runs and rewrites it): a corrupt cache must never change what a task outputs."""
+    runs and rewrites it): a corrupt cache must never change what a task outputs.
+
+    A secret in the file (one written before secrets were scrubbed, or by hand) is
+    redacted as it is read, so it never reaches a prompt or a report; should that break
+    the file's JSON, the task simply runs again."""
     try:
-        text = path.read_text("utf-8")
+        text = redact(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError):
         return _UNUSABLE
     if path.suffix == ".json":
@@ -778,7 +783,7 @@ def _read_cache(path: Path, task: Task) -> Any:
 def _write_output(path: Path, output: Any, fmt: str | None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "json":
-        text = json.dumps(to_jsonable(output), indent=2, ensure_ascii=False)
+        text = json.dumps(redact_data(to_jsonable(output)), indent=2, ensure_ascii=False)
     elif fmt == "csv":
         if isinstance(output, SqlResult):
             text = output.to_csv()
@@ -790,7 +795,7 @@ def _write_output(path: Path, output: Any, fmt: str | None) -> None:
         text = output.to_csv()
     else:
         text = str(output)
-    path.write_text(text, "utf-8")
+    path.write_text(redact(text), "utf-8")  # the one writer of cache and export files
 
 
 async def run_workflow(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ConfigError, Diagnostic, LoadError, OxyError
 from .load import Document, KeyPath, load_yaml
 from .providers._base import GenerateParams, ModelSpec
+from .providers._pool import DEFAULT_KEY_VARS
 from .redact import register_secret
 from .templates import TemplateRef, referenced_names, template_diagnostics
 from .validate import did_you_mean, validate_document
@@ -157,6 +158,13 @@ def _model_spec(
     api_key = entry.get("api_key")
     if api_key:
         register_secret(api_key)
+    # Known from the start, not only once a call resolves it: commands that never call
+    # a model (oxy cases show|list|accept, oxy history) print stored text too.
+    key_var = entry.get("key_var") or (
+        None if entry.get("api_url") else DEFAULT_KEY_VARS.get(vendor)
+    )
+    if key_var:
+        register_secret(os.environ.get(key_var, "").strip())
     params = GenerateParams(
         temperature=entry.get("temperature"),
         max_tokens=entry.get("max_tokens"),

@@ -1,28 +1,77 @@
-"""Keep API keys out of everything we print, log or store.
+"""Keep API keys out of everything we print, log, write or store.
 
-Keys are registered the moment they are read from the environment, so any
-string that later leaves the process (error text, JSON report, log line) can be
-scrubbed even when a server echoes the key back in an error body.
+Keys are registered the moment they are read from the environment (and, for every
+model in config.yml, when the project loads, so commands that only read the history
+know them too). Any string that later leaves the process can then be scrubbed, even
+when a server or a model echoes the key back.
+
+Where redaction happens, and why there:
+
+1. **Where a model's answer enters.** :meth:`oxyeval.providers.Model.generate`
+   redacts a completion's text and its tool-call arguments before anyone sees them.
+   Everything downstream (task outputs, the next prompt, SQL a template builds, the
+   judge, scoring, exports, the history database) only ever holds ``***``: a key a
+   model echoed never flows into a second prompt (possibly to another vendor), an
+   SQL query or a file. Two answers that differ only by the key compare as equal
+   (both say ``***``), which is what the judge and exact match should see.
+2. **At every sink, as defence in depth** for text that did not come from a model
+   (SQL rows, variables, cache files or history written by an older version):
+   JSON documents (:func:`oxyeval.report.write_json`), the consoles and the CLI
+   process's stdout/stderr (:class:`RedactingStream`), log lines, workflow exports
+   and cache files (read and written), baselines ``oxy cases accept`` writes into
+   YAML, and the history store (``case_runner`` redacts what it stores; the store's
+   execution writer redacts again).
+
+A key is scrubbed verbatim and in its JSON-escaped and URL-encoded forms (which
+differ only for keys with unusual characters); a key re-encoded otherwise (base64,
+split across lines) is not recognised.
 """
 
 from __future__ import annotations
 
+import json
 import threading
+from collections.abc import Callable
+from typing import Any, TextIO
+from urllib.parse import quote, quote_plus
 
-__all__ = ["redact", "register_secret", "registered_secret_count"]
+__all__ = [
+    "RedactingStream",
+    "redact",
+    "redact_data",
+    "register_secret",
+    "registered_secret_count",
+]
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
+# Every form we scrub, longest first so a key that contains another key is scrubbed
+# whole; rebuilt on registration (rare) rather than sorted on every call (frequent).
+_forms: tuple[str, ...] = ()
 
 # Very short values are not scrubbed: replacing every "a" in a report because
 # someone set OPENAI_API_KEY=a would destroy the output without protecting anything.
 _MIN_LEN = 6
 
 
+def _variants(value: str) -> set[str]:
+    return {
+        value,
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        quote(value, safe=""),
+        quote_plus(value, safe=""),
+    }
+
+
 def register_secret(value: str | None) -> None:
-    if value and len(value) >= _MIN_LEN:
-        with _lock:
-            _secrets.add(value)
+    global _forms
+    if not value or len(value) < _MIN_LEN or value in _secrets:
+        return
+    with _lock:
+        _secrets.add(value)
+        forms = set(_forms) | {v for v in _variants(value) if len(v) >= _MIN_LEN}
+        _forms = tuple(sorted(forms, key=len, reverse=True))
 
 
 def registered_secret_count() -> int:
@@ -30,10 +79,44 @@ def registered_secret_count() -> int:
 
 
 def redact(text: str) -> str:
-    if not _secrets or not text:
+    forms = _forms
+    if not forms or not text:
         return text
-    # Longest first so a key that contains another key is scrubbed whole.
-    for secret in sorted(_secrets, key=len, reverse=True):
-        if secret in text:
-            text = text.replace(secret, "***")
+    for form in forms:
+        if form in text:
+            text = text.replace(form, "***")
     return text
+
+
+def redact_data(value: Any) -> Any:
+    """``value`` with every string in it (keys included) redacted: for JSON-like data,
+    scrubbed before it is serialised so the escaping can never hide a key."""
+    if not _forms:
+        return value
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact_data(k): redact_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_data(v) for v in value]
+    return value
+
+
+class RedactingStream:
+    """A text stream that redacts every write: what the CLI's stdout and stderr go through.
+
+    ``target`` is the stream, or a function returning the stream to use at each write
+    (the consoles follow ``sys.stderr`` as pytest or the CLI's JSON recorder swap it).
+    Writes are redacted one by one; every writer here emits a line or a whole document
+    per write, so a key is never split across two writes.
+    """
+
+    def __init__(self, target: TextIO | Callable[[], TextIO]) -> None:
+        self._target = target if callable(target) else (lambda: target)
+
+    def write(self, data: str) -> int:
+        self._target().write(redact(data))
+        return len(data)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding...
+        return getattr(self._target(), name)

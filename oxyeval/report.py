@@ -12,7 +12,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
-from .redact import redact
+from .redact import redact, redact_data
 from .results import TestResult, TestRun, ThresholdResult
 
 if TYPE_CHECKING:
@@ -106,7 +106,8 @@ def to_json(
 
 
 def write_json(doc: dict[str, Any], out: TextIO) -> None:
-    out.write(json.dumps(doc, indent=2, ensure_ascii=False))
+    """Every JSON document a command prints; secrets are scrubbed from the data first."""
+    out.write(json.dumps(redact_data(doc), indent=2, ensure_ascii=False))
     out.write("\n")
     out.flush()
 

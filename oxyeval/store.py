@@ -38,6 +38,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from .errors import EXIT_INFRA, EXIT_INPUT, OxyError
+from .redact import redact, redact_data
 
 __all__ = [
     "APPLICATION_ID",
@@ -1228,7 +1229,7 @@ class Store:
                 "SELECT expected_output FROM test_cases WHERE id = ?", (case_id,)
             ).fetchone()
             expected = None if row is None else row[0]
-        actual = f["actual_output"]
+        actual = redact(f["actual_output"])  # no key a model echoed is ever stored
         length_diff = f.get("length_diff")
         if length_diff is None:
             length_diff = len(actual) - len(expected or "")
@@ -1247,7 +1248,7 @@ class Store:
             "score": None if f.get("score") is None else float(f["score"]),
             "actual_output": actual,
             "expected_output": expected,
-            "output_diff": None if diff is None else canonical_json(diff),
+            "output_diff": None if diff is None else canonical_json(redact_data(diff)),
             "exact_match": 1 if f.get("exact_match") else 0,
             "semantic_score": f.get("semantic_score"),
             "similarity_method": f.get("similarity_method") or "",
@@ -1262,7 +1263,7 @@ class Store:
             "latency_ms": f.get("latency_ms"),
             "input_tokens": f.get("input_tokens"),
             "output_tokens": f.get("output_tokens"),
-            "error": f.get("error"),
+            "error": None if f.get("error") is None else redact(f["error"]),
             "created_at": utc_timestamp(f.get("created_at")),
         }
 

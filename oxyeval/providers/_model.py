@@ -7,9 +7,11 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from ..errors import ProviderError
+from ..redact import redact, redact_data
 from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, ModelSpec
 
 __all__ = ["Model", "Retrier", "RetryPolicy"]
@@ -163,4 +165,11 @@ class Model:
         completion.latency = latency
         completion.attempts = attempts
         completion.model = self.spec.name
+        # The one door every answer comes through: a key the model echoed is scrubbed
+        # here, before it can reach a report, a file, the store or the next prompt.
+        completion.text = redact(completion.text)
+        if completion.tool_calls:
+            completion.tool_calls = [
+                replace(c, arguments=redact_data(c.arguments)) for c in completion.tool_calls
+            ]
         return completion
