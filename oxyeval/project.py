@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, Diagnostic, LoadError, OxyError
+from .judge import JudgeSettings
 from .load import Document, KeyPath, load_yaml
 from .providers._base import GenerateParams, ModelSpec
 from .redact import register_secret
@@ -42,6 +43,8 @@ CONFIG_NAMES = ("config.yml", "config.yaml")
 DEFAULT_SCORES = {"A": 1.0, "B": 0.0}
 DEFAULT_N = 10
 DEFAULT_TEST_CONCURRENCY = 10
+#: Share of a test's run pairs that must get a verdict for its accuracy to count.
+DEFAULT_MIN_JUDGED = 0.5
 _SECRET_HEADER = re.compile(r"(?i)auth|key|token|secret|password|cookie|signature")
 _DEFAULT_EMBEDDING_MODELS = {
     "openai": "text-embedding-3-small",
@@ -107,6 +110,7 @@ class Project:
     warnings: list[Diagnostic] = field(default_factory=list)
     embeddings: dict[str, ModelSpec] = field(default_factory=dict)
     model_keys: dict[str, KeyPath] = field(default_factory=dict)  # name -> place in config.yml
+    judge: JudgeSettings = field(default_factory=JudgeSettings)  # config.yml's judge: section
 
     def model_pool(self, **kwargs: Any) -> ModelPool:
         """The run's models; a missing API key is reported at its model in config.yml."""
@@ -282,6 +286,10 @@ def load_project(
     if any(p.severity == "error" for p in problems):
         raise LoadError(problems)
     default_model = defaults.get("model") or names[0]
+    judge = data.get("judge") or {}
+    structured = judge.get("structured", "auto")
+    if isinstance(structured, bool):  # YAML 1.1 reads a bare on/off as true/false
+        structured = "on" if structured else "off"
     return Project(
         root=config_path.parent.resolve(),
         config=doc,
@@ -292,6 +300,7 @@ def load_project(
         warnings=[p for p in problems if p.severity == "warning"],
         embeddings=embeddings,
         model_keys=model_keys,
+        judge=JudgeSettings(structured=structured, max_tokens=judge.get("max_tokens")),
     )
 
 
@@ -310,6 +319,7 @@ class JudgeSpec:
     model: str
     scores: dict[str, float]
     key: KeyPath
+    settings: JudgeSettings = field(default_factory=JudgeSettings)  # the project's judge:
 
 
 @dataclass
@@ -329,6 +339,7 @@ class TestSpec:
     concurrency: int
     pairing: str
     judges: list[JudgeSpec]
+    min_judged: float = DEFAULT_MIN_JUDGED  # share of run pairs that must get a verdict
 
 
 @dataclass(repr=False)
@@ -459,6 +470,7 @@ def parse_tests(
                 concurrency=test.get("concurrency", DEFAULT_TEST_CONCURRENCY),
                 pairing=test.get("pairing", "all"),
                 judges=judges,
+                min_judged=float(test.get("min_judged", DEFAULT_MIN_JUDGED)),
             )
         )
     return specs
@@ -481,7 +493,7 @@ def _judge(
                     (*key, "scores", letter), f"score must be a number between 0 and 1, got {value}"
                 )
             )
-    return JudgeSpec(prompt=prompt, model=model, scores=scores, key=key)
+    return JudgeSpec(prompt=prompt, model=model, scores=scores, key=key, settings=project.judge)
 
 
 def variable_error(schema: dict[str, Any], value: Any) -> str | None:
