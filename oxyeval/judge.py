@@ -117,7 +117,8 @@ _OPTION_LINE = re.compile(r"(?i:option|choice)\s+([AB])\s*(?:\([^()]*\))?\s*[.!]
 # Read only from the last line, and never after an abbreviation ("Plan A vs. B", "e.g. B").
 _AFTER_SENTENCE = re.compile(r"(\w+)[.;!]\s+([AB])\s*[.!]?\s*$")
 _ABBREVIATIONS = frozenset(
-    "vs v eg ie e.g i.e etc cf no nr fig sec ex approx p pp vol ch st mr ms dr al resp".split()
+    {"vs", "eg", "ie", "etc", "cf", "no", "nr", "fig", "sec", "ex", "approx", "pp", "vol"}
+    | {"ch", "st", "mr", "ms", "dr", "al", "resp"}
 )
 # A verdict-shaped line, word by word: "Answer: A", "B", "Option B", '{"answer": "A"}'.
 _VERDICT_WORDS = re.compile(
@@ -208,16 +209,18 @@ def _echoed_lines(lines: list[str], instructions: tuple[str, ...]) -> set[int]:
     """Lines that are no verdict: instruction text, and the option lists small judges echo.
 
     Verdict-shaped lines in a row (blank lines between them allowed) that name both
-    letters are the prompt's option list ("Answer: A" / "Answer: B"), not a choice;
-    so are verdict-shaped lines right after an echoed instruction that introduces them
-    ("...exactly one of:"). A lone "Answer: A" is a choice even though the prompt
-    contains that line too: it is the very form the prompt asks for.
+    letters are the prompt's option list ("Answer: A" / "Answer: B"), not a choice; so
+    are verdict-shaped lines right next to echoed instruction text ("...exactly one of:"
+    before them, the "(A = consistent, B = they disagree)" legend after them). A lone
+    "Answer: A" among the judge's own words is a choice, although the prompt contains
+    that line too: it is the very form the prompt asks for.
     """
     out: set[int] = set()
     letters = [_verdict_line(line) for line in lines]
     for index, line in enumerate(lines):
         if letters[index] is None and _is_echo(line, instructions):
             out.add(index)
+    echo_text = set(out)
     index = 0
     while index < len(lines):
         if letters[index] is None:
@@ -230,13 +233,8 @@ def _echoed_lines(lines: list[str], instructions: tuple[str, ...]) -> set[int]:
                 group.append(nxt)
             nxt += 1
         before = next((k for k in range(index - 1, -1, -1) if lines[k]), None)
-        introduced = (
-            before is not None
-            and before in out
-            and lines[before].rstrip().endswith(":")
-            and len(_words(lines[before]).split()) >= 3
-        )
-        if introduced or len({letters[k] for k in group}) > 1:
+        after = nxt if nxt < len(lines) else None
+        if before in echo_text or after in echo_text or len({letters[k] for k in group}) > 1:
             out.update(group)
         index = nxt
     return out
@@ -286,7 +284,8 @@ def parse_verdict(text: str, instructions: str | None = None) -> Verdict | None:
     original = text.strip().splitlines()
     lines = [_DECORATION.sub("", unicodedata.normalize("NFKC", line)).strip() for line in original]
     echoed = _echoed_lines(
-        lines, _instruction_lines(DEFAULT_CONSISTENCY_PROMPT if instructions is None else instructions)
+        lines,
+        _instruction_lines(DEFAULT_CONSISTENCY_PROMPT if instructions is None else instructions),
     )
     strong: tuple[int, str] | None = None
     for index, line in enumerate(lines):

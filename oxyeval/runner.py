@@ -215,7 +215,8 @@ async def _judge_outputs(
     errors = [c.error for c in comparisons if c.error]
     if result.accuracy is None:
         result.error = (
-            f"no valid verdicts: all {len(errors)} judge call(s) failed; first: {errors[0]}"
+            f"no valid verdicts: all {len(errors)} comparison(s) sent to the judge failed; "
+            f"first: {errors[0]}"
             if errors
             else "no valid verdicts"
         )

@@ -115,9 +115,7 @@ def build_anthropic_body(
         body["tools"] = [_tool(t) for t in params.tools]
     if params.response_schema is not None:
         wanted = params.response_schema
-        forced = ToolSpec(
-            wanted.name, wanted.description or "Give your answer.", wanted.schema
-        )
+        forced = ToolSpec(wanted.name, wanted.description or "Give your answer.", wanted.schema)
         body["tools"] = [*body.get("tools", []), _tool(forced)]
         body["tool_choice"] = {"type": "tool", "name": wanted.name}
     optional = {
