@@ -24,6 +24,7 @@ from .providers._base import ChatMessage, Completion, GenerateParams, ResponseSc
 from .templates import TemplateRef, render
 
 if TYPE_CHECKING:
+    from .project import JudgeSettings
     from .providers._model import Model
 
 __all__ = [
@@ -34,7 +35,6 @@ __all__ = [
     "VERDICT_SCHEMA",
     "Judge",
     "JudgeResult",
-    "JudgeSettings",
     "Verdict",
     "parse_verdict",
     "structured_verdict",
@@ -115,7 +115,7 @@ _OPTION = re.compile(r"^\s*[\(\[]?([AB])[\)\].:]\s+\S")
 _OPTION_LINE = re.compile(r"(?i:option|choice)\s+([AB])\s*(?:\([^()]*\))?\s*[.!]?")
 # A letter closing the last line after a sentence: "Both are the same. A", "They agree; A".
 # Read only from the last line, and never after an abbreviation ("Plan A vs. B", "e.g. B").
-_AFTER_SENTENCE = re.compile(r"(\w+)[.;!]\s+([AB])\s*[.!]?\s*$")
+_AFTER_SENTENCE = re.compile(r"\b(\w+)[.;!]\s+([AB])\s*[.!]?\s*$")
 _ABBREVIATIONS = frozenset(
     {"vs", "eg", "ie", "etc", "cf", "no", "nr", "fig", "sec", "ex", "approx", "pp", "vol"}
     | {"ch", "st", "mr", "ms", "dr", "al", "resp"}
@@ -337,20 +337,6 @@ class JudgeResult:
     error: str | None = None
 
 
-@dataclass(frozen=True)
-class JudgeSettings:
-    """config.yml's ``judge:`` section: how every judge call of a project is made.
-
-    ``structured``: ``auto`` asks for a JSON verdict from vendors whose class supports
-    it and falls back to text if the server refuses; ``on`` insists (a refusal is a
-    judge error); ``off`` asks for text only. ``max_tokens``: None means the judge
-    model's own setting, else :data:`DEFAULT_JUDGE_MAX_TOKENS`.
-    """
-
-    structured: str = "auto"
-    max_tokens: int | None = None
-
-
 #: Judge replies are a few sentences and a verdict; without a cap a small model that
 #: rambles holds a single-slot server for minutes (and a cut-off reply is reported).
 DEFAULT_JUDGE_MAX_TOKENS = 512
@@ -406,7 +392,9 @@ class Judge:
         self.model = model
         self.prompt = prompt or _DEFAULT_PROMPT
         self.params = params
-        self.settings = settings or JudgeSettings()
+        # config.yml's judge: section (project.JudgeSettings); None means the defaults.
+        self.structured_mode = settings.structured if settings is not None else "auto"
+        self.max_tokens_setting = settings.max_tokens if settings is not None else None
 
     def render(self, task_description: str, submission_1: str, submission_2: str) -> str:
         return render(
@@ -421,8 +409,8 @@ class Judge:
     @property
     def max_tokens(self) -> int | None:
         """The cap on a judge reply: judge.max_tokens, the call's or model's own, else 512."""
-        if self.settings.max_tokens is not None:
-            return self.settings.max_tokens
+        if self.max_tokens_setting is not None:
+            return self.max_tokens_setting
         if self.params is not None and self.params.max_tokens is not None:
             return self.params.max_tokens
         spec = self.model.spec
@@ -434,7 +422,7 @@ class Judge:
         return bool(getattr(getattr(self.model, "api", None), "structured_output", False))
 
     def _structured(self) -> bool:
-        mode = self.settings.structured
+        mode = self.structured_mode
         if mode == "off" or (mode == "auto" and self.model in _TEXT_ONLY):
             return False
         return mode == "on" or self._supports_structured()
@@ -461,7 +449,7 @@ class Judge:
         except ProviderError as exc:
             if not structured or exc.status not in _REFUSED:
                 raise
-            if self.settings.structured == "on":
+            if self.structured_mode == "on":
                 raise ProviderError(
                     f"{exc} (the structured verdict request was refused; judge.structured is "
                     "'on', so there is no plain-text fallback: set it to auto or off)",

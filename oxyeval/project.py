@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, Diagnostic, LoadError, OxyError
-from .judge import JudgeSettings
 from .load import Document, KeyPath, load_yaml
 from .providers._base import GenerateParams, ModelSpec
 from .redact import register_secret
@@ -29,6 +28,7 @@ __all__ = [
     "CONFIG_NAMES",
     "Agent",
     "ContextSpec",
+    "JudgeSettings",
     "JudgeSpec",
     "Project",
     "TestSpec",
@@ -94,6 +94,20 @@ def find_config(start: Path) -> Path | None:
             if candidate.is_file():
                 return candidate
     return None
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """config.yml's ``judge:`` section: how every judge call of a project is made.
+
+    ``structured``: ``auto`` asks for a JSON verdict from vendors whose class supports
+    it and falls back to text if the server refuses; ``on`` insists (a refusal is a
+    judge error); ``off`` asks for text only. ``max_tokens``: None means the judge
+    model's own setting, else :data:`oxyeval.judge.DEFAULT_JUDGE_MAX_TOKENS` (512).
+    """
+
+    structured: str = "auto"
+    max_tokens: int | None = None
 
 
 @dataclass(repr=False)

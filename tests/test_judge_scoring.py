@@ -21,8 +21,7 @@ from oxyeval.consistency import (
     plan_pairs,
     score_comparisons,
 )
-from oxyeval.judge import JudgeSettings
-from oxyeval.project import load_project
+from oxyeval.project import JudgeSettings, load_project
 from oxyeval.report import check_threshold, exit_code, render_pretty
 from oxyeval.results import OutputRecord, TestResult, TestRun
 from oxyeval.runner import run_tests

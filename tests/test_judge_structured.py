@@ -20,9 +20,9 @@ from oxyeval.judge import (
     VERDICT_SCHEMA,
     Judge,
     JudgeResult,
-    JudgeSettings,
     structured_verdict,
 )
+from oxyeval.project import JudgeSettings
 from oxyeval.providers import GenerateParams, ModelPool, ModelSpec
 from oxyeval.providers._base import ChatMessage, Completion, json_object
 from oxyeval.providers.anthropic import build_anthropic_body
