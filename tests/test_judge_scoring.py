@@ -27,7 +27,7 @@ from oxyeval.results import OutputRecord, TestResult, TestRun
 from oxyeval.runner import run_tests
 
 from .conftest import MakeProject
-from .fakes import fake_openai, openai_error
+from .fakes import fake_openai, judge_reply, openai_error
 
 SCORES = {"A": 1.0, "B": 0.0}
 
@@ -295,3 +295,26 @@ def test_judge_setting_typo_is_a_validation_error(make_project: MakeProject) -> 
     assert result.exit_code == 2
     text = result.stderr + result.stdout
     assert "config.yml:" in text and "structured" in text
+
+
+@pytest.mark.parametrize(
+    ("setting", "structured"), [("", True), ("judge:\n  structured: off\n", False)]
+)
+def test_oxy_test_judges_with_the_project_settings(
+    make_project: MakeProject, setting: str, structured: bool
+) -> None:
+    with fake_openai(judge_reply("B", "42 vs 41.")) as server:
+        config = (
+            "models:\n  - name: analyst\n    vendor: mock\n    outputs: [alpha, beta]\n"
+            f"  - name: judge\n    vendor: openai\n    model_ref: j\n    api_url: {server.url}\n"
+            + setting
+        )
+        root = make_project(config, {"a.agent.yml": agent(n=2, pairing="all")})
+        result = invoke("test", str(root / "a.agent.yml"), "--format", "json")
+        (request,) = server.requests
+    assert result.exit_code == 0
+    (test,) = json.loads(result.stdout)["tests"]
+    assert test["accuracy"] == 0.0
+    assert test["comparisons"][0]["reasoning"] == "42 vs 41."
+    assert ("response_format" in request.body) is structured
+    assert request.body["max_tokens"] == 512
