@@ -149,6 +149,7 @@ def test_command(
     """
     import asyncio
 
+    from .redact import redact
     from .report import check_threshold, exit_code, render_pretty, to_json, write_json
     from .results import TestRun
     from .runner import run_tests_async
@@ -218,6 +219,11 @@ def test_command(
             style="red",
             markup=False,
         )
+    for test in run.tests:
+        if not test.ok and test.error:  # every non-zero exit says why on stderr, in any format
+            err.print(
+                f"not scored: {run.label(test)}: {redact(test.error)}", style="red", markup=False
+            )
     if error is not None:
         code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
         print_error(err, error, debug)
@@ -227,7 +233,7 @@ def test_command(
             sys.stdout,
         )
     else:
-        render_pretty(run, threshold, stdout_console(), quiet=quiet)
+        render_pretty(run, threshold, stdout_console(), quiet=quiet, code=code)
     if as_json and threshold is not None and not threshold.passed:
         err.print(threshold.message, style="red", markup=False)
     raise typer.Exit(code)

@@ -18,6 +18,7 @@ __all__ = [
     "evaluate",
     "judge_comparisons",
     "normalize",
+    "pair_count",
     "plan_comparisons",
     "plan_pairs",
     "score_comparisons",
@@ -41,6 +42,15 @@ def plan_pairs(runs: Sequence[int], pairing: str = "all") -> list[tuple[int, int
     if pairing != "all":
         raise ValueError(f"unknown pairing {pairing!r}")
     return list(combinations(runs, 2))
+
+
+def pair_count(n: int, pairing: str = "all") -> int:
+    """How many run pairs :func:`plan_pairs` plans for n runs, without listing them."""
+    if n < 2:
+        return 0
+    if pairing == "ring":
+        return 1 if n == 2 else n
+    return n * (n - 1) // 2
 
 
 @dataclass
@@ -165,15 +175,17 @@ def score_comparisons(
             if comp.choice == "A":
                 consistent[run] += count
     per_run = {run: (consistent[run] / compared[run] if compared[run] else None) for run in runs}
+    judged = [c for c in comparisons if not c.identical]
+    if judged and all(c.choice is None for c in judged):
+        # Identical pairs alone would score 1.0 although the judge never spoke: no score,
+        # and no "most consistent" output picked from the identical pairs alone either.
+        total_weight = 0
+        per_run = dict.fromkeys(runs)
     ranked = [run for run in runs if per_run[run] is not None]
     selected = None
     if ranked:
         # max() keeps the first of equal keys, so sorting by run gives the earliest on ties.
         selected = max(sorted(ranked), key=lambda r: per_run[r])  # type: ignore[arg-type,return-value]
-    judged = [c for c in comparisons if not c.identical]
-    if judged and all(c.choice is None for c in judged):
-        # Identical pairs alone would score 1.0 although the judge never spoke: no score.
-        total_weight = 0
     return ConsistencyScore(
         accuracy=total_score / total_weight if total_weight else None,
         pairs=sum(c.weight for c in comparisons),

@@ -490,7 +490,7 @@ class Engine:
     def _judge(self, task: Task, workflow: Workflow) -> Judge:
         prompt = task.templates.get("consistency_prompt") or workflow.consistency_prompt
         model = task.spec.get("judge_model") or workflow.judge_model or self.project.default_judge
-        return Judge(self.pool.get(model), prompt)
+        return Judge(self.pool.get(model), prompt, settings=self.project.judge)
 
     async def _agent_task(
         self, task: Task, context: dict[str, Any], record: TaskRecord, run: WorkflowRun

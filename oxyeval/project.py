@@ -29,6 +29,7 @@ __all__ = [
     "CONFIG_NAMES",
     "Agent",
     "ContextSpec",
+    "JudgeSettings",
     "JudgeSpec",
     "Project",
     "TestSpec",
@@ -43,6 +44,8 @@ CONFIG_NAMES = ("config.yml", "config.yaml")
 DEFAULT_SCORES = {"A": 1.0, "B": 0.0}
 DEFAULT_N = 10
 DEFAULT_TEST_CONCURRENCY = 10
+#: Share of a test's run pairs that must get a verdict for its accuracy to count.
+DEFAULT_MIN_JUDGED = 0.5
 _SECRET_HEADER = re.compile(r"(?i)auth|key|token|secret|password|cookie|signature")
 _DEFAULT_EMBEDDING_MODELS = {
     "openai": "text-embedding-3-small",
@@ -94,6 +97,20 @@ def find_config(start: Path) -> Path | None:
     return None
 
 
+@dataclass(frozen=True)
+class JudgeSettings:
+    """config.yml's ``judge:`` section: how every judge call of a project is made.
+
+    ``structured``: ``auto`` asks for a JSON verdict from vendors whose class supports
+    it and falls back to text if the server refuses; ``on`` insists (a refusal is a
+    judge error); ``off`` asks for text only. ``max_tokens``: None means the judge
+    model's own setting, else :data:`oxyeval.judge.DEFAULT_JUDGE_MAX_TOKENS` (512).
+    """
+
+    structured: str = "auto"
+    max_tokens: int | None = None
+
+
 @dataclass(repr=False)
 class Project:
     def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
@@ -108,6 +125,7 @@ class Project:
     warnings: list[Diagnostic] = field(default_factory=list)
     embeddings: dict[str, ModelSpec] = field(default_factory=dict)
     model_keys: dict[str, KeyPath] = field(default_factory=dict)  # name -> place in config.yml
+    judge: JudgeSettings = field(default_factory=JudgeSettings)  # config.yml's judge: section
 
     def model_pool(self, **kwargs: Any) -> ModelPool:
         """The run's models; a missing API key is reported at its model in config.yml."""
@@ -290,6 +308,10 @@ def load_project(
     if any(p.severity == "error" for p in problems):
         raise LoadError(problems)
     default_model = defaults.get("model") or names[0]
+    judge = data.get("judge") or {}
+    structured = judge.get("structured", "auto")
+    if isinstance(structured, bool):  # YAML 1.1 reads a bare on/off as true/false
+        structured = "on" if structured else "off"
     return Project(
         root=config_path.parent.resolve(),
         config=doc,
@@ -300,6 +322,7 @@ def load_project(
         warnings=[p for p in problems if p.severity == "warning"],
         embeddings=embeddings,
         model_keys=model_keys,
+        judge=JudgeSettings(structured=structured, max_tokens=judge.get("max_tokens")),
     )
 
 
@@ -318,6 +341,7 @@ class JudgeSpec:
     model: str
     scores: dict[str, float]
     key: KeyPath
+    settings: JudgeSettings = field(default_factory=JudgeSettings)  # the project's judge:
 
 
 @dataclass
@@ -337,6 +361,7 @@ class TestSpec:
     concurrency: int
     pairing: str
     judges: list[JudgeSpec]
+    min_judged: float = DEFAULT_MIN_JUDGED  # share of run pairs that must get a verdict
 
 
 @dataclass(repr=False)
@@ -467,6 +492,7 @@ def parse_tests(
                 concurrency=test.get("concurrency", DEFAULT_TEST_CONCURRENCY),
                 pairing=test.get("pairing", "all"),
                 judges=judges,
+                min_judged=float(test.get("min_judged", DEFAULT_MIN_JUDGED)),
             )
         )
     return specs
@@ -489,7 +515,7 @@ def _judge(
                     (*key, "scores", letter), f"score must be a number between 0 and 1, got {value}"
                 )
             )
-    return JudgeSpec(prompt=prompt, model=model, scores=scores, key=key)
+    return JudgeSpec(prompt=prompt, model=model, scores=scores, key=key, settings=project.judge)
 
 
 def variable_error(schema: dict[str, Any], value: Any) -> str | None:

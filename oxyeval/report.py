@@ -139,12 +139,13 @@ def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) 
     else:
         console.print(f"[bold red]Accuracy: n/a — {escape(redact(test.error or 'not scored'))}[/]")
     ok_runs = len(test.outputs) - len(test.run_errors)
+    total = test.total_pairs or test.pairs
     facts = (
-        f"{_plural(test.n, 'run')} ({ok_runs} ok) · {_plural(test.pairs, 'pair')} · "
+        f"{_plural(test.n, 'run')} ({ok_runs} ok) · {test.judged_pairs}/{total} pairs judged · "
         f"{_plural(test.judge_calls, 'judge call')}"
     )
     if test.identical_pairs:
-        facts += f" ({test.identical_pairs} identical pairs not judged)"
+        facts += f" ({test.identical_pairs} identical pairs not sent to the judge)"
     facts += f" · judge: {escape(test.judge_model)} · {test.duration:.1f}s"
     console.print(f"[dim]{facts}[/]")
     if quiet:
@@ -157,6 +158,13 @@ def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) 
         console.print(
             textwrap.indent(_clip(redact(sel.text or "")), "    "), style="cyan", markup=False
         )
+    elif test.comparisons:
+        why = (
+            "no comparison got a verdict from the judge"
+            if not any(c.get("verdict") and not c.get("identical") for c in test.comparisons)
+            else "the test could not be scored"
+        )
+        console.print(f"[yellow]No output could be selected: {why}.[/]")
     failing = test.failing
     if failing:
         console.print(f"[yellow]Failing comparisons ({len(failing)}):[/]")
@@ -179,21 +187,38 @@ def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) 
             console.print(f"  run {i} vs run {j}: {escape(redact(c['error']))}")
 
 
+def _headline(run: TestRun, threshold: ThresholdResult | None, code: int | None) -> str:
+    """The first line: a green tick only for a passed threshold, a cross for any failure."""
+    bad = sum(1 for t in run.tests if not t.ok)
+    if bad:
+        return f"❌ Eval finished; {bad} of {len(run.tests)} test(s) could not be scored:"
+    if code == EXIT_INFRA:
+        runs = sum(len(t.run_errors) for t in run.tests)
+        judges = sum(len(t.judge_errors) for t in run.tests)
+        return (
+            f"❌ Eval finished with {runs} run error(s) and {judges} judge error(s) "
+            "(--strict: exit 3); metrics:"
+        )
+    if threshold is not None:
+        if threshold.passed:
+            return "✅ Eval finished; threshold met:"
+        return "❌ Eval finished below the threshold:"
+    return "Eval finished with metrics (no --min-accuracy threshold to pass):"
+
+
 def render_pretty(
     run: TestRun,
     threshold: ThresholdResult | None,
     console: Console,
     *,
     quiet: bool = False,
+    code: int | None = None,
 ) -> None:
+    """``code`` is the exit code the run ends with, so the headline never contradicts it."""
     if not run.tests:
         console.print("No consistency tests found.")
         return
-    if all(t.ok for t in run.tests):
-        console.print("✅ Eval finished with metrics:")
-    else:
-        bad = sum(1 for t in run.tests if not t.ok)
-        console.print(f"❌ Eval finished; {bad} of {len(run.tests)} test(s) could not be scored:")
+    console.print(_headline(run, threshold, code))
     for test in run.tests:
         _render_test(console, run, test, quiet)
     if len(run.tests) > 1:

@@ -19,20 +19,25 @@ class OutputRecord:
     input_tokens: int | None = None
     output_tokens: int | None = None
     consistency: float | None = None
+    group: int | None = None  # distinct (normalised) text number; comparisons name groups
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"run": self.run}
-        if self.error is not None:
-            out["error"] = redact(self.error)
-        else:
-            out.update(
-                text=redact(self.text or ""),
-                consistency=_round(self.consistency),
-                latency_s=_round(self.latency, 4),
-                input_tokens=self.input_tokens,
-                output_tokens=self.output_tokens,
-            )
-        return out
+        """Every key always present (null when it does not apply), so consumers need no guards."""
+        failed = self.error is not None
+        return {
+            "run": self.run,
+            "text": None if failed else redact(self.text or ""),
+            "error": redact(self.error) if failed else None,
+            "group": self.group,
+            "consistency": _round(self.consistency),
+            "latency_s": _round(self.latency, 4),
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
+
+def _redacted(comparison: dict[str, Any]) -> dict[str, Any]:
+    return {k: (redact(v) if isinstance(v, str) else v) for k, v in comparison.items()}
 
 
 def _round(value: float | None, digits: int = 6) -> float | None:
@@ -59,7 +64,9 @@ class TestResult:
     scores: dict[str, float]
     accuracy: float | None = None
     error: str | None = None
-    pairs: int = 0
+    pairs: int = 0  # run pairs planned among the runs that succeeded
+    total_pairs: int = 0  # run pairs the test plans for all n runs
+    min_judged: float = 0.0  # share of total_pairs that must get a verdict
     judged_pairs: int = 0
     identical_pairs: int = 0
     judge_calls: int = 0
@@ -104,7 +111,9 @@ class TestResult:
             "judge_model": self.judge_model,
             "accuracy": _round(self.accuracy),
             "pairs": self.pairs,
+            "total_pairs": self.total_pairs,
             "judged_pairs": self.judged_pairs,
+            "min_judged": self.min_judged,
             "identical_pairs": self.identical_pairs,
             "judge_calls": self.judge_calls,
             "successful_runs": sum(1 for o in self.outputs if o.error is None),
@@ -121,8 +130,11 @@ class TestResult:
                 "text": redact(sel.text or ""),
                 "consistency": _round(sel.consistency),
             },
+            # Every judgement once: one entry stands for `weight` run pairs (those between
+            # runs of its two text groups), so n=200 with few distinct answers stays small.
+            "comparisons": [_redacted(c) for c in self.comparisons],
             "failing_comparisons": [
-                {k: (redact(v) if isinstance(v, str) else v) for k, v in c.items() if k != "error"}
+                {k: v for k, v in _redacted(c).items() if k not in ("error", "groups")}
                 for c in self.failing
             ],
             "duration_s": round(self.duration, 3),

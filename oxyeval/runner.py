@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from .agent import AgentRunner
 from .compile import Plan, compile_workflow
-from .consistency import evaluate
+from .consistency import evaluate, normalize, pair_count
 from .engine import Engine, TaskFailed, WorkflowRun
 from .errors import ConfigError, Diagnostic, LoadError, ProviderError
 from .judge import Judge
@@ -128,9 +128,12 @@ def _load_all(files: list[Path], project_dir: str | None) -> tuple[list[_Subject
     return subjects, warnings
 
 
-def _comparison_dict(comp, scores: Mapping[str, float]) -> dict[str, object]:
+def _comparison_dict(
+    comp, scores: Mapping[str, float], groups: Mapping[int, int]
+) -> dict[str, object]:
     return {
         "runs": list(comp.runs),
+        "groups": [groups[comp.runs[0]], groups[comp.runs[1]]],
         "weight": comp.weight,
         "identical": comp.identical,
         "verdict": comp.choice,
@@ -147,6 +150,7 @@ def _label(spec: TestSpec, k: int) -> str:
 
 
 def _result(spec: TestSpec, judge: JudgeSpec, label: str, question: str, model: str) -> TestResult:
+    total = pair_count(spec.n, spec.pairing)
     return TestResult(
         name=label,
         file=spec.display,
@@ -157,6 +161,8 @@ def _result(spec: TestSpec, judge: JudgeSpec, label: str, question: str, model: 
         agent_model=model,
         judge_model=judge.model,
         scores=dict(judge.scores),
+        total_pairs=total,
+        min_judged=spec.min_judged,
     )
 
 
@@ -183,7 +189,7 @@ async def _judge_outputs(
         )
         result.duration = time.perf_counter() - started
         return result
-    judge = Judge(pool.get(judge_spec.model), judge_spec.prompt)
+    judge = Judge(pool.get(judge_spec.model), judge_spec.prompt, settings=judge_spec.settings)
     comparisons, score = await evaluate(
         texts,
         judge.comparer(question),
@@ -199,16 +205,35 @@ async def _judge_outputs(
     result.identical_pairs = sum(c.weight for c in comparisons if c.identical)
     result.judge_calls = score.judge_calls
     result.selected = score.selected
+    groups: dict[str, int] = {}
     for o in result.outputs:
         o.consistency = score.per_run.get(o.run)
-    result.comparisons = [_comparison_dict(c, result.scores) for c in comparisons]
+        if o.run in texts:
+            o.group = groups.setdefault(normalize(texts[o.run]), len(groups) + 1)
+    by_run = {o.run: o.group for o in result.outputs if o.group is not None}
+    result.comparisons = [_comparison_dict(c, result.scores, by_run) for c in comparisons]
+    errors = [c.error for c in comparisons if c.error]
     if result.accuracy is None:
-        errors = [c.error for c in comparisons if c.error]
         result.error = (
-            f"no valid verdicts: all {len(errors)} judge call(s) failed; first: {errors[0]}"
+            f"no valid verdicts: all {len(errors)} comparison(s) sent to the judge failed; "
+            f"first: {errors[0]}"
             if errors
             else "no valid verdicts"
         )
+    elif result.judged_pairs + 1e-9 < spec.min_judged * result.total_pairs:
+        # A score from a few surviving pairs says little: 1 judged pair of 10 is not 0%.
+        failed = spec.n - len(texts)
+        share = result.judged_pairs / result.total_pairs
+        why = [f"{failed} of {spec.n} runs failed"] if failed else []
+        if errors:
+            why.append(f"{len(errors)} judge error(s), first: {errors[0]}")
+        result.error = (
+            f"only {result.judged_pairs} of {result.total_pairs} run pairs got a verdict "
+            f"({share:.0%}; min_judged is {spec.min_judged:.0%}): {'; '.join(why)}"
+        )
+        result.accuracy = None
+    if result.error is not None:
+        result.selected = None  # no "most consistent" output from a test that has no score
     result.duration = time.perf_counter() - started
     return result
 

@@ -23,6 +23,11 @@ of a string, so one responder can script a whole conversation::
             return "It is sunny."
         return openai_tool_call_response([("weather", {"city": "Paris"})])
 
+Structured output: the servers check a structured request (``response_format``,
+forced ``tool_choice``, ``responseSchema``) as the real APIs do, or refuse any with a
+400 when built with ``structured=False`` (an older or stricter server);
+``judge_reply(choice, reasoning)`` answers a judge in whichever form it asked for.
+
 The ready-made servers also refuse tool-use histories the real APIs refuse
 (a result with no matching call, a call left unanswered, schema keys Gemini does
 not know...), so a wrong encoding fails a test instead of passing silently.
@@ -70,6 +75,7 @@ __all__ = [
     "gemini_function_call_response",
     "gemini_response",
     "gemini_tool_problem",
+    "judge_reply",
     "last_tool_results",
     "last_user_text",
     "openai_chat_response",
@@ -79,6 +85,7 @@ __all__ = [
     "openai_tool_problem",
     "run_model",
     "stall",
+    "structured_problem",
 ]
 
 
@@ -948,12 +955,133 @@ def gemini_tool_problem(body: Mapping[str, Any]) -> str | None:
     return None
 
 
+# -- structured output: what the real APIs refuse, and a judge answering in either form
+
+
+def _strict_schema_problem(schema: Any, where: str) -> str | None:
+    """OpenAI's strict mode: every object closed and every property required."""
+    if not isinstance(schema, dict):
+        return f"In context={where}, schema must be an object."
+    if schema.get("type") == "object":
+        properties = schema.get("properties") or {}
+        if schema.get("additionalProperties") is not False:
+            return (
+                f"In context={where}, 'additionalProperties' is required to be supplied "
+                "and to be false."
+            )
+        missing = [k for k in properties if k not in (schema.get("required") or [])]
+        if missing:
+            return (
+                f"In context={where}, 'required' is required to be supplied and to be an "
+                f"array including every key in properties. Missing '{missing[0]}'."
+            )
+        for name, sub in properties.items():
+            problem = _strict_schema_problem(sub, f"{where} + ('properties', '{name}')")
+            if problem:
+                return problem
+    return None
+
+
+def _openai_structured_problem(body: Mapping[str, Any]) -> str | None:
+    rf = body.get("response_format")
+    if rf is None:
+        return None
+    if not isinstance(rf, dict) or rf.get("type") not in ("text", "json_object", "json_schema"):
+        return "Invalid value for 'response_format.type'."
+    if rf["type"] != "json_schema":
+        return None
+    spec = rf.get("json_schema")
+    if not isinstance(spec, dict) or not isinstance(spec.get("schema"), dict):
+        return "Missing required parameter: 'response_format.json_schema'."
+    if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", str(spec.get("name", ""))):
+        return (
+            "Invalid 'response_format.json_schema.name': string does not match pattern. "
+            "Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+        )
+    if spec.get("strict"):
+        problem = _strict_schema_problem(spec["schema"], "()")
+        if problem:
+            return f"Invalid schema for response_format '{spec['name']}': {problem}"
+    return None
+
+
+def _anthropic_structured_problem(body: Mapping[str, Any]) -> str | None:
+    choice = body.get("tool_choice")
+    if choice is None:
+        return None
+    if not isinstance(choice, dict) or choice.get("type") not in ("auto", "any", "tool", "none"):
+        return "tool_choice: Input tag does not match any of the expected tags"
+    if not body.get("tools"):
+        return "tool_choice may only be specified while providing tools."
+    names = [t.get("name") for t in body["tools"] if isinstance(t, dict)]
+    if choice["type"] == "tool" and choice.get("name") not in names:
+        return f"tool_choice.name: Tool '{choice.get('name')}' not found in tools"
+    return None
+
+
+def _gemini_structured_problem(body: Mapping[str, Any]) -> str | None:
+    config = body.get("generationConfig")
+    if not isinstance(config, dict) or "responseSchema" not in config:
+        return None
+    if config.get("responseMimeType") not in ("application/json", "text/x.enum"):
+        return (
+            "* GenerateContentRequest.generation_config.response_schema: only supported "
+            "with response_mime_type application/json or text/x.enum"
+        )
+    return _gemini_schema_problem(config["responseSchema"], "generation_config.response_schema")
+
+
+def _asks_structured(body: Any) -> bool:
+    if not isinstance(body, dict):
+        return False
+    config = body.get("generationConfig")
+    return (
+        "response_format" in body
+        or (isinstance(body.get("tool_choice"), dict) and body["tool_choice"].get("type") == "tool")
+        or (isinstance(config, dict) and "responseSchema" in config)
+    )
+
+
+def structured_problem(body: Mapping[str, Any]) -> str | None:
+    """Why the vendor whose fields ``body`` uses would refuse its structured request, or None."""
+    return (
+        _openai_structured_problem(body)
+        or _anthropic_structured_problem(body)
+        or _gemini_structured_problem(body)
+    )
+
+
+def judge_reply(
+    choice: str, reasoning: str = "Both state the same facts."
+) -> Callable[[RecordedRequest], str | Mapping[str, Any]]:
+    """A judge answering ``choice``: as JSON (or Anthropic's forced tool call) when the
+    request asked for structured output, else as text ending in ``Answer: <choice>``."""
+
+    def reply(request: RecordedRequest) -> str | Mapping[str, Any]:
+        body = request.body
+        if not _asks_structured(body):
+            return f"{reasoning}\nAnswer: {choice}"
+        answer = {"reasoning": reasoning, "verdict": choice}
+        if isinstance(body.get("tool_choice"), dict):
+            return anthropic_tool_use_response([(body["tool_choice"]["name"], answer)])
+        return json.dumps(answer)
+
+    return reply
+
+
+def _refuse_structured(body: Any, structured: bool) -> str | None:
+    if not structured and _asks_structured(body):
+        return "structured output (response_format / tool_choice / responseSchema) is not supported"
+    return structured_problem(body) if isinstance(body, dict) else None
+
+
 def fake_openai(
     text: TextSource = None,
     *,
     latency: float = 0.0,
     api_key: str | None = None,
     prefix: str = "/v1",
+    structured: bool = True,
 ) -> FakeServer:
     """An OpenAI-compatible server (also stands in for vLLM/llama.cpp/Ollama ``/v1``).
 
@@ -972,7 +1100,7 @@ def fake_openai(
         body = request.body
         if not isinstance(body, dict) or not body.get("model") or not body.get("messages"):
             return FakeResponse(400, openai_error("'model' and 'messages' are required"))
-        problem = openai_tool_problem(body)
+        problem = openai_tool_problem(body) or _refuse_structured(body, structured)
         if problem:
             return FakeResponse(400, openai_error(problem))
         return _answer(text, request, lambda t: openai_chat_response(t, model=body["model"]))
@@ -986,6 +1114,7 @@ def fake_anthropic(
     latency: float = 0.0,
     api_key: str | None = None,
     prefix: str = "/v1",
+    structured: bool = True,
 ) -> FakeServer:
     """An Anthropic Messages server; enforces ``anthropic-version``, ``max_tokens`` and
     the tool_use/tool_result pairing like the API."""
@@ -1003,7 +1132,7 @@ def fake_anthropic(
             return FakeResponse(400, anthropic_error("max_tokens: Field required"))
         if any(m.get("role") == "system" for m in body.get("messages", [])):
             return FakeResponse(400, anthropic_error("messages: unexpected role 'system'"))
-        problem = anthropic_tool_problem(body)
+        problem = anthropic_tool_problem(body) or _refuse_structured(body, structured)
         if problem:
             return FakeResponse(400, anthropic_error(problem))
         model = body.get("model", "")
@@ -1021,6 +1150,7 @@ def fake_gemini(
     latency: float = 0.0,
     api_key: str | None = None,
     prefix: str = "/v1beta",
+    structured: bool = True,
 ) -> FakeServer:
     """A Gemini ``generateContent`` server; roles other than user/model, schema keys
     outside Gemini's subset and unanswered function calls -> 400, like the API."""
@@ -1040,7 +1170,7 @@ def fake_gemini(
             return FakeResponse(400, gemini_error(400, "* contents: must not be empty"))
         if any(c.get("role") not in ("user", "model") for c in contents):
             return FakeResponse(400, gemini_error(400, "Please use a valid role: user, model."))
-        problem = gemini_tool_problem(body)
+        problem = gemini_tool_problem(body) or _refuse_structured(body, structured)
         if problem:
             return FakeResponse(400, gemini_error(400, problem))
         model = match.group("model")

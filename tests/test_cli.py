@@ -169,7 +169,10 @@ def test_strict_turns_partial_failures_into_exit_3(make_project: MakeProject) ->
         '      - match: "XYZ"\n        output: "They differ.\\nAnswer: B"',
         '      - match: "XYZ"\n        error: "judge overloaded"',
     )
-    root = make_project(config, {"a.agent.yml": AGENT})
+    # 1 of the 3 pairs judged: below the default min_judged (50%), so lowered here to
+    # test --strict alone (test_judge_scoring.py tests min_judged itself).
+    agent = AGENT.replace("    concurrency: 1\n", "    concurrency: 1\n    min_judged: 0.3\n")
+    root = make_project(config, {"a.agent.yml": agent})
     assert invoke("test", str(root / "a.agent.yml"), "-q").exit_code == 0
     result = invoke("test", str(root / "a.agent.yml"), "-q", "--strict")
     assert result.exit_code == 3

@@ -21,9 +21,11 @@ __all__ = [
     "GenerateParams",
     "ModelAPI",
     "ModelSpec",
+    "ResponseSchema",
     "ToolCall",
     "ToolSpec",
     "Usage",
+    "json_object",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -63,6 +65,21 @@ class ChatMessage:
 
 
 @dataclass(frozen=True)
+class ResponseSchema:
+    """Ask for a JSON object of this schema instead of free text (structured output).
+
+    Each vendor class maps it to its own constrained form (OpenAI ``response_format``,
+    Anthropic forced tool use, Gemini ``responseSchema``); the object comes back in
+    :attr:`Completion.structured`. Keep ``schema`` to the subset every vendor accepts:
+    objects whose properties are all required, strings, enums, no ``$ref``.
+    """
+
+    name: str  # ^[A-Za-z0-9_-]{1,64}$: OpenAI and Anthropic both require it
+    schema: dict[str, Any]
+    description: str = ""
+
+
+@dataclass(frozen=True)
 class GenerateParams:
     """Sampling parameters; ``None`` means "leave it to the server's default"."""
 
@@ -72,6 +89,7 @@ class GenerateParams:
     seed: int | None = None
     stop: tuple[str, ...] | None = None
     tools: tuple[ToolSpec, ...] | None = None  # offered to the model; None/empty = no tools
+    response_schema: ResponseSchema | None = None  # structured output; vendors may ignore it
 
     def merged(self, override: GenerateParams | None) -> GenerateParams:
         """Fields set in ``override`` win; used to layer call params over model defaults."""
@@ -102,6 +120,33 @@ class Completion:
     model: str = ""  # the config.yml model name that produced it
     attempts: int = 1
     tool_calls: list[ToolCall] = field(default_factory=list)  # empty: a final answer
+    #: The JSON object asked for with ``GenerateParams.response_schema``, when the reply
+    #: held one; None when none was asked for or the reply was not a JSON object.
+    structured: dict[str, Any] | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """Stopped at the token limit (OpenAI ``length``, Anthropic ``max_tokens``, Gemini
+        ``MAX_TOKENS``), so the text may be cut off mid-sentence."""
+        return (self.finish_reason or "").lower() in ("length", "max_tokens", "max_output_tokens")
+
+
+def json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object a structured reply holds (a ```json fence allowed), or None.
+
+    Never raises: a malformed or cut-off reply is the caller's cue to read the text.
+    """
+    import json
+
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+        body = body.rsplit("```", 1)[0] if body.rstrip().endswith("```") else body
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 @dataclass(frozen=True)
@@ -133,6 +178,9 @@ class ModelAPI(ABC):
     vendor: ClassVar[str]
     #: Whether the vendor needs an API key when ``key_var`` is not set.
     requires_key: ClassVar[bool] = True
+    #: Whether the class implements ``GenerateParams.response_schema`` (judges use it
+    #: with ``judge.structured: auto``); a class that does not simply ignores the field.
+    structured_output: ClassVar[bool] = False
     default_api_url: ClassVar[str | None] = None
 
     def __init__(self, spec: ModelSpec, client: httpx.AsyncClient | None) -> None:

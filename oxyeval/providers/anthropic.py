@@ -9,6 +9,10 @@ Tool calling, on the wire:
 * offered tools: ``tools: [{name, description?, input_schema}]``, no key when none;
 * the answer: ``tool_use`` content blocks ``{id, name, input}`` (text blocks may
   come with them) and ``stop_reason: "tool_use"``;
+* structured output (``GenerateParams.response_schema``): forced tool use, a tool
+  whose ``input_schema`` is the schema and ``tool_choice: {type: "tool", name}``; the
+  model answers with that one ``tool_use`` block, whose ``input`` becomes
+  ``Completion.structured`` (it is not a tool call for the agent loop);
 * history: the assistant turn is a list of blocks (its text, if any, then its
   ``tool_use`` blocks); results go back in a *user* turn as ``tool_result``
   blocks ``{tool_use_id, content}``. All results for one assistant turn share one
@@ -109,6 +113,11 @@ def build_anthropic_body(
         body["system"] = system
     if params.tools:
         body["tools"] = [_tool(t) for t in params.tools]
+    if params.response_schema is not None:
+        wanted = params.response_schema
+        forced = ToolSpec(wanted.name, wanted.description or "Give your answer.", wanted.schema)
+        body["tools"] = [*body.get("tools", []), _tool(forced)]
+        body["tool_choice"] = {"type": "tool", "name": wanted.name}
     optional = {
         "temperature": params.temperature,
         "top_p": params.top_p,
@@ -159,6 +168,7 @@ class AnthropicAPI(ModelAPI):
     """``POST {base}/messages`` with ``x-api-key`` and a pinned ``anthropic-version``."""
 
     vendor: ClassVar[str] = "anthropic"
+    structured_output: ClassVar[bool] = True
     default_api_path: ClassVar[str] = "/v1"
     default_api_url: ClassVar[str | None] = "https://api.anthropic.com/v1"
 
@@ -179,4 +189,13 @@ class AnthropicAPI(ModelAPI):
         if isinstance(calls, str):
             raise malformed(self.spec, url, calls, data)
         text, stop, usage = parsed
-        return Completion(text=text, usage=usage, finish_reason=stop, tool_calls=calls)
+        structured = None
+        if params.response_schema is not None:
+            name = params.response_schema.name
+            answer = next((c for c in calls if c.name == name), None)
+            calls = [c for c in calls if c.name != name]
+            if answer is not None and "_raw" not in answer.arguments:
+                structured = answer.arguments
+        return Completion(
+            text=text, usage=usage, finish_reason=stop, tool_calls=calls, structured=structured
+        )

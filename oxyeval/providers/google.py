@@ -10,6 +10,9 @@ Tool calling, on the wire:
   accepts (see :func:`gemini_schema`) and left out for a tool without arguments;
 * the answer: ``functionCall`` parts ``{name, args, id?}``, usually without an id,
   so one is made up (``call_<index>_<name>``);
+* structured output (``GenerateParams.response_schema``): ``generationConfig:
+  {responseMimeType: "application/json", responseSchema}`` with the schema cut down
+  like tool parameters; the JSON text is decoded into ``Completion.structured``;
 * history: a ``model`` turn with the calls as ``functionCall`` parts (after its
   text, if any), and the results as ``functionResponse`` parts ``{name, response:
   {"content": text}}`` in a ``user`` turn (the role the current docs use; newer
@@ -40,6 +43,7 @@ from ._base import (
     ToolCall,
     ToolSpec,
     Usage,
+    json_object,
 )
 from ._http import malformed, post_json, require_client, usage_from
 from .openai import decode_tool_arguments, synthetic_call_id
@@ -227,6 +231,14 @@ def build_gemini_body(
         "stopSequences": list(params.stop) if params.stop else None,
     }
     config = {k: v for k, v in config.items() if v is not None}
+    if params.response_schema is not None:
+        schema = gemini_schema(params.response_schema.schema)
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        if isinstance(properties, dict) and "propertyOrdering" not in schema:
+            # Gemini orders keys alphabetically unless told; reasoning must come first.
+            schema["propertyOrdering"] = list(properties)
+        config["responseMimeType"] = "application/json"
+        config["responseSchema"] = schema
     if config:
         body["generationConfig"] = config
     return body
@@ -303,6 +315,7 @@ class GoogleAPI(ModelAPI):
     """``POST {base}/models/{model_ref}:generateContent`` with the key in a header."""
 
     vendor: ClassVar[str] = "google"
+    structured_output: ClassVar[bool] = True
     default_api_path: ClassVar[str] = "/v1beta"
     default_api_url: ClassVar[str | None] = "https://generativelanguage.googleapis.com/v1beta"
 
@@ -355,4 +368,7 @@ class GoogleAPI(ModelAPI):
         calls, memory = found
         self._remember(memory)
         text, finish, usage = parsed
-        return Completion(text=text, usage=usage, finish_reason=finish, tool_calls=calls)
+        structured = json_object(text) if params.response_schema is not None else None
+        return Completion(
+            text=text, usage=usage, finish_reason=finish, tool_calls=calls, structured=structured
+        )

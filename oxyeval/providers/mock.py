@@ -20,6 +20,10 @@ Options (the ``models:`` entry of config.yml):
     is tried. A rule like ``{match: '^\\[\\{', output: ...}`` then reacts to the
     tool's result;
 * ``latency_ms``: simulated latency per call.
+
+Structured output (``GenerateParams.response_schema``) is not enforced: the scripted
+text is the answer, and when it is a JSON object it is also ``Completion.structured``,
+so a rule can play a judge answering in either form.
 """
 
 from __future__ import annotations
@@ -33,7 +37,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ProviderError
-from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, ModelSpec, ToolCall, Usage
+from ._base import (
+    ChatMessage,
+    Completion,
+    GenerateParams,
+    ModelAPI,
+    ModelSpec,
+    ToolCall,
+    Usage,
+    json_object,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -59,6 +72,7 @@ class _Answer:
 class MockAPI(ModelAPI):
     vendor: ClassVar[str] = "mock"
     requires_key: ClassVar[bool] = False
+    structured_output: ClassVar[bool] = True
 
     def __init__(self, spec: ModelSpec, client: httpx.AsyncClient | None = None) -> None:
         super().__init__(spec, client)
@@ -142,4 +156,5 @@ class MockAPI(ModelAPI):
             usage=Usage(input_tokens=words_in, output_tokens=len(answer.text.split())),
             finish_reason="tool_calls" if calls else "stop",
             tool_calls=calls,
+            structured=json_object(answer.text) if params.response_schema is not None else None,
         )

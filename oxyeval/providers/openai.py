@@ -9,6 +9,9 @@ Tool calling, on the wire:
   parameters}}]``, and no ``tools`` key at all when none are offered;
 * the answer: ``choices[0].message.tool_calls: [{id, type: "function", function:
   {name, arguments}}]`` where ``arguments`` is a JSON *string* the model wrote;
+* structured output (``GenerateParams.response_schema``): ``response_format: {type:
+  "json_schema", json_schema: {name, strict: true, schema}}``; the JSON comes back as
+  the message content and is decoded into ``Completion.structured``;
 * history: an assistant turn that called tools is ``{"role": "assistant",
   "content": text-or-null, "tool_calls": [...]}`` and each result is
   ``{"role": "tool", "tool_call_id": id, "content": text}``.
@@ -19,7 +22,16 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, ToolCall, ToolSpec, Usage
+from ._base import (
+    ChatMessage,
+    Completion,
+    GenerateParams,
+    ModelAPI,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    json_object,
+)
 from ._http import malformed, post_json, require_client, usage_from
 
 __all__ = [
@@ -110,6 +122,13 @@ def build_openai_body(
     }
     if params.tools:
         body["tools"] = [_tool(t) for t in params.tools]
+    if params.response_schema is not None:
+        wanted = params.response_schema
+        json_schema: dict[str, Any] = {"name": wanted.name, "strict": True}
+        if wanted.description:
+            json_schema["description"] = wanted.description
+        json_schema["schema"] = wanted.schema
+        body["response_format"] = {"type": "json_schema", "json_schema": json_schema}
     optional = {
         "temperature": params.temperature,
         "max_tokens": params.max_tokens,
@@ -191,6 +210,7 @@ class OpenAIAPI(ModelAPI):
     """``POST {base}/chat/completions`` with a Bearer key when one is configured."""
 
     vendor: ClassVar[str] = "openai"
+    structured_output: ClassVar[bool] = True
     default_api_url: ClassVar[str | None] = "https://api.openai.com/v1"
 
     def _headers(self) -> dict[str, str]:
@@ -209,4 +229,7 @@ class OpenAIAPI(ModelAPI):
         if isinstance(calls, str):
             raise malformed(self.spec, url, calls, data)
         text, finish, usage = parsed
-        return Completion(text=text, usage=usage, finish_reason=finish, tool_calls=calls)
+        structured = json_object(text) if params.response_schema is not None else None
+        return Completion(
+            text=text, usage=usage, finish_reason=finish, tool_calls=calls, structured=structured
+        )
