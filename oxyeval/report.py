@@ -135,6 +135,10 @@ def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) 
         console.print(f"Task: {escape(test.task_description)}")
     if test.ok:
         console.print(f"[bold]Accuracy: {_pct(test.accuracy)}[/]")
+    elif test.interrupted and test.accuracy is not None:
+        console.print(
+            f"[bold yellow]Accuracy: {_pct(test.accuracy)} (partial) — {escape(redact(test.error or ''))}[/]"
+        )
     else:
         console.print(f"[bold red]Accuracy: n/a — {escape(redact(test.error or 'not scored'))}[/]")
     ok_runs = len(test.outputs) - len(test.run_errors)
@@ -188,7 +192,12 @@ def render_pretty(
     if not run.tests:
         console.print("No consistency tests found.")
         return
-    if all(t.ok for t in run.tests):
+    if run.interrupted:
+        cut = sum(1 for t in run.tests if t.interrupted)
+        console.print(
+            f"⚠ Eval interrupted; {len(run.tests) - cut} of {len(run.tests)} test(s) finished:"
+        )
+    elif all(t.ok for t in run.tests):
         console.print("✅ Eval finished with metrics:")
     else:
         bad = sum(1 for t in run.tests if not t.ok)
