@@ -248,7 +248,10 @@ def _interrupted_result(
     runs = f"{len(finished)} of {spec.n} run(s) finished"
     verdicts = [c for c in judged if c.choice is not None and not c.identical]
     if len(texts) < 2 or not verdicts:
-        why = "fewer than 2 succeeded" if len(texts) < 2 else "no verdict yet"
+        if len(texts) < 2:
+            why = "fewer than 2 runs succeeded"
+        else:
+            why = "runs still going, none judged" if len(finished) < spec.n else "no verdict yet"
         result.error = f"interrupted: {runs}; not scored ({why})"
         return result
     # Judging starts once every run is done, so this is the plan the judge was working on.
