@@ -176,6 +176,30 @@ def test_oxy_run_json_has_the_shape_of_a_finished_run(
     assert f"interrupted ({sig.name}): 1 task(s) had finished, 1 interrupted" in err
 
 
+def test_oxy_run_question_interrupted_prints_the_answer_document_shape(
+    make_project: MakeProject,
+) -> None:
+    with FakeServer(answer_first(0)) as server:
+        root = make_project(
+            CONFIG.format(url=server.url),
+            {
+                "b.agent.yml": "model: slow\nsystem_instructions: x\n",
+                "f.agent.yml": "model: fast\nsystem_instructions: x\n",
+            },
+        )
+        args = ["--question", "hi", "--format", "json"]
+        normal = CliRunner().invoke(app, ["run", str(root / "f.agent.yml"), *args])
+        proc = start(["run", "b.agent.yml", *args], root)
+        code, out, err = signal_when(proc, lambda: len(server.requests) >= 1, signal.SIGTERM)
+    assert normal.exit_code == 0, normal.stderr
+    assert code == 3, err
+    doc = json.loads(out)
+    assert set(doc) == set(json.loads(normal.stdout))  # agent, output, usage, duration_s...
+    assert doc["status"] == "interrupted" and doc["output"] is None and doc["exit_code"] == 3
+    assert doc["agent"] == "b.agent.yml"
+    assert "interrupted (SIGTERM) before the agent answered" in err
+
+
 def test_oxy_cases_run_sigterm_stores_and_prints_finished_cases(make_project: MakeProject) -> None:
     prompt = """\
     name: greet
