@@ -147,8 +147,7 @@ def test_command(
     Exit codes: 0 pass; 1 below --min-accuracy; 2 bad input or config;
     3 provider failure, interrupted run, or a test that could not be scored.
     """
-    import asyncio
-
+    from .interrupt import interrupt_reason, run_interruptible
     from .redact import redact
     from .report import check_threshold, exit_code, render_pretty, to_json, write_json
     from .results import TestRun
@@ -170,15 +169,19 @@ def test_command(
     try:
         if progress is not None:
             with progress.progress:
-                asyncio.run(
+                run_interruptible(
                     run_tests_async(files, project_dir=project, progress=progress, into=run)
                 )
         else:
-            asyncio.run(run_tests_async(files, project_dir=project, into=run))
-    except KeyboardInterrupt:
+            run_interruptible(run_tests_async(files, project_dir=project, into=run))
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.interrupt)
         run.interrupted = True
+        cut = sum(1 for t in run.tests if t.interrupted)
         err.print(
-            f"interrupted: reporting the {len(run.tests)} test(s) that finished", style="yellow"
+            f"{interrupt_reason(exc)}: reporting {len(run.tests) - cut} test(s) that finished "
+            f"and {cut} cut short (their finished runs are kept, marked interrupted); exit 3",
+            style="yellow",
+            markup=False,
         )
     except OxyError as exc:
         error = exc
@@ -227,6 +230,12 @@ def test_command(
     if error is not None:
         code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
         print_error(err, error, debug)
+    if code != 0:  # the reason is on stderr whatever the format (stdout may go to a file)
+        for test in run.tests:
+            if not test.ok:
+                what = "" if test.interrupted else "not scored: "  # its error says interrupted
+                reason = redact(test.error or "no accuracy")
+                err.print(f"{what}{run.label(test)}: {reason}", style="red", markup=False)
     if as_json:
         write_json(
             to_json(run, threshold, code=code, error=None if error is None else str(error)),
@@ -234,7 +243,7 @@ def test_command(
         )
     else:
         render_pretty(run, threshold, stdout_console(), quiet=quiet, code=code)
-    if as_json and threshold is not None and not threshold.passed:
+    if threshold is not None and not threshold.passed:
         err.print(threshold.message, style="red", markup=False)
     raise typer.Exit(code)
 
@@ -315,9 +324,9 @@ def run_command(
 
     Exit codes: 0 success; 2 bad input or config; 3 a task or provider failed.
     """
-    import asyncio
     from pathlib import Path
 
+    from .interrupt import interrupt_reason, run_interruptible
     from .project import file_kind
 
     err = stderr_console()
@@ -328,52 +337,45 @@ def run_command(
         if kind == "agent":
             if question is None:
                 raise OxyError('oxy run on an agent needs --question "..."')
-            doc = asyncio.run(_ask_agent(file, question, project))
+            doc = _agent_doc(file)
+            started = time.perf_counter()
+            try:
+                run_interruptible(_ask_agent(file, question, project, doc))
+            except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the same document, marked
+                duration = round(time.perf_counter() - started, 4)
+                doc.update(status="interrupted", duration_s=duration, exit_code=EXIT_INFRA)
+                _interrupted(
+                    err, as_json, doc, f"{interrupt_reason(exc)} before the agent answered"
+                )
         elif kind == "workflow":
-            from .engine import WorkflowFailed, run_workflow
+            from .engine import WorkflowFailed, WorkflowRun, run_workflow
 
             if question is not None:
                 raise OxyError("--question is for agent files; a workflow takes --var NAME=VALUE")
 
             variables = _parse_vars(var, vars_file)
-            lines = None if quiet else _TaskLines(err)
-            finished: list[Any] = []
-            started = time.perf_counter()
-
-            def events(record: Any) -> None:
-                if record.status in ("succeeded", "cached", "failed", "skipped"):
-                    finished.append(record)
-                if lines is not None:
-                    lines(record)
-
+            wf_run = WorkflowRun()
             try:
-                wf_run = asyncio.run(
+                run_interruptible(
                     run_workflow(
                         file,
                         variables,
                         project_dir=project,
                         concurrency=concurrency,
-                        on_event=events,
+                        on_event=None if quiet else _TaskLines(err),
+                        into=wf_run,
                     )
                 )
-            except KeyboardInterrupt:
-                err.print(
-                    f"interrupted: {len(finished)} task(s) had finished; exit 3",
-                    style="yellow",
-                    markup=False,
+            except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the same document, marked
+                wf_run.interrupted = True
+                doc = {**wf_run.to_dict(), "exit_code": EXIT_INFRA}
+                doc["workflow"] = doc["workflow"] or file
+                done = sum(1 for r in wf_run.records if r.status in ("succeeded", "cached"))
+                why = (
+                    f"{interrupt_reason(exc)}: {done} task(s) had finished, "
+                    f"{len(wf_run.unfinished)} interrupted"
                 )
-                if as_json:
-                    from .report import write_json
-
-                    write_json(
-                        {
-                            "status": "interrupted",
-                            "tasks": [r.to_dict(started) for r in finished],
-                            "exit_code": EXIT_INFRA,
-                        },
-                        sys.stdout,
-                    )
-                raise typer.Exit(EXIT_INFRA) from None
+                _interrupted(err, as_json, doc, why)
             except WorkflowFailed as failed:
                 print_error(err, failed, debug)
                 if as_json:
@@ -408,13 +410,43 @@ def run_command(
     raise typer.Exit(0)
 
 
-async def _ask_agent(file: str, question: str, project_dir: str | None) -> dict[str, Any]:
+def _interrupted(err: Console, as_json: bool, doc: dict[str, Any], why: str) -> None:
+    """Say why on stderr, print the partial document (JSON only), exit 3."""
+    err.print(f"{why}; exit {EXIT_INFRA}", style="yellow", markup=False)
+    doc.pop("_text", None)
+    if as_json:
+        from .report import write_json
+
+        write_json(doc, sys.stdout)
+    raise typer.Exit(EXIT_INFRA)
+
+
+def _agent_doc(file: str) -> dict[str, Any]:
+    """What ``oxy run --question`` prints, before the answer: an interrupted ask prints
+    this same shape."""
+    return {
+        "agent": file,
+        "status": "running",
+        "output": None,
+        "tool_calls": [],
+        "usage": {"input_tokens": None, "output_tokens": None},
+        "duration_s": None,
+        "exit_code": None,
+        "_text": "",
+    }
+
+
+async def _ask_agent(
+    file: str, question: str, project_dir: str | None, doc: dict[str, Any]
+) -> None:
+    """Ask the agent and fill ``doc`` (see :func:`_agent_doc`)."""
     from .agent import AgentRunner, describe_calls
     from .project import load_agent, load_project
     from .sql import SqlRunner
 
     proj = load_project(file, project_dir=project_dir)
     agent = load_agent(proj, file)
+    doc["agent"] = agent.doc.display
     async with proj.model_pool() as pool:
         pool.check([agent.model])
         sql = SqlRunner(proj.databases, proj.root)
@@ -422,19 +454,18 @@ async def _ask_agent(file: str, question: str, project_dir: str | None) -> dict[
             completion = await AgentRunner(agent, pool, proj.root, sql).ask(question)
         finally:
             sql.close()
-    return {
-        "agent": agent.doc.display,
-        "status": "succeeded",
-        "output": completion.text,
-        "tool_calls": describe_calls(completion.tool_calls),
-        "usage": {
+    doc.update(
+        status="succeeded",
+        output=completion.text,
+        tool_calls=describe_calls(completion.tool_calls),
+        usage={
             "input_tokens": completion.usage.input_tokens,
             "output_tokens": completion.usage.output_tokens,
         },
-        "duration_s": round(completion.latency, 4),
-        "exit_code": 0,
-        "_text": completion.text,
-    }
+        duration_s=round(completion.latency, 4),
+        exit_code=0,
+        _text=completion.text,
+    )
 
 
 @app.command("compile")
@@ -488,6 +519,8 @@ def validate_command(
         print_error(err, exc, debug)
         raise typer.Exit(EXIT_INPUT) from None
     code = EXIT_INPUT if report.errors else 0
+    for d in report.diagnostics:  # on stderr in both formats: a failing exit says why there
+        err.print(d.format(), style="red" if d.severity == "error" else "yellow", markup=False)
     if format is Format.json:
         from .report import write_json
 
@@ -501,8 +534,6 @@ def validate_command(
             sys.stdout,
         )
     else:
-        for d in report.diagnostics:
-            err.print(d.format(), style="red" if d.severity == "error" else "yellow", markup=False)
         summary = (
             f"{len(report.files)} file(s) checked: {len(report.errors)} error(s), "
             f"{len(report.warnings)} warning(s)"
@@ -565,6 +596,25 @@ def _wants_json(argv: list[str]) -> bool:
     )
 
 
+def _run_app() -> None:
+    """``app()``, where a bug the command did not catch still ends in one paragraph on
+    stderr and exit 3, not a traceback (``--debug`` shows it)."""
+    try:
+        app()
+    except Exception as exc:
+        if "--debug" in sys.argv[1:]:
+            raise
+        from .redact import redact
+
+        stderr_console().print(
+            f"internal error: {type(exc).__name__}: {redact(str(exc))} "
+            "(run with --debug for the traceback)",
+            style="red",
+            markup=False,
+        )
+        raise SystemExit(EXIT_INFRA) from None
+
+
 def main() -> None:
     """Entry point; with --format json, even a command-line error yields one JSON document.
 
@@ -576,12 +626,12 @@ def main() -> None:
     sys.stdout = RedactingStream(sys.stdout)  # type: ignore[assignment]
     sys.stderr = RedactingStream(sys.stderr)  # type: ignore[assignment]
     if not _wants_json(sys.argv[1:]):
-        app()
+        _run_app()
         return
     out, err = _Recorder(sys.stdout), _Recorder(sys.stderr)
     sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
     try:
-        app()
+        _run_app()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_INPUT)
         if code != 0 and not "".join(out.text).strip():

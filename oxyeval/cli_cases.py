@@ -185,6 +185,25 @@ def _render_run(out: Console, run: CaseRun, quiet: bool) -> None:
     )
 
 
+def _print_reasons(err: Console, run: CaseRun, fail_on_regression: bool) -> None:
+    """Why the exit code is not 0, one line per case on stderr, whatever the format."""
+    from .redact import redact
+
+    for r in run.errors:
+        err.print(f"error: {r.case_id}: {redact(r.error or '')}", style="red", markup=False)
+    for r in run.failed:
+        score = "-" if r.score is None else f"{r.score:.3f}"
+        err.print(
+            f"failed: {r.case_id}: score {score} below its threshold {r.threshold:g}",
+            style="red",
+            markup=False,
+        )
+    if fail_on_regression:
+        for r in run.regressions:
+            why = "; ".join(r.regression_reasons) or ", ".join(r.regression_types)
+            err.print(f"regression: {r.case_id}: {redact(why)}", style="red", markup=False)
+
+
 @cases_app.command("run")
 def cases_run(
     paths: Annotated[
@@ -211,9 +230,8 @@ def cases_run(
     Exit codes: 0 all passed; 1 a case failed (or regressed, with --fail-on-regression);
     2 bad input; 3 a provider failure or an interrupted run.
     """
-    import asyncio
-
     from .case_runner import CaseRun, run_cases_async
+    from .interrupt import interrupt_reason, run_interruptible
     from .report import write_json
 
     out, err = _consoles()
@@ -222,7 +240,7 @@ def cases_run(
         raise _fail(err, OxyError(f"--format must be pretty or json, not {format!r}"), False)
     run = CaseRun(db=Path("."))
     try:
-        asyncio.run(
+        run_interruptible(
             run_cases_async(
                 paths or [],
                 project_dir=project,
@@ -233,11 +251,13 @@ def cases_run(
                 into=run,
             )
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.interrupt)
         run.interrupted = True
         err.print(
-            f"interrupted: {len(run.results)} of {run.planned} case(s) finished and are stored in {run.db}",
+            f"{interrupt_reason(exc)}: {len(run.results)} of {run.planned} case(s) finished "
+            f"and are stored in {run.db}; exit {EXIT_INFRA}",
             style="yellow",
+            markup=False,
         )
     except OxyError as exc:
         if not run.results:
@@ -251,6 +271,7 @@ def cases_run(
         code = EXIT_FAILED
     if run.errors or run.interrupted:
         code = EXIT_INFRA
+    _print_reasons(err, run, fail_on_regression)
     if as_json:
         write_json(
             {

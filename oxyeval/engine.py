@@ -72,7 +72,7 @@ class TaskRecord:
     path: str  # e.g. "report", "per_region[2].summary"
     name: str
     type: str
-    status: str = "pending"  # succeeded | failed | skipped | cached
+    status: str = "pending"  # succeeded | failed | skipped | cached | interrupted
     started: float | None = None
     ended: float | None = None
     error: str | None = None
@@ -101,15 +101,23 @@ class TaskRecord:
 
 @dataclass(repr=False)
 class WorkflowRun:
-    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
-        return f"WorkflowRun({self.workflow.name!r})"
+    """What a workflow run produced; filled in as tasks finish, so an interrupted run
+    (``run_workflow(..., into=run)``) still holds every finished task.
 
-    workflow: Workflow
+    ``workflow`` is None only for an empty run handed to ``into=`` that was
+    interrupted before its workflow was even loaded.
+    """
+
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"WorkflowRun({self.workflow.name if self.workflow else None!r})"
+
+    workflow: Workflow | None = None
     records: list[TaskRecord] = field(default_factory=list)
     output: Any = None
     outputs: dict[str, Any] = field(default_factory=dict)  # top-level task name -> output
     started: float = 0.0
     ended: float = 0.0
+    interrupted: bool = False
 
     @property
     def failed(self) -> list[TaskRecord]:
@@ -120,8 +128,24 @@ class WorkflowRun:
         return [r for r in self.records if r.status == "skipped"]
 
     @property
+    def unfinished(self) -> list[TaskRecord]:
+        """Tasks an interruption stopped (running) or kept from starting."""
+        return [r for r in self.records if r.status == "interrupted"]
+
+    @property
     def ok(self) -> bool:
-        return not self.failed
+        return not self.failed and not self.interrupted
+
+    def mark_interrupted(self) -> None:
+        """Every task that had not finished is listed as interrupted, none left 'running'."""
+        self.interrupted = True
+        now = time.perf_counter()
+        for record in self.records:
+            if record.status == "running":
+                record.status, record.error = "interrupted", "interrupted before it finished"
+                record.ended = record.ended or now
+            elif record.status == "pending":
+                record.status, record.error = "interrupted", "interrupted before it started"
 
     def events(self) -> list[tuple[str, str, float]]:
         """(path, "start"|"end", time) in time order: what overlap tests read."""
@@ -151,9 +175,10 @@ class WorkflowRun:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
+        status = "interrupted" if self.interrupted else ("succeeded" if self.ok else "failed")
         return {
-            "workflow": self.workflow.doc.display,
-            "status": "succeeded" if self.ok else "failed",
+            "workflow": None if self.workflow is None else self.workflow.doc.display,
+            "status": status,
             "duration_s": round(self.ended - self.started, 4),
             "output": to_jsonable(self.output),
             "tasks": [r.to_dict(self.started) for r in self.records],
@@ -294,19 +319,38 @@ class Engine:
 
     # -- running -------------------------------------------------------------------------
 
-    async def run(self, path: Path, variables: Mapping[str, Any] | None = None) -> WorkflowRun:
+    async def run(
+        self,
+        path: Path,
+        variables: Mapping[str, Any] | None = None,
+        *,
+        into: WorkflowRun | None = None,
+    ) -> WorkflowRun:
+        """Run one workflow; ``into`` is filled as tasks finish (see :func:`run_workflow`)."""
         plan = self.plan(path.resolve())
         return await self._run_plan(
-            plan, self.resolve_variables(plan.workflow, variables or {}), ""
+            plan, self.resolve_variables(plan.workflow, variables or {}), "", into
         )
 
-    async def _run_plan(self, plan: Plan, variables: dict[str, Any], prefix: str) -> WorkflowRun:
-        run = WorkflowRun(plan.workflow, started=time.perf_counter())
-        outputs = await self._run_scope(plan.root, dict(variables), prefix, run)
+    async def _run_plan(
+        self,
+        plan: Plan,
+        variables: dict[str, Any],
+        prefix: str,
+        into: WorkflowRun | None = None,
+    ) -> WorkflowRun:
+        run = into if into is not None else WorkflowRun(plan.workflow)
+        run.workflow, run.started = plan.workflow, time.perf_counter()
+        try:
+            outputs = await self._run_scope(plan.root, dict(variables), prefix, run)
+        except asyncio.CancelledError:
+            run.mark_interrupted()
+            raise
+        finally:
+            run.ended = time.perf_counter()
         run.outputs = outputs
         last = plan.workflow.tasks[-1].name
         run.output = outputs.get(last)
-        run.ended = time.perf_counter()
         return run
 
     async def _run_scope(
@@ -342,7 +386,14 @@ class Engine:
                         progressed = True
             if not running:
                 break
-            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            try:
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                # Waiting does not cancel what we wait for: stop the tasks, let them unwind.
+                for fut in running:
+                    fut.cancel()
+                await asyncio.wait(running)
+                raise
             for fut in done:
                 name = running.pop(fut)
                 record = records[name]
@@ -524,6 +575,7 @@ class Engine:
                 raise r
         if not texts:
             raise TaskFailed(f"all {n} runs failed; first: {errors[0]}")
+        assert run.workflow is not None  # set by _run_plan before any task runs
         judge = self._judge(task, run.workflow)
         comparisons, score = await evaluate(
             texts,
@@ -697,8 +749,11 @@ class Engine:
         plan = self.plan(task.workflow_path)
         given = self._variables(task, context, native=True)
         variables = self.resolve_variables(plan.workflow, given)
-        sub = await self._run_plan(plan, variables, f"{record.path}.")
-        run.records.extend(sub.records)
+        sub = WorkflowRun(plan.workflow)
+        try:
+            await self._run_plan(plan, variables, f"{record.path}.", sub)
+        finally:  # an interrupted sub-workflow's finished tasks are reported too
+            run.records.extend(sub.records)
         if not sub.ok:
             raise TaskFailed(f"sub-workflow {plan.workflow.doc.display} failed: {sub.summary()}")
         names = [t.name for t in plan.workflow.tasks]
@@ -806,8 +861,14 @@ async def run_workflow(
     concurrency: int = 8,
     on_event: Callable[[TaskRecord], None] | None = None,
     environ: Mapping[str, str] | None = None,
+    into: WorkflowRun | None = None,
 ) -> WorkflowRun:
-    """Load, compile and run one workflow; raises WorkflowFailed (with the run) on task failures."""
+    """Load, compile and run one workflow; raises WorkflowFailed (with the run) on task failures.
+
+    ``into`` (an empty ``WorkflowRun()``) is filled as tasks finish, so a caller
+    whose run is cancelled (Ctrl-C, SIGTERM) still has every finished task, and
+    the rest marked ``interrupted``.
+    """
     from .project import load_project
 
     project = load_project(path, project_dir=project_dir)
@@ -816,7 +877,7 @@ async def run_workflow(
     try:
         plan = engine.plan(Path(path).resolve())
         pool.check(sorted(engine.models_used(plan)))
-        run = await engine.run(Path(path), variables)
+        run = await engine.run(Path(path), variables, into=into)
     finally:
         await pool.aclose()
         engine.sql.close()

@@ -136,6 +136,10 @@ def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) 
         console.print(f"Task: {escape(test.task_description)}")
     if test.ok:
         console.print(f"[bold]Accuracy: {_pct(test.accuracy)}[/]")
+    elif test.interrupted and test.accuracy is not None:
+        console.print(
+            f"[bold yellow]Accuracy: {_pct(test.accuracy)} (partial) — {escape(redact(test.error or ''))}[/]"
+        )
     else:
         console.print(f"[bold red]Accuracy: n/a — {escape(redact(test.error or 'not scored'))}[/]")
     ok_runs = len(test.outputs) - len(test.run_errors)
@@ -189,6 +193,9 @@ def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) 
 
 def _headline(run: TestRun, threshold: ThresholdResult | None, code: int | None) -> str:
     """The first line: a green tick only for a passed threshold, a cross for any failure."""
+    if run.interrupted:
+        cut = sum(1 for t in run.tests if t.interrupted)
+        return f"⚠ Eval interrupted; {len(run.tests) - cut} of {len(run.tests)} test(s) finished:"
     bad = sum(1 for t in run.tests if not t.ok)
     if bad:
         return f"❌ Eval finished; {bad} of {len(run.tests)} test(s) could not be scored:"

@@ -74,10 +74,13 @@ class TestResult:
     selected: int | None = None
     comparisons: list[dict[str, Any]] = field(default_factory=list)
     duration: float = 0.0
+    #: Cut short by Ctrl-C/SIGTERM: ``outputs`` are the runs that finished, ``error``
+    #: says how far it got, and ``accuracy`` (if any) covers only the pairs judged.
+    interrupted: bool = False
 
     @property
     def ok(self) -> bool:
-        return self.accuracy is not None and self.error is None
+        return self.accuracy is not None and self.error is None and not self.interrupted
 
     @property
     def run_errors(self) -> list[OutputRecord]:
@@ -102,7 +105,7 @@ class TestResult:
             "name": self.name,
             "file": self.file,
             "type": "consistency",
-            "status": "scored" if self.ok else "error",
+            "status": "interrupted" if self.interrupted else ("scored" if self.ok else "error"),
             "error": redact(self.error) if self.error else None,
             "task_description": self.task_description,
             "n": self.n,

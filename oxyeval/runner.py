@@ -17,7 +17,15 @@ from typing import Any, Protocol
 
 from .agent import AgentRunner
 from .compile import Plan, compile_workflow
-from .consistency import evaluate, normalize, pair_count
+from .consistency import (
+    Comparison,
+    ConsistencyScore,
+    evaluate,
+    normalize,
+    pair_count,
+    plan_comparisons,
+    score_comparisons,
+)
 from .engine import Engine, TaskFailed, WorkflowRun
 from .errors import ConfigError, Diagnostic, LoadError, ProviderError
 from .judge import Judge
@@ -176,7 +184,10 @@ async def _judge_outputs(
     pool: ModelPool,
     progress: ProgressSink,
     started: float,
+    judged: list[Comparison] | None = None,
 ) -> TestResult:
+    """Judge and score one metric; ``judged`` collects each verdict as it comes, so an
+    interrupted test keeps the ones it has."""
     key = f"{spec.display}#{spec.index}"
     result = _result(spec, judge_spec, label, question, model)
     result.outputs = [OutputRecord(**o.__dict__) for o in outputs]
@@ -190,6 +201,12 @@ async def _judge_outputs(
         result.duration = time.perf_counter() - started
         return result
     judge = Judge(pool.get(judge_spec.model), judge_spec.prompt, settings=judge_spec.settings)
+
+    def done(comparison: Comparison) -> None:
+        if judged is not None:
+            judged.append(comparison)
+        progress.advance(key)
+
     comparisons, score = await evaluate(
         texts,
         judge.comparer(question),
@@ -197,21 +214,9 @@ async def _judge_outputs(
         scores=result.scores,
         concurrency=spec.concurrency,
         on_planned=lambda count: progress.add_total(key, count),
-        on_done=lambda _c: progress.advance(key),
+        on_done=done,
     )
-    result.accuracy = score.accuracy
-    result.pairs = score.pairs
-    result.judged_pairs = score.judged_pairs
-    result.identical_pairs = sum(c.weight for c in comparisons if c.identical)
-    result.judge_calls = score.judge_calls
-    result.selected = score.selected
-    groups: dict[str, int] = {}
-    for o in result.outputs:
-        o.consistency = score.per_run.get(o.run)
-        if o.run in texts:
-            o.group = groups.setdefault(normalize(texts[o.run]), len(groups) + 1)
-    by_run = {o.run: o.group for o in result.outputs if o.group is not None}
-    result.comparisons = [_comparison_dict(c, result.scores, by_run) for c in comparisons]
+    _apply_score(result, comparisons, score, texts)
     errors = [c.error for c in comparisons if c.error]
     if result.accuracy is None:
         result.error = (
@@ -238,6 +243,65 @@ async def _judge_outputs(
     return result
 
 
+def _apply_score(
+    result: TestResult,
+    comparisons: list[Comparison],
+    score: ConsistencyScore,
+    texts: Mapping[int, str],
+) -> None:
+    result.accuracy = score.accuracy
+    result.pairs = score.pairs
+    result.judged_pairs = score.judged_pairs
+    result.identical_pairs = sum(c.weight for c in comparisons if c.identical)
+    result.judge_calls = score.judge_calls
+    result.selected = score.selected
+    groups: dict[str, int] = {}
+    for o in result.outputs:
+        o.consistency = score.per_run.get(o.run)
+        if o.run in texts:
+            o.group = groups.setdefault(normalize(texts[o.run]), len(groups) + 1)
+    by_run = {o.run: o.group for o in result.outputs if o.group is not None}
+    result.comparisons = [_comparison_dict(c, result.scores, by_run) for c in comparisons]
+
+
+def _interrupted_result(
+    spec: TestSpec,
+    judge_spec: JudgeSpec,
+    label: str,
+    question: str,
+    model: str,
+    finished: Mapping[int, OutputRecord],
+    judged: list[Comparison],
+    started: float,
+) -> TestResult:
+    """A test cut short keeps what it finished: its runs, and a (partial) score when at
+    least two runs succeeded and the judge gave at least one verdict."""
+    result = _result(spec, judge_spec, label, question, model)
+    result.interrupted = True
+    result.outputs = [OutputRecord(**finished[r].__dict__) for r in sorted(finished)]
+    result.duration = time.perf_counter() - started
+    texts = {o.run: o.text or "" for o in result.outputs if o.error is None}
+    runs = f"{len(finished)} of {spec.n} run(s) finished"
+    verdicts = [c for c in judged if c.choice is not None and not c.identical]
+    if len(texts) < 2 or not verdicts:
+        if len(texts) < 2:
+            why = "fewer than 2 runs succeeded"
+        else:
+            why = "runs still going, none judged" if len(finished) < spec.n else "no verdict yet"
+        result.error = f"interrupted: {runs}; not scored ({why})"
+        return result
+    # Judging starts once every run is done, so this is the plan the judge was working on.
+    by_runs = {c.runs: c for c in judged}
+    comparisons = [by_runs.get(c.runs, c) for c in plan_comparisons(texts, spec.pairing)]
+    score = score_comparisons(comparisons, sorted(texts), result.scores)
+    _apply_score(result, comparisons, score, texts)
+    result.error = (
+        f"interrupted: {runs}, {score.judged_pairs} of {score.pairs} pair(s) judged; "
+        "the score covers only those"
+    )
+    return result
+
+
 async def _run_test(
     spec: TestSpec,
     produce: Callable[[], Awaitable[Completion]],
@@ -245,51 +309,67 @@ async def _run_test(
     model: str,
     pool: ModelPool,
     progress: ProgressSink,
-) -> list[TestResult]:
+    into: list[TestResult],
+) -> None:
+    """Run a test n times and judge it, adding one result per metric to ``into``; when
+    cancelled, what finished is added too (see :func:`_interrupted_result`)."""
     started = time.perf_counter()
     key = f"{spec.display}#{spec.index}"
     progress.start(key, f"{spec.display} · {spec.name}", spec.n)
     semaphore = asyncio.Semaphore(spec.concurrency)
+    finished: dict[int, OutputRecord] = {}
+    judged: list[list[Comparison]] = [[] for _ in spec.judges]
+    results: dict[int, TestResult] = {}
 
-    async def one(run: int) -> OutputRecord:
+    async def one(run: int) -> None:
         async with semaphore:
             try:
                 c = await produce()
             except (ProviderError, TaskFailed, SqlError) as exc:
-                return OutputRecord(run=run, text=None, error=str(exc))
+                finished[run] = OutputRecord(run=run, text=None, error=str(exc))
+                return
             finally:
                 progress.advance(key)
-        return OutputRecord(
-            run=run,
-            text=c.text,
-            latency=c.latency,
-            input_tokens=c.usage.input_tokens,
-            output_tokens=c.usage.output_tokens,
+            finished[run] = OutputRecord(
+                run=run,
+                text=c.text,
+                latency=c.latency,
+                input_tokens=c.usage.input_tokens,
+                output_tokens=c.usage.output_tokens,
+            )
+
+    async def judge(k: int, judge_spec: JudgeSpec, outputs: list[OutputRecord]) -> None:
+        results[k] = await _judge_outputs(
+            spec,
+            judge_spec,
+            _label(spec, k),
+            outputs,
+            model,
+            question,
+            pool,
+            progress,
+            started,
+            judged[k],
         )
 
-    outputs = list(await asyncio.gather(*(one(r) for r in range(1, spec.n + 1))))
-    return list(
-        await asyncio.gather(
-            *(
-                _judge_outputs(
-                    spec,
-                    judge,
-                    _label(spec, k),
-                    outputs,
-                    model,
-                    question,
-                    pool,
-                    progress,
-                    started,
+    try:
+        await asyncio.gather(*(one(r) for r in range(1, spec.n + 1)))
+        outputs = [finished[r] for r in sorted(finished)]
+        await asyncio.gather(*(judge(k, j, outputs) for k, j in enumerate(spec.judges)))
+    except asyncio.CancelledError:
+        for k, judge_spec in enumerate(spec.judges):
+            if k not in results:
+                results[k] = _interrupted_result(
+                    spec, judge_spec, _label(spec, k), question, model, finished, judged[k], started
                 )
-                for k, judge in enumerate(spec.judges)
-            )
-        )
-    )
+        raise
+    finally:
+        into.extend(results[k] for k in sorted(results))
 
 
 def _mark_unfinished(run: TestRun, jobs: list[tuple[TestSpec, Any, str, str, ModelPool]]) -> None:
-    """On Ctrl-C, every test that did not finish is listed (unscored), not silently dropped."""
+    """On Ctrl-C, a test that had not even started is listed (interrupted, unscored), not
+    silently dropped; tests under way list their own finished runs (``_run_test``)."""
     done = {(t.file, t.index) for t in run.tests}
     for spec, _produce, question, model, _pool in jobs:
         if (spec.display, spec.index) in done:
@@ -297,6 +377,7 @@ def _mark_unfinished(run: TestRun, jobs: list[tuple[TestSpec, Any, str, str, Mod
         for k, judge in enumerate(spec.judges):
             result = _result(spec, judge, _label(spec, k), question, model)
             result.error = "interrupted before it finished"
+            result.interrupted = True
             run.tests.append(result)
     order = {(j[0].display, j[0].index): k for k, j in enumerate(jobs)}
     run.tests.sort(key=lambda t: (order.get((t.file, t.index), 0), t.name))
@@ -400,7 +481,7 @@ async def run_tests_async(
             model: str,
             pool: ModelPool,
         ) -> None:
-            run.tests.extend(await _run_test(spec, produce, question, model, pool, progress))
+            await _run_test(spec, produce, question, model, pool, progress, run.tests)
 
         try:
             await asyncio.gather(*(job(*j) for j in jobs))

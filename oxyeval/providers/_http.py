@@ -142,6 +142,26 @@ def malformed(spec: ModelSpec, url: str, expected: str, body: Any = None) -> Pro
     )
 
 
+def _timeout_error(spec: ModelSpec, url: str, exc: BaseException) -> ProviderError:
+    """Which deadline fired, and the settings that move it (retryable: the next try may be quicker)."""
+    import httpx
+
+    who = f"model '{spec.name}' ({spec.vendor})"
+    if isinstance(exc, httpx.ConnectTimeout):
+        what = f"could not connect to {url} within {spec.timeout:g}s (ConnectTimeout)"
+        hint = "Is the server up and api_url right? Or raise `timeout`"
+    else:
+        what = (
+            f"no complete answer from {url} within {spec.timeout:g}s "
+            "(the model's `timeout` bounds each whole attempt: connecting, waiting and reading)"
+        )
+        hint = (
+            "Raise `timeout` for this model in config.yml, lower its `concurrency` if the "
+            "server queues requests, or set `max_tokens` to shorten answers"
+        )
+    return ProviderError(f"{who}: {what}. {hint}", model=spec.name, retryable=True)
+
+
 def require_client(api: ModelAPI) -> httpx.AsyncClient:
     """The shared client; HTTP vendors cannot run without one (ModelPool always passes it)."""
     if api.client is None:
@@ -160,20 +180,24 @@ async def post_json(
     body: dict[str, Any],
     headers: dict[str, str],
 ) -> dict[str, Any]:
-    """POST ``body`` and return the decoded JSON object, or raise a classified ProviderError."""
+    """POST ``body`` and return the decoded JSON object, or raise a classified ProviderError.
+
+    ``spec.timeout`` bounds the whole attempt (connect, send, headers and body),
+    not each read: httpx's own timeouts restart with every byte, so a server that
+    drips its answer would otherwise hold the call for as long as it likes.
+    """
+    import asyncio
+
     import httpx
 
     try:
-        response = await client.post(
-            url, json=body, headers={**headers, **spec.headers}, timeout=spec.timeout
+        # wait_for, not asyncio.timeout: the latter is Python 3.11+.
+        response = await asyncio.wait_for(
+            client.post(url, json=body, headers={**headers, **spec.headers}, timeout=spec.timeout),
+            spec.timeout,
         )
-    except httpx.TimeoutException as exc:
-        raise ProviderError(
-            f"model '{spec.name}' ({spec.vendor}): no answer from {url} within {spec.timeout:g}s "
-            f"({type(exc).__name__})",
-            model=spec.name,
-            retryable=True,
-        ) from None
+    except (asyncio.TimeoutError, httpx.TimeoutException) as exc:
+        raise _timeout_error(spec, url, exc) from None
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         raise ProviderError(
             f"model '{spec.name}' ({spec.vendor}): {url} is not a usable http(s) URL "
