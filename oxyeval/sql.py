@@ -13,6 +13,9 @@ import asyncio
 import datetime as _dt
 import decimal
 import json
+import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -196,14 +199,15 @@ _SHOWN_ERROR_CHARS = 300
 
 # Set before the configuration is locked, in this order (enable_external_access last but
 # one: after it, only the allowed directories and paths can be opened).
+# GLOBAL: a plain SET would hold for the first connection only, not the cursors queries use.
 _SANDBOX = (
-    "SET autoinstall_known_extensions = false",
-    "SET autoload_known_extensions = false",
-    "SET allow_community_extensions = false",
-    "SET allow_persistent_secrets = false",
-    "SET python_enable_replacements = false",
-    "SET enable_external_access = false",
-    "SET lock_configuration = true",
+    "SET GLOBAL autoinstall_known_extensions = false",
+    "SET GLOBAL autoload_known_extensions = false",
+    "SET GLOBAL allow_community_extensions = false",
+    "SET GLOBAL allow_persistent_secrets = false",
+    "SET GLOBAL python_enable_replacements = false",  # no reading Python variables by name
+    "SET GLOBAL enable_external_access = false",
+    "SET GLOBAL lock_configuration = true",
 )
 
 
@@ -283,8 +287,10 @@ class SqlRunner:
         self.databases = databases
         self.root = root
         self._connections: dict[str, Any] = {}
-        self._relative: dict[str, frozenset[str]] = {}  # file names readable by bare name
+        self._relative: dict[str, frozenset[str]] = {}  # cwd paths DuckDB allows (bare names)
+        self._shadowed: dict[str, list[str]] = {}  # ...not readable: the cwd has the same name
         self._lock = threading.Lock()
+        self._spill: Path | None = None
 
     def _entry(self, name: str) -> dict[str, Any]:
         entry = self.databases.get(name)
@@ -311,16 +317,17 @@ class SqlRunner:
         return search
 
     @staticmethod
-    def _readable_names(search: Path) -> list[str]:
-        """Dataset files a query may name bare (``FROM orders.csv``).
+    def _readable_names(search: Path) -> tuple[list[str], list[str]]:
+        """Dataset files a query may name bare (``FROM orders.csv``), and those it may not.
 
         DuckDB checks a relative name as written, then opens it from the working
         directory if it exists there, else from the dataset: a name that also
-        exists in the working directory (as another file) is left out, or the
-        query would read that file instead.
+        exists in the working directory (as another file) is left out (shadowed),
+        or the query would read that file instead.
         """
         cwd = Path.cwd()
-        names = []
+        names: list[str] = []
+        shadowed: list[str] = []
         for file in search.rglob("*"):
             if not file.is_file():
                 continue
@@ -330,9 +337,10 @@ class SqlRunner:
             relative = file.relative_to(search).as_posix()
             shadow = cwd / relative
             if shadow.exists() and shadow.resolve() != real:
+                shadowed.append(relative)
                 continue
             names.append(relative)
-        return names
+        return names, shadowed
 
     def _connect(self, name: str) -> Any:
         with self._lock:
@@ -352,38 +360,60 @@ class SqlRunner:
             )
             try:
                 names: list[str] = []
+                # Spill files go to a private folder (the default is .tmp in the working
+                # directory, which the sandbox would then have to let queries write to).
+                spill = self._spill = self._spill or Path(
+                    tempfile.mkdtemp(prefix="oxyeval-duckdb-")
+                )
+                conn.execute(f"SET GLOBAL temp_directory = {_quote(str(spill / name))}")
                 if search is not None:
                     folder = _quote(str(search))
                     conn.execute(f"SET GLOBAL file_search_path = {folder}")
-                    conn.execute(f"SET home_directory = {folder}")  # '~/x.csv' is in the dataset
-                    conn.execute(f"SET allowed_directories = [{_quote(str(search) + '/')}]")
-                    names = self._readable_names(search)
+                    conn.execute(f"SET GLOBAL home_directory = {folder}")  # '~/x' is in it
+                    conn.execute(f"SET GLOBAL allowed_directories = [{_quote(str(search) + '/')}]")
+                    names, self._shadowed[name] = self._readable_names(search)
                     if names:
-                        conn.execute(f"SET allowed_paths = [{', '.join(_quote(n) for n in names)}]")
+                        conn.execute(
+                            f"SET GLOBAL allowed_paths = [{', '.join(_quote(n) for n in names)}]"
+                        )
                 for statement in _SANDBOX:
                     conn.execute(statement)
             except BaseException:
                 conn.close()
                 raise
             self._connections[name] = conn
-            self._relative[name] = frozenset(names)
+            cwd = os.getcwd()
+            self._relative[name] = frozenset(
+                variant
+                for n in names
+                for variant in (
+                    os.path.normpath(os.path.join(cwd, n)),
+                    os.path.realpath(os.path.join(cwd, n)),
+                )
+            )
             return conn
 
     def _check(self, name: str, sql: str, params: tuple[Any, ...], select_only: bool) -> str:
         """The one statement's kind, or an SqlError saying why it may not run."""
         kind = check_statement(name, sql, writable=self.writable(name), select_only=select_only)
         if kind in _FILE_WRITE_KINDS:
+            # DuckDB allows a bare name (allowed_paths) as a path in the working directory,
+            # where it also writes it: a write must not name one, however it is spelt.
             from .sqltemplate import string_literals
 
-            relative = self._relative.get(name, frozenset())
-            named = [t for t in string_literals(sql) if t in relative]
-            named += [p for p in params if isinstance(p, str) and p in relative]
-            if named:
-                raise SqlError(
-                    f"database '{name}': {kind} names the file {named[0]!r} without a folder, "
-                    f"which DuckDB would write in the working directory; write '~/{named[0]}' "
-                    "(~ is the dataset folder)"
-                )
+            allowed = self._relative.get(name, frozenset())
+            cwd = os.getcwd()
+            texts = string_literals(sql) + [p for p in params if isinstance(p, str)]
+            for text in texts:
+                if not text or text.startswith("~") or "\x00" in text:
+                    continue
+                path = os.path.normpath(os.path.join(cwd, text))
+                if path in allowed or os.path.realpath(path) in allowed:
+                    raise SqlError(
+                        f"database '{name}': {kind} names {text!r}, which DuckDB would write in "
+                        f"the working directory {cwd}; to write in the dataset folder, name it "
+                        f"'~/{os.path.basename(path)}' (~ is the dataset folder)"
+                    )
         return kind
 
     def _run(
@@ -410,7 +440,13 @@ class SqlRunner:
             rows = result.fetchall() if columns else []
         except duckdb.Error as exc:
             message = f"database '{name}': {type(exc).__name__}: {_first_line(exc)}"
-            if isinstance(exc, duckdb.PermissionException):
+            shadowed = [n for n in self._shadowed.get(name, []) if f'"{n}"' in str(exc)]
+            if isinstance(exc, duckdb.PermissionException) and shadowed:
+                message += (
+                    f"; the working directory {Path.cwd()} has a file named {shadowed[0]!r} too, "
+                    f"which DuckDB would open instead: name the dataset's file '~/{shadowed[0]}'"
+                )
+            elif isinstance(exc, duckdb.PermissionException):
                 message += (
                     "; SQL may open files only inside the database's dataset folder (by the "
                     "name of a file there, as '~/...', or by an absolute path inside it)"
@@ -441,3 +477,6 @@ class SqlRunner:
             for conn in self._connections.values():
                 conn.close()
             self._connections.clear()
+            if self._spill is not None:
+                shutil.rmtree(self._spill, ignore_errors=True)
+                self._spill = None
