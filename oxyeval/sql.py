@@ -220,6 +220,19 @@ def _first_line(exc: BaseException) -> str:
     return first
 
 
+def _cwd_paths(names: list[str]) -> frozenset[str]:
+    """Where DuckDB puts bare names allowed by allowed_paths: the working directory."""
+    cwd = os.getcwd()
+    return frozenset(
+        variant
+        for n in names
+        for variant in (
+            os.path.normpath(os.path.join(cwd, n)),
+            os.path.realpath(os.path.join(cwd, n)),
+        )
+    )
+
+
 def _kind_name(statement: Any) -> str:
     return str(statement.type).rsplit(".", 1)[-1]
 
@@ -353,13 +366,27 @@ class SqlRunner:
             path = entry.get("path")
             writable = entry.get("read_only", True) is False
             search = self._dataset(name, entry)
-            conn = (
-                duckdb.connect(str(self.root / path), read_only=not writable)
-                if path
-                else duckdb.connect()
-            )
+            try:
+                conn = (
+                    duckdb.connect(str(self.root / path), read_only=not writable)
+                    if path
+                    else duckdb.connect()
+                )
+            except duckdb.Error as exc:
+                raise SqlError(
+                    f"database '{name}': cannot open {path}: {_first_line(exc)}"
+                ) from None
             try:
                 names: list[str] = []
+                if search is not None:
+                    names, self._shadowed[name] = self._readable_names(search)
+                # DuckDB shares one instance per database file in a process: another runner
+                # may have set up and locked this one already, with the same settings.
+                locked = conn.execute("SELECT current_setting('lock_configuration')").fetchone()
+                if locked and locked[0] is True:
+                    self._connections[name] = conn
+                    self._relative[name] = _cwd_paths(names)
+                    return conn
                 # Spill files go to a private folder (the default is .tmp in the working
                 # directory, which the sandbox would then have to let queries write to).
                 spill = self._spill = self._spill or Path(
@@ -371,26 +398,20 @@ class SqlRunner:
                     conn.execute(f"SET GLOBAL file_search_path = {folder}")
                     conn.execute(f"SET GLOBAL home_directory = {folder}")  # '~/x' is in it
                     conn.execute(f"SET GLOBAL allowed_directories = [{_quote(str(search) + '/')}]")
-                    names, self._shadowed[name] = self._readable_names(search)
                     if names:
                         conn.execute(
                             f"SET GLOBAL allowed_paths = [{', '.join(_quote(n) for n in names)}]"
                         )
                 for statement in _SANDBOX:
                     conn.execute(statement)
+            except duckdb.Error as exc:
+                conn.close()
+                raise SqlError(f"database '{name}': {_first_line(exc)}") from None
             except BaseException:
                 conn.close()
                 raise
             self._connections[name] = conn
-            cwd = os.getcwd()
-            self._relative[name] = frozenset(
-                variant
-                for n in names
-                for variant in (
-                    os.path.normpath(os.path.join(cwd, n)),
-                    os.path.realpath(os.path.join(cwd, n)),
-                )
-            )
+            self._relative[name] = _cwd_paths(names)
             return conn
 
     def _check(self, name: str, sql: str, params: tuple[Any, ...], select_only: bool) -> str:
