@@ -136,7 +136,9 @@ def _quote_identifier(name: Any) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def _make_env() -> SandboxedEnvironment:
+@functools.cache
+def _sql_env() -> SandboxedEnvironment:
+    """The sandboxed environment of every template, printing values as markers."""
     from jinja2 import Undefined, pass_context, pass_eval_context
     from jinja2.sandbox import SecurityError
 
@@ -172,11 +174,6 @@ def _make_env() -> SandboxedEnvironment:
     env = _env().overlay(finalize=finalize)
     env.filters = {**env.filters, "sql_identifier": sql_identifier, "raw_sql": raw_sql}
     return env
-
-
-@functools.cache
-def _sql_env() -> SandboxedEnvironment:
-    return _make_env()
 
 
 class SqlTemplateRef(TemplateRef):
