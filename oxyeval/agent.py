@@ -144,7 +144,7 @@ class AgentRunner:
 
         try:
             result = await self.sql.query(
-                tool["database"], sql, limit=tool.get("dry_run_limit"), sandboxed=True
+                tool["database"], sql, limit=tool.get("dry_run_limit"), select_only=True
             )
         except (SqlError, ConfigError) as exc:
             return f"Error: {exc}"

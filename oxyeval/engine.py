@@ -15,7 +15,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,9 +37,10 @@ from .project import Agent, Project, load_agent, variable_error
 from .providers._pool import ModelPool
 from .redact import redact, redact_data
 from .sql import SqlError, SqlResult, SqlRunner
+from .sqltemplate import SqlTemplateRef, render_sql
 from .templates import TemplateRef, render
 from .validate import did_you_mean
-from .workflow import Task, Workflow, load_workflow, walk_tasks
+from .workflow import Task, Workflow, load_workflow, outside_project, walk_tasks
 
 __all__ = ["Engine", "TaskFailed", "TaskRecord", "WorkflowFailed", "WorkflowRun", "run_workflow"]
 
@@ -217,6 +218,9 @@ class Engine:
         self._runners: dict[Path, AgentRunner] = {}
         self._workflows: dict[Path, Plan] = {}
         self._on_event = on_event or (lambda _r: None)
+        # Strings the project's author or its user wrote (variables' defaults, --var):
+        # the only text an SQL template's raw_sql may print as SQL.
+        self._trusted: set[str] = set()
 
     # -- loading, cached per run -------------------------------------------------------
 
@@ -308,9 +312,10 @@ class Engine:
                 f"{workflow.doc.display}: no value for variable(s) {', '.join(missing)}; pass "
                 "--var NAME=VALUE or --vars FILE.yml, or give them a default"
             )
-        # Defaults may themselves be templates over other variables (oxy allows it).
+        # Defaults may themselves be templates over other variables (oxy allows it). A
+        # given value is a value: rendering it would run a --var or a task output as a template.
         for name, value in values.items():
-            if isinstance(value, str) and "{{" in value:
+            if name not in given and isinstance(value, str) and "{{" in value:
                 with contextlib.suppress(LoadError):
                     values[name] = render(
                         TemplateRef(value), {k: v for k, v in values.items() if k != name}
@@ -328,9 +333,9 @@ class Engine:
     ) -> WorkflowRun:
         """Run one workflow; ``into`` is filled as tasks finish (see :func:`run_workflow`)."""
         plan = self.plan(path.resolve())
-        return await self._run_plan(
-            plan, self.resolve_variables(plan.workflow, variables or {}), "", into
-        )
+        values = self.resolve_variables(plan.workflow, variables or {})
+        self._trusted |= _strings(values.values())  # the user's own --var and the defaults
+        return await self._run_plan(plan, values, "", into)
 
     async def _run_plan(
         self,
@@ -456,11 +461,12 @@ class Engine:
         return render(task.templates[field_name], context)
 
     def _project_path(self, task: Task, text: str, what: str) -> Path:
-        path = (self.project.root / text).resolve()
-        if not path.is_relative_to(self.project.root):
-            raise TaskFailed(
-                f"{task.where}: {what} path {text!r} must stay inside the project folder"
-            )
+        try:
+            path = (self.project.root / text).resolve()
+        except (OSError, ValueError):  # a NUL byte, a link loop
+            path = None
+        if path is None or not path.is_relative_to(self.project.root):
+            raise TaskFailed(f"{task.where}: {outside_project(what, text, self.project.root)}")
         return path
 
     def _cache_path(self, task: Task, context: Mapping[str, Any]) -> Path | None:
@@ -484,7 +490,7 @@ class Engine:
         )
         fmt = export["format"]
         if fmt == "sql":
-            text = output.sql if isinstance(output, SqlResult) else str(output)
+            text = output.sql_text() if isinstance(output, SqlResult) else str(output)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(redact(text), "utf-8")
         else:
@@ -518,9 +524,7 @@ class Engine:
         values = self._variables(task, context, native=False)
         scope = {**context, **values}
         if "sql_query" in task.templates:
-            sql = self._render(task, "sql_query", scope)
-            if values and "{{" in sql:  # SQL produced upstream may carry its own placeholders
-                sql = render(TemplateRef(sql, task.doc, (*task.key, "sql_query")), scope)
+            ref = task.templates["sql_query"]
         elif "sql_file_path" in task.templates:
             rel = self._render(task, "sql_file_path", scope).strip()
             path = self._project_path(task, rel, "sql_file")
@@ -528,14 +532,25 @@ class Engine:
                 raise TaskFailed(
                     f"{task.where}: SQL file {rel!r} not found under {self.project.root}"
                 )
-            sql = render(
-                TemplateRef(path.read_text("utf-8"), task.doc, (*task.key, "sql_file")), scope
-            )
+            ref = SqlTemplateRef(path.read_text("utf-8"), task.doc, (*task.key, "sql_file"))
         else:
-            sql = render(task.templates["sql_file"], scope)
+            ref = task.templates["sql_file"]
+        # Values are bound, never spliced (sqltemplate); raw_sql may print only text the
+        # workflow's author or its user wrote: variables' own values, literal task variables.
+        literal = {
+            value
+            for name, value in (task.spec.get("variables") or {}).items()
+            if isinstance(value, str) and not _is_template(value)
+        }
+        bound = render_sql(
+            ref, scope, trusted=frozenset(self._trusted | literal), placeholders=values
+        )
         async with self.slot():
             return await self.sql.query(
-                task.spec["database"], sql, limit=task.spec.get("dry_run_limit")
+                task.spec["database"],
+                bound.text,
+                params=bound.params,
+                limit=task.spec.get("dry_run_limit"),
             )
 
     def _judge(self, task: Task, workflow: Workflow) -> Judge:
@@ -749,6 +764,12 @@ class Engine:
         plan = self.plan(task.workflow_path)
         given = self._variables(task, context, native=True)
         variables = self.resolve_variables(plan.workflow, given)
+        # Given values may be task outputs; only the sub-workflow's own defaults are trusted.
+        self._trusted |= _strings(
+            v
+            for name, v in variables.items()
+            if name not in given and not _is_template(plan.workflow.variables[name].get("default"))
+        )
         sub = WorkflowRun(plan.workflow)
         try:
             await self._run_plan(plan, variables, f"{record.path}.", sub)
@@ -758,6 +779,23 @@ class Engine:
             raise TaskFailed(f"sub-workflow {plan.workflow.doc.display} failed: {sub.summary()}")
         names = [t.name for t in plan.workflow.tasks]
         return ScopeOutput(sub.outputs, names, names[-1])
+
+
+def _is_template(value: Any) -> bool:
+    return isinstance(value, str) and any(tag in value for tag in ("{{", "{%", "{#"))
+
+
+def _strings(values: Iterable[Any]) -> set[str]:
+    """Every string in these values, nested lists and mappings included."""
+    out: set[str] = set()
+    for value in values:
+        if isinstance(value, str):
+            out.add(value)
+        elif isinstance(value, (list, tuple)):
+            out |= _strings(value)
+        elif isinstance(value, dict):
+            out |= _strings(value.values())
+    return out
 
 
 def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:

@@ -287,6 +287,18 @@ def load_project(
                 )
             )
         databases[entry["name"]] = entry
+        for key in ("dataset", "file_search_path", "path"):
+            # The sandbox opens the dataset folder to every query, model-written ones too.
+            value = entry.get(key)
+            if isinstance(value, str) and _leaves(config_path.parent.resolve(), value):
+                problems.append(
+                    doc.diagnostic(
+                        ("databases", i, key),
+                        f"database '{entry['name']}': {key} {value!r} leaves the project folder "
+                        f"{config_path.parent.resolve()}; SQL can read everything in it, so it "
+                        "must stay inside the project",
+                    )
+                )
     defaults = data.get("defaults") or {}
     names = list(models)
     for key in ("model", "judge_model"):
@@ -324,6 +336,14 @@ def load_project(
         model_keys=model_keys,
         judge=JudgeSettings(structured=structured, max_tokens=judge.get("max_tokens")),
     )
+
+
+def _leaves(root: Path, text: str) -> bool:
+    """Whether a project-relative path points outside the project (links followed)."""
+    try:
+        return not (root / text).resolve().is_relative_to(root)
+    except (OSError, ValueError):
+        return True
 
 
 @dataclass(frozen=True)

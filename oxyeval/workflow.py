@@ -16,10 +16,19 @@ from typing import Any
 from .errors import Diagnostic, LoadError
 from .load import Document, KeyPath, format_key_path, load_yaml
 from .project import Project, TestSpec, check_variable_defaults, parse_tests
+from .sqltemplate import SqlTemplateRef
 from .templates import TemplateRef, template_diagnostics
 from .validate import did_you_mean, validate_document
 
-__all__ = ["Branch", "Task", "Workflow", "load_workflow", "resolve_project_file", "walk_tasks"]
+__all__ = [
+    "Branch",
+    "Task",
+    "Workflow",
+    "load_workflow",
+    "outside_project",
+    "resolve_project_file",
+    "walk_tasks",
+]
 
 RUNNABLE = {"agent", "execute_sql", "formatter", "workflow", "loop_sequential", "conditional"}
 EXPORT_FORMATS = {"csv", "json", "txt", "sql"}
@@ -95,11 +104,50 @@ def resolve_project_file(project: Project, ref: str, suffixes: tuple[str, ...] =
     return None
 
 
+def outside_project(what: str, text: str, root: Path) -> str:
+    """The one message for a path that leaves the project, at load and at run time."""
+    return (
+        f"{what} path {text!r} leaves the project folder {root}; paths in workflow files "
+        "must stay inside it"
+    )
+
+
+def _leaves_project(project: Project, text: str) -> bool:
+    """Whether a path (or, for a templated path, the folders before its first tag) leaves
+    the project. The rest of a templated path is checked when it is rendered."""
+    fixed = text
+    for tag in ("{{", "{%", "{#"):
+        fixed = fixed.split(tag, 1)[0]
+    if fixed != text:
+        fixed = fixed.rsplit("/", 1)[0] if "/" in fixed else ""
+    if not fixed:
+        return False
+    try:
+        return not (project.root / fixed).resolve().is_relative_to(project.root)
+    except (OSError, ValueError):  # a NUL byte, a link loop: no path we would open
+        return True
+
+
+def _check_path(
+    task: Task, project: Project, what: str, value: Any, key: KeyPath, problems: list[Diagnostic]
+) -> bool:
+    """A diagnostic (and False) for a path that leaves the project folder."""
+    if isinstance(value, str) and _leaves_project(project, value):
+        problems.append(task.doc.diagnostic(key, outside_project(what, value, project.root)))
+        return False
+    return True
+
+
 def _template(
-    task: Task, field_name: str, value: Any, key: KeyPath, problems: list[Diagnostic]
+    task: Task,
+    field_name: str,
+    value: Any,
+    key: KeyPath,
+    problems: list[Diagnostic],
+    kind: type[TemplateRef] = TemplateRef,
 ) -> None:
     if isinstance(value, str):
-        ref = TemplateRef(value, task.doc, key)
+        ref = kind(value, task.doc, key)
         problems.extend(template_diagnostics(ref))
         task.templates[field_name] = ref
 
@@ -142,6 +190,9 @@ def _check_task(task: Task, project: Project, problems: list[Diagnostic]) -> Non
     for name, value in (spec.get("variables") or {}).items():
         _template(task, f"variables.{name}", value, (*key, "variables", name), problems)
     if isinstance(spec.get("cache"), dict) and spec["cache"].get("path"):
+        _check_path(
+            task, project, "cache", spec["cache"]["path"], (*key, "cache", "path"), problems
+        )
         _template(task, "cache.path", spec["cache"]["path"], (*key, "cache", "path"), problems)
     export = spec.get("export")
     if isinstance(export, dict):
@@ -155,13 +206,17 @@ def _check_task(task: Task, project: Project, problems: list[Diagnostic]) -> Non
                 )
             )
         else:
-            _template(task, "export.path", export.get("path"), (*key, "export", "path"), problems)
+            path_key = (*key, "export", "path")
+            _check_path(task, project, "export", export.get("path"), path_key, problems)
+            _template(task, "export.path", export.get("path"), path_key, problems)
 
     if task.type == "agent":
         _template(task, "prompt", spec.get("prompt"), (*key, "prompt"), problems)
         ref = spec.get("agent_ref", "")
         task.agent_path = resolve_project_file(project, ref, (".agent.yml", ".agent.yaml"))
-        if task.agent_path is None:
+        if not _check_path(task, project, "agent_ref", ref, (*key, "agent_ref"), problems):
+            task.agent_path = None
+        elif task.agent_path is None:
             problems.append(
                 doc.diagnostic(
                     (*key, "agent_ref"),
@@ -190,7 +245,13 @@ def _check_task(task: Task, project: Project, problems: list[Diagnostic]) -> Non
                 )
             )
         if spec.get("sql_query") is not None:
-            _template(task, "sql_query", spec["sql_query"], (*key, "sql_query"), problems)
+            _template(
+                task, "sql_query", spec["sql_query"], (*key, "sql_query"), problems, SqlTemplateRef
+            )
+        elif spec.get("sql_file") and not _check_path(
+            task, project, "sql_file", spec["sql_file"], (*key, "sql_file"), problems
+        ):
+            pass  # never read: its text could end up in an error message
         elif spec.get("sql_file") and "{{" in spec["sql_file"]:
             # A templated path (oxy allows it): resolved, read and rendered at run time.
             _template(task, "sql_file_path", spec["sql_file"], (*key, "sql_file"), problems)
@@ -205,18 +266,21 @@ def _check_task(task: Task, project: Project, problems: list[Diagnostic]) -> Non
                 )
             else:
                 text = task.sql_path.read_text("utf-8")
-                ref = TemplateRef(text, None, ())
+                ref = SqlTemplateRef(text, None, ())
                 for d in template_diagnostics(ref):
                     problems.append(
                         doc.diagnostic((*key, "sql_file"), f"{task.sql_path.name}: {d.message}")
                     )
                 task.templates["sql_file"] = ref
+        _check_static_sql(task, project, problems)
     elif task.type == "formatter":
         _template(task, "template", spec.get("template"), (*key, "template"), problems)
     elif task.type == "workflow":
         src = spec.get("src", "")
         task.workflow_path = resolve_project_file(project, src, (".workflow.yml", ".workflow.yaml"))
-        if task.workflow_path is None:
+        if not _check_path(task, project, "src", src, (*key, "src"), problems):
+            task.workflow_path = None
+        elif task.workflow_path is None:
             problems.append(
                 doc.diagnostic(
                     (*key, "src"), f"workflow file '{src}' not found under {project.root}"
@@ -243,6 +307,24 @@ def _check_task(task: Task, project: Project, problems: list[Diagnostic]) -> Non
         if spec.get("else"):
             else_tasks = _parse_tasks(spec["else"], (*key, "else"), doc, project, problems)
             task.branches.append(Branch(None, else_tasks, (*key, "else")))
+
+
+def _check_static_sql(task: Task, project: Project, problems: list[Diagnostic]) -> None:
+    """SQL written without any template tag is checked now (one statement, of a kind the
+    database allows), so ``oxy validate`` reports it with its line, not the run."""
+    field = "sql_query" if "sql_query" in task.templates else "sql_file"
+    ref = task.templates.get(field)
+    entry = project.databases.get(task.spec.get("database"))
+    if ref is None or entry is None or entry.get("type") != "duckdb":
+        return
+    if any(tag in ref.source for tag in ("{{", "{%", "{#")) or not ref.source.strip():
+        return
+    from .sql import SqlError, check_statement
+
+    try:
+        check_statement(entry["name"], ref.source, writable=entry.get("read_only", True) is False)
+    except SqlError as exc:
+        problems.append(task.doc.diagnostic((*task.key, field), str(exc)))
 
 
 def _check_judge(

@@ -373,9 +373,14 @@ def test_exports(make_project: MakeProject) -> None:
 
 
 def test_export_path_cannot_leave_the_project(make_project: MakeProject) -> None:
+    # A fixed path is a load error; a templated one is checked when it is rendered.
     workflow = "tasks:\n  - {name: t, type: formatter, template: x, export: {format: txt, path: ../escape.txt}}\n"
     root = make_project(CONFIG, {**FILES, "w.workflow.yml": workflow})
-    with pytest.raises(WorkflowFailed, match="must stay inside the project folder"):
+    with pytest.raises(LoadError, match="leaves the project folder"):
+        asyncio.run(run_workflow(root / "w.workflow.yml"))
+    workflow = workflow.replace("../escape.txt", "\"{{ '..' }}/escape.txt\"")
+    root = make_project(CONFIG, {**FILES, "w.workflow.yml": workflow})
+    with pytest.raises(WorkflowFailed, match="leaves the project folder"):
         asyncio.run(run_workflow(root / "w.workflow.yml"))
     assert not (root.parent / "escape.txt").exists()
 
