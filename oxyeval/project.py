@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, Diagnostic, LoadError, OxyError
+from .limits import MAX_ALL_PAIRS_RUNS, MAX_RUNS
 from .load import Document, KeyPath, load_yaml
 from .providers._base import GenerateParams, ModelSpec
 from .redact import register_secret
@@ -437,6 +438,20 @@ def parse_tests(
                     "task_ref is for workflow tests; agents use task_description",
                 )
             )
+        n = test.get("n", DEFAULT_N)
+        if (
+            test.get("pairing", "all") == "all"
+            and isinstance(n, int)
+            and MAX_ALL_PAIRS_RUNS < n <= MAX_RUNS
+        ):
+            problems.append(
+                doc.diagnostic(
+                    (*key, "n"),
+                    f"n: {n} with pairing: all makes {n * (n - 1) // 2:,} pairs to judge; "
+                    f"at most n: {MAX_ALL_PAIRS_RUNS} with pairing: all (use pairing: ring "
+                    "for more runs)",
+                )
+            )
         name = test.get("name") or f"Test {i + 1}"
         if name in names_seen:
             problems.append(
@@ -453,7 +468,7 @@ def parse_tests(
                 file=doc.path,
                 display=doc.display,
                 key=key,
-                n=test.get("n", DEFAULT_N),
+                n=n,
                 task_description=test.get("task_description"),
                 task_ref=test.get("task_ref"),
                 concurrency=test.get("concurrency", DEFAULT_TEST_CONCURRENCY),
