@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError, Diagnostic, LoadError
-from .load import load_yaml
+from .load import load_yaml, path_problem
 from .project import Project, file_kind, find_config, load_agent, load_project, project_files
 from .validate import validate_document
 
@@ -67,6 +67,11 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
             targets.append(path)
     seen: set[Path] = set()
     for target in targets:
+        problem = path_problem(target)
+        if problem is not None:  # missing, a symlink loop, a device: say which, per file
+            report.files.append(str(target))
+            report.diagnostics.append(Diagnostic(str(target), problem))
+            continue
         resolved = target.resolve()
         if resolved in seen:
             continue

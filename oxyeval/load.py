@@ -22,7 +22,15 @@ import yaml
 from .errors import Diagnostic, LoadError
 from .limits import MAX_ALIAS_NODES, MAX_FILE_BYTES, MAX_YAML_DEPTH
 
-__all__ = ["Document", "KeyPath", "format_key_path", "load_yaml", "parse_yaml", "path_problem"]
+__all__ = [
+    "SYMLINK_LOOP",
+    "Document",
+    "KeyPath",
+    "format_key_path",
+    "load_yaml",
+    "parse_yaml",
+    "path_problem",
+]
 
 SYMLINK_LOOP = "symlink loop (too many levels of symbolic links)"
 

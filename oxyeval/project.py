@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, Diagnostic, LoadError, OxyError
 from .limits import MAX_ALL_PAIRS_RUNS, MAX_RUNS
-from .load import Document, KeyPath, load_yaml
+from .load import SYMLINK_LOOP, Document, KeyPath, load_yaml, path_problem
 from .providers._base import GenerateParams, ModelSpec
 from .redact import register_secret
 from .templates import TemplateRef, referenced_names, template_diagnostics
@@ -83,7 +83,10 @@ def project_files(root: Path, kinds: tuple[str, ...]) -> list[Path]:
 
 def find_config(start: Path) -> Path | None:
     """Walk up from ``start`` (a file or folder) to the nearest config.yml."""
-    here = start.resolve()
+    try:
+        here = start.resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+        raise LoadError([Diagnostic(str(start), path_problem(start) or SYMLINK_LOOP)]) from None
     if here.is_file() or not here.exists():
         here = here.parent
     for folder in (here, *here.parents):
