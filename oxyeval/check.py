@@ -60,9 +60,18 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
         path = Path(raw)
         if path.is_dir():
             config = find_config(path) if project_dir is None else Path(project_dir) / "config.yml"
+            found = project_files(path, ("agent", "workflow", "prompt", "cases"))
             if config is not None and config.parent.resolve() == path.resolve():
-                targets.append(config)
-            targets.extend(project_files(path, ("agent", "workflow", "prompt", "cases")))
+                found.insert(0, config)
+            if not found:  # "0 files checked, 0 errors" would pass CI having checked nothing
+                report.diagnostics.append(
+                    Diagnostic(
+                        raw,
+                        "is a folder with no config.yml, *.agent.yml, *.workflow.yml, "
+                        "*.prompt.yml or *.cases.yml files to check",
+                    )
+                )
+            targets.extend(found)
         else:
             targets.append(path)
     seen: set[Path] = set()

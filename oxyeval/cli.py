@@ -477,6 +477,8 @@ def validate_command(
         print_error(err, exc, debug)
         raise typer.Exit(EXIT_INPUT) from None
     code = EXIT_INPUT if report.errors else 0
+    for d in report.diagnostics:  # on stderr in both formats: a non-zero exit says why
+        err.print(d.format(), style="red" if d.severity == "error" else "yellow", markup=False)
     if format is Format.json:
         from .report import write_json
 
@@ -490,8 +492,6 @@ def validate_command(
             sys.stdout,
         )
     else:
-        for d in report.diagnostics:
-            err.print(d.format(), style="red" if d.severity == "error" else "yellow", markup=False)
         summary = (
             f"{len(report.files)} file(s) checked: {len(report.errors)} error(s), "
             f"{len(report.warnings)} warning(s)"

@@ -15,6 +15,7 @@ import os
 __all__ = [
     "MAX_ALIAS_NODES",
     "MAX_ALL_PAIRS_RUNS",
+    "MAX_BUILT_FACTOR",
     "MAX_CONCURRENCY",
     "MAX_CONSISTENCY_RUN",
     "MAX_FILE_BYTES",
@@ -49,7 +50,8 @@ MAX_TOOL_CALLS = 1_000  # max_tool_calls, max_tool_concurrency
 MAX_RECENT = 1_000  # earlier runs a regression check reads
 
 # -- templates (the Jinja sandbox) ----------------------------------------------------
-MAX_RENDER_CHARS = 1_000_000  # default; OXY_MAX_RENDER_CHARS raises or lowers it
+MAX_RENDER_CHARS = 5_000_000  # one rendered text or string; OXY_MAX_RENDER_CHARS changes it
+MAX_BUILT_FACTOR = 10  # all strings an operation of one rendering makes: 10 x the above
 MAX_TEMPLATE_ITEMS = 100_000  # a list built by * or + in a template
 MAX_TEMPLATE_INT_BITS = 100_000  # an integer built by * or ** (about 30,000 digits)
 MAX_RANGE = 100_000  # one range(...)

@@ -159,6 +159,13 @@ class Document:
         return node
 
 
+def _too_deep() -> str:
+    return (
+        f"YAML nested more than {MAX_YAML_DEPTH} levels deep (lists and mappings inside "
+        "each other); no project file needs that"
+    )
+
+
 class _LimitError(yaml.MarkedYAMLError):
     """A file that is valid YAML but too deep or too large once its aliases are expanded."""
 
@@ -178,6 +185,13 @@ class _Loader(yaml.SafeLoader):
         self._depth = 0  # collections open around the node being composed
         self._alias_nodes = 0  # nodes that the aliases seen so far expand to
         self._sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, depth), expanded
+
+    def fetch_flow_collection_start(self, token_class: Any) -> None:
+        # The scanner is quadratic in flow nesting (5,000 levels of '[' take a second before
+        # the composer sees the first node): stop it at the same depth.
+        if self.flow_level >= MAX_YAML_DEPTH:
+            raise _LimitError(None, None, _too_deep(), self.get_mark())
+        super().fetch_flow_collection_start(token_class)
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
         event = self.peek_event()
@@ -214,13 +228,7 @@ class _Loader(yaml.SafeLoader):
         if opens:
             self._depth += 1
             if self._depth > MAX_YAML_DEPTH:
-                raise _LimitError(
-                    None,
-                    None,
-                    f"YAML nested more than {MAX_YAML_DEPTH} levels deep (lists and mappings "
-                    "inside each other); no project file needs that",
-                    event.start_mark,
-                )
+                raise _LimitError(None, None, _too_deep(), event.start_mark)
         try:
             node = super().compose_node(parent, index)
         finally:
@@ -315,7 +323,7 @@ def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:
         if exc.context and exc.context != problem:
             problem = f"{problem} ({exc.context})"
         if (
-            "end of stream" in problem
+            ("end of stream" in problem or "<stream end>" in problem)
             and exc.context_mark is not None
             and mark is not None
             and exc.context_mark.line != mark.line

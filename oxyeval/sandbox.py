@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from jinja2.utils import generate_lorem_ipsum
 from markupsafe import EscapeFormatter, Markup, soft_str
 
 from .limits import (
+    MAX_BUILT_FACTOR,
     MAX_RANGE,
     MAX_RANGE_TOTAL,
     MAX_TEMPLATE_CALLS,
@@ -51,9 +53,20 @@ class TemplateLimitError(SecurityError):
 class _Budget:
     """What one rendering has used so far; limits that no single operation shows."""
 
-    chars: int
+    chars: int  # the most one string (or the rendered text) may have
     calls: int = 0
     range_items: int = 0
+    built: int = 0  # characters (and list items) made by operations so far
+
+    def account(self, size: int) -> None:
+        """A loop that keeps making large strings is bounded in total, not only per string."""
+        self.built += size
+        cap = self.chars * MAX_BUILT_FACTOR
+        if self.built > cap:
+            raise TemplateLimitError(
+                f"the operations of one rendering built more than {cap:,} characters "
+                f"({MAX_BUILT_FACTOR} times the {self.chars:,}-character limit)"
+            )
 
 
 _BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar(
@@ -77,15 +90,21 @@ def _current() -> _Budget:
 
 
 def _check_chars(size: int, what: str) -> None:
-    limit = _current().chars
-    if size > limit:
+    spent = _current()
+    if size > spent.chars:
         raise TemplateLimitError(
-            f"{what} would be {size:,} characters; templates are limited to {limit:,} "
+            f"{what} would be {size:,} characters; templates are limited to {spent.chars:,} "
             "(set OXY_MAX_RENDER_CHARS to change it)"
         )
+    spent.account(size)
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, (str, bytes, list, tuple, dict)) else 0
 
 
 def _check_items(size: int, what: str) -> None:
+    _current().account(size)
     if size > MAX_TEMPLATE_ITEMS:
         raise TemplateLimitError(
             f"{what} would have {size:,} items; templates are limited to {MAX_TEMPLATE_ITEMS:,}"
@@ -196,6 +215,8 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
         self.globals["lipsum"] = _bounded_lipsum
         for name, guard in _FILTER_GUARDS.items():
             self.filters[name] = guard
+        for name, func in list(self.filters.items()):
+            self.filters[name] = _accounted(func)
 
     # -- output and concatenation --------------------------------------------------------
 
@@ -209,6 +230,7 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
             if size > limit:
                 _check_chars(size, "the rendered text")
             out.append(part)
+        _current().account(size)
         return "".join(out)
 
     def bounded_concat(self, autoescape: bool, values: Iterable[Any]) -> str:
@@ -256,7 +278,9 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
         if isinstance(owner, (str, bytes)):
             name = getattr(__obj, "__name__", "")
             _check_chars(_method_size(name, owner, args, kwargs), f"the result of .{name}()")
-        return super().call(__context, __obj, *args, **kwargs)
+        result = super().call(__context, __obj, *args, **kwargs)
+        spent.account(_size(result))
+        return result
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
         """Jinja's own wrapper, with a formatter that checks field widths."""
@@ -280,6 +304,19 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
 
         checked.__name__ = value.__name__
         return checked
+
+
+def _accounted(func: Callable[..., Any]) -> Callable[..., Any]:
+    """A filter whose results count towards the rendering's total (``upper`` of a large
+    string in a loop makes a new copy each time)."""
+
+    @functools.wraps(func)  # keeps jinja_pass_arg (pass_context and friends)
+    def accounted(*args: Any, **kwargs: Any) -> Any:
+        result = func(*args, **kwargs)
+        _current().account(_size(result))
+        return result
+
+    return accounted
 
 
 def _bounded_range(*args: int) -> range:
