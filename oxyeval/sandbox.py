@@ -104,11 +104,11 @@ def _size(value: Any) -> int:
 
 
 def _check_items(size: int, what: str) -> None:
-    _current().account(size)
     if size > MAX_TEMPLATE_ITEMS:
         raise TemplateLimitError(
             f"{what} would have {size:,} items; templates are limited to {MAX_TEMPLATE_ITEMS:,}"
         )
+    _current().account(size)
 
 
 def _is_int(value: Any) -> bool:
