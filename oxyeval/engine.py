@@ -288,7 +288,11 @@ class Engine:
                 continue
             error = variable_error(schema, value)
             if error is not None:
-                raise ConfigError(f"{workflow.doc.display}: variable '{name}' = {value!r}: {error}")
+                shown = repr(value)
+                if len(shown) > 80:  # a long value once, not twice (jsonschema repeats it)
+                    error = error.replace(shown, "the value")
+                    shown = shown[:77] + "..."
+                raise ConfigError(f"{workflow.doc.display}: variable '{name}' = {shown}: {error}")
             values[name] = value
         if missing:
             raise ConfigError(

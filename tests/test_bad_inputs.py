@@ -16,6 +16,7 @@ run on when it is not the first one; ``xfail="why"`` marks a known bug not fixed
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import typer.main
+import typer.testing
 from typer.testing import CliRunner
 
 from oxyeval.cli import app
@@ -476,6 +479,76 @@ CORPUS: list[Bad] = [
         "validate cases",
         "p.prompt.yml:1",
     ),
+    Bad("n infinite", {"a.agent.yml": agent("1e400")}, "validate test", "a.agent.yml:5"),
+    Bad(
+        "score NaN",
+        {"a.agent.yml": agent(extra="    scores: {A: .nan, B: 0}\n")},
+        "validate test",
+        "a.agent.yml:7",
+    ),
+    Bad(
+        "threshold NaN",
+        {"p.prompt.yml": prompt("threshold: .nan\n")},
+        "validate cases",
+        "p.prompt.yml:3",
+    ),
+    Bad(
+        "infinite timeout",
+        {
+            "config.yml": CONFIG.replace(
+                "    vendor: mock\n", "    vendor: mock\n    timeout: .inf\n", 1
+            ),
+            "a.agent.yml": agent(),
+        },
+        "validate test run",
+        "config.yml:4",
+    ),
+    Bad(
+        "deep cases file",
+        {
+            "c.cases.yml": "prompt: p.prompt.yml\ncases:\n  - name: x\n    input: "
+            + deep_map(5000)
+            + "\n",
+            "p.prompt.yml": prompt(),
+        },
+        "validate cases",
+        "c.cases.yml:4",
+    ),
+    Bad(
+        "deep sub-workflow",
+        {
+            "w.workflow.yml": workflow("{name: s, type: workflow, src: sub.workflow.yml}"),
+            "sub.workflow.yml": "tasks: " + deep_list(5000) + "\n",
+        },
+        "run",
+        "sub.workflow.yml:1",
+    ),
+    Bad(
+        "deep --var value",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: '{{ v }}'}",
+                "variables:\n  v: {type: array, default: []}\n",
+            )
+        },
+        "run",
+        "variable 'v'",
+        args=("--var", "v=" + deep_list(5000)),
+    ),
+    Bad(
+        "SQL file not UTF-8",
+        {
+            "w.workflow.yml": workflow(
+                "{name: q, type: execute_sql, database: shop, sql_file: q.sql}"
+            ),
+            "config.yml": CONFIG + "databases:\n  - {name: shop, type: duckdb, dataset: data}\n",
+            "data/t.csv": "a\n1\n",
+            "q.sql": b"SELECT 1 -- caf\xe9\n",
+        },
+        "validate run",
+        "q.sql",
+        xfail="workflow.py reads sql_file with read_text('utf-8') unguarded: UnicodeDecodeError (SQL file handling is the SQL sandboxing task's)",
+    ),
 ]
 
 REAL_PROCESS = [
@@ -537,12 +610,19 @@ def _check(entry: Bad, fmt: str, code: int, stdout: str, stderr: str) -> None:
         assert isinstance(document, dict), shown
 
 
+@functools.cache
+def _command() -> object:
+    return typer.main.get_command(app)
+
+
 @pytest.mark.parametrize(("entry", "command", "fmt"), _params())
 def test_bad_input(
     entry: Bad, command: str, fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     target = _write(tmp_path, entry)
     monkeypatch.chdir(tmp_path)
+    if hasattr(typer.testing, "_get_command"):  # build the click command once, not 300 times
+        monkeypatch.setattr(typer.testing, "_get_command", lambda _app: _command())
     monkeypatch.setenv("OXY_DB", str(tmp_path / ".oxy" / "history.db"))
     result = CliRunner().invoke(app, _argv(command, target, entry, fmt))
     if result.exception is not None and not isinstance(result.exception, SystemExit):
