@@ -59,7 +59,7 @@ def workflow(task: str, head: str = "") -> str:
 
 def prompt(extra: str = "") -> str:
     return (
-        "model: agent_model\ntemplate: 'Say {{ word }}'\n"
+        "model: agent_model\ntemplate: 'Say {{ word }}'\nsimilarity: lexical\n"
         f"{extra}cases:\n  - name: one\n    input: {{word: hi}}\n    expected_output: hi\n"
     )
 
@@ -216,7 +216,7 @@ CORPUS: list[Bad] = [
         "prompt recent 10**6",
         {"p.prompt.yml": prompt("recent: 1000000\n")},
         "validate cases",
-        "p.prompt.yml:3",
+        "p.prompt.yml:4",
     ),
     # -- YAML that is too deep or expands too far -----------------------------------
     Bad(
@@ -245,7 +245,7 @@ CORPUS: list[Bad] = [
         "deep prompt file",
         {"p.prompt.yml": prompt("x: " + deep_map(5000) + "\n")},
         "validate cases",
-        "p.prompt.yml:3",
+        "p.prompt.yml:4",
     ),
     Bad(
         "deep config.yml",
@@ -490,7 +490,7 @@ CORPUS: list[Bad] = [
         "threshold NaN",
         {"p.prompt.yml": prompt("threshold: .nan\n")},
         "validate cases",
-        "p.prompt.yml:3",
+        "p.prompt.yml:4",
     ),
     Bad(
         "infinite timeout",
@@ -635,6 +635,33 @@ def test_corpus_is_large_and_ids_unique() -> None:
     assert len(ids) == len(set(ids))
     assert len(CORPUS) >= 30
     assert set(REAL_PROCESS) <= set(ids)
+
+
+def test_the_corpus_builders_are_valid_without_a_defect(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each entry fails because of its one defect, not because the files around it are bad."""
+    good = Bad(
+        "good",
+        {
+            "a.agent.yml": agent(),
+            "w.workflow.yml": workflow("{name: f, type: formatter, template: x}"),
+            "p.prompt.yml": prompt(),
+        },
+        "",
+        "",
+    )
+    _write(tmp_path, good)
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    for argv in (
+        ["validate", "."],
+        ["test", "a.agent.yml"],
+        ["run", "a.agent.yml", "--question", "hi"],
+        ["run", "w.workflow.yml"],
+    ):
+        result = runner.invoke(app, argv)
+        assert result.exit_code == 0, (argv, result.stderr)
 
 
 @pytest.mark.parametrize("entry_id", REAL_PROCESS)
