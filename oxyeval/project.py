@@ -450,9 +450,9 @@ def parse_tests(
             problems.append(
                 doc.diagnostic(
                     (*key, "n"),
-                    f"n: {n} with pairing: all makes {n * (n - 1) // 2:,} pairs to judge; "
-                    f"at most n: {MAX_ALL_PAIRS_RUNS} with pairing: all (use pairing: ring "
-                    "for more runs)",
+                    f"{n} runs with pairing: all make {n * (n - 1) // 2:,} pairs to judge; "
+                    f"pairing: all takes at most {MAX_ALL_PAIRS_RUNS} runs (pairing: ring "
+                    f"takes up to {MAX_RUNS:,})",
                 )
             )
         name = test.get("name") or f"Test {i + 1}"

@@ -221,7 +221,7 @@ def test_all_pairs_are_limited_but_ring_allows_more_runs(make_project: MakeProje
     root = make_project(files={"a.agent.yml": agent, "r.agent.yml": agent + "    pairing: ring\n"})
     result = CliRunner().invoke(app, ["validate", str(root / "a.agent.yml")])
     assert result.exit_code == 2
-    assert "n: 2000 with pairing: all makes 1,999,000 pairs" in result.stderr
+    assert "2000 runs with pairing: all make 1,999,000 pairs to judge" in result.stderr
     assert "a.agent.yml:5" in result.stderr
     result = CliRunner().invoke(app, ["validate", str(root / "r.agent.yml")])
     assert result.exit_code == 0, result.stderr
