@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError, Diagnostic, LoadError
-from .load import load_yaml
+from .load import load_yaml, path_problem
 from .project import Project, file_kind, find_config, load_agent, load_project, project_files
 from .validate import validate_document
 
@@ -60,13 +60,27 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
         path = Path(raw)
         if path.is_dir():
             config = find_config(path) if project_dir is None else Path(project_dir) / "config.yml"
+            found = project_files(path, ("agent", "workflow", "prompt", "cases"))
             if config is not None and config.parent.resolve() == path.resolve():
-                targets.append(config)
-            targets.extend(project_files(path, ("agent", "workflow", "prompt", "cases")))
+                found.insert(0, config)
+            if not found:  # "0 files checked, 0 errors" would pass CI having checked nothing
+                report.diagnostics.append(
+                    Diagnostic(
+                        raw,
+                        "is a folder with no config.yml, *.agent.yml, *.workflow.yml, "
+                        "*.prompt.yml or *.cases.yml files to check",
+                    )
+                )
+            targets.extend(found)
         else:
             targets.append(path)
     seen: set[Path] = set()
     for target in targets:
+        problem = path_problem(target)
+        if problem is not None:  # missing, a symlink loop, a device: say which, per file
+            report.files.append(str(target))
+            report.diagnostics.append(Diagnostic(str(target), problem))
+            continue
         resolved = target.resolve()
         if resolved in seen:
             continue

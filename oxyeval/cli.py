@@ -20,6 +20,7 @@ import typer
 from . import __version__
 from .console import print_error, stderr_console, stdout_console
 from .errors import EXIT_INFRA, EXIT_INPUT, OxyError
+from .limits import MAX_CONCURRENCY
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -251,17 +252,12 @@ def test_command(
 def _parse_vars(pairs: list[str] | None, files: list[str] | None) -> dict[str, Any]:
     """--vars files first (in order), then --var pairs, later ones winning."""
     from .errors import ConfigError
+    from .load import load_yaml
 
     values: dict[str, Any] = {}
     for file in files or []:
-        import yaml
-
-        try:
-            data = yaml.safe_load(open(file, encoding="utf-8"))  # noqa: SIM115 - closed by gc at once
-        except OSError as exc:
-            raise ConfigError(f"--vars {file}: cannot read: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"--vars {file}: not valid YAML: {exc}") from None
+        # The project's loader: positions in errors, and the same size, depth and alias limits.
+        data = load_yaml(file).data
         if not isinstance(data, dict):
             raise ConfigError(f"--vars {file}: expected a mapping of variable names to values")
         values.update(data)
@@ -312,7 +308,8 @@ def run_command(
         Format, typer.Option("--format", help="pretty: the final output; json: every task.")
     ] = Format.pretty,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, help="Units of work in flight.")
+        int,
+        typer.Option("--concurrency", min=1, max=MAX_CONCURRENCY, help="Units of work in flight."),
     ] = 8,
     project: Annotated[str | None, typer.Option("--project", help="Project folder.")] = None,
     quiet: Annotated[
@@ -376,13 +373,13 @@ def run_command(
                     f"{len(wf_run.unfinished)} interrupted"
                 )
                 _interrupted(err, as_json, doc, why)
-            except WorkflowFailed as failed:
+            except WorkflowFailed as failed:  # exit 2 when a task failed on bad input
                 print_error(err, failed, debug)
                 if as_json:
                     from .report import write_json
 
-                    write_json({**failed.run.to_dict(), "exit_code": EXIT_INFRA}, sys.stdout)
-                raise typer.Exit(EXIT_INFRA) from None
+                    write_json({**failed.run.to_dict(), "exit_code": failed.exit_code}, sys.stdout)
+                raise typer.Exit(failed.exit_code) from None
             doc = {**wf_run.to_dict(), "exit_code": 0}
             doc["_text"] = str(wf_run.output) if wf_run.output is not None else ""
         else:
@@ -519,7 +516,7 @@ def validate_command(
         print_error(err, exc, debug)
         raise typer.Exit(EXIT_INPUT) from None
     code = EXIT_INPUT if report.errors else 0
-    for d in report.diagnostics:  # on stderr in both formats: a failing exit says why there
+    for d in report.diagnostics:  # on stderr in both formats: a non-zero exit says why
         err.print(d.format(), style="red" if d.severity == "error" else "yellow", markup=False)
     if format is Format.json:
         from .report import write_json
@@ -542,9 +539,12 @@ def validate_command(
     raise typer.Exit(code)
 
 
+_SCHEMA_KINDS = ("config", "agent", "workflow", "prompt", "cases")  # validate.SCHEMA_FILES
+
+
 @app.command("schema")
 def schema_command(
-    kind: Annotated[str, typer.Argument(help="config, agent or workflow.")],
+    kind: Annotated[str, typer.Argument(help="config, agent, workflow, prompt or cases.")],
     path: Annotated[
         bool, typer.Option("--path", help="Print the file path instead of the JSON.")
     ] = False,
@@ -552,9 +552,11 @@ def schema_command(
     """Print a JSON Schema (for editors: # yaml-language-server: $schema=<path>)."""
     from .validate import SCHEMA_FILES, schema_path
 
-    if kind not in SCHEMA_FILES or kind == "common":
+    if kind not in SCHEMA_FILES or kind not in _SCHEMA_KINDS:
         stderr_console().print(
-            f"error: unknown schema '{kind}'; choose config, agent or workflow", style="red"
+            f"error: unknown schema '{kind}'; choose {', '.join(_SCHEMA_KINDS)}",
+            style="red",
+            markup=False,
         )
         raise typer.Exit(EXIT_INPUT)
     if path:

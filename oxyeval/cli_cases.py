@@ -10,6 +10,7 @@ import typer
 
 from .console import print_error, stderr_console, stdout_console
 from .errors import EXIT_FAILED, EXIT_INFRA, OxyError
+from .limits import MAX_CONCURRENCY
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -221,7 +222,9 @@ def cases_run(
         bool, typer.Option("--fail-on-regression", help="Exit 1 on a regression too.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No diff view.")] = False,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Cases in flight.")] = 8,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, max=MAX_CONCURRENCY, help="Cases in flight.")
+    ] = 8,
     db: DbOption = None,
     project: ProjectOption = None,
 ) -> None:

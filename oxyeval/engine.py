@@ -23,8 +23,9 @@ from typing import Any
 from .agent import AgentRunner, describe_calls
 from .compile import Plan, Scope, compile_workflow
 from .consistency import evaluate
-from .errors import ConfigError, LoadError, OxyError, ProviderError
+from .errors import EXIT_INFRA, EXIT_INPUT, ConfigError, LoadError, OxyError, ProviderError
 from .judge import Judge
+from .limits import MAX_CONCURRENCY, MAX_LOOP_VALUES
 from .outputs import (
     ConsistentOutput,
     LoopIteration,
@@ -52,17 +53,28 @@ LOW_CONSISTENCY = 0.25
 class TaskFailed(OxyError):
     """A task could not produce its output (provider, SQL, template or data problem)."""
 
-    exit_code = 3
+    exit_code = EXIT_INFRA
+
+    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:  # a bad template or file stays bad input (exit 2)
+            self.exit_code = exit_code
 
 
 class WorkflowFailed(OxyError):
-    """One or more tasks failed; the message names them and why."""
+    """One or more tasks failed; the message names them and why.
 
-    exit_code = 3
+    Exit 2 when a task failed on bad input (a template over a sandbox limit, a loop
+    over too many values): running again will not help, the file must change.
+    """
+
+    exit_code = EXIT_INFRA
 
     def __init__(self, message: str, run: WorkflowRun) -> None:
         super().__init__(message)
         self.run = run
+        if any(r.exit_code == EXIT_INPUT for r in run.failed):
+            self.exit_code = EXIT_INPUT
 
 
 @dataclass(repr=False)
@@ -79,6 +91,7 @@ class TaskRecord:
     error: str | None = None
     output: Any = None
     details: dict[str, Any] = field(default_factory=dict)
+    exit_code: int | None = None  # of the error, when failed
 
     @property
     def duration(self) -> float | None:
@@ -305,7 +318,11 @@ class Engine:
                 continue
             error = variable_error(schema, value)
             if error is not None:
-                raise ConfigError(f"{workflow.doc.display}: variable '{name}' = {value!r}: {error}")
+                shown = repr(value)
+                if len(shown) > 80:  # a long value once, not twice (jsonschema repeats it)
+                    error = error.replace(shown, "the value")
+                    shown = shown[:77] + "..."
+                raise ConfigError(f"{workflow.doc.display}: variable '{name}' = {shown}: {error}")
             values[name] = value
         if missing:
             raise ConfigError(
@@ -409,6 +426,7 @@ class Engine:
                     status[name] = "failed"
                     record.status = "failed"
                     record.error = str(exc)
+                    record.exit_code = exc.exit_code if isinstance(exc, OxyError) else EXIT_INFRA
                     record.ended = record.ended or time.perf_counter()
                     self._on_event(record)
         return outputs
@@ -448,10 +466,11 @@ class Engine:
                     )
             self._export(task, context, output, record)
         except LoadError as exc:  # a template failed at run time: say which task
-            raise TaskFailed(f"{task.where}: {exc}") from None
+            raise TaskFailed(f"{task.where}: {exc}", exit_code=exc.exit_code) from None
         except (ProviderError, SqlError, ConfigError, TaskFailed) as exc:
             record.ended = time.perf_counter()
-            raise TaskFailed(str(exc)) from None
+            code = exc.exit_code if isinstance(exc, TaskFailed) else None
+            raise TaskFailed(str(exc), exit_code=code) from None
         record.output = output
         record.ended = time.perf_counter()
         self._on_event(record)
@@ -658,9 +677,17 @@ class Engine:
         values = _as_list(
             raw if not isinstance(raw, str) else self._value(task, "values", context), task
         )
+        if len(values) > MAX_LOOP_VALUES:
+            raise TaskFailed(
+                f"{task.where}: values has {len(values):,} items; a loop runs over at most "
+                f"{MAX_LOOP_VALUES:,}",
+                exit_code=EXIT_INPUT,
+            )
         (body,) = scope.children[task.name]
         known = [t.name for t in body.tasks]
-        semaphore = asyncio.Semaphore(max(1, int(task.spec.get("concurrency", 1))))
+        semaphore = asyncio.Semaphore(
+            min(MAX_CONCURRENCY, max(1, int(task.spec.get("concurrency", 1))))
+        )
 
         async def iteration(index: int, value: Any) -> LoopIteration:
             async with semaphore:
@@ -692,13 +719,18 @@ class Engine:
         if not (source.startswith("{{") and source.endswith("}}") and source.count("{{") == 1):
             return False, None
         from jinja2 import Undefined
+        from jinja2.sandbox import SecurityError
 
-        from .templates import _env
+        from .templates import evaluate
 
         try:
-            value = _env().compile_expression(source[2:-2].strip(), undefined_to_none=False)(
-                **context
-            )
+            value = evaluate(source[2:-2].strip(), context)
+        except SecurityError as exc:  # a sandbox limit or a blocked attribute: the file's fault
+            raise TaskFailed(f"{task.where}: {source!r}: {exc}", exit_code=EXIT_INPUT) from None
+        except RecursionError:
+            raise TaskFailed(
+                f"{task.where}: {source!r}: recursion too deep", exit_code=EXIT_INPUT
+            ) from None
         except Exception as exc:
             raise TaskFailed(f"{task.where}: {source!r}: {exc}") from None
         if isinstance(value, Undefined):
@@ -806,6 +838,8 @@ def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:
     if kind in ("integer", "number", "boolean", "array", "object"):
         try:
             return json.loads(value)
+        except RecursionError:  # --var 'x=[[[[...' nested thousands deep
+            return value  # the schema check reports the mismatch
         except ValueError:
             if kind == "boolean" and value.lower() in ("yes", "no", "on", "off"):
                 return value.lower() in ("yes", "on")
@@ -820,12 +854,12 @@ def _as_list(value: Any, task: Task) -> list[Any]:
         text = value.strip()
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             import ast
 
             try:
                 parsed = ast.literal_eval(text)
-            except (ValueError, SyntaxError):
+            except (ValueError, SyntaxError, RecursionError, MemoryError):
                 parsed = [line.strip() for line in text.splitlines() if line.strip()]
         value = parsed
     if isinstance(value, (list, tuple)):

@@ -10,7 +10,9 @@ data from the same nodes. Every later stage reports problems through
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,8 +20,19 @@ from typing import Any
 import yaml
 
 from .errors import Diagnostic, LoadError
+from .limits import MAX_ALIAS_NODES, MAX_FILE_BYTES, MAX_YAML_DEPTH
 
-__all__ = ["Document", "KeyPath", "format_key_path", "load_yaml", "parse_yaml"]
+__all__ = [
+    "SYMLINK_LOOP",
+    "Document",
+    "KeyPath",
+    "format_key_path",
+    "load_yaml",
+    "parse_yaml",
+    "path_problem",
+]
+
+SYMLINK_LOOP = "symlink loop (too many levels of symbolic links)"
 
 KeyPath = tuple[Any, ...]
 
@@ -146,8 +159,97 @@ class Document:
         return node
 
 
+def _too_deep() -> str:
+    return (
+        f"YAML nested more than {MAX_YAML_DEPTH} levels deep (lists and mappings inside "
+        "each other); no project file needs that"
+    )
+
+
+class _LimitError(yaml.MarkedYAMLError):
+    """A file that is valid YAML but too deep or too large once its aliases are expanded."""
+
+
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that reports duplicate keys instead of silently keeping the last one."""
+    """SafeLoader that bounds nesting depth and alias expansion while composing.
+
+    PyYAML composes recursively (5,000 levels of ``[[[...]]]`` end in RecursionError)
+    and expands aliases by sharing nodes, so a "billion laughs" file loads in
+    microseconds and explodes later, when a template prints it or a report copies it.
+    Both are measured here, node by node, before any Python object exists: a node's
+    size and depth count its aliased parts in full.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0  # collections open around the node being composed
+        self._alias_nodes = 0  # nodes that the aliases seen so far expand to
+        self._sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, depth), expanded
+
+    def fetch_flow_collection_start(self, token_class: Any) -> None:
+        # The scanner is quadratic in flow nesting (5,000 levels of '[' take a second before
+        # the composer sees the first node): stop it at the same depth.
+        if self.flow_level >= MAX_YAML_DEPTH:
+            raise _LimitError(None, None, _too_deep(), self.get_mark())
+        super().fetch_flow_collection_start(token_class)
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            size = self._sizes.get(id(node))
+            if size is None:  # the anchor's own node is still open: it would contain itself
+                raise _LimitError(
+                    None,
+                    None,
+                    f"YAML alias *{event.anchor} is used inside the node it names; "
+                    "a structure that contains itself cannot be loaded",
+                    event.start_mark,
+                )
+            nodes, depth = size
+            self._alias_nodes += nodes
+            if self._alias_nodes > MAX_ALIAS_NODES:
+                raise _LimitError(
+                    None,
+                    None,
+                    f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} nodes (an alias bomb?); "
+                    f"this one adds {nodes:,}",
+                    event.start_mark,
+                )
+            if self._depth + depth > MAX_YAML_DEPTH:
+                raise _LimitError(
+                    None,
+                    None,
+                    f"YAML alias *{event.anchor} nests the data more than {MAX_YAML_DEPTH} levels deep",
+                    event.start_mark,
+                )
+            return node
+        opens = isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent))
+        if opens:
+            self._depth += 1
+            if self._depth > MAX_YAML_DEPTH:
+                raise _LimitError(None, None, _too_deep(), event.start_mark)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            if opens:
+                self._depth -= 1
+        self._sizes[id(node)] = self._measure(node)
+        return node
+
+    def _measure(self, node: yaml.Node) -> tuple[int, int]:
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        else:
+            return 1, 0
+        nodes, depth = 1, 0
+        for child in children:
+            c_nodes, c_depth = self._sizes.get(id(child), (1, 0))
+            nodes += c_nodes
+            depth = max(depth, c_depth)
+        return nodes, depth + 1
 
 
 def _walk(
@@ -203,13 +305,25 @@ def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:
         if node is not None:
             _walk(node, (), doc, problems, set())
             doc.data = loader.construct_document(node)
+    except _LimitError as exc:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark else None
+        problems.append(
+            Diagnostic(
+                doc.display,
+                str(exc.problem),
+                line=line,
+                column=mark.column + 1 if mark else None,
+                source_line=_clip(doc.source_line(line)) if line else None,
+            )
+        )
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or "invalid YAML"
         if exc.context and exc.context != problem:
             problem = f"{problem} ({exc.context})"
         if (
-            "end of stream" in problem
+            ("end of stream" in problem or "<stream end>" in problem)
             and exc.context_mark is not None
             and mark is not None
             and exc.context_mark.line != mark.line
@@ -235,17 +349,59 @@ def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:
     return doc, problems
 
 
+def _clip(line: str | None, width: int = 200) -> str | None:
+    """A source line short enough to quote (a 5,000-bracket line is no help to anyone)."""
+    if line is None or len(line) <= width:
+        return line
+    return line[:width] + "..."
+
+
+def path_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot be read as a file, in words; None when it can.
+
+    ``Path.exists()`` answers False for a symlink loop, which then reads as "file not
+    found"; this says what is really there.
+    """
+    file = Path(path)
+    try:
+        info = file.stat()
+    except FileNotFoundError:
+        if file.is_symlink():
+            return f"file not found (broken symlink to {os.readlink(file)!r})"
+        return "file not found"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return SYMLINK_LOOP
+        return f"cannot read file: {exc.strerror}"
+    if stat.S_ISDIR(info.st_mode):
+        return "is a directory, expected a YAML file"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file (a device, pipe or socket), expected a YAML file"
+    return None
+
+
 def load_yaml(path: str | os.PathLike[str]) -> Document:
     """Read and parse one file; raise LoadError with every syntax problem found."""
     file = Path(path)
+    problem = path_problem(file)
+    if problem is not None:
+        raise LoadError([Diagnostic(str(path), problem)])
     try:
-        raw = file.read_bytes()
-    except FileNotFoundError:
-        raise LoadError([Diagnostic(str(path), "file not found")]) from None
-    except IsADirectoryError:
-        raise LoadError([Diagnostic(str(path), "is a directory, expected a YAML file")]) from None
+        with file.open("rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
-        raise LoadError([Diagnostic(str(path), f"cannot read file: {exc.strerror}")]) from None
+        reason = SYMLINK_LOOP if exc.errno == errno.ELOOP else f"cannot read file: {exc.strerror}"
+        raise LoadError([Diagnostic(str(path), reason)]) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise LoadError(
+            [
+                Diagnostic(
+                    str(path),
+                    f"file is larger than {MAX_FILE_BYTES // 1_000_000} MB, the most oxyeval "
+                    "reads as a project file",
+                )
+            ]
+        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, Diagnostic, LoadError, OxyError
-from .load import Document, KeyPath, load_yaml
+from .limits import MAX_ALL_PAIRS_RUNS, MAX_RUNS
+from .load import SYMLINK_LOOP, Document, KeyPath, load_yaml, path_problem
 from .providers._base import GenerateParams, ModelSpec
 from .providers._pool import DEFAULT_KEY_VARS
 from .redact import register_secret
@@ -86,7 +87,10 @@ def project_files(root: Path, kinds: tuple[str, ...]) -> list[Path]:
 
 def find_config(start: Path) -> Path | None:
     """Walk up from ``start`` (a file or folder) to the nearest config.yml."""
-    here = start.resolve()
+    try:
+        here = start.resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+        raise LoadError([Diagnostic(str(start), path_problem(start) or SYMLINK_LOOP)]) from None
     if here.is_file() or not here.exists():
         here = here.parent
     for folder in (here, *here.parents):
@@ -490,6 +494,20 @@ def parse_tests(
                     "task_ref is for workflow tests; agents use task_description",
                 )
             )
+        n = test.get("n", DEFAULT_N)
+        if (
+            test.get("pairing", "all") == "all"
+            and isinstance(n, int)
+            and MAX_ALL_PAIRS_RUNS < n <= MAX_RUNS
+        ):
+            problems.append(
+                doc.diagnostic(
+                    (*key, "n"),
+                    f"{n} runs with pairing: all make {n * (n - 1) // 2:,} pairs to judge; "
+                    f"pairing: all takes at most {MAX_ALL_PAIRS_RUNS} runs (pairing: ring "
+                    f"takes up to {MAX_RUNS:,})",
+                )
+            )
         name = test.get("name") or f"Test {i + 1}"
         if name in names_seen:
             problems.append(
@@ -506,7 +524,7 @@ def parse_tests(
                 file=doc.path,
                 display=doc.display,
                 key=key,
-                n=test.get("n", DEFAULT_N),
+                n=n,
                 task_description=test.get("task_description"),
                 task_ref=test.get("task_ref"),
                 concurrency=test.get("concurrency", DEFAULT_TEST_CONCURRENCY),

@@ -27,8 +27,9 @@ from .consistency import (
     score_comparisons,
 )
 from .engine import Engine, TaskFailed, WorkflowRun
-from .errors import ConfigError, Diagnostic, LoadError, ProviderError
+from .errors import EXIT_INPUT, ConfigError, Diagnostic, LoadError, ProviderError
 from .judge import Judge
+from .load import path_problem
 from .project import (
     Agent,
     JudgeSpec,
@@ -76,8 +77,8 @@ def collect_files(paths: Iterable[str | Path]) -> list[Path]:
             if not found:
                 raise ConfigError(f"{path}: no *.agent.yml or *.workflow.yml files in this folder")
             out.extend(found)
-        elif not path.exists():
-            raise LoadError([Diagnostic(str(path), "file not found")])
+        elif (problem := path_problem(path)) is not None:
+            raise LoadError([Diagnostic(str(path), problem)])
         else:
             out.append(path)
     return out
@@ -386,6 +387,9 @@ def _mark_unfinished(run: TestRun, jobs: list[tuple[TestSpec, Any, str, str, Mod
 def _task_output(run: WorkflowRun, ref: str) -> Any:
     """The output at a task_ref: a top-level name, or a dotted path into its parts."""
     head, *rest = ref.split(".")
+    bad_input = next((r for r in run.failed if r.exit_code == EXIT_INPUT), None)
+    if bad_input is not None:  # the same file fails every run: stop with exit 2, not n errors
+        raise ConfigError(f"task '{bad_input.path}' failed: {bad_input.error}")
     if head not in run.outputs:
         record = next((r for r in run.records if r.path == head), None)
         why = f": {record.error}" if record is not None and record.error else ""

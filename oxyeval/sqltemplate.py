@@ -44,6 +44,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .sql import SqlError
 from .templates import TemplateRef, render
 
 if TYPE_CHECKING:
@@ -434,10 +435,13 @@ def render_sql(
         _STATE.reset(token)
     whole = _MARKER.fullmatch(text.strip())
     entry = state.lookup(whole) if whole is not None else None
-    try:
-        if entry is not None and entry[0] == "value":
+    if entry is not None and entry[0] == "value":
+        try:
             sql, params = _bind_upstream(_text(entry[1]), placeholders or {})
-            return BoundSql(sql, tuple(params), upstream=True)
+        except _BindError as exc:  # the statement came from a run (a model): not bad input
+            raise SqlError(f"{ref.name}: SQL: {exc}") from None
+        return BoundSql(sql, tuple(params), upstream=True)
+    try:
         sql, params = _bind(text, state)
     except _BindError as exc:
         raise ref.error(f"SQL: {exc}") from None

@@ -3,7 +3,8 @@
 Agent and test files come from anyone (a repo, a PR); a template must not reach
 Python internals, so every template goes through ``SandboxedEnvironment`` with
 ``StrictUndefined``: a misspelt variable is an error naming the file, key and
-line, not an empty string silently sent to a model.
+line, not an empty string silently sent to a model. The sandbox also bounds what
+a template may allocate (``sandbox.py``): a breach is the same kind of error.
 """
 
 from __future__ import annotations
@@ -17,19 +18,19 @@ from .load import Document, KeyPath, format_key_path
 
 if TYPE_CHECKING:
     from jinja2 import Template
-    from jinja2.sandbox import SandboxedEnvironment
 
-__all__ = ["TemplateRef", "referenced_names", "render", "template_diagnostics"]
+    from .sandbox import LimitedSandbox
+
+__all__ = ["TemplateRef", "evaluate", "referenced_names", "render", "template_diagnostics"]
 
 
 @functools.cache
-def _env() -> SandboxedEnvironment:
+def _env() -> LimitedSandbox:
     from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
 
-    return SandboxedEnvironment(
-        undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False
-    )
+    from .sandbox import LimitedSandbox  # the sandbox with size limits (see sandbox.py)
+
+    return LimitedSandbox(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
 
 
 class TemplateRef:
@@ -69,6 +70,8 @@ class TemplateRef:
                 self._compiled = _env().from_string(self.source)
             except TemplateSyntaxError as exc:
                 raise self.error(f"template syntax error: {exc.message}", exc.lineno) from None
+            except RecursionError:  # {{ ((((...)))) }} thousands deep: Jinja parses recursively
+                raise self.error("template nested too deeply to parse") from None
         return self._compiled
 
 
@@ -104,14 +107,34 @@ def _template_line(exc: BaseException) -> int | None:
     return line
 
 
+def evaluate(source: str, context: Mapping[str, Any]) -> Any:
+    """The value of one Jinja expression (a list, a result object), under the same
+    sandbox limits as :func:`render`; errors are Jinja's, for the caller to word."""
+    from .sandbox import budget
+
+    with budget():
+        return _env().compile_expression(source, undefined_to_none=False)(**context)
+
+
 def render(ref: TemplateRef, context: Mapping[str, Any]) -> str:
     """Render in the sandbox; any failure becomes a LoadError pointing at the template."""
     from jinja2 import TemplateError, UndefinedError
     from jinja2.sandbox import SecurityError
 
+    from .sandbox import TemplateLimitError, budget
+
     template = ref.compiled()
     try:
-        return template.render(context)
+        with budget():
+            return template.render(context)
+    except TemplateLimitError as exc:
+        raise ref.error(f"template exceeds a sandbox limit: {exc}", _template_line(exc)) from None
+    except RecursionError:
+        raise ref.error(
+            "template recursion too deep (a macro or recursive loop that never ends?)"
+        ) from None
+    except MemoryError:  # the limits above should make this unreachable; never a traceback
+        raise ref.error("template ran out of memory while rendering") from None
     except UndefinedError as exc:
         available = ", ".join(sorted(context)) or "none"
         raise ref.error(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import math
 from collections.abc import Iterator
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -63,7 +64,20 @@ def _validator(kind: str) -> Validator:
     ) -> Iterator[ValidationError]:
         yield ValidationError(message, validator=UNSUPPORTED, instance=instance)
 
-    cls = validators.extend(Draft202012Validator, {UNSUPPORTED: unsupported})
+    # JSON Schema counts 1.0 as an integer and lets NaN pass every bound, so `n: 1.0e+9`
+    # validated and then failed as a TypeError, and `temperature: .nan` reached the wire.
+    # Counts are ints (never floats or booleans); numbers are finite.
+    checker = Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {
+            "integer": lambda _c, x: isinstance(x, int) and not isinstance(x, bool),
+            "number": lambda _c, x: (
+                isinstance(x, (int, float))
+                and not isinstance(x, bool)
+                and (isinstance(x, int) or math.isfinite(x))
+            ),
+        }
+    )
+    cls = validators.extend(Draft202012Validator, {UNSUPPORTED: unsupported}, type_checker=checker)
     registry: Registry = Registry().with_resources(
         (name, Resource.from_contents(load_schema(k))) for k, name in SCHEMA_FILES.items()
     )
@@ -206,6 +220,10 @@ def _diagnostics_for(error: ValidationError, doc: Document, kind: str) -> list[D
     if validator == "minItems":
         return [doc.diagnostic(path, f"needs at least {error.validator_value} item(s)")]
 
+    if validator == "maxItems":
+        count = len(value) if isinstance(value, list) else "too many"
+        return [doc.diagnostic(path, f"has {count} items; at most {error.validator_value} allowed")]
+
     if validator == "minLength":
         return [doc.diagnostic(path, "must not be empty")]
 
@@ -233,5 +251,9 @@ def validate_document(doc: Document, kind: str) -> list[Diagnostic]:
         d.key[: -len(".type")] for d in out if d.severity == "error" and d.key.endswith(".type")
     }
     out = [d for d in out if not (d.severity == "warning" and d.key in typo_at)]
+    # "expected an integer, got float 1000000000.0" says it all; a bound on the same value
+    # ("must be at most 10000") would only repeat it.
+    wrong_type = {(d.line, d.key) for d in out if d.message.startswith("expected ")}
+    out = [d for d in out if d.message.startswith("expected ") or (d.line, d.key) not in wrong_type]
     out.sort(key=lambda d: (d.line or 0, d.column or 0))
     return out

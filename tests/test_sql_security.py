@@ -366,7 +366,7 @@ def test_raw_sql_refuses_a_model_answer(oxy, tmp_path: Path) -> None:
     """
     root = make(tmp_path, workflow, cfg=config(answer="1; COPY (SELECT 1) TO '../outside.csv'"))
     result = oxy(root, "run", "w.workflow.yml")
-    assert result.exit_code == 3
+    assert result.exit_code == 2  # the template misuses raw_sql: bad input, like any template error
     assert "raw_sql prints SQL text only from a workflow variable's own value" in result.stderr
     assert not (tmp_path / "outside.csv").exists()
 
