@@ -210,7 +210,12 @@ class _Scorer:
             # One HTTP client per run: embeddings share the chat models' connections.
             remote = any(s.vendor != "mock" for s in self.project.embeddings.values())
             client = self.models.client if remote else None
-            self._pool = EmbeddingPool(self.project.embeddings, environ=self.environ, client=client)
+            self._pool = EmbeddingPool(
+                self.project.embeddings,
+                environ=self.environ,
+                client=client,
+                limiters=self.models.limiters,  # one concurrency limit per server
+            )
         return self._pool.get(method)
 
     def method_name(self, method: str) -> str:
