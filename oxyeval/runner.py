@@ -9,13 +9,14 @@ or per judge call; they never abort the other tests.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .agent import AgentRunner
+from .agent import AgentRunner, counted, stopped_at_token_limit, token_limit_warning
 from .compile import Plan, compile_workflow
 from .consistency import evaluate
 from .engine import Engine, TaskFailed, WorkflowRun
@@ -39,6 +40,8 @@ from .sql import SqlError, SqlRunner
 from .workflow import load_workflow
 
 __all__ = ["ProgressSink", "collect_files", "run_tests", "run_tests_async"]
+
+log = logging.getLogger("oxyeval.runner")
 
 
 class ProgressSink(Protocol):
@@ -220,11 +223,14 @@ async def _run_test(
     model: str,
     pool: ModelPool,
     progress: ProgressSink,
+    max_tokens: int | None = None,
 ) -> list[TestResult]:
     started = time.perf_counter()
     key = f"{spec.display}#{spec.index}"
     progress.start(key, f"{spec.display} · {spec.name}", spec.n)
+    # Runs of this test in flight; each model endpoint's own adaptive limit applies inside.
     semaphore = asyncio.Semaphore(spec.concurrency)
+    cut: list[int] = []  # runs whose answer stopped at the token limit
 
     async def one(run: int) -> OutputRecord:
         async with semaphore:
@@ -234,6 +240,8 @@ async def _run_test(
                 return OutputRecord(run=run, text=None, error=str(exc))
             finally:
                 progress.advance(key)
+        if stopped_at_token_limit(c.finish_reason):
+            cut.append(run)
         return OutputRecord(
             run=run,
             text=c.text,
@@ -243,6 +251,10 @@ async def _run_test(
         )
 
     outputs = list(await asyncio.gather(*(one(r) for r in range(1, spec.n + 1))))
+    if cut:  # one line for the test, not one per run
+        subject = f"test '{spec.name}' ({spec.display})"
+        which = counted(sorted(cut), spec.n, "run")
+        log.warning("%s", token_limit_warning(subject, which, model, max_tokens))
     return list(
         await asyncio.gather(
             *(
@@ -331,6 +343,7 @@ async def run_tests_async(
     engines: dict[Path, Engine] = {}
     sql_runners: dict[Path, SqlRunner] = {}
     jobs: list[tuple[TestSpec, Callable[[], Awaitable[Completion]], str, str, ModelPool]] = []
+    limits: dict[tuple[str, int], int | None] = {}  # test -> its agent's max_tokens
     try:
         for item in subjects:
             root = item.project.root
@@ -350,6 +363,7 @@ async def run_tests_async(
                 runner = AgentRunner(item.agent, pool, root, sql)
                 runner.system_prompt()  # template errors surface now, once, as exit 2
                 for spec in item.tests:
+                    limits[(spec.display, spec.index)] = runner.max_tokens
                     question = spec.task_description or ""
                     jobs.append(
                         (spec, lambda r=runner, q=question: r.ask(q), question, item.model, pool)
@@ -375,7 +389,8 @@ async def run_tests_async(
             model: str,
             pool: ModelPool,
         ) -> None:
-            run.tests.extend(await _run_test(spec, produce, question, model, pool, progress))
+            limit = limits.get((spec.display, spec.index))
+            run.tests.extend(await _run_test(spec, produce, question, model, pool, progress, limit))
 
         try:
             await asyncio.gather(*(job(*j) for j in jobs))
