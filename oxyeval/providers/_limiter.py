@@ -10,13 +10,19 @@ so each endpoint starts at its configured ``concurrency`` and then:
   decrease can lower the limit again: ten requests timing out together are one
   signal (10 -> 5), not ten (10 -> 1), as in TCP congestion control;
 * **adds one** after as many successes in a row as the current limit (about one
-  round of requests), up to the configured ``concurrency``.
+  round of requests), up to the configured ``concurrency``. The one level that
+  overloaded the server last time is probed more patiently: it takes four times as
+  many successes, twice that again each time it overloads the server anew (up to
+  64 times), so a server that sustains one request is not sent two every other
+  round.
 
 This limiter is the only per-endpoint gate: agent runs, judge calls, test cases
 and embedding batches to the same endpoint all wait here, in one queue. A request
 waits for its slot *before* it is sent, so the wait never counts against its
-``timeout``. Each decrease is one warning on stderr; the climb back is logged at
-debug level, except the return to the configured value.
+``timeout``. Each change is said once per run: a decrease is a warning on stderr the
+first time (``gemma: server is overloaded (HTTP 429), lowering concurrency 10 -> 5``),
+the return to the configured value an info line the first time, and repeats (a
+failed probe dropping back again) and the steps of the climb are debug lines.
 """
 
 from __future__ import annotations
@@ -56,6 +62,9 @@ class AdaptiveLimiter:
         self.generation = 0
         self._successes = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
+        self._overloaded_at = 0  # the limit in force at the last decrease
+        self._patience = 4  # successes per step, times the limit, to probe that level again
+        self._said: set[tuple[int, int]] = set()  # changes (from, to) already on stderr
 
     @property
     def name(self) -> str:
@@ -96,12 +105,15 @@ class AdaptiveLimiter:
             self._decrease(generation, reason)
         elif outcome is Outcome.SUCCESS:
             self._successes += 1
-            if self.limit < self.ceiling and self._successes >= self.limit:
+            needed = self.limit
+            if self.limit + 1 == self._overloaded_at:
+                needed *= self._patience  # the level that failed last time: probe slowly
+            if self.limit < self.ceiling and self._successes >= needed:
                 self._successes = 0
                 self.limit += 1
                 level = logging.INFO if self.limit == self.ceiling else logging.DEBUG
                 log.log(
-                    level,
+                    self._once(self.limit - 1, self.limit, level),
                     "%s: the server keeps up again, raising concurrency %d -> %d",
                     self.name,
                     self.limit - 1,
@@ -115,13 +127,25 @@ class AdaptiveLimiter:
             return  # sent before the last decrease (same congestion), or already at 1
         before, self.limit = self.limit, max(1, self.limit // 2)
         self.generation += 1
-        log.warning(
+        if before == self._overloaded_at:
+            self._patience = min(64, self._patience * 2)  # the probe failed again
+        else:
+            self._overloaded_at, self._patience = before, 4
+        log.log(
+            self._once(before, self.limit, logging.WARNING),
             "%s: server is overloaded%s, lowering concurrency %d -> %d",
             self.name,
             f" ({reason})" if reason else "",
             before,
             self.limit,
         )
+
+    def _once(self, before: int, after: int, level: int) -> int:
+        """``level`` the first time this change happens, debug after that."""
+        if level == logging.DEBUG or (before, after) in self._said:
+            return logging.DEBUG
+        self._said.add((before, after))
+        return level
 
     def _wake(self) -> None:
         while self._waiters and self.in_flight < self.limit:
