@@ -512,7 +512,22 @@ def _similarity(url: str, a: str, b: str, **kwargs: Any) -> float:
     return asyncio.run(go())
 
 
-def test_per_token_vectors_are_mean_pooled_with_one_note(
+def llama_cpp_embeddings(tokens: dict[str, list[list[float]]]) -> FakeServer:
+    """Per-token vectors, and llama-cpp-python's bug: in a batch, every text but the first
+    gets wrong rows (here: ones that point the other way)."""
+
+    def respond(request: RecordedRequest) -> FakeResponse:
+        texts = request.body["input"]
+        data = openai_embeddings_response([[0.0]] * len(texts))
+        for item in data["data"]:
+            rows = tokens[texts[item["index"]].rstrip("!")]
+            item["embedding"] = rows if item["index"] == 0 else [[-x for x in r] for r in rows]
+        return FakeResponse(200, data)
+
+    return FakeServer(respond)
+
+
+def test_per_token_vectors_are_mean_pooled_one_text_per_request_with_one_note(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # Per-token rows whose means are [1, 0] ("north") and [1, 1] ("south"): cosine 1/sqrt(2).
@@ -520,16 +535,23 @@ def test_per_token_vectors_are_mean_pooled_with_one_note(
         "north": [[2.0, 1.0], [0.0, -1.0]],
         "south": [[1.0, 0.0], [1.0, 2.0], [1.0, 1.0]],
     }
-
-    def per_token(text: str) -> list[list[float]]:
-        return tokens[text.rstrip("!")]
-
-    with embeddings_server(per_token) as server, caplog.at_level(logging.WARNING, logger=LOG):
+    with llama_cpp_embeddings(tokens) as server, caplog.at_level(logging.WARNING, logger=LOG):
         score = _similarity(server.url, "north", "south")
-    assert score == pytest.approx(2**-0.5)
+        sizes = [len(r.body["input"]) for r in server.requests]
+    assert score == pytest.approx(2**-0.5)  # not the batch's mixed-up second text
+    # The first batch came back per token: asked again text by text, and so from then on.
+    assert sizes == [2, 1, 1, 1, 1]
     notes = [r.getMessage() for r in caplog.records if "one vector per token" in r.getMessage()]
     assert len(notes) == 1
     assert "mean pooling" in notes[0] and "--pooling mean" in notes[0]
+    assert "one text per request" in notes[0]
+
+
+def test_pooled_vectors_keep_one_request_per_batch() -> None:
+    with embeddings_server(lambda text: [1.0, float(len(text))]) as server:
+        _similarity(server.url, "north", "south")
+        sizes = [len(r.body["input"]) for r in server.requests]
+    assert sizes == [2, 2]
 
 
 @pytest.mark.parametrize(

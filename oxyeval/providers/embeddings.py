@@ -153,10 +153,11 @@ def _vector(value: Any) -> list[float] | None:
 def pool_token_vectors(value: Any) -> list[float] | None:
     """The mean of per-token vectors (a list of equally long number lists), or None.
 
-    llama.cpp's server without ``--pooling`` (llama-cpp-python: without a pooling
-    type) returns one vector per token instead of one per text. Their mean is what
-    a ``mean``-pooled server would have answered, and what sentence-embedding models
-    are trained for; the cosine of two such means is a fair similarity.
+    llama.cpp's ``llama-server`` without ``--pooling``, and llama-cpp-python's server
+    (whose settings have no pooling option) for models without a pooling type, return
+    one vector per token instead of one per text. Their mean is what a ``mean``-pooled
+    server would have answered, and what sentence-embedding models are trained for;
+    the cosine of two such means is a fair similarity.
     """
     if not isinstance(value, list) or not value:
         return None
@@ -207,10 +208,38 @@ class OpenAIEmbeddingAPI(EmbeddingAPI):
             return {"Authorization": f"Bearer {self.spec.api_key}"}
         return {}
 
-    #: Set once per model when per-token vectors were pooled, so the note shows once.
+    #: Set once per model when the server sent per-token vectors: from then on each text
+    #: goes in a request of its own (see :meth:`embed`), and the note has been shown.
     pooled_tokens: bool = False
 
     async def embed(self, texts: list[str]) -> EmbeddingResult:
+        """One request for all ``texts``, unless the server answers per token.
+
+        llama-cpp-python's server, when it does not pool, gets every text of a batch but
+        the first wrong (measured: the cosine between a text's vectors sent alone and
+        sent second in a batch was 0.007). So once a server has sent per-token vectors,
+        each text is sent on its own, and a batch that came back per token is asked
+        again text by text.
+        """
+        if self.pooled_tokens and len(texts) > 1:
+            return await self._one_by_one(texts)
+        result, per_token = await self._request(texts)
+        if per_token and len(texts) > 1:
+            return await self._one_by_one(texts)
+        return result
+
+    async def _one_by_one(self, texts: list[str]) -> EmbeddingResult:
+        vectors: list[list[float]] = []
+        tokens: int | None = None
+        for text in texts:
+            result, _ = await self._request([text])
+            vectors.extend(result.vectors)
+            if result.input_tokens is not None:
+                tokens = (tokens or 0) + result.input_tokens
+        return EmbeddingResult(vectors, tokens)
+
+    async def _request(self, texts: list[str]) -> tuple[EmbeddingResult, bool]:
+        """The vectors of one request, and whether they came per token (and were pooled)."""
         url = f"{self.base_url}/embeddings"
         body = {"model": self.spec.model_ref, "input": list(texts)}
         try:
@@ -223,6 +252,7 @@ class OpenAIEmbeddingAPI(EmbeddingAPI):
         if len(items) != len(texts):
             raise malformed(self.spec, url, f"{len(texts)} embeddings, got {len(items)}")
         vectors: list[list[float] | None] = [None] * len(texts)
+        per_token = False
         for position, item in enumerate(items):
             if not isinstance(item, dict):
                 raise malformed(self.spec, url, f"'data[{position}]' to be an object", data)
@@ -243,11 +273,12 @@ class OpenAIEmbeddingAPI(EmbeddingAPI):
                         f"numbers (or per-token lists of numbers), got {describe_value(raw)}",
                         model=self.spec.name,
                     )
+                per_token = True
                 self._note_pooled(len(raw), len(vector))
             vectors[index] = vector
         usage = data.get("usage")
         tokens = _count(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
-        return EmbeddingResult([v for v in vectors if v is not None], tokens)
+        return EmbeddingResult([v for v in vectors if v is not None], tokens), per_token
 
     def _note_pooled(self, tokens: int, dims: int) -> None:
         if self.pooled_tokens:
@@ -255,9 +286,10 @@ class OpenAIEmbeddingAPI(EmbeddingAPI):
         self.pooled_tokens = True
         log.warning(
             "embedding model '%s': the server sent one vector per token (%d tokens x %d "
-            "dimensions) instead of one per text; oxyeval averages them (mean pooling). "
-            "Start llama.cpp's server with pooling to get one vector per text "
-            "(llama-server --pooling mean; llama-cpp-python: --pooling_type 1)",
+            "dimensions) instead of one per text; oxyeval averages them (mean pooling) and "
+            "sends one text per request (such servers mix up the texts of a batch). To "
+            "have the server pool, run llama.cpp's own server with `llama-server "
+            "--embeddings --pooling mean`, or an embedding model that declares its pooling type",
             self.spec.name,
             tokens,
             dims,
