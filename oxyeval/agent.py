@@ -10,8 +10,8 @@ classes do the mapping); the loop here runs until the model answers or
 from __future__ import annotations
 
 import json
-import logging
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,9 +25,13 @@ if TYPE_CHECKING:
     from .providers._pool import ModelPool
     from .sql import SqlRunner
 
-__all__ = ["AgentRunner", "read_context"]
-
-log = logging.getLogger("oxyeval.agent")
+__all__ = [
+    "AgentRunner",
+    "counted",
+    "read_context",
+    "stopped_at_token_limit",
+    "token_limit_warning",
+]
 
 _TRUNCATED = {"length", "max_tokens", "max_output_tokens"}  # OpenAI, Anthropic, Gemini spellings
 _MAX_CONTEXT_BYTES = 2_000_000
@@ -73,6 +77,41 @@ def read_context(spec: ContextSpec, root: Path, where: str) -> str:
     return "\n\n".join(parts)
 
 
+def stopped_at_token_limit(finish_reason: str | None) -> bool:
+    """Whether a model stopped because it ran out of tokens (any vendor's spelling)."""
+    return (finish_reason or "").lower() in _TRUNCATED
+
+
+def counted(items: Sequence[object], total: int, noun: str, shown: int = 10) -> str:
+    """``"the answer"`` for a single run, else ``"7 of 20 runs (1, 3, 4, ...)"``."""
+    if total <= 1:
+        return "the answer"
+    names = ", ".join(str(i) for i in items[:shown])
+    if len(items) > shown:
+        names += f" and {len(items) - shown} more"
+    return f"{len(items)} of {total} {noun}s ({names})"
+
+
+def token_limit_warning(subject: str, which: str, model: str, max_tokens: int | None) -> str:
+    """One line for every answer of ``subject`` that stopped at the token limit.
+
+    ``which`` says what stopped (see :func:`counted`). The advice depends on who set
+    the limit: with ``max_tokens`` unset it was the server (llama.cpp stops when the
+    prompt and answer fill its context window), and raising max_tokens is no fix.
+    """
+    if max_tokens is not None:
+        return (
+            f"{subject}: {which} stopped at the token limit (max_tokens: {max_tokens} for "
+            f"model '{model}') and may be cut off; raise max_tokens if so"
+        )
+    return (
+        f"{subject}: {which} stopped at the server's token limit (model '{model}' has no "
+        "max_tokens set): the prompt and answer probably filled the model's context window, "
+        "or the server caps answers by default. Shorten the prompt, give the server a larger "
+        "context (llama.cpp: --n_ctx / -c), or set max_tokens to cut answers on purpose"
+    )
+
+
 class AgentRunner:
     """An agent bound to a model pool (and a SQL runner for its tools); ``ask`` is one run."""
 
@@ -90,6 +129,20 @@ class AgentRunner:
         self._system: str | None = None
         self._context: dict[str, str] | None = None
         self.tools = {t["name"]: t for t in agent.tools if t.get("type") == "execute_sql"}
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The answer-length limit this agent's calls are sent with (None: the server's)."""
+        if self.agent.params.max_tokens is not None:
+            return self.agent.params.max_tokens
+        spec = self.pool.specs.get(self.agent.model)
+        if spec is None:
+            return None
+        if spec.params.max_tokens is None and spec.vendor == "anthropic":
+            from .providers.anthropic import DEFAULT_MAX_TOKENS  # the API requires one
+
+            return DEFAULT_MAX_TOKENS
+        return spec.params.max_tokens
 
     def system_prompt(self, variables: dict[str, Any] | None = None) -> str:
         if self._system is not None and not variables:
@@ -199,13 +252,8 @@ class AgentRunner:
                 f"{completion.finish_reason or 'not given'}); a blocked or empty reply counts as a failed run",
                 model=model.name,
             )
-        if (completion.finish_reason or "").lower() in _TRUNCATED:
-            log.warning(
-                "model '%s' stopped at its token limit (finish reason %s); the answer may be cut off. "
-                "Raise max_tokens if it is.",
-                model.name,
-                completion.finish_reason,
-            )
+        # A cut-off answer is reported by the caller, which knows which test and run it
+        # was and can say it once for all runs (see token_limit_warning).
         completion.usage = Usage(input_tokens=inputs or None, output_tokens=outputs or None)
         completion.latency = time.perf_counter() - started
         completion.tool_calls = made

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .agent import AgentRunner
+from .agent import AgentRunner, counted, stopped_at_token_limit, token_limit_warning
 from .cases import PromptDef, case_id, collect_case_files, load_prompts, rewrite_expected_output
 from .errors import ConfigError, LoadError, ProviderError
 from .project import Project, load_project
@@ -78,6 +78,7 @@ class CaseResult:
     execution_id: str | None = None
     created_at: str | None = None
     pending: bool = False  # no expected output yet: shown and kept, not judged
+    finish_reason: str | None = None  # why the model stopped, as the vendor spelled it
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +111,7 @@ class CaseResult:
             "threshold": self.threshold,
             "error": self.error,
             "pending": self.pending,
+            "finishReason": self.finish_reason,
             "createdAt": self.created_at,
         }
 
@@ -159,6 +161,15 @@ class _Plan:
     counter: TokenCounter
     agent: AgentRunner | None = None
     run_id: str = ""
+
+    def max_tokens(self, pool: ModelPool) -> int | None:
+        """The answer-length limit the cases were sent with (None: the server's own)."""
+        if self.agent is not None:
+            return self.agent.max_tokens
+        if self.params.max_tokens is not None:
+            return self.params.max_tokens
+        spec = pool.specs.get(self.content["model"])
+        return spec.params.max_tokens if spec is not None else None
 
     @classmethod
     def build(
@@ -211,7 +222,12 @@ class _Scorer:
             # One HTTP client per run: embeddings share the chat models' connections.
             remote = any(s.vendor != "mock" for s in self.project.embeddings.values())
             client = self.models.client if remote else None
-            self._pool = EmbeddingPool(self.project.embeddings, environ=self.environ, client=client)
+            self._pool = EmbeddingPool(
+                self.project.embeddings,
+                environ=self.environ,
+                client=client,
+                limiters=self.models.limiters,  # one concurrency limit per server
+            )
         return self._pool.get(method)
 
     def method_name(self, method: str) -> str:
@@ -274,6 +290,7 @@ async def _run_one(
     actual = redact(completion.text)
     expected = result.expected_output
     result.actual_output = actual
+    result.finish_reason = completion.finish_reason
     result.latency_ms = round(completion.latency * 1000, 3)
     result.input_tokens = completion.usage.input_tokens
     result.output_tokens = completion.usage.output_tokens
@@ -344,10 +361,29 @@ async def _run_one(
         input_tokens=result.input_tokens,
         output_tokens=result.output_tokens,
         error="pending: no expected output yet" if result.pending else None,
+        finish_reason=result.finish_reason,
     )
     result.execution_id = stored.get("id")
     result.created_at = stored.get("createdAt")
     return result
+
+
+def _warn_token_limits(run: CaseRun, plans: Sequence[_Plan], pool: ModelPool) -> None:
+    """One warning per prompt for the cases whose answer stopped at the token limit."""
+    for plan in plans:
+        cut = [
+            r.name
+            for r in run.results
+            if r.prompt_id == plan.prompt.id and stopped_at_token_limit(r.finish_reason)
+        ]
+        if not cut:
+            continue
+        model = plan.agent.agent.model if plan.agent is not None else plan.content["model"]
+        which = counted(cut, len(plan.cases), "case") if len(plan.cases) > 1 else f"case '{cut[0]}'"
+        text = token_limit_warning(
+            f"prompt '{plan.prompt.id}' v{plan.version}", which, model, plan.max_tokens(pool)
+        )
+        run.warnings.append(f"{text}; `oxy cases accept` adopts such an output only with --force")
 
 
 def _select(
@@ -425,7 +461,7 @@ def find_case(store: Store, name: str) -> dict[str, Any]:
 
 
 def accept_baseline(
-    store: Store, project: Project, name: str, output: str | None = None
+    store: Store, project: Project, name: str, output: str | None = None, *, force: bool = False
 ) -> tuple[dict[str, Any], str]:
     """Make ``output`` (default: the latest actual output) the expected output of a case.
 
@@ -433,7 +469,8 @@ def accept_baseline(
     the next sync would undo a store-only change), then in the store. Returns the updated
     case and where it was set. Secrets are scrubbed from the output first: a history
     written before they were, or a value typed with ``--output``, must not put a key
-    into a file that gets committed.
+    into a file that gets committed. A latest output that stopped at the model's token limit is probably cut off
+    mid-answer; adopting it as the baseline takes ``force``.
     """
     prompts = sync_files(store, project, [])
     case = find_case(store, name)
@@ -441,6 +478,14 @@ def accept_baseline(
         latest = store.executions(case["id"], 1, 0)
         if not latest:
             raise ConfigError(f"case {case['id']!r} has never run; pass the expected output")
+        reason = latest[0].get("finishReason")
+        if not force and stopped_at_token_limit(reason):
+            raise ConfigError(
+                f"case {case['id']!r}: its latest output stopped at the model's token limit "
+                f"(finish reason {reason!r}, {len(latest[0]['actualOutput'])} characters), so "
+                "it is probably cut off. Raise max_tokens and run the case again, or accept "
+                "it anyway with --force"
+            )
         output = latest[0]["actualOutput"]
     output = redact(output)
     declared = next(
@@ -546,6 +591,7 @@ async def run_cases_async(
         aborted = False
         try:
             await asyncio.gather(*jobs)
+            _warn_token_limits(run, plans, pool)
         except (asyncio.CancelledError, KeyboardInterrupt):
             run.interrupted = True
             raise

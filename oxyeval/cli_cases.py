@@ -120,7 +120,11 @@ def _render_run(out: Console, run: CaseRun, quiet: bool) -> None:
     methods = sorted({r.similarity_method for r in run.results if r.similarity_method})
     caption = "score = 1.0 on exact match, else similarity: " + (", ".join(methods) or "-")
     if any(m == "lexical" for m in methods):
-        caption += " (lexical = word overlap, not semantic)"
+        caption += (
+            " (lexical = word overlap, not semantic: a synonym or paraphrase scores low, an"
+            " answer that repeats the expected words scores high; a text with over twice the"
+            " other's words is scaled down)"
+        )
     table = Table(title=None, caption=caption, caption_justify="left")
     for column in ("case", "passed", "score", "exact", "Δlength", "Δtokens", "regression"):
         table.add_column(column, justify="left" if column in ("case", "regression") else "right")
@@ -153,11 +157,8 @@ def _render_run(out: Console, run: CaseRun, quiet: bool) -> None:
             if r.error is not None:
                 out.print(f"[red]{r.name}: {r.error}[/]", markup=True)
             elif not r.passed or r.is_regression:
-                out.rule(
-                    f"{r.name}: {'failed' if not r.passed else 'regression'}",
-                    style="dim",
-                    align="left",
-                )
+                state = "pending" if r.pending else ("failed" if not r.passed else "regression")
+                out.rule(f"{r.name}: {state}", style="dim", align="left")
                 if r.expected_output is None:
                     out.print(
                         "no expected output yet; accept one with: oxy cases accept " + repr(r.name)
@@ -412,15 +413,27 @@ def cases_accept(
             "--output", help="The new expected output (default: the latest actual output)."
         ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Accept an output that stopped at the token limit too."),
+    ] = False,
     db: DbOption = None,
     project: ProjectOption = None,
 ) -> None:
-    """Accept a new baseline: set the expected output (rewrites the YAML value in place)."""
+    """Accept a new baseline: set the expected output (rewrites the YAML value in place).
+
+    An output that stopped at the model's token limit is probably cut off: accepting it
+    takes --force (exit 2 without).
+    """
     from .case_runner import accept_baseline
 
     _out, err = _consoles()
     updated, where = _read(
-        project, db, err, False, lambda proj, store: accept_baseline(store, proj, name, output)
+        project,
+        db,
+        err,
+        False,
+        lambda proj, store: accept_baseline(store, proj, name, output, force=force),
     )
     err.print(f"expected output of {updated['id']} set in {where}", style="green", markup=False)
 

@@ -4,8 +4,8 @@ Within a scope a task starts as soon as its dependencies have succeeded; a
 failed task marks its dependents skipped while independent branches finish.
 ``concurrency`` bounds the units of work in flight (agent runs, judge calls,
 SQL queries, formatters); containers (loops, branches, sub-workflows) take no
-slot themselves, so nesting can never deadlock. Each model's own limit applies
-on top, inside the provider layer.
+slot themselves, so nesting can never deadlock. Each model endpoint's adaptive
+limit (providers/_limiter.py) applies on top, inside the provider layer.
 """
 
 from __future__ import annotations
@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .agent import AgentRunner, describe_calls
+from .agent import (
+    AgentRunner,
+    counted,
+    describe_calls,
+    stopped_at_token_limit,
+    token_limit_warning,
+)
 from .compile import Plan, Scope, compile_workflow
 from .consistency import evaluate
 from .errors import EXIT_INFRA, EXIT_INPUT, ConfigError, LoadError, OxyError, ProviderError
@@ -234,6 +240,7 @@ class Engine:
         # Strings the project's author or its user wrote (variables' defaults, --var):
         # the only text an SQL template's raw_sql may print as SQL.
         self._trusted: set[str] = set()
+        self._warned: set[str] = set()
 
     # -- loading, cached per run -------------------------------------------------------
 
@@ -572,6 +579,19 @@ class Engine:
                 limit=task.spec.get("dry_run_limit"),
             )
 
+    def _warn_token_limit(self, path: str, cut: list[int], n: int, runner: AgentRunner) -> None:
+        """One line per task (all its runs), and never the same line twice in a run of
+        ``oxy test``, which runs the workflow n times."""
+        if not cut:
+            return
+        which = counted(sorted(cut), n, "run")
+        message = token_limit_warning(
+            f"task '{path}'", which, runner.agent.model, runner.max_tokens
+        )
+        if message not in self._warned:
+            self._warned.add(message)
+            log.warning("%s", message)
+
     def _judge(self, task: Task, workflow: Workflow) -> Judge:
         prompt = task.templates.get("consistency_prompt") or workflow.consistency_prompt
         model = task.spec.get("judge_model") or workflow.judge_model or self.project.default_judge
@@ -590,18 +610,25 @@ class Engine:
         variables = self._variables(task, context, native=False)
         n = int(task.spec.get("consistency_run", 1) or 1)
 
-        async def one() -> str:
+        cut: list[int] = []  # runs whose answer stopped at the token limit
+
+        async def one(run: int = 1) -> str:
             async with self.slot():
                 completion = await runner.ask(prompt, variables or None)
             if completion.tool_calls:
                 record.details.setdefault("tool_calls", []).extend(
                     describe_calls(completion.tool_calls)
                 )
+            if stopped_at_token_limit(completion.finish_reason):
+                cut.append(run)
             return completion.text
 
         if n <= 1:
-            return await one()
-        results = await asyncio.gather(*(one() for _ in range(n)), return_exceptions=True)
+            text = await one()
+            self._warn_token_limit(record.path, cut, 1, runner)
+            return text
+        results = await asyncio.gather(*(one(i + 1) for i in range(n)), return_exceptions=True)
+        self._warn_token_limit(record.path, cut, n, runner)
         texts = {i + 1: r for i, r in enumerate(results) if isinstance(r, str)}
         errors = [f"run {i + 1}: {r}" for i, r in enumerate(results) if not isinstance(r, str)]
         for r in results:

@@ -9,13 +9,14 @@ or per judge call; they never abort the other tests.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .agent import AgentRunner
+from .agent import AgentRunner, counted, stopped_at_token_limit, token_limit_warning
 from .compile import Plan, compile_workflow
 from .consistency import (
     Comparison,
@@ -48,6 +49,8 @@ from .sql import SqlError, SqlRunner
 from .workflow import load_workflow
 
 __all__ = ["ProgressSink", "collect_files", "run_tests", "run_tests_async"]
+
+log = logging.getLogger("oxyeval.runner")
 
 
 class ProgressSink(Protocol):
@@ -311,16 +314,19 @@ async def _run_test(
     pool: ModelPool,
     progress: ProgressSink,
     into: list[TestResult],
+    max_tokens: int | None = None,
 ) -> None:
     """Run a test n times and judge it, adding one result per metric to ``into``; when
     cancelled, what finished is added too (see :func:`_interrupted_result`)."""
     started = time.perf_counter()
     key = f"{spec.display}#{spec.index}"
     progress.start(key, f"{spec.display} · {spec.name}", spec.n)
+    # Runs of this test in flight; each model endpoint's own adaptive limit applies inside.
     semaphore = asyncio.Semaphore(spec.concurrency)
     finished: dict[int, OutputRecord] = {}
     judged: list[list[Comparison]] = [[] for _ in spec.judges]
     results: dict[int, TestResult] = {}
+    cut: list[int] = []  # runs whose answer stopped at the token limit
 
     async def one(run: int) -> None:
         async with semaphore:
@@ -331,6 +337,8 @@ async def _run_test(
                 return
             finally:
                 progress.advance(key)
+            if stopped_at_token_limit(c.finish_reason):
+                cut.append(run)
             finished[run] = OutputRecord(
                 run=run,
                 text=c.text,
@@ -355,6 +363,10 @@ async def _run_test(
 
     try:
         await asyncio.gather(*(one(r) for r in range(1, spec.n + 1)))
+        if cut:  # one line for the test, not one per run
+            subject = f"test '{spec.name}' ({spec.display})"
+            which = counted(sorted(cut), spec.n, "run")
+            log.warning("%s", token_limit_warning(subject, which, model, max_tokens))
         outputs = [finished[r] for r in sorted(finished)]
         await asyncio.gather(*(judge(k, j, outputs) for k, j in enumerate(spec.judges)))
     except asyncio.CancelledError:
@@ -441,6 +453,7 @@ async def run_tests_async(
     engines: dict[Path, Engine] = {}
     sql_runners: dict[Path, SqlRunner] = {}
     jobs: list[tuple[TestSpec, Callable[[], Awaitable[Completion]], str, str, ModelPool]] = []
+    limits: dict[tuple[str, int], int | None] = {}  # test -> its agent's max_tokens
     try:
         for item in subjects:
             root = item.project.root
@@ -460,6 +473,7 @@ async def run_tests_async(
                 runner = AgentRunner(item.agent, pool, root, sql)
                 runner.system_prompt()  # template errors surface now, once, as exit 2
                 for spec in item.tests:
+                    limits[(spec.display, spec.index)] = runner.max_tokens
                     question = spec.task_description or ""
                     jobs.append(
                         (spec, lambda r=runner, q=question: r.ask(q), question, item.model, pool)
@@ -485,7 +499,8 @@ async def run_tests_async(
             model: str,
             pool: ModelPool,
         ) -> None:
-            await _run_test(spec, produce, question, model, pool, progress, run.tests)
+            limit = limits.get((spec.display, spec.index))
+            await _run_test(spec, produce, question, model, pool, progress, run.tests, limit)
 
         try:
             await asyncio.gather(*(job(*j) for j in jobs))

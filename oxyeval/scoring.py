@@ -18,6 +18,7 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "LENGTH_TOLERANCE",
     "REGRESSION_ORDER",
     "Regression",
     "TokenCounter",
@@ -131,11 +132,23 @@ def _features(text: str) -> Counter[str]:
     return grams
 
 
-def lexical_similarity(a: str, b: str) -> float:
-    """Cosine of word and character-trigram counts, in [0, 1].
+#: A text may have up to this many times the other's words before the score is scaled down.
+LENGTH_TOLERANCE = 2.0
 
-    A stand-in for offline use only: it rewards shared wording, not shared meaning,
-    so reports label it ``lexical`` and never call it semantic.
+
+def lexical_similarity(a: str, b: str) -> float:
+    """Cosine of word and character-trigram counts, scaled down for a length mismatch; in [0, 1].
+
+    ``score = cosine(features(a), features(b)) * min(1, 2 * short / long)``, where
+    ``short`` and ``long`` are the two texts' word counts. A cosine of counts ignores
+    how much was said: a 500-character echo of the prompt that contains the word
+    "positive" scored 0.53 against the expected "positive". So once one text has more
+    than twice the words of the other, the score falls in proportion (three times the
+    words: x0.67; eighty times: x0.025); texts of similar length are not penalised.
+
+    A stand-in for offline use only: it rewards shared wording, not shared meaning
+    (a synonym or a negation scores low, a reworded echo of the expected answer can
+    score high), so reports label it ``lexical`` and never call it semantic.
     """
     if a.strip() == b.strip():
         return 1.0
@@ -145,7 +158,9 @@ def lexical_similarity(a: str, b: str) -> float:
     dot = sum(v * fb.get(k, 0) for k, v in fa.items())
     na = math.sqrt(sum(v * v for v in fa.values()))
     nb = math.sqrt(sum(v * v for v in fb.values()))
-    return dot / (na * nb)
+    words_a, words_b = len(_WORDS.findall(a)), len(_WORDS.findall(b))
+    short, long = sorted((words_a, words_b))
+    return dot / (na * nb) * min(1.0, LENGTH_TOLERANCE * short / long)
 
 
 # -- tokens ------------------------------------------------------------------------------

@@ -371,9 +371,16 @@ def _migration_2(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migration_3(conn: sqlite3.Connection) -> None:
+    # Why the model stopped ("stop", "length"...): `cases accept` must not adopt a cut-off
+    # answer as the expected output without --force. NULL for executions before v3.
+    conn.execute("ALTER TABLE executions ADD COLUMN finish_reason TEXT")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _migration_1),
     Migration(2, "regression_types column, case_daily rollup (backfilled)", _migration_2),
+    Migration(3, "executions.finish_reason", _migration_3),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 
@@ -461,7 +468,7 @@ _EXEC_COLUMNS = (
     "id, test_case_id, run_id, execution_id, passed, score, actual_output, expected_output, "
     "output_diff, exact_match, semantic_score, similarity_method, length_diff, token_diff, "
     "token_method, is_regression, regression_type, regression_types, prompt_version, "
-    "run_duration_ms, latency_ms, input_tokens, output_tokens, error, created_at"
+    "run_duration_ms, latency_ms, input_tokens, output_tokens, error, created_at, finish_reason"
 )
 
 # Fields update_test_case accepts, under either spelling (GraphQL inputs are camelCase).
@@ -566,6 +573,7 @@ def _exec_dict(r: Mapping[str, Any]) -> dict[str, Any]:
         "outputTokens": r["output_tokens"],
         "error": r["error"],
         "createdAt": r["created_at"],
+        "finishReason": r["finish_reason"],
     }
 
 
@@ -1265,6 +1273,7 @@ class Store:
             "output_tokens": f.get("output_tokens"),
             "error": None if f.get("error") is None else redact(f["error"]),
             "created_at": utc_timestamp(f.get("created_at")),
+            "finish_reason": f.get("finish_reason"),
         }
 
     def _insert_execution(self, c: sqlite3.Connection, e: dict[str, Any]) -> None:
@@ -1343,7 +1352,7 @@ class Store:
         output_diff (JSON), exact_match, semantic_score, similarity_method, length_diff
         (default: len(actual) - len(expected)), token_diff, token_method, is_regression,
         regression_type, regression_types, run_duration_ms, latency_ms, input_tokens,
-        output_tokens, error, created_at, id.
+        output_tokens, error, created_at, id, finish_reason (the model's, as the vendor spelled it).
         Soft-deleted cases still accept executions: a run in flight should not lose results.
         """
         with self._write() as c:
@@ -1607,6 +1616,7 @@ _EXEC_ARGS = frozenset(
         "output_tokens",
         "error",
         "created_at",
+        "finish_reason",
     }
 )
 

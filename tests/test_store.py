@@ -191,7 +191,7 @@ def test_v1_database_with_data_migrates_and_keeps_history(db: Path) -> None:
     conn.close()
 
     with Store.open(db) as s:
-        assert s.schema_version == LATEST_VERSION == 2
+        assert s.schema_version == LATEST_VERSION == 3
         case = s.get_test_case("c1")
         assert case is not None
         assert (case["totalRuns"], case["passRate"], case["avgScore"]) == (4, 50.0, 0.5)

@@ -1,10 +1,11 @@
-"""Retries, backoff, per-model concurrency and timing, once for every vendor."""
+"""Retries, backoff, per-endpoint concurrency and timing, once for every vendor."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -13,8 +14,9 @@ from typing import TypeVar
 from ..errors import ProviderError
 from ..redact import redact, redact_data
 from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, ModelSpec
+from ._limiter import AdaptiveLimiter, Outcome
 
-__all__ = ["Model", "Retrier", "RetryPolicy"]
+__all__ = ["OVERLOAD_STATUS", "Model", "Retrier", "RetryPolicy", "deterministic_500", "timed_out"]
 
 log = logging.getLogger("oxyeval.providers")
 
@@ -46,13 +48,49 @@ class RetryPolicy:
         return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
 
 
+#: Statuses that mean "too many requests for this server right now": the limiter backs off.
+OVERLOAD_STATUS = frozenset({429, 503, 529})
+#: What a server says when it rejects the request itself (pydantic/FastAPI validators,
+#: llama-cpp-python, vLLM) rather than failing while serving it.
+_REJECTION = re.compile(
+    r"validation errors?|field required|input should be|extra inputs are not permitted"
+    r"|is not a valid|invalid (?:request|value|type|input|argument|parameter)|unprocessable"
+    r"|must be created with|not supported|unsupported",
+    re.IGNORECASE,
+)
+
+
+def timed_out(error: ProviderError, elapsed: float, timeout: float) -> bool:
+    """Whether a failed attempt was a timeout: no HTTP status, and it used its whole budget.
+
+    Judged by the clock, not by the message, so it holds whatever words the HTTP layer
+    uses for "no answer in time".
+    """
+    return error.status is None and error.retryable and elapsed >= 0.9 * timeout
+
+
+def deterministic_500(error: ProviderError, previous: str | None) -> bool:
+    """An HTTP 500 that a retry will not change.
+
+    Servers built on request validators (llama-cpp-python, some proxies) answer a
+    request they reject with 500, not 400. Such an error is recognised by two things
+    together: it reads as a rejection of the request ("7 validation errors...",
+    "Field required", "must be created with embedding=True"), and the very same
+    message came back for the same request on the previous attempt. A 500 that says
+    only "The server had an error" is an outage, however often it repeats, and is
+    retried as usual.
+    """
+    return error.status == 500 and previous == str(error) and bool(_REJECTION.search(previous))
+
+
 class Retrier:
     """The retry loop for one configured model, whatever the call is (chat or embeddings).
 
-    It owns the model's concurrency semaphore and its rate-limited retry notes, so
-    every kind of call to the same model shares one limit and one voice on stderr.
-    A backoff sleep happens outside the semaphore: a waiting call must not hold a
-    slot that another call could use.
+    It waits on the endpoint's :class:`AdaptiveLimiter` (shared with every other model
+    on that endpoint), tells it how each attempt went, and keeps the model's
+    rate-limited retry notes, so every kind of call to the same server shares one
+    limit and one voice on stderr. A backoff sleep happens outside the limiter: a
+    waiting call must not hold a slot that another call could use.
     """
 
     def __init__(
@@ -61,19 +99,24 @@ class Retrier:
         *,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        limiter: AdaptiveLimiter | None = None,
     ) -> None:
         self.spec = spec
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
-        self.semaphore = asyncio.Semaphore(max(1, spec.concurrency))
+        self.limiter = limiter or AdaptiveLimiter(spec.name, spec.concurrency)
         self._last_note = 0.0
         self._quiet_retries = 0
+        self._last_noted: str | None = None
 
     def _note_retry(self, error: ProviderError, delay: float, attempt: int, attempts: int) -> None:
         """Say on stderr that we are retrying, at most once a second per model.
 
         Fifty calls hitting the same outage should read as one line with a count,
         not fifty lines; silence would look like a hang, so the first always shows.
+        An error identical to the one in the previous note (a server rejecting the
+        same request again, its message maybe many lines long) is not printed again.
+        The retries counted but not shown are reported by :meth:`flush_notes`.
         """
         now = time.monotonic()
         if now - self._last_note < 1.0:
@@ -81,6 +124,8 @@ class Retrier:
             return
         others = self._quiet_retries
         self._last_note, self._quiet_retries = now, 0
+        text = str(error)
+        same, self._last_noted = text == self._last_noted, text
         reason = f"HTTP {error.status}" if error.status else "connection/timeout"
         more = (
             f"; {others} more retr{'y' if others == 1 else 'ies'} since the last note"
@@ -95,30 +140,73 @@ class Retrier:
             attempts,
             reason,
             more,
-            error,
+            "the same error as in the last note" if same else text,
+        )
+
+    def flush_notes(self) -> None:
+        """Report the retries counted since the last note; call it when the run ends."""
+        if self._quiet_retries:
+            count, self._quiet_retries = self._quiet_retries, 0
+            log.warning(
+                "model '%s': %d more retr%s after the last retry note",
+                self.spec.name,
+                count,
+                "y" if count == 1 else "ies",
+            )
+
+    def _timeout_hint(self) -> str:
+        return (
+            f". Each attempt may take at most timeout: {self.spec.timeout:g}s, and that "
+            "includes the time the request waits in the server's own queue: lower "
+            f"`concurrency` for model '{self.spec.name}' in config.yml (a local server often "
+            "answers one request at a time), set `max_tokens` to bound the length of "
+            "answers, or raise `timeout`"
         )
 
     async def call(self, attempt_once: Callable[[], Awaitable[T]]) -> tuple[T, int, float]:
         """``(result, attempts made, seconds the successful attempt took)``.
 
         ``attempt_once`` makes one attempt and raises ProviderError; retryable
-        errors are retried up to ``spec.max_retries`` times, the rest raised at once.
+        errors are retried up to ``spec.max_retries`` times, the rest raised at once,
+        and so is an HTTP 500 that came back identical twice (see :func:`deterministic_500`).
         """
         attempts = self.spec.max_retries + 1
+        previous: str | None = None
         for attempt in range(attempts):
-            async with self.semaphore:
-                start = time.perf_counter()
-                try:
-                    result = await attempt_once()
-                except ProviderError as exc:
-                    error = exc
-                else:
-                    return result, attempt + 1, time.perf_counter() - start
+            generation = await self.limiter.acquire()
+            outcome, reason = Outcome.NEUTRAL, ""
+            start = time.perf_counter()
+            try:
+                result = await attempt_once()
+            except ProviderError as exc:
+                error = exc
+                slow = timed_out(exc, time.perf_counter() - start, self.spec.timeout)
+                if slow:
+                    outcome, reason = (
+                        Outcome.OVERLOADED,
+                        f"a request timed out after {self.spec.timeout:g}s",
+                    )
+                elif exc.status in OVERLOAD_STATUS:
+                    outcome, reason = Outcome.OVERLOADED, f"HTTP {exc.status}"
+            else:
+                outcome = Outcome.SUCCESS
+                return result, attempt + 1, time.perf_counter() - start
+            finally:
+                self.limiter.release(generation, outcome, reason)
             if not error.retryable:
                 raise error
+            if deterministic_500(error, previous):
+                raise ProviderError(
+                    f"{error} (the same HTTP 500 error came back twice in a row: the server "
+                    "rejects this request, so it was not retried further)",
+                    model=error.model,
+                    status=error.status,
+                ) from None
+            previous = str(error)
             if attempt + 1 >= attempts:
                 raise ProviderError(
-                    f"{error} (gave up after {attempts} attempt{'s' if attempts != 1 else ''})",
+                    f"{error} (gave up after {attempts} attempt{'s' if attempts != 1 else ''})"
+                    + (self._timeout_hint() if slow else ""),
                     model=error.model,
                     status=error.status,
                     retryable=False,
@@ -145,11 +233,20 @@ class Model:
         *,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        limiter: AdaptiveLimiter | None = None,
     ) -> None:
         self.api = api
         self.spec: ModelSpec = api.spec
-        self._calls = Retrier(self.spec, retry=retry, sleep=sleep)
+        self._calls = Retrier(self.spec, retry=retry, sleep=sleep, limiter=limiter)
         self.retry = self._calls.retry
+
+    @property
+    def limiter(self) -> AdaptiveLimiter:
+        """The endpoint's adaptive concurrency limit (shared with models on the same endpoint)."""
+        return self._calls.limiter
+
+    def flush_notes(self) -> None:
+        self._calls.flush_notes()
 
     @property
     def name(self) -> str:

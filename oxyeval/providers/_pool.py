@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, OxyError
 from ..redact import register_secret
+from ._limiter import Limiters
 from ._model import Model, RetryPolicy
 from ._registry import vendor_class
 
@@ -77,8 +78,11 @@ class ModelPool:
         client: httpx.AsyncClient | None = None,
         environ: Mapping[str, str] | None = None,
         locate: Callable[[str, str], OxyError] | None = None,
+        limiters: Limiters | None = None,
     ) -> None:
         self.specs = dict(specs)
+        #: One adaptive concurrency limit per endpoint; pass it to the run's EmbeddingPool too.
+        self.limiters = limiters or Limiters()
         self._locate = locate  # (model name, message) -> an error pointing into config.yml
         self._retry = retry
         self._sleep = sleep
@@ -103,7 +107,9 @@ class ModelPool:
                 for s in remote
             )
             self._client = httpx.AsyncClient(
-                limits=httpx.Limits(max_connections=total, max_keepalive_connections=total),
+                # No cap on connections: the endpoints' adaptive limiters are the one gate,
+                # and a request queued here for a connection would spend its timeout waiting.
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=total),
                 timeout=httpx.Timeout(120.0, connect=10.0),
                 follow_redirects=tls,
                 verify=tls,
@@ -136,11 +142,16 @@ class ModelPool:
             raise self._locate(name, str(exc)) from None
         cls = vendor_class(spec.vendor)
         client = None if spec.vendor == "mock" else self._http_client()
-        model = Model(cls(spec, client), retry=self._retry, sleep=self._sleep)
+        api = cls(spec, client)
+        limiter = self.limiters.get(spec.name, spec.concurrency, api.base_url, spec.model_ref)
+        model = Model(api, retry=self._retry, sleep=self._sleep, limiter=limiter)
         self._models[name] = model
         return model
 
     async def aclose(self) -> None:
+        """Close the client (if ours) and report retries not yet noted: the run is over."""
+        for model in self._models.values():
+            model.flush_notes()
         if self._client is not None and self._own_client:
             await self._client.aclose()
         self._client = None

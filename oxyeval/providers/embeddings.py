@@ -13,6 +13,9 @@ Wire formats:
   LM Studio, llama.cpp): ``POST {base}/embeddings`` with ``{"model", "input":
   [texts]}``; vectors in ``data[].embedding``, put in order by ``data[].index``;
   tokens in ``usage.prompt_tokens``. Bearer key only when one is configured.
+  llama.cpp's server started without pooling answers one vector *per token*
+  (``embedding`` is a list of lists); those are mean-pooled into one vector per
+  text, with one note on stderr (see :func:`pool_token_vectors`).
 * ``ollama``: the same on Ollama's OpenAI-compatible ``/v1``, no key needed.
 * ``google``/``gemini``: ``POST {base}/models/{model}:batchEmbedContents`` with the
   key in ``x-goog-api-key`` (never in the URL) and ``{"requests": [{"model":
@@ -25,6 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import logging
 import math
 import os
 import re
@@ -39,12 +44,15 @@ from ..errors import ConfigError, ProviderError
 from ..redact import register_secret
 from ._base import ModelSpec
 from ._http import malformed, post_json
+from ._limiter import AdaptiveLimiter, Limiters
 from ._model import Retrier, RetryPolicy
 from ._pool import resolve_api_key
 from ._registry import vendors as chat_vendors
 
 if TYPE_CHECKING:
     import httpx
+
+log = logging.getLogger("oxyeval.providers")
 
 __all__ = [
     "Embedder",
@@ -142,6 +150,49 @@ def _vector(value: Any) -> list[float] | None:
     return [float(x) for x in value]
 
 
+def pool_token_vectors(value: Any) -> list[float] | None:
+    """The mean of per-token vectors (a list of equally long number lists), or None.
+
+    llama.cpp's ``llama-server`` without ``--pooling``, and llama-cpp-python's server
+    (whose settings have no pooling option) for models without a pooling type, return
+    one vector per token instead of one per text. Their mean is what a ``mean``-pooled
+    server would have answered, and what sentence-embedding models are trained for;
+    the cosine of two such means is a fair similarity.
+    """
+    if not isinstance(value, list) or not value:
+        return None
+    rows = [_vector(row) for row in value]
+    if any(row is None for row in rows) or len({len(row) for row in rows if row}) != 1:
+        return None
+    count = len(rows)
+    return [math.fsum(column) / count for column in zip(*rows, strict=True)]  # type: ignore[misc]
+
+
+def describe_value(value: Any, limit: int = 120) -> str:
+    """What a value looks like (type, shape, start), for errors about unexpected data.
+
+    A 4096-dimension vector printed whole would bury the message; its shape and
+    first numbers say what went wrong.
+    """
+    if isinstance(value, list):
+        if value and all(isinstance(row, list) for row in value):
+            widths = sorted({len(row) for row in value})
+            shown = ", ".join(str(w) for w in widths[:3]) + ("..." if len(widths) > 3 else "")
+            inner = {type(x).__name__ for row in value for x in row[:50]}
+            shape = f"a list of {len(value)} lists of {shown} items ({', '.join(sorted(inner)) or 'empty'})"
+        else:
+            kinds = sorted({type(x).__name__ for x in value[:50]})
+            shape = f"a list of {len(value)} items ({', '.join(kinds) or 'empty'})"
+    elif isinstance(value, dict):
+        shape = f"an object with keys {', '.join(list(map(str, value))[:8]) or 'none'}"
+    else:
+        shape = "null" if value is None else f"a {type(value).__name__}"
+    text = json.dumps(value, default=str)
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return f"{shape}: {text}"
+
+
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -157,34 +208,118 @@ class OpenAIEmbeddingAPI(EmbeddingAPI):
             return {"Authorization": f"Bearer {self.spec.api_key}"}
         return {}
 
+    #: Set once per model when the server sent per-token vectors: from then on each text
+    #: goes in a request of its own (see :meth:`embed`), and the note has been shown.
+    pooled_tokens: bool = False
+
     async def embed(self, texts: list[str]) -> EmbeddingResult:
+        """One request for all ``texts``, unless the server answers per token.
+
+        llama-cpp-python's server, when it does not pool, gets every text of a batch but
+        the first wrong (measured: the cosine between a text's vectors sent alone and
+        sent second in a batch was 0.007). So once a server has sent per-token vectors,
+        each text is sent on its own, and a batch that came back per token is asked
+        again text by text.
+        """
+        if self.pooled_tokens and len(texts) > 1:
+            return await self._one_by_one(texts)
+        result, per_token = await self._request(texts)
+        if per_token and len(texts) > 1:
+            return await self._one_by_one(texts)
+        return result
+
+    async def _one_by_one(self, texts: list[str]) -> EmbeddingResult:
+        vectors: list[list[float]] = []
+        tokens: int | None = None
+        for text in texts:
+            result, _ = await self._request([text])
+            vectors.extend(result.vectors)
+            if result.input_tokens is not None:
+                tokens = (tokens or 0) + result.input_tokens
+        return EmbeddingResult(vectors, tokens)
+
+    async def _request(self, texts: list[str]) -> tuple[EmbeddingResult, bool]:
+        """The vectors of one request, and whether they came per token (and were pooled)."""
         url = f"{self.base_url}/embeddings"
         body = {"model": self.spec.model_ref, "input": list(texts)}
-        data = await post_json(self._client(), self.spec, url, body, self._headers())
+        try:
+            data = await post_json(self._client(), self.spec, url, body, self._headers())
+        except ProviderError as exc:
+            raise _not_serving_embeddings(self.spec, exc) or exc from None
         items = data.get("data")
         if not isinstance(items, list):
             raise malformed(self.spec, url, "a 'data' list", data)
         if len(items) != len(texts):
             raise malformed(self.spec, url, f"{len(texts)} embeddings, got {len(items)}")
         vectors: list[list[float] | None] = [None] * len(texts)
+        per_token = False
         for position, item in enumerate(items):
             if not isinstance(item, dict):
                 raise malformed(self.spec, url, f"'data[{position}]' to be an object", data)
             # The index is the order of the input; servers may answer out of order.
             index = item.get("index", position)
-            vector = _vector(item.get("embedding"))
+            raw = item.get("embedding")
+            vector = _vector(raw)
             if _count(index) is None or not 0 <= index < len(texts) or vectors[index] is not None:
                 raise malformed(
                     self.spec, url, f"'data[{position}].index' to be a distinct input index"
                 )
             if vector is None:
-                raise malformed(
-                    self.spec, url, f"'data[{position}].embedding' to be a list of numbers"
-                )
+                vector = pool_token_vectors(raw)
+                if vector is None:
+                    raise ProviderError(
+                        f"model '{self.spec.name}' ({self.spec.vendor}): malformed response "
+                        f"from {url}: expected 'data[{position}].embedding' to be a list of "
+                        f"numbers (or per-token lists of numbers), got {describe_value(raw)}",
+                        model=self.spec.name,
+                    )
+                per_token = True
+                self._note_pooled(len(raw), len(vector))
             vectors[index] = vector
         usage = data.get("usage")
         tokens = _count(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
-        return EmbeddingResult([v for v in vectors if v is not None], tokens)
+        return EmbeddingResult([v for v in vectors if v is not None], tokens), per_token
+
+    def _note_pooled(self, tokens: int, dims: int) -> None:
+        if self.pooled_tokens:
+            return
+        self.pooled_tokens = True
+        log.warning(
+            "embedding model '%s': the server sent one vector per token (%d tokens x %d "
+            "dimensions) instead of one per text; oxyeval averages them (mean pooling) and "
+            "sends one text per request (such servers mix up the texts of a batch). To "
+            "have the server pool, run llama.cpp's own server with `llama-server "
+            "--embeddings --pooling mean`, or an embedding model that declares its pooling type",
+            self.spec.name,
+            tokens,
+            dims,
+        )
+
+
+_NO_EMBEDDINGS = re.compile(
+    r"embedding\s*=\s*true|embeddings? (are |is )?not (enabled|supported)|--embeddings?\b", re.I
+)
+
+
+def _not_serving_embeddings(spec: ModelSpec, error: ProviderError) -> ProviderError | None:
+    """A clear error when the server is up but not serving embeddings, else None.
+
+    llama-cpp-python answers HTTP 500 "Llama model must be created with
+    embedding=True to call this method"; llama.cpp's own server says "This server
+    does not support embeddings. Start it with `--embeddings`". Retrying either is
+    pointless, and the fix is on the server's command line.
+    """
+    if error.status is None or not _NO_EMBEDDINGS.search(str(error)):
+        return None
+    return ProviderError(
+        f"{error}. The server at {spec.api_url or 'api_url'} is not serving embeddings: "
+        "start a server for the embedding model with embeddings on (llama-cpp-python: "
+        "python -m llama_cpp.server --model MODEL.gguf --embedding true; llama.cpp: "
+        "llama-server -m MODEL.gguf --embeddings --pooling mean) and point this "
+        "embedding model's api_url at it",
+        model=spec.name,
+        status=error.status,
+    )
 
 
 class OllamaEmbeddingAPI(OpenAIEmbeddingAPI):
@@ -319,10 +454,11 @@ class Embedder:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         batch_size: int | None = None,
         cache_size: int = 1024,
+        limiter: AdaptiveLimiter | None = None,
     ) -> None:
         self.api = api
         self.spec: ModelSpec = api.spec
-        self._calls = Retrier(self.spec, retry=retry, sleep=sleep)
+        self._calls = Retrier(self.spec, retry=retry, sleep=sleep, limiter=limiter)
         option = self.spec.options.get("batch_size")
         size = batch_size or (option if isinstance(option, int) else 0) or api.max_batch
         self.batch_size = max(1, size)
@@ -336,6 +472,9 @@ class Embedder:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    def flush_notes(self) -> None:
+        self._calls.flush_notes()
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order; fresh lists, safe to modify.
@@ -482,7 +621,9 @@ class EmbeddingPool:
     """Resolves embedding model names to :class:`Embedder` objects sharing one client.
 
     Pass the run's existing client (e.g. the one :class:`ModelPool` built) to share
-    its connections too; a client passed in is never closed here.
+    its connections too; a client passed in is never closed here. Pass the ModelPool's
+    ``limiters`` as well, so embeddings and chat calls to one server share one
+    adaptive concurrency limit.
     """
 
     def __init__(
@@ -493,8 +634,10 @@ class EmbeddingPool:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         environ: Mapping[str, str] | None = None,
+        limiters: Limiters | None = None,
     ) -> None:
         self.specs = dict(specs)
+        self.limiters = limiters or Limiters()
         self._client = client
         self._own_client = client is None
         self._retry = retry
@@ -509,7 +652,8 @@ class EmbeddingPool:
             remote = [s for s in self.specs.values() if s.vendor != "mock"]
             total = sum(s.concurrency for s in remote) or 10
             self._client = httpx.AsyncClient(
-                limits=httpx.Limits(max_connections=total, max_keepalive_connections=total),
+                # The endpoints' adaptive limiters are the gate (see ModelPool).
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=total),
                 timeout=httpx.Timeout(120.0, connect=10.0),
             )
         return self._client
@@ -536,11 +680,16 @@ class EmbeddingPool:
             ) from None
         spec = _resolve_key(spec, cls, self._environ)
         client = None if cls is MockEmbeddingAPI else self._http_client()
-        embedder = Embedder(cls(spec, client), retry=self._retry, sleep=self._sleep)
+        api = cls(spec, client)
+        limiter = self.limiters.get(spec.name, spec.concurrency, api.base_url, spec.model_ref)
+        embedder = Embedder(api, retry=self._retry, sleep=self._sleep, limiter=limiter)
         self._embedders[name] = embedder
         return embedder
 
     async def aclose(self) -> None:
+        """Close the client (if ours) and report retries not yet noted: the run is over."""
+        for embedder in self._embedders.values():
+            embedder.flush_notes()
         if self._client is not None and self._own_client:
             await self._client.aclose()
         self._client = None

@@ -12,6 +12,12 @@ Options (the ``models:`` entry of config.yml):
   message, or the last tool result when the model has just called a tool) answers:
 
   - ``output: text`` answers with that text;
+  - ``outputs: [text, ...]`` answers with them in turn, one cycle per question,
+    like the model-level ``outputs``;
+  - in ``output``/``outputs``, ``\\g<name>`` (or ``\\g<1>``) is replaced by what that
+    group of ``match`` captured, as in Python's ``re.sub``: a scripted answer can
+    quote the month or the figure it was asked about (write such rules in single
+    quotes in YAML, where a backslash is an ordinary character);
   - ``error: reason`` fails the call (a non-retryable ProviderError);
   - ``tool_call: {name: tool, arguments: {...}}`` asks for that tool, the way a
     real model does (``Completion.tool_calls``, finish reason ``tool_calls``),
@@ -36,7 +42,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import ProviderError
+from ..errors import ConfigError, ProviderError
 from ._base import (
     ChatMessage,
     Completion,
@@ -61,6 +67,20 @@ class _Rule:
     error: str | None = None
     tool: str | None = None
     arguments: dict[str, Any] | None = None
+    outputs: tuple[str, ...] = ()
+
+
+_GROUP_REF = re.compile(r"\\g<(\w+)>")
+
+
+def _expand(text: str, match: re.Match[str]) -> str:
+    """``\\g<name>`` / ``\\g<1>`` replaced by the group's text ('' when it did not take part)."""
+
+    def group(ref: re.Match[str]) -> str:
+        key = ref.group(1)
+        return match.group(int(key) if key.isdigit() else key) or ""
+
+    return _GROUP_REF.sub(group, text)
 
 
 @dataclass(frozen=True)
@@ -86,36 +106,51 @@ class MockAPI(ModelAPI):
         # 1, 2, 3... in order, whatever other tests run on this model at the same time.
         self._cycles: dict[str, itertools.cycle[str]] = {}
 
-    @staticmethod
-    def _rule(rule: dict[str, Any]) -> _Rule:
+    def _rule(self, rule: dict[str, Any]) -> _Rule:
+        regex = re.compile(rule["match"])
+        outputs = tuple(str(o) for o in rule.get("outputs") or ())
+        for text in (rule.get("output") or "", *outputs):
+            for ref in _GROUP_REF.findall(text):
+                known = int(ref) <= regex.groups if ref.isdigit() else ref in regex.groupindex
+                if not known:
+                    raise ConfigError(
+                        f"model '{self.spec.name}' (mock): a rule's output refers to group "
+                        f"\\g<{ref}>, which its match {rule['match']!r} does not define"
+                    )
         tool_call = rule.get("tool_call")
         if tool_call is None:
-            return _Rule(re.compile(rule["match"]), rule.get("output"), rule.get("error"))
+            return _Rule(regex, rule.get("output"), rule.get("error"), outputs=outputs)
         return _Rule(
-            re.compile(rule["match"]),
+            regex,
             rule.get("output"),
             rule.get("error"),
             str(tool_call["name"]),
             dict(tool_call.get("arguments") or {}),
+            outputs,
         )
 
     def _pick(self, target: str, question: str, offered: set[str]) -> _Answer:
         skipped: list[str] = []
-        for rule in self.rules:
-            if not rule.regex.search(target):
+        for index, rule in enumerate(self.rules):
+            match = rule.regex.search(target)
+            if not match:
                 continue
             if rule.error is not None:
                 raise ProviderError(
                     f"model '{self.spec.name}' (mock): simulated failure: {rule.error}",
                     model=self.spec.name,
                 )
+            if rule.outputs:
+                text = _expand(self._next(f"rule {index}\0{question}", rule.outputs), match)
+            else:
+                text = _expand(rule.output or "", match)
             if rule.tool is None:
-                return _Answer(rule.output or "")
+                return _Answer(text)
             if rule.tool not in offered:
                 skipped.append(rule.tool)
                 continue
             # A copy per call: the agent loop may change the arguments it is handed.
-            return _Answer(rule.output or "", (rule.tool, copy.deepcopy(rule.arguments or {})))
+            return _Answer(text, (rule.tool, copy.deepcopy(rule.arguments or {})))
         if not self.outputs:
             detail = ""
             if skipped:
@@ -129,12 +164,16 @@ class MockAPI(ModelAPI):
                 f"are set{detail}; add a catch-all rule (match: '.*') or outputs:",
                 model=self.spec.name,
             )
+        return _Answer(self._next(question, self.outputs))
+
+    def _next(self, key: str, outputs: list[str] | tuple[str, ...]) -> str:
+        """The next of ``outputs`` for this question (or a random one with sample: random)."""
         if self.random:
-            return _Answer(self.rng.choice(self.outputs))
-        cycle = self._cycles.get(question)
+            return self.rng.choice(outputs)
+        cycle = self._cycles.get(key)
         if cycle is None:
-            cycle = self._cycles[question] = itertools.cycle(self.outputs)
-        return _Answer(next(cycle))
+            cycle = self._cycles[key] = itertools.cycle(outputs)
+        return next(cycle)
 
     async def generate(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:
         # Rules look at what the model is answering: the user, or a tool it called.

@@ -13,7 +13,7 @@ Tool calling, on the wire:
   "json_schema", json_schema: {name, strict: true, schema}}``; the JSON comes back as
   the message content and is decoded into ``Completion.structured``;
 * history: an assistant turn that called tools is ``{"role": "assistant",
-  "content": text-or-null, "tool_calls": [...]}`` and each result is
+  "content": text-or-"", "tool_calls": [...]}`` and each result is
   ``{"role": "tool", "tool_call_id": id, "content": text}``.
 """
 
@@ -89,8 +89,10 @@ def _message(m: ChatMessage) -> dict[str, Any]:
     if m.role == "assistant" and m.tool_calls:
         return {
             "role": "assistant",
-            # null, not "", is what the API itself sends for a calls-only turn
-            "content": m.content or None,
+            # "", not null: the API answers a calls-only turn with null, but llama.cpp's
+            # server (llama-cpp-python) rejects null with HTTP 500; OpenAI, vLLM and
+            # Ollama all accept "".
+            "content": m.content or "",
             "tool_calls": [
                 {
                     "id": call.id,

@@ -178,7 +178,7 @@ def test_openai_conversation_offers_tools_parses_calls_and_sends_results_back() 
         {"role": "user", "content": "Weather and time?"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",  # not null: llama.cpp's server rejects null (HTTP 500)
             "tool_calls": [
                 {
                     "id": "call_fake_0",
