@@ -67,7 +67,8 @@ def read_context(spec: ContextSpec, root: Path, where: str) -> str:
                 raise ConfigError(
                     f"{where}: context '{spec.name}' file {file} resolves outside the project folder"
                 )
-            data = real.read_bytes()
+            with real.open("rb") as handle:  # never more than the budget left: no MemoryError
+                data = handle.read(_MAX_CONTEXT_BYTES - total + 1)
             total += len(data)
             if total > _MAX_CONTEXT_BYTES:
                 raise ConfigError(

@@ -301,8 +301,14 @@ def _prompt_for_cases(
     problems: list[Diagnostic],
 ) -> PromptDef | None:
     data = doc.data
-    if data.get("prompt"):
-        target = (project.root / data["prompt"]).resolve()
+    key = "prompt" if data.get("prompt") else "agent"
+    target = (project.root / data[key]).resolve()
+    if not target.is_relative_to(project.root):  # a cases file must not load any file on disk
+        from .workflow import outside_project
+
+        problems.append(doc.diagnostic((key,), outside_project(key, data[key], project.root)))
+        return None
+    if key == "prompt":
         if target in by_file:
             prompt = by_file[target]
         elif target.is_file() and file_kind(target) == "prompt":
@@ -335,7 +341,6 @@ def _prompt_for_cases(
                     )
                 )
         return prompt
-    target = (project.root / data["agent"]).resolve()
     if not target.is_file():
         problems.append(
             doc.diagnostic(

@@ -32,6 +32,7 @@ from .consistency import evaluate
 from .errors import EXIT_INFRA, EXIT_INPUT, ConfigError, LoadError, OxyError, ProviderError
 from .judge import Judge
 from .limits import MAX_CONCURRENCY, MAX_LOOP_VALUES
+from .load import read_text
 from .outputs import (
     ConsistentOutput,
     LoopIteration,
@@ -558,7 +559,14 @@ class Engine:
                 raise TaskFailed(
                     f"{task.where}: SQL file {rel!r} not found under {self.project.root}"
                 )
-            ref = SqlTemplateRef(path.read_text("utf-8"), task.doc, (*task.key, "sql_file"))
+            try:
+                text = read_text(path, what="an SQL file")
+            except LoadError as exc:
+                raise TaskFailed(
+                    f"{task.where}: SQL file {rel!r}: {exc.diagnostics[0].message}",
+                    exit_code=EXIT_INPUT,
+                ) from None
+            ref = SqlTemplateRef(text, task.doc, (*task.key, "sql_file"))
         else:
             ref = task.templates["sql_file"]
         # Values are bound, never spliced (sqltemplate); raw_sql may print only text the

@@ -29,6 +29,7 @@ __all__ = [
     "MAX_TEMPLATE_CALLS",
     "MAX_TEMPLATE_INT_BITS",
     "MAX_TEMPLATE_ITEMS",
+    "MAX_TIMEOUT_S",
     "MAX_TOOL_CALLS",
     "MAX_YAML_DEPTH",
     "render_limit",
@@ -48,6 +49,7 @@ MAX_LOOP_VALUES = 10_000  # items a loop_sequential may iterate over
 MAX_RETRIES = 20  # max_retries of a model, retry of a task
 MAX_TOOL_CALLS = 1_000  # max_tool_calls, max_tool_concurrency
 MAX_RECENT = 1_000  # earlier runs a regression check reads
+MAX_TIMEOUT_S = 86_400  # a model's timeout per attempt: one day; larger is a typo, not a wish
 
 # -- templates (the Jinja sandbox) ----------------------------------------------------
 MAX_RENDER_CHARS = 5_000_000  # one rendered text or string; OXY_MAX_RENDER_CHARS changes it

@@ -30,6 +30,7 @@ __all__ = [
     "load_yaml",
     "parse_yaml",
     "path_problem",
+    "read_text",
 ]
 
 SYMLINK_LOOP = "symlink loop (too many levels of symbolic links)"
@@ -380,34 +381,43 @@ def path_problem(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def load_yaml(path: str | os.PathLike[str]) -> Document:
-    """Read and parse one file; raise LoadError with every syntax problem found."""
+def read_text(
+    path: str | os.PathLike[str], max_bytes: int | None = None, what: str = "a project file"
+) -> str:
+    """A project's text file (YAML, SQL, context), or one clear reason why it cannot be.
+
+    Never reads more than ``max_bytes`` (a 10 GB file must not become a MemoryError) and
+    never echoes content: an SQL error quoting ``/etc/passwd`` would leak what it read.
+    """
+    if max_bytes is None:
+        max_bytes = MAX_FILE_BYTES
     file = Path(path)
     problem = path_problem(file)
     if problem is not None:
         raise LoadError([Diagnostic(str(path), problem)])
     try:
         with file.open("rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
+            raw = handle.read(max_bytes + 1)
     except OSError as exc:
         reason = SYMLINK_LOOP if exc.errno == errno.ELOOP else f"cannot read file: {exc.strerror}"
         raise LoadError([Diagnostic(str(path), reason)]) from None
-    if len(raw) > MAX_FILE_BYTES:
+    if len(raw) > max_bytes:
+        size = f"{max_bytes // 1_000_000} MB" if max_bytes >= 1_000_000 else f"{max_bytes} bytes"
         raise LoadError(
-            [
-                Diagnostic(
-                    str(path),
-                    f"file is larger than {MAX_FILE_BYTES // 1_000_000} MB, the most oxyeval "
-                    "reads as a project file",
-                )
-            ]
+            [Diagnostic(str(path), f"file is larger than {size}, the most oxyeval reads as {what}")]
         )
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise LoadError(
             [Diagnostic(str(path), f"not UTF-8 text (bad byte at offset {exc.start})")]
         ) from None
+
+
+def load_yaml(path: str | os.PathLike[str]) -> Document:
+    """Read and parse one file; raise LoadError with every syntax problem found."""
+    file = Path(path)
+    text = read_text(file)
     doc, problems = parse_yaml(text, file.resolve())
     if problems:
         raise LoadError(problems)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import Diagnostic, LoadError
-from .load import Document, KeyPath, format_key_path, load_yaml
+from .load import Document, KeyPath, format_key_path, load_yaml, read_text
 from .project import Project, TestSpec, check_variable_defaults, parse_tests
 from .sqltemplate import SqlTemplateRef
 from .templates import TemplateRef, template_diagnostics
@@ -107,7 +107,7 @@ def resolve_project_file(project: Project, ref: str, suffixes: tuple[str, ...] =
 def outside_project(what: str, text: str, root: Path) -> str:
     """The one message for a path that leaves the project, at load and at run time."""
     return (
-        f"{what} path {text!r} leaves the project folder {root}; paths in workflow files "
+        f"{what} path {text!r} leaves the project folder {root}; paths in project files "
         "must stay inside it"
     )
 
@@ -265,7 +265,16 @@ def _check_task(task: Task, project: Project, problems: list[Diagnostic]) -> Non
                     )
                 )
             else:
-                text = task.sql_path.read_text("utf-8")
+                try:
+                    text = read_text(task.sql_path, what="an SQL file")
+                except LoadError as exc:
+                    problems.append(
+                        doc.diagnostic(
+                            (*key, "sql_file"),
+                            f"{task.sql_path.name}: {exc.diagnostics[0].message}",
+                        )
+                    )
+                    text = ""
                 ref = SqlTemplateRef(text, None, ())
                 for d in template_diagnostics(ref):
                     problems.append(

@@ -515,6 +515,18 @@ CORPUS: list[Bad] = [
         "c.cases.yml:4",
     ),
     Bad(
+        "cases file agent outside the project",
+        {"c.cases.yml": "agent: ../../outside.agent.yml\ncases:\n  - name: x\n    input: {}\n"},
+        "validate cases",
+        "c.cases.yml:1",
+    ),
+    Bad(
+        "cases file prompt outside the project",
+        {"c.cases.yml": "prompt: /etc/passwd\ncases:\n  - name: x\n    input: {}\n"},
+        "validate cases",
+        "c.cases.yml:1",
+    ),
+    Bad(
         "deep sub-workflow",
         {
             "w.workflow.yml": workflow("{name: s, type: workflow, src: sub.workflow.yml}"),
@@ -547,7 +559,6 @@ CORPUS: list[Bad] = [
         },
         "validate run",
         "q.sql",
-        xfail="workflow.py reads sql_file with read_text('utf-8') unguarded: UnicodeDecodeError (SQL file handling is the SQL sandboxing task's)",
     ),
 ]
 

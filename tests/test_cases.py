@@ -117,6 +117,26 @@ def test_cases_file_for_an_agent(make_project: MakeProject) -> None:
     assert content["system"] == "Be brief." and content["template"] == "{{ question }}"
 
 
+@pytest.mark.parametrize("key", ["agent", "prompt"])
+def test_cases_file_cannot_load_a_file_outside_the_project(
+    make_project: MakeProject, key: str
+) -> None:
+    root = make_project(CONFIG, {"p/x.cases.yml": ""})
+    # A real agent/prompt file one folder above the project: loadable, but not ours.
+    outside = root.parent / f"outside.{key}.yml"
+    outside.write_text("model: m\nsystem_instructions: hi\n", encoding="utf-8")
+    (root / "p/x.cases.yml").write_text(
+        f"{key}: ../{outside.name}\nsimilarity: lexical\ncases:\n  - {{name: q, input: {{}}}}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(LoadError) as info:
+        prompts(root)
+    assert (
+        f"x.cases.yml:1:{len(key) + 3}: {key}: {key} path '../{outside.name}' leaves the project"
+        in str(info.value)
+    )
+
+
 def test_cases_file_needs_exactly_one_target(make_project: MakeProject) -> None:
     root = make_project(CONFIG, {"x.cases.yml": "cases: []\n"})
     with pytest.raises(LoadError, match="give exactly one of prompt"):

@@ -177,6 +177,12 @@ def test_schema_maxima_are_the_documented_limits(kind: str, key: str, maximum: i
         assert prop["maximum"] == maximum
 
 
+def test_model_timeout_has_a_maximum() -> None:
+    found = _find(load_schema("config"), "timeout")
+    assert len(found) == 2  # chat models and embedding models
+    assert all(prop["maximum"] == limits.MAX_TIMEOUT_S for prop in found)
+
+
 def test_loop_values_list_has_the_loop_limit() -> None:
     text = json.dumps(load_schema("workflow"))
     assert f'"maxItems": {limits.MAX_LOOP_VALUES}' in text
