@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
@@ -182,13 +183,29 @@ def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) 
             console.print(textwrap.indent(reasoning, "      "), style="dim", markup=False)
     if test.run_errors:
         console.print(f"[red]Run errors ({len(test.run_errors)} of {test.n}):[/]")
-        for o in test.run_errors:
-            console.print(f"  run {o.run}: {escape(redact(o.error or ''))}")
+        for error, runs in _grouped((o.error or "", f"run {o.run}") for o in test.run_errors):
+            console.print(f"  {escape(runs)}: {escape(redact(error))}")
     if test.judge_errors:
         console.print(f"[red]Judge errors ({len(test.judge_errors)}), excluded from the score:[/]")
-        for c in test.judge_errors:
-            i, j = c["runs"]
-            console.print(f"  run {i} vs run {j}: {escape(redact(c['error']))}")
+        for error, pairs in _grouped(
+            (c["error"], "run {} vs run {}".format(*c["runs"])) for c in test.judge_errors
+        ):
+            console.print(f"  {escape(pairs)}: {escape(redact(error))}")
+
+
+def _grouped(items: Iterable[tuple[str, str]], shown: int = 5) -> list[tuple[str, str]]:
+    """Identical errors once, naming where they happened: 20 runs that timed out are one
+    line with the timeout hint, not 20 copies of it."""
+    where: dict[str, list[str]] = {}
+    for error, place in items:
+        where.setdefault(error, []).append(place)
+    out = []
+    for error, places in where.items():
+        names = ", ".join(places[:shown])
+        if len(places) > shown:
+            names += f" and {len(places) - shown} more"
+        out.append((error, names))
+    return out
 
 
 def _headline(run: TestRun, threshold: ThresholdResult | None, code: int | None) -> str:

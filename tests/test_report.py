@@ -110,3 +110,15 @@ def test_pretty_shows_accuracy_line_like_oxy() -> None:
     text = console.file.getvalue()
     assert "Accuracy: 85.50%" in text
     assert "Average accuracy 0.8550 below threshold 0.9000" in text
+
+
+def test_identical_run_errors_print_once_naming_the_runs() -> None:
+    hint = "timed out after 120s; lower concurrency, set max_tokens or raise timeout"
+    outputs = [OutputRecord(run=r, text=None, error=hint) for r in range(1, 8)]
+    outputs.append(OutputRecord(run=8, text=None, error="HTTP 500"))
+    console = Console(file=io.StringIO(), width=400)
+    render_pretty(TestRun(tests=[result("t", None, outputs=outputs)]), None, console)
+    text = console.file.getvalue()
+    assert text.count(hint) == 1
+    assert "run 1, run 2, run 3, run 4, run 5 and 2 more: " + hint in text
+    assert "run 8: HTTP 500" in text
