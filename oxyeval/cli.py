@@ -623,8 +623,10 @@ def main() -> None:
     Everything the process prints goes through a redacting stream: the last line of
     defence should any path print a secret without scrubbing it first.
     """
+    from .interrupt import exit_on_signal
     from .redact import RedactingStream
 
+    exit_on_signal()
     sys.stdout = RedactingStream(sys.stdout)  # type: ignore[assignment]
     sys.stderr = RedactingStream(sys.stderr)  # type: ignore[assignment]
     if not _wants_json(sys.argv[1:]):

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["Interrupted", "interrupt_reason", "run_interruptible"]
+__all__ = ["Interrupted", "exit_on_signal", "interrupt_reason", "run_interruptible"]
 
 T = TypeVar("T")
 
@@ -84,3 +85,24 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _exit_now(signum: int, _frame: object) -> None:
+    from .errors import EXIT_INFRA
+
+    name = signal.Signals(signum).name
+    print(f"interrupted ({name}) before any model was called; nothing ran", file=sys.stderr)
+    raise SystemExit(EXIT_INFRA)
+
+
+def exit_on_signal() -> None:
+    """Until a command's loop runs, SIGINT/SIGTERM end the process with exit 3 and a reason.
+
+    Without this, a Ctrl-C while modules import reaches Click, which prints "Aborted!"
+    and exits 1 (the code for a failed test), and SIGTERM kills the process silently.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in _SIGNALS:
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, _exit_now)

@@ -336,3 +336,27 @@ def test_an_interrupted_workflow_run_marks_running_and_pending_tasks(
     assert status["after"] == ("interrupted", "interrupted before it started")
     assert run.interrupted and not run.ok
     assert run.to_dict()["status"] == "interrupted"
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_before_the_command_runs_exits_3_with_a_reason(
+    make_project: MakeProject, sig: str
+) -> None:
+    # The window between start-up and the command's event loop (imports, loading files):
+    # Click would print "Aborted!" and exit 1, the code for a failed test.
+    root = make_project(files={"a.agent.yml": "model: agent_model\nsystem_instructions: hi\n"})
+    script = (
+        "import os, signal, sys\n"
+        "import oxyeval.cli as cli\n"
+        "real = cli._run_app\n"
+        f"cli._run_app = lambda: (os.kill(os.getpid(), signal.{sig}), real())\n"
+        "sys.argv = ['oxy', 'test', 'a.agent.yml', '--format', 'json']\n"
+        "cli.main()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert f"interrupted ({sig})" in proc.stderr
+    assert json.loads(proc.stdout)["exit_code"] == 3
+    assert "Aborted" not in proc.stderr and "Traceback" not in proc.stderr
