@@ -123,6 +123,8 @@ class Cases:
                 insert(test_cases)
                 .values(id=case_id, created_at=now, updated_at=now, **_stored(fields))
                 .on_conflict_do_nothing(index_elements=["id"])
+                # PostgreSQL reports no row count for an INSERT unless asked to keep it.
+                .execution_options(preserve_rowcount=True)
             )
             if done.rowcount == 0:
                 raise AlreadyExistsError(
@@ -214,6 +216,8 @@ class Cases:
                 insert(test_cases)
                 .values(id=id, created_at=now, updated_at=now, **_stored(fields))
                 .on_conflict_do_nothing(index_elements=["id"])
+                # PostgreSQL reports no row count for an INSERT unless asked to keep it.
+                .execution_options(preserve_rowcount=True)
             )
             if done.rowcount == 0:
                 row = self._row(conn, id, deleted=True, lock=True)

@@ -45,6 +45,7 @@ TEST_STATUSES = ("scored", "error", "interrupted")
 metadata = sa.MetaData()
 
 # An autoincrementing integer key: BIGINT identity on PostgreSQL, the rowid on SQLite.
+# Tables with one never ask for it back (implicit_returning=False): no code needs it.
 Seq = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
@@ -97,6 +98,7 @@ test_cases = sa.Table(
     sa.Column("last_run", sa.Text),
     sa.Column("last_passed", sa.Boolean),
     sa.Index("ix_test_cases_prompt", "prompt_id", "created_at", "seq"),
+    implicit_returning=False,
 )
 
 runs = sa.Table(
@@ -122,6 +124,7 @@ runs = sa.Table(
     sa.Index("ix_runs_kind_started", "kind", "started_at", "seq"),
     sa.Index("ix_runs_status", "status"),
     sa.Index("ix_runs_group", "group_id"),
+    implicit_returning=False,
 )
 
 executions = sa.Table(
@@ -160,6 +163,7 @@ executions = sa.Table(
     sa.Index("ix_executions_case_created", "test_case_id", "created_at", "seq"),
     sa.Index("ix_executions_case_regression", "test_case_id", "is_regression", "created_at", "seq"),
     sa.Index("ix_executions_run", "run_id"),
+    implicit_returning=False,
 )
 
 case_daily = sa.Table(
@@ -203,6 +207,7 @@ test_results = sa.Table(
     sa.CheckConstraint(_in("status", TEST_STATUSES), name="ck_test_results_status"),
     sa.Index("ix_test_results_test", "file", "name", "created_at", "seq"),
     sa.Index("ix_test_results_run", "run_id"),
+    implicit_returning=False,
 )
 
 workflow_runs = sa.Table(
@@ -231,4 +236,5 @@ workflow_tasks = sa.Table(
     sa.Column("output", sa.Text),
     sa.Column("error_message", sa.Text),
     sa.Index("ix_workflow_tasks_run", "run_id", "seq"),
+    implicit_returning=False,
 )
