@@ -210,7 +210,7 @@ def create_engine(
     """
     import sqlalchemy as sa
     from sqlalchemy import event
-    from sqlalchemy.pool import StaticPool
+    from sqlalchemy.pool import QueuePool, StaticPool
 
     if location.backend == "sqlite":
         immutable = (
@@ -225,7 +225,10 @@ def create_engine(
         engine = sa.create_engine(
             "sqlite+pysqlite://",
             creator=make,
-            poolclass=StaticPool if (location.memory or creator is not None) else None,
+            # One connection per checkout, never shared by two threads at once (the URL names no
+            # file, which would make SQLAlchemy pick a per-thread pool that closes connections
+            # other threads are using). A private in-memory database is one shared connection.
+            poolclass=StaticPool if (location.memory or creator is not None) else QueuePool,
         )
 
         @event.listens_for(engine, "connect")

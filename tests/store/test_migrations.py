@@ -274,19 +274,32 @@ def test_two_openers_of_a_new_database_migrate_it_once(backend: Backend) -> None
         ).one() == (1, HEAD)
 
 
-def test_tables_and_migrations_agree(backend: Backend) -> None:
-    """_tables.py (what the code queries) is exactly what the migrations build."""
+@pytest.mark.parametrize("replay", [True, False], ids=["revisions", "new-at-head"])
+def test_tables_and_migrations_agree(backend: Backend, replay: bool) -> None:
+    """_tables.py (what the code queries) is exactly what the revisions build, and what a
+    new database is created with."""
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
     from alembic.script import ScriptDirectory
 
+    from oxyeval.store._engine import create_engine
     from oxyeval.store._migrations import __file__ as migrations_init
+    from oxyeval.store._migrations import upgrade
     from oxyeval.store._tables import metadata
 
     script = ScriptDirectory(str(Path(migrations_init).parent))
     assert script.get_current_head() == HEAD
     assert tuple(reversed([r.revision for r in script.walk_revisions()])) == REVISIONS
-    with open_store(backend.fresh()) as s, s.engine.connect() as conn:
-        ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
-        diff = compare_metadata(ctx, metadata)
+    loc = backend.fresh()
+    if loc.path is not None:
+        loc.path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(loc)
+    try:
+        assert upgrade(engine, loc, replay=replay) == "empty"
+        with engine.connect() as conn:
+            ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+            assert ctx.get_current_revision() == HEAD
+            diff = compare_metadata(ctx, metadata)
+    finally:
+        engine.dispose()
     assert diff == []
