@@ -36,11 +36,14 @@ def pg_cluster() -> Iterator[PgCluster | None]:
     except ImportError:
         yield None
         return
-    cluster = PgCluster()
+    cluster: PgCluster | None = None
     try:
+        cluster = PgCluster()
         cluster.start()
-    except PgUnavailable:
-        cluster.stop()
+    except PgUnavailable as exc:
+        _why.append(str(exc))
+        if cluster is not None:
+            cluster.stop()
         yield None
         return
     try:
@@ -49,7 +52,12 @@ def pg_cluster() -> Iterator[PgCluster | None]:
         cluster.stop()
 
 
+_why: list[str] = []  # why the cluster could not start, for the skip message
+
+
 def _skip_reason() -> str:
+    if _why:
+        return f"{_why[0]}"
     try:
         import psycopg  # noqa: F401
     except ImportError:
@@ -92,6 +100,8 @@ def backend(
         )
         return
     if pg_cluster is None:
+        if os.environ.get("OXY_REQUIRE_POSTGRES") == "1":  # CI: a skip would hide a broken setup
+            pytest.fail(_skip_reason())
         pytest.skip(_skip_reason())
     made: list[str] = []
 
