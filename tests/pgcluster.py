@@ -71,7 +71,9 @@ class PgCluster:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
-    def start(self) -> PgCluster:
+    def start(self, *, durable: bool = False) -> PgCluster:
+        """Start the server; ``durable`` keeps PostgreSQL's default fsync and synchronous
+        commit (for benchmarks: the tests do not need them and run faster without)."""
         if self._as_root:
             try:
                 import pwd
@@ -106,10 +108,10 @@ class PgCluster:
         if done.returncode != 0:
             raise PgUnavailable(f"initdb failed: {done.stderr.strip()[-500:]}")
         options = (
-            f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 "
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-            "-c max_connections=100"
+            f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 -c max_connections=100"
         )
+        if not durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         done = self._run(
             self.pg_ctl,
             "-D",

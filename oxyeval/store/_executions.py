@@ -24,8 +24,16 @@ import sqlalchemy as sa
 from ._errors import NotFoundError
 from ._prompts import _upsert
 from ._rows import Execution, NewExecution
-from ._tables import EXECUTION_STATUSES, case_daily, executions, runs, test_cases
-from ._util import canonical_json, loads, new_id, redact_json, redact_text, utc_timestamp
+from ._tables import EXECUTION_STATUSES, case_baselines, case_daily, executions, runs, test_cases
+from ._util import (
+    baseline_key,
+    canonical_json,
+    loads,
+    new_id,
+    redact_json,
+    redact_text,
+    utc_timestamp,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -88,6 +96,7 @@ def _values(e: NewExecution, expected: str | None) -> dict[str, Any]:
     length_diff = e.length_diff
     if length_diff is None and actual is not None and expected is not None:
         length_diff = len(actual) - len(expected)
+    expected = redact_text(expected)
     rtypes = list(e.regression_types or ([e.regression_type] if e.regression_type else []))
     rtype = e.regression_type or (rtypes[0] if rtypes else None)
     exec_id = e.id or new_id()
@@ -99,7 +108,7 @@ def _values(e: NewExecution, expected: str | None) -> dict[str, Any]:
         "status": e.status,
         "score": None if e.score is None else float(e.score),
         "actual_output": redact_text(actual),
-        "expected_output": redact_text(expected),
+        "expected_output": expected,
         "output_diff": None
         if e.output_diff is None
         else canonical_json(redact_json(e.output_diff)),
@@ -119,6 +128,9 @@ def _values(e: NewExecution, expected: str | None) -> dict[str, Any]:
         "output_tokens": e.output_tokens,
         "finish_reason": e.finish_reason,
         "error_message": redact_text(e.error),
+        "baseline_key": (
+            baseline_key(expected, e.similarity_method or "") if e.status in JUDGED else None
+        ),
         "created_at": utc_timestamp(e.created_at),
     }
 
@@ -175,6 +187,7 @@ def write_executions(
     ]
     per_case: dict[str, _Totals] = defaultdict(_Totals)
     per_day: dict[tuple[str, str], _Totals] = defaultdict(_Totals)
+    per_baseline: dict[tuple[str, str], _Totals] = defaultdict(_Totals)
     per_run: dict[str, int] = defaultdict(int)
     for v in rows:
         if v["run_id"] is not None:
@@ -182,6 +195,7 @@ def write_executions(
         if v["status"] in JUDGED:
             per_case[v["test_case_id"]].add(v)
             per_day[(v["test_case_id"], v["created_at"][:10])].add(v)
+            per_baseline[(v["test_case_id"], v["baseline_key"])].add(v)
     t = test_cases.c
     for case_id, s in sorted(per_case.items()):
         newer = sa.or_(t.last_run.is_(None), t.last_run <= s.last_run)
@@ -203,30 +217,37 @@ def write_executions(
         if done.rowcount == 0:
             raise NotFoundError(f"no run {run_id!r} in {store_path}", path=store_path)
     conn.execute(executions.insert(), rows)
-    if per_day:
-        insert = _upsert(conn)
-        d = case_daily.c
-        for (case_id, day), s in sorted(per_day.items()):
-            stmt = insert(case_daily).values(
-                test_case_id=case_id,
-                day=day,
-                runs=s.runs,
-                passes=s.passes,
-                score_sum=s.score_sum,
-                scored=s.scored,
-            )
-            conn.execute(
-                stmt.on_conflict_do_update(
-                    index_elements=["test_case_id", "day"],
-                    set_={
-                        "runs": d.runs + stmt.excluded.runs,
-                        "passes": d.passes + stmt.excluded.passes,
-                        "score_sum": d.score_sum + stmt.excluded.score_sum,
-                        "scored": d.scored + stmt.excluded.scored,
-                    },
-                )
-            )
+    _add_up(conn, case_daily, "day", per_day, ("runs", "passes", "score_sum", "scored"))
+    _add_up(
+        conn,
+        case_baselines,
+        "baseline_key",
+        per_baseline,
+        ("runs", "passes", "score_sum", "scored", "length_sum"),
+    )
     return rows
+
+
+def _add_up(
+    conn: Connection,
+    table: Any,
+    key: str,
+    totals: dict[tuple[str, str], _Totals],
+    columns: tuple[str, ...],
+) -> None:
+    """Add ``totals`` to a rollup keyed by (case, ``key``): INSERT ... ON CONFLICT DO UPDATE,
+    so two writers creating the same row at once both count."""
+    insert = _upsert(conn)
+    for (case_id, value), s in sorted(totals.items()):
+        stmt = insert(table).values(
+            test_case_id=case_id, **{key: value}, **{c: getattr(s, c) for c in columns}
+        )
+        conn.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["test_case_id", key],
+                set_={c: table.c[c] + stmt.excluded[c] for c in columns},
+            )
+        )
 
 
 class Executions:

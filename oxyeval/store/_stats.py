@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ._rows import CaseHistory, CaseStats, ExecutionSummary, HistoryPoint, TrendPoint, average
-from ._tables import case_daily, executions, runs, test_cases
-from ._util import loads
+from ._tables import case_baselines, case_daily, executions, runs, test_cases
+from ._util import baseline_key, loads, redact_text
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -120,36 +120,25 @@ class Stats:
         Call it before recording the current execution, so it is not its own baseline.
         """
         where = [_E.test_case_id == case_id, _JUDGED]
-        if baseline is not None:
-            expected, method = baseline
-            where.append(
-                _E.expected_output.is_(None) if expected is None else _E.expected_output == expected
+        if baseline is None:
+            t = test_cases.c
+            totals = sa.select(
+                t.total_runs, t.pass_count, t.score_sum, t.scored_runs, t.length_sum
+            ).where(t.id == case_id)
+        else:
+            # Stored expected outputs are redacted: so is the key they are found by.
+            key = baseline_key(redact_text(baseline[0]), baseline[1])
+            where.append(_E.baseline_key == key)
+            b = case_baselines.c
+            totals = sa.select(b.runs, b.passes, b.score_sum, b.scored, b.length_sum).where(
+                b.test_case_id == case_id, b.baseline_key == key
             )
-            where.append(_E.similarity_method == method)
         length = sa.func.length(_E.actual_output)
         with self._store.read("reading test history") as conn:
-            if baseline is None:
-                t = test_cases.c
-                row = conn.execute(
-                    sa.select(
-                        t.total_runs, t.pass_count, t.score_sum, t.scored_runs, t.length_sum
-                    ).where(t.id == case_id)
-                ).first()
-                total, passes, score_sum, scored, length_sum = (
-                    row if row is not None else (0, 0, 0.0, 0, 0)
-                )
-            else:
-                total, passes, score_sum, scored, length_sum = conn.execute(
-                    sa.select(
-                        sa.func.count(),
-                        sa.func.coalesce(
-                            sa.func.sum(sa.case((_E.status == "passed", 1), else_=0)), 0
-                        ),
-                        sa.func.coalesce(sa.func.sum(_E.score), 0.0),
-                        sa.func.count(_E.score),
-                        sa.func.coalesce(sa.func.sum(length), 0),
-                    ).where(*where)
-                ).one()
+            row = conn.execute(totals).first()
+            total, passes, score_sum, scored, length_sum = (
+                row if row is not None else (0, 0, 0.0, 0, 0)
+            )
             items = conn.execute(
                 _newest(
                     sa.select(
@@ -215,6 +204,23 @@ def _rebuild(conn: Connection) -> None:
             length_sum=agg(sa.func.coalesce(sa.func.sum(sa.func.length(_E.actual_output)), 0)),
             last_run=latest(_E.created_at),
             last_passed=latest(_E.status == "passed"),
+        )
+    )
+    conn.execute(case_baselines.delete())
+    conn.execute(
+        case_baselines.insert().from_select(
+            ["test_case_id", "baseline_key", "runs", "passes", "score_sum", "scored", "length_sum"],
+            sa.select(
+                _E.test_case_id,
+                _E.baseline_key,
+                sa.func.count(),
+                sa.func.sum(sa.case((_E.status == "passed", 1), else_=0)),
+                sa.func.coalesce(sa.func.sum(_E.score), 0.0),
+                sa.func.count(_E.score),
+                sa.func.coalesce(sa.func.sum(sa.func.length(_E.actual_output)), 0),
+            )
+            .where(_JUDGED)
+            .group_by(_E.test_case_id, _E.baseline_key),
         )
     )
     conn.execute(case_daily.delete())

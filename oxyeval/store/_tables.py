@@ -25,6 +25,7 @@ __all__ = [
     "RUN_KINDS",
     "RUN_STATUSES",
     "TEST_STATUSES",
+    "case_baselines",
     "case_daily",
     "executions",
     "metadata",
@@ -158,11 +159,14 @@ executions = sa.Table(
     sa.Column("output_tokens", sa.Integer),
     sa.Column("finish_reason", sa.Text),  # as the vendor spelled it: tells a cut-off output
     sa.Column("error_message", sa.Text),
+    # Judged executions only: hash of (expected output, similarity method), see case_baselines.
+    sa.Column("baseline_key", sa.Text),
     sa.Column("created_at", sa.Text, nullable=False),
     sa.CheckConstraint(_in("status", EXECUTION_STATUSES), name="ck_executions_status"),
     sa.Index("ix_executions_case_created", "test_case_id", "created_at", "seq"),
     sa.Index("ix_executions_case_regression", "test_case_id", "is_regression", "created_at", "seq"),
     sa.Index("ix_executions_run", "run_id"),
+    sa.Index("ix_executions_case_baseline", "test_case_id", "baseline_key", "created_at", "seq"),
     implicit_returning=False,
 )
 
@@ -175,6 +179,20 @@ case_daily = sa.Table(
     sa.Column("passes", sa.Integer, nullable=False),
     sa.Column("score_sum", sa.Float, nullable=False),
     sa.Column("scored", sa.Integer, nullable=False),
+)
+
+# Per case and comparable baseline: what regression detection compares a new execution with,
+# read in O(1) however long the case's history is.
+case_baselines = sa.Table(
+    "case_baselines",
+    metadata,
+    sa.Column("test_case_id", sa.Text, sa.ForeignKey("test_cases.id"), primary_key=True),
+    sa.Column("baseline_key", sa.Text, primary_key=True),
+    sa.Column("runs", sa.Integer, nullable=False),
+    sa.Column("passes", sa.Integer, nullable=False),
+    sa.Column("score_sum", sa.Float, nullable=False),
+    sa.Column("scored", sa.Integer, nullable=False),
+    sa.Column("length_sum", sa.BigInteger, nullable=False),
 )
 
 test_results = sa.Table(

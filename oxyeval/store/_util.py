@@ -12,6 +12,7 @@ from typing import Any
 from ..redact import redact
 
 __all__ = [
+    "baseline_key",
     "canonical_json",
     "content_hash",
     "loads",
@@ -66,6 +67,12 @@ def canonical_json(obj: Any) -> str:
 def content_hash(content: Any) -> str:
     """sha256 of the canonical JSON; what makes 'same content -> same version' hold."""
     return hashlib.sha256(canonical_json(content).encode("utf-8")).hexdigest()
+
+
+def baseline_key(expected_output: str | None, similarity_method: str) -> str:
+    """What makes two judged executions comparable: the same expected output, scored the
+    same way (a short hash, so an index over it stays small)."""
+    return content_hash([expected_output, similarity_method])[:32]
 
 
 def loads(text: str | None) -> Any:

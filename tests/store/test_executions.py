@@ -156,6 +156,10 @@ def test_record_many_matches_one_by_one(store: Store) -> None:
     ]
     assert store.executions.record_many(rows) == 40
     batch = {c.id: c for c in store.cases.list()}
+    seen = store.stats.history("a", 100, baseline=("positive", ""))
+    assert seen.total_runs == sum(
+        1 for r in rows if r.test_case_id == "a" and r.status in ("passed", "failed")
+    )
     trend = {c: _trend(store, c) for c in ("a", "b")}
     store.stats.rebuild()
     for case in store.cases.list():
@@ -167,6 +171,12 @@ def test_record_many_matches_one_by_one(store: Store) -> None:
             batch[case.id].last_passed,
         )
         assert _trend(store, case.id) == trend[case.id]
+    again = store.stats.history("a", 100, baseline=("positive", ""))
+    assert (again.total_runs, again.historical_pass_rate) == (
+        seen.total_runs,
+        seen.historical_pass_rate,
+    )
+    assert again.avg_score == pytest.approx(seen.avg_score)
 
 
 def test_model_output_and_errors_are_redacted_on_write(store: Store) -> None:

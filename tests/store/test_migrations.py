@@ -46,7 +46,8 @@ def _legacy_rows(path: Path) -> dict[str, list[tuple]]:
         ).fetchall(),
         "executions": conn.execute(
             "SELECT id, test_case_id, run_id, passed, score, actual_output, expected_output, "
-            "output_diff, regression_types, prompt_version, error, created_at FROM executions "
+            "output_diff, regression_types, prompt_version, error, created_at, similarity_method "
+            "FROM executions "
             "ORDER BY rowid"
         ).fetchall(),
         "daily": conn.execute("SELECT * FROM case_daily ORDER BY 1, 2").fetchall(),
@@ -138,6 +139,16 @@ def test_0_1_0_history_upgrades_without_loss(tmp_path: Path) -> None:
             assert [
                 (t.date, t.total_runs, t.passes, t.score_sum, t.scored) for t in trend
             ] == expected
+        # Regression detection finds each case's comparable history (per baseline).
+        comparable: dict[tuple[str, str, str], list[float | None]] = {}
+        for row in old["executions"]:
+            if row[10] is None:  # judged
+                comparable.setdefault((row[1], row[6], row[12]), []).append(row[4])
+        assert len(comparable) >= 5
+        for (case_id, expected, method), scores in comparable.items():
+            h = s.stats.history(case_id, 100, baseline=(expected, method))
+            assert h.total_runs == len(scores)
+            assert sorted(p.score for p in h.recent) == sorted(scores)
         # The aggregates carried over equal a recount from the carried-over executions.
         s.stats.rebuild()
         for c in s.cases.list(include_deleted=True):

@@ -53,6 +53,7 @@ OUR_TABLES = frozenset(
         "runs",
         "executions",
         "case_daily",
+        "case_baselines",
         "test_results",
         "workflow_runs",
         "workflow_tasks",

@@ -9,10 +9,12 @@ the opening transaction, so a failure leaves the 0.1.0 file as it was:
 3. copy every row, translating what changed: the ``error`` column meant "not judged"
    (pending cases were stored as errors; provider errors were never stored), so it becomes
    an explicit ``status`` (pending, or error with its message); rowid order becomes ``seq``;
-4. drop the ``legacy_*`` tables.
+4. build the per-baseline rollup regression detection reads, and drop the ``legacy_*``
+   tables.
 
 Aggregates (per case and per day) are copied as they were: 0.1.0 counted judged executions
-only, which is what the new schema counts too.
+only, which is what the new schema counts too. Texts that may hold model output or error
+text pass through :func:`oxyeval.redact.redact` on the way, like every other write.
 
 Reading rowids and PRAGMAs is SQLite-only on purpose: only an SQLite file can be a 0.1.0
 history.
@@ -41,7 +43,7 @@ _COPY = (
     """INSERT INTO test_cases (id, prompt_id, name, description, input, expected_output,
            threshold, source_file, created_at, updated_at, deleted_at, total_runs, pass_count,
            score_sum, scored_runs, length_sum, last_run, last_passed)
-       SELECT id, prompt_id, name, description, input, expected_output, threshold,
+       SELECT id, prompt_id, name, description, input, oxy_redact(expected_output), threshold,
            source_file, created_at, updated_at, deleted_at, total_runs, pass_count, score_sum,
            scored_runs, length_sum, last_run, last_passed
        FROM legacy_test_cases ORDER BY rowid""",
@@ -57,19 +59,28 @@ INSERT INTO executions (id, test_case_id, run_id, execution_id, status, score, a
     expected_output, output_diff, exact_match, semantic_score, similarity_method, length_diff,
     token_diff, token_method, is_regression, regression_type, regression_types, prompt_version,
     run_duration_ms, latency_ms, input_tokens, output_tokens, finish_reason, error_message,
-    created_at)
+    baseline_key, created_at)
 SELECT id, test_case_id, run_id, execution_id,
     CASE WHEN error IS NULL THEN (CASE WHEN passed THEN 'passed' ELSE 'failed' END)
          WHEN error LIKE 'pending:%' OR expected_output IS NULL THEN 'pending'
          ELSE 'error' END,
-    score, actual_output, expected_output, output_diff, exact_match, semantic_score,
-    similarity_method, length_diff, token_diff, token_method, is_regression, regression_type,
-    {regression_types}, prompt_version, run_duration_ms, latency_ms, input_tokens,
-    output_tokens, NULL,
-    CASE WHEN error LIKE 'pending:%' THEN NULL ELSE error END,
+    score, oxy_redact(actual_output), oxy_redact(expected_output), oxy_redact(output_diff),
+    exact_match, semantic_score, similarity_method, length_diff, token_diff, token_method,
+    is_regression, regression_type, {regression_types}, prompt_version, run_duration_ms,
+    latency_ms, input_tokens, output_tokens, NULL,
+    CASE WHEN error LIKE 'pending:%' THEN NULL ELSE oxy_redact(error) END,
+    CASE WHEN error IS NULL
+         THEN oxy_baseline_key(oxy_redact(expected_output), similarity_method) END,
     created_at
 FROM legacy_executions ORDER BY rowid
 """
+_BASELINES = """INSERT INTO case_baselines (test_case_id, baseline_key, runs, passes, score_sum,
+        scored, length_sum)
+    SELECT test_case_id, baseline_key, count(*),
+        sum(CASE WHEN status = 'passed' THEN 1 ELSE 0 END), total(score), count(score),
+        coalesce(sum(length(actual_output)), 0)
+    FROM executions WHERE baseline_key IS NOT NULL
+    GROUP BY test_case_id, baseline_key"""
 
 # Version 1 kept one regression type per execution and had no daily rollup.
 _V1_TYPES = "CASE WHEN regression_type IS NULL THEN '[]' ELSE '[\"' || regression_type || '\"]' END"
@@ -84,6 +95,14 @@ _REBUILD_DAILY = """INSERT INTO case_daily (test_case_id, day, runs, passes, sco
 
 def convert(conn: Connection, create: Callable[[str], None]) -> None:
     """Convert in the caller's transaction; ``create(revision)`` runs Alembic up to it."""
+    from ...redact import redact
+    from .._util import baseline_key
+
+    raw = conn.connection.driver_connection  # the sqlite3 connection: SQL calls Python here
+    raw.create_function(
+        "oxy_redact", 1, lambda t: None if t is None else redact(t), deterministic=True
+    )
+    raw.create_function("oxy_baseline_key", 2, baseline_key, deterministic=True)
     present = {
         r[0]
         for r in conn.exec_driver_sql(
@@ -108,6 +127,7 @@ def convert(conn: Connection, create: Callable[[str], None]) -> None:
     types = "regression_types" if "regression_types" in columns else _V1_TYPES
     conn.exec_driver_sql(_COPY_EXECUTIONS.format(regression_types=types))
     conn.exec_driver_sql(_COPY_DAILY if "case_daily" in present else _REBUILD_DAILY)
+    conn.exec_driver_sql(_BASELINES)
     for table in _DROP_ORDER:
         if table in present:
             conn.exec_driver_sql(f'DROP TABLE "legacy_{table}"')

@@ -120,6 +120,7 @@ def upgrade() -> None:
         sa.Column("output_tokens", sa.Integer),
         sa.Column("finish_reason", sa.Text),
         sa.Column("error_message", sa.Text),
+        sa.Column("baseline_key", sa.Text),
         sa.Column("created_at", sa.Text, nullable=False),
         sa.CheckConstraint(
             "status IN ('passed', 'failed', 'pending', 'error')", name="ck_executions_status"
@@ -134,6 +135,11 @@ def upgrade() -> None:
         ["test_case_id", "is_regression", "created_at", "seq"],
     )
     op.create_index("ix_executions_run", "executions", ["run_id"])
+    op.create_index(
+        "ix_executions_case_baseline",
+        "executions",
+        ["test_case_id", "baseline_key", "created_at", "seq"],
+    )
     op.create_table(
         "case_daily",
         sa.Column("test_case_id", sa.Text, sa.ForeignKey("test_cases.id"), primary_key=True),
@@ -142,6 +148,16 @@ def upgrade() -> None:
         sa.Column("passes", sa.Integer, nullable=False),
         sa.Column("score_sum", sa.Float, nullable=False),
         sa.Column("scored", sa.Integer, nullable=False),
+    )
+    op.create_table(
+        "case_baselines",
+        sa.Column("test_case_id", sa.Text, sa.ForeignKey("test_cases.id"), primary_key=True),
+        sa.Column("baseline_key", sa.Text, primary_key=True),
+        sa.Column("runs", sa.Integer, nullable=False),
+        sa.Column("passes", sa.Integer, nullable=False),
+        sa.Column("score_sum", sa.Float, nullable=False),
+        sa.Column("scored", sa.Integer, nullable=False),
+        sa.Column("length_sum", sa.BigInteger, nullable=False),
     )
     op.create_table(
         "test_results",
