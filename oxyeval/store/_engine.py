@@ -322,6 +322,12 @@ def translate(exc: BaseException, location: Location, action: str) -> StoreError
 
 def _translate_pg(orig: BaseException, msg: str, low: str, where: str, action: str) -> str:
     sqlstate = getattr(orig, "sqlstate", None) or ""
+    if "no password supplied" in low:
+        return (
+            f"history database {where}: the server asks for a password and none was given; "
+            "set it in the variable named by history.password_var in config.yml, or in "
+            "PGPASSWORD or ~/.pgpass"
+        )
     if sqlstate == "28P01" or "password authentication failed" in low:
         return (
             f"history database {where}: the server refused the password ({msg}); set it in the "

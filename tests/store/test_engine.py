@@ -208,6 +208,9 @@ def test_pg_errors_name_the_database_never_the_password(
     text = str(info.value)
     assert "refused the password" in text and f"127.0.0.1:{port}/postgres" in text
     assert PASSWORD not in text and "***" in text
+    nopw = resolve_location(pg_cluster.url("postgres", password=False), environ={})
+    with pytest.raises(StoreError, match="asks for a password and none was given"):
+        open_store(nopw, timeout=5)
     missing = resolve_location(pg_cluster.url("no_such_db"), environ={})
     with pytest.raises(StoreError, match="does not exist") as info:
         open_store(missing, timeout=5)
