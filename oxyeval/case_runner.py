@@ -50,6 +50,7 @@ __all__ = [
     "CaseResult",
     "CaseRun",
     "accept_baseline",
+    "check_accept",
     "find_case",
     "history_location",
     "preview_cases",
@@ -429,6 +430,19 @@ def find_case(cases: Sequence[TestCase], name: str) -> TestCase:
     raise ConfigError(
         f"{len(matches)} test cases are named {name!r}: {ids}; use the full id <prompt>::<case>"
     )
+
+
+def check_accept(
+    store: Store | None, project: Project, name: str, output: str | None = None
+) -> TestCase:
+    """What :func:`accept_baseline` would refuse, found without writing (``store`` None:
+    no history yet): an unknown or ambiguous name, or no output to adopt."""
+    case = find_case(preview_cases(store, project, []), name)
+    if output is None:
+        latest = None if store is None else store.executions.latest(case.id)
+        if latest is None or latest.actual_output is None:
+            raise ConfigError(f"case {case.id!r} has never run; pass the expected output")
+    return case
 
 
 def accept_baseline(

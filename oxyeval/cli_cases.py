@@ -420,9 +420,11 @@ def cases_accept(
     project: ProjectOption = None,
 ) -> None:
     """Accept a new baseline: set the expected output (rewrites the YAML value in place)."""
-    from .case_runner import accept_baseline
+    from .case_runner import accept_baseline, check_accept
 
     _out, err = _consoles()
+    # A read-only look first: an accept that cannot succeed changes (or creates) nothing.
+    _read(project, db, err, False, lambda proj, store: check_accept(store, proj, name, output))
     updated, where = _read(
         project,
         db,

@@ -66,6 +66,17 @@ def test_a_run_that_cannot_start_creates_no_database(root: Path) -> None:
     assert _digest(db) == before  # not even a sync
 
 
+def test_an_accept_that_cannot_succeed_changes_nothing(root: Path) -> None:
+    text = (root / "s.prompt.yml").read_text()
+    never = invoke("cases", "accept", "meh")
+    assert never.exit_code == 2 and "has never run; pass the expected output" in never.stderr
+    unknown = invoke("cases", "accept", "mehh", "--output", "x")
+    assert unknown.exit_code == 2 and "did you mean 'meh'" in unknown.stderr
+    assert not (root / ".oxy").exists() and (root / "s.prompt.yml").read_text() == text
+    assert invoke("cases", "accept", "meh", "--output", "neutral").exit_code == 0
+    assert (root / ".oxy" / "oxyeval.db").is_file()
+
+
 def test_unknown_formats_are_refused(root: Path) -> None:
     for args in (
         ("history", "--format", "xml"),
