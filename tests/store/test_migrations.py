@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import sqlite3
 import threading
@@ -186,15 +187,40 @@ def test_0_1_0_history_upgrades_without_loss(tmp_path: Path) -> None:
     conn.close()
 
 
-def test_reading_an_old_history_does_not_write_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_reading_an_old_history_does_not_write_it(tmp_path: Path, journal: str) -> None:
     db = _copy(tmp_path)
+    if journal == "wal":  # how 0.1.0 left its files
+        conn = sqlite3.connect(db)
+        assert conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal"
+        conn.close()
     digest = hashlib.sha256(db.read_bytes()).hexdigest()
     with open_store(db, read_only=True) as r:
         assert r.read_only
         assert {c.id for c in r.cases.list()} >= {"sentiment::happy", "sentiment::new"}
         assert len(r.runs.list()) == 4
     assert hashlib.sha256(db.read_bytes()).hexdigest() == digest
-    assert sorted(p.name for p in db.parent.iterdir()) == ["oxyeval.db"]
+    assert {p.name for p in db.parent.iterdir()} <= {
+        "oxyeval.db",
+        "oxyeval.db-wal",
+        "oxyeval.db-shm",
+    }
+    with open_store(db) as s:  # and a writer converts the WAL file as well
+        assert len(s.runs.list()) == 4 and s.cases.get("sentiment::happy").total_runs == 3  # type: ignore[union-attr]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write read-only folders")
+def test_an_old_history_in_a_read_only_folder_can_be_read(tmp_path: Path) -> None:
+    db = _copy(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.close()
+    os.chmod(db.parent, 0o555)
+    try:
+        with open_store(db, read_only=True) as r:
+            assert len(r.runs.list()) == 4
+    finally:
+        os.chmod(db.parent, 0o755)
 
 
 def test_a_failing_conversion_leaves_the_old_file_intact(

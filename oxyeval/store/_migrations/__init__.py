@@ -170,10 +170,16 @@ def upgrade(engine: Engine, location: Location, *, replay: bool = False) -> str:
 
 def _memory_copy(location: Location, timeout: float) -> Engine:
     """A private in-memory copy of an SQLite file, to upgrade and read without writing it."""
+    import os
     import sqlite3
     from urllib.parse import quote
 
-    src = sqlite3.connect(f"file:{quote(str(location.path))}?mode=ro", uri=True, timeout=timeout)
+    path = location.path
+    assert path is not None
+    uri = f"file:{quote(str(path))}?mode=ro"
+    if not os.access(path.parent, os.W_OK) or not os.access(path, os.W_OK):
+        uri += "&immutable=1"  # a read-only folder cannot hold the WAL's shared-memory file
+    src = sqlite3.connect(uri, uri=True, timeout=timeout)
     mem = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     try:
         src.backup(mem)
