@@ -24,6 +24,7 @@ __all__ = [
     "check_threshold",
     "load_agent",
     "load_project",
+    "open_store",
     "parse_verdict",
     "run_tests",
     "run_tests_async",
@@ -43,6 +44,7 @@ _LAZY = {
     "TestResult": "oxyeval.results",
     "TestRun": "oxyeval.results",
     "check_threshold": "oxyeval.report",
+    "open_store": "oxyeval.store",
     "parse_verdict": "oxyeval.judge",
     "run_tests": "oxyeval.runner",
     "run_tests_async": "oxyeval.runner",
@@ -59,6 +61,7 @@ if TYPE_CHECKING:
     from .report import check_threshold
     from .results import TestResult, TestRun
     from .runner import run_tests, run_tests_async
+    from .store import open_store
 
 
 def __getattr__(name: str) -> Any:

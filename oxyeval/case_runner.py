@@ -12,10 +12,20 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .agent import AgentRunner, counted, stopped_at_token_limit, token_limit_warning
-from .cases import PromptDef, case_id, collect_case_files, load_prompts, rewrite_expected_output
+from .case_selection import (
+    declared_cases,
+    history_location,
+    leaving_cases,
+    no_version_error,
+    precheck,
+    preview_cases,
+    select_cases,
+    unknown_names_error,
+)
+from .cases import PromptDef, collect_case_files, load_prompts, rewrite_expected_output
 from .errors import ConfigError, LoadError, ProviderError
 from .project import Project, load_project
 from .providers._base import ChatMessage, GenerateParams
@@ -30,15 +40,21 @@ from .scoring import (
     token_counter,
 )
 from .sql import SqlRunner
-from .store import Store, default_db_path
+from .store import NewExecution, TestCase
 from .templates import TemplateRef, render
 from .validate import did_you_mean
+
+if TYPE_CHECKING:
+    from .store import Store
 
 __all__ = [
     "CaseResult",
     "CaseRun",
     "accept_baseline",
+    "check_accept",
     "find_case",
+    "history_location",
+    "preview_cases",
     "run_cases",
     "run_cases_async",
     "sync_files",
@@ -118,7 +134,7 @@ class CaseResult:
 
 @dataclass(repr=False)
 class CaseRun:
-    db: Path
+    db: Path | str  # the SQLite file, or the PostgreSQL URL without its password
     results: list[CaseResult] = field(default_factory=list)
     runs: dict[str, str] = field(default_factory=dict)  # prompt id -> run id
     versions: dict[str, int] = field(default_factory=dict)  # prompt id -> version run
@@ -152,7 +168,7 @@ class _Plan:
     compiled templates, params, the tokenizer, and (for agents) one runner for all cases."""
 
     prompt: PromptDef
-    cases: list[dict[str, Any]]
+    cases: list[TestCase]
     version: int
     content: Mapping[str, Any]
     template: TemplateRef
@@ -175,7 +191,7 @@ class _Plan:
     def build(
         cls,
         prompt: PromptDef,
-        cases: list[dict[str, Any]],
+        cases: list[TestCase],
         version: int,
         content: Mapping[str, Any],
         project: Project,
@@ -245,9 +261,30 @@ class _Scorer:
             await self._pool.aclose()
 
 
+async def _store_error(plan: _Plan, result: CaseResult, store: Store, **fields: Any) -> CaseResult:
+    """Keep a failed execution in the history (status error, with its message): an outage
+    is visible there, and never counted as a failed case."""
+    stored = await asyncio.to_thread(
+        store.executions.record,
+        NewExecution(
+            test_case_id=result.case_id,
+            run_id=plan.run_id or None,
+            status="error",
+            prompt_version=plan.version,
+            expected_output=result.expected_output,
+            run_duration_ms=result.run_duration_ms,
+            error=result.error,
+            **fields,
+        ),
+    )
+    result.execution_id = stored.id
+    result.created_at = stored.created_at
+    return result
+
+
 async def _run_one(
     plan: _Plan,
-    case: Mapping[str, Any],
+    case: TestCase,
     *,
     pool: ModelPool,
     scorer: _Scorer,
@@ -255,17 +292,16 @@ async def _run_one(
 ) -> CaseResult:
     prompt, version = plan.prompt, plan.version
     started = time.perf_counter()
-    threshold = case.get("threshold")
-    threshold = prompt.threshold if threshold is None else float(threshold)
+    threshold = prompt.threshold if case.threshold is None else float(case.threshold)
     result = CaseResult(
-        case_id=case["id"],
-        name=case["name"],
+        case_id=case.id,
+        name=case.name,
         prompt_id=prompt.id,
         prompt_version=version,
-        expected_output=case.get("expectedOutput"),
+        expected_output=case.expected_output,
         threshold=threshold,
     )
-    inputs = case.get("input") or {}
+    inputs = case.input or {}
     try:
         user = render(plan.template, inputs)
         system = render(plan.system, inputs) if plan.system is not None else ""
@@ -273,7 +309,7 @@ async def _run_one(
         # A case created through the API may not fit the template: that case fails to run,
         # the others go on.
         result.error = f"case {result.case_id!r}: its input does not fit prompt version {version}: {exc.diagnostics[0].message}"
-        return result
+        return await _store_error(plan, result, store)
     try:
         if plan.agent is not None:
             completion = await plan.agent.ask(user)
@@ -284,7 +320,7 @@ async def _run_one(
     except ProviderError as exc:
         result.error = str(exc)
         result.run_duration_ms = (time.perf_counter() - started) * 1000
-        return result
+        return await _store_error(plan, result, store)
     # Already scrubbed where the answer entered (Model.generate); scrubbed again here
     # because this is what the history database stores.
     actual = redact(completion.text)
@@ -306,7 +342,16 @@ async def _run_one(
         except (ProviderError, ValueError) as exc:
             result.error = redact(f"scoring case {result.case_id!r} failed: {exc}")
             result.run_duration_ms = (time.perf_counter() - started) * 1000
-            return result
+            return await _store_error(
+                plan,
+                result,
+                store,
+                actual_output=actual,
+                latency_ms=result.latency_ms,
+                input_tokens=result.input_tokens,
+                output_tokens=result.output_tokens,
+                finish_reason=completion.finish_reason,
+            )
         # A cosine can be negative; the spec's score is 0..1, and "opposite" is not better
         # than "unrelated" for a test, so negatives count as 0.
         result.semantic_score = min(1.0, max(0.0, similarity))
@@ -317,54 +362,60 @@ async def _run_one(
         result.token_method = plan.counter.method
         # Quadratic in the worst case: off the event loop, so other cases keep going.
         result.output_diff = await asyncio.to_thread(output_diff, expected, actual)
-        history = store.history_for_case(
-            result.case_id, recent=prompt.recent, baseline=(expected, result.similarity_method)
+        # The store is synchronous: off the event loop, so other cases keep going.
+        history = await asyncio.to_thread(
+            store.stats.history,
+            result.case_id,
+            prompt.recent,
+            baseline=(expected, result.similarity_method),
         )
+        past_rate, recent = history.historical_pass_rate, history.recent
     else:
         result.pending = True
         result.similarity_method = "none (no expected output)"
-        history = {"historicalPassRate": None, "recent": []}
-    recent = history["recent"]
+        past_rate, recent = None, ()
     regression = detect_regression(
         passed=result.passed,
         score=result.score,
         length=len(actual),
-        historical_pass_rate=history["historicalPassRate"],
-        recent_scores=[r["score"] for r in recent],
-        recent_lengths=[r["actualLength"] for r in recent if r["actualLength"] is not None],
+        historical_pass_rate=past_rate,
+        recent_scores=[r.score for r in recent],
+        recent_lengths=[r.actual_length for r in recent if r.actual_length is not None],
     )
     result.is_regression = regression.is_regression
     result.regression_type = regression.type
     result.regression_types = regression.types
     result.regression_reasons = regression.reasons
     result.run_duration_ms = round((time.perf_counter() - started) * 1000, 3)
-    stored = store.record_execution(
-        test_case_id=result.case_id,
-        run_id=plan.run_id,
-        passed=result.passed,
-        score=result.score,
-        actual_output=actual,
-        expected_output=expected,
-        output_diff=result.output_diff,
-        exact_match=result.exact_match,
-        semantic_score=result.semantic_score,
-        similarity_method=result.similarity_method,
-        length_diff=result.length_diff if result.length_diff is not None else 0,
-        token_diff=result.token_diff,
-        token_method=result.token_method,
-        is_regression=result.is_regression,
-        regression_type=result.regression_type,
-        regression_types=result.regression_types,
-        prompt_version=version,
-        run_duration_ms=result.run_duration_ms,
-        latency_ms=result.latency_ms,
-        input_tokens=result.input_tokens,
-        output_tokens=result.output_tokens,
-        error="pending: no expected output yet" if result.pending else None,
-        finish_reason=result.finish_reason,
+    stored = await asyncio.to_thread(
+        store.executions.record,
+        NewExecution(
+            test_case_id=result.case_id,
+            run_id=plan.run_id or None,
+            status="pending" if result.pending else ("passed" if result.passed else "failed"),
+            score=result.score,
+            actual_output=actual,
+            expected_output=expected,
+            output_diff=result.output_diff,
+            exact_match=result.exact_match,
+            semantic_score=result.semantic_score,
+            similarity_method=result.similarity_method,
+            length_diff=result.length_diff,
+            token_diff=result.token_diff,
+            token_method=result.token_method,
+            is_regression=result.is_regression,
+            regression_type=result.regression_type,
+            regression_types=result.regression_types,
+            prompt_version=version,
+            run_duration_ms=result.run_duration_ms,
+            latency_ms=result.latency_ms,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            finish_reason=completion.finish_reason,
+        ),
     )
-    result.execution_id = stored.get("id")
-    result.created_at = stored.get("createdAt")
+    result.execution_id = stored.id
+    result.created_at = stored.created_at
     return result
 
 
@@ -386,54 +437,14 @@ def _warn_token_limits(run: CaseRun, plans: Sequence[_Plan], pool: ModelPool) ->
         run.warnings.append(f"{text}; `oxy cases accept` adopts such an output only with --force")
 
 
-def _select(
-    cases: list[dict[str, Any]],
-    names: Sequence[str] | None,
-    files: set[str] | None,
-    found: set[str],
-) -> list[dict[str, Any]]:
-    """The cases to run: those of the given files (all, for the whole project), narrowed to
-    ``names`` (a case name or its full id <prompt>::<case>); ``found`` collects the names hit."""
-    if files is not None:
-        cases = [c for c in cases if c.get("sourceFile") in files]
-    if not names:
-        return cases
-    chosen = []
-    for case in cases:
-        hits = {n for n in names if n in (case["id"], case["name"])}
-        if hits:
-            found.update(hits)
-            chosen.append(case)  # each case once, however many names pick it
-    return chosen
-
-
 def sync_prompt(store: Store, project: Project, prompt: PromptDef) -> int:
     """Record the prompt, its current version and its YAML cases; returns the version."""
-    store.upsert_prompt(prompt.id, prompt.id, project.relative(prompt.file))
-    version = store.ensure_version(prompt.id, prompt.content(project))
-    declared = set()
-    for case in prompt.cases:
-        cid = case_id(prompt.id, case.name)
-        declared.add(cid)
-        store.upsert_test_case(
-            cid,
-            prompt.id,
-            case.name,
-            case.input,
-            case.expected_output,
-            case.description or None,
-            threshold=case.threshold,
-            source_file=project.relative(case.doc.path) if case.doc is not None else None,
-        )
-    # Cases removed from their file leave the suite (their history stays in the store).
-    files = {project.relative(c.doc.path) for c in prompt.cases if c.doc is not None} | {
-        project.relative(prompt.file)
-    }
-    for stored in store.list_test_cases(prompt.id):
-        source = stored.get("sourceFile")
-        gone = source is not None and not (project.root / source).is_file()
-        if stored["id"] not in declared and (source in files or gone):
-            store.delete_test_case(stored["id"])
+    store.prompts.upsert(prompt.id, prompt.id, project.relative(prompt.file))
+    version = store.prompts.ensure_version(prompt.id, prompt.content(project))
+    for cid, fields in declared_cases(project, prompt).items():
+        store.cases.upsert(cid, **fields)
+    for cid in leaving_cases(project, prompt, store.cases.list(prompt.id)):
+        store.cases.delete(cid)
     return version
 
 
@@ -445,57 +456,77 @@ def sync_files(store: Store, project: Project, paths: Sequence[str]) -> list[Pro
     return prompts
 
 
-def find_case(store: Store, name: str) -> dict[str, Any]:
+def find_case(cases: Sequence[TestCase], name: str) -> TestCase:
     """A case by its full id <prompt>::<case>, or by its name when that is unique."""
-    cases = store.list_test_cases()
-    matches = [c for c in cases if c["id"] == name] or [c for c in cases if c["name"] == name]
+    matches = [c for c in cases if c.id == name] or [c for c in cases if c.name == name]
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        names = sorted({c["name"] for c in cases} | {c["id"] for c in cases})
+        names = sorted({c.name for c in cases} | {c.id for c in cases})
         raise ConfigError(f"no test case named {name!r}{did_you_mean(name, names)}")
-    ids = ", ".join(c["id"] for c in matches)
+    ids = ", ".join(c.id for c in matches)
     raise ConfigError(
         f"{len(matches)} test cases are named {name!r}: {ids}; use the full id <prompt>::<case>"
     )
 
 
+def check_accept(
+    store: Store | None,
+    project: Project,
+    name: str,
+    output: str | None = None,
+    *,
+    force: bool = False,
+) -> TestCase:
+    """What :func:`accept_baseline` would refuse, found without writing (``store`` None:
+    no history yet): an unknown or ambiguous name, or no output to adopt."""
+    case = find_case(preview_cases(store, project, []), name)
+    if output is None:
+        _latest_output(store, case, force)
+    return case
+
+
+def _latest_output(store: Store | None, case: TestCase, force: bool) -> str:
+    """The output ``accept`` adopts by default; one cut off at the token limit only with
+    ``force`` (a baseline that ends mid-sentence fails every later correct answer)."""
+    latest = None if store is None else store.executions.latest(case.id)
+    if latest is None or latest.actual_output is None:
+        raise ConfigError(f"case {case.id!r} has never run; pass the expected output")
+    if not force and latest.truncated:
+        raise ConfigError(
+            f"case {case.id!r}: its latest output stopped at the model's token limit "
+            f"(finish reason {latest.finish_reason!r}, {len(latest.actual_output)} characters), "
+            "so it is probably cut off. Raise max_tokens and run the case again, or accept "
+            "it anyway with --force"
+        )
+    return latest.actual_output
+
+
 def accept_baseline(
     store: Store, project: Project, name: str, output: str | None = None, *, force: bool = False
-) -> tuple[dict[str, Any], str]:
+) -> tuple[TestCase, str]:
     """Make ``output`` (default: the latest actual output) the expected output of a case.
 
     A YAML-declared case is changed in its file first (the file is the source of truth:
     the next sync would undo a store-only change), then in the store. Returns the updated
     case and where it was set. Secrets are scrubbed from the output first: a history
     written before they were, or a value typed with ``--output``, must not put a key
-    into a file that gets committed. A latest output that stopped at the model's token limit is probably cut off
-    mid-answer; adopting it as the baseline takes ``force``.
+    into a file that gets committed. A latest output that stopped at the model's token
+    limit is probably cut off mid-answer; adopting it as the baseline takes ``force``.
     """
     prompts = sync_files(store, project, [])
-    case = find_case(store, name)
+    case = find_case(store.cases.list(), name)
     if output is None:
-        latest = store.executions(case["id"], 1, 0)
-        if not latest:
-            raise ConfigError(f"case {case['id']!r} has never run; pass the expected output")
-        reason = latest[0].get("finishReason")
-        if not force and stopped_at_token_limit(reason):
-            raise ConfigError(
-                f"case {case['id']!r}: its latest output stopped at the model's token limit "
-                f"(finish reason {reason!r}, {len(latest[0]['actualOutput'])} characters), so "
-                "it is probably cut off. Raise max_tokens and run the case again, or accept "
-                "it anyway with --force"
-            )
-        output = latest[0]["actualOutput"]
+        output = _latest_output(store, case, force)
     output = redact(output)
     declared = next(
-        (c for p in prompts if p.id == case["promptId"] for c in p.cases if c.name == case["name"]),
+        (c for p in prompts if p.id == case.prompt_id for c in p.cases if c.name == case.name),
         None,
     )
     where = "the store"
     if declared is not None and declared.doc is not None:
         where = project.relative(rewrite_expected_output(declared, output))
-    return store.update_expected_output(case["id"], output), where
+    return store.cases.update_expected_output(case.id, output), where
 
 
 async def run_cases_async(
@@ -516,44 +547,47 @@ async def run_cases_async(
     prompts = load_prompts(project, collect_case_files(project, [str(p) for p in paths]))
     if not prompts:
         raise ConfigError(f"no *.prompt.yml or *.cases.yml files under {project.root}")
-    db_path = Path(db) if db is not None else default_db_path(project.root, environ)
-    run = into if into is not None else CaseRun(db=db_path)
-    run.db = db_path
-    store = Store.open(db_path)
+    from .store import open_store
+
+    location = history_location(project, db, environ)
+    db_shown: Path | str = location.path if location.path is not None else location.display
+    run = into if into is not None else CaseRun(db=db_shown)
+    run.db = db_shown
+    # Given files: run what they declare. No paths: the whole project, API cases included.
+    only_files = (
+        {project.relative(f) for f in collect_case_files(project, [str(p) for p in paths])}
+        if paths
+        else None
+    )
+    await asyncio.to_thread(precheck, location, project, prompts, cases, version, only_files)
+    store = await asyncio.to_thread(open_store, location)
     pool = project.model_pool(environ=environ)
     sql = SqlRunner(project.databases, project.root)
     scorer = _Scorer(project, environ, pool)
+    plans: list[_Plan] = []
     try:
-        stale = store.mark_stale_runs()
+        stale = store.runs.mark_stale()
         if stale:
             run.warnings.append(
                 f"{len(stale)} earlier run(s) had been interrupted; their finished results are kept"
             )
-        plans = []
         all_names: set[str] = set()
         found: set[str] = set()
-        # Given files: run what they declare. No paths: the whole project, API cases included.
-        only_files = (
-            {project.relative(f) for f in collect_case_files(project, [str(p) for p in paths])}
-            if paths
-            else None
-        )
         for prompt in prompts:
             current = sync_prompt(store, project, prompt)
             chosen_version = current if version is None else version
             content = (
                 prompt.content(project)
                 if version is None
-                else store.get_version(prompt.id, version)
+                else store.prompts.get_version(prompt.id, version)
             )
             if content is None:
-                known = [v["version"] for v in store.list_versions(prompt.id)]
-                raise ConfigError(
-                    f"prompt '{prompt.id}' has no version {version}; versions: {', '.join(map(str, known))}"
+                raise no_version_error(
+                    prompt, version or 0, [v.version for v in store.prompts.versions(prompt.id)]
                 )
-            stored_cases = store.list_test_cases(prompt.id)
-            all_names |= {c["name"] for c in stored_cases} | {c["id"] for c in stored_cases}
-            selected = _select(stored_cases, cases, only_files, found)
+            stored_cases = store.cases.list(prompt.id)
+            all_names |= {c.name for c in stored_cases} | {c.id for c in stored_cases}
+            selected = select_cases(stored_cases, cases, only_files, found)
             if not selected:
                 continue
             if content["model"] not in project.models:
@@ -564,17 +598,12 @@ async def run_cases_async(
             pool.check([content["model"]])
             scorer.check(prompt.similarity)
             plans.append(_Plan.build(prompt, selected, chosen_version, content, project, pool, sql))
-        if cases:
-            missing = [n for n in dict.fromkeys(cases) if n not in found]
-            if missing:
-                raise ConfigError(
-                    f"no test case named {', '.join(repr(m) for m in missing)}"
-                    f"{did_you_mean(missing[0], all_names)}"
-                    + (" in the given files" if only_files is not None else "")
-                )
+        error = unknown_names_error(cases, found, all_names, only_files)
+        if error is not None:
+            raise error
         semaphore = asyncio.Semaphore(max(1, concurrency))
 
-        async def one(plan: _Plan, case: dict[str, Any]) -> None:
+        async def one(plan: _Plan, case: TestCase) -> None:
             async with semaphore:
                 result = await _run_one(plan, case, pool=pool, scorer=scorer, store=store)
             run.results.append(result)
@@ -582,8 +611,15 @@ async def run_cases_async(
                 on_result(result)
 
         jobs = []
+        group = store.runs.new_group_id() if len(plans) > 1 else None
         for plan in plans:
-            plan.run_id = store.start_run(plan.prompt.id, plan.version, len(plan.cases))
+            plan.run_id = store.runs.start(
+                "cases",
+                prompt_id=plan.prompt.id,
+                prompt_version=plan.version,
+                total=len(plan.cases),
+                group_id=group,
+            )
             run.runs[plan.prompt.id] = plan.run_id
             run.versions[plan.prompt.id] = plan.version
             run.planned += len(plan.cases)
@@ -602,14 +638,14 @@ async def run_cases_async(
             for prompt_id, run_id in run.runs.items():
                 errors = aborted or any(r.error for r in run.results if r.prompt_id == prompt_id)
                 status = "interrupted" if run.interrupted else ("failed" if errors else "completed")
-                store.finish_run(run_id, status)
+                store.runs.finish(run_id, status)
     finally:
         await scorer.aclose()
         await pool.aclose()
         sql.close()
         store.close()
     order = {
-        (plan.prompt.id, c["name"]): (k, i)
+        (plan.prompt.id, c.name): (k, i)
         for k, plan in enumerate(plans)
         for i, c in enumerate(plan.cases)
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -31,13 +32,24 @@ cases_app = typer.Typer(
 DbOption = Annotated[
     str | None,
     typer.Option(
-        "--db", help="SQLite history file (default: $OXY_DB, else .oxy/oxyeval.db in the project)."
+        "--db",
+        help="History: an SQLite file or a postgresql://user@host:5432/db URL (default: "
+        "$OXY_DB, else history.url in config.yml, else .oxy/oxyeval.db in the project).",
     ),
 ]
 ProjectOption = Annotated[str | None, typer.Option("--project", help="Project folder.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+
+
+class Format(str, Enum):
+    """The output formats of the read commands; anything else is refused (exit 2)."""
+
+    pretty = "pretty"
+    json = "json"
+
+
 FormatOption = Annotated[
-    str, typer.Option("--format", help="pretty or json (one JSON document on stdout).")
+    Format, typer.Option("--format", help="pretty or json (one JSON document on stdout).")
 ]
 
 
@@ -55,24 +67,41 @@ def _fail(err: Console, exc: BaseException, as_json: bool) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _open(project_dir: str | None, db: str | None) -> tuple[Any, Store]:
-    """The project and its history; a history file we may not write opens read-only, so an
-    archived database can still be listed and shown."""
-    import os
-
+def _open(project_dir: str | None, db: str | None, *, write: bool) -> tuple[Any, Store | None]:
+    """The project and its history. Read commands open it read-only and never create one:
+    no history yet gives ``None``, unless the user named a file that does not exist."""
+    from .case_runner import history_location
     from .project import load_project
-    from .store import Store, default_db_path
+    from .store import EmptyHistoryError, LocationError, open_store
 
     project = load_project(project_dir=project_dir) if project_dir else load_project()
-    path = Path(db) if db else default_db_path(project.root)
-    writable = not path.exists() or (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
-    return project, Store.open(path, read_only=not writable)
+    location = history_location(project, db)
+    if write:
+        return project, open_store(location)
+    if location.explicit and location.path is not None and not location.path.exists():
+        raise LocationError(
+            f"history database {location.display} does not exist", path=location.display
+        )
+    try:
+        return project, open_store(location, read_only=True)
+    except EmptyHistoryError:
+        return project, None
 
 
-def _read(project: str | None, db: str | None, err: Console, as_json: bool, read: Any) -> Any:
+def _read(
+    project: str | None,
+    db: str | None,
+    err: Console,
+    as_json: bool,
+    read: Any,
+    *,
+    write: bool = False,
+) -> Any:
     """Open the project's history, call ``read(project, store)``, report errors the one way."""
     try:
-        proj, store = _open(project, db)
+        proj, store = _open(project, db, write=write)
+        if store is None:
+            return read(proj, None)
         with store:
             return read(proj, store)
     except OxyError as exc:
@@ -308,7 +337,7 @@ def cases_list(
         typer.Argument(help="Prompt/cases files or folders (default: the project)."),
     ] = None,
     as_json: JsonOption = False,
-    format: FormatOption = "pretty",
+    format: FormatOption = Format.pretty,
     db: DbOption = None,
     project: ProjectOption = None,
 ) -> None:
@@ -318,12 +347,11 @@ def cases_list(
     out, err = _consoles()
     as_json = as_json or format == "json"
 
-    def read(proj: Any, store: Store) -> list[dict[str, Any]]:
-        from .case_runner import sync_files
+    def read(proj: Any, store: Store | None) -> list[dict[str, Any]]:
+        from .case_runner import preview_cases
+        from .report_cases import case_json
 
-        if not store.read_only:
-            sync_files(store, proj, paths or [])
-        return store.list_test_cases()
+        return [case_json(c) for c in preview_cases(store, proj, paths or [])]
 
     cases = _read(project, db, err, as_json, read)
     if as_json:
@@ -356,7 +384,7 @@ def sparkline(values: list[float | None]) -> str:
 def cases_show(
     name: Annotated[str, typer.Argument(help="Case name, or <prompt>::<case>.")],
     as_json: JsonOption = False,
-    format: FormatOption = "pretty",
+    format: FormatOption = Format.pretty,
     recent: Annotated[int, typer.Option("--recent", min=1, help="Recent runs to list.")] = 10,
     db: DbOption = None,
     project: ProjectOption = None,
@@ -367,13 +395,13 @@ def cases_show(
     out, err = _consoles()
     as_json = as_json or format == "json"
 
-    def read(proj: Any, store: Store) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        from .case_runner import find_case, sync_files
+    def read(proj: Any, store: Store | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        from .case_runner import find_case, preview_cases
+        from .report_cases import case_json, empty_stats, stats_json
 
-        if not store.read_only:
-            sync_files(store, proj, [])  # cases declared but never run can be shown too
-        case = find_case(store, name)
-        return case, store.test_case_stats(case["id"], recent=recent)
+        case = find_case(preview_cases(store, proj, []), name)  # declared, never run: shown too
+        stats = None if store is None else store.stats.case_stats(case.id, recent=recent)
+        return case_json(case), stats_json(stats or empty_stats(case.id))
 
     case, stats = _read(project, db, err, as_json, read)
     if as_json:
@@ -425,23 +453,32 @@ def cases_accept(
     An output that stopped at the model's token limit is probably cut off: accepting it
     takes --force (exit 2 without).
     """
-    from .case_runner import accept_baseline
+    from .case_runner import accept_baseline, check_accept
 
     _out, err = _consoles()
+    # A read-only look first: an accept that cannot succeed changes (or creates) nothing.
+    _read(
+        project,
+        db,
+        err,
+        False,
+        lambda proj, store: check_accept(store, proj, name, output, force=force),
+    )
     updated, where = _read(
         project,
         db,
         err,
         False,
         lambda proj, store: accept_baseline(store, proj, name, output, force=force),
+        write=True,
     )
-    err.print(f"expected output of {updated['id']} set in {where}", style="green", markup=False)
+    err.print(f"expected output of {updated.id} set in {where}", style="green", markup=False)
 
 
 def history_command(
     limit: Annotated[int, typer.Option("--limit", min=1, help="Runs to show.")] = 20,
     as_json: JsonOption = False,
-    format: FormatOption = "pretty",
+    format: FormatOption = Format.pretty,
     db: DbOption = None,
     project: ProjectOption = None,
 ) -> None:
@@ -451,14 +488,23 @@ def history_command(
     out, err = _consoles()
     as_json = as_json or format == "json"
 
-    def read(_proj: Any, store: Store) -> list[dict[str, Any]]:
-        if not store.read_only:
-            store.mark_stale_runs()
-        return store.list_runs(limit)
+    def read(_proj: Any, store: Store | None) -> list[dict[str, Any]]:
+        from .report_cases import run_json
+
+        if store is None:
+            return []
+        stale = set(store.runs.find_stale())  # shown as interrupted; a read writes nothing
+        return [
+            run_json(r, status="interrupted" if r.id in stale else None)
+            for r in store.runs.list(limit, kind="cases")
+        ]
 
     runs = _read(project, db, err, as_json, read)
     if as_json:
         write_json({"runs": runs}, sys.stdout)
+        raise typer.Exit(0)
+    if not runs:
+        out.print("no runs yet")
         raise typer.Exit(0)
     table = _table(
         "started",

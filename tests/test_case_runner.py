@@ -10,7 +10,7 @@ import pytest
 
 from oxyeval.case_runner import run_cases, run_cases_async
 from oxyeval.errors import ConfigError
-from oxyeval.store import Store
+from oxyeval.store import open_store
 
 from .conftest import MakeProject
 from .fakes import fake_openai_embeddings, fake_vector
@@ -57,11 +57,12 @@ def test_scores_are_computed_and_stored(root: Path) -> None:
     assert r["meh"].length_diff == len("neutral") - len("negative")
     assert [o["op"] for o in r["meh"].output_diff] == ["delete", "insert"]
     assert run.db == root / ".oxy" / "oxyeval.db"
-    with Store.open(run.db) as store:
-        case = store.get_test_case("sentiment::meh")
-        assert case["totalRuns"] == 1 and case["passRate"] == 0.0 and case["lastPassed"] is False
-        (execution,) = store.executions("sentiment::meh", 10, 0)
-        assert execution["actualOutput"] == "neutral" and execution["promptVersion"] == 1
+    with open_store(run.db) as store:
+        case = store.cases.get("sentiment::meh")
+        assert case.total_runs == 1 and case.pass_rate == 0.0 and case.last_passed is False
+        (execution,) = store.executions.list("sentiment::meh", 10, 0)
+        assert execution.actual_output == "neutral" and execution.prompt_version == 1
+        assert execution.status == "failed" and execution.finish_reason == "stop"
 
 
 def test_regressions_across_runs(root: Path) -> None:
@@ -77,10 +78,10 @@ def test_regressions_across_runs(root: Path) -> None:
     assert not happy.passed
     assert happy.regression_types == ["FAILED", "SCORE_DROP", "LENGTH_CHANGE"]
     assert happy.regression_type == "FAILED"
-    with Store.open(root / ".oxy" / "oxyeval.db") as store:
-        stats = store.test_case_stats("sentiment::happy")
-        assert stats["totalRuns"] == 4 and stats["passRate"] == 75.0
-        assert stats["regressions"][0]["regressionType"] == "FAILED"
+    with open_store(root / ".oxy" / "oxyeval.db") as store:
+        stats = store.stats.case_stats("sentiment::happy")
+        assert stats.total_runs == 4 and stats.pass_rate == 75.0
+        assert stats.regressions[0].regression_type == "FAILED"
 
 
 def test_prompt_edits_make_versions_and_old_versions_rerun(root: Path) -> None:
@@ -103,7 +104,7 @@ def test_unknown_case_name_suggests(root: Path) -> None:
         run_cases([root / "s.prompt.yml"], cases=["hapy"])
 
 
-def test_provider_errors_are_reported_not_stored(make_project: MakeProject) -> None:
+def test_provider_errors_are_stored_as_errors_not_failures(make_project: MakeProject) -> None:
     root = make_project(
         CONFIG,
         {"s.prompt.yml": PROMPT + "  - {name: boom, input: {text: explode}, expected_output: x}\n"},
@@ -111,9 +112,13 @@ def test_provider_errors_are_reported_not_stored(make_project: MakeProject) -> N
     run = run_cases([root / "s.prompt.yml"])
     boom = by_name(run)["boom"]
     assert boom.error is not None and "backend down" in boom.error
-    with Store.open(run.db) as store:
-        assert store.get_test_case("sentiment::boom")["totalRuns"] == 0
-        assert store.list_runs(1)[0]["status"] == "failed"
+    with open_store(run.db) as store:
+        assert store.cases.get("sentiment::boom").total_runs == 0  # not a failed case
+        (stored,) = store.executions.list("sentiment::boom")
+        assert stored.status == "error" and "backend down" in (stored.error or "")
+        assert stored.actual_output is None and stored.id == boom.execution_id
+        (last,) = store.runs.list(1)
+        assert last.status == "failed" and last.errors == 1 and last.done == 4
 
 
 def test_interrupted_batch_keeps_finished_executions(make_project: MakeProject) -> None:
@@ -133,18 +138,18 @@ def test_interrupted_batch_keeps_finished_executions(make_project: MakeProject) 
             await task
 
     asyncio.run(go())
-    with Store.open(root / ".oxy" / "oxyeval.db") as store:
-        (run,) = store.list_runs(5)
-        assert run["status"] == "interrupted"
-        assert run["done"] == 1 and run["total"] == 3
-        ran = [c for c in store.list_test_cases() if c["totalRuns"] == 1]
+    with open_store(root / ".oxy" / "oxyeval.db") as store:
+        (run,) = store.runs.list(5)
+        assert run.status == "interrupted"
+        assert run.done == 1 and run.total == 3
+        ran = [c for c in store.cases.list() if c.total_runs == 1]
         assert len(ran) == 1
 
 
 def test_cases_created_through_the_api_run_too(root: Path) -> None:
     run_cases([root / "s.prompt.yml"])
-    with Store.open(root / ".oxy" / "oxyeval.db") as store:
-        store.create_test_case(
+    with open_store(root / ".oxy" / "oxyeval.db") as store:
+        store.cases.create(
             "sentiment", "api case", {"text": "love"}, "positive", id="sentiment::api case"
         )
     assert "api case" not in by_name(run_cases([root / "s.prompt.yml"]))  # files: what they declare
@@ -161,9 +166,9 @@ def test_removed_yaml_cases_leave_the_suite_but_keep_history(root: Path) -> None
     )
     run = run_cases([root / "s.prompt.yml"])
     assert sorted(by_name(run)) == ["happy", "sad"]
-    with Store.open(run.db) as store:
-        gone = store.get_test_case("sentiment::meh", include_deleted=True)
-        assert gone["deletedAt"] is not None and gone["totalRuns"] == 1
+    with open_store(run.db) as store:
+        gone = store.cases.get("sentiment::meh", include_deleted=True)
+        assert gone.deleted_at is not None and gone.total_runs == 1
 
 
 def test_semantic_score_from_an_embeddings_server(make_project: MakeProject) -> None:
@@ -228,7 +233,9 @@ def test_missing_expected_output_is_pending_not_failed(make_project: MakeProject
     run = run_cases([root / "s.prompt.yml"], cases=["new"])
     (new,) = run.results
     assert new.pending and not run.failed and new.actual_output == "positive"
-    with Store.open(run.db) as store:
-        case = store.get_test_case("sentiment::new")
-        assert case["totalRuns"] == 0 and case["passRate"] is None  # not counted as a failure
-        assert store.executions("sentiment::new", 1, 0)[0]["actualOutput"] == "positive"
+    with open_store(run.db) as store:
+        case = store.cases.get("sentiment::new")
+        assert case.total_runs == 0 and case.pass_rate is None  # not counted as a failure
+        (pending,) = store.executions.list("sentiment::new", 1, 0)
+        assert pending.actual_output == "positive" and pending.status == "pending"
+        assert pending.error is None  # pending is a status, not an error message

@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from oxyeval.cli import app
-from oxyeval.store import Store
+from oxyeval.store import open_store
 
 from .conftest import MakeProject
 from .fakes import FakeServer, RecordedRequest, ResponseLike, openai_chat_response, stall
@@ -223,9 +223,9 @@ def test_oxy_cases_run_sigterm_stores_and_prints_finished_cases(make_project: Ma
     assert doc["executions"][0]["actualOutput"] == "answer 1"
     assert doc["summary"]["interrupted"] is True and doc["summary"]["planned"] == 3
     assert "interrupted (SIGTERM): 1 of 3 case(s) finished" in err
-    with Store.open(root / ".oxy" / "oxyeval.db") as store:
-        (run,) = store.list_runs(5)
-    assert run["status"] == "interrupted" and run["done"] == 1 and run["total"] == 3
+    with open_store(root / ".oxy" / "oxyeval.db") as store:
+        (run,) = store.runs.list(5)
+    assert run.status == "interrupted" and run.done == 1 and run.total == 3
 
 
 def test_oxy_test_pretty_says_interrupted_and_keeps_partial_runs(

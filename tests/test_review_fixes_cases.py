@@ -16,7 +16,7 @@ from oxyeval.errors import ConfigError
 from oxyeval.load import load_yaml
 from oxyeval.project import load_project
 from oxyeval.scoring import apply_diff, output_diff
-from oxyeval.store import Store
+from oxyeval.store import open_store
 
 from .conftest import MakeProject
 from .fakes import FakeResponse, FakeServer
@@ -79,9 +79,9 @@ def test_read_only_history_can_still_be_inspected(
     root = make_project(CONFIG, {"s.prompt.yml": PROMPT})
     run_cases([root / "s.prompt.yml"])
     db = root / ".oxy" / "oxyeval.db"
-    with Store.open(db, read_only=True) as store:
-        assert store.read_only and len(store.list_runs()) == 1
-        assert store.get_test_case("sentiment::happy")["totalRuns"] == 1
+    with open_store(db, read_only=True) as store:
+        assert store.read_only and len(store.runs.list()) == 1
+        assert store.cases.get("sentiment::happy").total_runs == 1
     monkeypatch.chdir(root)
     result = invoke("history", "--format", "json")
     assert result.exit_code == 0 and len(json.loads(result.stdout)["runs"]) == 1
@@ -103,8 +103,8 @@ def test_embedding_failures_are_per_case_and_the_run_is_failed(make_project: Mak
     assert by_name["happy"].passed and by_name["happy"].error is None  # exact: no embedding needed
     for name in ("sad", "meh"):
         assert "embeddings down" in (by_name[name].error or "")
-    with Store.open(run.db) as store:
-        assert store.list_runs(1)[0]["status"] == "failed"
+    with open_store(run.db) as store:
+        assert store.runs.list(1)[0].status == "failed"
 
 
 def test_negative_cosines_count_as_zero(make_project: MakeProject) -> None:

@@ -379,26 +379,28 @@ def test_export_and_cache_writer_redacts(tmp_path: Path) -> None:
 
 def test_store_never_writes_a_key(tmp_path: Path) -> None:
     """The store's own write path, for callers that hand it raw text (bulk imports)."""
-    from oxyeval.store import Store
+    from oxyeval.store import NewExecution, open_store
 
     register_secret(KEY)
     path = tmp_path / "h.db"
-    with Store.open(path) as store:
-        store.upsert_prompt("p", "p")
-        store.upsert_test_case("p::c", "p", "c", {}, "expected")
-        store.record_execution(
-            test_case_id="p::c",
-            passed=False,
-            actual_output=f"answer {KEY}",
-            output_diff=[{"op": "insert", "text": f"answer {KEY}"}],
-            prompt_version=1,
-            error=f"failed with {KEY}",
+    with open_store(path) as store:
+        store.prompts.upsert("p", "p")
+        store.cases.upsert("p::c", "p", "c", {}, "expected")
+        store.executions.record(
+            NewExecution(
+                test_case_id="p::c",
+                status="error",
+                actual_output=f"answer {KEY}",
+                output_diff=[{"op": "insert", "text": f"answer {KEY}"}],
+                prompt_version=1,
+                error=f"failed with {KEY}",
+            )
         )
-        stored = store.executions("p::c", 1, 0)[0]
+        stored = store.executions.list("p::c", 1, 0)[0]
         data = b"".join(p.read_bytes() for p in tmp_path.glob("h.db*"))
-    assert stored["actualOutput"] == "answer ***"
-    assert stored["error"] == "failed with ***"
-    assert stored["outputDiff"] == [{"op": "insert", "text": "answer ***"}]
+    assert stored.actual_output == "answer ***"
+    assert stored.error == "failed with ***"
+    assert stored.output_diff == [{"op": "insert", "text": "answer ***"}]
     assert KEY.encode() not in data
 
 

@@ -1,0 +1,257 @@
+"""Test cases: created through the API, or synced from YAML files (same id, same history)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from ._errors import AlreadyExistsError, NotFoundError
+from ._prompts import _upsert, ensure_prompt_row
+from ._rows import TestCase
+from ._tables import test_cases
+from ._util import canonical_json, loads, new_id, redact_text, utc_timestamp
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from ._core import Store
+
+__all__ = ["Cases", "case_row"]
+
+_FIELDS = frozenset(
+    {"prompt_id", "name", "description", "input", "expected_output", "threshold", "source_file"}
+)
+_C = test_cases.c
+
+
+def case_row(r: Any) -> TestCase:
+    return TestCase(
+        id=r.id,
+        prompt_id=r.prompt_id,
+        name=r.name,
+        description=r.description,
+        input=loads(r.input) or {},
+        expected_output=r.expected_output,
+        threshold=r.threshold,
+        source_file=r.source_file,
+        created_at=r.created_at,
+        updated_at=r.updated_at,
+        deleted_at=r.deleted_at,
+        total_runs=r.total_runs,
+        pass_count=r.pass_count,
+        score_sum=r.score_sum,
+        scored_runs=r.scored_runs,
+        length_sum=r.length_sum,
+        last_run=r.last_run,
+        last_passed=None if r.last_passed is None else bool(r.last_passed),
+    )
+
+
+def check_fields(fields: Mapping[str, Any]) -> None:
+    """The spec's types, enforced here so every caller (CLI, API, GraphQL) gets them."""
+    if "name" in fields and not fields["name"]:
+        raise ValueError("a test case needs a non-empty name")
+    if "input" in fields and not isinstance(fields["input"], dict):
+        raise TypeError(
+            f"input must be a mapping of template variables, not {type(fields['input']).__name__}"
+        )
+    expected = fields.get("expected_output")
+    if expected is not None and not isinstance(expected, str):
+        raise TypeError(f"expected_output must be a string or None, not {type(expected).__name__}")
+    threshold = fields.get("threshold")
+    if threshold is not None and not (
+        isinstance(threshold, (int, float)) and 0.0 <= threshold <= 1.0
+    ):
+        raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
+
+
+def _stored(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Column values: input as canonical JSON, expected output redacted (it may be an
+    accepted model output)."""
+    out = dict(fields)
+    if "input" in out:
+        out["input"] = canonical_json(out["input"])
+    if "expected_output" in out:
+        out["expected_output"] = redact_text(out["expected_output"])
+    return out
+
+
+class Cases:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def _row(self, conn: Connection, case_id: str, *, deleted: bool, lock: bool = False) -> Any:
+        q = sa.select(test_cases).where(_C.id == case_id)
+        if not deleted:
+            q = q.where(_C.deleted_at.is_(None))
+        if lock:
+            q = q.with_for_update()
+        return conn.execute(q).first()
+
+    def create(
+        self,
+        prompt_id: str,
+        name: str,
+        input: dict[str, Any],
+        expected_output: str | None = None,
+        description: str | None = None,
+        *,
+        id: str | None = None,
+        threshold: float | None = None,
+        source_file: str | None = None,
+        created_at: str | None = None,
+    ) -> TestCase:
+        """Insert a new case; an existing id (even soft-deleted) is an error, not an overwrite."""
+        fields = {
+            "prompt_id": prompt_id,
+            "name": name,
+            "description": description,
+            "input": input,
+            "expected_output": expected_output,
+            "threshold": threshold,
+            "source_file": source_file,
+        }
+        check_fields(fields)
+        case_id = id or new_id()
+        now = utc_timestamp(created_at)
+        with self._store.write("creating a test case") as conn:
+            ensure_prompt_row(conn, prompt_id, now)
+            insert = _upsert(conn)
+            done = conn.execute(
+                insert(test_cases)
+                .values(id=case_id, created_at=now, updated_at=now, **_stored(fields))
+                .on_conflict_do_nothing(index_elements=["id"])
+                # PostgreSQL reports no row count for an INSERT unless asked to keep it.
+                .execution_options(preserve_rowcount=True)
+            )
+            if done.rowcount == 0:
+                raise AlreadyExistsError(
+                    f"test case {case_id!r} already exists in {self._store.path}",
+                    path=self._store.path,
+                )
+            row = self._row(conn, case_id, deleted=True)
+        return case_row(row)
+
+    def _apply(
+        self,
+        conn: Connection,
+        row: Any,
+        changes: Mapping[str, Any],
+        now: str,
+        *,
+        undelete: bool = False,
+    ) -> bool:
+        """Write only fields that really differ; bump updated_at only if something did."""
+        stored = _stored(changes)
+        sets = {k: v for k, v in stored.items() if getattr(row, k) != v}
+        if "input" in sets and canonical_json(loads(row.input)) == sets["input"]:
+            del sets["input"]  # same mapping, other spelling
+        if undelete and row.deleted_at is not None:
+            sets["deleted_at"] = None
+        if not sets:
+            return False
+        if "prompt_id" in sets:
+            ensure_prompt_row(conn, sets["prompt_id"], now)
+        conn.execute(test_cases.update().where(_C.id == row.id).values(updated_at=now, **sets))
+        return True
+
+    def update(self, case_id: str, **fields: Any) -> TestCase:
+        """Partial update of a live case; unknown (or deleted) id -> NotFoundError."""
+        unknown = set(fields) - _FIELDS
+        if unknown:
+            raise TypeError(f"update() got unknown field(s) {sorted(unknown)}")
+        check_fields(fields)
+        now = utc_timestamp()
+        with self._store.write("updating a test case") as conn:
+            row = self._row(conn, case_id, deleted=False, lock=True)
+            if row is None:
+                raise NotFoundError(
+                    f"no test case {case_id!r} in {self._store.path}", path=self._store.path
+                )
+            self._apply(conn, row, fields, now)
+            row = self._row(conn, case_id, deleted=False)
+        return case_row(row)
+
+    def update_expected_output(self, case_id: str, output: str) -> TestCase:
+        """Accept new behaviour as the baseline (the seed's updateExpectedOutput)."""
+        return self.update(case_id, expected_output=output)
+
+    def upsert(
+        self,
+        id: str,
+        prompt_id: str,
+        name: str,
+        input: dict[str, Any],
+        expected_output: str | None = None,
+        description: str | None = None,
+        *,
+        threshold: float | None = None,
+        source_file: str | None = None,
+    ) -> TestCase:
+        """Sync a YAML-declared case: keep id, created_at and history; touch updated_at on
+        change. Re-declaring a soft-deleted case brings it back (with its history).
+
+        Safe when two processes sync the same file at once: the insert ignores a conflict
+        and the row is then locked before it is compared and changed.
+        """
+        if not id:
+            raise ValueError("a synced test case needs a non-empty id")
+        fields = {
+            "prompt_id": prompt_id,
+            "name": name,
+            "description": description,
+            "input": input,
+            "expected_output": expected_output,
+            "threshold": threshold,
+            "source_file": source_file,
+        }
+        check_fields(fields)
+        now = utc_timestamp()
+        with self._store.write("saving a test case") as conn:
+            ensure_prompt_row(conn, prompt_id, now)
+            insert = _upsert(conn)
+            done = conn.execute(
+                insert(test_cases)
+                .values(id=id, created_at=now, updated_at=now, **_stored(fields))
+                .on_conflict_do_nothing(index_elements=["id"])
+                # PostgreSQL reports no row count for an INSERT unless asked to keep it.
+                .execution_options(preserve_rowcount=True)
+            )
+            if done.rowcount == 0:
+                row = self._row(conn, id, deleted=True, lock=True)
+                self._apply(conn, row, fields, now, undelete=True)
+            row = self._row(conn, id, deleted=True)
+        return case_row(row)
+
+    def delete(self, case_id: str) -> bool:
+        """Soft delete: hidden from lists, executions kept. False if unknown or already deleted."""
+        now = utc_timestamp()
+        with self._store.write("deleting a test case") as conn:
+            done = conn.execute(
+                test_cases.update()
+                .where(_C.id == case_id, _C.deleted_at.is_(None))
+                .values(deleted_at=now, updated_at=now)
+            )
+            return done.rowcount == 1
+
+    def get(self, case_id: str, *, include_deleted: bool = False) -> TestCase | None:
+        with self._store.read("reading a test case") as conn:
+            row = self._row(conn, case_id, deleted=include_deleted)
+        return None if row is None else case_row(row)
+
+    def list(
+        self, prompt_id: str | None = None, *, include_deleted: bool = False
+    ) -> list[TestCase]:
+        """Reads only the maintained aggregates: cost does not grow with history.
+        Ordered by prompt, then creation (seq breaks ties within a millisecond)."""
+        q = sa.select(test_cases)
+        if prompt_id is not None:
+            q = q.where(_C.prompt_id == prompt_id)
+        if not include_deleted:
+            q = q.where(_C.deleted_at.is_(None))
+        q = q.order_by(_C.prompt_id, _C.created_at, _C.seq)
+        with self._store.read("listing test cases") as conn:
+            rows = conn.execute(q).all()
+        return [case_row(r) for r in rows]

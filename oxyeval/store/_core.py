@@ -1,0 +1,201 @@
+"""The Store: one open history (an engine plus its state) and its repositories.
+
+Calls are synchronous and short, each one transaction: a crash loses at most the row being
+written. Async callers run them with ``asyncio.to_thread``; the engine's pool gives each
+thread its own connection. Separate processes each open their own Store; the database
+(SQLite's write lock, PostgreSQL's row locks) keeps their writes apart.
+
+State that used to be global is owned here: the runs this Store started and has not
+finished. Closing a Store marks those runs interrupted, so a run left behind by a closed
+Store is never mistaken for a live one, and a crashed process's runs are found by probing
+its pid (see :mod:`._runs`).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from ._engine import DEFAULT_TIMEOUT, Location, resolve_location, translate
+from ._errors import LocationError, StoreError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
+
+__all__ = ["Store", "open_store"]
+
+
+class Store:
+    """An open history database. Use :func:`open_store`; close it (or use ``with``)."""
+
+    def __init__(
+        self, engine: Engine, location: Location, *, read_only: bool, timeout: float
+    ) -> None:
+        from ._cases import Cases
+        from ._consistency import ConsistencyResults
+        from ._executions import Executions
+        from ._prompts import Prompts
+        from ._runs import Runs
+        from ._stats import Stats
+        from ._workflows import WorkflowRuns
+
+        self._engine: Engine | None = engine
+        self.location = location
+        self.read_only = read_only
+        self.timeout = timeout
+        self.host = socket.gethostname()
+        self._lock = threading.Lock()
+        self._my_runs: set[str] = set()  # started here, not finished yet
+        self.prompts = Prompts(self)
+        self.cases = Cases(self)
+        self.executions = Executions(self)
+        self.runs = Runs(self)
+        self.stats = Stats(self)
+        self.tests = ConsistencyResults(self)
+        self.workflows = WorkflowRuns(self)
+
+    # ----------------------------------------------------------------- state
+
+    @property
+    def path(self) -> str:
+        """What messages call this database (a path, or a URL without its password)."""
+        return self.location.display
+
+    @property
+    def backend(self) -> str:
+        return self.location.backend
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            raise StoreError(f"history database {self.path} is closed", path=self.path)
+        return self._engine
+
+    def own_run(self, run_id: str) -> None:
+        with self._lock:
+            self._my_runs.add(run_id)
+
+    def release_run(self, run_id: str) -> None:
+        with self._lock:
+            self._my_runs.discard(run_id)
+
+    def owns_run(self, run_id: str) -> bool:
+        with self._lock:
+            return run_id in self._my_runs
+
+    # ----------------------------------------------------------------- transactions
+
+    @contextmanager
+    def read(self, action: str) -> Iterator[Connection]:
+        """One read transaction, so a multi-query answer comes from one snapshot."""
+        try:
+            with self.engine.connect() as conn:
+                if self.backend == "postgresql":
+                    conn = conn.execution_options(isolation_level="REPEATABLE READ")
+                with conn.begin():
+                    yield conn
+        except StoreError:
+            raise
+        except Exception as exc:
+            if _is_db_error(exc):
+                raise translate(exc, self.location, action) from exc
+            raise
+
+    @contextmanager
+    def write(self, action: str) -> Iterator[Connection]:
+        """One committed write transaction (SQLite: BEGIN IMMEDIATE, queued by the busy
+        timeout; PostgreSQL: READ COMMITTED with row locks)."""
+        if self.read_only:
+            raise StoreError(
+                f"history database {self.path} is open read-only (while {action})", path=self.path
+            )
+        try:
+            with self.engine.connect() as conn:
+                conn = conn.execution_options(oxy_write=True)
+                with conn.begin():
+                    yield conn
+        except StoreError:
+            raise
+        except Exception as exc:
+            if _is_db_error(exc):
+                raise translate(exc, self.location, action) from exc
+            raise
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        """Close; runs this Store started and never finished are marked interrupted."""
+        with self._lock:
+            engine, self._engine = self._engine, None
+            mine = sorted(self._my_runs)
+            self._my_runs.clear()
+        if engine is None:
+            return
+        if mine and not self.read_only:
+            from ._runs import interrupt_runs
+
+            # Best effort: never fail a close over bookkeeping.
+            with suppress(Exception), engine.connect() as conn:
+                conn = conn.execution_options(oxy_write=True)
+                with conn.begin():
+                    interrupt_runs(conn, mine)
+        if self.backend == "sqlite" and not self.read_only:
+            with suppress(Exception), engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA optimize")
+        engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.path!r})"
+
+
+def _is_db_error(exc: BaseException) -> bool:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return isinstance(exc, SQLAlchemyError)
+
+
+def open_store(
+    location: Location | str | Path | None = None,
+    *,
+    read_only: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    migrate: bool = True,
+) -> Store:
+    """Open the history at ``location`` (a :class:`Location`, a path, or a URL).
+
+    Writable (the default): an SQLite file and its folders are created, and the schema is
+    brought to the latest migration (a 0.1.0 history file is converted on the way).
+    ``read_only``: nothing is created or written; a missing or empty history raises
+    :class:`EmptyHistoryError`, and an SQLite file with an older schema is upgraded in a
+    private in-memory copy, so an archived history can still be read.
+    """
+    from ._migrations import open_engine
+
+    if not isinstance(location, Location):
+        location = resolve_location(location) if location is not None else resolve_location()
+    if location.backend == "sqlite" and location.path is not None:
+        p = location.path
+        if p.is_dir():
+            raise LocationError(
+                f"history database {p} is a directory, not a database file; "
+                "point --db/OXY_DB at a file",
+                path=str(p),
+            )
+    engine, read_only = open_engine(location, read_only=read_only, timeout=timeout, migrate=migrate)
+    return Store(engine, location, read_only=read_only, timeout=timeout)

@@ -1,0 +1,390 @@
+"""Where the history lives and how we talk to it: locations, engines, SQLite pragmas, errors.
+
+A location is a plain path (an SQLite file, the embedded default) or a URL
+(``postgresql://user@host:5432/db`` for a team's shared history, ``sqlite:///file``).
+Resolution is pure Python, so deciding *where* costs no SQLAlchemy import; the engine is
+built only when a store is opened.
+
+Passwords: a URL's password is never shown. ``Location.display`` masks it as ``***``, every
+error message is scrubbed of it, and it is registered with :mod:`oxyeval.redact` so no
+report, log line or row can carry it. A password can come from the URL, from the
+environment variable named by ``history.password_var`` in config.yml, or from libpq's own
+``PGPASSWORD`` / ``~/.pgpass`` (psycopg reads those itself).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+from ..redact import redact, register_secret
+from ._errors import LocationError, StoreError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+__all__ = ["DEFAULT_TIMEOUT", "Location", "create_engine", "resolve_location", "translate"]
+
+DEFAULT_TIMEOUT = 10.0  # seconds a writer waits for another process (or a lock) before giving up
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+_PG_SCHEMES = {"postgresql", "postgres", "postgresql+psycopg", "postgres+psycopg"}
+_SQLITE_SCHEMES = {"sqlite", "sqlite+pysqlite"}
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where one history is. ``display`` is what users see; ``url`` is never printed."""
+
+    backend: str  # "sqlite" | "postgresql"
+    display: str
+    path: Path | None = None  # the SQLite file (None: PostgreSQL, or SQLite in memory)
+    explicit: bool = False  # named by --db, OXY_DB or config.yml: a missing file is an error
+    url: str = field(default="", repr=False)  # SQLAlchemy URL, password included
+    password: str | None = field(default=None, repr=False)
+
+    def __str__(self) -> str:
+        return self.display
+
+    @property
+    def memory(self) -> bool:
+        return self.backend == "sqlite" and self.path is None
+
+
+def _mask(url: str) -> str:
+    """The URL with its password as ``***`` (user, host, port and database stay readable)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return url.replace(parts.netloc, f"{user}:***@{netloc[1]}", 1)
+
+
+def _sqlite_location(path: str | Path, *, explicit: bool, base: Path | None = None) -> Location:
+    text = str(path)
+    if text == ":memory:":
+        return Location("sqlite", ":memory:", None, explicit, "sqlite://")
+    p = Path(text).expanduser()
+    if base is not None and not p.is_absolute():
+        p = base / p
+    return Location("sqlite", str(p), p, explicit, "")
+
+
+def _url_location(
+    text: str, *, explicit: bool, password: str | None, base: Path | None
+) -> Location:
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    shown = _mask(text)
+    if scheme in _SQLITE_SCHEMES:
+        # sqlite:///relative.db and sqlite:////absolute.db, as SQLAlchemy spells them.
+        raw = text.split("://", 1)[1]
+        raw = raw[1:] if raw.startswith("/") else raw
+        if not raw or raw == ":memory:":
+            return _sqlite_location(":memory:", explicit=explicit)
+        return _sqlite_location(unquote(raw.split("?", 1)[0]), explicit=explicit, base=base)
+    if scheme not in _PG_SCHEMES:
+        raise LocationError(
+            f"history database {shown}: unsupported URL scheme '{parts.scheme}'; use a file "
+            "path (SQLite) or postgresql://user@host:5432/dbname",
+            path=shown,
+        )
+    if not parts.hostname and "host=" not in (parts.query or ""):
+        raise LocationError(
+            f"history database {shown}: the URL names no host; "
+            "write postgresql://user@host:5432/dbname",
+            path=shown,
+        )
+    if not parts.path.strip("/"):
+        raise LocationError(
+            f"history database {shown}: the URL names no database; "
+            "write postgresql://user@host:5432/dbname",
+            path=shown,
+        )
+    try:
+        parts.port  # noqa: B018  (a non-numeric port raises here)
+    except ValueError:
+        raise LocationError(
+            f"history database {shown}: the port is not a number", path=shown
+        ) from None
+    if parts.password:
+        password = unquote(parts.password)
+    url = "postgresql+psycopg://" + text.split("://", 1)[1]
+    if password:
+        register_secret(password)
+    return Location("postgresql", shown, None, explicit, url, password)
+
+
+def resolve_location(
+    db: str | os.PathLike[str] | None = None,
+    *,
+    project_root: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    history: Mapping[str, Any] | None = None,
+) -> Location:
+    """Where the history is: ``--db`` wins, then ``OXY_DB``, then config.yml's ``history:``,
+    else ``<project>/.oxy/oxyeval.db``.
+
+    A relative path from ``--db`` or ``OXY_DB`` is relative to the working directory, like
+    any path a user types; one in config.yml is relative to the project folder.
+    ``history`` is config.yml's mapping: ``{url: ..., password_var: NAME}``.
+    """
+    env = os.environ if environ is None else environ
+    given: str | None = None
+    if db is not None and str(db).strip():
+        given = str(db).strip()
+    elif (env.get("OXY_DB") or "").strip():
+        given = env["OXY_DB"].strip()
+    if given is not None:
+        if _URL.match(given):
+            return _url_location(given, explicit=True, password=None, base=None)
+        return _sqlite_location(given, explicit=True)
+    if history and history.get("url"):
+        text = str(history["url"]).strip()
+        password = None
+        var = history.get("password_var")
+        if var:
+            password = env.get(str(var))
+            if not password:
+                raise LocationError(
+                    f"history.password_var names the environment variable {var}, which is not "
+                    "set; export it with the database password",
+                    key=("history", "password_var"),
+                )
+        if _URL.match(text):
+            if urlsplit(text).password:
+                raise LocationError(
+                    "history.url contains a password; config.yml is shared, so put the password "
+                    "in an environment variable and name it in history.password_var",
+                    key=("history", "url"),
+                )
+            try:
+                return _url_location(text, explicit=True, password=password, base=project_root)
+            except LocationError as exc:
+                raise LocationError(str(exc), path=exc.path, key=("history", "url")) from None
+        return _sqlite_location(text, explicit=True, base=project_root)
+    root = Path(project_root) if project_root is not None else Path.cwd()
+    return _sqlite_location(root / ".oxy" / "oxyeval.db", explicit=False)
+
+
+# --------------------------------------------------------------------------- engines
+
+
+def _enable_wal(cur: Any, timeout: float) -> None:
+    """Switch a file to WAL (persistent: later connections find it set).
+
+    The switch needs an exclusive lock, and SQLite returns "database is locked" for it
+    at once, without its busy handler, when another connection is opening the same new
+    file: several processes starting on a fresh history would fail. Retry until the
+    busy timeout instead.
+    """
+    import sqlite3
+    import time
+
+    if str(cur.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode = WAL").fetchone()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
+
+
+def _sqlite_connect(location: Location, timeout: float, read_only: bool, immutable: bool) -> Any:
+    import sqlite3
+
+    if location.memory:
+        target, uri = ":memory:", False
+    elif read_only:
+        from urllib.parse import quote
+
+        target, uri = f"file:{quote(str(location.path))}?mode=ro", True
+        if immutable:  # a read-only folder cannot hold the WAL's shared-memory file
+            target += "&immutable=1"
+    else:
+        target, uri = str(location.path), False
+    # isolation_level=None: we issue BEGIN ourselves (see _on_begin), so a write transaction
+    # takes the write lock up front instead of failing to upgrade a read lock.
+    return sqlite3.connect(
+        target, timeout=timeout, isolation_level=None, check_same_thread=False, uri=uri
+    )
+
+
+def create_engine(
+    location: Location,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    read_only: bool = False,
+    creator: Any = None,
+) -> Engine:
+    """An engine for ``location`` with our per-connection settings.
+
+    SQLite: WAL (readers never block the writer), synchronous=NORMAL, foreign keys, a busy
+    timeout, and BEGIN IMMEDIATE for writes. PostgreSQL (psycopg 3): a connect timeout, a
+    lock timeout of the same length, and REPEATABLE READ for multi-query reads.
+    """
+    import sqlalchemy as sa
+    from sqlalchemy import event
+    from sqlalchemy.pool import QueuePool, StaticPool
+
+    if location.backend == "sqlite":
+        immutable = (
+            read_only
+            and location.path is not None
+            and (
+                not os.access(location.path.parent, os.W_OK)
+                or not os.access(location.path, os.W_OK)
+            )
+        )
+        make = creator or (lambda: _sqlite_connect(location, timeout, read_only, immutable))
+        engine = sa.create_engine(
+            "sqlite+pysqlite://",
+            creator=make,
+            # One connection per checkout, never shared by two threads at once (the URL names no
+            # file, which would make SQLAlchemy pick a per-thread pool that closes connections
+            # other threads are using). A private in-memory database is one shared connection.
+            poolclass=StaticPool if (location.memory or creator is not None) else QueuePool,
+        )
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            try:
+                cur.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+                cur.execute("PRAGMA foreign_keys = ON")
+                if not read_only and not location.memory:
+                    # Reading the schema first surfaces "not a database" before we change it.
+                    cur.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                    _enable_wal(cur, timeout)
+                    cur.execute("PRAGMA synchronous = NORMAL")
+            finally:
+                cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Any) -> None:
+            write = conn.get_execution_options().get("oxy_write", False)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+        return engine
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        raise LocationError(
+            f"history database {location.display} is PostgreSQL, which needs the psycopg "
+            "driver: pip install 'oxyeval[postgres]'",
+            path=location.display,
+        ) from None
+    url = sa.engine.make_url(location.url)
+    if location.password and not url.password:
+        url = url.set(password=location.password)
+    lock_ms = int(timeout * 1000)
+    return sa.create_engine(
+        url,
+        connect_args={
+            "connect_timeout": max(1, int(timeout)),
+            "application_name": "oxyeval",
+            "options": f"-c lock_timeout={lock_ms}",
+        },
+        pool_size=4,
+        max_overflow=8,
+        pool_pre_ping=False,
+    )
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _scrub(text: str, location: Location) -> str:
+    if location.password:
+        text = text.replace(location.password, "***")
+    return redact(text)
+
+
+def translate(exc: BaseException, location: Location, action: str) -> StoreError:
+    """One sentence a user can act on, naming the database and never its password."""
+    where = location.display
+    orig = getattr(exc, "orig", None) or exc
+    msg = " ".join(_scrub(str(orig), location).split())
+    low = msg.lower()
+    backend = location.backend
+    if isinstance(exc, StoreError):
+        return exc
+    if backend == "postgresql":
+        text = _translate_pg(orig, msg, low, where, action)
+    elif "locked" in low or "busy" in low:
+        text = (
+            f"history database {where} is locked by another process (gave up while {action}); "
+            "wait for the other oxy process to finish, or point --db/OXY_DB at another file"
+        )
+    elif "not a database" in low or "malformed" in low or "corrupt" in low:
+        text = (
+            f"history database {where} is not a valid SQLite database or is corrupt ({msg}); "
+            "move it aside, or point --db/OXY_DB at another file"
+        )
+    elif "unable to open" in low or "cannot open" in low:
+        text = (
+            f"history database {where} cannot be opened ({msg}); check that the path is a file "
+            "and that its folder exists and is writable"
+        )
+    elif "readonly" in low or "read-only" in low:
+        text = f"history database {where} is read-only ({msg}); check file permissions"
+    elif "disk" in low and ("full" in low or "i/o" in low):
+        text = f"history database {where}: {msg} while {action}"
+    else:
+        text = f"history database {where}: {action} failed: {msg}"
+    return StoreError(text, path=where)
+
+
+def _translate_pg(orig: BaseException, msg: str, low: str, where: str, action: str) -> str:
+    sqlstate = getattr(orig, "sqlstate", None) or ""
+    if "no password supplied" in low:
+        return (
+            f"history database {where}: the server asks for a password and none was given; "
+            "set it in the variable named by history.password_var in config.yml, or in "
+            "PGPASSWORD or ~/.pgpass"
+        )
+    if sqlstate == "28P01" or "password authentication failed" in low:
+        return (
+            f"history database {where}: the server refused the password ({msg}); set it in the "
+            "variable named by history.password_var in config.yml, or in PGPASSWORD or ~/.pgpass"
+        )
+    if (
+        sqlstate == "28000"
+        or "no pg_hba.conf entry" in low
+        or ("role" in low and "does not exist" in low)
+    ):
+        return f"history database {where}: the server refused the connection ({msg})"
+    if sqlstate == "3D000" or ("database" in low and "does not exist" in low):
+        return (
+            f"history database {where} does not exist on that server ({msg}); create it "
+            "(createdb, or CREATE DATABASE) and run again"
+        )
+    if sqlstate in ("55P03", "40P01") or "lock timeout" in low or "deadlock" in low:
+        return (
+            f"history database {where} is locked by another process (gave up while {action}); "
+            "try again when the other oxy process has finished"
+        )
+    if (
+        "connection refused" in low
+        or "could not connect" in low
+        or "connection failed" in low
+        or "timeout expired" in low
+        or "could not translate host name" in low
+        or "failed to resolve host" in low
+    ):
+        return (
+            f"history database {where} cannot be reached ({msg}); check that the PostgreSQL "
+            "server is running and that host and port are right"
+        )
+    if sqlstate == "42501" or "permission denied" in low:
+        return f"history database {where}: permission denied while {action} ({msg})"
+    return f"history database {where}: {action} failed: {msg}"

@@ -1,0 +1,64 @@
+"""The store's exceptions: each carries the exit code the CLI must use, and names the database."""
+
+from __future__ import annotations
+
+from ..errors import EXIT_INFRA, EXIT_INPUT, OxyError
+
+__all__ = [
+    "AlreadyExistsError",
+    "EmptyHistoryError",
+    "LocationError",
+    "NotFoundError",
+    "StoreError",
+]
+
+
+class StoreError(OxyError):
+    """The history database cannot be used (locked, corrupt, unreachable, too new).
+
+    An infrastructure problem the user must be able to act on, so the message always names
+    the database (a path, or a URL whose password is shown as ``***``).
+    """
+
+    exit_code = EXIT_INFRA
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class NotFoundError(StoreError):
+    """An id the caller passed does not exist: bad input, not broken infrastructure."""
+
+    exit_code = EXIT_INPUT
+
+
+class AlreadyExistsError(StoreError):
+    """Creating a test case with an id already taken (``upsert`` is the sync path)."""
+
+    exit_code = EXIT_INPUT
+
+
+class LocationError(StoreError):
+    """Where the history should be is wrong: a bad URL, a folder, a missing driver or password.
+
+    ``key`` is the config.yml key path when the location came from ``history:`` there, so the
+    caller can point at the line.
+    """
+
+    exit_code = EXIT_INPUT
+
+    def __init__(
+        self, message: str, *, path: str | None = None, key: tuple[str | int, ...] = ()
+    ) -> None:
+        super().__init__(message, path=path)
+        self.key = key
+
+
+class EmptyHistoryError(StoreError):
+    """A read-only open found no history there (no file, or a database without our tables).
+
+    Read commands turn it into "no runs yet"; they never create a database to read from it.
+    """
+
+    exit_code = EXIT_INPUT

@@ -1,0 +1,301 @@
+"""Executions of test cases, and the aggregates that are kept in step with them.
+
+Every write records the executions *and* updates what is derived from them (the case's
+totals, the per-day rollup, the run's progress) in the same transaction, so the numbers
+never drift and reads never scan history. Only judged executions (passed, failed) count
+in the aggregates; pending and error executions are kept for the record (and for
+``accept``) but are neither a pass nor a failure.
+
+Increments are done in SQL (``total_runs = total_runs + n``), so concurrent writers on
+PostgreSQL (row locks, READ COMMITTED) and SQLite (one writer at a time) never lose one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from ._errors import NotFoundError
+from ._prompts import _upsert
+from ._rows import Execution, NewExecution
+from ._tables import EXECUTION_STATUSES, case_baselines, case_daily, executions, runs, test_cases
+from ._util import (
+    baseline_key,
+    canonical_json,
+    loads,
+    new_id,
+    redact_json,
+    redact_text,
+    utc_timestamp,
+)
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from ._core import Store
+
+__all__ = ["Executions", "execution_row"]
+
+_E = executions.c
+JUDGED = ("passed", "failed")
+
+
+def execution_row(r: Any) -> Execution:
+    return Execution(
+        id=r.id,
+        test_case_id=r.test_case_id,
+        run_id=r.run_id,
+        execution_id=r.execution_id,
+        status=r.status,
+        score=r.score,
+        actual_output=r.actual_output,
+        expected_output=r.expected_output,
+        output_diff=loads(r.output_diff),
+        exact_match=bool(r.exact_match),
+        semantic_score=r.semantic_score,
+        similarity_method=r.similarity_method,
+        length_diff=r.length_diff,
+        token_diff=r.token_diff,
+        token_method=r.token_method,
+        is_regression=bool(r.is_regression),
+        regression_type=r.regression_type,
+        regression_types=tuple(loads(r.regression_types) or ()),
+        prompt_version=r.prompt_version,
+        run_duration_ms=r.run_duration_ms,
+        latency_ms=r.latency_ms,
+        input_tokens=r.input_tokens,
+        output_tokens=r.output_tokens,
+        finish_reason=r.finish_reason,
+        error=r.error_message,
+        created_at=r.created_at,
+    )
+
+
+def _values(e: NewExecution, expected: str | None) -> dict[str, Any]:
+    """Validated column values for one execution; every text that may hold model output or
+    error text is redacted here, whatever the caller did."""
+    if e.status not in EXECUTION_STATUSES:
+        raise ValueError(
+            f"execution status must be one of {', '.join(EXECUTION_STATUSES)}, not {e.status!r}"
+        )
+    if not e.test_case_id:
+        raise ValueError("an execution needs a test_case_id")
+    if e.score is not None and not (
+        isinstance(e.score, (int, float)) and 0.0 <= float(e.score) <= 1.0
+    ):
+        raise ValueError(f"score must be between 0 and 1 (or None), got {e.score!r}")
+    if e.status in JUDGED and e.actual_output is None:
+        raise ValueError(f"a {e.status} execution needs its actual_output")
+    actual = e.actual_output
+    length_diff = e.length_diff
+    if length_diff is None and actual is not None and expected is not None:
+        length_diff = len(actual) - len(expected)
+    expected = redact_text(expected)
+    rtypes = list(e.regression_types or ([e.regression_type] if e.regression_type else []))
+    rtype = e.regression_type or (rtypes[0] if rtypes else None)
+    exec_id = e.id or new_id()
+    return {
+        "id": exec_id,
+        "test_case_id": e.test_case_id,
+        "run_id": e.run_id,
+        "execution_id": e.execution_id or exec_id,
+        "status": e.status,
+        "score": None if e.score is None else float(e.score),
+        "actual_output": redact_text(actual),
+        "expected_output": expected,
+        "output_diff": None
+        if e.output_diff is None
+        else canonical_json(redact_json(e.output_diff)),
+        "exact_match": bool(e.exact_match),
+        "semantic_score": e.semantic_score,
+        "similarity_method": e.similarity_method or "",
+        "length_diff": None if length_diff is None else int(length_diff),
+        "token_diff": e.token_diff,
+        "token_method": e.token_method or "",
+        "is_regression": bool(e.is_regression or rtypes),
+        "regression_type": rtype,
+        "regression_types": json.dumps(rtypes),
+        "prompt_version": int(e.prompt_version),
+        "run_duration_ms": float(e.run_duration_ms or 0.0),
+        "latency_ms": e.latency_ms,
+        "input_tokens": e.input_tokens,
+        "output_tokens": e.output_tokens,
+        "finish_reason": e.finish_reason,
+        "error_message": redact_text(e.error),
+        "baseline_key": (
+            baseline_key(expected, e.similarity_method or "") if e.status in JUDGED else None
+        ),
+        "created_at": utc_timestamp(e.created_at),
+    }
+
+
+@dataclass
+class _Totals:
+    """What a batch adds to one case (or one case-day)."""
+
+    runs: int = 0
+    passes: int = 0
+    score_sum: float = 0.0
+    scored: int = 0
+    length_sum: int = 0
+    last_run: str | None = None
+    last_passed: bool | None = None
+
+    def add(self, v: dict[str, Any]) -> None:
+        passed = v["status"] == "passed"
+        self.runs += 1
+        self.passes += passed
+        if v["score"] is not None:
+            self.score_sum += v["score"]
+            self.scored += 1
+        self.length_sum += len(v["actual_output"] or "")
+        if self.last_run is None or v["created_at"] >= self.last_run:
+            self.last_run, self.last_passed = v["created_at"], passed
+
+
+def write_executions(
+    conn: Connection, store_path: str, batch: Iterable[NewExecution]
+) -> list[dict[str, Any]]:
+    """Insert ``batch`` and update everything derived from it; the caller owns the transaction."""
+    items = list(batch)
+    if not items:
+        return []
+    case_ids = sorted({e.test_case_id for e in items})
+    # Lock the cases in a fixed order (no deadlock between two bulk writers) and read the
+    # baselines that executions without an explicit expected output are judged against.
+    found = {
+        r.id: r.expected_output
+        for r in conn.execute(
+            sa.select(test_cases.c.id, test_cases.c.expected_output)
+            .where(test_cases.c.id.in_(case_ids))
+            .order_by(test_cases.c.id)
+            .with_for_update()
+        )
+    }
+    missing = [c for c in case_ids if c not in found]
+    if missing:
+        raise NotFoundError(f"no test case {missing[0]!r} in {store_path}", path=store_path)
+    rows = [
+        _values(e, e.expected_output if e.expected_output is not None else found[e.test_case_id])
+        for e in items
+    ]
+    per_case: dict[str, _Totals] = defaultdict(_Totals)
+    per_day: dict[tuple[str, str], _Totals] = defaultdict(_Totals)
+    per_baseline: dict[tuple[str, str], _Totals] = defaultdict(_Totals)
+    per_run: dict[str, int] = defaultdict(int)
+    for v in rows:
+        if v["run_id"] is not None:
+            per_run[v["run_id"]] += 1
+        if v["status"] in JUDGED:
+            per_case[v["test_case_id"]].add(v)
+            per_day[(v["test_case_id"], v["created_at"][:10])].add(v)
+            per_baseline[(v["test_case_id"], v["baseline_key"])].add(v)
+    t = test_cases.c
+    for case_id, s in sorted(per_case.items()):
+        newer = sa.or_(t.last_run.is_(None), t.last_run <= s.last_run)
+        conn.execute(
+            test_cases.update()
+            .where(t.id == case_id)
+            .values(
+                total_runs=t.total_runs + s.runs,
+                pass_count=t.pass_count + s.passes,
+                score_sum=t.score_sum + s.score_sum,
+                scored_runs=t.scored_runs + s.scored,
+                length_sum=t.length_sum + s.length_sum,
+                last_passed=sa.case((newer, sa.literal(s.last_passed)), else_=t.last_passed),
+                last_run=sa.case((newer, sa.literal(s.last_run)), else_=t.last_run),
+            )
+        )
+    for run_id, n in sorted(per_run.items()):
+        done = conn.execute(runs.update().where(runs.c.id == run_id).values(done=runs.c.done + n))
+        if done.rowcount == 0:
+            raise NotFoundError(f"no run {run_id!r} in {store_path}", path=store_path)
+    conn.execute(executions.insert(), rows)
+    _add_up(conn, case_daily, "day", per_day, ("runs", "passes", "score_sum", "scored"))
+    _add_up(
+        conn,
+        case_baselines,
+        "baseline_key",
+        per_baseline,
+        ("runs", "passes", "score_sum", "scored", "length_sum"),
+    )
+    return rows
+
+
+def _add_up(
+    conn: Connection,
+    table: Any,
+    key: str,
+    totals: dict[tuple[str, str], _Totals],
+    columns: tuple[str, ...],
+) -> None:
+    """Add ``totals`` to a rollup keyed by (case, ``key``): INSERT ... ON CONFLICT DO UPDATE,
+    so two writers creating the same row at once both count."""
+    insert = _upsert(conn)
+    for (case_id, value), s in sorted(totals.items()):
+        stmt = insert(table).values(
+            test_case_id=case_id, **{key: value}, **{c: getattr(s, c) for c in columns}
+        )
+        conn.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["test_case_id", key],
+                set_={c: table.c[c] + stmt.excluded[c] for c in columns},
+            )
+        )
+
+
+class Executions:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def record(self, execution: NewExecution) -> Execution:
+        """Insert one execution and update everything derived from it, in one committed
+        transaction. Soft-deleted cases still accept executions: a run in flight should not
+        lose results."""
+        with self._store.write("recording an execution") as conn:
+            (values,) = write_executions(conn, self._store.path, [execution])
+        return execution_row(SimpleNamespace(**values))
+
+    def record_many(self, batch: Iterable[NewExecution]) -> int:
+        """Bulk import (history from elsewhere, benchmarks): same bookkeeping, one transaction."""
+        with self._store.write("recording executions") as conn:
+            return len(write_executions(conn, self._store.path, batch))
+
+    def list(self, test_case_id: str, limit: int = 50, offset: int = 0) -> list[Execution]:
+        """Newest first (the seed's testCaseExecutions)."""
+        with self._store.read("reading executions") as conn:
+            rows = conn.execute(
+                sa.select(executions)
+                .where(_E.test_case_id == test_case_id)
+                .order_by(_E.created_at.desc(), _E.seq.desc())
+                .limit(limit)
+                .offset(offset)
+            ).all()
+        return [execution_row(r) for r in rows]
+
+    def latest(self, test_case_id: str, *, with_output: bool = True) -> Execution | None:
+        """The newest execution of a case (with an output, by default: what accept adopts)."""
+        q = sa.select(executions).where(_E.test_case_id == test_case_id)
+        if with_output:
+            q = q.where(_E.actual_output.is_not(None))
+        with self._store.read("reading executions") as conn:
+            row = conn.execute(q.order_by(_E.created_at.desc(), _E.seq.desc()).limit(1)).first()
+        return None if row is None else execution_row(row)
+
+    def get(self, execution_id: str) -> Execution | None:
+        with self._store.read("reading an execution") as conn:
+            row = conn.execute(sa.select(executions).where(_E.id == execution_id)).first()
+        return None if row is None else execution_row(row)
+
+    def for_run(self, run_id: str) -> list[Execution]:
+        with self._store.read("reading a run's executions") as conn:
+            rows = conn.execute(
+                sa.select(executions).where(_E.run_id == run_id).order_by(_E.seq)
+            ).all()
+        return [execution_row(r) for r in rows]

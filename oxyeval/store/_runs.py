@@ -1,0 +1,234 @@
+"""Runs (one ``oxy cases run`` per prompt, one ``oxy test``, one ``oxy run``) and liveness.
+
+A run is 'running' until its process finishes it. A process that dies leaves it 'running';
+the next process to look marks it 'interrupted' if the run is provably dead:
+
+* on this host, its pid no longer exists (a live pid is a live run, whichever Store in
+  that process owns it: a Store that closes without finishing its runs marks them
+  interrupted itself, see ``Store.close``);
+* on another host (a shared PostgreSQL history, a synced file), its pid cannot be probed,
+  so it is presumed dead after :data:`FOREIGN_RUN_STALE_AFTER`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from ._errors import NotFoundError
+from ._rows import Run
+from ._tables import RUN_KINDS, RUN_STATUSES, executions, runs
+from ._util import new_id, utc_timestamp
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from ._core import Store
+
+__all__ = ["FOREIGN_RUN_STALE_AFTER", "Runs", "interrupt_runs", "pid_alive"]
+
+FOREIGN_RUN_STALE_AFTER = timedelta(hours=24)
+_R = runs.c
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a local process exists; tells a crashed run from a live one."""
+    if pid <= 0:
+        return False
+    if os.name == "nt":  # os.kill(pid, 0) would terminate the process on Windows
+        import ctypes
+        from ctypes import wintypes
+
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+        handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+        if not handle:
+            return ctypes.get_last_error() == 5  # type: ignore[attr-defined]  # access denied
+        try:
+            code = wintypes.DWORD()
+            if not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)):
+                return True
+            return code.value == 259  # STILL_ACTIVE
+        finally:
+            kernel32.CloseHandle(handle)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def interrupt_runs(conn: Connection, run_ids: Sequence[str]) -> None:
+    """Mark still-running runs interrupted (the caller owns the transaction)."""
+    if run_ids:
+        conn.execute(
+            runs.update()
+            .where(_R.id.in_(list(run_ids)), _R.status == "running")
+            .values(status="interrupted", finished_at=utc_timestamp())
+        )
+
+
+def _counts(conn: Connection, run_ids: list[str]) -> dict[str, dict[str, int]]:
+    """Executions of these runs counted by status (one grouped query over the run index)."""
+    if not run_ids:
+        return {}
+    e = executions.c
+    rows = conn.execute(
+        sa.select(
+            e.run_id,
+            e.status,
+            sa.func.count().label("n"),
+            sa.func.sum(sa.case((e.is_regression, 1), else_=0)).label("regressions"),
+        )
+        .where(e.run_id.in_(run_ids))
+        .group_by(e.run_id, e.status)
+    ).all()
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        c = out.setdefault(r.run_id, {"regressions": 0})
+        c[r.status] = int(r.n)
+        c["regressions"] += int(r.regressions or 0)
+    return out
+
+
+def _run(r: Any, counts: dict[str, int] | None) -> Run:
+    c = counts or {}
+    return Run(
+        id=r.id,
+        kind=r.kind,
+        group_id=r.group_id,
+        subject=r.subject,
+        prompt_id=r.prompt_id,
+        prompt_version=r.prompt_version,
+        started_at=r.started_at,
+        finished_at=r.finished_at,
+        status=r.status,
+        total=r.total,
+        done=r.done,
+        pid=r.pid,
+        host=r.host,
+        passed=c.get("passed", 0),
+        failed=c.get("failed", 0),
+        pending=c.get("pending", 0),
+        errors=c.get("error", 0),
+        regressions=c.get("regressions", 0),
+    )
+
+
+class Runs:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    @staticmethod
+    def new_group_id() -> str:
+        """An id to put several runs of one command in one group."""
+        return new_id()
+
+    def start(
+        self,
+        kind: str = "cases",
+        *,
+        prompt_id: str | None = None,
+        prompt_version: int | None = None,
+        total: int = 0,
+        group_id: str | None = None,
+        subject: str | None = None,
+        started_at: str | None = None,
+    ) -> str:
+        """Record a run as 'running' by this process; returns its id."""
+        if kind not in RUN_KINDS:
+            raise ValueError(f"run kind must be one of {', '.join(RUN_KINDS)}, not {kind!r}")
+        run_id = new_id()
+        with self._store.write("starting a run") as conn:
+            conn.execute(
+                runs.insert().values(
+                    id=run_id,
+                    kind=kind,
+                    group_id=group_id,
+                    subject=subject,
+                    prompt_id=prompt_id,
+                    prompt_version=prompt_version,
+                    started_at=utc_timestamp(started_at),
+                    status="running",
+                    total=total,
+                    done=0,
+                    pid=os.getpid(),
+                    host=self._store.host,
+                )
+            )
+        self._store.own_run(run_id)
+        return run_id
+
+    def finish(self, run_id: str, status: str = "completed") -> None:
+        if status not in RUN_STATUSES or status == "running":
+            raise ValueError(f"finish status must be completed/interrupted/failed, not {status!r}")
+        with self._store.write("finishing a run") as conn:
+            done = conn.execute(
+                runs.update()
+                .where(_R.id == run_id)
+                .values(status=status, finished_at=utc_timestamp())
+            )
+            if done.rowcount == 0:
+                raise NotFoundError(
+                    f"no run {run_id!r} in {self._store.path}", path=self._store.path
+                )
+        self._store.release_run(run_id)
+
+    def get(self, run_id: str) -> Run | None:
+        with self._store.read("reading a run") as conn:
+            row = conn.execute(sa.select(runs).where(_R.id == run_id)).first()
+            counts = _counts(conn, [run_id]) if row is not None else {}
+        return None if row is None else _run(row, counts.get(run_id))
+
+    def list(
+        self, limit: int = 20, *, kind: str | None = None, group_id: str | None = None
+    ) -> list[Run]:
+        """Newest first, with passed/failed/pending/errors/regressions counted from each run's
+        executions."""
+        q = sa.select(runs)
+        if kind is not None:
+            q = q.where(_R.kind == kind)
+        if group_id is not None:
+            q = q.where(_R.group_id == group_id)
+        q = q.order_by(_R.started_at.desc(), _R.seq.desc()).limit(limit)
+        with self._store.read("listing runs") as conn:
+            rows = conn.execute(q).all()
+            counts = _counts(conn, [r.id for r in rows])
+        return [_run(r, counts.get(r.id)) for r in rows]
+
+    def _stale(self, conn: Connection) -> list[str]:
+        me = os.getpid()
+        cutoff = utc_timestamp(datetime.now(timezone.utc) - FOREIGN_RUN_STALE_AFTER)
+        rows = conn.execute(
+            sa.select(_R.id, _R.pid, _R.host, _R.started_at).where(_R.status == "running")
+        ).all()
+        stale = []
+        for r in rows:
+            pid = r.pid or 0
+            if r.host == self._store.host:
+                dead = False if pid == me else not pid_alive(pid)
+            else:
+                dead = r.started_at < cutoff
+            if dead:
+                stale.append(r.id)
+        return stale
+
+    def find_stale(self) -> list[str]:
+        """Ids of 'running' runs whose process is gone, without changing them (read commands
+        show them as interrupted)."""
+        with self._store.read("checking for interrupted runs") as conn:
+            return self._stale(conn)
+
+    def mark_stale(self) -> list[str]:
+        """Mark 'running' runs whose process is gone as 'interrupted'; return their ids."""
+        with self._store.write("checking for interrupted runs") as conn:
+            stale = self._stale(conn)
+            interrupt_runs(conn, stale)
+        return stale

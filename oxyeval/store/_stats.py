@@ -1,0 +1,251 @@
+"""Statistics of test cases, read from the maintained aggregates (and a few index rows).
+
+``case_stats`` touches the case row, ``recent`` + 50 index entries and one rollup row per
+day: its cost does not grow with history. ``history`` gives regression detection the
+case's comparable past. ``rebuild`` recounts every aggregate from the executions (repair,
+and the reference the tests compare the incremental numbers against).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from ._rows import CaseHistory, CaseStats, ExecutionSummary, HistoryPoint, TrendPoint, average
+from ._tables import case_baselines, case_daily, executions, runs, test_cases
+from ._util import baseline_key, loads, redact_text
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from ._core import Store
+
+__all__ = ["REGRESSIONS_SHOWN", "Stats"]
+
+REGRESSIONS_SHOWN = 50
+_E = executions.c
+_JUDGED = _E.status.in_(("passed", "failed"))
+
+
+def _newest(q: Any) -> Any:
+    return q.order_by(_E.created_at.desc(), _E.seq.desc())
+
+
+def _summary(r: Any) -> ExecutionSummary:
+    types = getattr(r, "regression_types", None)
+    return ExecutionSummary(
+        id=r.id,
+        status=r.status,
+        score=r.score,
+        prompt_version=r.prompt_version,
+        created_at=r.created_at,
+        regression_type=getattr(r, "regression_type", None),
+        regression_types=tuple(loads(types) or ()) if types is not None else (),
+    )
+
+
+class Stats:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def case_stats(
+        self, test_case_id: str, recent: int = 10, *, trend_days: int | None = None
+    ) -> CaseStats | None:
+        """The seed's testCaseStats; None for an unknown id. Soft-deleted cases still answer.
+        ``trend_days`` limits the trend to the last N days with data."""
+        t = test_cases.c
+        d = case_daily.c
+        with self._store.read("reading test case statistics") as conn:
+            case = conn.execute(
+                sa.select(t.total_runs, t.pass_count, t.score_sum, t.scored_runs).where(
+                    t.id == test_case_id
+                )
+            ).first()
+            if case is None:
+                return None
+            recent_rows = conn.execute(
+                _newest(
+                    sa.select(_E.id, _E.status, _E.score, _E.prompt_version, _E.created_at).where(
+                        _E.test_case_id == test_case_id
+                    )
+                ).limit(recent)
+            ).all()
+            regression = sa.and_(_E.test_case_id == test_case_id, _E.is_regression == sa.true())
+            reg_rows = conn.execute(
+                _newest(
+                    sa.select(
+                        _E.id,
+                        _E.status,
+                        _E.score,
+                        _E.regression_type,
+                        _E.regression_types,
+                        _E.prompt_version,
+                        _E.created_at,
+                    ).where(regression)
+                ).limit(REGRESSIONS_SHOWN)
+            ).all()
+            reg_count = conn.execute(
+                sa.select(sa.func.count()).select_from(executions).where(regression)
+            ).scalar_one()
+            daily = sa.select(d.day, d.runs, d.passes, d.score_sum, d.scored).where(
+                d.test_case_id == test_case_id
+            )
+            if trend_days is None:
+                days = conn.execute(daily.order_by(d.day)).all()
+            else:
+                days = list(
+                    reversed(conn.execute(daily.order_by(d.day.desc()).limit(trend_days)).all())
+                )
+        total = case.total_runs
+        return CaseStats(
+            test_case_id=test_case_id,
+            total_runs=total,
+            pass_rate=None if total == 0 else 100.0 * case.pass_count / total,
+            avg_score=average(case.score_sum, case.scored_runs),
+            recent_runs=tuple(_summary(r) for r in recent_rows),
+            regressions=tuple(_summary(r) for r in reg_rows),
+            regression_count=int(reg_count),
+            trend=tuple(TrendPoint(r.day, r.runs, r.passes, r.score_sum, r.scored) for r in days),
+        )
+
+    def history(
+        self, case_id: str, recent: int = 10, *, baseline: tuple[str | None, str] | None = None
+    ) -> CaseHistory:
+        """Regression-detection inputs in one snapshot (judged executions only).
+
+        With ``baseline=(expected_output, similarity_method)`` only comparable earlier
+        executions count: judged against that expected output with that method, so
+        accepting a new baseline or switching lexical -> embedding scores starts afresh.
+        Call it before recording the current execution, so it is not its own baseline.
+        """
+        where = [_E.test_case_id == case_id, _JUDGED]
+        if baseline is None:
+            t = test_cases.c
+            totals = sa.select(
+                t.total_runs, t.pass_count, t.score_sum, t.scored_runs, t.length_sum
+            ).where(t.id == case_id)
+        else:
+            # Stored expected outputs are redacted: so is the key they are found by.
+            key = baseline_key(redact_text(baseline[0]), baseline[1])
+            where.append(_E.baseline_key == key)
+            b = case_baselines.c
+            totals = sa.select(b.runs, b.passes, b.score_sum, b.scored, b.length_sum).where(
+                b.test_case_id == case_id, b.baseline_key == key
+            )
+        length = sa.func.length(_E.actual_output)
+        with self._store.read("reading test history") as conn:
+            row = conn.execute(totals).first()
+            total, passes, score_sum, scored, length_sum = (
+                row if row is not None else (0, 0, 0.0, 0, 0)
+            )
+            items = conn.execute(
+                _newest(
+                    sa.select(
+                        _E.id,
+                        _E.status,
+                        _E.score,
+                        length.label("actual_length"),
+                        _E.length_diff,
+                        _E.exact_match,
+                        _E.semantic_score,
+                        _E.is_regression,
+                        _E.prompt_version,
+                        _E.created_at,
+                    ).where(*where)
+                ).limit(recent)
+            ).all()
+        return CaseHistory(
+            total_runs=int(total),
+            historical_pass_rate=None if not total else passes / total,
+            avg_score=average(float(score_sum), int(scored)),
+            avg_length=None if not total else float(length_sum) / total,
+            recent=tuple(
+                HistoryPoint(
+                    id=r.id,
+                    status=r.status,
+                    score=r.score,
+                    actual_length=r.actual_length,
+                    length_diff=r.length_diff,
+                    exact_match=bool(r.exact_match),
+                    semantic_score=r.semantic_score,
+                    is_regression=bool(r.is_regression),
+                    prompt_version=r.prompt_version,
+                    created_at=r.created_at,
+                )
+                for r in items
+            ),
+        )
+
+    def rebuild(self) -> None:
+        """Recompute every derived number from the executions (repair after manual edits)."""
+        with self._store.write("rebuilding aggregates") as conn:
+            _rebuild(conn)
+
+
+def _rebuild(conn: Connection) -> None:
+    t = test_cases.c
+    judged = sa.and_(_E.test_case_id == t.id, _JUDGED)
+
+    def agg(expr: Any) -> Any:
+        return sa.select(expr).where(judged).scalar_subquery()
+
+    def latest(col: Any) -> Any:
+        return _newest(sa.select(col).where(judged)).limit(1).scalar_subquery()
+
+    conn.execute(
+        test_cases.update().values(
+            total_runs=agg(sa.func.count()),
+            pass_count=agg(
+                sa.func.coalesce(sa.func.sum(sa.case((_E.status == "passed", 1), else_=0)), 0)
+            ),
+            score_sum=agg(sa.func.coalesce(sa.func.sum(_E.score), 0.0)),
+            scored_runs=agg(sa.func.count(_E.score)),
+            length_sum=agg(sa.func.coalesce(sa.func.sum(sa.func.length(_E.actual_output)), 0)),
+            last_run=latest(_E.created_at),
+            last_passed=latest(_E.status == "passed"),
+        )
+    )
+    conn.execute(case_baselines.delete())
+    conn.execute(
+        case_baselines.insert().from_select(
+            ["test_case_id", "baseline_key", "runs", "passes", "score_sum", "scored", "length_sum"],
+            sa.select(
+                _E.test_case_id,
+                _E.baseline_key,
+                sa.func.count(),
+                sa.func.sum(sa.case((_E.status == "passed", 1), else_=0)),
+                sa.func.coalesce(sa.func.sum(_E.score), 0.0),
+                sa.func.count(_E.score),
+                sa.func.coalesce(sa.func.sum(sa.func.length(_E.actual_output)), 0),
+            )
+            .where(_JUDGED)
+            .group_by(_E.test_case_id, _E.baseline_key),
+        )
+    )
+    conn.execute(case_daily.delete())
+    day = sa.func.substr(_E.created_at, 1, 10)
+    conn.execute(
+        case_daily.insert().from_select(
+            ["test_case_id", "day", "runs", "passes", "score_sum", "scored"],
+            sa.select(
+                _E.test_case_id,
+                day,
+                sa.func.count(),
+                sa.func.sum(sa.case((_E.status == "passed", 1), else_=0)),
+                sa.func.coalesce(sa.func.sum(_E.score), 0.0),
+                sa.func.count(_E.score),
+            )
+            .where(_JUDGED)
+            .group_by(_E.test_case_id, day),
+        )
+    )
+    e = executions.alias("e")
+    conn.execute(
+        runs.update().values(
+            done=sa.select(sa.func.count())
+            .select_from(e)
+            .where(e.c.run_id == runs.c.id)
+            .scalar_subquery()
+        )
+    )

@@ -1,0 +1,258 @@
+"""The history schema as SQLAlchemy Core tables: what the repositories query.
+
+This is the schema at the latest migration (``_migrations/versions``); the migrations are
+its frozen history and never import this module. ``tests/store/test_migrations.py`` checks
+that the two agree on every backend.
+
+Portability rules (SQLite and PostgreSQL run the same SQL):
+
+* Timestamps are ISO-8601 UTC text with milliseconds (``utc_timestamp``): string order is
+  time order everywhere, and SQLite has no timestamp type.
+* JSON is canonical text, so a content hash over it is stable.
+* ``seq`` is an explicit integer key that gives insertion order as a tie-breaker for rows
+  created in the same millisecond (a rowid alias on SQLite, an identity on PostgreSQL);
+  public ids stay text (``id``).
+* Aggregates (per case, per case and day) are maintained in the same transaction as each
+  execution, so reads never scan the executions table.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+__all__ = [
+    "EXECUTION_STATUSES",
+    "RUN_KINDS",
+    "RUN_STATUSES",
+    "TEST_STATUSES",
+    "case_baselines",
+    "case_daily",
+    "executions",
+    "metadata",
+    "prompt_versions",
+    "prompts",
+    "runs",
+    "test_cases",
+    "test_results",
+    "workflow_runs",
+    "workflow_tasks",
+]
+
+RUN_STATUSES = ("running", "completed", "interrupted", "failed")
+RUN_KINDS = ("cases", "consistency", "workflow", "ab", "passfail")
+EXECUTION_STATUSES = ("passed", "failed", "pending", "error")
+TEST_STATUSES = ("scored", "error", "interrupted")
+
+metadata = sa.MetaData()
+
+# An autoincrementing integer key: BIGINT identity on PostgreSQL, the rowid on SQLite.
+# Tables with one never ask for it back (implicit_returning=False): no code needs it.
+Seq = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+prompts = sa.Table(
+    "prompts",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("source", sa.Text, nullable=False, server_default=""),
+    sa.Column("created_at", sa.Text, nullable=False),
+)
+
+prompt_versions = sa.Table(
+    "prompt_versions",
+    metadata,
+    sa.Column("prompt_id", sa.Text, sa.ForeignKey("prompts.id"), primary_key=True),
+    sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("content_hash", sa.Text, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.UniqueConstraint("prompt_id", "content_hash", name="uq_prompt_versions_hash"),
+    sa.CheckConstraint("version >= 1", name="ck_prompt_versions_version"),
+)
+
+test_cases = sa.Table(
+    "test_cases",
+    metadata,
+    sa.Column("seq", Seq, primary_key=True, autoincrement=True),
+    sa.Column("id", sa.Text, nullable=False, unique=True),
+    sa.Column("prompt_id", sa.Text, sa.ForeignKey("prompts.id"), nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("description", sa.Text),
+    sa.Column("input", sa.Text, nullable=False, server_default="{}"),
+    sa.Column("expected_output", sa.Text),
+    sa.Column("threshold", sa.Float),
+    sa.Column("source_file", sa.Text),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.Text, nullable=False),
+    sa.Column("deleted_at", sa.Text),
+    # Aggregates over judged executions (passed or failed), maintained on every write.
+    sa.Column("total_runs", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("pass_count", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("score_sum", sa.Float, nullable=False, server_default="0"),
+    sa.Column("scored_runs", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("length_sum", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("last_run", sa.Text),
+    sa.Column("last_passed", sa.Boolean),
+    sa.Index("ix_test_cases_prompt", "prompt_id", "created_at", "seq"),
+    implicit_returning=False,
+)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("seq", Seq, primary_key=True, autoincrement=True),
+    sa.Column("id", sa.Text, nullable=False, unique=True),
+    sa.Column("kind", sa.Text, nullable=False, server_default="cases"),
+    sa.Column("group_id", sa.Text),  # runs of one command (several prompts, several files)
+    sa.Column("subject", sa.Text),  # what ran, for display: test files, a workflow file
+    sa.Column("prompt_id", sa.Text),
+    sa.Column("prompt_version", sa.Integer),
+    sa.Column("started_at", sa.Text, nullable=False),
+    sa.Column("finished_at", sa.Text),
+    sa.Column("status", sa.Text, nullable=False, server_default="running"),
+    sa.Column("total", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("done", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("pid", sa.Integer),
+    sa.Column("host", sa.Text),
+    sa.CheckConstraint(_in("status", RUN_STATUSES), name="ck_runs_status"),
+    sa.CheckConstraint(_in("kind", RUN_KINDS), name="ck_runs_kind"),
+    sa.Index("ix_runs_started", "started_at", "seq"),
+    sa.Index("ix_runs_kind_started", "kind", "started_at", "seq"),
+    sa.Index("ix_runs_status", "status"),
+    sa.Index("ix_runs_group", "group_id"),
+    implicit_returning=False,
+)
+
+executions = sa.Table(
+    "executions",
+    metadata,
+    sa.Column("seq", Seq, primary_key=True, autoincrement=True),
+    sa.Column("id", sa.Text, nullable=False, unique=True),
+    sa.Column("test_case_id", sa.Text, sa.ForeignKey("test_cases.id"), nullable=False),
+    sa.Column("run_id", sa.Text, sa.ForeignKey("runs.id")),
+    sa.Column("execution_id", sa.Text, nullable=False),
+    # passed/failed: judged against an expected output; pending: no expected output yet;
+    # error: no usable output (provider, template or scoring failure, in error_message).
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("score", sa.Float),
+    sa.Column("actual_output", sa.Text),
+    sa.Column("expected_output", sa.Text),
+    sa.Column("output_diff", sa.Text),
+    sa.Column("exact_match", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("semantic_score", sa.Float),
+    sa.Column("similarity_method", sa.Text, nullable=False, server_default=""),
+    sa.Column("length_diff", sa.Integer),
+    sa.Column("token_diff", sa.Integer),
+    sa.Column("token_method", sa.Text, nullable=False, server_default=""),
+    sa.Column("is_regression", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("regression_type", sa.Text),
+    sa.Column("regression_types", sa.Text, nullable=False, server_default="[]"),
+    sa.Column("prompt_version", sa.Integer, nullable=False),
+    sa.Column("run_duration_ms", sa.Float, nullable=False, server_default="0"),
+    sa.Column("latency_ms", sa.Float),
+    sa.Column("input_tokens", sa.Integer),
+    sa.Column("output_tokens", sa.Integer),
+    sa.Column("finish_reason", sa.Text),  # as the vendor spelled it: tells a cut-off output
+    sa.Column("error_message", sa.Text),
+    # Judged executions only: hash of (expected output, similarity method), see case_baselines.
+    sa.Column("baseline_key", sa.Text),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.CheckConstraint(_in("status", EXECUTION_STATUSES), name="ck_executions_status"),
+    sa.Index("ix_executions_case_created", "test_case_id", "created_at", "seq"),
+    sa.Index("ix_executions_case_regression", "test_case_id", "is_regression", "created_at", "seq"),
+    sa.Index("ix_executions_run", "run_id"),
+    sa.Index("ix_executions_case_baseline", "test_case_id", "baseline_key", "created_at", "seq"),
+    implicit_returning=False,
+)
+
+case_daily = sa.Table(
+    "case_daily",
+    metadata,
+    sa.Column("test_case_id", sa.Text, sa.ForeignKey("test_cases.id"), primary_key=True),
+    sa.Column("day", sa.Text, primary_key=True),
+    sa.Column("runs", sa.Integer, nullable=False),
+    sa.Column("passes", sa.Integer, nullable=False),
+    sa.Column("score_sum", sa.Float, nullable=False),
+    sa.Column("scored", sa.Integer, nullable=False),
+)
+
+# Per case and comparable baseline: what regression detection compares a new execution with,
+# read in O(1) however long the case's history is.
+case_baselines = sa.Table(
+    "case_baselines",
+    metadata,
+    sa.Column("test_case_id", sa.Text, sa.ForeignKey("test_cases.id"), primary_key=True),
+    sa.Column("baseline_key", sa.Text, primary_key=True),
+    sa.Column("runs", sa.Integer, nullable=False),
+    sa.Column("passes", sa.Integer, nullable=False),
+    sa.Column("score_sum", sa.Float, nullable=False),
+    sa.Column("scored", sa.Integer, nullable=False),
+    sa.Column("length_sum", sa.BigInteger, nullable=False),
+)
+
+test_results = sa.Table(
+    "test_results",
+    metadata,
+    sa.Column("seq", Seq, primary_key=True, autoincrement=True),
+    sa.Column("id", sa.Text, nullable=False, unique=True),
+    sa.Column("run_id", sa.Text, sa.ForeignKey("runs.id"), nullable=False),
+    # A consistency test is identified by its file (relative to the project) and its name.
+    sa.Column("file", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("test_index", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("accuracy", sa.Float),
+    sa.Column("n", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("runs_ok", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("pairing", sa.Text, nullable=False, server_default=""),
+    sa.Column("model", sa.Text, nullable=False, server_default=""),
+    sa.Column("judge_model", sa.Text, nullable=False, server_default=""),
+    sa.Column("pairs_total", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("pairs_judged", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("identical_pairs", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("judge_calls", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("selected_run", sa.Integer),
+    sa.Column("selected_output", sa.Text),
+    sa.Column("run_errors", sa.Text, nullable=False, server_default="[]"),
+    sa.Column("error_message", sa.Text),
+    sa.Column("duration_ms", sa.Float, nullable=False, server_default="0"),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.CheckConstraint(_in("status", TEST_STATUSES), name="ck_test_results_status"),
+    sa.Index("ix_test_results_test", "file", "name", "created_at", "seq"),
+    sa.Index("ix_test_results_run", "run_id"),
+    implicit_returning=False,
+)
+
+workflow_runs = sa.Table(
+    "workflow_runs",
+    metadata,
+    sa.Column("run_id", sa.Text, sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("workflow", sa.Text, nullable=False),  # the file, relative to the project
+    sa.Column("variables", sa.Text, nullable=False, server_default="{}"),
+    sa.Column("output", sa.Text),
+    sa.Column("error_message", sa.Text),
+    sa.Column("duration_ms", sa.Float, nullable=False, server_default="0"),
+    sa.Index("ix_workflow_runs_workflow", "workflow"),
+)
+
+workflow_tasks = sa.Table(
+    "workflow_tasks",
+    metadata,
+    sa.Column("seq", Seq, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.Text, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("path", sa.Text, nullable=False),  # e.g. "report", "per_region[2].summary"
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("type", sa.Text, nullable=False),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("started_ms", sa.Float),
+    sa.Column("duration_ms", sa.Float),
+    sa.Column("output", sa.Text),
+    sa.Column("error_message", sa.Text),
+    sa.Index("ix_workflow_tasks_run", "run_id", "seq"),
+    implicit_returning=False,
+)

@@ -1,0 +1,100 @@
+"""Small value helpers shared by the repositories: timestamps, canonical JSON, ids, redaction."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..redact import redact
+
+__all__ = [
+    "baseline_key",
+    "canonical_json",
+    "content_hash",
+    "loads",
+    "new_id",
+    "redact_json",
+    "redact_text",
+    "utc_timestamp",
+]
+
+
+def utc_timestamp(value: str | datetime | date | None = None) -> str:
+    """ISO-8601 UTC with milliseconds and ``Z``: one format so string order is time order
+    on every backend (timestamps are stored as text; SQLite has no timestamp type)."""
+    if value is None:
+        dt = datetime.now(timezone.utc)
+    elif isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, date):
+        dt = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"not an ISO-8601 timestamp: {value!r}") from None
+    else:
+        raise TypeError(f"timestamp must be str, datetime or None, not {type(value).__name__}")
+    dt = dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def _json_default(obj: Any) -> Any:
+    # YAML loads unquoted dates as date objects; keep them hashable and round-trippable.
+    if isinstance(obj, (datetime, date)):
+        return obj.isoformat()
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj, key=repr)
+    raise TypeError(f"cannot store {type(obj).__name__} as JSON")
+
+
+def canonical_json(obj: Any) -> str:
+    """Sorted keys, no whitespace: equal content must give equal text (and equal hashes)."""
+    return json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_default
+    )
+
+
+def content_hash(content: Any) -> str:
+    """sha256 of the canonical JSON; what makes 'same content -> same version' hold."""
+    return hashlib.sha256(canonical_json(content).encode("utf-8")).hexdigest()
+
+
+def baseline_key(expected_output: str | None, similarity_method: str) -> str:
+    """What makes two judged executions comparable: the same expected output, scored the
+    same way (a short hash, so an index over it stays small)."""
+    return content_hash([expected_output, similarity_method])[:32]
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def redact_text(text: str | None) -> str | None:
+    """The store is the last line of defence: no registered secret reaches a row."""
+    return None if text is None else redact(text)
+
+
+def redact_json(value: Any) -> Any:
+    """Redact every string inside a JSON-like value (before it is serialised, so escaping
+    cannot hide a secret from the scrubber)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(str(k)): redact_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_json(v) for v in value]
+    return value

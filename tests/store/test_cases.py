@@ -1,0 +1,98 @@
+"""Test cases: create, update, sync (upsert), soft delete, list; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from oxyeval.errors import EXIT_INPUT
+from oxyeval.redact import register_secret
+from oxyeval.store import AlreadyExistsError, NotFoundError, Store
+
+from ._helpers import make_case, record
+
+
+def test_create_get_update_and_expected_output(store: Store) -> None:
+    case = store.cases.create(
+        "p1", "Positive", {"text": "I love it"}, "positive", "desc", id="pos", threshold=0.8
+    )
+    assert (case.id, case.prompt_id, case.input) == ("pos", "p1", {"text": "I love it"})
+    assert case.total_runs == 0 and case.pass_rate is None and case.avg_score is None
+    assert case.created_at == case.updated_at
+    with pytest.raises(AlreadyExistsError) as info:
+        store.cases.create("p1", "dup", {}, id="pos")
+    assert info.value.exit_code == EXIT_INPUT
+    time.sleep(0.005)
+    updated = store.cases.update("pos", name="Positive!", expected_output="POSITIVE")
+    assert (updated.name, updated.expected_output) == ("Positive!", "POSITIVE")
+    assert updated.updated_at > case.updated_at
+    same = store.cases.update("pos", name="Positive!")
+    assert same.updated_at == updated.updated_at  # nothing really changed
+    time.sleep(0.005)
+    accepted = store.cases.update_expected_output("pos", "pos.")
+    assert accepted.expected_output == "pos." and accepted.updated_at > updated.updated_at
+    with pytest.raises(NotFoundError):
+        store.cases.update("nope", name="x")
+    with pytest.raises(TypeError):
+        store.cases.update("pos", colour="red")
+    with pytest.raises(ValueError):
+        store.cases.update("pos", threshold=1.5)
+    with pytest.raises(TypeError):
+        store.cases.create("p1", "bad", ["not", "a", "mapping"])  # type: ignore[arg-type]
+
+
+def test_upsert_keeps_identity_and_history(store: Store) -> None:
+    first = store.cases.upsert("yaml-1", "p1", "greets", {"name": "Ann"}, "Hello Ann")
+    record(store, "yaml-1", actual_output="Hello Ann")
+    time.sleep(0.005)
+    again = store.cases.upsert("yaml-1", "p1", "greets", {"name": "Ann"}, "Hello Ann")
+    assert again.updated_at == first.updated_at  # unchanged YAML -> untouched row
+    assert again.total_runs == 1
+    time.sleep(0.005)
+    changed = store.cases.upsert(
+        "yaml-1", "p1", "greets", {"name": "Ann"}, "Hi Ann", source_file="t.yml"
+    )
+    assert changed.id == "yaml-1" and changed.created_at == first.created_at
+    assert changed.updated_at > first.updated_at
+    assert changed.expected_output == "Hi Ann" and changed.source_file == "t.yml"
+    assert changed.total_runs == 1 and len(store.executions.list("yaml-1")) == 1
+
+
+def test_soft_delete_hides_but_keeps_history(store: Store) -> None:
+    make_case(store, "keep")
+    make_case(store, "gone")
+    record(store, "gone", score=0.9)
+    assert store.cases.delete("gone") is True
+    assert store.cases.delete("gone") is False
+    assert store.cases.delete("never") is False
+    assert [c.id for c in store.cases.list()] == ["keep"]
+    assert [c.id for c in store.cases.list(include_deleted=True)] == ["keep", "gone"]
+    assert store.cases.get("gone") is None
+    kept = store.cases.get("gone", include_deleted=True)
+    assert kept is not None and kept.deleted_at is not None and kept.total_runs == 1
+    assert store.stats.case_stats("gone").total_runs == 1  # type: ignore[union-attr]
+    with pytest.raises(NotFoundError):
+        store.cases.update("gone", name="x")
+    back = store.cases.upsert("gone", "p1", "case gone", {"text": "hi"}, "positive")
+    assert back.deleted_at is None and back.total_runs == 1
+    assert {c.id for c in store.cases.list()} == {"keep", "gone"}
+
+
+def test_list_filters_by_prompt_in_creation_order(store: Store) -> None:
+    for case_id, prompt in (("a", "p1"), ("b", "p2"), ("c", "p1"), ("d", "p1")):
+        store.cases.create(prompt, case_id, {}, id=case_id, created_at="2026-01-01T00:00:00Z")
+    # Same millisecond: creation order (seq) breaks the tie, on every backend.
+    assert [c.id for c in store.cases.list("p1")] == ["a", "c", "d"]
+    assert [c.id for c in store.cases.list("p2")] == ["b"]
+    assert [c.id for c in store.cases.list()] == ["a", "c", "d", "b"]
+
+
+def test_expected_output_is_redacted_on_write(store: Store) -> None:
+    secret = "sk-case-secret-0123456789"
+    register_secret(secret)
+    case = store.cases.create("p", "leaky", {}, f"the key is {secret}", id="leak")
+    assert secret not in (case.expected_output or "")
+    assert (
+        store.cases.update_expected_output("leak", f"again {secret}").expected_output == "again ***"
+    )

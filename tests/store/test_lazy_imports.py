@@ -1,0 +1,68 @@
+"""SQLAlchemy is imported only when a store is opened: ``oxy --help`` and ``oxy test`` (which
+never touch the history) must not pay for it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+
+# Runs the real CLI entry point in a fresh interpreter, then reports which heavy modules
+# ended up imported (whatever the exit code).
+_PROBE = """
+import atexit, json, sys
+def report():
+    heavy = sorted({m.split(".")[0] for m in sys.modules} & {"sqlalchemy", "alembic", "psycopg"})
+    sys.__stderr__.write("\\nLOADED=" + json.dumps(heavy) + "\\n")
+atexit.register(report)
+sys.argv = ["oxy", *sys.argv[1:]]
+from oxyeval.cli import main
+main()
+"""
+
+
+def _loaded(*args: str, cwd: Path) -> tuple[int, list[str]]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("OXY_DB", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("LOADED="))
+    return proc.returncode, json.loads(line.removeprefix("LOADED="))
+
+
+def test_help_and_import_do_not_load_the_store_stack(tmp_path: Path) -> None:
+    code, loaded = _loaded("--help", cwd=tmp_path)
+    assert code == 0 and loaded == []
+    code, loaded = _loaded("cases", "--help", cwd=tmp_path)
+    assert code == 0 and loaded == []
+
+
+def test_oxy_test_does_not_load_the_store_stack(tmp_path: Path) -> None:
+    project = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output"))
+    code, loaded = _loaded(
+        "test", str(project / "agents" / "users.agent.yml"), "--format", "json", cwd=project
+    )
+    assert code == 0 and loaded == []
+    assert not (project / ".oxy").exists()
+
+
+def test_a_read_on_a_new_project_does_not_need_it_either(tmp_path: Path) -> None:
+    project = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output"))
+    code, loaded = _loaded("history", cwd=project)
+    assert code == 0 and loaded == []  # no history yet: nothing to open
+    code, loaded = _loaded("cases", "run", "prompts/sentiment.prompt.yml", "-q", cwd=project)
+    assert code == 1 and "sqlalchemy" in loaded  # a run does open it
