@@ -33,35 +33,35 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Agent": "oxyeval.project",
-    "Project": "oxyeval.project",
-    "load_agent": "oxyeval.project",
-    "load_project": "oxyeval.project",
+    "Agent": "oxyeval.project.config",
+    "Project": "oxyeval.project.config",
+    "load_agent": "oxyeval.project.config",
+    "load_project": "oxyeval.project.config",
     "ConfigError": "oxyeval.errors",
     "LoadError": "oxyeval.errors",
     "OxyError": "oxyeval.errors",
     "ProviderError": "oxyeval.errors",
-    "TestResult": "oxyeval.results",
-    "TestRun": "oxyeval.results",
-    "check_threshold": "oxyeval.report",
+    "TestResult": "oxyeval.suites.results",
+    "TestRun": "oxyeval.suites.results",
+    "check_threshold": "oxyeval.report.consistency",
     "open_store": "oxyeval.store",
-    "parse_verdict": "oxyeval.judge",
-    "run_tests": "oxyeval.runner",
-    "run_tests_async": "oxyeval.runner",
-    "run_workflow": "oxyeval.engine",
-    "validate_paths": "oxyeval.check",
+    "parse_verdict": "oxyeval.judge.judge",
+    "run_tests": "oxyeval.suites.consistency",
+    "run_tests_async": "oxyeval.suites.consistency",
+    "run_workflow": "oxyeval.workflow.engine",
+    "validate_paths": "oxyeval.project.validate",
 }
 
 if TYPE_CHECKING:
-    from .check import validate_paths
-    from .engine import run_workflow
     from .errors import ConfigError, LoadError, OxyError, ProviderError
-    from .judge import parse_verdict
-    from .project import Agent, Project, load_agent, load_project
-    from .report import check_threshold
-    from .results import TestResult, TestRun
-    from .runner import run_tests, run_tests_async
+    from .judge.judge import parse_verdict
+    from .project.config import Agent, Project, load_agent, load_project
+    from .project.validate import validate_paths
+    from .report.consistency import check_threshold
     from .store import open_store
+    from .suites.consistency import run_tests, run_tests_async
+    from .suites.results import TestResult, TestRun
+    from .workflow.engine import run_workflow
 
 
 def __getattr__(name: str) -> Any:

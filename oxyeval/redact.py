@@ -16,7 +16,7 @@ Where redaction happens, and why there:
    (both say ``***``), which is what the judge and exact match should see.
 2. **At every sink, as defence in depth** for text that did not come from a model
    (SQL rows, variables, cache files or history written by an older version):
-   JSON documents (:func:`oxyeval.report.write_json`), the consoles and the CLI
+   JSON documents (:func:`oxyeval.report.consistency.write_json`), the consoles and the CLI
    process's stdout/stderr (:class:`RedactingStream`), log lines, workflow exports
    and cache files (read and written), baselines ``oxy cases accept`` writes into
    YAML, and the history store (``case_runner`` redacts what it stores; the store's

@@ -29,7 +29,7 @@ import typer.main
 import typer.testing
 from typer.testing import CliRunner
 
-from oxyeval.cli import app
+from oxyeval.cli._app import app
 
 CONFIG = """\
 models:

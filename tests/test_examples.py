@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from oxyeval.cli import app
+from oxyeval.cli._app import app
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

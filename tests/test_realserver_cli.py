@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from oxyeval.cli import app
-from oxyeval.engine import run_workflow
+from oxyeval.cli._app import app
 from oxyeval.errors import ConfigError
 from oxyeval.providers import ChatMessage, ModelPool, ModelSpec
-from oxyeval.scoring import lexical_similarity
+from oxyeval.suites.cases.scoring import lexical_similarity
+from oxyeval.workflow.engine import run_workflow
 
 from .conftest import MakeProject
 from .fakes import RecordedRequest, fake_openai, openai_chat_response

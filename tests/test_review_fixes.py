@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from oxyeval.cli import app
-from oxyeval.load import parse_yaml
+from oxyeval.cli._app import app
+from oxyeval.project.document import parse_yaml
+from oxyeval.project.schema import validate_document
 from oxyeval.providers import ModelSpec
 from oxyeval.providers.anthropic import AnthropicAPI
 from oxyeval.providers.google import GoogleAPI
-from oxyeval.validate import validate_document
 
 from .conftest import MakeProject
 from .fakes import FakeResponse, FakeServer, fake_openai, openai_chat_response, openai_error
@@ -144,9 +144,9 @@ def test_run_and_compile_refuse_the_wrong_file_kind(make_project: MakeProject) -
 
 
 def test_interrupted_tests_are_listed_unscored() -> None:
-    from oxyeval.project import JudgeSpec, TestSpec
-    from oxyeval.results import TestRun
-    from oxyeval.runner import _mark_unfinished
+    from oxyeval.project.config import JudgeSpec, TestSpec
+    from oxyeval.suites.consistency import _mark_unfinished
+    from oxyeval.suites.results import TestRun
 
     spec = TestSpec(
         0,

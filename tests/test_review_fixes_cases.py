@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from oxyeval.case_runner import run_cases
-from oxyeval.cases import load_prompts, rewrite_expected_output
 from oxyeval.errors import ConfigError
-from oxyeval.load import load_yaml
-from oxyeval.project import load_project
-from oxyeval.scoring import apply_diff, output_diff
+from oxyeval.project.config import load_project
+from oxyeval.project.document import load_yaml
+from oxyeval.project.prompts import load_prompts, rewrite_expected_output
 from oxyeval.store import open_store
+from oxyeval.suites.cases.run import run_cases
+from oxyeval.suites.cases.scoring import apply_diff, output_diff
 
 from .conftest import MakeProject
 from .fakes import FakeResponse, FakeServer
-from .test_case_runner import CONFIG, PROMPT
+from .suites.test_cases_run import CONFIG, PROMPT
 
 
 def invoke(*args: str):
@@ -28,7 +28,7 @@ def invoke(*args: str):
 
 
 def app_():
-    from oxyeval.cli import app
+    from oxyeval.cli._app import app
 
     return app
 

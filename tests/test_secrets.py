@@ -346,8 +346,8 @@ def test_redact_data_scrubs_keys_and_nested_values() -> None:
 
 
 def test_json_writer_console_and_streams_redact(capsys: pytest.CaptureFixture[str]) -> None:
-    from oxyeval.console import stderr_console, stdout_console
-    from oxyeval.report import write_json
+    from oxyeval.cli.console import stderr_console, stdout_console
+    from oxyeval.report.consistency import write_json
 
     register_secret(KEY)
     out = io.StringIO()
@@ -364,8 +364,8 @@ def test_json_writer_console_and_streams_redact(capsys: pytest.CaptureFixture[st
 
 
 def test_export_and_cache_writer_redacts(tmp_path: Path) -> None:
-    from oxyeval.engine import _write_output
-    from oxyeval.sql import SqlResult
+    from oxyeval.workflow.engine import _write_output
+    from oxyeval.workflow.sql import SqlResult
 
     register_secret(KEY)
     _write_output(tmp_path / "a.txt", f"text {KEY}", None)
@@ -408,7 +408,7 @@ def test_the_cli_process_streams_redact_whatever_prints(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The last line of defence: a print that forgot to scrub is scrubbed on its way out."""
-    import oxyeval.cli as cli
+    import oxyeval.cli._app as cli
 
     register_secret(KEY)
 

@@ -15,7 +15,7 @@ opened for writing.
 A :class:`Store` has one repository per concern: ``prompts``, ``cases``, ``executions``,
 ``runs``, ``stats``, ``tests`` (consistency results of ``oxy test``) and ``workflows``.
 Rows are frozen dataclasses with snake_case fields; the seed API's camelCase shaping is
-:mod:`oxyeval.report_cases`. Calls are synchronous: from async code, use
+:mod:`oxyeval.report.cases`. Calls are synchronous: from async code, use
 ``asyncio.to_thread``.
 
 SQLAlchemy is imported only when a store is opened, so importing this package is cheap.

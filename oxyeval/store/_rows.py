@@ -2,7 +2,7 @@
 
 Derived numbers (pass rate, averages) are properties computed from the stored sums, so a
 row never disagrees with itself. Shaping for an API (the seed's camelCase) is not done
-here: see ``oxyeval.report_cases``.
+here: see ``oxyeval.report.cases``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from oxyeval.errors import ProviderError
-from oxyeval.load import parse_yaml
+from oxyeval.project.document import parse_yaml
+from oxyeval.project.schema import validate_document
 from oxyeval.providers import (
     ChatMessage,
     Completion,
@@ -17,7 +18,6 @@ from oxyeval.providers import (
     ToolSpec,
 )
 from oxyeval.providers.mock import MockAPI
-from oxyeval.validate import validate_document
 
 
 def ask(api: MockAPI, text: str) -> str:

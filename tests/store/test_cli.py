@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from oxyeval.cli import app
+from oxyeval.cli._app import app
 from oxyeval.store import open_store
 
 from ..conftest import MakeProject
 from ..pgcluster import PASSWORD, PgCluster
-from ..test_case_runner import CONFIG, PROMPT
+from ..suites.test_cases_run import CONFIG, PROMPT
 from .conftest import Backend
 
 FIXTURE = Path(__file__).parent / "fixtures" / "history-v0.1.0.db"

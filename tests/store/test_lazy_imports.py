@@ -22,7 +22,7 @@ def report():
     sys.__stderr__.write("\\nLOADED=" + json.dumps(heavy) + "\\n")
 atexit.register(report)
 sys.argv = ["oxy", *sys.argv[1:]]
-from oxyeval.cli import main
+from oxyeval.cli._app import main
 main()
 """
 

@@ -1,0 +1,108 @@
+"""Ctrl-C and SIGTERM stop a long command the same way: cancel, keep, report.
+
+CI runners and ``docker stop`` send SIGTERM, whose default action kills the
+process on the spot: no JSON, no history. :func:`run_interruptible` runs a
+command's coroutine with SIGINT and SIGTERM both turned into a cancellation of
+that coroutine, so the library's ``into=`` results are filled in as the
+cancellation unwinds, and then raises :class:`Interrupted` naming the signal.
+A second signal stops at once (as Python's own second Ctrl-C does), for a
+cleanup that hangs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+__all__ = ["Interrupted", "exit_on_signal", "interrupt_reason", "run_interruptible"]
+
+T = TypeVar("T")
+
+_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM") if hasattr(signal, name))
+
+
+class Interrupted(KeyboardInterrupt):
+    """The command was stopped by a signal; a KeyboardInterrupt, so every handler of
+    Ctrl-C handles SIGTERM too."""
+
+    def __init__(self, signal_name: str = "SIGINT") -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+def interrupt_reason(exc: BaseException) -> str:
+    """``"interrupted (SIGTERM)"``: what stopped the command, for its stderr line."""
+    name = exc.signal_name if isinstance(exc, Interrupted) else "SIGINT"
+    return f"interrupted ({name})"
+
+
+class _Stopper:
+    """The signal handler: first signal cancels the main task, the next one raises."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.task: asyncio.Task[Any] | None = None
+        self.signal_name: str | None = None
+
+    def __call__(self, signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
+        if self.signal_name is not None or self.loop is None or self.task is None:
+            raise Interrupted(name)  # a second signal, or none of our loop is running yet
+        self.signal_name = name
+        self.loop.call_soon_threadsafe(self.task.cancel)
+
+    async def guard(self, main: Coroutine[Any, Any, T]) -> T:
+        self.loop = asyncio.get_running_loop()
+        self.task = asyncio.current_task()
+        try:
+            return await main
+        except asyncio.CancelledError:
+            if self.signal_name is None:
+                raise
+            raise Interrupted(self.signal_name) from None
+
+
+def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)``, where SIGINT and SIGTERM cancel ``main`` and raise Interrupted.
+
+    Handlers are installed only in the main thread (Python allows no other) and
+    restored afterwards, so library callers and test runners keep theirs. A
+    signal the process was started to ignore (``nohup``, a background job's
+    SIGINT) stays ignored.
+    """
+    stopper = _Stopper()
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in _SIGNALS:
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                previous[sig] = signal.signal(sig, stopper)
+    try:
+        return asyncio.run(stopper.guard(main))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _exit_now(signum: int, _frame: object) -> None:
+    from ..errors import EXIT_INFRA
+
+    name = signal.Signals(signum).name
+    print(f"interrupted ({name}) before any model was called; nothing ran", file=sys.stderr)
+    raise SystemExit(EXIT_INFRA)
+
+
+def exit_on_signal() -> None:
+    """Until a command's loop runs, SIGINT/SIGTERM end the process with exit 3 and a reason.
+
+    Without this, a Ctrl-C while modules import reaches Click, which prints "Aborted!"
+    and exits 1 (the code for a failed test), and SIGTERM kills the process silently.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in _SIGNALS:
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, _exit_now)

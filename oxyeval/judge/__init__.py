@@ -1,0 +1,48 @@
+"""Stage 4, the judge: an LLM compares two outputs; its verdicts add up to a consistency score.
+
+One default prompt, one verdict parser (text, or a structured answer where the vendor
+supports one), one pairing and scoring rule, used by every consistency measurement:
+``oxy test`` and a workflow task's ``consistency_run`` alike.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "DEFAULT_CONSISTENCY_PROMPT": "judge",
+    "Judge": "judge",
+    "JudgeResult": "judge",
+    "Verdict": "judge",
+    "parse_verdict": "judge",
+    "Comparison": "consistency",
+    "ConsistencyScore": "consistency",
+    "evaluate": "consistency",
+    "plan_comparisons": "consistency",
+    "score_comparisons": "consistency",
+}
+__all__ = [
+    "DEFAULT_CONSISTENCY_PROMPT",
+    "Comparison",
+    "ConsistencyScore",
+    "Judge",
+    "JudgeResult",
+    "Verdict",
+    "evaluate",
+    "parse_verdict",
+    "plan_comparisons",
+    "score_comparisons",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from .consistency import (
+        Comparison,
+        ConsistencyScore,
+        evaluate,
+        plan_comparisons,
+        score_comparisons,
+    )
+    from .judge import DEFAULT_CONSISTENCY_PROMPT, Judge, JudgeResult, Verdict, parse_verdict

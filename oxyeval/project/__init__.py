@@ -1,0 +1,82 @@
+"""Stage 1, project files: read YAML with positions, check it, and return typed specs.
+
+Everything here is static: loading a project never calls a model, opens a database
+or reads an API key's value for use. Problems come back as diagnostics naming the
+file, line and key (:class:`oxyeval.errors.Diagnostic`), all of a file's at once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "Agent": "config",
+    "ContextSpec": "config",
+    "JudgeSettings": "config",
+    "JudgeSpec": "config",
+    "Project": "config",
+    "TestSpec": "config",
+    "file_kind": "config",
+    "find_config": "config",
+    "load_agent": "config",
+    "load_project": "config",
+    "project_files": "config",
+    "Document": "document",
+    "load_yaml": "document",
+    "read_text": "document",
+    "CaseDef": "prompts",
+    "PromptDef": "prompts",
+    "load_prompts": "prompts",
+    "TemplateRef": "templates",
+    "render": "templates",
+    "validate_document": "schema",
+    "ValidationReport": "validate",
+    "validate_paths": "validate",
+}
+__all__ = [
+    "Agent",
+    "CaseDef",
+    "ContextSpec",
+    "Document",
+    "JudgeSettings",
+    "JudgeSpec",
+    "Project",
+    "PromptDef",
+    "TemplateRef",
+    "TestSpec",
+    "ValidationReport",
+    "file_kind",
+    "find_config",
+    "load_agent",
+    "load_project",
+    "load_prompts",
+    "load_yaml",
+    "project_files",
+    "read_text",
+    "render",
+    "validate_document",
+    "validate_paths",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from .config import (
+        Agent,
+        ContextSpec,
+        JudgeSettings,
+        JudgeSpec,
+        Project,
+        TestSpec,
+        file_kind,
+        find_config,
+        load_agent,
+        load_project,
+        project_files,
+    )
+    from .document import Document, load_yaml, read_text
+    from .prompts import CaseDef, PromptDef, load_prompts
+    from .schema import validate_document
+    from .templates import TemplateRef, render
+    from .validate import ValidationReport, validate_paths

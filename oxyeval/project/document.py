@@ -1,0 +1,424 @@
+"""Read YAML files while remembering where every key and value came from.
+
+PyYAML's constructed objects forget their source position, so error messages
+could only say "somewhere in this file". We compose the node tree first, record
+the mark of every key and value by its key path, then construct plain Python
+data from the same nodes. Every later stage reports problems through
+:meth:`Document.diagnostic`, which turns a key path back into file:line:column.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import Diagnostic, LoadError
+from .limits import MAX_ALIAS_NODES, MAX_FILE_BYTES, MAX_YAML_DEPTH
+
+__all__ = [
+    "SYMLINK_LOOP",
+    "Document",
+    "KeyPath",
+    "format_key_path",
+    "load_yaml",
+    "parse_yaml",
+    "path_problem",
+    "read_text",
+]
+
+SYMLINK_LOOP = "symlink loop (too many levels of symbolic links)"
+
+KeyPath = tuple[Any, ...]
+
+
+def format_key_path(path: KeyPath) -> str:
+    """``("tests", 0, "n")`` -> ``tests[0].n``: the form users see in messages."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            text = str(part)
+            if not text.replace("_", "").replace("-", "").isalnum():
+                text = repr(text)
+            out += f".{text}" if out else text
+    return out
+
+
+@dataclass(frozen=True)
+class _Pos:
+    line: int  # 1-based
+    column: int  # 1-based
+    span: int
+    block: bool = False  # a literal/folded block scalar: its text starts on the next line
+    start: int = 0  # character offsets of the node in the text: what in-place edits replace
+    end: int = 0
+    flow: bool = False  # inside a flow collection ({...} / [...]): edits must stay on one line
+
+
+def _pos(node: yaml.Node) -> _Pos:
+    start, end = node.start_mark, node.end_mark
+    span = end.column - start.column if end.line == start.line else 1
+    block = isinstance(node, yaml.ScalarNode) and node.style in ("|", ">")
+    flow = bool(getattr(node, "flow_style", False))
+    return _Pos(start.line + 1, start.column + 1, max(1, span), block, start.index, end.index, flow)
+
+
+@dataclass(repr=False)
+class Document:
+    """A parsed YAML file: its data plus the position of every key path."""
+
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"Document({self.display!r})"
+
+    path: Path
+    text: str
+    data: Any
+    values: dict[KeyPath, _Pos] = field(default_factory=dict)
+    keys: dict[KeyPath, _Pos] = field(default_factory=dict)
+
+    @property
+    def display(self) -> str:
+        """The path as the user would type it: relative to the working directory when inside it."""
+        try:
+            rel = os.path.relpath(self.path)
+        except ValueError:  # other drive on Windows
+            return str(self.path)
+        return str(self.path) if rel.startswith("..") else rel
+
+    def source_line(self, line: int) -> str | None:
+        lines = self.text.splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else None
+
+    def locate(self, path: KeyPath, *, at_key: bool = False) -> _Pos | None:
+        """Position of ``path``; falls back to the nearest enclosing key that exists."""
+        probe = tuple(path)
+        if at_key and probe in self.keys:
+            return self.keys[probe]
+        while True:
+            if probe in self.values:
+                return self.values[probe]
+            if probe in self.keys:
+                return self.keys[probe]
+            if not probe:
+                return None
+            probe = probe[:-1]
+
+    def text_line(self, path: KeyPath, line_in_text: int) -> int | None:
+        """File line of line ``line_in_text`` (1-based) of the string value at ``path``."""
+        pos = self.values.get(tuple(path))
+        if pos is None:
+            return None
+        return pos.line + line_in_text - (0 if pos.block else 1)
+
+    def diagnostic(
+        self,
+        path: KeyPath,
+        message: str,
+        *,
+        severity: str = "error",
+        at_key: bool = False,
+        line: int | None = None,
+    ) -> Diagnostic:
+        if line is not None:
+            return Diagnostic(
+                self.display,
+                message,
+                line=line,
+                key=format_key_path(path),
+                severity=severity,
+                source_line=self.source_line(line),
+            )
+        pos = self.locate(path, at_key=at_key)
+        if pos is None:
+            return Diagnostic(self.display, message, key=format_key_path(path), severity=severity)
+        return Diagnostic(
+            self.display,
+            message,
+            line=pos.line,
+            column=pos.column,
+            key=format_key_path(path),
+            severity=severity,
+            source_line=self.source_line(pos.line),
+            span=pos.span,
+        )
+
+    def get(self, path: KeyPath, default: Any = None) -> Any:
+        node = self.data
+        for part in path:
+            try:
+                node = node[part]
+            except (KeyError, IndexError, TypeError):
+                return default
+        return node
+
+
+def _too_deep() -> str:
+    return (
+        f"YAML nested more than {MAX_YAML_DEPTH} levels deep (lists and mappings inside "
+        "each other); no project file needs that"
+    )
+
+
+class _LimitError(yaml.MarkedYAMLError):
+    """A file that is valid YAML but too deep or too large once its aliases are expanded."""
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that bounds nesting depth and alias expansion while composing.
+
+    PyYAML composes recursively (5,000 levels of ``[[[...]]]`` end in RecursionError)
+    and expands aliases by sharing nodes, so a "billion laughs" file loads in
+    microseconds and explodes later, when a template prints it or a report copies it.
+    Both are measured here, node by node, before any Python object exists: a node's
+    size and depth count its aliased parts in full.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0  # collections open around the node being composed
+        self._alias_nodes = 0  # nodes that the aliases seen so far expand to
+        self._sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, depth), expanded
+
+    def fetch_flow_collection_start(self, token_class: Any) -> None:
+        # The scanner is quadratic in flow nesting (5,000 levels of '[' take a second before
+        # the composer sees the first node): stop it at the same depth.
+        if self.flow_level >= MAX_YAML_DEPTH:
+            raise _LimitError(None, None, _too_deep(), self.get_mark())
+        super().fetch_flow_collection_start(token_class)
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            size = self._sizes.get(id(node))
+            if size is None:  # the anchor's own node is still open: it would contain itself
+                raise _LimitError(
+                    None,
+                    None,
+                    f"YAML alias *{event.anchor} is used inside the node it names; "
+                    "a structure that contains itself cannot be loaded",
+                    event.start_mark,
+                )
+            nodes, depth = size
+            self._alias_nodes += nodes
+            if self._alias_nodes > MAX_ALIAS_NODES:
+                raise _LimitError(
+                    None,
+                    None,
+                    f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} nodes (an alias bomb?); "
+                    f"this one adds {nodes:,}",
+                    event.start_mark,
+                )
+            if self._depth + depth > MAX_YAML_DEPTH:
+                raise _LimitError(
+                    None,
+                    None,
+                    f"YAML alias *{event.anchor} nests the data more than {MAX_YAML_DEPTH} levels deep",
+                    event.start_mark,
+                )
+            return node
+        opens = isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent))
+        if opens:
+            self._depth += 1
+            if self._depth > MAX_YAML_DEPTH:
+                raise _LimitError(None, None, _too_deep(), event.start_mark)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            if opens:
+                self._depth -= 1
+        self._sizes[id(node)] = self._measure(node)
+        return node
+
+    def _measure(self, node: yaml.Node) -> tuple[int, int]:
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        else:
+            return 1, 0
+        nodes, depth = 1, 0
+        for child in children:
+            c_nodes, c_depth = self._sizes.get(id(child), (1, 0))
+            nodes += c_nodes
+            depth = max(depth, c_depth)
+        return nodes, depth + 1
+
+
+def _walk(
+    node: yaml.Node,
+    path: KeyPath,
+    doc: Document,
+    problems: list[Diagnostic],
+    seen: set[int],
+) -> None:
+    doc.values.setdefault(path, _pos(node))
+    if id(node) in seen:  # an alias to a node we already walked
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        names: dict[Any, yaml.Node] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag == "tag:yaml.org,2002:int":
+                with contextlib.suppress(ValueError):
+                    key = int(key)
+            child = (*path, key)
+            if key in names:
+                first = names[key].start_mark.line + 1
+                problems.append(
+                    Diagnostic(
+                        doc.display,
+                        f"duplicate key '{key}' (first defined on line {first}); "
+                        "YAML would silently keep only the last one",
+                        line=key_node.start_mark.line + 1,
+                        column=key_node.start_mark.column + 1,
+                        key=format_key_path(child),
+                        source_line=doc.source_line(key_node.start_mark.line + 1),
+                        span=len(str(key)),
+                    )
+                )
+            names[key] = key_node
+            doc.keys[child] = _pos(key_node)
+            _walk(value_node, child, doc, problems, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _walk(item, (*path, index), doc, problems, seen)
+
+
+def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:
+    """Parse ``text``; syntax errors come back as diagnostics, never as exceptions."""
+    doc = Document(path=path, text=text, data=None)
+    problems: list[Diagnostic] = []
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is not None:
+            _walk(node, (), doc, problems, set())
+            doc.data = loader.construct_document(node)
+    except _LimitError as exc:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark else None
+        problems.append(
+            Diagnostic(
+                doc.display,
+                str(exc.problem),
+                line=line,
+                column=mark.column + 1 if mark else None,
+                source_line=_clip(doc.source_line(line)) if line else None,
+            )
+        )
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or "invalid YAML"
+        if exc.context and exc.context != problem:
+            problem = f"{problem} ({exc.context})"
+        if (
+            ("end of stream" in problem or "<stream end>" in problem)
+            and exc.context_mark is not None
+            and mark is not None
+            and exc.context_mark.line != mark.line
+        ):
+            # "found unexpected end of stream" at the end of the file is useless without where
+            # the unclosed thing began: point at that instead, and say where it ran to.
+            problem = f"{problem}; it starts here and runs to line {mark.line + 1}"
+            mark = exc.context_mark
+        line = mark.line + 1 if mark else None
+        problems.append(
+            Diagnostic(
+                doc.display,
+                f"YAML syntax error: {problem}",
+                line=line,
+                column=mark.column + 1 if mark else None,
+                source_line=doc.source_line(line) if line else None,
+            )
+        )
+    except yaml.YAMLError as exc:
+        problems.append(Diagnostic(doc.display, f"YAML error: {exc}"))
+    finally:
+        loader.dispose()
+    return doc, problems
+
+
+def _clip(line: str | None, width: int = 200) -> str | None:
+    """A source line short enough to quote (a 5,000-bracket line is no help to anyone)."""
+    if line is None or len(line) <= width:
+        return line
+    return line[:width] + "..."
+
+
+def path_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot be read as a file, in words; None when it can.
+
+    ``Path.exists()`` answers False for a symlink loop, which then reads as "file not
+    found"; this says what is really there.
+    """
+    file = Path(path)
+    try:
+        info = file.stat()
+    except FileNotFoundError:
+        if file.is_symlink():
+            return f"file not found (broken symlink to {os.readlink(file)!r})"
+        return "file not found"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return SYMLINK_LOOP
+        return f"cannot read file: {exc.strerror}"
+    if stat.S_ISDIR(info.st_mode):
+        return "is a directory, expected a YAML file"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file (a device, pipe or socket), expected a YAML file"
+    return None
+
+
+def read_text(
+    path: str | os.PathLike[str], max_bytes: int | None = None, what: str = "a project file"
+) -> str:
+    """A project's text file (YAML, SQL, context), or one clear reason why it cannot be.
+
+    Never reads more than ``max_bytes`` (a 10 GB file must not become a MemoryError) and
+    never echoes content: an SQL error quoting ``/etc/passwd`` would leak what it read.
+    """
+    if max_bytes is None:
+        max_bytes = MAX_FILE_BYTES
+    file = Path(path)
+    problem = path_problem(file)
+    if problem is not None:
+        raise LoadError([Diagnostic(str(path), problem)])
+    try:
+        with file.open("rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except OSError as exc:
+        reason = SYMLINK_LOOP if exc.errno == errno.ELOOP else f"cannot read file: {exc.strerror}"
+        raise LoadError([Diagnostic(str(path), reason)]) from None
+    if len(raw) > max_bytes:
+        size = f"{max_bytes // 1_000_000} MB" if max_bytes >= 1_000_000 else f"{max_bytes} bytes"
+        raise LoadError(
+            [Diagnostic(str(path), f"file is larger than {size}, the most oxyeval reads as {what}")]
+        )
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LoadError(
+            [Diagnostic(str(path), f"not UTF-8 text (bad byte at offset {exc.start})")]
+        ) from None
+
+
+def load_yaml(path: str | os.PathLike[str]) -> Document:
+    """Read and parse one file; raise LoadError with every syntax problem found."""
+    file = Path(path)
+    text = read_text(file)
+    doc, problems = parse_yaml(text, file.resolve())
+    if problems:
+        raise LoadError(problems)
+    return doc

@@ -1,0 +1,151 @@
+"""Jinja templates from YAML, always rendered in the sandbox.
+
+Agent and test files come from anyone (a repo, a PR); a template must not reach
+Python internals, so every template goes through ``SandboxedEnvironment`` with
+``StrictUndefined``: a misspelt variable is an error naming the file, key and
+line, not an empty string silently sent to a model. The sandbox also bounds what
+a template may allocate (``sandbox.py``): a breach is the same kind of error.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import Diagnostic, LoadError
+from .document import Document, KeyPath, format_key_path
+
+if TYPE_CHECKING:
+    from jinja2 import Template
+
+    from .sandbox import LimitedSandbox
+
+__all__ = ["TemplateRef", "evaluate", "referenced_names", "render", "template_diagnostics"]
+
+
+@functools.cache
+def _env() -> LimitedSandbox:
+    from jinja2 import StrictUndefined
+
+    from .sandbox import LimitedSandbox  # the sandbox with size limits (see sandbox.py)
+
+    return LimitedSandbox(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
+
+
+class TemplateRef:
+    """A template string and where it came from, so errors can point back at the file."""
+
+    __slots__ = ("_compiled", "_names", "doc", "key", "source")
+
+    def __init__(self, source: str, doc: Document | None = None, key: KeyPath = ()) -> None:
+        self.source = source
+        self.doc = doc
+        self.key = key
+        self._compiled: Template | None = None
+        self._names: frozenset[str] | None = None
+
+    @property
+    def name(self) -> str:
+        where = self.doc.display if self.doc else "<string>"
+        return f"{where}:{format_key_path(self.key)}" if self.key else where
+
+    def _file_line(self, line_in_template: int | None) -> int | None:
+        if self.doc is None or line_in_template is None:
+            return None
+        return self.doc.text_line(self.key, line_in_template)
+
+    def error(self, message: str, line_in_template: int | None = None) -> LoadError:
+        if self.doc is None:
+            where = f" (template line {line_in_template})" if line_in_template else ""
+            return LoadError([Diagnostic("<string>", message + where)])
+        line = self._file_line(line_in_template)
+        return LoadError([self.doc.diagnostic(self.key, message, line=line)])
+
+    def compiled(self) -> Template:
+        if self._compiled is None:
+            from jinja2 import TemplateSyntaxError
+
+            try:
+                self._compiled = _env().from_string(self.source)
+            except TemplateSyntaxError as exc:
+                raise self.error(f"template syntax error: {exc.message}", exc.lineno) from None
+            except RecursionError:  # {{ ((((...)))) }} thousands deep: Jinja parses recursively
+                raise self.error("template nested too deeply to parse") from None
+        return self._compiled
+
+
+def template_diagnostics(ref: TemplateRef) -> list[Diagnostic]:
+    """Syntax problems of a template as diagnostics (empty when it compiles)."""
+    try:
+        ref.compiled()
+    except LoadError as exc:
+        return exc.diagnostics
+    return []
+
+
+def referenced_names(ref: TemplateRef) -> set[str]:
+    """Top-level variable names a template reads (for dependency and sanity checks)."""
+    if ref._names is None:  # parsed once: compile checks and dependency building all ask
+        from jinja2 import meta
+
+        try:
+            ref._names = frozenset(meta.find_undeclared_variables(_env().parse(ref.source)))
+        except Exception:  # syntax errors are reported by template_diagnostics
+            ref._names = frozenset()
+    return set(ref._names)
+
+
+def _template_line(exc: BaseException) -> int | None:
+    """Template line of a render error: Jinja rewrites tracebacks to template frames."""
+    tb = exc.__traceback__
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def evaluate(source: str, context: Mapping[str, Any]) -> Any:
+    """The value of one Jinja expression (a list, a result object), under the same
+    sandbox limits as :func:`render`; errors are Jinja's, for the caller to word."""
+    from .sandbox import budget
+
+    with budget():
+        return _env().compile_expression(source, undefined_to_none=False)(**context)
+
+
+def render(ref: TemplateRef, context: Mapping[str, Any]) -> str:
+    """Render in the sandbox; any failure becomes a LoadError pointing at the template."""
+    from jinja2 import TemplateError, UndefinedError
+    from jinja2.sandbox import SecurityError
+
+    from .sandbox import TemplateLimitError, budget
+
+    template = ref.compiled()
+    try:
+        with budget():
+            return template.render(context)
+    except TemplateLimitError as exc:
+        raise ref.error(f"template exceeds a sandbox limit: {exc}", _template_line(exc)) from None
+    except RecursionError:
+        raise ref.error(
+            "template recursion too deep (a macro or recursive loop that never ends?)"
+        ) from None
+    except MemoryError:  # the limits above should make this unreachable; never a traceback
+        raise ref.error("template ran out of memory while rendering") from None
+    except UndefinedError as exc:
+        available = ", ".join(sorted(context)) or "none"
+        raise ref.error(
+            f"template error: {exc.message} (variables available here: {available})",
+            _template_line(exc),
+        ) from None
+    except SecurityError as exc:
+        raise ref.error(f"template blocked by the sandbox: {exc}", _template_line(exc)) from None
+    except TemplateError as exc:
+        raise ref.error(f"template error: {exc}", _template_line(exc)) from None
+    except (TypeError, ValueError, ArithmeticError, LookupError, AttributeError) as exc:
+        raise ref.error(
+            f"template error: {type(exc).__name__}: {exc}", _template_line(exc)
+        ) from None

@@ -1,0 +1,128 @@
+"""``oxy validate``: check files or whole projects without calling any model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ConfigError, Diagnostic, LoadError
+from .config import Project, file_kind, find_config, load_agent, load_project, project_files
+from .document import load_yaml, path_problem
+from .schema import validate_document
+
+__all__ = ["ValidationReport", "validate_paths"]
+
+
+@dataclass
+class ValidationReport:
+    files: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    projects: dict[Path, Project] = field(default_factory=dict, repr=False)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "warning"]
+
+
+def _project_or_own_schema(
+    target: Path, kind: str, project_dir: str | None, report: ValidationReport
+) -> Project | None:
+    """The file's project; if config.yml is broken, still check the file's own schema,
+    so one bad config.yml does not hide every problem of the files next to it."""
+    try:
+        return load_project(target, project_dir=project_dir, cache=report.projects)
+    except (LoadError, ConfigError) as exc:
+        report.diagnostics.extend(validate_document(load_yaml(target), kind))
+        if isinstance(exc, LoadError):
+            report.diagnostics.extend(exc.diagnostics)
+        else:
+            report.diagnostics.append(Diagnostic(str(target), str(exc)))
+        return None
+
+
+def validate_paths(paths: list[str], project_dir: str | None = None) -> ValidationReport:
+    """Validate the given files, or every project file under the given folders."""
+    report = ValidationReport()
+    targets: list[Path] = []
+    if not paths:
+        config = Path(project_dir) if project_dir else find_config(Path.cwd())
+        if config is None:
+            raise ConfigError(
+                f"no config.yml in {Path.cwd()} or above; pass files or folders to validate, "
+                "or --project DIR"
+            )
+        paths = [str(config if config.is_dir() else config.parent)]
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            config = find_config(path) if project_dir is None else Path(project_dir) / "config.yml"
+            found = project_files(path, ("agent", "workflow", "prompt", "cases"))
+            if config is not None and config.parent.resolve() == path.resolve():
+                found.insert(0, config)
+            if not found:  # "0 files checked, 0 errors" would pass CI having checked nothing
+                report.diagnostics.append(
+                    Diagnostic(
+                        raw,
+                        "is a folder with no config.yml, *.agent.yml, *.workflow.yml, "
+                        "*.prompt.yml or *.cases.yml files to check",
+                    )
+                )
+            targets.extend(found)
+        else:
+            targets.append(path)
+    seen: set[Path] = set()
+    for target in targets:
+        problem = path_problem(target)
+        if problem is not None:  # missing, a symlink loop, a device: say which, per file
+            report.files.append(str(target))
+            report.diagnostics.append(Diagnostic(str(target), problem))
+            continue
+        resolved = target.resolve()
+        if resolved in seen:
+            continue
+        seen.add(resolved)
+        report.files.append(str(target))
+        kind = file_kind(target)
+        try:
+            if kind == "config":
+                project = load_project(target, cache=report.projects)
+                report.diagnostics.extend(project.warnings)
+            elif kind in ("agent", "workflow", "prompt", "cases"):
+                project = _project_or_own_schema(target, kind, project_dir, report)
+                if project is None:
+                    continue
+                if kind == "agent":
+                    report.diagnostics.extend(load_agent(project, target).warnings)
+                elif kind in ("prompt", "cases"):
+                    from .prompts import load_prompts
+
+                    load_prompts(project, [target])
+                else:
+                    from ..workflow.compile import compile_workflow
+                    from ..workflow.spec import load_workflow
+
+                    workflow = load_workflow(project, target)
+                    report.diagnostics.extend(workflow.warnings)
+                    compile_workflow(workflow)
+            else:
+                report.diagnostics.append(
+                    Diagnostic(
+                        str(target),
+                        "unknown file kind: expected config.yml, *.agent.yml, *.workflow.yml, "
+                        "*.prompt.yml or *.cases.yml",
+                    )
+                )
+        except LoadError as exc:
+            report.diagnostics.extend(exc.diagnostics)
+        except ConfigError as exc:
+            report.diagnostics.append(Diagnostic(str(target), str(exc)))
+    # An agent's load re-reports its config's problems; keep each problem once.
+    unique: dict[tuple[object, ...], Diagnostic] = {}
+    for d in report.diagnostics:
+        unique.setdefault((d.file, d.line, d.column, d.key, d.message), d)
+    report.diagnostics = list(unique.values())
+    return report

@@ -1,0 +1,141 @@
+"""The history as the seed's Testing API shapes it: camelCase JSON for ``oxy cases`` and
+``oxy history`` (and, later, the GraphQL server).
+
+The store speaks snake_case typed rows; this is the one place that knows the API's field
+names (``passRate`` in percent, ``lastRun``, ``trendData``...), so the two can change
+independently. ``oxy test`` keeps snake_case JSON: it follows oxy's own output.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..store import CaseStats, Execution, ExecutionSummary, Prompt, PromptVersion, Run, TestCase
+
+__all__ = ["case_json", "execution_json", "prompt_json", "run_json", "stats_json", "version_json"]
+
+
+def prompt_json(p: Prompt) -> dict[str, Any]:
+    return {"id": p.id, "name": p.name, "source": p.source, "createdAt": p.created_at}
+
+
+def version_json(v: PromptVersion) -> dict[str, Any]:
+    return {
+        "version": v.version,
+        "contentHash": v.content_hash,
+        "createdAt": v.created_at,
+        "promptId": v.prompt_id,
+    }
+
+
+def case_json(c: TestCase) -> dict[str, Any]:
+    return {
+        "id": c.id,
+        "promptId": c.prompt_id,
+        "name": c.name,
+        "description": c.description,
+        "input": c.input,
+        "expectedOutput": c.expected_output,
+        "threshold": c.threshold,
+        "sourceFile": c.source_file,
+        "totalRuns": c.total_runs,
+        "passRate": c.pass_rate,
+        "avgScore": c.avg_score,
+        "avgLength": c.avg_length,
+        "lastRun": c.last_run,
+        "lastPassed": c.last_passed,
+        "createdAt": c.created_at,
+        "updatedAt": c.updated_at,
+        "deletedAt": c.deleted_at,
+    }
+
+
+def execution_json(e: Execution) -> dict[str, Any]:
+    return {
+        "id": e.id,
+        "testCaseId": e.test_case_id,
+        "runId": e.run_id,
+        "executionId": e.execution_id,
+        "status": e.status,
+        "passed": e.passed,
+        "score": e.score,
+        "actualOutput": e.actual_output,
+        "expectedOutput": e.expected_output,
+        "outputDiff": e.output_diff,
+        "exactMatch": e.exact_match,
+        "semanticScore": e.semantic_score,
+        "similarityMethod": e.similarity_method,
+        "lengthDiff": e.length_diff,
+        "tokenDiff": e.token_diff,
+        "tokenMethod": e.token_method,
+        "isRegression": e.is_regression,
+        "regressionType": e.regression_type,
+        "regressionTypes": list(e.regression_types),
+        "promptVersion": e.prompt_version,
+        "runDuration": e.run_duration_ms,
+        "latencyMs": e.latency_ms,
+        "inputTokens": e.input_tokens,
+        "outputTokens": e.output_tokens,
+        "finishReason": e.finish_reason,
+        "truncated": e.truncated,
+        "error": e.error,
+        "createdAt": e.created_at,
+    }
+
+
+def _summary(s: ExecutionSummary, *, regression: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": s.id, "passed": s.passed, "score": s.score}
+    if regression:
+        out["regressionType"] = s.regression_type
+        out["regressionTypes"] = list(s.regression_types)
+    out.update(promptVersion=s.prompt_version, createdAt=s.created_at, status=s.status)
+    return out
+
+
+def stats_json(s: CaseStats) -> dict[str, Any]:
+    return {
+        "testCaseId": s.test_case_id,
+        "totalRuns": s.total_runs,
+        "passRate": s.pass_rate,
+        "avgScore": s.avg_score,
+        "recentRuns": [_summary(r) for r in s.recent_runs],
+        "regressions": [_summary(r, regression=True) for r in s.regressions],
+        "regressionCount": s.regression_count,
+        "trendData": [
+            {
+                "date": t.date,
+                "totalRuns": t.total_runs,
+                "passRate": t.pass_rate,
+                "avgScore": t.avg_score,
+            }
+            for t in s.trend
+        ],
+    }
+
+
+def run_json(r: Run, *, status: str | None = None) -> dict[str, Any]:
+    """``status`` overrides the stored one (a read command shows a dead run as
+    interrupted without writing that down)."""
+    return {
+        "id": r.id,
+        "promptId": r.prompt_id,
+        "promptVersion": r.prompt_version,
+        "startedAt": r.started_at,
+        "finishedAt": r.finished_at,
+        "status": status or r.status,
+        "total": r.total,
+        "done": r.done,
+        "passed": r.passed,
+        "failed": r.failed,
+        "pending": r.pending,
+        "errors": r.errors,
+        "regressions": r.regressions,
+    }
+
+
+def empty_stats(case_id: str) -> CaseStats:
+    """The statistics of a case that has never run (declared in a file, not yet stored)."""
+    from ..store import CaseStats
+
+    return CaseStats(case_id, 0, None, None, (), (), 0, ())

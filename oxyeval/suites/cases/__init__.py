@@ -1,0 +1,46 @@
+"""Test cases: a prompt (or agent) version run against expected outputs, scored, stored.
+
+``run`` executes and records; ``selection`` decides which cases a command means
+without writing anything; ``scoring`` holds the per-execution scores and the
+regression rules.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+
+_EXPORTS = {
+    "CaseResult": "run",
+    "CaseRun": "run",
+    "accept_baseline": "run",
+    "check_accept": "run",
+    "find_case": "run",
+    "run_cases": "run",
+    "run_cases_async": "run",
+    "sync_files": "run",
+}
+__all__ = [
+    "CaseResult",
+    "CaseRun",
+    "accept_baseline",
+    "check_accept",
+    "find_case",
+    "run_cases",
+    "run_cases_async",
+    "sync_files",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from .run import (
+        CaseResult,
+        CaseRun,
+        accept_baseline,
+        check_accept,
+        find_case,
+        run_cases,
+        run_cases_async,
+        sync_files,
+    )

@@ -1,0 +1,657 @@
+"""Running test cases: render, call the model, score, detect regressions, store.
+
+Each execution is committed the moment it is scored, so an interrupted batch
+(Ctrl-C, a crash, a provider outage) keeps every finished result; the run itself
+is marked interrupted and says how many of its cases finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...errors import ConfigError, LoadError, ProviderError
+from ...project.config import Project, load_project
+from ...project.prompts import PromptDef, collect_case_files, load_prompts, rewrite_expected_output
+from ...project.schema import did_you_mean
+from ...project.templates import TemplateRef, render
+from ...providers._base import ChatMessage, GenerateParams
+from ...providers._pool import ModelPool
+from ...redact import redact
+from ...store import NewExecution, TestCase
+from ...workflow.agent import AgentRunner, counted, stopped_at_token_limit, token_limit_warning
+from ...workflow.sql import SqlRunner
+from .scoring import (
+    TokenCounter,
+    detect_regression,
+    exact_match,
+    lexical_similarity,
+    output_diff,
+    token_counter,
+)
+from .selection import (
+    declared_cases,
+    history_location,
+    leaving_cases,
+    no_version_error,
+    precheck,
+    preview_cases,
+    select_cases,
+    unknown_names_error,
+)
+
+if TYPE_CHECKING:
+    from ...store import Store
+
+__all__ = [
+    "CaseResult",
+    "CaseRun",
+    "accept_baseline",
+    "check_accept",
+    "find_case",
+    "history_location",
+    "preview_cases",
+    "run_cases",
+    "run_cases_async",
+    "sync_files",
+    "sync_prompt",
+]
+
+
+@dataclass
+class CaseResult:
+    """One TestCaseExecution (seed field names in :meth:`to_dict`), or an error."""
+
+    case_id: str
+    name: str
+    prompt_id: str
+    prompt_version: int
+    actual_output: str | None = None
+    expected_output: str | None = None
+    passed: bool = False
+    score: float | None = None
+    exact_match: bool = False
+    semantic_score: float | None = None
+    similarity_method: str = ""
+    length_diff: int | None = None
+    token_diff: int | None = None
+    token_method: str = ""
+    output_diff: list[dict[str, str]] = field(default_factory=list)
+    is_regression: bool = False
+    regression_type: str | None = None
+    regression_types: list[str] = field(default_factory=list)
+    regression_reasons: list[str] = field(default_factory=list)
+    latency_ms: float | None = None
+    run_duration_ms: float = 0.0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    threshold: float = 0.8
+    error: str | None = None
+    execution_id: str | None = None
+    created_at: str | None = None
+    pending: bool = False  # no expected output yet: shown and kept, not judged
+    finish_reason: str | None = None  # why the model stopped, as the vendor spelled it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "testCaseId": self.case_id,
+            "name": self.name,
+            "promptId": self.prompt_id,
+            "testCaseExecutionId": self.execution_id,
+            "executionId": self.execution_id,
+            "passed": self.passed,
+            "score": self.score,
+            "actualOutput": self.actual_output,
+            "expectedOutput": self.expected_output,
+            "outputDiff": self.output_diff,
+            "exactMatch": self.exact_match,
+            "semanticScore": self.semantic_score,
+            "similarityMethod": self.similarity_method,
+            "lengthDiff": self.length_diff,
+            "tokenDiff": self.token_diff,
+            "tokenMethod": self.token_method,
+            "latencyMs": self.latency_ms,
+            "costUsd": None,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "isRegression": self.is_regression,
+            "regressionType": self.regression_type,
+            "regressionTypes": self.regression_types,
+            "regressionReasons": self.regression_reasons,
+            "promptVersion": self.prompt_version,
+            "runDuration": self.run_duration_ms,
+            "threshold": self.threshold,
+            "error": self.error,
+            "pending": self.pending,
+            "finishReason": self.finish_reason,
+            "createdAt": self.created_at,
+        }
+
+
+@dataclass(repr=False)
+class CaseRun:
+    db: Path | str  # the SQLite file, or the PostgreSQL URL without its password
+    results: list[CaseResult] = field(default_factory=list)
+    runs: dict[str, str] = field(default_factory=dict)  # prompt id -> run id
+    versions: dict[str, int] = field(default_factory=dict)  # prompt id -> version run
+    planned: int = 0
+    interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return f"CaseRun({len(self.results)} results)"
+
+    @property
+    def failed(self) -> list[CaseResult]:
+        return [r for r in self.results if r.error is None and not r.passed and not r.pending]
+
+    @property
+    def pending(self) -> list[CaseResult]:
+        return [r for r in self.results if r.pending]
+
+    @property
+    def errors(self) -> list[CaseResult]:
+        return [r for r in self.results if r.error is not None]
+
+    @property
+    def regressions(self) -> list[CaseResult]:
+        return [r for r in self.results if r.is_regression]
+
+
+@dataclass(repr=False)
+class _Plan:
+    """One prompt version and its selected cases, with everything a case reuses built once:
+    compiled templates, params, the tokenizer, and (for agents) one runner for all cases."""
+
+    prompt: PromptDef
+    cases: list[TestCase]
+    version: int
+    content: Mapping[str, Any]
+    template: TemplateRef
+    system: TemplateRef | None
+    params: GenerateParams
+    counter: TokenCounter
+    agent: AgentRunner | None = None
+    run_id: str = ""
+
+    def max_tokens(self, pool: ModelPool) -> int | None:
+        """The answer-length limit the cases were sent with (None: the server's own)."""
+        if self.agent is not None:
+            return self.agent.max_tokens
+        if self.params.max_tokens is not None:
+            return self.params.max_tokens
+        spec = pool.specs.get(self.content["model"])
+        return spec.params.max_tokens if spec is not None else None
+
+    @classmethod
+    def build(
+        cls,
+        prompt: PromptDef,
+        cases: list[TestCase],
+        version: int,
+        content: Mapping[str, Any],
+        project: Project,
+        pool: ModelPool,
+        sql: SqlRunner,
+    ) -> _Plan:
+        agent = None
+        if prompt.kind == "agent" and prompt.agent is not None:
+            # The agent renders its own system prompt (context, variables): not from case input.
+            agent = AgentRunner(prompt.agent, pool, project.root, sql)
+        system = content.get("system") if agent is None else None
+        return cls(
+            prompt=prompt,
+            cases=cases,
+            version=version,
+            content=content,
+            template=TemplateRef(content["template"]),
+            system=TemplateRef(system) if system else None,
+            params=GenerateParams(**content.get("params", {})),
+            counter=token_counter(str(content.get("model_ref", ""))),
+            agent=agent,
+        )
+
+
+class _Scorer:
+    """Similarity by the prompt's method: an embedding model, or the lexical stand-in."""
+
+    def __init__(
+        self, project: Project, environ: Mapping[str, str] | None, models: ModelPool
+    ) -> None:
+        self.project = project
+        self.environ = environ
+        self.models = models
+        self._pool: Any = None
+
+    def check(self, method: str) -> None:
+        if method != "lexical":
+            self._embedder(method)
+
+    def _embedder(self, method: str) -> Any:
+        if self._pool is None:
+            from ...providers.embeddings import EmbeddingPool
+
+            # One HTTP client per run: embeddings share the chat models' connections.
+            remote = any(s.vendor != "mock" for s in self.project.embeddings.values())
+            client = self.models.client if remote else None
+            self._pool = EmbeddingPool(
+                self.project.embeddings,
+                environ=self.environ,
+                client=client,
+                limiters=self.models.limiters,  # one concurrency limit per server
+            )
+        return self._pool.get(method)
+
+    def method_name(self, method: str) -> str:
+        if method == "lexical":
+            return "lexical"
+        return f"embedding:{method} ({self.project.embeddings[method].model_ref})"
+
+    async def similarity(self, method: str, a: str, b: str) -> tuple[float, str]:
+        if method == "lexical":
+            return lexical_similarity(a, b), "lexical"
+        return await self._embedder(method).similarity(a, b), self.method_name(method)
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
+
+
+async def _store_error(plan: _Plan, result: CaseResult, store: Store, **fields: Any) -> CaseResult:
+    """Keep a failed execution in the history (status error, with its message): an outage
+    is visible there, and never counted as a failed case."""
+    stored = await asyncio.to_thread(
+        store.executions.record,
+        NewExecution(
+            test_case_id=result.case_id,
+            run_id=plan.run_id or None,
+            status="error",
+            prompt_version=plan.version,
+            expected_output=result.expected_output,
+            run_duration_ms=result.run_duration_ms,
+            error=result.error,
+            **fields,
+        ),
+    )
+    result.execution_id = stored.id
+    result.created_at = stored.created_at
+    return result
+
+
+async def _run_one(
+    plan: _Plan,
+    case: TestCase,
+    *,
+    pool: ModelPool,
+    scorer: _Scorer,
+    store: Store,
+) -> CaseResult:
+    prompt, version = plan.prompt, plan.version
+    started = time.perf_counter()
+    threshold = prompt.threshold if case.threshold is None else float(case.threshold)
+    result = CaseResult(
+        case_id=case.id,
+        name=case.name,
+        prompt_id=prompt.id,
+        prompt_version=version,
+        expected_output=case.expected_output,
+        threshold=threshold,
+    )
+    inputs = case.input or {}
+    try:
+        user = render(plan.template, inputs)
+        system = render(plan.system, inputs) if plan.system is not None else ""
+    except LoadError as exc:
+        # A case created through the API may not fit the template: that case fails to run,
+        # the others go on.
+        result.error = f"case {result.case_id!r}: its input does not fit prompt version {version}: {exc.diagnostics[0].message}"
+        return await _store_error(plan, result, store)
+    try:
+        if plan.agent is not None:
+            completion = await plan.agent.ask(user)
+        else:
+            messages = [ChatMessage("system", system)] if system.strip() else []
+            messages.append(ChatMessage("user", user))
+            completion = await pool.get(plan.content["model"]).generate(messages, plan.params)
+    except ProviderError as exc:
+        result.error = str(exc)
+        result.run_duration_ms = (time.perf_counter() - started) * 1000
+        return await _store_error(plan, result, store)
+    # Already scrubbed where the answer entered (Model.generate); scrubbed again here
+    # because this is what the history database stores.
+    actual = redact(completion.text)
+    expected = result.expected_output
+    result.actual_output = actual
+    result.finish_reason = completion.finish_reason
+    result.latency_ms = round(completion.latency * 1000, 3)
+    result.input_tokens = completion.usage.input_tokens
+    result.output_tokens = completion.usage.output_tokens
+    if expected is not None:
+        result.exact_match = exact_match(actual, expected)
+        try:
+            if result.exact_match:  # equal texts: similarity 1 by definition, no embedding call
+                similarity, result.similarity_method = 1.0, scorer.method_name(prompt.similarity)
+            else:
+                similarity, result.similarity_method = await scorer.similarity(
+                    prompt.similarity, actual, expected
+                )
+        except (ProviderError, ValueError) as exc:
+            result.error = redact(f"scoring case {result.case_id!r} failed: {exc}")
+            result.run_duration_ms = (time.perf_counter() - started) * 1000
+            return await _store_error(
+                plan,
+                result,
+                store,
+                actual_output=actual,
+                latency_ms=result.latency_ms,
+                input_tokens=result.input_tokens,
+                output_tokens=result.output_tokens,
+                finish_reason=completion.finish_reason,
+            )
+        # A cosine can be negative; the spec's score is 0..1, and "opposite" is not better
+        # than "unrelated" for a test, so negatives count as 0.
+        result.semantic_score = min(1.0, max(0.0, similarity))
+        result.score = 1.0 if result.exact_match else result.semantic_score
+        result.passed = result.exact_match or result.score >= threshold
+        result.length_diff = len(actual) - len(expected)
+        result.token_diff = plan.counter.count(actual) - plan.counter.count(expected)
+        result.token_method = plan.counter.method
+        # Quadratic in the worst case: off the event loop, so other cases keep going.
+        result.output_diff = await asyncio.to_thread(output_diff, expected, actual)
+        # The store is synchronous: off the event loop, so other cases keep going.
+        history = await asyncio.to_thread(
+            store.stats.history,
+            result.case_id,
+            prompt.recent,
+            baseline=(expected, result.similarity_method),
+        )
+        past_rate, recent = history.historical_pass_rate, history.recent
+    else:
+        result.pending = True
+        result.similarity_method = "none (no expected output)"
+        past_rate, recent = None, ()
+    regression = detect_regression(
+        passed=result.passed,
+        score=result.score,
+        length=len(actual),
+        historical_pass_rate=past_rate,
+        recent_scores=[r.score for r in recent],
+        recent_lengths=[r.actual_length for r in recent if r.actual_length is not None],
+    )
+    result.is_regression = regression.is_regression
+    result.regression_type = regression.type
+    result.regression_types = regression.types
+    result.regression_reasons = regression.reasons
+    result.run_duration_ms = round((time.perf_counter() - started) * 1000, 3)
+    stored = await asyncio.to_thread(
+        store.executions.record,
+        NewExecution(
+            test_case_id=result.case_id,
+            run_id=plan.run_id or None,
+            status="pending" if result.pending else ("passed" if result.passed else "failed"),
+            score=result.score,
+            actual_output=actual,
+            expected_output=expected,
+            output_diff=result.output_diff,
+            exact_match=result.exact_match,
+            semantic_score=result.semantic_score,
+            similarity_method=result.similarity_method,
+            length_diff=result.length_diff,
+            token_diff=result.token_diff,
+            token_method=result.token_method,
+            is_regression=result.is_regression,
+            regression_type=result.regression_type,
+            regression_types=result.regression_types,
+            prompt_version=version,
+            run_duration_ms=result.run_duration_ms,
+            latency_ms=result.latency_ms,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            finish_reason=completion.finish_reason,
+        ),
+    )
+    result.execution_id = stored.id
+    result.created_at = stored.created_at
+    return result
+
+
+def _warn_token_limits(run: CaseRun, plans: Sequence[_Plan], pool: ModelPool) -> None:
+    """One warning per prompt for the cases whose answer stopped at the token limit."""
+    for plan in plans:
+        cut = [
+            r.name
+            for r in run.results
+            if r.prompt_id == plan.prompt.id and stopped_at_token_limit(r.finish_reason)
+        ]
+        if not cut:
+            continue
+        model = plan.agent.agent.model if plan.agent is not None else plan.content["model"]
+        which = counted(cut, len(plan.cases), "case") if len(plan.cases) > 1 else f"case '{cut[0]}'"
+        text = token_limit_warning(
+            f"prompt '{plan.prompt.id}' v{plan.version}", which, model, plan.max_tokens(pool)
+        )
+        run.warnings.append(f"{text}; `oxy cases accept` adopts such an output only with --force")
+
+
+def sync_prompt(store: Store, project: Project, prompt: PromptDef) -> int:
+    """Record the prompt, its current version and its YAML cases; returns the version."""
+    store.prompts.upsert(prompt.id, prompt.id, project.relative(prompt.file))
+    version = store.prompts.ensure_version(prompt.id, prompt.content(project))
+    for cid, fields in declared_cases(project, prompt).items():
+        store.cases.upsert(cid, **fields)
+    for cid in leaving_cases(project, prompt, store.cases.list(prompt.id)):
+        store.cases.delete(cid)
+    return version
+
+
+def sync_files(store: Store, project: Project, paths: Sequence[str]) -> list[PromptDef]:
+    """Load the prompt/cases files under ``paths`` (default: the project) into the store."""
+    prompts = load_prompts(project, collect_case_files(project, list(paths)))
+    for prompt in prompts:
+        sync_prompt(store, project, prompt)
+    return prompts
+
+
+def find_case(cases: Sequence[TestCase], name: str) -> TestCase:
+    """A case by its full id <prompt>::<case>, or by its name when that is unique."""
+    matches = [c for c in cases if c.id == name] or [c for c in cases if c.name == name]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        names = sorted({c.name for c in cases} | {c.id for c in cases})
+        raise ConfigError(f"no test case named {name!r}{did_you_mean(name, names)}")
+    ids = ", ".join(c.id for c in matches)
+    raise ConfigError(
+        f"{len(matches)} test cases are named {name!r}: {ids}; use the full id <prompt>::<case>"
+    )
+
+
+def check_accept(
+    store: Store | None,
+    project: Project,
+    name: str,
+    output: str | None = None,
+    *,
+    force: bool = False,
+) -> TestCase:
+    """What :func:`accept_baseline` would refuse, found without writing (``store`` None:
+    no history yet): an unknown or ambiguous name, or no output to adopt."""
+    case = find_case(preview_cases(store, project, []), name)
+    if output is None:
+        _latest_output(store, case, force)
+    return case
+
+
+def _latest_output(store: Store | None, case: TestCase, force: bool) -> str:
+    """The output ``accept`` adopts by default; one cut off at the token limit only with
+    ``force`` (a baseline that ends mid-sentence fails every later correct answer)."""
+    latest = None if store is None else store.executions.latest(case.id)
+    if latest is None or latest.actual_output is None:
+        raise ConfigError(f"case {case.id!r} has never run; pass the expected output")
+    if not force and latest.truncated:
+        raise ConfigError(
+            f"case {case.id!r}: its latest output stopped at the model's token limit "
+            f"(finish reason {latest.finish_reason!r}, {len(latest.actual_output)} characters), "
+            "so it is probably cut off. Raise max_tokens and run the case again, or accept "
+            "it anyway with --force"
+        )
+    return latest.actual_output
+
+
+def accept_baseline(
+    store: Store, project: Project, name: str, output: str | None = None, *, force: bool = False
+) -> tuple[TestCase, str]:
+    """Make ``output`` (default: the latest actual output) the expected output of a case.
+
+    A YAML-declared case is changed in its file first (the file is the source of truth:
+    the next sync would undo a store-only change), then in the store. Returns the updated
+    case and where it was set. Secrets are scrubbed from the output first: a history
+    written before they were, or a value typed with ``--output``, must not put a key
+    into a file that gets committed. A latest output that stopped at the model's token
+    limit is probably cut off mid-answer; adopting it as the baseline takes ``force``.
+    """
+    prompts = sync_files(store, project, [])
+    case = find_case(store.cases.list(), name)
+    if output is None:
+        output = _latest_output(store, case, force)
+    output = redact(output)
+    declared = next(
+        (c for p in prompts if p.id == case.prompt_id for c in p.cases if c.name == case.name),
+        None,
+    )
+    where = "the store"
+    if declared is not None and declared.doc is not None:
+        where = project.relative(rewrite_expected_output(declared, output))
+    return store.cases.update_expected_output(case.id, output), where
+
+
+async def run_cases_async(
+    paths: Sequence[str | Path] = (),
+    *,
+    project_dir: str | None = None,
+    cases: Sequence[str] | None = None,
+    version: int | None = None,
+    db: str | Path | None = None,
+    concurrency: int = 8,
+    environ: Mapping[str, str] | None = None,
+    into: CaseRun | None = None,
+    on_result: Any = None,
+) -> CaseRun:
+    """Run the test cases of the given prompt/cases files (default: the whole project)."""
+    start = Path(paths[0]) if paths else None
+    project = load_project(start, project_dir=project_dir)
+    prompts = load_prompts(project, collect_case_files(project, [str(p) for p in paths]))
+    if not prompts:
+        raise ConfigError(f"no *.prompt.yml or *.cases.yml files under {project.root}")
+    from ...store import open_store
+
+    location = history_location(project, db, environ)
+    db_shown: Path | str = location.path if location.path is not None else location.display
+    run = into if into is not None else CaseRun(db=db_shown)
+    run.db = db_shown
+    # Given files: run what they declare. No paths: the whole project, API cases included.
+    only_files = (
+        {project.relative(f) for f in collect_case_files(project, [str(p) for p in paths])}
+        if paths
+        else None
+    )
+    await asyncio.to_thread(precheck, location, project, prompts, cases, version, only_files)
+    store = await asyncio.to_thread(open_store, location)
+    pool = project.model_pool(environ=environ)
+    sql = SqlRunner(project.databases, project.root)
+    scorer = _Scorer(project, environ, pool)
+    plans: list[_Plan] = []
+    try:
+        stale = store.runs.mark_stale()
+        if stale:
+            run.warnings.append(
+                f"{len(stale)} earlier run(s) had been interrupted; their finished results are kept"
+            )
+        all_names: set[str] = set()
+        found: set[str] = set()
+        for prompt in prompts:
+            current = sync_prompt(store, project, prompt)
+            chosen_version = current if version is None else version
+            content = (
+                prompt.content(project)
+                if version is None
+                else store.prompts.get_version(prompt.id, version)
+            )
+            if content is None:
+                raise no_version_error(
+                    prompt, version or 0, [v.version for v in store.prompts.versions(prompt.id)]
+                )
+            stored_cases = store.cases.list(prompt.id)
+            all_names |= {c.name for c in stored_cases} | {c.id for c in stored_cases}
+            selected = select_cases(stored_cases, cases, only_files, found)
+            if not selected:
+                continue
+            if content["model"] not in project.models:
+                raise ConfigError(
+                    f"prompt '{prompt.id}' version {chosen_version} uses model '{content['model']}', "
+                    "which config.yml no longer defines"
+                )
+            pool.check([content["model"]])
+            scorer.check(prompt.similarity)
+            plans.append(_Plan.build(prompt, selected, chosen_version, content, project, pool, sql))
+        error = unknown_names_error(cases, found, all_names, only_files)
+        if error is not None:
+            raise error
+        semaphore = asyncio.Semaphore(max(1, concurrency))
+
+        async def one(plan: _Plan, case: TestCase) -> None:
+            async with semaphore:
+                result = await _run_one(plan, case, pool=pool, scorer=scorer, store=store)
+            run.results.append(result)
+            if on_result is not None:
+                on_result(result)
+
+        jobs = []
+        group = store.runs.new_group_id() if len(plans) > 1 else None
+        for plan in plans:
+            plan.run_id = store.runs.start(
+                "cases",
+                prompt_id=plan.prompt.id,
+                prompt_version=plan.version,
+                total=len(plan.cases),
+                group_id=group,
+            )
+            run.runs[plan.prompt.id] = plan.run_id
+            run.versions[plan.prompt.id] = plan.version
+            run.planned += len(plan.cases)
+            jobs.extend(one(plan, case) for case in plan.cases)
+        aborted = False
+        try:
+            await asyncio.gather(*jobs)
+            _warn_token_limits(run, plans, pool)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            run.interrupted = True
+            raise
+        except BaseException:
+            aborted = True
+            raise
+        finally:
+            for prompt_id, run_id in run.runs.items():
+                errors = aborted or any(r.error for r in run.results if r.prompt_id == prompt_id)
+                status = "interrupted" if run.interrupted else ("failed" if errors else "completed")
+                store.runs.finish(run_id, status)
+    finally:
+        await scorer.aclose()
+        await pool.aclose()
+        sql.close()
+        store.close()
+    order = {
+        (plan.prompt.id, c.name): (k, i)
+        for k, plan in enumerate(plans)
+        for i, c in enumerate(plan.cases)
+    }
+    run.results.sort(key=lambda r: order.get((r.prompt_id, r.name), (0, 0)))
+    return run
+
+
+def run_cases(paths: Sequence[str | Path] = (), **kwargs: Any) -> CaseRun:
+    return asyncio.run(run_cases_async(paths, **kwargs))

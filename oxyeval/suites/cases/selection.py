@@ -1,0 +1,201 @@
+"""Which test cases a command sees, worked out without writing to the history.
+
+The files are the source of truth for the cases they declare; the store holds their
+history and the cases created through the API. A sync (``case_runner.sync_prompt``) writes
+the files' truth into the store; the functions here compute the same result in memory, so
+read commands (``oxy cases list|show``) and a run's up-front checks never write, and never
+create a database just to look at it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...errors import ConfigError, LoadError
+from ...project.config import Project
+from ...project.prompts import PromptDef, case_id, collect_case_files, load_prompts
+from ...project.schema import did_you_mean
+from ...store import Location, LocationError, TestCase, resolve_location, utc_timestamp
+
+if TYPE_CHECKING:
+    from ...store import Store
+
+__all__ = [
+    "declared_cases",
+    "history_location",
+    "leaving_cases",
+    "no_version_error",
+    "precheck",
+    "preview_cases",
+    "preview_prompt",
+    "select_cases",
+    "unknown_names_error",
+]
+
+
+def select_cases(
+    cases: list[TestCase],
+    names: Sequence[str] | None,
+    files: set[str] | None,
+    found: set[str],
+) -> list[TestCase]:
+    """The cases to run: those of the given files (all, for the whole project), narrowed to
+    ``names`` (a case name or its full id <prompt>::<case>); ``found`` collects the names hit."""
+    if files is not None:
+        cases = [c for c in cases if c.source_file in files]
+    if not names:
+        return cases
+    chosen = []
+    for case in cases:
+        hits = {n for n in names if n in (case.id, case.name)}
+        if hits:
+            found.update(hits)
+            chosen.append(case)  # each case once, however many names pick it
+    return chosen
+
+
+def declared_cases(project: Project, prompt: PromptDef) -> dict[str, dict[str, Any]]:
+    """The cases a prompt's files declare: id -> the fields a sync stores."""
+    return {
+        case_id(prompt.id, case.name): {
+            "prompt_id": prompt.id,
+            "name": case.name,
+            "input": case.input,
+            "expected_output": case.expected_output,
+            "description": case.description or None,
+            "threshold": case.threshold,
+            "source_file": project.relative(case.doc.path) if case.doc is not None else None,
+        }
+        for case in prompt.cases
+    }
+
+
+def leaving_cases(project: Project, prompt: PromptDef, stored: Sequence[TestCase]) -> set[str]:
+    """Stored cases that leave the suite: removed from their file, or their file is gone
+    (their history stays in the store)."""
+    declared = {case_id(prompt.id, c.name) for c in prompt.cases}
+    files = {project.relative(c.doc.path) for c in prompt.cases if c.doc is not None} | {
+        project.relative(prompt.file)
+    }
+    leaving = set()
+    for case in stored:
+        source = case.source_file
+        gone = source is not None and not (project.root / source).is_file()
+        if case.id not in declared and (source in files or gone):
+            leaving.add(case.id)
+    return leaving
+
+
+def preview_prompt(
+    project: Project, prompt: PromptDef, stored: Sequence[TestCase]
+) -> list[TestCase]:
+    """Replace ``stored`` (every case of the store, deleted ones too) with what a sync of
+    ``prompt`` would leave, without writing: read commands show the files' truth."""
+    declared = declared_cases(project, prompt)
+    mine = [c for c in stored if c.prompt_id == prompt.id and c.deleted_at is None]
+    leaving = leaving_cases(project, prompt, mine)
+    out: list[TestCase] = []
+    seen: set[str] = set()
+    for case in stored:
+        fields = declared.get(case.id)
+        if fields is not None:  # declared: the file's fields, the store's history
+            out.append(dataclasses.replace(case, deleted_at=None, **fields))
+            seen.add(case.id)
+        elif case.id not in leaving:
+            out.append(case)
+    now = utc_timestamp()
+    for cid, fields in declared.items():
+        if cid not in seen:  # declared but never stored: no history yet
+            out.append(TestCase(id=cid, created_at=now, updated_at=now, **fields))
+    return out
+
+
+def preview_cases(store: Store | None, project: Project, paths: Sequence[str]) -> list[TestCase]:
+    """Every live case as a sync of ``paths`` would leave the store, without writing it
+    (``store`` None: there is no history yet)."""
+    cases = [] if store is None else store.cases.list(include_deleted=True)
+    for prompt in load_prompts(project, collect_case_files(project, list(paths))):
+        cases = preview_prompt(project, prompt, cases)
+    live = [c for c in cases if c.deleted_at is None]
+    order = {c.id: i for i, c in enumerate(live)}
+    return sorted(live, key=lambda c: (c.prompt_id, order[c.id]))
+
+
+def history_location(
+    project: Project, db: str | Path | None = None, environ: Mapping[str, str] | None = None
+) -> Location:
+    """Where this project's history is (``--db``, ``OXY_DB``, config.yml ``history:``, or
+    ``.oxy/oxyeval.db``); a bad ``history:`` entry is reported at its line in config.yml."""
+    history = project.config.data.get("history") if isinstance(project.config.data, dict) else None
+    try:
+        return resolve_location(db, project_root=project.root, environ=environ, history=history)
+    except LocationError as exc:
+        if exc.key:
+            raise LoadError([project.config.diagnostic(exc.key, str(exc))]) from None
+        raise
+
+
+def unknown_names_error(
+    names: Sequence[str] | None, found: set[str], known: set[str], only_files: set[str] | None
+) -> ConfigError | None:
+    missing = [n for n in dict.fromkeys(names or ()) if n not in found]
+    if not missing:
+        return None
+    return ConfigError(
+        f"no test case named {', '.join(repr(m) for m in missing)}"
+        f"{did_you_mean(missing[0], known)}"
+        + (" in the given files" if only_files is not None else "")
+    )
+
+
+def no_version_error(prompt: PromptDef, version: int, known: Sequence[int]) -> ConfigError:
+    return ConfigError(
+        f"prompt '{prompt.id}' has no version {version}; versions: {', '.join(map(str, known))}"
+    )
+
+
+def precheck(
+    location: Location,
+    project: Project,
+    prompts: Sequence[PromptDef],
+    names: Sequence[str] | None,
+    version: int | None,
+    only_files: set[str] | None,
+) -> None:
+    """Refuse a bad ``--case`` or ``--version`` from a read-only look, before the history is
+    opened for writing: a run that cannot start must not create (or change) a database."""
+    from ...store import EmptyHistoryError, open_store
+
+    try:
+        reader: Store | None = open_store(location, read_only=True)
+    except EmptyHistoryError:
+        reader = None
+    try:
+        stored = [] if reader is None else reader.cases.list(include_deleted=True)
+        found: set[str] = set()
+        known: set[str] = set()
+        for prompt in prompts:
+            if version is not None:
+                versions = (
+                    []
+                    if reader is None
+                    else [v.version for v in reader.prompts.versions(prompt.id)]
+                )
+                content = prompt.content(project)
+                if reader is None or reader.prompts.find_version(prompt.id, content) is None:
+                    versions.append(max(versions, default=0) + 1)  # what this run's sync adds
+                if version not in versions:
+                    raise no_version_error(prompt, version, versions)
+            stored = preview_prompt(project, prompt, stored)
+            mine = [c for c in stored if c.prompt_id == prompt.id and c.deleted_at is None]
+            known |= {c.name for c in mine} | {c.id for c in mine}
+            select_cases(mine, names, only_files, found)
+        error = unknown_names_error(names, found, known, only_files)
+        if error is not None:
+            raise error
+    finally:
+        if reader is not None:
+            reader.close()

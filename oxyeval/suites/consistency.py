@@ -1,0 +1,525 @@
+"""``oxy test`` as a library call: load files, run their tests, return a TestRun.
+
+All files are loaded (and every model key resolved) before the first model call,
+so bad input fails fast with every problem listed, and a run never dies halfway
+through on a config error. Provider failures during a run are recorded per run
+or per judge call; they never abort the other tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import EXIT_INPUT, ConfigError, Diagnostic, LoadError, ProviderError
+from ..judge.consistency import (
+    Comparison,
+    ConsistencyScore,
+    evaluate,
+    normalize,
+    pair_count,
+    plan_comparisons,
+    score_comparisons,
+)
+from ..judge.judge import Judge
+from ..project.config import (
+    Agent,
+    JudgeSpec,
+    Project,
+    TestSpec,
+    file_kind,
+    load_agent,
+    load_project,
+    project_files,
+)
+from ..project.document import path_problem
+from ..providers._base import Completion
+from ..providers._model import RetryPolicy
+from ..providers._pool import ModelPool
+from ..workflow.agent import AgentRunner, counted, stopped_at_token_limit, token_limit_warning
+from ..workflow.compile import Plan, compile_workflow
+from ..workflow.engine import Engine, TaskFailed, WorkflowRun
+from ..workflow.spec import load_workflow
+from ..workflow.sql import SqlError, SqlRunner
+from .results import OutputRecord, TestResult, TestRun
+
+__all__ = ["ProgressSink", "collect_files", "run_tests", "run_tests_async"]
+
+log = logging.getLogger("oxyeval.runner")
+
+
+class ProgressSink(Protocol):
+    def start(self, key: str, label: str, total: int) -> None: ...
+    def add_total(self, key: str, amount: int) -> None: ...
+    def advance(self, key: str, amount: int = 1) -> None: ...
+
+
+class _NoProgress:
+    def start(self, key: str, label: str, total: int) -> None:
+        pass
+
+    def add_total(self, key: str, amount: int) -> None:
+        pass
+
+    def advance(self, key: str, amount: int = 1) -> None:
+        pass
+
+
+def collect_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Files to test: given files as they are, folders searched for agent/workflow files."""
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = project_files(path, ("agent", "workflow"))
+            if not found:
+                raise ConfigError(f"{path}: no *.agent.yml or *.workflow.yml files in this folder")
+            out.extend(found)
+        elif (problem := path_problem(path)) is not None:
+            raise LoadError([Diagnostic(str(path), problem)])
+        else:
+            out.append(path)
+    return out
+
+
+@dataclass
+class _Subject:
+    """What a test runs n times: an agent answering, or a workflow producing a task's output."""
+
+    project: Project
+    file: Path
+    tests: list[TestSpec]
+    model: str  # shown in reports: the agent's model, or "workflow"
+    agent: Agent | None = None
+    plan: Plan | None = None
+
+
+def _load_all(files: list[Path], project_dir: str | None) -> tuple[list[_Subject], list[str]]:
+    projects: dict[Path, Project] = {}  # config path -> project, loaded once
+    subjects: list[_Subject] = []
+    problems: list[Diagnostic] = []
+    warnings: list[str] = []
+    for file in files:
+        kind = file_kind(file)
+        try:
+            project = load_project(file, project_dir=project_dir, cache=projects)
+            if kind == "workflow":
+                plan = compile_workflow(load_workflow(project, file))
+                warnings.extend(w.format() for w in plan.workflow.warnings)
+                subjects.append(_Subject(project, file, plan.workflow.tests, "workflow", plan=plan))
+                continue
+            if kind != "agent":
+                raise LoadError(
+                    [
+                        Diagnostic(
+                            str(file),
+                            "not a test file: oxy test takes *.agent.yml or *.workflow.yml files",
+                        )
+                    ]
+                )
+            agent = load_agent(project, file)
+            if agent.kind == "routing" and agent.tests:
+                raise ConfigError(
+                    f"{agent.doc.display}: routing agents are not supported by oxyeval yet, so "
+                    "their tests cannot run"
+                )
+        except LoadError as exc:
+            problems.extend(exc.diagnostics)
+            continue
+        subjects.append(_Subject(project, file, agent.tests, agent.model, agent=agent))
+        warnings.extend(w.format() for w in agent.warnings)
+    if problems:
+        raise LoadError(problems)
+    for project in projects.values():
+        warnings[:0] = [w.format() for w in project.warnings]
+    return subjects, warnings
+
+
+def _comparison_dict(
+    comp, scores: Mapping[str, float], groups: Mapping[int, int]
+) -> dict[str, object]:
+    return {
+        "runs": list(comp.runs),
+        "groups": [groups[comp.runs[0]], groups[comp.runs[1]]],
+        "weight": comp.weight,
+        "identical": comp.identical,
+        "verdict": comp.choice,
+        "score": scores.get(comp.choice, 0.0) if comp.choice else None,
+        "reasoning": comp.reasoning,
+        "error": comp.error,
+        "judge_calls": comp.judge_calls,
+    }
+
+
+def _label(spec: TestSpec, k: int) -> str:
+    """A test's name; with several similarity metrics, one result per metric."""
+    return f"{spec.name} [metric {k + 1}]" if len(spec.judges) > 1 else spec.name
+
+
+def _result(spec: TestSpec, judge: JudgeSpec, label: str, question: str, model: str) -> TestResult:
+    total = pair_count(spec.n, spec.pairing)
+    return TestResult(
+        name=label,
+        file=spec.display,
+        index=spec.index,
+        task_description=question,
+        n=spec.n,
+        pairing=spec.pairing,
+        agent_model=model,
+        judge_model=judge.model,
+        scores=dict(judge.scores),
+        total_pairs=total,
+        min_judged=spec.min_judged,
+    )
+
+
+async def _judge_outputs(
+    spec: TestSpec,
+    judge_spec: JudgeSpec,
+    label: str,
+    outputs: list[OutputRecord],
+    model: str,
+    question: str,
+    pool: ModelPool,
+    progress: ProgressSink,
+    started: float,
+    judged: list[Comparison] | None = None,
+) -> TestResult:
+    """Judge and score one metric; ``judged`` collects each verdict as it comes, so an
+    interrupted test keeps the ones it has."""
+    key = f"{spec.display}#{spec.index}"
+    result = _result(spec, judge_spec, label, question, model)
+    result.outputs = [OutputRecord(**o.__dict__) for o in outputs]
+    texts = {o.run: o.text or "" for o in outputs if o.error is None}
+    if len(texts) < 2:
+        first = next((o.error for o in outputs if o.error), None)
+        why = f"; first error: {first}" if first else ""
+        result.error = (
+            f"only {len(texts)} of {spec.n} runs succeeded, need at least 2 to compare{why}"
+        )
+        result.duration = time.perf_counter() - started
+        return result
+    judge = Judge(pool.get(judge_spec.model), judge_spec.prompt, settings=judge_spec.settings)
+
+    def done(comparison: Comparison) -> None:
+        if judged is not None:
+            judged.append(comparison)
+        progress.advance(key)
+
+    comparisons, score = await evaluate(
+        texts,
+        judge.comparer(question),
+        pairing=spec.pairing,
+        scores=result.scores,
+        concurrency=spec.concurrency,
+        on_planned=lambda count: progress.add_total(key, count),
+        on_done=done,
+    )
+    _apply_score(result, comparisons, score, texts)
+    errors = [c.error for c in comparisons if c.error]
+    if result.accuracy is None:
+        result.error = (
+            f"no valid verdicts: all {len(errors)} comparison(s) sent to the judge failed; "
+            f"first: {errors[0]}"
+            if errors
+            else "no valid verdicts"
+        )
+    elif result.judged_pairs + 1e-9 < spec.min_judged * result.total_pairs:
+        # A score from a few surviving pairs says little: 1 judged pair of 10 is not 0%.
+        failed = spec.n - len(texts)
+        share = result.judged_pairs / result.total_pairs
+        why = [f"{failed} of {spec.n} runs failed"] if failed else []
+        if errors:
+            why.append(f"{len(errors)} judge error(s), first: {errors[0]}")
+        result.error = (
+            f"only {result.judged_pairs} of {result.total_pairs} run pairs got a verdict "
+            f"({share:.0%}; min_judged is {spec.min_judged:.0%}): {'; '.join(why)}"
+        )
+        result.accuracy = None
+    if result.error is not None:
+        result.selected = None  # no "most consistent" output from a test that has no score
+    result.duration = time.perf_counter() - started
+    return result
+
+
+def _apply_score(
+    result: TestResult,
+    comparisons: list[Comparison],
+    score: ConsistencyScore,
+    texts: Mapping[int, str],
+) -> None:
+    result.accuracy = score.accuracy
+    result.pairs = score.pairs
+    result.judged_pairs = score.judged_pairs
+    result.identical_pairs = sum(c.weight for c in comparisons if c.identical)
+    result.judge_calls = score.judge_calls
+    result.selected = score.selected
+    groups: dict[str, int] = {}
+    for o in result.outputs:
+        o.consistency = score.per_run.get(o.run)
+        if o.run in texts:
+            o.group = groups.setdefault(normalize(texts[o.run]), len(groups) + 1)
+    by_run = {o.run: o.group for o in result.outputs if o.group is not None}
+    result.comparisons = [_comparison_dict(c, result.scores, by_run) for c in comparisons]
+
+
+def _interrupted_result(
+    spec: TestSpec,
+    judge_spec: JudgeSpec,
+    label: str,
+    question: str,
+    model: str,
+    finished: Mapping[int, OutputRecord],
+    judged: list[Comparison],
+    started: float,
+) -> TestResult:
+    """A test cut short keeps what it finished: its runs, and a (partial) score when at
+    least two runs succeeded and the judge gave at least one verdict."""
+    result = _result(spec, judge_spec, label, question, model)
+    result.interrupted = True
+    result.outputs = [OutputRecord(**finished[r].__dict__) for r in sorted(finished)]
+    result.duration = time.perf_counter() - started
+    texts = {o.run: o.text or "" for o in result.outputs if o.error is None}
+    runs = f"{len(finished)} of {spec.n} run(s) finished"
+    verdicts = [c for c in judged if c.choice is not None and not c.identical]
+    if len(texts) < 2 or not verdicts:
+        if len(texts) < 2:
+            why = "fewer than 2 runs succeeded"
+        else:
+            why = "runs still going, none judged" if len(finished) < spec.n else "no verdict yet"
+        result.error = f"interrupted: {runs}; not scored ({why})"
+        return result
+    # Judging starts once every run is done, so this is the plan the judge was working on.
+    by_runs = {c.runs: c for c in judged}
+    comparisons = [by_runs.get(c.runs, c) for c in plan_comparisons(texts, spec.pairing)]
+    score = score_comparisons(comparisons, sorted(texts), result.scores)
+    _apply_score(result, comparisons, score, texts)
+    result.error = (
+        f"interrupted: {runs}, {score.judged_pairs} of {score.pairs} pair(s) judged; "
+        "the score covers only those"
+    )
+    return result
+
+
+async def _run_test(
+    spec: TestSpec,
+    produce: Callable[[], Awaitable[Completion]],
+    question: str,
+    model: str,
+    pool: ModelPool,
+    progress: ProgressSink,
+    into: list[TestResult],
+    max_tokens: int | None = None,
+) -> None:
+    """Run a test n times and judge it, adding one result per metric to ``into``; when
+    cancelled, what finished is added too (see :func:`_interrupted_result`)."""
+    started = time.perf_counter()
+    key = f"{spec.display}#{spec.index}"
+    progress.start(key, f"{spec.display} · {spec.name}", spec.n)
+    # Runs of this test in flight; each model endpoint's own adaptive limit applies inside.
+    semaphore = asyncio.Semaphore(spec.concurrency)
+    finished: dict[int, OutputRecord] = {}
+    judged: list[list[Comparison]] = [[] for _ in spec.judges]
+    results: dict[int, TestResult] = {}
+    cut: list[int] = []  # runs whose answer stopped at the token limit
+
+    async def one(run: int) -> None:
+        async with semaphore:
+            try:
+                c = await produce()
+            except (ProviderError, TaskFailed, SqlError) as exc:
+                finished[run] = OutputRecord(run=run, text=None, error=str(exc))
+                return
+            finally:
+                progress.advance(key)
+            if stopped_at_token_limit(c.finish_reason):
+                cut.append(run)
+            finished[run] = OutputRecord(
+                run=run,
+                text=c.text,
+                latency=c.latency,
+                input_tokens=c.usage.input_tokens,
+                output_tokens=c.usage.output_tokens,
+            )
+
+    async def judge(k: int, judge_spec: JudgeSpec, outputs: list[OutputRecord]) -> None:
+        results[k] = await _judge_outputs(
+            spec,
+            judge_spec,
+            _label(spec, k),
+            outputs,
+            model,
+            question,
+            pool,
+            progress,
+            started,
+            judged[k],
+        )
+
+    try:
+        await asyncio.gather(*(one(r) for r in range(1, spec.n + 1)))
+        if cut:  # one line for the test, not one per run
+            subject = f"test '{spec.name}' ({spec.display})"
+            which = counted(sorted(cut), spec.n, "run")
+            log.warning("%s", token_limit_warning(subject, which, model, max_tokens))
+        outputs = [finished[r] for r in sorted(finished)]
+        await asyncio.gather(*(judge(k, j, outputs) for k, j in enumerate(spec.judges)))
+    except asyncio.CancelledError:
+        for k, judge_spec in enumerate(spec.judges):
+            if k not in results:
+                results[k] = _interrupted_result(
+                    spec, judge_spec, _label(spec, k), question, model, finished, judged[k], started
+                )
+        raise
+    finally:
+        into.extend(results[k] for k in sorted(results))
+
+
+def _mark_unfinished(run: TestRun, jobs: list[tuple[TestSpec, Any, str, str, ModelPool]]) -> None:
+    """On Ctrl-C, a test that had not even started is listed (interrupted, unscored), not
+    silently dropped; tests under way list their own finished runs (``_run_test``)."""
+    done = {(t.file, t.index) for t in run.tests}
+    for spec, _produce, question, model, _pool in jobs:
+        if (spec.display, spec.index) in done:
+            continue
+        for k, judge in enumerate(spec.judges):
+            result = _result(spec, judge, _label(spec, k), question, model)
+            result.error = "interrupted before it finished"
+            result.interrupted = True
+            run.tests.append(result)
+    order = {(j[0].display, j[0].index): k for k, j in enumerate(jobs)}
+    run.tests.sort(key=lambda t: (order.get((t.file, t.index), 0), t.name))
+
+
+def _task_output(run: WorkflowRun, ref: str) -> Any:
+    """The output at a task_ref: a top-level name, or a dotted path into its parts."""
+    head, *rest = ref.split(".")
+    bad_input = next((r for r in run.failed if r.exit_code == EXIT_INPUT), None)
+    if bad_input is not None:  # the same file fails every run: stop with exit 2, not n errors
+        raise ConfigError(f"task '{bad_input.path}' failed: {bad_input.error}")
+    if head not in run.outputs:
+        record = next((r for r in run.records if r.path == head), None)
+        why = f": {record.error}" if record is not None and record.error else ""
+        raise TaskFailed(f"task '{head}' produced no output{why}")
+    value = run.outputs[head]
+    for part in rest:
+        value = value[part] if isinstance(value, Mapping) else getattr(value, part)
+    return value
+
+
+def _workflow_producer(engine: Engine, plan: Plan, ref: str) -> Callable[[], Awaitable[Completion]]:
+    async def produce() -> Completion:
+        run = await engine.run(plan.workflow.path)
+        value = _task_output(run, ref)
+        return Completion(text=str(value), latency=run.ended - run.started)
+
+    return produce
+
+
+def _workflow_question(plan: Plan, spec: TestSpec) -> str:
+    if spec.task_description:
+        return spec.task_description
+    ref = spec.task_ref or plan.workflow.tasks[-1].name
+    task = next((t for t in plan.workflow.tasks if t.name == ref.split(".")[0]), None)
+    if task is not None and "prompt" in task.templates:
+        return task.templates["prompt"].source.strip()
+    return f"the output of task '{ref}' in {plan.workflow.doc.display}"
+
+
+async def run_tests_async(
+    paths: Iterable[str | Path],
+    *,
+    project_dir: str | None = None,
+    progress: ProgressSink | None = None,
+    into: TestRun | None = None,
+    retry: RetryPolicy | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> TestRun:
+    """Run the consistency tests of the given agent and workflow files.
+
+    ``into`` is filled as tests finish, so a caller that is interrupted still has
+    every finished result.
+    """
+    run = into if into is not None else TestRun()
+    subjects, warnings = _load_all(collect_files(paths), project_dir)
+    run.warnings.extend(warnings)
+    progress = progress or _NoProgress()
+    pools: dict[Path, ModelPool] = {}
+    engines: dict[Path, Engine] = {}
+    sql_runners: dict[Path, SqlRunner] = {}
+    jobs: list[tuple[TestSpec, Callable[[], Awaitable[Completion]], str, str, ModelPool]] = []
+    limits: dict[tuple[str, int], int | None] = {}  # test -> its agent's max_tokens
+    try:
+        for item in subjects:
+            root = item.project.root
+            pool = pools.get(root)
+            if pool is None:
+                pool = pools[root] = item.project.model_pool(retry=retry, environ=environ)
+            if not item.tests:
+                run.skipped.append(f"{item.project.relative(item.file)}: no consistency tests")
+                continue
+            judges = [j.model for t in item.tests for j in t.judges]
+            if item.agent is not None:
+                # Resolve keys before any call: a missing key is a config error, not n failures.
+                pool.check([item.agent.model, *judges])
+                sql = sql_runners.get(root)
+                if sql is None:
+                    sql = sql_runners[root] = SqlRunner(item.project.databases, root)
+                runner = AgentRunner(item.agent, pool, root, sql)
+                runner.system_prompt()  # template errors surface now, once, as exit 2
+                for spec in item.tests:
+                    limits[(spec.display, spec.index)] = runner.max_tokens
+                    question = spec.task_description or ""
+                    jobs.append(
+                        (spec, lambda r=runner, q=question: r.ask(q), question, item.model, pool)
+                    )
+            else:
+                assert item.plan is not None
+                engine = engines.get(root)
+                if engine is None:
+                    engine = engines[root] = Engine(item.project, pool)
+                pool.check(sorted(engine.models_used(item.plan) | set(judges)))
+                engine.resolve_variables(item.plan.workflow, {})  # missing variables: exit 2 now
+                for spec in item.tests:
+                    ref = spec.task_ref or item.plan.workflow.tasks[-1].name
+                    produce = _workflow_producer(engine, item.plan, ref)
+                    jobs.append(
+                        (spec, produce, _workflow_question(item.plan, spec), "workflow", pool)
+                    )
+
+        async def job(
+            spec: TestSpec,
+            produce: Callable[[], Awaitable[Completion]],
+            question: str,
+            model: str,
+            pool: ModelPool,
+        ) -> None:
+            limit = limits.get((spec.display, spec.index))
+            await _run_test(spec, produce, question, model, pool, progress, run.tests, limit)
+
+        try:
+            await asyncio.gather(*(job(*j) for j in jobs))
+        except asyncio.CancelledError:
+            _mark_unfinished(run, jobs)
+            raise
+    finally:
+        for pool in pools.values():
+            await pool.aclose()
+        for engine in engines.values():
+            engine.sql.close()
+        for sql in sql_runners.values():
+            sql.close()
+    # Report in file order, whatever order the tests finished in.
+    order = {(j[0].display, j[0].index): k for k, j in enumerate(jobs)}
+    run.tests.sort(key=lambda t: (order.get((t.file, t.index), 0), t.name))
+    return run
+
+
+def run_tests(paths: Iterable[str | Path], **kwargs: object) -> TestRun:
+    """Synchronous :func:`run_tests_async`, for scripts and notebooks without a loop."""
+    return asyncio.run(run_tests_async(paths, **kwargs))  # type: ignore[arg-type]

@@ -1,0 +1,188 @@
+"""Results of a test run, as plain data: what the reports and the JSON are made of."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..redact import redact
+
+__all__ = ["OutputRecord", "TestResult", "TestRun", "ThresholdResult"]
+
+
+@dataclass
+class OutputRecord:
+    run: int  # 1-based
+    text: str | None
+    error: str | None = None
+    latency: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    consistency: float | None = None
+    group: int | None = None  # distinct (normalised) text number; comparisons name groups
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every key always present (null when it does not apply), so consumers need no guards."""
+        failed = self.error is not None
+        return {
+            "run": self.run,
+            "text": None if failed else redact(self.text or ""),
+            "error": redact(self.error) if failed else None,
+            "group": self.group,
+            "consistency": _round(self.consistency),
+            "latency_s": _round(self.latency, 4),
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
+
+def _redacted(comparison: dict[str, Any]) -> dict[str, Any]:
+    return {k: (redact(v) if isinstance(v, str) else v) for k, v in comparison.items()}
+
+
+def _round(value: float | None, digits: int = 6) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+@dataclass(repr=False)
+class TestResult:
+    """One consistency test (one metric of it) in one file."""
+
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"TestResult({self.name!r})"
+
+    __test__ = False  # not a pytest class
+
+    name: str
+    file: str
+    index: int
+    task_description: str | None
+    n: int
+    pairing: str
+    agent_model: str
+    judge_model: str
+    scores: dict[str, float]
+    accuracy: float | None = None
+    error: str | None = None
+    pairs: int = 0  # run pairs planned among the runs that succeeded
+    total_pairs: int = 0  # run pairs the test plans for all n runs
+    min_judged: float = 0.0  # share of total_pairs that must get a verdict
+    judged_pairs: int = 0
+    identical_pairs: int = 0
+    judge_calls: int = 0
+    outputs: list[OutputRecord] = field(default_factory=list)
+    selected: int | None = None
+    comparisons: list[dict[str, Any]] = field(default_factory=list)
+    duration: float = 0.0
+    #: Cut short by Ctrl-C/SIGTERM: ``outputs`` are the runs that finished, ``error``
+    #: says how far it got, and ``accuracy`` (if any) covers only the pairs judged.
+    interrupted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.accuracy is not None and self.error is None and not self.interrupted
+
+    @property
+    def run_errors(self) -> list[OutputRecord]:
+        return [o for o in self.outputs if o.error is not None]
+
+    @property
+    def judge_errors(self) -> list[dict[str, Any]]:
+        return [c for c in self.comparisons if c.get("error")]
+
+    @property
+    def failing(self) -> list[dict[str, Any]]:
+        best = max(self.scores.values())
+        return [c for c in self.comparisons if c.get("verdict") is not None and c["score"] < best]
+
+    @property
+    def selected_output(self) -> OutputRecord | None:
+        return next((o for o in self.outputs if o.run == self.selected), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        sel = self.selected_output
+        return {
+            "name": self.name,
+            "file": self.file,
+            "type": "consistency",
+            "status": "interrupted" if self.interrupted else ("scored" if self.ok else "error"),
+            "error": redact(self.error) if self.error else None,
+            "task_description": self.task_description,
+            "n": self.n,
+            "pairing": self.pairing,
+            "model": self.agent_model,
+            "judge_model": self.judge_model,
+            "accuracy": _round(self.accuracy),
+            "pairs": self.pairs,
+            "total_pairs": self.total_pairs,
+            "judged_pairs": self.judged_pairs,
+            "min_judged": self.min_judged,
+            "identical_pairs": self.identical_pairs,
+            "judge_calls": self.judge_calls,
+            "successful_runs": sum(1 for o in self.outputs if o.error is None),
+            "run_errors": [{"run": o.run, "error": redact(o.error or "")} for o in self.run_errors],
+            "judge_errors": [
+                {"runs": c["runs"], "weight": c["weight"], "error": redact(c["error"])}
+                for c in self.judge_errors
+            ],
+            "outputs": [o.to_dict() for o in self.outputs],
+            "selected": None
+            if sel is None
+            else {
+                "run": sel.run,
+                "text": redact(sel.text or ""),
+                "consistency": _round(sel.consistency),
+            },
+            # Every judgement once: one entry stands for `weight` run pairs (those between
+            # runs of its two text groups), so n=200 with few distinct answers stays small.
+            "comparisons": [_redacted(c) for c in self.comparisons],
+            "failing_comparisons": [
+                {k: v for k, v in _redacted(c).items() if k not in ("error", "groups")}
+                for c in self.failing
+            ],
+            "duration_s": round(self.duration, 3),
+        }
+
+
+@dataclass
+class ThresholdResult:
+    min_accuracy: float
+    mode: str
+    passed: bool
+    value: float | None  # the mean (average mode) or the minimum (all mode)
+    failing: list[tuple[str, float | None]]
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "min_accuracy": self.min_accuracy,
+            "mode": self.mode,
+            "passed": self.passed,
+            "value": _round(self.value),
+            "failing": [{"name": n, "accuracy": _round(a)} for n, a in self.failing],
+            "message": self.message,
+        }
+
+
+@dataclass(repr=False)
+class TestRun:
+    """Everything ``oxy test`` produced: per-test results plus the files' warnings."""
+
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"TestRun({len(self.tests)!r})"
+
+    __test__ = False
+
+    tests: list[TestResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def accuracies(self) -> list[float | None]:
+        return [t.accuracy for t in self.tests]
+
+    def label(self, test: TestResult) -> str:
+        """Test name, qualified by file when several files ran."""
+        files = {t.file for t in self.tests}
+        return f"{test.file}: {test.name}" if len(files) > 1 else test.name

@@ -1,0 +1,269 @@
+"""Running an agent on a question: its system prompt, its tools, its model.
+
+Context files and the rendered system prompt are computed once per agent and
+reused for every run, so n consistency runs cost n model calls and nothing else.
+Tools are offered in each vendor's native function-calling format (the vendor
+classes do the mapping); the loop here runs until the model answers or
+``max_tool_calls`` is reached.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, ProviderError
+from ..project.templates import render
+from ..providers._base import ChatMessage, Completion, GenerateParams, ToolCall, ToolSpec, Usage
+
+if TYPE_CHECKING:
+    from ..project.config import Agent, ContextSpec
+    from ..providers._pool import ModelPool
+    from .sql import SqlRunner
+
+__all__ = [
+    "AgentRunner",
+    "counted",
+    "read_context",
+    "stopped_at_token_limit",
+    "token_limit_warning",
+]
+
+_TRUNCATED = {"length", "max_tokens", "max_output_tokens"}  # OpenAI, Anthropic, Gemini spellings
+_MAX_CONTEXT_BYTES = 2_000_000
+_MAX_TOOL_RESULT_CHARS = 20_000
+_DEFAULT_SQL_DESCRIPTION = (
+    "Run a read-only SQL query (DuckDB dialect) on the database and return the rows."
+)
+
+
+def read_context(spec: ContextSpec, root: Path, where: str) -> str:
+    """Concatenated text of the files a context entry's globs match, inside ``root`` only."""
+    if spec.type != "file":
+        raise ConfigError(
+            f"{where}: context '{spec.name}' of type {spec.type} is not supported yet"
+        )
+    root = root.resolve()
+    parts: list[str] = []
+    total = 0
+    for pattern in spec.src:
+        if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+            raise ConfigError(
+                f"{where}: context '{spec.name}' glob {pattern!r} must stay inside the project "
+                f"folder {root} (no absolute paths or '..')"
+            )
+        matches = sorted(p for p in root.glob(pattern) if p.is_file())
+        if not matches:
+            raise ConfigError(
+                f"{where}: context '{spec.name}' glob {pattern!r} matches no file under {root}"
+            )
+        for file in matches:
+            real = file.resolve()
+            if not real.is_relative_to(root):
+                raise ConfigError(
+                    f"{where}: context '{spec.name}' file {file} resolves outside the project folder"
+                )
+            with real.open("rb") as handle:  # never more than the budget left: no MemoryError
+                data = handle.read(_MAX_CONTEXT_BYTES - total + 1)
+            total += len(data)
+            if total > _MAX_CONTEXT_BYTES:
+                raise ConfigError(
+                    f"{where}: context '{spec.name}' is larger than {_MAX_CONTEXT_BYTES} bytes"
+                )
+            parts.append(data.decode("utf-8", errors="replace"))
+    return "\n\n".join(parts)
+
+
+def stopped_at_token_limit(finish_reason: str | None) -> bool:
+    """Whether a model stopped because it ran out of tokens (any vendor's spelling)."""
+    return (finish_reason or "").lower() in _TRUNCATED
+
+
+def counted(items: Sequence[object], total: int, noun: str, shown: int = 10) -> str:
+    """``"the answer"`` for a single run, else ``"7 of 20 runs (1, 3, 4, ...)"``."""
+    if total <= 1:
+        return "the answer"
+    names = ", ".join(str(i) for i in items[:shown])
+    if len(items) > shown:
+        names += f" and {len(items) - shown} more"
+    return f"{len(items)} of {total} {noun}s ({names})"
+
+
+def token_limit_warning(subject: str, which: str, model: str, max_tokens: int | None) -> str:
+    """One line for every answer of ``subject`` that stopped at the token limit.
+
+    ``which`` says what stopped (see :func:`counted`). The advice depends on who set
+    the limit: with ``max_tokens`` unset it was the server (llama.cpp stops when the
+    prompt and answer fill its context window), and raising max_tokens is no fix.
+    """
+    if max_tokens is not None:
+        return (
+            f"{subject}: {which} stopped at the token limit (max_tokens: {max_tokens} for "
+            f"model '{model}') and may be cut off; raise max_tokens if so"
+        )
+    return (
+        f"{subject}: {which} stopped at the server's token limit (model '{model}' has no "
+        "max_tokens set): the prompt and answer probably filled the model's context window, "
+        "or the server caps answers by default. Shorten the prompt, give the server a larger "
+        "context (llama.cpp: --n_ctx / -c), or set max_tokens to cut answers on purpose"
+    )
+
+
+class AgentRunner:
+    """An agent bound to a model pool (and a SQL runner for its tools); ``ask`` is one run."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        pool: ModelPool,
+        project_root: Path,
+        sql: SqlRunner | None = None,
+    ) -> None:
+        self.agent = agent
+        self.pool = pool
+        self.root = project_root
+        self.sql = sql
+        self._system: str | None = None
+        self._context: dict[str, str] | None = None
+        self.tools = {t["name"]: t for t in agent.tools if t.get("type") == "execute_sql"}
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The answer-length limit this agent's calls are sent with (None: the server's)."""
+        if self.agent.params.max_tokens is not None:
+            return self.agent.params.max_tokens
+        spec = self.pool.specs.get(self.agent.model)
+        if spec is None:
+            return None
+        if spec.params.max_tokens is None and spec.vendor == "anthropic":
+            from ..providers.anthropic import DEFAULT_MAX_TOKENS  # the API requires one
+
+            return DEFAULT_MAX_TOKENS
+        return spec.params.max_tokens
+
+    def system_prompt(self, variables: dict[str, Any] | None = None) -> str:
+        if self._system is not None and not variables:
+            return self._system
+        if self._context is None:
+            where = self.agent.doc.display
+            self._context = {c.name: read_context(c, self.root, where) for c in self.agent.context}
+        values = {**self.agent.variables, **(variables or {}), "context": self._context}
+        text = render(self.agent.system_instructions, values)
+        if not variables:
+            self._system = text
+        return text
+
+    def messages(self, question: str, variables: dict[str, Any] | None = None) -> list[ChatMessage]:
+        system = self.system_prompt(variables)
+        out = [ChatMessage("system", system)] if system.strip() else []
+        out.append(ChatMessage("user", question))
+        return out
+
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        specs = []
+        for name, tool in self.tools.items():
+            specs.append(
+                ToolSpec(
+                    name=name,
+                    description=tool.get("description") or _DEFAULT_SQL_DESCRIPTION,
+                    parameters={
+                        "type": "object",
+                        "properties": {
+                            "sql": {"type": "string", "description": "The SQL query to run."}
+                        },
+                        "required": ["sql"],
+                    },
+                )
+            )
+        return tuple(specs)
+
+    async def _run_tool(self, call: ToolCall) -> str:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return f"Error: there is no tool named {call.name!r}; tools: {', '.join(self.tools) or 'none'}."
+        if "_raw" in call.arguments:
+            return (
+                'Error: the arguments were not valid JSON; call the tool again with {"sql": "..."}.'
+            )
+        sql = call.arguments.get("sql")
+        if not isinstance(sql, str) or not sql.strip():
+            return "Error: missing argument 'sql' (a SQL query string)."
+        if self.sql is None:
+            return "Error: no database is available to this agent here."
+        from .sql import SqlError
+
+        try:
+            result = await self.sql.query(
+                tool["database"], sql, limit=tool.get("dry_run_limit"), select_only=True
+            )
+        except (SqlError, ConfigError) as exc:
+            return f"Error: {exc}"
+        text = str(result)
+        if len(text) > _MAX_TOOL_RESULT_CHARS:
+            text = text[:_MAX_TOOL_RESULT_CHARS] + f"\n(truncated; {len(result)} rows in all)"
+        return text
+
+    async def ask(self, question: str, variables: dict[str, Any] | None = None) -> Completion:
+        """One run: model calls (and tool calls) until the model answers."""
+        model = self.pool.get(self.agent.model)
+        messages = self.messages(question, variables)
+        specs = self.tool_specs()
+        params: GenerateParams = replace(self.agent.params, tools=specs or None)
+        limit = self.agent.max_tool_calls
+        made: list[ToolCall] = []
+        inputs = outputs = 0
+        started = time.perf_counter()
+        extra_rounds = 0
+        while True:
+            completion = await model.generate(messages, params)
+            inputs += completion.usage.input_tokens or 0
+            outputs += completion.usage.output_tokens or 0
+            if not completion.tool_calls:
+                break
+            if len(made) >= limit:
+                extra_rounds += 1
+                if extra_rounds > 1:
+                    raise ProviderError(
+                        f"model '{model.name}' kept calling tools after the limit of {limit} "
+                        "tool calls (max_tool_calls) and never answered",
+                        model=model.name,
+                    )
+            messages.append(
+                ChatMessage("assistant", completion.text, tool_calls=tuple(completion.tool_calls))
+            )
+            for call in completion.tool_calls:
+                if len(made) >= limit:
+                    result = (
+                        f"Tool call limit reached ({limit} calls, max_tool_calls). Do not call "
+                        "tools again; answer now with what you have."
+                    )
+                else:
+                    result = await self._run_tool(call)
+                made.append(call)
+                messages.append(ChatMessage("tool", result, tool_call_id=call.id, name=call.name))
+        if not completion.text.strip():
+            # An empty or blocked answer is not an answer: n empty runs would otherwise be
+            # "identical", hence perfectly consistent, and pass any threshold.
+            raise ProviderError(
+                f"model '{model.name}' returned an empty answer (finish reason: "
+                f"{completion.finish_reason or 'not given'}); a blocked or empty reply counts as a failed run",
+                model=model.name,
+            )
+        # A cut-off answer is reported by the caller, which knows which test and run it
+        # was and can say it once for all runs (see token_limit_warning).
+        completion.usage = Usage(input_tokens=inputs or None, output_tokens=outputs or None)
+        completion.latency = time.perf_counter() - started
+        completion.tool_calls = made
+        return completion
+
+
+def describe_calls(calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """Tool calls as JSON-friendly dicts for reports."""
+    return [
+        {"id": c.id, "name": c.name, "arguments": json.loads(json.dumps(c.arguments, default=str))}
+        for c in calls
+    ]

@@ -1,0 +1,409 @@
+"""Workflow files: tasks parsed into a tree, checked against the project.
+
+Checks here are the ones that need no graph: unique names among siblings,
+files that must exist (agent_ref, sql_file, sub-workflow src), databases and
+judge models that must be in config.yml, and template syntax. References
+between tasks, cycles and the execution plan are :mod:`oxyeval.workflow.compile`'s job.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import Diagnostic, LoadError
+from ..project.config import Project, TestSpec, check_variable_defaults, parse_tests
+from ..project.document import Document, KeyPath, format_key_path, load_yaml, read_text
+from ..project.schema import did_you_mean, validate_document
+from ..project.templates import TemplateRef, template_diagnostics
+from .sqltemplate import SqlTemplateRef
+
+__all__ = [
+    "Branch",
+    "Task",
+    "Workflow",
+    "load_workflow",
+    "outside_project",
+    "resolve_project_file",
+    "walk_tasks",
+]
+
+RUNNABLE = {"agent", "execute_sql", "formatter", "workflow", "loop_sequential", "conditional"}
+EXPORT_FORMATS = {"csv", "json", "txt", "sql"}
+
+
+@dataclass
+class Branch:
+    condition: TemplateRef | None  # None: the else branch
+    tasks: list[Task]
+    key: KeyPath
+
+
+@dataclass(repr=False)
+class Task:
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"Task({self.name!r})"
+
+    name: str
+    type: str
+    spec: dict[str, Any]
+    key: KeyPath
+    doc: Document
+    templates: dict[str, TemplateRef] = field(default_factory=dict)
+    children: list[Task] = field(default_factory=list)  # loop body
+    branches: list[Branch] = field(default_factory=list)  # conditional
+    agent_path: Path | None = None
+    sql_path: Path | None = None
+    workflow_path: Path | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.doc.display}: {format_key_path(self.key)} (task '{self.name}')"
+
+    def scopes(self) -> list[list[Task]]:
+        """Nested task lists: the loop body, or each branch."""
+        if self.type == "loop_sequential":
+            return [self.children]
+        return [b.tasks for b in self.branches]
+
+
+@dataclass(repr=False)
+class Workflow:
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"Workflow({self.name!r})"
+
+    name: str
+    path: Path
+    doc: Document
+    project: Project
+    tasks: list[Task]
+    variables: dict[str, dict[str, Any]]
+    consistency_prompt: TemplateRef | None
+    judge_model: str | None
+    tests: list[TestSpec]
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+
+def resolve_project_file(project: Project, ref: str, suffixes: tuple[str, ...] = ()) -> Path | None:
+    """A project-relative path; bare names (``agent_ref: default``) are searched by file name."""
+    candidate = (project.root / ref).resolve()
+    if candidate.is_file():
+        return candidate
+    if "/" not in ref and suffixes:
+        for suffix in suffixes:
+            found = sorted(project.root.rglob(f"{ref}{suffix}"))
+            found = [
+                f
+                for f in found
+                if not any(p.startswith(".") for p in f.relative_to(project.root).parts)
+            ]
+            if found:
+                return found[0].resolve()
+    return None
+
+
+def outside_project(what: str, text: str, root: Path) -> str:
+    """The one message for a path that leaves the project, at load and at run time."""
+    return (
+        f"{what} path {text!r} leaves the project folder {root}; paths in project files "
+        "must stay inside it"
+    )
+
+
+def _leaves_project(project: Project, text: str) -> bool:
+    """Whether a path (or, for a templated path, the folders before its first tag) leaves
+    the project. The rest of a templated path is checked when it is rendered."""
+    fixed = text
+    for tag in ("{{", "{%", "{#"):
+        fixed = fixed.split(tag, 1)[0]
+    if fixed != text:
+        fixed = fixed.rsplit("/", 1)[0] if "/" in fixed else ""
+    if not fixed:
+        return False
+    try:
+        return not (project.root / fixed).resolve().is_relative_to(project.root)
+    except (OSError, ValueError):  # a NUL byte, a link loop: no path we would open
+        return True
+
+
+def _check_path(
+    task: Task, project: Project, what: str, value: Any, key: KeyPath, problems: list[Diagnostic]
+) -> bool:
+    """A diagnostic (and False) for a path that leaves the project folder."""
+    if isinstance(value, str) and _leaves_project(project, value):
+        problems.append(task.doc.diagnostic(key, outside_project(what, value, project.root)))
+        return False
+    return True
+
+
+def _template(
+    task: Task,
+    field_name: str,
+    value: Any,
+    key: KeyPath,
+    problems: list[Diagnostic],
+    kind: type[TemplateRef] = TemplateRef,
+) -> None:
+    if isinstance(value, str):
+        ref = kind(value, task.doc, key)
+        problems.extend(template_diagnostics(ref))
+        task.templates[field_name] = ref
+
+
+def _parse_tasks(
+    items: list[dict[str, Any]],
+    key: KeyPath,
+    doc: Document,
+    project: Project,
+    problems: list[Diagnostic],
+) -> list[Task]:
+    tasks: list[Task] = []
+    seen: dict[str, KeyPath] = {}
+    for i, spec in enumerate(items):
+        tkey = (*key, i)
+        name, kind = spec.get("name"), spec.get("type")
+        if not isinstance(name, str) or not isinstance(kind, str):
+            continue
+        if name in seen:
+            first = doc.locate(seen[name])
+            first_line = f" (line {first.line})" if first else ""
+            problems.append(
+                doc.diagnostic(
+                    (*tkey, "name"),
+                    f"task name '{name}' is used twice: {format_key_path(seen[name])}{first_line} "
+                    f"and {format_key_path(tkey)}; names must be unique among sibling tasks",
+                )
+            )
+        seen.setdefault(name, tkey)
+        task = Task(name=name, type=kind, spec=spec, key=tkey, doc=doc)
+        _check_task(task, project, problems)
+        tasks.append(task)
+    return tasks
+
+
+def _check_task(task: Task, project: Project, problems: list[Diagnostic]) -> None:
+    spec, doc, key = task.spec, task.doc, task.key
+    if task.type not in RUNNABLE:
+        return  # warned by the schema; fails if it runs
+    for name, value in (spec.get("variables") or {}).items():
+        _template(task, f"variables.{name}", value, (*key, "variables", name), problems)
+    if isinstance(spec.get("cache"), dict) and spec["cache"].get("path"):
+        _check_path(
+            task, project, "cache", spec["cache"]["path"], (*key, "cache", "path"), problems
+        )
+        _template(task, "cache.path", spec["cache"]["path"], (*key, "cache", "path"), problems)
+    export = spec.get("export")
+    if isinstance(export, dict):
+        if export.get("format") not in EXPORT_FORMATS:
+            problems.append(
+                doc.diagnostic(
+                    (*key, "export", "format"),
+                    f"export format '{export.get('format')}' is not supported by oxyeval; "
+                    "this export is skipped (supported: csv, json, txt, sql)",
+                    severity="warning",
+                )
+            )
+        else:
+            path_key = (*key, "export", "path")
+            _check_path(task, project, "export", export.get("path"), path_key, problems)
+            _template(task, "export.path", export.get("path"), path_key, problems)
+
+    if task.type == "agent":
+        _template(task, "prompt", spec.get("prompt"), (*key, "prompt"), problems)
+        ref = spec.get("agent_ref", "")
+        task.agent_path = resolve_project_file(project, ref, (".agent.yml", ".agent.yaml"))
+        if not _check_path(task, project, "agent_ref", ref, (*key, "agent_ref"), problems):
+            task.agent_path = None
+        elif task.agent_path is None:
+            problems.append(
+                doc.diagnostic(
+                    (*key, "agent_ref"),
+                    f"agent file '{ref}' not found (paths are relative to the project folder "
+                    f"{project.root})",
+                )
+            )
+        if spec.get("consistency_prompt"):
+            _template(
+                task,
+                "consistency_prompt",
+                spec["consistency_prompt"],
+                (*key, "consistency_prompt"),
+                problems,
+            )
+        _check_judge(doc, (*key, "judge_model"), spec.get("judge_model"), project, problems)
+    elif task.type == "execute_sql":
+        db = spec.get("database")
+        if db not in project.databases:
+            names = list(project.databases)
+            problems.append(
+                doc.diagnostic(
+                    (*key, "database"),
+                    f"unknown database '{db}'{did_you_mean(db, names)}; databases in "
+                    f"{project.config.display}: {', '.join(names) or 'none'}",
+                )
+            )
+        if spec.get("sql_query") is not None:
+            _template(
+                task, "sql_query", spec["sql_query"], (*key, "sql_query"), problems, SqlTemplateRef
+            )
+        elif spec.get("sql_file") and not _check_path(
+            task, project, "sql_file", spec["sql_file"], (*key, "sql_file"), problems
+        ):
+            pass  # never read: its text could end up in an error message
+        elif spec.get("sql_file") and "{{" in spec["sql_file"]:
+            # A templated path (oxy allows it): resolved, read and rendered at run time.
+            _template(task, "sql_file_path", spec["sql_file"], (*key, "sql_file"), problems)
+        elif spec.get("sql_file"):
+            task.sql_path = resolve_project_file(project, spec["sql_file"])
+            if task.sql_path is None:
+                problems.append(
+                    doc.diagnostic(
+                        (*key, "sql_file"),
+                        f"SQL file '{spec['sql_file']}' not found under {project.root}",
+                    )
+                )
+            else:
+                try:
+                    text = read_text(task.sql_path, what="an SQL file")
+                except LoadError as exc:
+                    problems.append(
+                        doc.diagnostic(
+                            (*key, "sql_file"),
+                            f"{task.sql_path.name}: {exc.diagnostics[0].message}",
+                        )
+                    )
+                    text = ""
+                ref = SqlTemplateRef(text, None, ())
+                for d in template_diagnostics(ref):
+                    problems.append(
+                        doc.diagnostic((*key, "sql_file"), f"{task.sql_path.name}: {d.message}")
+                    )
+                task.templates["sql_file"] = ref
+        _check_static_sql(task, project, problems)
+    elif task.type == "formatter":
+        _template(task, "template", spec.get("template"), (*key, "template"), problems)
+    elif task.type == "workflow":
+        src = spec.get("src", "")
+        task.workflow_path = resolve_project_file(project, src, (".workflow.yml", ".workflow.yaml"))
+        if not _check_path(task, project, "src", src, (*key, "src"), problems):
+            task.workflow_path = None
+        elif task.workflow_path is None:
+            problems.append(
+                doc.diagnostic(
+                    (*key, "src"), f"workflow file '{src}' not found under {project.root}"
+                )
+            )
+    elif task.type == "loop_sequential":
+        _template(task, "values", spec.get("values"), (*key, "values"), problems)
+        task.children = _parse_tasks(
+            spec.get("tasks") or [], (*key, "tasks"), doc, project, problems
+        )
+    elif task.type == "conditional":
+        for c, cond in enumerate(spec.get("conditions") or []):
+            ckey = (*key, "conditions", c)
+            source = str(cond.get("if", ""))
+            if "{{" not in source and "{%" not in source:
+                source = "{{ " + source + " }}"  # a bare expression: `x > 3`
+            ref = TemplateRef(source, doc, (*ckey, "if"))
+            problems.extend(template_diagnostics(ref))
+            task.templates[f"conditions[{c}].if"] = ref
+            branch_tasks = _parse_tasks(
+                cond.get("tasks") or [], (*ckey, "tasks"), doc, project, problems
+            )
+            task.branches.append(Branch(ref, branch_tasks, ckey))
+        if spec.get("else"):
+            else_tasks = _parse_tasks(spec["else"], (*key, "else"), doc, project, problems)
+            task.branches.append(Branch(None, else_tasks, (*key, "else")))
+
+
+def _check_static_sql(task: Task, project: Project, problems: list[Diagnostic]) -> None:
+    """SQL written without any template tag is checked now (one statement, of a kind the
+    database allows), so ``oxy validate`` reports it with its line, not the run."""
+    field = "sql_query" if "sql_query" in task.templates else "sql_file"
+    ref = task.templates.get(field)
+    entry = project.databases.get(task.spec.get("database"))
+    if ref is None or entry is None or entry.get("type") != "duckdb":
+        return
+    if any(tag in ref.source for tag in ("{{", "{%", "{#")) or not ref.source.strip():
+        return
+    from .sql import SqlError, check_statement
+
+    try:
+        check_statement(entry["name"], ref.source, writable=entry.get("read_only", True) is False)
+    except SqlError as exc:
+        problems.append(task.doc.diagnostic((*task.key, field), str(exc)))
+
+
+def _check_judge(
+    doc: Document, key: KeyPath, name: Any, project: Project, problems: list[Diagnostic]
+) -> None:
+    if isinstance(name, str) and name not in project.models:
+        models = list(project.models)
+        problems.append(
+            doc.diagnostic(
+                key,
+                f"unknown judge model '{name}'{did_you_mean(name, models)}; models: {', '.join(models)}",
+            )
+        )
+
+
+def walk_tasks(tasks: list[Task]) -> list[Task]:
+    """Every task, nested ones (loop bodies, branches) included, parents first."""
+    out: list[Task] = []
+    for task in tasks:
+        out.append(task)
+        for scope in task.scopes():
+            out.extend(walk_tasks(scope))
+    return out
+
+
+def load_workflow(project: Project, path: str | os.PathLike[str]) -> Workflow:
+    """Load and check one workflow file; every problem is reported together."""
+    doc = load_yaml(path)
+    problems = validate_document(doc, "workflow")
+    if any(p.severity == "error" for p in problems) or not isinstance(doc.data, dict):
+        raise LoadError(problems)
+    data = doc.data
+    tasks = _parse_tasks(data["tasks"], ("tasks",), doc, project, problems)
+    prompt = None
+    if data.get("consistency_prompt"):
+        prompt = TemplateRef(data["consistency_prompt"], doc, ("consistency_prompt",))
+        problems.extend(template_diagnostics(prompt))
+    _check_judge(doc, ("judge_model",), data.get("judge_model"), project, problems)
+    variables: dict[str, dict[str, Any]] = {}
+    for name, spec in (data.get("variables") or {}).items():
+        variables[name] = spec if isinstance(spec, dict) else {"default": spec}
+    check_variable_defaults(doc, data.get("variables"), problems)
+    tests = parse_tests(doc, project, problems, owner="workflow")
+    top = {t.name for t in tasks}
+    for test in tests:
+        if test.task_ref is None:
+            test.task_ref = tasks[-1].name if tasks else None
+        elif test.task_ref.split(".")[0] not in top:
+            problems.append(
+                doc.diagnostic(
+                    (*test.key, "task_ref"),
+                    f"unknown task '{test.task_ref}'{did_you_mean(test.task_ref, top)}; tasks: "
+                    f"{', '.join(t.name for t in tasks)}",
+                )
+            )
+    if any(p.severity == "error" for p in problems):
+        raise LoadError(sorted(problems, key=lambda d: (d.line or 0, d.column or 0)))
+    name = doc.path.name
+    for suffix in (".workflow.yml", ".workflow.yaml", ".automation.yml", ".automation.yaml"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return Workflow(
+        name=name,
+        path=doc.path,
+        doc=doc,
+        project=project,
+        tasks=tasks,
+        variables=variables,
+        consistency_prompt=prompt,
+        judge_model=data.get("judge_model"),
+        tests=tests,
+        warnings=[p for p in problems if p.severity == "warning"],
+    )

@@ -1,0 +1,448 @@
+"""SQL from templates, with values bound instead of spliced into the SQL text.
+
+A workflow's SQL is a Jinja template, and the values it prints come from
+``--var``, upstream tasks and model answers: text nobody checked. So in SQL,
+only what the template's author wrote is SQL. Every ``{{ expression }}`` prints
+a *value*, placed by where it stands in the SQL text:
+
+* outside quotes: a bound parameter (``$1``, ``$2``...) of a DuckDB prepared
+  statement, so ``WHERE amount > {{ min }}`` compares with the number;
+* inside ``'...'``: string content with ``'`` doubled, so the usual
+  ``WHERE region = '{{ region }}'`` keeps working and cannot be closed early;
+* inside ``"..."``: identifier content with ``"`` doubled;
+* inside a comment: its text, without line breaks or comment ends;
+* inside a ``$$...$$`` string: an error (no escaping exists there).
+
+Two filters are the explicit opt-ins: ``{{ col | sql_identifier }}`` prints a
+quoted identifier (any value may name a column; it cannot change the syntax),
+and ``{{ order_by | raw_sql }}`` prints SQL text, only for a workflow
+variable's own value (its default in the file, or ``--var``), never a task
+output or a model answer. Blocks whose text becomes a value (``{% macro %}``,
+``{% call %}``, ``{% set %}...{% endset %}``, ``{% filter %}``) are not allowed
+in SQL, since their SQL and their values could no longer be told apart.
+
+A template that renders to one value and nothing else (``sql_query: "{{ sql }}"``,
+SQL a model wrote) is that SQL statement: oxy's pattern for model-written SQL.
+It runs as one statement in the same sandbox, and its ``{{ name }}`` placeholders
+are filled from the task's own ``variables:``, as values by the same rules: the
+text is never rendered as a template.
+
+Prior art: jinjasql binds every expression and has ``sqlsafe``/``identifier``
+filters; dbt renders SQL text unescaped and trusts the project. We bind like
+jinjasql and, unlike it, also escape values the author put inside quotes.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import datetime as _dt
+import decimal
+import functools
+import re
+import secrets
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..project.templates import TemplateRef, render
+from .sql import SqlError
+
+if TYPE_CHECKING:
+    from jinja2 import Template
+    from jinja2.sandbox import SandboxedEnvironment
+
+__all__ = [
+    "BoundSql",
+    "SqlTemplateRef",
+    "render_sql",
+    "sql_segments",
+    "string_literals",
+    "strip_terminator",
+]
+
+_MARKER = re.compile(r"\x1a(\d+)-(\d+)\x1a")
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
+_BLOCKS = {
+    "Macro": "{% macro %}",
+    "CallBlock": "{% call %}",
+    "AssignBlock": "{% set %}...{% endset %}",
+    "FilterBlock": "{% filter %}",
+}
+
+
+@dataclass(frozen=True)
+class BoundSql:
+    """SQL text with ``$n`` placeholders and the values they stand for."""
+
+    text: str
+    params: tuple[Any, ...] = ()
+    upstream: bool = False  # the whole statement came from one value (model-written SQL)
+
+
+class _Trusted:
+    """SQL text the author chose to print as SQL (``raw_sql``)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class _Identifier(_Trusted):
+    """A name to print as a quoted identifier (``sql_identifier``)."""
+
+    __slots__ = ()
+
+
+class _Render:
+    """One rendering: the values printed so far, behind markers nobody can forge."""
+
+    def __init__(self, trusted: frozenset[str] = frozenset()) -> None:
+        self.nonce = str(secrets.randbelow(10**12))
+        self.values: list[tuple[str, Any]] = []
+        self.trusted = trusted
+
+    def marker(self, kind: str, value: Any) -> str:
+        self.values.append((kind, value))
+        return f"\x1a{self.nonce}-{len(self.values) - 1}\x1a"
+
+    def lookup(self, match: re.Match[str]) -> tuple[str, Any] | None:
+        if match.group(1) != self.nonce:
+            return None
+        return self.values[int(match.group(2))]
+
+
+_STATE: contextvars.ContextVar[_Render | None] = contextvars.ContextVar(
+    "oxyeval_sql_render", default=None
+)
+
+
+def _state() -> _Render:
+    state = _STATE.get()
+    if state is None:  # an SQL template rendered outside render_sql: a bug, never silent
+        raise RuntimeError("SQL templates are rendered by oxyeval.workflow.sqltemplate.render_sql")
+    return state
+
+
+def _quote_identifier(name: Any) -> str:
+    text = str(name)
+    if not text:
+        from jinja2 import TemplateRuntimeError
+
+        raise TemplateRuntimeError("sql_identifier: an identifier cannot be empty")
+    return '"' + text.replace('"', '""') + '"'
+
+
+@functools.cache
+def _sql_env() -> SandboxedEnvironment:
+    """The sandboxed environment of every template, printing values as markers."""
+    from jinja2 import Undefined, pass_context, pass_eval_context
+    from jinja2.sandbox import SecurityError
+
+    from ..project.templates import _env
+
+    @pass_eval_context  # runtime only: Jinja must not fold constants through it
+    def finalize(_ctx: Any, value: Any) -> str:
+        state = _state()
+        if isinstance(value, Undefined):
+            str(value)  # StrictUndefined: raises the usual "is undefined" error
+        if isinstance(value, _Identifier):
+            return state.marker("identifier", value.text)
+        if isinstance(value, _Trusted):
+            return value.text
+        return state.marker("value", value)
+
+    @pass_context  # never folded at compile time: needs the rendering's trusted values
+    def sql_identifier(_ctx: Any, value: Any) -> _Identifier:
+        if isinstance(value, (list, tuple)):
+            return _Identifier(", ".join(_quote_identifier(v) for v in value))
+        return _Identifier(_quote_identifier(value))
+
+    @pass_context
+    def raw_sql(_ctx: Any, value: Any) -> _Trusted:
+        if isinstance(value, str) and value in _state().trusted:
+            return _Trusted(value)
+        raise SecurityError(
+            "raw_sql prints SQL text only from a workflow variable's own value (its default, "
+            "--var or --vars), not from a task output, a model answer or a computed value; "
+            "print values without it (they are bound), or names with sql_identifier"
+        )
+
+    env = _env().overlay(finalize=finalize)
+    env.filters = {**env.filters, "sql_identifier": sql_identifier, "raw_sql": raw_sql}
+    return env
+
+
+class SqlTemplateRef(TemplateRef):
+    """A template whose output is SQL: compiled with the binding environment."""
+
+    __slots__ = ()
+
+    def compiled(self) -> Template:
+        if self._compiled is None:
+            from jinja2 import TemplateSyntaxError, nodes
+
+            env = _sql_env()
+            try:
+                tree = env.parse(self.source)
+                for name, tag in _BLOCKS.items():
+                    for node in tree.find_all(getattr(nodes, name)):
+                        raise self.error(
+                            f"{tag} is not allowed in SQL: the text it makes would be bound as "
+                            "a value (see 'SQL safety' in the README)",
+                            node.lineno,
+                        )
+                self._compiled = env.from_string(tree)
+            except TemplateSyntaxError as exc:
+                raise self.error(f"template syntax error: {exc.message}", exc.lineno) from None
+        return self._compiled
+
+
+# -- the SQL lexer: only as much of DuckDB's as tells code from quotes and comments ----------
+
+
+def _is_word(ch: str) -> bool:
+    return bool(ch) and (ch.isalnum() or ch in "_$")
+
+
+def sql_segments(text: str) -> Iterator[tuple[str, int, int]]:
+    """``(kind, start, end)`` pieces of SQL text, in order, covering all of it.
+
+    Kinds: ``code``, ``string`` ('...'), ``estring`` (E'...', backslash escapes),
+    ``identifier`` ("..."), ``line_comment``, ``block_comment`` (nested, as in
+    DuckDB), ``dollar`` ($tag$...$tag$). An unterminated piece runs to the end.
+    """
+    n = len(text)
+    i = start = 0
+    while i < n:
+        ch = text[i]
+        kind = None
+        end = i
+        if ch == "'" or ch == '"':
+            escaped = (
+                ch == "'" and i > 0 and text[i - 1] in "eE" and (i < 2 or not _is_word(text[i - 2]))
+            )
+            kind = "identifier" if ch == '"' else ("estring" if escaped else "string")
+            j = i + 1
+            while j < n:
+                if escaped and text[j] == "\\":
+                    j += 2
+                    continue
+                if text[j] == ch:
+                    if j + 1 < n and text[j + 1] == ch:
+                        j += 2
+                        continue
+                    j += 1
+                    break
+                j += 1
+            end = min(j, n)
+        elif text.startswith("--", i):
+            kind = "line_comment"
+            newline = text.find("\n", i)
+            end = n if newline < 0 else newline
+        elif text.startswith("/*", i):
+            kind = "block_comment"
+            depth, j = 0, i
+            while j < n:
+                if text.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif text.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                    if depth == 0:
+                        break
+                else:
+                    j += 1
+            end = min(j, n)
+        elif ch == "$" and (i == 0 or not _is_word(text[i - 1])):
+            match = _DOLLAR_TAG.match(text, i)
+            if match is not None:
+                kind = "dollar"
+                close = text.find(match.group(0), match.end())
+                end = n if close < 0 else close + len(match.group(0))
+        if kind is None:
+            i += 1
+            continue
+        if start < i:
+            yield "code", start, i
+        yield kind, i, end
+        i = start = end
+    if start < n:
+        yield "code", start, n
+
+
+def string_literals(text: str) -> list[str]:
+    """The contents of the single-quoted strings and quoted identifiers of SQL text."""
+    out = []
+    for kind, a, b in sql_segments(text):
+        if kind in ("string", "estring", "identifier"):
+            quote = text[a]
+            out.append(text[a + 1 : b - 1].replace(quote * 2, quote))
+    return out
+
+
+def strip_terminator(text: str) -> str:
+    """One statement without its closing ``;`` (and the comments after it), for wrapping."""
+    pieces = list(sql_segments(text))
+    while pieces:
+        kind, a, b = pieces[-1]
+        if kind in ("line_comment", "block_comment") or not text[a:b].strip():
+            pieces.pop()
+            continue
+        if kind == "code" and text[a:b].rstrip().endswith(";"):
+            body = text[a:b].rstrip()
+            while body.endswith(";"):
+                body = body[:-1].rstrip()
+            return text[:a] + body
+        break
+    return text[: pieces[-1][2]] if pieces else ""
+
+
+# -- binding --------------------------------------------------------------------------------
+
+
+def _text(value: Any) -> str:
+    """A value as a template would print it."""
+    return str(value)
+
+
+def _param(value: Any) -> Any:
+    """A value as DuckDB binds it: plain data as is, task outputs as the text they read as."""
+    if isinstance(value, str):
+        return str(value)  # Markup and other str subclasses: their plain text
+    if value is None or isinstance(
+        value, (bool, int, float, bytes, decimal.Decimal, _dt.date, _dt.time, _dt.timedelta)
+    ):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_param(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _param(v) for k, v in value.items()}
+    return _text(value)
+
+
+def _escape(kind: str, text: str) -> str:
+    if kind == "string":
+        return text.replace("'", "''")
+    if kind == "estring":
+        return text.replace("\\", "\\\\").replace("'", "''")
+    if kind == "identifier":
+        return text.replace('"', '""')
+    flat = re.sub(r"[\r\n]+", " ", text)
+    if kind == "block_comment":
+        while "*/" in flat or "/*" in flat:
+            flat = flat.replace("*/", "* /").replace("/*", "/ *")
+    return flat
+
+
+class _BindError(Exception):
+    pass
+
+
+def _bind(text: str, state: _Render) -> tuple[str, list[Any]]:
+    out: list[str] = []
+    params: list[Any] = []
+    for kind, a, b in sql_segments(text):
+        segment = text[a:b]
+        if "\x1a" not in segment:
+            out.append(segment)
+            continue
+        pos = 0
+        for match in _MARKER.finditer(segment):
+            entry = state.lookup(match)
+            if entry is None:
+                continue
+            what, value = entry
+            before = segment[pos : match.start()]
+            out.append(before)
+            pos = match.end()
+            if kind == "dollar":
+                raise _BindError(
+                    "a value inside a $$-quoted string cannot be escaped; put it in '...' quotes "
+                    "or outside quotes"
+                )
+            if kind == "code":
+                if what == "identifier":
+                    out.append(value)
+                    continue
+                previous = next((piece[-1] for piece in reversed(out) if piece), "")
+                following = segment[pos : pos + 1]
+                if _is_word(previous) or _is_word(following):
+                    raise _BindError(
+                        "a value is printed glued to a name or number; a value cannot be part "
+                        "of one (it is bound as a parameter). To print a name, use "
+                        "{{ name | sql_identifier }}"
+                    )
+                params.append(_param(value))
+                out.append(f"${len(params)}")
+                continue
+            if what == "identifier":
+                if kind in ("line_comment", "block_comment"):
+                    out.append(_escape(kind, value))
+                    continue
+                raise _BindError("sql_identifier prints a quoted name: use it outside quotes")
+            out.append(_escape(kind, _text(value)))
+        out.append(segment[pos:])
+    return "".join(out), params
+
+
+def _bind_upstream(sql: str, placeholders: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """Model-written SQL: ``{{ name }}`` placeholders from the task's variables, as values."""
+    state = _Render()
+    missing: list[str] = []
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in placeholders:
+            missing.append(name)
+            return match.group(0)
+        return state.marker("value", placeholders[name])
+
+    text = _PLACEHOLDER.sub(fill, sql)
+    if missing:
+        declared = ", ".join(placeholders) or "none"
+        raise _BindError(
+            f"the SQL statement given by the template's value uses {{{{ {missing[0]} }}}}, which "
+            f"is not one of this task's variables (declared: {declared}); placeholders in SQL "
+            "written upstream are filled only from the task's own variables:"
+        )
+    return _bind(text, state)
+
+
+def render_sql(
+    ref: TemplateRef,
+    context: Mapping[str, Any],
+    *,
+    trusted: frozenset[str] = frozenset(),
+    placeholders: Mapping[str, Any] | None = None,
+) -> BoundSql:
+    """Render an SQL template into text with ``$n`` placeholders and their values.
+
+    ``trusted`` are the strings ``raw_sql`` may print (workflow variables' own
+    values); ``placeholders`` fill ``{{ name }}`` in a statement that came whole
+    from one value (the task's ``variables:``).
+    """
+    if not isinstance(ref, SqlTemplateRef):  # never a plain template: it would splice values
+        ref = SqlTemplateRef(ref.source, ref.doc, ref.key)
+    state = _Render(trusted)
+    token = _STATE.set(state)
+    try:
+        text = render(ref, context)
+    finally:
+        _STATE.reset(token)
+    whole = _MARKER.fullmatch(text.strip())
+    entry = state.lookup(whole) if whole is not None else None
+    if entry is not None and entry[0] == "value":
+        try:
+            sql, params = _bind_upstream(_text(entry[1]), placeholders or {})
+        except _BindError as exc:  # the statement came from a run (a model): not bad input
+            raise SqlError(f"{ref.name}: SQL: {exc}") from None
+        return BoundSql(sql, tuple(params), upstream=True)
+    try:
+        sql, params = _bind(text, state)
+    except _BindError as exc:
+        raise ref.error(f"SQL: {exc}") from None
+    return BoundSql(sql, tuple(params))

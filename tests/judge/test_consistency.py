@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+import asyncio
+import random
+from itertools import combinations
+
+import pytest
+
+from oxyeval.judge.consistency import (
+    judge_comparisons,
+    normalize,
+    plan_comparisons,
+    plan_pairs,
+    score_comparisons,
+)
+
+SCORES = {"A": 1.0, "B": 0.0}
+
+
+def test_plan_pairs() -> None:
+    assert plan_pairs([1, 2, 3, 4]) == [(1, 2), (1, 3), (1, 4), (2, 3), (2, 4), (3, 4)]
+    assert plan_pairs([1, 2, 3, 4], "ring") == [(1, 2), (2, 3), (3, 4), (4, 1)]
+    assert plan_pairs([1, 3], "ring") == [(1, 3)]
+    assert plan_pairs([5]) == []
+    with pytest.raises(ValueError):
+        plan_pairs([1, 2], "star")
+
+
+def test_normalize_ignores_whitespace_only() -> None:
+    assert normalize("  42 users\n\n") == normalize("42   users")
+    assert normalize("42 users") != normalize("42 Users")
+
+
+def _judge_by_first_word(a: str, b: str) -> str:
+    return "A" if a.split()[0] == b.split()[0] else "B"
+
+
+async def _compare_with(verdict_of, calls: list[tuple[str, str]]):
+    async def compare(s1: str, s2: str):
+        calls.append((s1, s2))
+        return verdict_of(s1, s2), f"{s1} vs {s2}", None, 1
+
+    return compare
+
+
+def _run(texts: dict[int, str], pairing: str = "all", verdict_of=_judge_by_first_word):
+    comps = plan_comparisons(texts, pairing)
+    calls: list[tuple[str, str]] = []
+
+    async def go() -> None:
+        await judge_comparisons(comps, texts, await _compare_with(verdict_of, calls), concurrency=3)
+
+    asyncio.run(go())
+    return comps, calls, score_comparisons(comps, sorted(texts), SCORES)
+
+
+def test_identical_outputs_are_not_judged_and_count_as_consistent() -> None:
+    texts = {1: "42 users", 2: "42  users ", 3: "42 users", 4: "41 users"}
+    comps, calls, score = _run(texts)
+    # Distinct texts: "42 users" (x3) and "41 users" (x1) -> one judge call.
+    assert len(calls) == 1
+    assert score.judge_calls == 1
+    assert score.pairs == 6
+    assert sum(c.weight for c in comps if c.identical) == 3
+    assert score.accuracy == pytest.approx(3 / 6)  # 3 identical pairs A, 3 pairs judged B
+
+
+@pytest.mark.parametrize("pairing", ["all", "ring"])
+@pytest.mark.parametrize("seed", range(25))
+def test_dedup_score_equals_judging_every_pair(seed: int, pairing: str) -> None:
+    rng = random.Random(seed)
+    vocab = ["42 a", "42 b", "43 a", "44 c", "42 a "]
+    texts = {run: rng.choice(vocab) for run in range(1, rng.randint(2, 12) + 1)}
+    _comps, calls, score = _run(texts, pairing)
+    naive = [
+        1.0
+        if normalize(texts[i]) == normalize(texts[j])
+        else SCORES[_judge_by_first_word(texts[i], texts[j])]
+        for i, j in plan_pairs(sorted(texts), pairing)
+    ]
+    assert score.accuracy == pytest.approx(sum(naive) / len(naive))
+    assert score.pairs == len(naive)
+    distinct = {
+        tuple(sorted((normalize(texts[i]), normalize(texts[j]))))
+        for i, j in plan_pairs(sorted(texts), pairing)
+    }
+    assert len(calls) == sum(1 for a, b in distinct if a != b)
+
+
+def test_per_run_consistency_and_selection() -> None:
+    texts = {1: "41 x", 2: "42 y", 3: "42 z", 4: "42 w"}
+    _comps, _calls, score = _run(texts)
+    assert score.per_run == {
+        1: 0.0,
+        2: pytest.approx(2 / 3),
+        3: pytest.approx(2 / 3),
+        4: pytest.approx(2 / 3),
+    }
+    assert score.selected == 2  # tie among 2, 3, 4: the earliest run
+
+
+def test_selection_tie_break_is_the_earliest_run_even_when_listed_later() -> None:
+    texts = {3: "42 a", 1: "42 b", 2: "42 c"}
+    _c, _calls, score = _run(texts)
+    assert score.selected == 1
+
+
+def test_judge_errors_are_excluded_from_score() -> None:
+    texts = {1: "a", 2: "b", 3: "c"}
+    comps = plan_comparisons(texts)
+
+    async def compare(s1: str, s2: str):
+        if {s1, s2} == {"a", "c"}:
+            return None, "", "judge failed", 2
+        return "A" if "b" in (s1, s2) else "B", "", None, 1
+
+    asyncio.run(judge_comparisons(comps, texts, compare))
+    score = score_comparisons(comps, [1, 2, 3], SCORES)
+    assert score.accuracy == 1.0  # only a-b and b-c were judged, both A
+    assert score.judged_pairs == 2
+    assert score.pairs == 3
+    assert score.judge_calls == 4
+    assert score.per_run[1] == 1.0 and score.per_run[3] == 1.0
+
+
+def test_no_valid_verdicts_means_no_accuracy() -> None:
+    texts = {1: "a", 2: "b"}
+    comps = plan_comparisons(texts)
+
+    async def compare(s1: str, s2: str):
+        return None, "", "no verdict", 2
+
+    asyncio.run(judge_comparisons(comps, texts, compare))
+    score = score_comparisons(comps, [1, 2], SCORES)
+    assert score.accuracy is None
+    assert score.selected is None
+
+
+def test_custom_scores_weight_the_mean() -> None:
+    texts = {1: "a", 2: "b", 3: "b"}
+    comps = plan_comparisons(texts)
+
+    async def compare(s1: str, s2: str):
+        return "B", "", None, 1
+
+    asyncio.run(judge_comparisons(comps, texts, compare))
+    score = score_comparisons(comps, [1, 2, 3], {"A": 1.0, "B": 0.5})
+    # pairs: (1,2) B, (1,3) B, (2,3) identical A -> (0.5 + 0.5 + 1) / 3
+    assert score.accuracy == pytest.approx(2 / 3)
+
+
+def test_submission_order_follows_run_order() -> None:
+    texts = {1: "first", 2: "second"}
+    _c, calls, _s = _run(texts, verdict_of=lambda a, b: "A")
+    assert calls == [("first", "second")]
+
+
+def test_all_pairs_count() -> None:
+    texts = {i: f"{i} distinct" for i in range(1, 11)}
+    _c, calls, score = _run(texts, verdict_of=lambda a, b: "A")
+    assert score.pairs == len(list(combinations(range(10), 2))) == 45
+    assert len(calls) == 45

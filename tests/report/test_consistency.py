@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from oxyeval.errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
+from oxyeval.report.consistency import (
+    check_threshold,
+    exit_code,
+    render_pretty,
+    to_json,
+    write_json,
+)
+from oxyeval.suites.results import OutputRecord, TestResult, TestRun
+
+
+def result(name: str, accuracy: float | None, file: str = "a.agent.yml", **kw) -> TestResult:
+    return TestResult(
+        name=name,
+        file=file,
+        index=0,
+        task_description="q",
+        n=3,
+        pairing="all",
+        agent_model="m",
+        judge_model="j",
+        scores={"A": 1.0, "B": 0.0},
+        accuracy=accuracy,
+        error=None if accuracy is not None else "no valid verdicts",
+        **kw,
+    )
+
+
+def run_of(*accuracies: float | None) -> TestRun:
+    return TestRun(tests=[result(f"Test {k + 1}", a) for k, a in enumerate(accuracies)])
+
+
+def test_average_mode_uses_the_mean() -> None:
+    verdict = check_threshold(run_of(0.85, 0.92, 0.78), 0.8, "average")
+    assert verdict is not None and verdict.passed
+    assert verdict.value == pytest.approx(0.85)
+    assert verdict.message == "Average accuracy 0.8500 meets threshold 0.8000"
+
+
+def test_all_mode_lists_every_failing_test_correctly() -> None:
+    verdict = check_threshold(run_of(0.9, 0.7, 0.78), 0.8, "all")
+    assert verdict is not None and not verdict.passed
+    assert verdict.message == "2 test(s) below threshold 0.8000: Test 2: 0.7000, Test 3: 0.7800"
+    assert [n for n, _a in verdict.failing] == ["Test 2", "Test 3"]
+
+
+def test_exactly_at_threshold_passes_despite_float_noise() -> None:
+    verdict = check_threshold(run_of(0.1 + 0.2, 0.3), 0.3, "all")
+    assert verdict is not None and verdict.passed
+
+
+def test_unscored_test_never_passes() -> None:
+    avg = check_threshold(run_of(1.0, None), 0.5, "average")
+    assert avg is not None and not avg.passed
+    assert "could not be scored: Test 2: no score" in avg.message
+    every = check_threshold(run_of(1.0, None), 0.5, "all")
+    assert every is not None and not every.passed
+    assert every.message == "1 test(s) below threshold 0.5000: Test 2: no score"
+
+
+def test_no_tests_means_no_threshold() -> None:
+    assert check_threshold(TestRun(), 0.8) is None
+
+
+def test_exit_code_precedence() -> None:
+    below = check_threshold(run_of(0.5), 0.8)
+    assert exit_code(run_of(0.9), None) == EXIT_OK
+    assert exit_code(run_of(0.5), below) == EXIT_FAILED
+    assert exit_code(run_of(0.5, None), below) == EXIT_INFRA  # unscored beats below-threshold
+    partial = TestRun(tests=[result("t", 1.0, outputs=[OutputRecord(run=1, text=None, error="x")])])
+    assert exit_code(partial, None) == EXIT_OK
+    assert exit_code(partial, None, strict=True) == EXIT_INFRA
+    assert exit_code(TestRun(interrupted=True), None) == EXIT_INFRA
+
+
+def test_json_accuracy_shape_and_labels_across_files() -> None:
+    one = to_json(run_of(0.5))
+    assert one["accuracy"] == 0.5
+    many = TestRun(
+        tests=[result("Test 1", 0.5, "a.agent.yml"), result("Test 1", None, "b.agent.yml")]
+    )
+    doc = to_json(many, check_threshold(many, 0.4, "all"), code=3)
+    assert doc["accuracy"] == [0.5, None]
+    assert doc["threshold"]["failing"] == [{"name": "b.agent.yml: Test 1", "accuracy": None}]
+    buf = io.StringIO()
+    write_json(doc, buf)
+    assert json.loads(buf.getvalue())["summary"]["exit_code"] == 3
+
+
+def test_secrets_are_scrubbed_from_json_and_pretty() -> None:
+    from oxyeval.redact import register_secret
+
+    register_secret("sk-report-secret-999")
+    bad = result(
+        "t", None, outputs=[OutputRecord(run=1, text=None, error="401 for sk-report-secret-999")]
+    )
+    run = TestRun(tests=[bad])
+    assert "sk-report-secret-999" not in json.dumps(to_json(run))
+    console = Console(file=io.StringIO(), width=120)
+    render_pretty(run, None, console)
+    text = console.file.getvalue()
+    assert "sk-report-secret-999" not in text and "401 for ***" in text
+
+
+def test_pretty_shows_accuracy_line_like_oxy() -> None:
+    console = Console(file=io.StringIO(), width=100)
+    render_pretty(run_of(0.855), check_threshold(run_of(0.855), 0.9), console, quiet=True)
+    text = console.file.getvalue()
+    assert "Accuracy: 85.50%" in text
+    assert "Average accuracy 0.8550 below threshold 0.9000" in text
+
+
+def test_identical_run_errors_print_once_naming_the_runs() -> None:
+    hint = "timed out after 120s; lower concurrency, set max_tokens or raise timeout"
+    outputs = [OutputRecord(run=r, text=None, error=hint) for r in range(1, 8)]
+    outputs.append(OutputRecord(run=8, text=None, error="HTTP 500"))
+    console = Console(file=io.StringIO(), width=400)
+    render_pretty(TestRun(tests=[result("t", None, outputs=outputs)]), None, console)
+    text = console.file.getvalue()
+    assert text.count(hint) == 1
+    assert "run 1, run 2, run 3, run 4, run 5 and 2 more: " + hint in text
+    assert "run 8: HTTP 500" in text
