@@ -11,10 +11,18 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .judge import JudgeResult
 
 __all__ = [
+    "DEFAULT_MIN_JUDGED",
+    "Assessment",
+    "Compare",
     "Comparison",
     "ConsistencyScore",
+    "assess",
     "evaluate",
     "judge_comparisons",
     "normalize",
@@ -126,19 +134,24 @@ def plan_comparisons(texts: dict[int, str], pairing: str = "all") -> list[Compar
 async def judge_comparisons(
     comparisons: Sequence[Comparison],
     texts: dict[int, str],
-    compare: Callable[[str, str], Awaitable[tuple[str | None, str, str | None, int]]],
+    compare: Compare,
     *,
     concurrency: int = 10,
     on_done: Callable[[Comparison], None] | None = None,
 ) -> None:
-    """Judge every non-identical comparison once; ``compare`` returns (choice, reasoning, error, calls)."""
+    """Judge every non-identical comparison once."""
     semaphore = asyncio.Semaphore(max(1, concurrency))
 
     async def one(comp: Comparison) -> None:
         async with semaphore:
             i, j = comp.runs
-            choice, reasoning, error, calls = await compare(texts[i], texts[j])
-        comp.choice, comp.reasoning, comp.error, comp.judge_calls = choice, reasoning, error, calls
+            r = await compare(texts[i], texts[j])
+        comp.choice, comp.reasoning, comp.error, comp.judge_calls = (
+            r.choice,
+            r.reasoning,
+            r.error,
+            r.calls,
+        )
         if on_done is not None:
             on_done(comp)
 
@@ -196,7 +209,11 @@ def score_comparisons(
     )
 
 
-Compare = Callable[[str, str], Awaitable[tuple[str | None, str, str | None, int]]]
+#: Judges two texts: what :meth:`oxyeval.judge.Judge.comparer` returns.
+Compare = Callable[[str, str], Awaitable["JudgeResult"]]
+
+#: Share of a test's run pairs that must get a verdict for its accuracy to count.
+DEFAULT_MIN_JUDGED = 0.5
 
 
 async def evaluate(
@@ -215,3 +232,72 @@ async def evaluate(
         on_planned(sum(1 for c in comparisons if not c.identical))
     await judge_comparisons(comparisons, texts, compare, concurrency=concurrency, on_done=on_done)
     return comparisons, score_comparisons(comparisons, sorted(texts), scores)
+
+
+@dataclass
+class Assessment:
+    """The outcome of judging one set of runs, with the reason when it has no accuracy."""
+
+    comparisons: list[Comparison]
+    score: ConsistencyScore
+    total_pairs: int  # pairs all n runs would give: failed runs count against the share
+    error: str | None  # why there is no accuracy; None when the runs were scored
+
+    @property
+    def accuracy(self) -> float | None:
+        return None if self.error is not None else self.score.accuracy
+
+    @property
+    def selected(self) -> int | None:
+        """No "most consistent" output from runs that could not be scored."""
+        return None if self.error is not None else self.score.selected
+
+
+async def assess(
+    texts: dict[int, str],
+    compare: Compare,
+    *,
+    n: int,
+    pairing: str = "all",
+    scores: dict[str, float] | None = None,
+    min_judged: float = DEFAULT_MIN_JUDGED,
+    concurrency: int = 10,
+    on_planned: Callable[[int], None] | None = None,
+    on_done: Callable[[Comparison], None] | None = None,
+) -> Assessment:
+    """Judge the successful runs of n and decide whether the result is a score.
+
+    The one rule for ``oxy test`` and a workflow task's ``consistency_run``: no accuracy
+    without a verdict, and none from fewer than ``min_judged`` of the n runs' pairs
+    (1 judged pair of 10 says little; failed runs count against the share).
+    """
+    comparisons, score = await evaluate(
+        texts,
+        compare,
+        pairing=pairing,
+        scores=scores or {"A": 1.0, "B": 0.0},
+        concurrency=concurrency,
+        on_planned=on_planned,
+        on_done=on_done,
+    )
+    total = pair_count(n, pairing)
+    errors = [c.error for c in comparisons if c.error]
+    error = None
+    if score.accuracy is None:
+        error = (
+            f"no valid verdicts: all {len(errors)} comparison(s) sent to the judge failed; "
+            f"first: {errors[0]}"
+            if errors
+            else "no valid verdicts"
+        )
+    elif total and score.judged_pairs + 1e-9 < min_judged * total:
+        failed = n - len(texts)
+        why = [f"{failed} of {n} runs failed"] if failed else []
+        if errors:
+            why.append(f"{len(errors)} judge error(s), first: {errors[0]}")
+        error = (
+            f"only {score.judged_pairs} of {total} run pairs got a verdict "
+            f"({score.judged_pairs / total:.0%}; min_judged is {min_judged:.0%}): "
+            f"{'; '.join(why)}"
+        )
+    return Assessment(comparisons, score, total, error)

@@ -505,16 +505,14 @@ class Judge:
         self,
         task_description: str,
         slot: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
-    ) -> Callable[[str, str], Awaitable[tuple[str | None, str, str | None, int]]]:
-        """A compare function for :func:`oxyeval.judge.consistency.evaluate`, optionally under a slot."""
+    ) -> Callable[[str, str], Awaitable[JudgeResult]]:
+        """A compare function for :func:`oxyeval.judge.consistency.assess`, optionally under a slot."""
 
-        async def compare(s1: str, s2: str) -> tuple[str | None, str, str | None, int]:
+        async def compare(s1: str, s2: str) -> JudgeResult:
             if slot is None:
-                r = await self.compare(task_description, s1, s2)
-            else:
-                async with slot():
-                    r = await self.compare(task_description, s1, s2)
-            return r.choice, r.reasoning, r.error, r.calls
+                return await self.compare(task_description, s1, s2)
+            async with slot():
+                return await self.compare(task_description, s1, s2)
 
         return compare
 

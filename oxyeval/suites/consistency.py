@@ -20,7 +20,7 @@ from ..errors import EXIT_INPUT, ConfigError, Diagnostic, LoadError, ProviderErr
 from ..judge.consistency import (
     Comparison,
     ConsistencyScore,
-    evaluate,
+    assess,
     normalize,
     pair_count,
     plan_comparisons,
@@ -211,38 +211,20 @@ async def _judge_outputs(
             judged.append(comparison)
         progress.advance(key)
 
-    comparisons, score = await evaluate(
+    outcome = await assess(
         texts,
         judge.comparer(question),
+        n=spec.n,
         pairing=spec.pairing,
         scores=result.scores,
+        min_judged=spec.min_judged,
         concurrency=spec.concurrency,
         on_planned=lambda count: progress.add_total(key, count),
         on_done=done,
     )
-    _apply_score(result, comparisons, score, texts)
-    errors = [c.error for c in comparisons if c.error]
-    if result.accuracy is None:
-        result.error = (
-            f"no valid verdicts: all {len(errors)} comparison(s) sent to the judge failed; "
-            f"first: {errors[0]}"
-            if errors
-            else "no valid verdicts"
-        )
-    elif result.judged_pairs + 1e-9 < spec.min_judged * result.total_pairs:
-        # A score from a few surviving pairs says little: 1 judged pair of 10 is not 0%.
-        failed = spec.n - len(texts)
-        share = result.judged_pairs / result.total_pairs
-        why = [f"{failed} of {spec.n} runs failed"] if failed else []
-        if errors:
-            why.append(f"{len(errors)} judge error(s), first: {errors[0]}")
-        result.error = (
-            f"only {result.judged_pairs} of {result.total_pairs} run pairs got a verdict "
-            f"({share:.0%}; min_judged is {spec.min_judged:.0%}): {'; '.join(why)}"
-        )
-        result.accuracy = None
-    if result.error is not None:
-        result.selected = None  # no "most consistent" output from a test that has no score
+    _apply_score(result, outcome.comparisons, outcome.score, texts)
+    result.error = outcome.error
+    result.accuracy, result.selected = outcome.accuracy, outcome.selected
     result.duration = time.perf_counter() - started
     return result
 

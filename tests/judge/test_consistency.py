@@ -13,6 +13,7 @@ from oxyeval.judge.consistency import (
     plan_pairs,
     score_comparisons,
 )
+from oxyeval.judge.judge import JudgeResult
 
 SCORES = {"A": 1.0, "B": 0.0}
 
@@ -38,7 +39,7 @@ def _judge_by_first_word(a: str, b: str) -> str:
 async def _compare_with(verdict_of, calls: list[tuple[str, str]]):
     async def compare(s1: str, s2: str):
         calls.append((s1, s2))
-        return verdict_of(s1, s2), f"{s1} vs {s2}", None, 1
+        return JudgeResult(verdict_of(s1, s2), f"{s1} vs {s2}", "", 1, None)
 
     return compare
 
@@ -111,8 +112,8 @@ def test_judge_errors_are_excluded_from_score() -> None:
 
     async def compare(s1: str, s2: str):
         if {s1, s2} == {"a", "c"}:
-            return None, "", "judge failed", 2
-        return "A" if "b" in (s1, s2) else "B", "", None, 1
+            return JudgeResult(None, "", "", 2, "judge failed")
+        return JudgeResult("A" if "b" in (s1, s2) else "B", "", "", 1, None)
 
     asyncio.run(judge_comparisons(comps, texts, compare))
     score = score_comparisons(comps, [1, 2, 3], SCORES)
@@ -128,7 +129,7 @@ def test_no_valid_verdicts_means_no_accuracy() -> None:
     comps = plan_comparisons(texts)
 
     async def compare(s1: str, s2: str):
-        return None, "", "no verdict", 2
+        return JudgeResult(None, "", "", 2, "no verdict")
 
     asyncio.run(judge_comparisons(comps, texts, compare))
     score = score_comparisons(comps, [1, 2], SCORES)
@@ -141,7 +142,7 @@ def test_custom_scores_weight_the_mean() -> None:
     comps = plan_comparisons(texts)
 
     async def compare(s1: str, s2: str):
-        return "B", "", None, 1
+        return JudgeResult("B", "", "", 1, None)
 
     asyncio.run(judge_comparisons(comps, texts, compare))
     score = score_comparisons(comps, [1, 2, 3], {"A": 1.0, "B": 0.5})
@@ -160,3 +161,19 @@ def test_all_pairs_count() -> None:
     _c, calls, score = _run(texts, verdict_of=lambda a, b: "A")
     assert score.pairs == len(list(combinations(range(10), 2))) == 45
     assert len(calls) == 45
+
+
+def test_assess_needs_min_judged_share_of_all_n_runs() -> None:
+    from oxyeval.judge.consistency import assess
+
+    async def compare(s1: str, s2: str) -> JudgeResult:
+        return JudgeResult("A", "", "", 1)
+
+    texts = {1: "a", 2: "b"}  # 2 of 4 runs succeeded: 1 of 6 pairs can be judged
+    low = asyncio.run(assess(texts, compare, n=4, min_judged=0.5))
+    assert low.score.accuracy == 1.0 and low.accuracy is None and low.selected is None
+    assert low.total_pairs == 6
+    assert "only 1 of 6 run pairs got a verdict (17%; min_judged is 50%)" in (low.error or "")
+    assert "2 of 4 runs failed" in (low.error or "")
+    ok = asyncio.run(assess(texts, compare, n=4, min_judged=0.1))
+    assert ok.error is None and ok.accuracy == 1.0 and ok.selected == 1

@@ -21,6 +21,7 @@ from oxyeval.judge.consistency import (
     plan_pairs,
     score_comparisons,
 )
+from oxyeval.judge.judge import JudgeResult
 from oxyeval.project.config import JudgeSettings, load_project
 from oxyeval.report.consistency import check_threshold, exit_code, render_pretty
 from oxyeval.suites.consistency import run_tests
@@ -144,7 +145,7 @@ def test_all_judge_errors_select_nothing_even_with_identical_pairs() -> None:
     comps = plan_comparisons(texts)
 
     async def compare(_s1: str, _s2: str):
-        return None, "", "judge down", 1
+        return JudgeResult(None, "", "", 1, "judge down")
 
     asyncio.run(judge_comparisons(comps, texts, compare))
     score = score_comparisons(comps, [1, 2, 3], SCORES)

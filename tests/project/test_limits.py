@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from oxyeval.project import limits
 from oxyeval.cli._app import app
 from oxyeval.errors import LoadError
+from oxyeval.project import limits
 from oxyeval.project.document import load_yaml, parse_yaml, path_problem
 from oxyeval.project.schema import SCHEMA_FILES, load_schema, validate_document
 from oxyeval.project.templates import TemplateRef, evaluate, render
