@@ -144,8 +144,10 @@ def test_run_and_compile_refuse_the_wrong_file_kind(make_project: MakeProject) -
 
 
 def test_interrupted_tests_are_listed_unscored() -> None:
+    from types import SimpleNamespace
+
     from oxyeval.project.config import JudgeSpec, TestSpec
-    from oxyeval.suites.consistency import _mark_unfinished
+    from oxyeval.suites.consistency import _Job, _mark_unfinished
     from oxyeval.suites.results import TestRun
 
     spec = TestSpec(
@@ -162,7 +164,8 @@ def test_interrupted_tests_are_listed_unscored() -> None:
         [JudgeSpec(None, "j", {"A": 1.0, "B": 0.0}, ())],
     )
     run = TestRun()
-    _mark_unfinished(run, [(spec, None, "q", "m", None)])  # type: ignore[list-item]
+    target = SimpleNamespace(model="m")  # never called: the test had not started
+    _mark_unfinished(run, [_Job(spec, target, {}, "q", None)])  # type: ignore[arg-type]
     (test,) = run.tests
     assert (
         test.accuracy is None

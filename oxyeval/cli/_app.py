@@ -438,19 +438,15 @@ async def _ask_agent(
 ) -> None:
     """Ask the agent and fill ``doc`` (see :func:`_agent_doc`)."""
     from ..project.config import load_agent, load_project
-    from ..workflow.agent import AgentRunner, describe_calls
-    from ..workflow.sql import SqlRunner
+    from ..workflow.agent import describe_calls
+    from ..workflow.context import RunContext
 
     proj = load_project(file, project_dir=project_dir)
     agent = load_agent(proj, file)
     doc["agent"] = agent.doc.display
-    async with proj.model_pool() as pool:
-        pool.check([agent.model])
-        sql = SqlRunner(proj.databases, proj.root)
-        try:
-            completion = await AgentRunner(agent, pool, proj.root, sql).ask(question)
-        finally:
-            sql.close()
+    async with RunContext(proj) as context:
+        context.models.check([agent.model])
+        completion = await context.agent(agent).ask(question)
     doc.update(
         status="succeeded",
         output=completion.text,

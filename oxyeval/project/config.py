@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ConfigError, Diagnostic, LoadError, OxyError
 from ..providers._base import GenerateParams, ModelSpec
@@ -22,9 +22,6 @@ from .document import SYMLINK_LOOP, Document, KeyPath, load_yaml, path_problem
 from .limits import MAX_ALL_PAIRS_RUNS, MAX_RUNS
 from .schema import did_you_mean, validate_document
 from .templates import TemplateRef, referenced_names, template_diagnostics
-
-if TYPE_CHECKING:
-    from ..providers._pool import ModelPool
 
 __all__ = [
     "CONFIG_NAMES",
@@ -131,19 +128,15 @@ class Project:
     model_keys: dict[str, KeyPath] = field(default_factory=dict)  # name -> place in config.yml
     judge: JudgeSettings = field(default_factory=JudgeSettings)  # config.yml's judge: section
 
-    def model_pool(self, **kwargs: Any) -> ModelPool:
-        """The run's models; a missing API key is reported at its model in config.yml."""
-        from ..providers._pool import ModelPool
-
-        def locate(name: str, message: str) -> OxyError:
-            key = self.model_keys.get(name)
-            if key is None:
-                return ConfigError(message)
-            entry = self.config.get(key) or {}
-            where = (*key, "key_var") if "key_var" in entry else key
-            return LoadError([self.config.diagnostic(where, message, at_key="key_var" in entry)])
-
-        return ModelPool(self.models, locate=locate, **kwargs)
+    def model_error(self, name: str, message: str) -> OxyError:
+        """An error about model ``name`` (its missing API key, say) pointing at its entry in
+        config.yml: at ``key_var`` when it has one, so the user sees which variable to set."""
+        key = self.model_keys.get(name)
+        if key is None:
+            return ConfigError(message)
+        entry = self.config.get(key) or {}
+        where = (*key, "key_var") if "key_var" in entry else key
+        return LoadError([self.config.diagnostic(where, message, at_key="key_var" in entry)])
 
     def relative(self, path: Path) -> str:
         try:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import EXIT_INPUT, ConfigError, Diagnostic, LoadError, ProviderError
+from ..errors import ConfigError, Diagnostic, LoadError, ProviderError
 from ..judge.consistency import (
     Comparison,
     ConsistencyScore,
@@ -38,15 +38,16 @@ from ..project.config import (
     project_files,
 )
 from ..project.document import path_problem
-from ..providers._base import Completion
 from ..providers._model import RetryPolicy
 from ..providers._pool import ModelPool
-from ..workflow.agent import AgentRunner, counted, stopped_at_token_limit, token_limit_warning
+from ..workflow.agent import counted, stopped_at_token_limit, token_limit_warning
 from ..workflow.compile import Plan, compile_workflow
-from ..workflow.engine import Engine, TaskFailed, WorkflowRun
+from ..workflow.context import RunContexts
+from ..workflow.engine import TaskFailed
 from ..workflow.spec import load_workflow
-from ..workflow.sql import SqlError, SqlRunner
+from ..workflow.sql import SqlError
 from .results import OutputRecord, TestResult, TestRun
+from .targets import AgentTarget, Target, WorkflowTarget
 
 __all__ = ["ProgressSink", "collect_files", "run_tests", "run_tests_async"]
 
@@ -97,6 +98,18 @@ class _Subject:
     model: str  # shown in reports: the agent's model, or "workflow"
     agent: Agent | None = None
     plan: Plan | None = None
+
+
+@dataclass
+class _Job:
+    """One consistency test to run: its target, the inputs each run gets, the question
+    the judge is told, and the models the judges use."""
+
+    spec: TestSpec
+    target: Target
+    inputs: Mapping[str, Any]
+    question: str
+    models: ModelPool
 
 
 def _load_all(files: list[Path], project_dir: str | None) -> tuple[list[_Subject], list[str]]:
@@ -288,18 +301,10 @@ def _interrupted_result(
     return result
 
 
-async def _run_test(
-    spec: TestSpec,
-    produce: Callable[[], Awaitable[Completion]],
-    question: str,
-    model: str,
-    pool: ModelPool,
-    progress: ProgressSink,
-    into: list[TestResult],
-    max_tokens: int | None = None,
-) -> None:
+async def _run_test(job: _Job, progress: ProgressSink, into: list[TestResult]) -> None:
     """Run a test n times and judge it, adding one result per metric to ``into``; when
     cancelled, what finished is added too (see :func:`_interrupted_result`)."""
+    spec, question, model = job.spec, job.question, job.target.model
     started = time.perf_counter()
     key = f"{spec.display}#{spec.index}"
     progress.start(key, f"{spec.display} · {spec.name}", spec.n)
@@ -313,7 +318,7 @@ async def _run_test(
     async def one(run: int) -> None:
         async with semaphore:
             try:
-                c = await produce()
+                c = await job.target.complete(job.inputs)
             except (ProviderError, TaskFailed, SqlError) as exc:
                 finished[run] = OutputRecord(run=run, text=None, error=str(exc))
                 return
@@ -337,7 +342,7 @@ async def _run_test(
             outputs,
             model,
             question,
-            pool,
+            job.models,
             progress,
             started,
             judged[k],
@@ -348,7 +353,7 @@ async def _run_test(
         if cut:  # one line for the test, not one per run
             subject = f"test '{spec.name}' ({spec.display})"
             which = counted(sorted(cut), spec.n, "run")
-            log.warning("%s", token_limit_warning(subject, which, model, max_tokens))
+            log.warning("%s", token_limit_warning(subject, which, model, job.target.max_tokens))
         outputs = [finished[r] for r in sorted(finished)]
         await asyncio.gather(*(judge(k, j, outputs) for k, j in enumerate(spec.judges)))
     except asyncio.CancelledError:
@@ -362,45 +367,26 @@ async def _run_test(
         into.extend(results[k] for k in sorted(results))
 
 
-def _mark_unfinished(run: TestRun, jobs: list[tuple[TestSpec, Any, str, str, ModelPool]]) -> None:
+def _mark_unfinished(run: TestRun, jobs: list[_Job]) -> None:
     """On Ctrl-C, a test that had not even started is listed (interrupted, unscored), not
     silently dropped; tests under way list their own finished runs (``_run_test``)."""
     done = {(t.file, t.index) for t in run.tests}
-    for spec, _produce, question, model, _pool in jobs:
+    for job in jobs:
+        spec = job.spec
         if (spec.display, spec.index) in done:
             continue
         for k, judge in enumerate(spec.judges):
-            result = _result(spec, judge, _label(spec, k), question, model)
+            result = _result(spec, judge, _label(spec, k), job.question, job.target.model)
             result.error = "interrupted before it finished"
             result.interrupted = True
             run.tests.append(result)
-    order = {(j[0].display, j[0].index): k for k, j in enumerate(jobs)}
+    _in_file_order(run, jobs)
+
+
+def _in_file_order(run: TestRun, jobs: list[_Job]) -> None:
+    """Report in file order, whatever order the tests finished in."""
+    order = {(j.spec.display, j.spec.index): k for k, j in enumerate(jobs)}
     run.tests.sort(key=lambda t: (order.get((t.file, t.index), 0), t.name))
-
-
-def _task_output(run: WorkflowRun, ref: str) -> Any:
-    """The output at a task_ref: a top-level name, or a dotted path into its parts."""
-    head, *rest = ref.split(".")
-    bad_input = next((r for r in run.failed if r.exit_code == EXIT_INPUT), None)
-    if bad_input is not None:  # the same file fails every run: stop with exit 2, not n errors
-        raise ConfigError(f"task '{bad_input.path}' failed: {bad_input.error}")
-    if head not in run.outputs:
-        record = next((r for r in run.records if r.path == head), None)
-        why = f": {record.error}" if record is not None and record.error else ""
-        raise TaskFailed(f"task '{head}' produced no output{why}")
-    value = run.outputs[head]
-    for part in rest:
-        value = value[part] if isinstance(value, Mapping) else getattr(value, part)
-    return value
-
-
-def _workflow_producer(engine: Engine, plan: Plan, ref: str) -> Callable[[], Awaitable[Completion]]:
-    async def produce() -> Completion:
-        run = await engine.run(plan.workflow.path)
-        value = _task_output(run, ref)
-        return Completion(text=str(value), latency=run.ended - run.started)
-
-    return produce
 
 
 def _workflow_question(plan: Plan, spec: TestSpec) -> str:
@@ -431,74 +417,42 @@ async def run_tests_async(
     subjects, warnings = _load_all(collect_files(paths), project_dir)
     run.warnings.extend(warnings)
     progress = progress or _NoProgress()
-    pools: dict[Path, ModelPool] = {}
-    engines: dict[Path, Engine] = {}
-    sql_runners: dict[Path, SqlRunner] = {}
-    jobs: list[tuple[TestSpec, Callable[[], Awaitable[Completion]], str, str, ModelPool]] = []
-    limits: dict[tuple[str, int], int | None] = {}  # test -> its agent's max_tokens
-    try:
+    jobs: list[_Job] = []
+    async with RunContexts(retry=retry, environ=environ) as contexts:
         for item in subjects:
-            root = item.project.root
-            pool = pools.get(root)
-            if pool is None:
-                pool = pools[root] = item.project.model_pool(retry=retry, environ=environ)
             if not item.tests:
                 run.skipped.append(f"{item.project.relative(item.file)}: no consistency tests")
                 continue
-            judges = [j.model for t in item.tests for j in t.judges]
+            context = contexts.get(item.project)
+            target: Target
             if item.agent is not None:
-                # Resolve keys before any call: a missing key is a config error, not n failures.
-                pool.check([item.agent.model, *judges])
-                sql = sql_runners.get(root)
-                if sql is None:
-                    sql = sql_runners[root] = SqlRunner(item.project.databases, root)
-                runner = AgentRunner(item.agent, pool, root, sql)
-                runner.system_prompt()  # template errors surface now, once, as exit 2
-                for spec in item.tests:
-                    limits[(spec.display, spec.index)] = runner.max_tokens
-                    question = spec.task_description or ""
-                    jobs.append(
-                        (spec, lambda r=runner, q=question: r.ask(q), question, item.model, pool)
-                    )
+                target = AgentTarget(context, item.agent)
             else:
                 assert item.plan is not None
-                engine = engines.get(root)
-                if engine is None:
-                    engine = engines[root] = Engine(item.project, pool)
-                pool.check(sorted(engine.models_used(item.plan) | set(judges)))
-                engine.resolve_variables(item.plan.workflow, {})  # missing variables: exit 2 now
-                for spec in item.tests:
-                    ref = spec.task_ref or item.plan.workflow.tasks[-1].name
-                    produce = _workflow_producer(engine, item.plan, ref)
+                target = WorkflowTarget(context, item.plan)
+            # Before any call: a missing key or a template error is bad input (exit 2), once,
+            # not n failed runs.
+            context.models.check(
+                sorted({*target.models, *(j.model for t in item.tests for j in t.judges)})
+            )
+            target.check()
+            for spec in item.tests:
+                if item.agent is not None:
+                    question = spec.task_description or ""
                     jobs.append(
-                        (spec, produce, _workflow_question(item.plan, spec), "workflow", pool)
+                        _Job(spec, target, {"question": question}, question, context.models)
                     )
-
-        async def job(
-            spec: TestSpec,
-            produce: Callable[[], Awaitable[Completion]],
-            question: str,
-            model: str,
-            pool: ModelPool,
-        ) -> None:
-            limit = limits.get((spec.display, spec.index))
-            await _run_test(spec, produce, question, model, pool, progress, run.tests, limit)
-
+                else:
+                    assert item.plan is not None
+                    ref_target = WorkflowTarget(context, item.plan, spec.task_ref)
+                    question = _workflow_question(item.plan, spec)
+                    jobs.append(_Job(spec, ref_target, {}, question, context.models))
         try:
-            await asyncio.gather(*(job(*j) for j in jobs))
+            await asyncio.gather(*(_run_test(job, progress, run.tests) for job in jobs))
         except asyncio.CancelledError:
             _mark_unfinished(run, jobs)
             raise
-    finally:
-        for pool in pools.values():
-            await pool.aclose()
-        for engine in engines.values():
-            engine.sql.close()
-        for sql in sql_runners.values():
-            sql.close()
-    # Report in file order, whatever order the tests finished in.
-    order = {(j[0].display, j[0].index): k for k, j in enumerate(jobs)}
-    run.tests.sort(key=lambda t: (order.get((t.file, t.index), 0), t.name))
+    _in_file_order(run, jobs)
     return run
 
 

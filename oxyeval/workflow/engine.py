@@ -977,17 +977,16 @@ async def run_workflow(
     the rest marked ``interrupted``.
     """
     from ..project.config import load_project
+    from .context import RunContext
 
     project = load_project(path, project_dir=project_dir)
-    pool = project.model_pool(environ=environ)
-    engine = Engine(project, pool, concurrency=concurrency, on_event=on_event)
-    try:
+    async with RunContext(
+        project, environ=environ, concurrency=concurrency, on_event=on_event
+    ) as context:
+        engine = context.engine
         plan = engine.plan(Path(path).resolve())
-        pool.check(sorted(engine.models_used(plan)))
+        context.models.check(sorted(engine.models_used(plan)))
         run = await engine.run(Path(path), variables, into=into)
-    finally:
-        await pool.aclose()
-        engine.sql.close()
     if not run.ok:
         raise WorkflowFailed(run.summary(), run)
     return run

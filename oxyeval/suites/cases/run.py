@@ -18,13 +18,13 @@ from ...errors import ConfigError, LoadError, ProviderError
 from ...project.config import Project, load_project
 from ...project.prompts import PromptDef, collect_case_files, load_prompts, rewrite_expected_output
 from ...project.schema import did_you_mean
-from ...project.templates import TemplateRef, render
-from ...providers._base import ChatMessage, GenerateParams
-from ...providers._pool import ModelPool
+from ...project.templates import TemplateRef
+from ...providers._base import GenerateParams
 from ...redact import redact
 from ...store import NewExecution, TestCase
-from ...workflow.agent import AgentRunner, counted, stopped_at_token_limit, token_limit_warning
-from ...workflow.sql import SqlRunner
+from ...workflow.agent import counted, stopped_at_token_limit, token_limit_warning
+from ...workflow.context import RunContext
+from ..targets import AgentTarget, PromptTarget, Target
 from .scoring import (
     TokenCounter,
     detect_regression,
@@ -163,29 +163,18 @@ class CaseRun:
 
 
 @dataclass(repr=False)
-class _Plan:
+class _VersionRun:
     """One prompt version and its selected cases, with everything a case reuses built once:
-    compiled templates, params, the tokenizer, and (for agents) one runner for all cases."""
+    the target (compiled templates and params, or one agent runner for all cases) and
+    the tokenizer."""
 
     prompt: PromptDef
     cases: list[TestCase]
     version: int
     content: Mapping[str, Any]
-    template: TemplateRef
-    system: TemplateRef | None
-    params: GenerateParams
+    target: Target
     counter: TokenCounter
-    agent: AgentRunner | None = None
     run_id: str = ""
-
-    def max_tokens(self, pool: ModelPool) -> int | None:
-        """The answer-length limit the cases were sent with (None: the server's own)."""
-        if self.agent is not None:
-            return self.agent.max_tokens
-        if self.params.max_tokens is not None:
-            return self.params.max_tokens
-        spec = pool.specs.get(self.content["model"])
-        return spec.params.max_tokens if spec is not None else None
 
     @classmethod
     def build(
@@ -194,74 +183,57 @@ class _Plan:
         cases: list[TestCase],
         version: int,
         content: Mapping[str, Any],
-        project: Project,
-        pool: ModelPool,
-        sql: SqlRunner,
-    ) -> _Plan:
-        agent = None
+        context: RunContext,
+    ) -> _VersionRun:
+        template = TemplateRef(content["template"])
+        target: Target
         if prompt.kind == "agent" and prompt.agent is not None:
             # The agent renders its own system prompt (context, variables): not from case input.
-            agent = AgentRunner(prompt.agent, pool, project.root, sql)
-        system = content.get("system") if agent is None else None
+            target = AgentTarget(context, prompt.agent, template)
+        else:
+            system = content.get("system")
+            target = PromptTarget(
+                context,
+                content["model"],
+                template,
+                TemplateRef(system) if system else None,
+                GenerateParams(**content.get("params", {})),
+            )
         return cls(
             prompt=prompt,
             cases=cases,
             version=version,
             content=content,
-            template=TemplateRef(content["template"]),
-            system=TemplateRef(system) if system else None,
-            params=GenerateParams(**content.get("params", {})),
+            target=target,
             counter=token_counter(str(content.get("model_ref", ""))),
-            agent=agent,
         )
 
 
 class _Scorer:
     """Similarity by the prompt's method: an embedding model, or the lexical stand-in."""
 
-    def __init__(
-        self, project: Project, environ: Mapping[str, str] | None, models: ModelPool
-    ) -> None:
-        self.project = project
-        self.environ = environ
-        self.models = models
-        self._pool: Any = None
+    def __init__(self, context: RunContext) -> None:
+        self.context = context
 
     def check(self, method: str) -> None:
         if method != "lexical":
-            self._embedder(method)
-
-    def _embedder(self, method: str) -> Any:
-        if self._pool is None:
-            from ...providers.embeddings import EmbeddingPool
-
-            # One HTTP client per run: embeddings share the chat models' connections.
-            remote = any(s.vendor != "mock" for s in self.project.embeddings.values())
-            client = self.models.client if remote else None
-            self._pool = EmbeddingPool(
-                self.project.embeddings,
-                environ=self.environ,
-                client=client,
-                limiters=self.models.limiters,  # one concurrency limit per server
-            )
-        return self._pool.get(method)
+            self.context.embeddings.get(method)
 
     def method_name(self, method: str) -> str:
         if method == "lexical":
             return "lexical"
-        return f"embedding:{method} ({self.project.embeddings[method].model_ref})"
+        return f"embedding:{method} ({self.context.project.embeddings[method].model_ref})"
 
     async def similarity(self, method: str, a: str, b: str) -> tuple[float, str]:
         if method == "lexical":
             return lexical_similarity(a, b), "lexical"
-        return await self._embedder(method).similarity(a, b), self.method_name(method)
-
-    async def aclose(self) -> None:
-        if self._pool is not None:
-            await self._pool.aclose()
+        similarity = await self.context.embeddings.get(method).similarity(a, b)
+        return similarity, self.method_name(method)
 
 
-async def _store_error(plan: _Plan, result: CaseResult, store: Store, **fields: Any) -> CaseResult:
+async def _store_error(
+    plan: _VersionRun, result: CaseResult, store: Store, **fields: Any
+) -> CaseResult:
     """Keep a failed execution in the history (status error, with its message): an outage
     is visible there, and never counted as a failed case."""
     stored = await asyncio.to_thread(
@@ -283,12 +255,7 @@ async def _store_error(plan: _Plan, result: CaseResult, store: Store, **fields: 
 
 
 async def _run_one(
-    plan: _Plan,
-    case: TestCase,
-    *,
-    pool: ModelPool,
-    scorer: _Scorer,
-    store: Store,
+    plan: _VersionRun, case: TestCase, *, scorer: _Scorer, store: Store
 ) -> CaseResult:
     prompt, version = plan.prompt, plan.version
     started = time.perf_counter()
@@ -301,22 +268,13 @@ async def _run_one(
         expected_output=case.expected_output,
         threshold=threshold,
     )
-    inputs = case.input or {}
     try:
-        user = render(plan.template, inputs)
-        system = render(plan.system, inputs) if plan.system is not None else ""
+        completion = await plan.target.complete(case.input or {})
     except LoadError as exc:
         # A case created through the API may not fit the template: that case fails to run,
         # the others go on.
         result.error = f"case {result.case_id!r}: its input does not fit prompt version {version}: {exc.diagnostics[0].message}"
         return await _store_error(plan, result, store)
-    try:
-        if plan.agent is not None:
-            completion = await plan.agent.ask(user)
-        else:
-            messages = [ChatMessage("system", system)] if system.strip() else []
-            messages.append(ChatMessage("user", user))
-            completion = await pool.get(plan.content["model"]).generate(messages, plan.params)
     except ProviderError as exc:
         result.error = str(exc)
         result.run_duration_ms = (time.perf_counter() - started) * 1000
@@ -419,7 +377,7 @@ async def _run_one(
     return result
 
 
-def _warn_token_limits(run: CaseRun, plans: Sequence[_Plan], pool: ModelPool) -> None:
+def _warn_token_limits(run: CaseRun, plans: Sequence[_VersionRun]) -> None:
     """One warning per prompt for the cases whose answer stopped at the token limit."""
     for plan in plans:
         cut = [
@@ -429,10 +387,10 @@ def _warn_token_limits(run: CaseRun, plans: Sequence[_Plan], pool: ModelPool) ->
         ]
         if not cut:
             continue
-        model = plan.agent.agent.model if plan.agent is not None else plan.content["model"]
+        model = plan.target.model
         which = counted(cut, len(plan.cases), "case") if len(plan.cases) > 1 else f"case '{cut[0]}'"
         text = token_limit_warning(
-            f"prompt '{plan.prompt.id}' v{plan.version}", which, model, plan.max_tokens(pool)
+            f"prompt '{plan.prompt.id}' v{plan.version}", which, model, plan.target.max_tokens
         )
         run.warnings.append(f"{text}; `oxy cases accept` adopts such an output only with --force")
 
@@ -561,10 +519,9 @@ async def run_cases_async(
     )
     await asyncio.to_thread(precheck, location, project, prompts, cases, version, only_files)
     store = await asyncio.to_thread(open_store, location)
-    pool = project.model_pool(environ=environ)
-    sql = SqlRunner(project.databases, project.root)
-    scorer = _Scorer(project, environ, pool)
-    plans: list[_Plan] = []
+    context = RunContext(project, environ=environ)
+    scorer = _Scorer(context)
+    plans: list[_VersionRun] = []
     try:
         stale = store.runs.mark_stale()
         if stale:
@@ -595,17 +552,17 @@ async def run_cases_async(
                     f"prompt '{prompt.id}' version {chosen_version} uses model '{content['model']}', "
                     "which config.yml no longer defines"
                 )
-            pool.check([content["model"]])
+            context.models.check([content["model"]])
             scorer.check(prompt.similarity)
-            plans.append(_Plan.build(prompt, selected, chosen_version, content, project, pool, sql))
+            plans.append(_VersionRun.build(prompt, selected, chosen_version, content, context))
         error = unknown_names_error(cases, found, all_names, only_files)
         if error is not None:
             raise error
         semaphore = asyncio.Semaphore(max(1, concurrency))
 
-        async def one(plan: _Plan, case: TestCase) -> None:
+        async def one(plan: _VersionRun, case: TestCase) -> None:
             async with semaphore:
-                result = await _run_one(plan, case, pool=pool, scorer=scorer, store=store)
+                result = await _run_one(plan, case, scorer=scorer, store=store)
             run.results.append(result)
             if on_result is not None:
                 on_result(result)
@@ -627,7 +584,7 @@ async def run_cases_async(
         aborted = False
         try:
             await asyncio.gather(*jobs)
-            _warn_token_limits(run, plans, pool)
+            _warn_token_limits(run, plans)
         except (asyncio.CancelledError, KeyboardInterrupt):
             run.interrupted = True
             raise
@@ -640,10 +597,10 @@ async def run_cases_async(
                 status = "interrupted" if run.interrupted else ("failed" if errors else "completed")
                 store.runs.finish(run_id, status)
     finally:
-        await scorer.aclose()
-        await pool.aclose()
-        sql.close()
-        store.close()
+        try:
+            await context.aclose()
+        finally:
+            store.close()
     order = {
         (plan.prompt.id, c.name): (k, i)
         for k, plan in enumerate(plans)

@@ -1,0 +1,148 @@
+"""What a suite runs: a :class:`Target` takes inputs and returns one completion.
+
+A consistency test runs a target n times on the same inputs; a test case runs it once
+per case on the case's inputs; an A/B comparison will run two targets on the same
+inputs, a judged pass/fail test one target per scenario. The target is where "an
+agent", "a prompt version" and "a task of a workflow" become the same thing, so a
+suite never needs to know which one it is running.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..project.templates import TemplateRef, render
+from ..providers._base import ChatMessage, Completion, GenerateParams
+
+if TYPE_CHECKING:
+    from ..project.config import Agent
+    from ..workflow.compile import Plan
+    from ..workflow.context import RunContext
+    from ..workflow.engine import WorkflowRun
+
+__all__ = ["AgentTarget", "PromptTarget", "Target", "WorkflowTarget", "task_output"]
+
+_QUESTION = TemplateRef("{{ question }}")  # an agent's input, unless a prompt says otherwise
+
+
+class Target(ABC):
+    """Inputs in, one completion out; errors are ProviderError, TaskFailed, SqlError or,
+    for inputs that do not fit the target's template, LoadError."""
+
+    #: Shown in reports: the model that answers ("workflow" for a workflow's task).
+    model: str
+    #: Every model a call may use, so missing API keys fail before the first call.
+    models: tuple[str, ...]
+
+    @abstractmethod
+    async def complete(self, inputs: Mapping[str, Any] | None = None) -> Completion: ...
+
+    def check(self) -> None:  # noqa: B027 (optional: most targets have nothing to check)
+        """Raise now (bad input, exit 2) what would fail every call: a template error."""
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The answer-length limit calls are sent with (None: the server's own)."""
+        return None
+
+
+class PromptTarget(Target):
+    """A prompt version: its system and user templates, filled from the inputs, sent to
+    its model with its sampling parameters."""
+
+    def __init__(
+        self,
+        context: RunContext,
+        model: str,
+        template: TemplateRef,
+        system: TemplateRef | None = None,
+        params: GenerateParams | None = None,
+    ) -> None:
+        self.model = model
+        self.models = (model,)
+        self._context = context
+        self.template = template
+        self.system = system
+        self.params = params or GenerateParams()
+
+    async def complete(self, inputs: Mapping[str, Any] | None = None) -> Completion:
+        values = dict(inputs or {})
+        user = render(self.template, values)
+        system = render(self.system, values) if self.system is not None else ""
+        messages = [ChatMessage("system", system)] if system.strip() else []
+        messages.append(ChatMessage("user", user))
+        return await self._context.models.get(self.model).generate(messages, self.params)
+
+    @property
+    def max_tokens(self) -> int | None:
+        if self.params.max_tokens is not None:
+            return self.params.max_tokens
+        spec = self._context.models.specs.get(self.model)
+        return spec.params.max_tokens if spec is not None else None
+
+
+class AgentTarget(Target):
+    """An agent answering a question (its tools and tool loop included); the question is
+    ``template`` filled from the inputs, by default the input ``question``."""
+
+    def __init__(
+        self, context: RunContext, agent: Agent, template: TemplateRef | None = None
+    ) -> None:
+        self.runner = context.agent(agent)
+        self.model = agent.model
+        self.models = (agent.model,)
+        self.template = template or _QUESTION
+
+    async def complete(self, inputs: Mapping[str, Any] | None = None) -> Completion:
+        return await self.runner.ask(render(self.template, dict(inputs or {})))
+
+    def check(self) -> None:
+        self.runner.system_prompt()  # context files and template errors: once, now
+
+    @property
+    def max_tokens(self) -> int | None:
+        return self.runner.max_tokens
+
+
+class WorkflowTarget(Target):
+    """One task's output of a workflow run on the inputs (its variables)."""
+
+    model = "workflow"
+
+    def __init__(self, context: RunContext, plan: Plan, ref: str | None = None) -> None:
+        self._engine = context.engine
+        self.plan = plan
+        self.ref = ref or plan.workflow.tasks[-1].name
+        self.models = tuple(sorted(self._engine.models_used(plan)))
+
+    async def complete(self, inputs: Mapping[str, Any] | None = None) -> Completion:
+        started = time.perf_counter()
+        run = await self._engine.run(Path(self.plan.workflow.path), dict(inputs or {}))
+        value = task_output(run, self.ref)
+        return Completion(text=str(value), latency=time.perf_counter() - started)
+
+    def check(self) -> None:
+        self._engine.resolve_variables(self.plan.workflow, {})  # missing variables: exit 2 now
+
+
+def task_output(run: WorkflowRun, ref: str) -> Any:
+    """The output at a task_ref: a top-level name, or a dotted path into its parts."""
+    from ..errors import EXIT_INPUT, ConfigError
+    from ..workflow.engine import TaskFailed
+
+    head, *rest = ref.split(".")
+    bad_input = next((r for r in run.failed if r.exit_code == EXIT_INPUT), None)
+    if bad_input is not None:  # the same file fails every run: stop with exit 2, not n errors
+        raise ConfigError(f"task '{bad_input.path}' failed: {bad_input.error}")
+    if head not in run.outputs:
+        record = next((r for r in run.records if r.path == head), None)
+        why = f": {record.error}" if record is not None and record.error else ""
+        raise TaskFailed(f"task '{head}' produced no output{why}")
+    value = run.outputs[head]
+    for part in rest:
+        value = value[part] if isinstance(value, Mapping) else getattr(value, part)
+    return value

@@ -1,0 +1,165 @@
+"""What one run against a project shares: its models, databases, agents and engine.
+
+Every command that calls models (``oxy test``, ``oxy cases run``, ``oxy run``, a
+Python caller) used to build a model pool, DuckDB connections and agent runners of
+its own, and tear them down its own way. A :class:`RunContext` is that setup once:
+one HTTP client and one adaptive limit per endpoint for chat and embedding calls
+alike, one set of database connections, one runner per agent (its context files and
+system prompt read once), opened lazily and closed together. Suites build on it
+(A/B branches and judged tests will too); nothing in it is global.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from ..providers._pool import ModelPool
+
+if TYPE_CHECKING:
+    from ..project.config import Agent, Project
+    from ..providers._model import RetryPolicy
+    from ..providers.embeddings import EmbeddingPool
+    from .agent import AgentRunner
+    from .engine import Engine, TaskRecord
+    from .sql import SqlRunner
+
+__all__ = ["DEFAULT_CONCURRENCY", "RunContext", "RunContexts"]
+
+#: Units of work (agent runs, judge calls, queries) one workflow run keeps in flight.
+DEFAULT_CONCURRENCY = 8
+
+
+class RunContext:
+    """One project's shared machinery for one run; an async context manager.
+
+    ``environ`` replaces ``os.environ`` for API keys (tests, embedding hosts);
+    ``retry`` the retry policy of every model call.
+    """
+
+    def __init__(
+        self,
+        project: Project,
+        *,
+        environ: Mapping[str, str] | None = None,
+        retry: RetryPolicy | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        on_event: Callable[[TaskRecord], None] | None = None,
+    ) -> None:
+        self.project = project
+        self.environ = environ
+        self.concurrency = concurrency
+        self.models = ModelPool(
+            project.models, locate=project.model_error, retry=retry, environ=environ
+        )
+        self._on_event = on_event
+        self._databases: SqlRunner | None = None
+        self._embeddings: EmbeddingPool | None = None
+        self._engine: Engine | None = None
+        self._agents: dict[Path, AgentRunner] = {}
+
+    def __repr__(self) -> str:  # short: asyncio may repr it (3.11 SIGINT check)
+        return f"RunContext({str(self.project.root)!r})"
+
+    @property
+    def databases(self) -> SqlRunner:
+        """The project's DuckDB connections, opened on first query."""
+        if self._databases is None:
+            from .sql import SqlRunner
+
+            self._databases = SqlRunner(self.project.databases, self.project.root)
+        return self._databases
+
+    @property
+    def embeddings(self) -> EmbeddingPool:
+        """Embedding models, on the chat models' HTTP client and endpoint limits."""
+        if self._embeddings is None:
+            from ..providers.embeddings import EmbeddingPool
+
+            remote = any(s.vendor != "mock" for s in self.project.embeddings.values())
+            self._embeddings = EmbeddingPool(
+                self.project.embeddings,
+                environ=self.environ,
+                client=self.models.client if remote else None,
+                limiters=self.models.limiters,
+            )
+        return self._embeddings
+
+    @property
+    def engine(self) -> Engine:
+        """The workflow engine, on this context's models and databases."""
+        if self._engine is None:
+            from .engine import Engine
+
+            self._engine = Engine(
+                self.project,
+                self.models,
+                concurrency=self.concurrency,
+                sql=self.databases,
+                on_event=self._on_event,
+            )
+        return self._engine
+
+    def agent(self, agent: Agent) -> AgentRunner:
+        """One runner per agent file: n runs read its context files once."""
+        runner = self._agents.get(agent.path)
+        if runner is None:
+            from .agent import AgentRunner
+
+            runner = AgentRunner(agent, self.models, self.project.root, self.databases)
+            self._agents[agent.path] = runner
+        return runner
+
+    async def aclose(self) -> None:
+        try:
+            if self._embeddings is not None:
+                await self._embeddings.aclose()
+        finally:
+            try:
+                await self.models.aclose()
+            finally:
+                if self._databases is not None:
+                    self._databases.close()
+
+    async def __aenter__(self) -> RunContext:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class RunContexts:
+    """One :class:`RunContext` per project, for a command given files of several projects."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._contexts: dict[Path, RunContext] = {}
+
+    def get(self, project: Project) -> RunContext:
+        context = self._contexts.get(project.root)
+        if context is None:
+            context = self._contexts[project.root] = RunContext(project, **self._options)
+        return context
+
+    async def aclose(self) -> None:
+        errors: list[BaseException] = []
+        for context in self._contexts.values():
+            try:
+                await context.aclose()
+            except Exception as exc:  # close the others before reporting
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    async def __aenter__(self) -> RunContexts:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
