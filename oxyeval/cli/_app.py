@@ -443,7 +443,7 @@ async def _ask_agent(
 
     proj = load_project(file, project_dir=project_dir)
     agent = load_agent(proj, file)
-    doc["agent"] = agent.doc.display
+    doc["agent"] = agent.display
     async with RunContext(proj) as context:
         context.models.check([agent.model])
         completion = await context.agent(agent).ask(question)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING
 
+from ..project.config import DEFAULT_MIN_JUDGED  # the share of pairs that must be judged
+
 if TYPE_CHECKING:
     from .judge import JudgeResult
 
@@ -212,8 +214,6 @@ def score_comparisons(
 #: Judges two texts: what :meth:`oxyeval.judge.Judge.comparer` returns.
 Compare = Callable[[str, str], Awaitable["JudgeResult"]]
 
-#: Share of a test's run pairs that must get a verdict for its accuracy to count.
-DEFAULT_MIN_JUDGED = 0.5
 
 
 async def evaluate(

@@ -356,28 +356,32 @@ class JudgeSpec:
 
     prompt: TemplateRef | None
     model: str
-    scores: dict[str, float]
-    key: KeyPath
+    scores: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_SCORES))
+    key: KeyPath = ()  # where it is declared; () for one built in code
     settings: JudgeSettings = field(default_factory=JudgeSettings)  # the project's judge:
 
 
 @dataclass
 class TestSpec:
-    """One consistency test as declared in a file, defaults filled in."""
+    """One consistency test as declared in a file, defaults filled in.
+
+    Every field has a default, so a test can be built in code (the SDK) as well as
+    loaded: ``TestSpec(name="capital", task_description="...", judges=[JudgeSpec(None, "m")])``.
+    """
 
     __test__ = False  # not a pytest class
 
-    index: int  # 0-based position in the file's tests:
-    name: str
-    file: Path
-    display: str
-    key: KeyPath
-    n: int
-    task_description: str | None
-    task_ref: str | None
-    concurrency: int
-    pairing: str
-    judges: list[JudgeSpec]
+    index: int = 0  # 0-based position in the file's tests:
+    name: str = "Test 1"
+    file: Path | None = None  # None: built in code, not read from a file
+    display: str = "<code>"
+    key: KeyPath = ()
+    n: int = DEFAULT_N
+    task_description: str | None = None
+    task_ref: str | None = None
+    concurrency: int = DEFAULT_TEST_CONCURRENCY
+    pairing: str = "all"
+    judges: list[JudgeSpec] = field(default_factory=list)
     min_judged: float = DEFAULT_MIN_JUDGED  # share of run pairs that must get a verdict
 
 
@@ -386,20 +390,32 @@ class Agent:
     def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
         return f"Agent({self.name!r})"
 
+    """An agent as declared in an ``*.agent.yml`` file, or built in code (the SDK):
+    ``Agent("analyst", "gpt-4o-mini", "You answer from the data.")``."""
+
     name: str
-    path: Path
-    doc: Document
     model: str
     system_instructions: TemplateRef
-    description: str
-    context: list[ContextSpec]
-    tools: list[dict[str, Any]]
-    max_tool_calls: int
-    variables: dict[str, Any]
-    params: GenerateParams
-    tests: list[TestSpec]
+    path: Path | None = None  # None: built in code, not read from a file
+    doc: Document | None = None
+    description: str = ""
+    context: list[ContextSpec] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    max_tool_calls: int = 10
+    variables: dict[str, Any] = field(default_factory=dict)
+    params: GenerateParams = field(default_factory=GenerateParams)
+    tests: list[TestSpec] = field(default_factory=list)
     warnings: list[Diagnostic] = field(default_factory=list)
     kind: str = "default"  # "default" or "routing" (routing agents load but cannot run)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.system_instructions, str):  # built in code from plain text
+            self.system_instructions = TemplateRef(self.system_instructions)
+
+    @property
+    def display(self) -> str:
+        """Where the agent comes from, for messages: its file, or its name."""
+        return self.doc.display if self.doc is not None else f"agent '{self.name}'"
 
 
 def _check_model(

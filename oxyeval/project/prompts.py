@@ -64,12 +64,15 @@ class CaseDef:
 
 @dataclass(repr=False)
 class PromptDef:
+    """A prompt (or an agent) whose versions test cases run against, as declared in a
+    ``*.prompt.yml``/``*.cases.yml`` file or built in code (``file``/``doc`` None)."""
+
     id: str
-    file: Path
-    doc: Document
     kind: str  # "prompt" | "agent"
     model: str
     template: TemplateRef
+    file: Path | None = None
+    doc: Document | None = None
     system: TemplateRef | None = None
     params: GenerateParams = field(default_factory=GenerateParams)
     agent: Agent | None = None
@@ -95,7 +98,9 @@ class PromptDef:
             "params": params,
         }
         if self.agent is not None:
-            content["agent"] = project.relative(self.agent.path)
+            content["agent"] = (
+                project.relative(self.agent.path) if self.agent.path else self.agent.name
+            )
             content["tools"] = [t.get("name") for t in self.agent.tools]
         return content
 

@@ -138,7 +138,7 @@ def _load_all(files: list[Path], project_dir: str | None) -> tuple[list[_Subject
             agent = load_agent(project, file)
             if agent.kind == "routing" and agent.tests:
                 raise ConfigError(
-                    f"{agent.doc.display}: routing agents are not supported by oxyeval yet, so "
+                    f"{agent.display}: routing agents are not supported by oxyeval yet, so "
                     "their tests cannot run"
                 )
         except LoadError as exc:

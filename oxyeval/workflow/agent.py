@@ -149,7 +149,7 @@ class AgentRunner:
         if self._system is not None and not variables:
             return self._system
         if self._context is None:
-            where = self.agent.doc.display
+            where = self.agent.display
             self._context = {c.name: read_context(c, self.root, where) for c in self.agent.context}
         values = {**self.agent.variables, **(variables or {}), "context": self._context}
         text = render(self.agent.system_instructions, values)

@@ -58,7 +58,7 @@ class RunContext:
         self._databases: SqlRunner | None = None
         self._embeddings: EmbeddingPool | None = None
         self._engine: Engine | None = None
-        self._agents: dict[Path, AgentRunner] = {}
+        self._agents: dict[object, AgentRunner] = {}
 
     def __repr__(self) -> str:  # short: asyncio may repr it (3.11 SIGINT check)
         return f"RunContext({str(self.project.root)!r})"
@@ -104,12 +104,13 @@ class RunContext:
 
     def agent(self, agent: Agent) -> AgentRunner:
         """One runner per agent file: n runs read its context files once."""
-        runner = self._agents.get(agent.path)
+        key = agent.path if agent.path is not None else id(agent)  # built in code: by object
+        runner = self._agents.get(key)
         if runner is None:
             from .agent import AgentRunner
 
             runner = AgentRunner(agent, self.models, self.project.root, self.databases)
-            self._agents[agent.path] = runner
+            self._agents[key] = runner
         return runner
 
     async def aclose(self) -> None:

@@ -155,3 +155,26 @@ def test_run_contexts_give_one_context_per_project(make_project: MakeProject) ->
             assert contexts.get(project) is contexts.get(again)
 
     asyncio.run(go())
+
+
+def test_specs_can_be_built_in_code_without_files(make_project: MakeProject) -> None:
+    """The SDK builds agents and tests in Python: no YAML file, no positions."""
+    from oxyeval.project.config import Agent, JudgeSpec, TestSpec
+
+    root = make_project(
+        "models:\n  - {name: m, vendor: mock, rules: [{match: 'capital', output: Paris}]}\n"
+    )
+    project = load_project(root)
+    agent = Agent("geo", "m", "You know {{ topic }}.", variables={"topic": "geography"})
+    spec = TestSpec(name="capital", task_description="The capital?", judges=[JudgeSpec(None, "m")])
+    assert spec.file is None and spec.n == 10 and spec.judges[0].scores == {"A": 1.0, "B": 0.0}
+
+    async def go() -> str:
+        async with RunContext(project) as context:
+            target = AgentTarget(context, agent)
+            target.check()
+            assert target.runner.system_prompt() == "You know geography."
+            return (await target.complete({"question": "What is the capital?"})).text
+
+    assert asyncio.run(go()) == "Paris"
+    assert agent.display == "agent 'geo'"
