@@ -25,13 +25,22 @@ Where redaction happens, and why there:
 A key is scrubbed verbatim and in its JSON-escaped and URL-encoded forms (which
 differ only for keys with unusual characters); a key re-encoded otherwise (base64,
 split across lines) is not recognised.
+
+Who owns the set: the ``oxy`` process registers for its whole life (one command, one
+project, and its report is printed after the run). A long-lived caller (a server, a
+notebook, a test suite) that loads many projects scopes it with :func:`secret_scope`:
+keys first registered inside are forgotten on exit, so the set does not only grow. The
+library's own run functions do not scope by default, because their results are
+usually printed by the caller after they return, and that output must still be
+scrubbed.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO
 from urllib.parse import quote, quote_plus
 
@@ -41,6 +50,7 @@ __all__ = [
     "redact_data",
     "register_secret",
     "registered_secret_count",
+    "secret_scope",
 ]
 
 _lock = threading.Lock()
@@ -64,14 +74,33 @@ def _variants(value: str) -> set[str]:
     }
 
 
-def register_secret(value: str | None) -> None:
+def _rebuild() -> None:
     global _forms
+    forms = {v for s in _secrets for v in _variants(s) if len(v) >= _MIN_LEN}
+    _forms = tuple(sorted(forms, key=len, reverse=True))
+
+
+def register_secret(value: str | None) -> None:
     if not value or len(value) < _MIN_LEN or value in _secrets:
         return
     with _lock:
         _secrets.add(value)
-        forms = set(_forms) | {v for v in _variants(value) if len(v) >= _MIN_LEN}
-        _forms = tuple(sorted(forms, key=len, reverse=True))
+        _rebuild()
+
+
+@contextmanager
+def secret_scope() -> Iterator[None]:
+    """Forget, on exit, the secrets first registered inside: for callers that load many
+    projects in one process. Keys known before the scope stay known."""
+    with _lock:
+        before = set(_secrets)
+    try:
+        yield
+    finally:
+        with _lock:
+            if _secrets - before:
+                _secrets.intersection_update(before)
+                _rebuild()
 
 
 def registered_secret_count() -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -37,3 +37,13 @@ def make_project(tmp_path: Path) -> MakeProject:
         return tmp_path
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _forget_secrets() -> Iterator[None]:
+    """Keys a test registers do not outlive it (one test's key must not hide another's
+    output)."""
+    from oxyeval.redact import secret_scope
+
+    with secret_scope():
+        yield

@@ -425,3 +425,15 @@ def test_the_cli_process_streams_redact_whatever_prints(
         cli.main()
     captured = capsys.readouterr()
     assert captured.out == "stdout ***\n" and captured.err == "stderr ***\n"
+
+
+def test_a_secret_scope_forgets_the_keys_first_registered_inside() -> None:
+    from oxyeval.redact import redact, secret_scope
+
+    register_secret("sk-known-before-the-scope")
+    with secret_scope():
+        register_secret("sk-only-inside-the-scope")
+        register_secret("sk-known-before-the-scope")  # already known: stays known after
+        assert redact("a sk-only-inside-the-scope b") == "a *** b"
+    assert redact("a sk-only-inside-the-scope b") == "a sk-only-inside-the-scope b"
+    assert redact("a sk-known-before-the-scope b") == "a *** b"
