@@ -439,14 +439,14 @@ async def _ask_agent(
     """Ask the agent and fill ``doc`` (see :func:`_agent_doc`)."""
     from ..project.config import load_agent, load_project
     from ..workflow.agent import AgentRunner, describe_calls
-    from ..workflow.sql import SqlRunner
+    from ..workflow.sql import Databases
 
     proj = load_project(file, project_dir=project_dir)
     agent = load_agent(proj, file)
     doc["agent"] = agent.doc.display
     async with proj.model_pool() as pool:
         pool.check([agent.model])
-        sql = SqlRunner(proj.databases, proj.root)
+        sql = Databases(proj.databases, proj.root)
         try:
             completion = await AgentRunner(agent, pool, proj.root, sql).ask(question)
         finally:

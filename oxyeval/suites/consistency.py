@@ -42,10 +42,10 @@ from ..providers._base import Completion
 from ..providers._model import RetryPolicy
 from ..providers._pool import ModelPool
 from ..workflow.agent import AgentRunner, counted, stopped_at_token_limit, token_limit_warning
-from ..workflow.compile import Plan, compile_workflow
+from ..workflow.compile import CompiledWorkflow, compile_workflow
 from ..workflow.engine import Engine, TaskFailed, WorkflowRun
 from ..workflow.spec import load_workflow
-from ..workflow.sql import SqlError, SqlRunner
+from ..workflow.sql import Databases, SqlError
 from .results import OutputRecord, TestResult, TestRun
 
 __all__ = ["ProgressSink", "collect_files", "run_tests", "run_tests_async"]
@@ -96,7 +96,7 @@ class _Subject:
     tests: list[TestSpec]
     model: str  # shown in reports: the agent's model, or "workflow"
     agent: Agent | None = None
-    plan: Plan | None = None
+    plan: CompiledWorkflow | None = None
 
 
 def _load_all(files: list[Path], project_dir: str | None) -> tuple[list[_Subject], list[str]]:
@@ -394,7 +394,9 @@ def _task_output(run: WorkflowRun, ref: str) -> Any:
     return value
 
 
-def _workflow_producer(engine: Engine, plan: Plan, ref: str) -> Callable[[], Awaitable[Completion]]:
+def _workflow_producer(
+    engine: Engine, plan: CompiledWorkflow, ref: str
+) -> Callable[[], Awaitable[Completion]]:
     async def produce() -> Completion:
         run = await engine.run(plan.workflow.path)
         value = _task_output(run, ref)
@@ -403,7 +405,7 @@ def _workflow_producer(engine: Engine, plan: Plan, ref: str) -> Callable[[], Awa
     return produce
 
 
-def _workflow_question(plan: Plan, spec: TestSpec) -> str:
+def _workflow_question(plan: CompiledWorkflow, spec: TestSpec) -> str:
     if spec.task_description:
         return spec.task_description
     ref = spec.task_ref or plan.workflow.tasks[-1].name
@@ -433,7 +435,7 @@ async def run_tests_async(
     progress = progress or _NoProgress()
     pools: dict[Path, ModelPool] = {}
     engines: dict[Path, Engine] = {}
-    sql_runners: dict[Path, SqlRunner] = {}
+    sql_runners: dict[Path, Databases] = {}
     jobs: list[tuple[TestSpec, Callable[[], Awaitable[Completion]], str, str, ModelPool]] = []
     limits: dict[tuple[str, int], int | None] = {}  # test -> its agent's max_tokens
     try:
@@ -451,7 +453,7 @@ async def run_tests_async(
                 pool.check([item.agent.model, *judges])
                 sql = sql_runners.get(root)
                 if sql is None:
-                    sql = sql_runners[root] = SqlRunner(item.project.databases, root)
+                    sql = sql_runners[root] = Databases(item.project.databases, root)
                 runner = AgentRunner(item.agent, pool, root, sql)
                 runner.system_prompt()  # template errors surface now, once, as exit 2
                 for spec in item.tests:

@@ -12,7 +12,7 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "AgentRunner": "agent",
-    "Plan": "compile",
+    "CompiledWorkflow": "compile",
     "compile_workflow": "compile",
     "Engine": "engine",
     "TaskFailed": "engine",
@@ -25,15 +25,15 @@ _EXPORTS = {
     "load_workflow": "spec",
     "SqlError": "sql",
     "SqlResult": "sql",
-    "SqlRunner": "sql",
+    "Databases": "sql",
 }
 __all__ = [
     "AgentRunner",
+    "CompiledWorkflow",
+    "Databases",
     "Engine",
-    "Plan",
     "SqlError",
     "SqlResult",
-    "SqlRunner",
     "Task",
     "TaskFailed",
     "TaskRecord",
@@ -48,7 +48,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .agent import AgentRunner
-    from .compile import Plan, compile_workflow
+    from .compile import CompiledWorkflow, compile_workflow
     from .engine import Engine, TaskFailed, TaskRecord, WorkflowFailed, WorkflowRun, run_workflow
     from .spec import Task, Workflow, load_workflow
-    from .sql import SqlError, SqlResult, SqlRunner
+    from .sql import Databases, SqlError, SqlResult

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from .spec import Task, Workflow
 
-__all__ = ["Plan", "Scope", "compile_workflow", "render_mermaid", "render_plan"]
+__all__ = ["CompiledWorkflow", "Scope", "compile_workflow", "render_mermaid", "render_plan"]
 
 # Names Jinja itself provides, so a template may use them without a task or variable.
 JINJA_NAMES = frozenset(
@@ -68,9 +68,9 @@ class Scope:
 
 
 @dataclass(repr=False)
-class Plan:
+class CompiledWorkflow:
     def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
-        return f"Plan({self.workflow.name!r})"
+        return f"CompiledWorkflow({self.workflow.name!r})"
 
     workflow: Workflow
     root: Scope
@@ -195,7 +195,7 @@ def _compile_scope(
     return scope
 
 
-def compile_workflow(workflow: Workflow) -> Plan:
+def compile_workflow(workflow: Workflow) -> CompiledWorkflow:
     """Build and check every scope's DAG; all problems are raised together."""
     problems: list[Diagnostic] = []
     for task in workflow.tasks:
@@ -210,7 +210,7 @@ def compile_workflow(workflow: Workflow) -> Plan:
     root = _compile_scope(workflow.tasks, set(), set(workflow.variables), problems)
     if problems:
         raise LoadError(sorted(problems, key=lambda d: (d.line or 0, d.column or 0)))
-    return Plan(workflow=workflow, root=root)
+    return CompiledWorkflow(workflow=workflow, root=root)
 
 
 def _describe(task: Task) -> str:
@@ -223,7 +223,7 @@ def _describe(task: Task) -> str:
     return f"{task.name} ({task.type}{extra})"
 
 
-def render_plan(plan: Plan) -> str:
+def render_plan(plan: CompiledWorkflow) -> str:
     """Human-readable order: levels whose tasks can run in parallel."""
     lines = [f"Plan for {plan.workflow.doc.display}"]
 
@@ -261,7 +261,7 @@ def _node_id(path: list[str]) -> str:
     return "_".join(path).replace("-", "_")
 
 
-def render_mermaid(plan: Plan) -> str:
+def render_mermaid(plan: CompiledWorkflow) -> str:
     """A Mermaid flowchart; nested scopes become subgraphs."""
     out = ["flowchart TD"]
 

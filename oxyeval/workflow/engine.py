@@ -37,7 +37,7 @@ from .agent import (
     stopped_at_token_limit,
     token_limit_warning,
 )
-from .compile import Plan, Scope, compile_workflow
+from .compile import CompiledWorkflow, Scope, compile_workflow
 from .outputs import (
     ConsistentOutput,
     LoopIteration,
@@ -47,7 +47,7 @@ from .outputs import (
     to_jsonable,
 )
 from .spec import Task, Workflow, load_workflow, outside_project, walk_tasks
-from .sql import SqlError, SqlResult, SqlRunner
+from .sql import Databases, SqlError, SqlResult
 from .sqltemplate import SqlTemplateRef, render_sql
 
 __all__ = ["Engine", "TaskFailed", "TaskRecord", "WorkflowFailed", "WorkflowRun", "run_workflow"]
@@ -227,16 +227,16 @@ class Engine:
         pool: ModelPool,
         *,
         concurrency: int = 8,
-        sql: SqlRunner | None = None,
+        sql: Databases | None = None,
         on_event: Callable[[TaskRecord], None] | None = None,
     ) -> None:
         self.project = project
         self.pool = pool
-        self.sql = sql or SqlRunner(project.databases, project.root)
+        self.sql = sql or Databases(project.databases, project.root)
         self._slots = asyncio.Semaphore(max(1, concurrency))
         self._agents: dict[Path, Agent] = {}
         self._runners: dict[Path, AgentRunner] = {}
-        self._workflows: dict[Path, Plan] = {}
+        self._workflows: dict[Path, CompiledWorkflow] = {}
         self._on_event = on_event or (lambda _r: None)
         # Strings the project's author or its user wrote (variables' defaults, --var):
         # the only text an SQL template's raw_sql may print as SQL.
@@ -251,7 +251,7 @@ class Engine:
             agent = self._agents[path] = load_agent(self.project, path)
         return agent
 
-    def plan(self, path: Path, stack: tuple[Path, ...] = ()) -> Plan:
+    def plan(self, path: Path, stack: tuple[Path, ...] = ()) -> CompiledWorkflow:
         if path in stack:
             chain = " --> ".join(p.name for p in (*stack, path))
             raise ConfigError(f"sub-workflow cycle: {chain}")
@@ -283,7 +283,7 @@ class Engine:
                 raise LoadError(problems)
         return plan
 
-    def models_used(self, plan: Plan) -> set[str]:
+    def models_used(self, plan: CompiledWorkflow) -> set[str]:
         """Every model a run may call, so missing keys fail before the first call."""
         names: set[str] = set()
         for task in walk_tasks(plan.workflow.tasks):
@@ -364,7 +364,7 @@ class Engine:
 
     async def _run_plan(
         self,
-        plan: Plan,
+        plan: CompiledWorkflow,
         variables: dict[str, Any],
         prefix: str,
         into: WorkflowRun | None = None,

@@ -24,7 +24,7 @@ from ...providers._pool import ModelPool
 from ...redact import redact
 from ...store import NewExecution, TestCase
 from ...workflow.agent import AgentRunner, counted, stopped_at_token_limit, token_limit_warning
-from ...workflow.sql import SqlRunner
+from ...workflow.sql import Databases
 from .scoring import (
     TokenCounter,
     detect_regression,
@@ -196,7 +196,7 @@ class _Plan:
         content: Mapping[str, Any],
         project: Project,
         pool: ModelPool,
-        sql: SqlRunner,
+        sql: Databases,
     ) -> _Plan:
         agent = None
         if prompt.kind == "agent" and prompt.agent is not None:
@@ -562,7 +562,7 @@ async def run_cases_async(
     await asyncio.to_thread(precheck, location, project, prompts, cases, version, only_files)
     store = await asyncio.to_thread(open_store, location)
     pool = project.model_pool(environ=environ)
-    sql = SqlRunner(project.databases, project.root)
+    sql = Databases(project.databases, project.root)
     scorer = _Scorer(project, environ, pool)
     plans: list[_Plan] = []
     try:
