@@ -127,7 +127,7 @@ def _compile_scope(
         if task.type == "loop_sequential":
             inner_visible = inner_visible | {task.name}
         # An execute_sql task's own variables are names its SQL may use.
-        own = set(task.spec.get("variables") or {}) if task.type == "execute_sql" else set()
+        own = set(task.variables) if task.type == "execute_sql" else set()
         for field_name, ref, refs in _field_refs(task):
             for name in sorted(refs - (own if not field_name.startswith("variables.") else set())):
                 if name == task.name and task.type != "loop_sequential":
@@ -164,7 +164,7 @@ def _compile_scope(
                 if name in local:
                     graph.add_edge(name, task.name)
         scope.external[task.name] = {n for n in external if n not in local}
-        for d, dep in enumerate(task.spec.get("depends_on") or []):
+        for d, dep in enumerate(task.depends_on):
             if dep in local and dep != task.name:
                 graph.add_edge(dep, task.name)
             else:
@@ -215,11 +215,10 @@ def compile_workflow(workflow: Workflow) -> CompiledWorkflow:
 
 def _describe(task: Task) -> str:
     extra = ""
-    runs = task.spec.get("consistency_run", 1)
-    if task.type == "agent" and isinstance(runs, int) and runs > 1:
-        extra = f", consistency_run {runs}"
+    if task.type == "agent" and task.consistency_run > 1:
+        extra = f", consistency_run {task.consistency_run}"
     if task.type == "loop_sequential":
-        extra = f", concurrency {task.spec.get('concurrency', 1)}"
+        extra = f", concurrency {task.concurrency}"
     return f"{task.name} ({task.type}{extra})"
 
 
