@@ -24,10 +24,9 @@ from typing import Any
 
 from ..errors import EXIT_INFRA, ConfigError, LoadError, OxyError, ProviderError
 from ..project.config import Agent, Project, load_agent
-from ..project.schema import did_you_mean
 from ..providers._pool import ModelPool
 from .agent import AgentRunner
-from .compile import CompiledWorkflow, Scope, compile_workflow
+from .compile import CompileCache, CompiledWorkflow, Scope, compile_workflow
 from .files import UNUSABLE, cache_path, export, read_cache, write_output
 from .records import TaskFailed, TaskRecord, WorkflowFailed, WorkflowRun
 from .spec import Task, Workflow, load_workflow, walk_tasks
@@ -58,9 +57,10 @@ class Engine:
         self.pool = pool
         self.sql = sql or Databases(project.databases, project.root)
         self._slots = asyncio.Semaphore(max(1, concurrency))
-        self._agents: dict[Path, Agent] = {}
+        self._compiled = CompileCache()  # workflows and agents, each loaded once
+        self._agents: dict[Path, Agent] = self._compiled.agents
+        self._workflows: dict[Path, CompiledWorkflow] = self._compiled.workflows
         self._runners: dict[Path, AgentRunner] = {}
-        self._workflows: dict[Path, CompiledWorkflow] = {}
         self._on_event = on_event or (lambda _r: None)
         # Strings the project's author or its user wrote (variables' defaults, --var):
         # the only text an SQL template's raw_sql may print as SQL.
@@ -84,36 +84,13 @@ class Engine:
             )
         return runner
 
-    def plan(self, path: Path, stack: tuple[Path, ...] = ()) -> CompiledWorkflow:
-        if path in stack:
-            chain = " --> ".join(p.name for p in (*stack, path))
-            raise ConfigError(f"sub-workflow cycle: {chain}")
+    def plan(self, path: Path) -> CompiledWorkflow:
+        """The workflow at ``path`` compiled and linked (its agents and sub-workflows too),
+        once per engine; raises LoadError with every problem."""
+        path = path.resolve()
         plan = self._workflows.get(path)
         if plan is None:
-            plan = self._workflows[path] = compile_workflow(load_workflow(self.project, path))
-            problems = []
-            for task in walk_tasks(plan.workflow.tasks):
-                given = list(task.variables)
-                declared: list[str] | None = None
-                if task.type == "agent" and task.agent_path is not None:
-                    declared = list(self.agent(task.agent_path).doc.data.get("variables") or {})
-                if task.type == "workflow" and task.workflow_path is not None:
-                    declared = list(
-                        self.plan(task.workflow_path, (*stack, path)).workflow.variables
-                    )
-                for name in given:
-                    if declared is not None and name not in declared:
-                        problems.append(
-                            task.doc.diagnostic(
-                                (*task.key, "variables", name),
-                                f"task '{task.name}': {task.type} has no variable '{name}'"
-                                f"{did_you_mean(name, declared)}; declared: {', '.join(declared) or 'none'}",
-                                at_key=True,
-                            )
-                        )
-            if problems:
-                del self._workflows[path]
-                raise LoadError(problems)
+            plan = compile_workflow(load_workflow(self.project, path), self._compiled)
         return plan
 
     def models_used(self, plan: CompiledWorkflow) -> set[str]:
@@ -121,13 +98,13 @@ class Engine:
         names: set[str] = set()
         for task in walk_tasks(plan.workflow.tasks):
             if task.type == "agent" and task.agent_path is not None:
-                names.add(self.agent(task.agent_path).model)
+                names.add(plan.agents[task.agent_path].model)
                 if task.consistency_run > 1:
                     names.add(
                         task.judge_model or plan.workflow.judge_model or self.project.default_judge
                     )
             if task.type == "workflow" and task.workflow_path is not None:
-                names |= self.models_used(self.plan(task.workflow_path))
+                names |= self.models_used(plan.subworkflows[task.workflow_path])
         return names
 
     @contextlib.asynccontextmanager

@@ -119,6 +119,12 @@ class Workflow:
     tests: list[TestSpec]
     warnings: list[Diagnostic] = field(default_factory=list)
 
+    def default_key(self, name: str) -> KeyPath:
+        """Where a variable's default is written: ``variables.x.default``, or
+        ``variables.x`` in oxy's short form (``x: value``)."""
+        raw = self.doc.get(("variables", name))
+        return ("variables", name) if not isinstance(raw, dict) else ("variables", name, "default")
+
 
 def resolve_project_file(project: Project, ref: str, suffixes: tuple[str, ...] = ()) -> Path | None:
     """A project-relative path; bare names (``agent_ref: default``) are searched by file name."""

@@ -14,7 +14,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EXIT_INPUT, LoadError, OxyError
-from ..judge.consistency import evaluate
+from ..judge.consistency import assess
 from ..judge.judge import Judge
 from ..project.document import read_text
 from ..project.limits import MAX_LOOP_VALUES
@@ -241,23 +241,20 @@ async def _agent_task(
             raise r
     if not texts:
         raise TaskFailed(f"all {n} runs failed; first: {errors[0]}")
+    if len(texts) < 2:  # as a consistency test: nothing to compare
+        raise TaskFailed(
+            f"consistency_run: only 1 of {n} runs succeeded, need at least 2 to compare; "
+            f"first error: {errors[0]}"
+        )
     assert run.workflow is not None  # set by run_compiled before any task runs
     judge = _judge(engine, task, run.workflow)
-    comparisons, score = await evaluate(
-        texts,
-        judge.comparer(prompt, engine.slot),
-        pairing="all",
-        scores={"A": 1.0, "B": 0.0},
-        concurrency=n * n,
-    )
+    # The rules of a consistency test with its defaults (every pair, A=1 B=0, min_judged):
+    # a score from too few verdicts would make an arbitrary pick look checked.
+    outcome = await assess(texts, judge.comparer(prompt, engine.slot), n=n, concurrency=n * n)
+    if outcome.error is not None:
+        raise TaskFailed(f"consistency_run: judge '{judge.model.name}': {outcome.error}")
+    comparisons, score = outcome.comparisons, outcome.score
     judge_errors = [c.error for c in comparisons if c.error]
-    if len(texts) > 1 and score.accuracy is None:
-        # Without one verdict the "most consistent" output would be an arbitrary pick
-        # reported as checked; fail the task instead (as oxy test fails the test).
-        raise TaskFailed(
-            f"consistency_run: no valid verdict from judge '{judge.model.name}' "
-            f"({len(judge_errors)} judge error(s); first: {judge_errors[0] if judge_errors else 'none'})"
-        )
     if judge_errors:
         log.warning(
             "task '%s': %d of %d judge call(s) failed and were left out of the score; first: %s",
@@ -274,16 +271,18 @@ async def _agent_task(
             n,
             errors[0],
         )
-    selected = score.selected or min(texts)
+    selected = outcome.selected or min(texts)
     consistency = score.per_run.get(selected)
     record.details["consistency"] = {
         "runs": n,
         "successful_runs": len(texts),
         "score": consistency,
-        "accuracy": score.accuracy,
+        "accuracy": outcome.accuracy,
         "selected_run": selected,
         "judge_model": judge.model.name,
         "judge_calls": score.judge_calls,
+        "judged_pairs": score.judged_pairs,
+        "total_pairs": outcome.total_pairs,
         "run_errors": errors,
         "judge_errors": judge_errors,
     }

@@ -6,7 +6,6 @@ text an SQL template's ``raw_sql`` may print as SQL): see :func:`strings`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -56,11 +55,20 @@ def resolve_variables(workflow: Workflow, given: Mapping[str, Any]) -> dict[str,
     # given value is a value: rendering it would run a --var or a task output as a template.
     for name, value in values.items():
         if name not in given and isinstance(value, str) and "{{" in value:
-            with contextlib.suppress(LoadError):
-                values[name] = render(
-                    TemplateRef(value), {k: v for k, v in values.items() if k != name}
-                )
+            values[name] = _render_default(workflow, name, value, values)
     return values
+
+
+def _render_default(workflow: Workflow, name: str, value: str, values: Mapping[str, Any]) -> str:
+    """A templated default rendered over the other variables; one that cannot be is bad
+    input naming the file, the variable and why, never left as its template text."""
+    ref = TemplateRef(value, workflow.doc, workflow.default_key(name))
+    try:
+        return render(ref, {k: v for k, v in values.items() if k != name})
+    except LoadError as exc:
+        for d in exc.diagnostics:
+            d.message = f"variable '{name}': its default could not be rendered: {d.message}"
+        raise
 
 
 def is_template(value: Any) -> bool:
