@@ -16,6 +16,7 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "AgentRunner": "agent",
+    "CompileCache": "compile",
     "CompiledWorkflow": "compile",
     "compile_workflow": "compile",
     "Engine": "engine",
@@ -33,6 +34,7 @@ _EXPORTS = {
 }
 __all__ = [
     "AgentRunner",
+    "CompileCache",
     "CompiledWorkflow",
     "Databases",
     "Engine",
@@ -52,7 +54,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .agent import AgentRunner
-    from .compile import CompiledWorkflow, compile_workflow
+    from .compile import CompileCache, CompiledWorkflow, compile_workflow
     from .engine import Engine, run_workflow
     from .records import TaskFailed, TaskRecord, WorkflowFailed, WorkflowRun
     from .spec import Task, Workflow, load_workflow

@@ -1,9 +1,10 @@
-"""Workflow files: tasks parsed into a tree, checked against the project.
+"""Workflow files: tasks parsed into a tree of typed tasks, checked against the project.
 
 Checks here are the ones that need no graph: unique names among siblings,
 files that must exist (agent_ref, sql_file, sub-workflow src), databases and
 judge models that must be in config.yml, and template syntax. References
-between tasks, cycles and the execution plan are :mod:`oxyeval.workflow.compile`'s job.
+between tasks, cycles, the execution plan and what tasks pass to the agents and
+sub-workflows they run are :mod:`oxyeval.workflow.compile`'s job.
 """
 
 from __future__ import annotations
