@@ -364,13 +364,13 @@ def test_json_writer_console_and_streams_redact(capsys: pytest.CaptureFixture[st
 
 
 def test_export_and_cache_writer_redacts(tmp_path: Path) -> None:
-    from oxyeval.workflow.engine import _write_output
+    from oxyeval.workflow.files import write_output
     from oxyeval.workflow.sql import SqlResult
 
     register_secret(KEY)
-    _write_output(tmp_path / "a.txt", f"text {KEY}", None)
-    _write_output(tmp_path / "b.json", {"v": KEY}, "json")
-    _write_output(tmp_path / "c.csv", SqlResult(["k"], [(KEY,)]), "csv")
+    write_output(tmp_path / "a.txt", f"text {KEY}", None)
+    write_output(tmp_path / "b.json", {"v": KEY}, "json")
+    write_output(tmp_path / "c.csv", SqlResult(["k"], [(KEY,)]), "csv")
     for name in ("a.txt", "b.json", "c.csv"):
         data = (tmp_path / name).read_text("utf-8")
         assert "***" in data and KEY not in data, name

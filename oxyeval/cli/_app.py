@@ -488,7 +488,7 @@ def compile_command(
     except OxyError as exc:
         print_error(err, exc, debug)
         raise typer.Exit(exc.exit_code) from None
-    for warning in plan.workflow.warnings:
+    for warning in plan.all_warnings():  # its sub-workflows' too
         err.print(warning.format(), style="yellow", markup=False)
     typer.echo(render_mermaid(plan) if mermaid else render_plan(plan))
 

@@ -107,7 +107,8 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
 
                     workflow = load_workflow(project, target)
                     report.diagnostics.extend(workflow.warnings)
-                    compile_workflow(workflow)
+                    # Compiling checks the agents and sub-workflows it runs, too.
+                    report.diagnostics.extend(compile_workflow(workflow).all_warnings())
             else:
                 report.diagnostics.append(
                     Diagnostic(

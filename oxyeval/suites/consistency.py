@@ -41,7 +41,7 @@ from ..project.document import path_problem
 from ..providers._model import RetryPolicy
 from ..providers._pool import ModelPool
 from ..workflow.agent import counted, stopped_at_token_limit, token_limit_warning
-from ..workflow.compile import Plan, compile_workflow
+from ..workflow.compile import CompiledWorkflow, compile_workflow
 from ..workflow.context import RunContexts
 from ..workflow.engine import TaskFailed
 from ..workflow.spec import load_workflow
@@ -97,7 +97,7 @@ class _Subject:
     tests: list[TestSpec]
     model: str  # shown in reports: the agent's model, or "workflow"
     agent: Agent | None = None
-    plan: Plan | None = None
+    plan: CompiledWorkflow | None = None
 
 
 @dataclass
@@ -389,7 +389,7 @@ def _in_file_order(run: TestRun, jobs: list[_Job]) -> None:
     run.tests.sort(key=lambda t: (order.get((t.file, t.index), 0), t.name))
 
 
-def _workflow_question(plan: Plan, spec: TestSpec) -> str:
+def _workflow_question(plan: CompiledWorkflow, spec: TestSpec) -> str:
     if spec.task_description:
         return spec.task_description
     ref = spec.task_ref or plan.workflow.tasks[-1].name

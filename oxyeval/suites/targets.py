@@ -20,7 +20,7 @@ from ..providers._base import ChatMessage, Completion, GenerateParams
 
 if TYPE_CHECKING:
     from ..project.config import Agent
-    from ..workflow.compile import Plan
+    from ..workflow.compile import CompiledWorkflow
     from ..workflow.context import RunContext
     from ..workflow.engine import WorkflowRun
 
@@ -113,7 +113,7 @@ class WorkflowTarget(Target):
 
     model = "workflow"
 
-    def __init__(self, context: RunContext, plan: Plan, ref: str | None = None) -> None:
+    def __init__(self, context: RunContext, plan: CompiledWorkflow, ref: str | None = None) -> None:
         self._engine = context.engine
         self.plan = plan
         self.ref = ref or plan.workflow.tasks[-1].name

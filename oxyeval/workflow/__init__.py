@@ -1,5 +1,9 @@
 """Stage 2, workflows: a workflow file -> a DAG of tasks (compile) -> concurrent execution.
 
+spec (files parsed into typed tasks) -> compile (the DAG, every static check) ->
+engine (scheduling) with tasks (what each task type does), files (cache, exports),
+records (what a run produced) and variables (a run's variable values).
+
 Running an agent (its system prompt, tools and tool loop) and SQL on the embedded
 DuckDB engine live here too: they are what tasks execute.
 """
@@ -12,28 +16,30 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "AgentRunner": "agent",
-    "Plan": "compile",
+    "CompileCache": "compile",
+    "CompiledWorkflow": "compile",
     "compile_workflow": "compile",
     "Engine": "engine",
-    "TaskFailed": "engine",
-    "TaskRecord": "engine",
-    "WorkflowFailed": "engine",
-    "WorkflowRun": "engine",
+    "TaskFailed": "records",
+    "TaskRecord": "records",
+    "WorkflowFailed": "records",
+    "WorkflowRun": "records",
     "run_workflow": "engine",
     "Task": "spec",
     "Workflow": "spec",
     "load_workflow": "spec",
     "SqlError": "sql",
     "SqlResult": "sql",
-    "SqlRunner": "sql",
+    "Databases": "sql",
 }
 __all__ = [
     "AgentRunner",
+    "CompileCache",
+    "CompiledWorkflow",
+    "Databases",
     "Engine",
-    "Plan",
     "SqlError",
     "SqlResult",
-    "SqlRunner",
     "Task",
     "TaskFailed",
     "TaskRecord",
@@ -48,7 +54,8 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .agent import AgentRunner
-    from .compile import Plan, compile_workflow
-    from .engine import Engine, TaskFailed, TaskRecord, WorkflowFailed, WorkflowRun, run_workflow
+    from .compile import CompileCache, CompiledWorkflow, compile_workflow
+    from .engine import Engine, run_workflow
+    from .records import TaskFailed, TaskRecord, WorkflowFailed, WorkflowRun
     from .spec import Task, Workflow, load_workflow
-    from .sql import SqlError, SqlResult, SqlRunner
+    from .sql import Databases, SqlError, SqlResult

@@ -23,7 +23,7 @@ from ..providers._base import ChatMessage, Completion, GenerateParams, ToolCall,
 if TYPE_CHECKING:
     from ..project.config import Agent, ContextSpec
     from ..providers._pool import ModelPool
-    from .sql import SqlRunner
+    from .sql import Databases
 
 __all__ = [
     "AgentRunner",
@@ -114,14 +114,14 @@ def token_limit_warning(subject: str, which: str, model: str, max_tokens: int | 
 
 
 class AgentRunner:
-    """An agent bound to a model pool (and a SQL runner for its tools); ``ask`` is one run."""
+    """An agent bound to a model pool (and to databases for its tools); ``ask`` is one run."""
 
     def __init__(
         self,
         agent: Agent,
         pool: ModelPool,
         project_root: Path,
-        sql: SqlRunner | None = None,
+        sql: Databases | None = None,
     ) -> None:
         self.agent = agent
         self.pool = pool

@@ -4,24 +4,39 @@ Every template field is parsed with Jinja's AST; a name that is a sibling task
 is a dependency, a name from an enclosing scope or a workflow variable is
 fine, anything else is an error with the nearest name suggested. ``depends_on``
 adds explicit edges. A cycle is reported as its path (``a --> b --> a``).
+
+Compiling also links the files a workflow runs: its agents and sub-workflows are
+loaded (each file once, sub-workflow cycles reported), and what a task passes
+them is checked against what they declare. So every check that needs no model
+call and no data happens here, and ``oxy validate``, ``oxy compile`` and
+``oxy run`` report the same problems.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import Diagnostic, LoadError
+from ..errors import ConfigError, Diagnostic, LoadError
 from ..project.schema import did_you_mean
-from ..project.templates import TemplateRef, referenced_names
+from ..project.templates import TemplateRef, referenced_names, template_diagnostics
 
 if TYPE_CHECKING:
     import networkx as nx
 
+    from ..project.config import Agent
     from .spec import Task, Workflow
 
-__all__ = ["Plan", "Scope", "compile_workflow", "render_mermaid", "render_plan"]
+__all__ = [
+    "CompileCache",
+    "CompiledWorkflow",
+    "Scope",
+    "compile_workflow",
+    "render_mermaid",
+    "render_plan",
+]
 
 # Names Jinja itself provides, so a template may use them without a task or variable.
 JINJA_NAMES = frozenset(
@@ -68,12 +83,43 @@ class Scope:
 
 
 @dataclass(repr=False)
-class Plan:
+class CompiledWorkflow:
+    """A checked workflow: its DAG, and the agents and sub-workflows its tasks run."""
+
     def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
-        return f"Plan({self.workflow.name!r})"
+        return f"CompiledWorkflow({self.workflow.name!r})"
 
     workflow: Workflow
     root: Scope
+    agents: dict[Path, Agent] = field(default_factory=dict)  # nested tasks' included
+    subworkflows: dict[Path, CompiledWorkflow] = field(default_factory=dict)
+
+    def all_warnings(self) -> list[Diagnostic]:
+        """Warnings of this file and of every sub-workflow it runs, each file once."""
+        out: list[Diagnostic] = []
+        seen: set[Path] = set()
+
+        def walk(compiled: CompiledWorkflow) -> None:
+            if compiled.workflow.path in seen:
+                return
+            seen.add(compiled.workflow.path)
+            out.extend(compiled.workflow.warnings)
+            for sub in compiled.subworkflows.values():
+                walk(sub)
+
+        walk(self)
+        return out
+
+
+@dataclass
+class CompileCache:
+    """Files compiled for one project, so each is loaded once however many workflows run
+    it: compiled workflows and agents by resolved path, and the problems of files that
+    failed (a second workflow running a broken file fails with the same problems)."""
+
+    workflows: dict[Path, CompiledWorkflow] = field(default_factory=dict)
+    agents: dict[Path, Agent] = field(default_factory=dict)
+    failed: dict[Path, list[Diagnostic]] = field(default_factory=dict)
 
 
 def _field_refs(task: Task) -> list[tuple[str, TemplateRef, set[str]]]:
@@ -127,7 +173,7 @@ def _compile_scope(
         if task.type == "loop_sequential":
             inner_visible = inner_visible | {task.name}
         # An execute_sql task's own variables are names its SQL may use.
-        own = set(task.spec.get("variables") or {}) if task.type == "execute_sql" else set()
+        own = set(task.variables) if task.type == "execute_sql" else set()
         for field_name, ref, refs in _field_refs(task):
             for name in sorted(refs - (own if not field_name.startswith("variables.") else set())):
                 if name == task.name and task.type != "loop_sequential":
@@ -164,7 +210,7 @@ def _compile_scope(
                 if name in local:
                     graph.add_edge(name, task.name)
         scope.external[task.name] = {n for n in external if n not in local}
-        for d, dep in enumerate(task.spec.get("depends_on") or []):
+        for d, dep in enumerate(task.depends_on):
             if dep in local and dep != task.name:
                 graph.add_edge(dep, task.name)
             else:
@@ -195,8 +241,13 @@ def _compile_scope(
     return scope
 
 
-def compile_workflow(workflow: Workflow) -> Plan:
-    """Build and check every scope's DAG; all problems are raised together."""
+def compile_workflow(workflow: Workflow, cache: CompileCache | None = None) -> CompiledWorkflow:
+    """Build and check every scope's DAG, and link the agents and sub-workflows its tasks
+    run (compiled too, each once, through ``cache``); all problems are raised together."""
+    return _compile(workflow, cache if cache is not None else CompileCache(), ())
+
+
+def _compile(workflow: Workflow, cache: CompileCache, stack: tuple[Path, ...]) -> CompiledWorkflow:
     problems: list[Diagnostic] = []
     for task in workflow.tasks:
         if task.name in workflow.variables:
@@ -207,23 +258,166 @@ def compile_workflow(workflow: Workflow) -> Plan:
                     "tell them apart. Rename one of them",
                 )
             )
+    _check_templated_defaults(workflow, problems)
     root = _compile_scope(workflow.tasks, set(), set(workflow.variables), problems)
+    compiled = CompiledWorkflow(workflow=workflow, root=root)
+    _link(compiled, cache, (*stack, workflow.path), problems)
     if problems:
-        raise LoadError(sorted(problems, key=lambda d: (d.line or 0, d.column or 0)))
-    return Plan(workflow=workflow, root=root)
+        own = workflow.doc.display
+        unique = {(d.file, d.line, d.column, d.key, d.message): d for d in problems}
+        raise LoadError(
+            sorted(
+                unique.values(),
+                key=lambda d: (d.file != own, d.file, d.line or 0, d.column or 0),
+            )
+        )
+    cache.workflows[workflow.path] = compiled
+    return compiled
+
+
+def _check_templated_defaults(workflow: Workflow, problems: list[Diagnostic]) -> None:
+    """A default that is a template (rendered over the other variables at run time) must
+    parse and may read only other variables."""
+    for name, schema in workflow.variables.items():
+        value = schema.get("default")
+        if not isinstance(value, str) or "{{" not in value:
+            continue
+        key = workflow.default_key(name)
+        ref = TemplateRef(value, workflow.doc, key)
+        syntax = template_diagnostics(ref)
+        problems.extend(syntax)
+        if syntax:
+            continue
+        others = set(workflow.variables) - {name}
+        listed = ", ".join(sorted(others)) or "none"
+        for unknown in sorted(referenced_names(ref) - others - JINJA_NAMES):
+            if unknown == name:
+                why = f"reads '{name}' itself; it may read only the other variables ({listed})"
+            else:
+                hint = did_you_mean(unknown, others)
+                why = (
+                    f"reads '{unknown}', which is not another variable{hint} (variables: {listed})"
+                )
+            problems.append(
+                workflow.doc.diagnostic(key, f"variable '{name}': the default template {why}")
+            )
+
+
+def _load_agent(path: Path, workflow: Workflow, cache: CompileCache) -> Agent | None:
+    """The agent at ``path``, loaded once; None when it has problems (kept in ``cache``)."""
+    if path in cache.agents:
+        return cache.agents[path]
+    if path in cache.failed:
+        return None
+    from ..project.config import load_agent
+
+    try:
+        agent = cache.agents[path] = load_agent(workflow.project, path)
+    except LoadError as exc:
+        cache.failed[path] = exc.diagnostics
+        return None
+    except ConfigError as exc:
+        cache.failed[path] = [Diagnostic(str(path), str(exc))]
+        return None
+    return agent
+
+
+def _load_subworkflow(
+    path: Path, workflow: Workflow, cache: CompileCache, stack: tuple[Path, ...]
+) -> CompiledWorkflow | None:
+    """The sub-workflow at ``path``, compiled once; None when it has problems."""
+    if path in cache.workflows:
+        return cache.workflows[path]
+    if path in cache.failed:
+        return None
+    from .spec import load_workflow
+
+    try:
+        return _compile(load_workflow(workflow.project, path), cache, stack)
+    except LoadError as exc:
+        cache.failed[path] = exc.diagnostics
+    except ConfigError as exc:
+        cache.failed[path] = [Diagnostic(str(path), str(exc))]
+    return None
+
+
+def _link(
+    compiled: CompiledWorkflow,
+    cache: CompileCache,
+    stack: tuple[Path, ...],
+    problems: list[Diagnostic],
+) -> None:
+    """Load what the tasks run and check what they pass it: variables it declares,
+    every variable a sub-workflow needs (one without a default), no sub-workflow cycle."""
+    from .spec import walk_tasks
+
+    workflow = compiled.workflow
+    for task in walk_tasks(workflow.tasks):
+        declared: list[str] | None = None
+        if task.type == "agent" and task.agent_path is not None:
+            agent = _load_agent(task.agent_path, workflow, cache)
+            if agent is None:
+                problems.extend(cache.failed[task.agent_path])
+                continue
+            compiled.agents[task.agent_path] = agent
+            declared = list(agent.doc.data.get("variables") or {})
+        elif task.type == "workflow" and task.workflow_path is not None:
+            path = task.workflow_path
+            if path in stack:
+                chain = stack[stack.index(path) :]
+                problems.append(
+                    task.doc.diagnostic(
+                        (*task.key, "src"),
+                        f"task '{task.name}': sub-workflow cycle: "
+                        + " --> ".join(p.name for p in (*chain, path)),
+                    )
+                )
+                continue
+            sub = _load_subworkflow(path, workflow, cache, stack)
+            if sub is None:
+                problems.extend(cache.failed[path])
+                continue
+            compiled.subworkflows[path] = sub
+            declared = list(sub.workflow.variables)
+            needed = [
+                name
+                for name, schema in sub.workflow.variables.items()
+                if "default" not in schema and name not in task.variables
+            ]
+            if needed:
+                problems.append(
+                    task.doc.diagnostic(
+                        (*task.key, "variables" if "variables" in task.spec else "src"),
+                        f"task '{task.name}': sub-workflow {sub.workflow.doc.display} needs "
+                        f"variable(s) {', '.join(needed)} (declared without a default); "
+                        "pass them under variables:",
+                        at_key=True,
+                    )
+                )
+        if declared is None:
+            continue
+        for name in task.variables:
+            if name not in declared:
+                problems.append(
+                    task.doc.diagnostic(
+                        (*task.key, "variables", name),
+                        f"task '{task.name}': {task.type} has no variable '{name}'"
+                        f"{did_you_mean(name, declared)}; declared: {', '.join(declared) or 'none'}",
+                        at_key=True,
+                    )
+                )
 
 
 def _describe(task: Task) -> str:
     extra = ""
-    runs = task.spec.get("consistency_run", 1)
-    if task.type == "agent" and isinstance(runs, int) and runs > 1:
-        extra = f", consistency_run {runs}"
+    if task.type == "agent" and task.consistency_run > 1:
+        extra = f", consistency_run {task.consistency_run}"
     if task.type == "loop_sequential":
-        extra = f", concurrency {task.spec.get('concurrency', 1)}"
+        extra = f", concurrency {task.concurrency}"
     return f"{task.name} ({task.type}{extra})"
 
 
-def render_plan(plan: Plan) -> str:
+def render_plan(plan: CompiledWorkflow) -> str:
     """Human-readable order: levels whose tasks can run in parallel."""
     lines = [f"Plan for {plan.workflow.doc.display}"]
 
@@ -261,7 +455,7 @@ def _node_id(path: list[str]) -> str:
     return "_".join(path).replace("-", "_")
 
 
-def render_mermaid(plan: Plan) -> str:
+def render_mermaid(plan: CompiledWorkflow) -> str:
     """A Mermaid flowchart; nested scopes become subgraphs."""
     out = ["flowchart TD"]
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..providers.embeddings import EmbeddingPool
     from .agent import AgentRunner
     from .engine import Engine, TaskRecord
-    from .sql import SqlRunner
+    from .sql import Databases
 
 __all__ = ["DEFAULT_CONCURRENCY", "RunContext", "RunContexts"]
 
@@ -55,7 +55,7 @@ class RunContext:
             project.models, locate=project.model_error, retry=retry, environ=environ
         )
         self._on_event = on_event
-        self._databases: SqlRunner | None = None
+        self._databases: Databases | None = None
         self._embeddings: EmbeddingPool | None = None
         self._engine: Engine | None = None
         self._agents: dict[object, AgentRunner] = {}
@@ -64,12 +64,12 @@ class RunContext:
         return f"RunContext({str(self.project.root)!r})"
 
     @property
-    def databases(self) -> SqlRunner:
+    def databases(self) -> Databases:
         """The project's DuckDB connections, opened on first query."""
         if self._databases is None:
-            from .sql import SqlRunner
+            from .sql import Databases
 
-            self._databases = SqlRunner(self.project.databases, self.project.root)
+            self._databases = Databases(self.project.databases, self.project.root)
         return self._databases
 
     @property
@@ -99,6 +99,7 @@ class RunContext:
                 concurrency=self.concurrency,
                 sql=self.databases,
                 on_event=self._on_event,
+                runners=self.agent,
             )
         return self._engine
 

@@ -1,9 +1,10 @@
-"""Workflow files: tasks parsed into a tree, checked against the project.
+"""Workflow files: tasks parsed into a tree of typed tasks, checked against the project.
 
 Checks here are the ones that need no graph: unique names among siblings,
 files that must exist (agent_ref, sql_file, sub-workflow src), databases and
 judge models that must be in config.yml, and template syntax. References
-between tasks, cycles and the execution plan are :mod:`oxyeval.workflow.compile`'s job.
+between tasks, cycles, the execution plan and what tasks pass to the agents and
+sub-workflows they run are :mod:`oxyeval.workflow.compile`'s job.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from typing import Any
 from ..errors import Diagnostic, LoadError
 from ..project.config import Project, TestSpec, check_variable_defaults, parse_tests
 from ..project.document import Document, KeyPath, format_key_path, load_yaml, read_text
+from ..project.limits import MAX_CONCURRENCY
 from ..project.schema import did_you_mean, validate_document
 from ..project.templates import TemplateRef, template_diagnostics
 from .sqltemplate import SqlTemplateRef
 
 __all__ = [
     "Branch",
+    "Cache",
+    "Export",
     "Task",
     "Workflow",
     "load_workflow",
@@ -41,8 +45,28 @@ class Branch:
     key: KeyPath
 
 
+@dataclass
+class Cache:
+    """``cache: {enabled, path}``; the path is the template ``templates["cache.path"]``."""
+
+    enabled: bool = False
+    path: str | None = None
+
+
+@dataclass
+class Export:
+    """``export: {format, path}`` in a format oxyeval writes (others are skipped with a
+    warning at load); the path is the template ``templates["export.path"]``."""
+
+    format: str
+    path: str
+
+
 @dataclass(repr=False)
 class Task:
+    """One task as the engine runs it: every field the file may set, typed and defaulted
+    at load time. ``spec`` is the raw mapping, kept for positions in messages only."""
+
     def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
         return f"Task({self.name!r})"
 
@@ -57,6 +81,17 @@ class Task:
     agent_path: Path | None = None
     sql_path: Path | None = None
     workflow_path: Path | None = None
+    # Fields of the file, typed (oxy's names):
+    depends_on: list[str] = field(default_factory=list)
+    variables: dict[str, Any] = field(default_factory=dict)  # agent, execute_sql, workflow
+    cache: Cache | None = None
+    export: Export | None = None
+    consistency_run: int = 1  # agent
+    judge_model: str | None = None  # agent
+    database: str | None = None  # execute_sql
+    dry_run_limit: int | None = None  # execute_sql
+    values: list[Any] | str | None = None  # loop_sequential: a list, or a template
+    concurrency: int = 1  # loop_sequential: iterations in flight
 
     @property
     def where(self) -> str:
@@ -84,6 +119,12 @@ class Workflow:
     judge_model: str | None
     tests: list[TestSpec]
     warnings: list[Diagnostic] = field(default_factory=list)
+
+    def default_key(self, name: str) -> KeyPath:
+        """Where a variable's default is written: ``variables.x.default``, or
+        ``variables.x`` in oxy's short form (``x: value``)."""
+        raw = self.doc.get(("variables", name))
+        return ("variables", name) if not isinstance(raw, dict) else ("variables", name, "default")
 
 
 def resolve_project_file(project: Project, ref: str, suffixes: tuple[str, ...] = ()) -> Path | None:
@@ -177,38 +218,72 @@ def _parse_tasks(
                 )
             )
         seen.setdefault(name, tkey)
-        task = Task(name=name, type=kind, spec=spec, key=tkey, doc=doc)
+        task = _typed(Task(name=name, type=kind, spec=spec, key=tkey, doc=doc))
         _check_task(task, project, problems)
         tasks.append(task)
     return tasks
+
+
+def _int(value: Any, default: int | None) -> int | None:
+    """A whole number from the file (the schema checked it; bool is not one)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _typed(task: Task) -> Task:
+    """Fill the typed fields from the raw mapping. The schema has checked the types of
+    runnable tasks; unsupported types are not checked, so nothing here trusts them."""
+    spec = task.spec
+    depends = spec.get("depends_on")
+    task.depends_on = [str(d) for d in depends] if isinstance(depends, list) else []
+    variables = spec.get("variables")
+    task.variables = dict(variables) if isinstance(variables, dict) else {}
+    cache = spec.get("cache")
+    if isinstance(cache, dict):
+        path = cache.get("path")
+        task.cache = Cache(cache.get("enabled") is True, path if isinstance(path, str) else None)
+    export = spec.get("export")
+    if (
+        isinstance(export, dict)
+        and export.get("format") in EXPORT_FORMATS
+        and isinstance(export.get("path"), str)
+    ):
+        task.export = Export(export["format"], export["path"])
+    task.consistency_run = max(1, _int(spec.get("consistency_run"), 1) or 1)
+    judge = spec.get("judge_model")
+    task.judge_model = judge if isinstance(judge, str) and judge else None
+    database = spec.get("database")
+    task.database = database if isinstance(database, str) else None
+    task.dry_run_limit = _int(spec.get("dry_run_limit"), None)
+    values = spec.get("values")
+    task.values = values if isinstance(values, (list, str)) else None
+    task.concurrency = min(MAX_CONCURRENCY, max(1, _int(spec.get("concurrency"), 1) or 1))
+    return task
 
 
 def _check_task(task: Task, project: Project, problems: list[Diagnostic]) -> None:
     spec, doc, key = task.spec, task.doc, task.key
     if task.type not in RUNNABLE:
         return  # warned by the schema; fails if it runs
-    for name, value in (spec.get("variables") or {}).items():
+    for name, value in task.variables.items():
         _template(task, f"variables.{name}", value, (*key, "variables", name), problems)
-    if isinstance(spec.get("cache"), dict) and spec["cache"].get("path"):
-        _check_path(
-            task, project, "cache", spec["cache"]["path"], (*key, "cache", "path"), problems
-        )
-        _template(task, "cache.path", spec["cache"]["path"], (*key, "cache", "path"), problems)
+    if task.cache is not None and task.cache.path:
+        path_key = (*key, "cache", "path")
+        _check_path(task, project, "cache", task.cache.path, path_key, problems)
+        _template(task, "cache.path", task.cache.path, path_key, problems)
     export = spec.get("export")
-    if isinstance(export, dict):
-        if export.get("format") not in EXPORT_FORMATS:
-            problems.append(
-                doc.diagnostic(
-                    (*key, "export", "format"),
-                    f"export format '{export.get('format')}' is not supported by oxyeval; "
-                    "this export is skipped (supported: csv, json, txt, sql)",
-                    severity="warning",
-                )
+    if isinstance(export, dict) and export.get("format") not in EXPORT_FORMATS:
+        problems.append(
+            doc.diagnostic(
+                (*key, "export", "format"),
+                f"export format '{export.get('format')}' is not supported by oxyeval; "
+                "this export is skipped (supported: csv, json, txt, sql)",
+                severity="warning",
             )
-        else:
-            path_key = (*key, "export", "path")
-            _check_path(task, project, "export", export.get("path"), path_key, problems)
-            _template(task, "export.path", export.get("path"), path_key, problems)
+        )
+    elif task.export is not None:
+        path_key = (*key, "export", "path")
+        _check_path(task, project, "export", task.export.path, path_key, problems)
+        _template(task, "export.path", task.export.path, path_key, problems)
 
     if task.type == "agent":
         _template(task, "prompt", spec.get("prompt"), (*key, "prompt"), problems)
@@ -232,9 +307,9 @@ def _check_task(task: Task, project: Project, problems: list[Diagnostic]) -> Non
                 (*key, "consistency_prompt"),
                 problems,
             )
-        _check_judge(doc, (*key, "judge_model"), spec.get("judge_model"), project, problems)
+        _check_judge(doc, (*key, "judge_model"), task.judge_model, project, problems)
     elif task.type == "execute_sql":
-        db = spec.get("database")
+        db = task.database
         if db not in project.databases:
             names = list(project.databases)
             problems.append(
@@ -323,7 +398,7 @@ def _check_static_sql(task: Task, project: Project, problems: list[Diagnostic]) 
     database allows), so ``oxy validate`` reports it with its line, not the run."""
     field = "sql_query" if "sql_query" in task.templates else "sql_file"
     ref = task.templates.get(field)
-    entry = project.databases.get(task.spec.get("database"))
+    entry = project.databases.get(task.database) if task.database is not None else None
     if ref is None or entry is None or entry.get("type") != "duckdb":
         return
     if any(tag in ref.source for tag in ("{{", "{%", "{#")) or not ref.source.strip():

@@ -21,9 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, OxyError
+from ..errors import EXIT_INFRA, ConfigError, OxyError
 
-__all__ = ["SqlError", "SqlResult", "SqlRunner", "check_statement"]
+__all__ = ["Databases", "SqlError", "SqlResult", "check_statement"]
 
 _SHOWN_ROWS = 200  # rows rendered into text; the data itself is never cut
 
@@ -31,7 +31,7 @@ _SHOWN_ROWS = 200  # rows rendered into text; the data itself is never cut
 class SqlError(OxyError):
     """A query that DuckDB rejected or that failed while running (a task failure, exit 3)."""
 
-    exit_code = 3
+    exit_code = EXIT_INFRA
 
 
 def _plain(value: Any) -> Any:
@@ -283,7 +283,7 @@ def check_statement(database: str, sql: str, *, writable: bool, select_only: boo
     return kind
 
 
-class SqlRunner:
+class Databases:
     """DuckDB connections for a project's databases, one each, opened on first use.
 
     Every query runs in a sandbox, whoever wrote it (a workflow's author, a
@@ -380,7 +380,7 @@ class SqlRunner:
                 names: list[str] = []
                 if search is not None:
                     names, self._shadowed[name] = self._readable_names(search)
-                # DuckDB shares one instance per database file in a process: another runner
+                # DuckDB shares one instance per database file in a process: another Databases
                 # may have set up and locked this one already, with the same settings.
                 locked = conn.execute("SELECT current_setting('lock_configuration')").fetchone()
                 if locked and locked[0] is True:

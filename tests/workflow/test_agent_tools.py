@@ -13,7 +13,7 @@ from oxyeval.errors import ProviderError
 from oxyeval.project.config import load_agent, load_project
 from oxyeval.providers import ModelPool
 from oxyeval.workflow.agent import AgentRunner
-from oxyeval.workflow.sql import SqlRunner
+from oxyeval.workflow.sql import Databases
 
 from ..conftest import MakeProject
 from ..fakes import (
@@ -63,7 +63,7 @@ def _ask(root: Path, question: str):
 
     async def go():
         async with ModelPool(project.models, environ={"TOOL_TEST_KEY": "k-123456"}) as pool:
-            sql = SqlRunner(project.databases, project.root)
+            sql = Databases(project.databases, project.root)
             try:
                 return await AgentRunner(agent, pool, project.root, sql).ask(question)
             finally:

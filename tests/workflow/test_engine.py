@@ -463,8 +463,11 @@ def test_consistency_run_without_any_verdict_fails_the_task(make_project: MakePr
     assert "judge is down" in config
     workflow = "tasks:\n  - {name: t, type: agent, agent_ref: varied.agent.yml, prompt: q, consistency_run: 3, judge_model: judge}\n"
     root = make_project(config, {**FILES, "w.workflow.yml": workflow})
-    with pytest.raises(WorkflowFailed, match=r"no valid verdict from judge 'judge'.*judge is down"):
+    with pytest.raises(
+        WorkflowFailed, match=r"consistency_run: judge 'judge': no valid verdicts: .*judge is down"
+    ) as failed:
         asyncio.run(run_workflow(root / "w.workflow.yml"))
+    assert failed.value.exit_code == 3  # as an unscored consistency test
 
 
 def test_empty_answers_are_failed_runs(make_project: MakeProject) -> None:

@@ -493,10 +493,10 @@ def test_sandbox_settings_hold_for_every_query(tmp_path: Path) -> None:
     # Queries run on cursors: a setting made for the first connection only would not hold.
     import asyncio
 
-    from oxyeval.workflow.sql import SqlRunner
+    from oxyeval.workflow.sql import Databases
 
     root = make(tmp_path, sql_workflow("SELECT 1"))
-    runner = SqlRunner({"shop": {"name": "shop", "type": "duckdb", "dataset": "data"}}, root)
+    runner = Databases({"shop": {"name": "shop", "type": "duckdb", "dataset": "data"}}, root)
     names = (
         "enable_external_access",
         "lock_configuration",

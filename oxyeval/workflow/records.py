@@ -1,0 +1,169 @@
+"""What a workflow run produced: one record per task, and the errors a run raises.
+
+Kept apart from the engine so callers (the CLI, ``oxy test``, the store) can read
+runs without importing the scheduler.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import EXIT_INFRA, EXIT_INPUT, OxyError
+from .outputs import to_jsonable
+
+if TYPE_CHECKING:
+    from .spec import Workflow
+
+__all__ = ["TaskFailed", "TaskRecord", "WorkflowFailed", "WorkflowRun"]
+
+
+class TaskFailed(OxyError):
+    """A task could not produce its output (provider, SQL, template or data problem)."""
+
+    exit_code = EXIT_INFRA
+
+    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:  # a bad template or file stays bad input (exit 2)
+            self.exit_code = exit_code
+
+
+class WorkflowFailed(OxyError):
+    """One or more tasks failed; the message names them and why.
+
+    Exit 2 when a task failed on bad input (a template over a sandbox limit, a loop
+    over too many values): running again will not help, the file must change.
+    """
+
+    exit_code = EXIT_INFRA
+
+    def __init__(self, message: str, run: WorkflowRun) -> None:
+        super().__init__(message)
+        self.run = run
+        if any(r.exit_code == EXIT_INPUT for r in run.failed):
+            self.exit_code = EXIT_INPUT
+
+
+@dataclass(repr=False)
+class TaskRecord:
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"TaskRecord({self.path!r})"
+
+    path: str  # e.g. "report", "per_region[2].summary"
+    name: str
+    type: str
+    status: str = "pending"  # succeeded | failed | skipped | cached | interrupted
+    started: float | None = None
+    ended: float | None = None
+    error: str | None = None
+    output: Any = None
+    details: dict[str, Any] = field(default_factory=dict)
+    exit_code: int | None = None  # of the error, when failed
+
+    @property
+    def duration(self) -> float | None:
+        if self.started is None or self.ended is None:
+            return None
+        return self.ended - self.started
+
+    def to_dict(self, origin: float = 0.0) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "name": self.name,
+            "type": self.type,
+            "status": self.status,
+            "started_s": None if self.started is None else round(self.started - origin, 4),
+            "duration_s": None if self.duration is None else round(self.duration, 4),
+            "error": self.error,
+            "output": to_jsonable(self.output),
+            **self.details,
+        }
+
+
+@dataclass(repr=False)
+class WorkflowRun:
+    """What a workflow run produced; filled in as tasks finish, so an interrupted run
+    (``run_workflow(..., into=run)``) still holds every finished task.
+
+    ``workflow`` is None only for an empty run handed to ``into=`` that was
+    interrupted before its workflow was even loaded.
+    """
+
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"WorkflowRun({self.workflow.name if self.workflow else None!r})"
+
+    workflow: Workflow | None = None
+    records: list[TaskRecord] = field(default_factory=list)
+    output: Any = None
+    outputs: dict[str, Any] = field(default_factory=dict)  # top-level task name -> output
+    started: float = 0.0
+    ended: float = 0.0
+    interrupted: bool = False
+
+    @property
+    def failed(self) -> list[TaskRecord]:
+        return [r for r in self.records if r.status == "failed"]
+
+    @property
+    def skipped(self) -> list[TaskRecord]:
+        return [r for r in self.records if r.status == "skipped"]
+
+    @property
+    def unfinished(self) -> list[TaskRecord]:
+        """Tasks an interruption stopped (running) or kept from starting."""
+        return [r for r in self.records if r.status == "interrupted"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.interrupted
+
+    def mark_interrupted(self) -> None:
+        """Every task that had not finished is listed as interrupted, none left 'running'."""
+        self.interrupted = True
+        now = time.perf_counter()
+        for record in self.records:
+            if record.status == "running":
+                record.status, record.error = "interrupted", "interrupted before it finished"
+                record.ended = record.ended or now
+            elif record.status == "pending":
+                record.status, record.error = "interrupted", "interrupted before it started"
+
+    def events(self) -> list[tuple[str, str, float]]:
+        """(path, "start"|"end", time) in time order: what overlap tests read."""
+        out = []
+        for r in self.records:
+            if r.started is not None:
+                out.append((r.path, "start", r.started))
+            if r.ended is not None:
+                out.append((r.path, "end", r.ended))
+        return sorted(out, key=lambda e: e[2])
+
+    def summary(self) -> str:
+        lines = []
+        by_error: dict[str, list[str]] = {}
+        for r in self.failed:
+            by_error.setdefault(r.error or "", []).append(r.path)
+        for error, paths in by_error.items():
+            if len(paths) == 1:
+                lines.append(f"task '{paths[0]}' failed: {error}")
+            else:
+                shown = ", ".join(f"'{p}'" for p in paths[:5]) + (", ..." if len(paths) > 5 else "")
+                lines.append(f"{len(paths)} tasks ({shown}) failed: {error}")
+        if self.skipped:
+            lines.append(
+                "skipped because a dependency failed: " + ", ".join(r.path for r in self.skipped)
+            )
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        status = "interrupted" if self.interrupted else ("succeeded" if self.ok else "failed")
+        return {
+            "workflow": None if self.workflow is None else self.workflow.doc.display,
+            "status": status,
+            "duration_s": round(self.ended - self.started, 4),
+            "output": to_jsonable(self.output),
+            "tasks": [r.to_dict(self.started) for r in self.records],
+            "errors": [{"task": r.path, "error": r.error} for r in self.failed],
+        }

@@ -1,0 +1,105 @@
+"""A workflow's variables at run time: given values over defaults, checked by their schema.
+
+Also which strings count as written by the project's author or its user (the only
+text an SQL template's ``raw_sql`` may print as SQL): see :func:`strings`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, LoadError
+from ..project.config import variable_error
+from ..project.templates import TemplateRef, render
+
+if TYPE_CHECKING:
+    from .spec import Workflow
+
+__all__ = ["coerce", "is_template", "resolve_variables", "strings"]
+
+
+def resolve_variables(workflow: Workflow, given: Mapping[str, Any]) -> dict[str, Any]:
+    """Given values (coerced to the declared type) over defaults, checked by their schema."""
+    unknown = sorted(set(given) - set(workflow.variables))
+    if unknown:
+        declared = ", ".join(workflow.variables) or "none"
+        raise ConfigError(
+            f"{workflow.doc.display}: unknown variable(s) {', '.join(unknown)}; declared: {declared}"
+        )
+    values: dict[str, Any] = {}
+    missing = []
+    for name, schema in workflow.variables.items():
+        if name in given:
+            value = coerce(given[name], schema)
+        elif "default" in schema:
+            value = schema["default"]
+        else:
+            missing.append(name)
+            continue
+        error = variable_error(schema, value)
+        if error is not None:
+            shown = repr(value)
+            if len(shown) > 80:  # a long value once, not twice (jsonschema repeats it)
+                error = error.replace(shown, "the value")
+                shown = shown[:77] + "..."
+            raise ConfigError(f"{workflow.doc.display}: variable '{name}' = {shown}: {error}")
+        values[name] = value
+    if missing:
+        raise ConfigError(
+            f"{workflow.doc.display}: no value for variable(s) {', '.join(missing)}; pass "
+            "--var NAME=VALUE or --vars FILE.yml, or give them a default"
+        )
+    # Defaults may themselves be templates over other variables (oxy allows it). A
+    # given value is a value: rendering it would run a --var or a task output as a template.
+    for name, value in values.items():
+        if name not in given and isinstance(value, str) and "{{" in value:
+            values[name] = _render_default(workflow, name, value, values)
+    return values
+
+
+def _render_default(workflow: Workflow, name: str, value: str, values: Mapping[str, Any]) -> str:
+    """A templated default rendered over the other variables; one that cannot be is bad
+    input naming the file, the variable and why, never left as its template text."""
+    ref = TemplateRef(value, workflow.doc, workflow.default_key(name))
+    try:
+        return render(ref, {k: v for k, v in values.items() if k != name})
+    except LoadError as exc:
+        for d in exc.diagnostics:
+            d.message = f"variable '{name}': its default could not be rendered: {d.message}"
+        raise
+
+
+def is_template(value: Any) -> bool:
+    return isinstance(value, str) and any(tag in value for tag in ("{{", "{%", "{#"))
+
+
+def strings(values: Iterable[Any]) -> set[str]:
+    """Every string in these values, nested lists and mappings included."""
+    out: set[str] = set()
+    for value in values:
+        if isinstance(value, str):
+            out.add(value)
+        elif isinstance(value, (list, tuple)):
+            out |= strings(value)
+        elif isinstance(value, dict):
+            out |= strings(value.values())
+    return out
+
+
+def coerce(value: Any, schema: Mapping[str, Any]) -> Any:
+    """A --var string as the declared type (numbers, booleans, lists and objects as JSON)."""
+    if not isinstance(value, str):
+        return value
+    kind = schema.get("type")
+    if kind in ("integer", "number", "boolean", "array", "object"):
+        try:
+            return json.loads(value)
+        except RecursionError:  # --var 'x=[[[[...' nested thousands deep
+            return value  # the schema check reports the mismatch
+        except ValueError:
+            if kind == "boolean" and value.lower() in ("yes", "no", "on", "off"):
+                return value.lower() in ("yes", "on")
+            return value  # the schema check reports the mismatch
+    return value
