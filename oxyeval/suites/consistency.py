@@ -38,9 +38,7 @@ from ..project.config import (
     project_files,
 )
 from ..project.document import path_problem
-from ..providers._base import Completion
-from ..providers._model import RetryPolicy
-from ..providers._pool import ModelPool
+from ..providers import Completion, ModelPool, RetryPolicy
 from ..workflow.agent import AgentRunner, counted, stopped_at_token_limit, token_limit_warning
 from ..workflow.compile import Plan, compile_workflow
 from ..workflow.engine import Engine, TaskFailed, WorkflowRun

@@ -28,7 +28,7 @@ from ..project.document import read_text
 from ..project.limits import MAX_CONCURRENCY, MAX_LOOP_VALUES
 from ..project.schema import did_you_mean
 from ..project.templates import TemplateRef, render
-from ..providers._pool import ModelPool
+from ..providers import ModelPool
 from ..redact import redact, redact_data
 from .agent import (
     AgentRunner,

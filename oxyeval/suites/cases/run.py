@@ -19,8 +19,7 @@ from ...project.config import Project, load_project
 from ...project.prompts import PromptDef, collect_case_files, load_prompts, rewrite_expected_output
 from ...project.schema import did_you_mean
 from ...project.templates import TemplateRef, render
-from ...providers._base import ChatMessage, GenerateParams
-from ...providers._pool import ModelPool
+from ...providers import ChatMessage, GenerateParams, ModelPool
 from ...redact import redact
 from ...store import NewExecution, TestCase
 from ...workflow.agent import AgentRunner, counted, stopped_at_token_limit, token_limit_warning
@@ -233,7 +232,7 @@ class _Scorer:
 
     def _embedder(self, method: str) -> Any:
         if self._pool is None:
-            from ...providers.embeddings import EmbeddingPool
+            from ...providers import EmbeddingPool
 
             # One HTTP client per run: embeddings share the chat models' connections.
             remote = any(s.vendor != "mock" for s in self.project.embeddings.values())
