@@ -154,3 +154,30 @@ def test_the_store_project_and_pools_import_no_http_stack() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
+
+
+_HELP_PROBE = """
+import atexit, json, sys
+def report():
+    heavy = sorted({m.split(".")[0] for m in sys.modules} & {"httpx", "httpcore"})
+    sys.__stderr__.write("\\nLOADED=" + json.dumps(heavy) + "\\n")
+atexit.register(report)
+sys.argv = ["oxy", "--help"]
+from oxyeval.cli._app import main
+main()
+"""
+
+
+def test_oxy_help_imports_no_http_stack(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _HELP_PROBE],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("LOADED="))
+    assert proc.returncode == 0
+    assert json.loads(line.removeprefix("LOADED=")) == []
