@@ -1229,9 +1229,11 @@ def fake_openai_embeddings(
     """An OpenAI-compatible ``/embeddings`` server answering :func:`fake_vector` vectors.
 
     Like the API: wrong path -> 404, a wrong or missing Bearer token (with
-    ``api_key`` set) -> 401, no ``model``, no ``input``, an empty string in it or
-    more than 2048 inputs -> 400. ``prompt_tokens`` is the number of words sent.
-    ``shuffle`` sends ``data`` in reverse order (the ``index`` fields stay right).
+    ``api_key`` set) -> 401, no ``model``, no ``input``, an empty string in it,
+    more than 2048 inputs or a ``dimensions`` that is not a positive integer -> 400.
+    ``dimensions`` sets the vectors' size (``fake_vector(text, dimensions)``).
+    ``prompt_tokens`` is the number of words sent. ``shuffle`` sends ``data`` in
+    reverse order (the ``index`` fields stay right).
     """
     route = "/" + prefix.strip("/") + "/embeddings"
 
@@ -1250,11 +1252,14 @@ def fake_openai_embeddings(
             return FakeResponse(400, openai_error("'input' must be 1 to 2048 strings"))
         if not all(isinstance(t, str) and t for t in texts):
             return FakeResponse(400, openai_error("'$.input' is invalid."))
+        size = body.get("dimensions", dims)
+        if not _positive_int(size):
+            return FakeResponse(400, openai_error(f"Invalid 'dimensions': {size!r}"))
         order = range(len(texts) - 1, -1, -1) if shuffle else None
         return FakeResponse(
             200,
             openai_embeddings_response(
-                [fake_vector(t, dims) for t in texts],
+                [fake_vector(t, size) for t in texts],
                 prompt_tokens=sum(_count_words(t) for t in texts),
                 model=body["model"],
                 order=order,
@@ -1265,6 +1270,24 @@ def fake_openai_embeddings(
 
 
 _GEMINI_EMBED_ROUTE = re.compile(r"/models/(?P<model>[^/:]+):batchEmbedContents$")
+#: EmbedContentRequest.taskType values the Gemini API accepts.
+GEMINI_TASK_TYPES = frozenset(
+    {
+        "TASK_TYPE_UNSPECIFIED",
+        "RETRIEVAL_QUERY",
+        "RETRIEVAL_DOCUMENT",
+        "SEMANTIC_SIMILARITY",
+        "CLASSIFICATION",
+        "CLUSTERING",
+        "QUESTION_ANSWERING",
+        "FACT_VERIFICATION",
+        "CODE_RETRIEVAL_QUERY",
+    }
+)
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def fake_gemini_embeddings(
@@ -1278,7 +1301,9 @@ def fake_gemini_embeddings(
 
     Like the API: a wrong ``x-goog-api-key`` (with ``api_key`` set) -> 400
     ``API_KEY_INVALID``; no requests, more than 100, a request whose ``model`` is
-    not ``models/<the model in the URL>`` or with no text -> 400.
+    not ``models/<the model in the URL>``, with no text, an unknown ``taskType`` or
+    an ``outputDimensionality`` that is not a positive integer -> 400. Each
+    request's ``outputDimensionality`` sets its vector's size.
     """
     base = "/" + prefix.strip("/")
 
@@ -1300,6 +1325,7 @@ def fake_gemini_embeddings(
             )
         model = f"models/{match.group('model')}"
         texts = []
+        sizes = []
         for i, item in enumerate(requests):
             if not isinstance(item, dict) or item.get("model") != model:
                 return FakeResponse(
@@ -1312,8 +1338,21 @@ def fake_gemini_embeddings(
                 return FakeResponse(
                     400, gemini_error(400, f"* requests[{i}].content: must have text")
                 )
+            task = item.get("taskType", "TASK_TYPE_UNSPECIFIED")
+            if task not in GEMINI_TASK_TYPES:
+                return FakeResponse(
+                    400, gemini_error(400, f"Invalid value at 'requests[{i}].task_type': {task!r}")
+                )
+            size = item.get("outputDimensionality", dims)
+            if not _positive_int(size):
+                return FakeResponse(
+                    400,
+                    gemini_error(400, f"* requests[{i}].output_dimensionality: invalid {size!r}"),
+                )
             texts.append(text)
-        return FakeResponse(200, gemini_embeddings_response([fake_vector(t, dims) for t in texts]))
+            sizes.append(size)
+        vectors = [fake_vector(t, size) for t, size in zip(texts, sizes, strict=True)]
+        return FakeResponse(200, gemini_embeddings_response(vectors))
 
     return FakeServer(respond, prefix=prefix, latency=latency)
 

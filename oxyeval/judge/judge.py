@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..project.templates import TemplateRef, render
-from ..providers._base import ChatMessage, Completion, GenerateParams, ResponseSchema
+from ..providers import ChatMessage, Completion, GenerateParams, ResponseSchema
 
 if TYPE_CHECKING:
     from ..project.config import JudgeSettings
-    from ..providers._model import Model
+    from ..providers import Model
 
 __all__ = [
     "DEFAULT_CONSISTENCY_PROMPT",

@@ -15,8 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, Diagnostic, LoadError, OxyError
-from ..providers._base import GenerateParams, ModelSpec
-from ..providers._pool import DEFAULT_KEY_VARS
+from ..providers import (
+    GenerateParams,
+    ModelSpec,
+    canonical_vendor,
+    default_embedding_model,
+    default_key_var,
+)
 from ..redact import register_secret
 from .document import SYMLINK_LOOP, Document, KeyPath, load_yaml, path_problem
 from .limits import MAX_ALL_PAIRS_RUNS, MAX_RUNS
@@ -45,13 +50,18 @@ DEFAULT_TEST_CONCURRENCY = 10
 #: Share of a test's run pairs that must get a verdict for its accuracy to count.
 DEFAULT_MIN_JUDGED = 0.5
 _SECRET_HEADER = re.compile(r"(?i)auth|key|token|secret|password|cookie|signature")
-_DEFAULT_EMBEDDING_MODELS = {
-    "openai": "text-embedding-3-small",
-    "openai_compat": "text-embedding-3-small",
-    "google": "gemini-embedding-001",
-    "gemini": "gemini-embedding-001",
-}
-_VENDOR_ALIASES = {"openai_compat": "openai", "open_ai_compat": "openai", "gemini": "google"}
+#: Entry keys handed to the vendor class as ``ModelSpec.options``: the mock's script,
+#: and the embedding options (batch_size, task_type, dims).
+_OPTION_KEYS = (
+    "outputs",
+    "sample",
+    "seed",
+    "rules",
+    "latency_ms",
+    "batch_size",
+    "task_type",
+    "dims",
+)
 
 
 def file_kind(path: Path) -> str | None:
@@ -148,7 +158,7 @@ class Project:
 def _model_spec(
     entry: dict[str, Any], path: KeyPath, doc: Document, problems: list[Diagnostic]
 ) -> ModelSpec:
-    vendor = _VENDOR_ALIASES.get(entry["vendor"], entry["vendor"])
+    vendor = canonical_vendor(entry["vendor"])
     headers: dict[str, str] = {}
     for name, value in (entry.get("headers") or {}).items():
         if isinstance(value, dict):
@@ -175,9 +185,7 @@ def _model_spec(
         register_secret(api_key)
     # Known from the start, not only once a call resolves it: commands that never call
     # a model (oxy cases show|list|accept, oxy history) print stored text too.
-    key_var = entry.get("key_var") or (
-        None if entry.get("api_url") else DEFAULT_KEY_VARS.get(vendor)
-    )
+    key_var = entry.get("key_var") or (None if entry.get("api_url") else default_key_var(vendor))
     if key_var:
         register_secret(os.environ.get(key_var, "").strip())
     params = GenerateParams(
@@ -186,9 +194,7 @@ def _model_spec(
         top_p=entry.get("top_p"),
         seed=entry.get("seed") if vendor != "mock" else None,
     )
-    options = {
-        k: entry[k] for k in ("outputs", "sample", "seed", "rules", "latency_ms") if k in entry
-    }
+    options = {k: entry[k] for k in _OPTION_KEYS if k in entry}
     spec = ModelSpec(
         name=entry["name"],
         vendor=vendor,
@@ -273,7 +279,7 @@ def load_project(
                 )
             )
             continue
-        entry = {"model_ref": _DEFAULT_EMBEDDING_MODELS.get(entry["vendor"], ""), **entry}
+        entry = {"model_ref": default_embedding_model(entry["vendor"]) or "", **entry}
         embeddings[entry["name"]] = _model_spec(entry, ("embeddings", i), doc, problems)
     databases: dict[str, dict[str, Any]] = {}
     for i, entry in enumerate(data.get("databases") or []):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, Diagnostic, LoadError
-from ..providers._base import GenerateParams
+from ..providers import GenerateParams
 from ..suites.cases.scoring import DEFAULT_THRESHOLD
 from .config import Agent, Project, file_kind, load_agent, project_files
 from .document import Document, KeyPath, load_yaml

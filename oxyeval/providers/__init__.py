@@ -1,31 +1,53 @@
-"""Model providers: a registry of vendor classes behind one async ``generate``."""
+"""Model providers: vendor classes behind one async ``generate`` (chat) or
+``embed`` (embeddings), one registry of vendors, and the pools a run calls them through.
 
-from ._base import (
-    ChatMessage,
-    Completion,
-    GenerateParams,
-    ModelAPI,
-    ModelSpec,
-    ToolCall,
-    ToolSpec,
-    Usage,
-)
-from ._model import Model, RetryPolicy
-from ._pool import ModelPool, resolve_api_key
-from ._registry import register_vendor, vendor_class, vendors
-from .embeddings import (
-    Embedder,
-    EmbeddingAPI,
-    EmbeddingPool,
-    EmbeddingResult,
-    EmbeddingSpec,
-    cosine,
-    embedding_vendor_class,
-    embedding_vendors,
-    register_embedding_vendor,
-)
+Other packages import from here, never from the private modules. Names are imported
+on first use (see :mod:`oxyeval._lazy`): the contract types and
+:data:`TRUNCATED_REASONS` live in a module without heavy imports, and httpx is only
+imported when a pool makes its HTTP client.
+"""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "TRUNCATED_REASONS": "_base",
+    "ChatMessage": "_base",
+    "Completion": "_base",
+    "EmbeddingAPI": "_base",
+    "EmbeddingResult": "_base",
+    "GenerateParams": "_base",
+    "ModelAPI": "_base",
+    "ModelSpec": "_base",
+    "ResponseSchema": "_base",
+    "ToolCall": "_base",
+    "ToolSpec": "_base",
+    "Usage": "_base",
+    "json_object": "_base",
+    "stopped_at_token_limit": "_base",
+    "Model": "_model",
+    "RetryPolicy": "_model",
+    "ModelPool": "_pool",
+    "canonical_vendor": "_registry",
+    "default_embedding_model": "_registry",
+    "default_key_var": "_registry",
+    "embedding_vendor_class": "_registry",
+    "embedding_vendors": "_registry",
+    "register_embedding_vendor": "_registry",
+    "register_vendor": "_registry",
+    "resolve_api_key": "_registry",
+    "vendor_class": "_registry",
+    "vendors": "_registry",
+    "Embedder": "embeddings",
+    "EmbeddingPool": "embeddings",
+    "EmbeddingSpec": "embeddings",
+    "cosine": "embeddings",
+}
 __all__ = [
+    "TRUNCATED_REASONS",
     "ChatMessage",
     "Completion",
     "Embedder",
@@ -38,16 +60,56 @@ __all__ = [
     "ModelAPI",
     "ModelPool",
     "ModelSpec",
+    "ResponseSchema",
     "RetryPolicy",
     "ToolCall",
     "ToolSpec",
     "Usage",
+    "canonical_vendor",
     "cosine",
+    "default_embedding_model",
+    "default_key_var",
     "embedding_vendor_class",
     "embedding_vendors",
+    "json_object",
     "register_embedding_vendor",
     "register_vendor",
     "resolve_api_key",
+    "stopped_at_token_limit",
     "vendor_class",
     "vendors",
 ]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from ._base import (
+        TRUNCATED_REASONS,
+        ChatMessage,
+        Completion,
+        EmbeddingAPI,
+        EmbeddingResult,
+        GenerateParams,
+        ModelAPI,
+        ModelSpec,
+        ResponseSchema,
+        ToolCall,
+        ToolSpec,
+        Usage,
+        json_object,
+        stopped_at_token_limit,
+    )
+    from ._model import Model, RetryPolicy
+    from ._pool import ModelPool
+    from ._registry import (
+        canonical_vendor,
+        default_embedding_model,
+        default_key_var,
+        embedding_vendor_class,
+        embedding_vendors,
+        register_embedding_vendor,
+        register_vendor,
+        resolve_api_key,
+        vendor_class,
+        vendors,
+    )
+    from .embeddings import Embedder, EmbeddingPool, EmbeddingSpec, cosine

@@ -1,23 +1,32 @@
-"""The provider contract: one small class per vendor, one async ``generate``.
+"""The provider contract: one small class per vendor and kind of call.
 
-A vendor class makes exactly one HTTP attempt per ``generate`` call and raises
-:class:`~oxyeval.errors.ProviderError` with ``retryable``/``retry_after`` set;
-retries, backoff, concurrency limits and timing live once in
-:class:`oxyeval.providers.Model` so every vendor behaves the same way.
+A chat class (:class:`ModelAPI`) has one async ``generate``, an embedding class
+(:class:`EmbeddingAPI`) one async ``embed``. Either makes exactly one HTTP attempt
+per call and raises :class:`~oxyeval.errors.ProviderError` with
+``retryable``/``retry_after`` set; retries, backoff, concurrency limits and timing
+live once in :class:`oxyeval.providers.Model` and :class:`oxyeval.providers.Embedder`
+so every vendor behaves the same way.
+
+This module imports nothing heavy (no httpx): the store and the reports read
+:data:`TRUNCATED_REASONS` from here without loading an HTTP stack.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "TRUNCATED_REASONS",
     "ChatMessage",
     "Completion",
+    "EmbeddingAPI",
+    "EmbeddingResult",
     "GenerateParams",
     "ModelAPI",
     "ModelSpec",
@@ -25,8 +34,22 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "Usage",
+    "VendorAPI",
     "json_object",
+    "stopped_at_token_limit",
 ]
+
+#: Finish reasons that mean "stopped at the token limit", lower-cased: OpenAI's
+#: ``length``, Anthropic's ``max_tokens``, Gemini's ``MAX_TOKENS`` and the Responses
+#: API's ``max_output_tokens``. The one list: completions, agents and the store use it.
+TRUNCATED_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
+
+
+def stopped_at_token_limit(finish_reason: str | None) -> bool:
+    """Whether a model stopped because it ran out of tokens (any vendor's spelling), so
+    its text may be cut off mid-sentence."""
+    return (finish_reason or "").lower() in TRUNCATED_REASONS
+
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -126,9 +149,8 @@ class Completion:
 
     @property
     def truncated(self) -> bool:
-        """Stopped at the token limit (OpenAI ``length``, Anthropic ``max_tokens``, Gemini
-        ``MAX_TOKENS``), so the text may be cut off mid-sentence."""
-        return (self.finish_reason or "").lower() in ("length", "max_tokens", "max_output_tokens")
+        """Stopped at the token limit (see :data:`TRUNCATED_REASONS`)."""
+        return stopped_at_token_limit(self.finish_reason)
 
 
 def json_object(text: str) -> dict[str, Any] | None:
@@ -172,27 +194,46 @@ class ModelSpec:
         )
 
 
-class ModelAPI(ABC):
-    """Base of every vendor class."""
+def positive_option(spec: ModelSpec, key: str) -> int | None:
+    """``spec.options[key]`` as a positive int, None when unset; ConfigError otherwise.
+
+    config.yml's schema already bounds these; this catches specs built in code.
+    """
+    value = spec.options.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        from ..errors import ConfigError
+
+        raise ConfigError(
+            f"model '{spec.name}' ({spec.vendor}): option {key} must be a positive integer, "
+            f"got {value!r}"
+        )
+    return value
+
+
+class VendorAPI:
+    """What every vendor class has, chat or embeddings: its spec, the run's HTTP client
+    and where it sends requests."""
 
     vendor: ClassVar[str]
     #: Whether the vendor needs an API key when ``key_var`` is not set.
     requires_key: ClassVar[bool] = True
-    #: Whether the class implements ``GenerateParams.response_schema`` (judges use it
-    #: with ``judge.structured: auto``); a class that does not simply ignores the field.
-    structured_output: ClassVar[bool] = False
+    #: False for offline classes (``mock``): they get no HTTP client.
+    uses_http: ClassVar[bool] = True
     default_api_url: ClassVar[str | None] = None
+    #: Path appended to an ``api_url`` given without one (``https://api.anthropic.com``,
+    #: as the vendors' SDKs spell it), so both spellings reach the same endpoint.
+    default_api_path: ClassVar[str] = ""
 
     def __init__(self, spec: ModelSpec, client: httpx.AsyncClient | None) -> None:
         self.spec = spec
         self.client = client
 
-    #: Path appended to an ``api_url`` given without one (``https://api.anthropic.com``,
-    #: as the vendors' SDKs spell it), so both spellings reach the same endpoint.
-    default_api_path: ClassVar[str] = ""
-
-    @property
+    @cached_property
     def base_url(self) -> str:
+        """``api_url`` (or the vendor's default) without a trailing slash; computed once,
+        since the spec is frozen."""
         url = (self.spec.api_url or self.default_api_url or "").rstrip("/")
         if self.spec.api_url and self.default_api_path:
             from urllib.parse import urlsplit
@@ -201,6 +242,46 @@ class ModelAPI(ABC):
                 url += self.default_api_path
         return url
 
+
+class ModelAPI(VendorAPI, ABC):
+    """Base of every chat vendor class."""
+
+    #: Whether the class implements ``GenerateParams.response_schema`` (judges use it
+    #: with ``judge.structured: auto``); a class that does not simply ignores the field.
+    structured_output: ClassVar[bool] = False
+
     @abstractmethod
     async def generate(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:
         """Make one attempt; raise ProviderError (retryable or not) on failure."""
+
+
+@dataclass(frozen=True)
+class EmbeddingResult:
+    """One vector per input text, in input order, and the tokens billed when reported."""
+
+    vectors: list[list[float]]
+    input_tokens: int | None = None
+
+
+class EmbeddingAPI(VendorAPI, ABC):
+    """Base of every embedding vendor class: one HTTP attempt per :meth:`embed`.
+
+    The ``options`` of its spec (config.yml's ``embeddings:`` entry) that every class
+    honours in its own wire format: ``dims`` (vector size) and, for Gemini,
+    ``task_type``; ``batch_size`` is applied by :class:`~oxyeval.providers.Embedder`.
+    """
+
+    #: Texts per request unless ``batch_size`` says otherwise.
+    default_batch: ClassVar[int] = 96
+    #: Most texts the API takes in one request (Gemini 100, OpenAI 2048); None: no limit
+    #: known. A larger ``batch_size`` is cut to it rather than refused by the server.
+    max_batch: ClassVar[int | None] = None
+
+    def __init__(self, spec: ModelSpec, client: httpx.AsyncClient | None) -> None:
+        super().__init__(spec, client)
+        #: The vector size asked for (option ``dims``); None: the model's own.
+        self.dims: int | None = positive_option(spec, "dims")
+
+    @abstractmethod
+    async def embed(self, texts: list[str]) -> EmbeddingResult:
+        """Make one attempt for all ``texts``; raise ProviderError (retryable or not)."""

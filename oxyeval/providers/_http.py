@@ -1,12 +1,36 @@
-"""One POST helper shared by the HTTP vendors.
+"""HTTP for every vendor: one client factory and one POST helper.
 
-It turns every way a request can fail into a ProviderError that says whether a
-retry can help, so vendor classes only build bodies and parse answers.
+:func:`new_client` is the only place an ``httpx.AsyncClient`` is made, for chat and
+embedding models alike (a run makes one and shares it: a client per call would cost a
+TLS handshake and a connection pool each time). Its policy:
+
+* **Timeouts**: each request carries its model's ``timeout``, and :func:`post_json`
+  bounds the whole attempt by it (connect, send, wait, read); the client's own
+  120 s (10 s to connect) only covers a request sent without one.
+* **Limits**: no cap on connections, since the endpoints' adaptive limiters
+  (``_limiter.py``) are the one gate and a request queued in httpx for a connection
+  would spend its timeout waiting; keep-alive for as many connections as the
+  models' ``concurrency`` adds up to.
+* **TLS**: https is always verified, against certifi's bundle or, as httpx does,
+  ``SSL_CERT_FILE``/``SSL_CERT_DIR``. The bundle is loaded at the first TLS
+  handshake, not when the client is made: loading it costs ~30 ms, which a run that
+  only talks plain http to local servers (vLLM, Ollama, the benchmarks) never pays.
+  A client made for local models can therefore safely reach an https embedding API.
+* **Redirects are never followed.** An API does not redirect a POST; following one
+  would send the key headers (httpx strips only ``Authorization``, not
+  ``x-api-key`` or ``x-goog-api-key``) to whatever host the redirect names, or
+  downgrade https to http. A 3xx is an error that names where it pointed, so the
+  user can put that in ``api_url``.
+* Proxies from the environment (``HTTPS_PROXY``...) are honoured, as httpx does.
+
+:func:`post_json` turns every way a request can fail into a ProviderError that says
+whether a retry can help, so vendor classes only build bodies and parse answers.
 """
 
 from __future__ import annotations
 
 import email.utils
+import functools
 import json
 import re
 import time
@@ -18,12 +42,17 @@ from ..redact import redact
 from ._base import Usage
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
 
-    from ._base import ModelAPI, ModelSpec
+    from ._base import ModelSpec, VendorAPI
 
 __all__ = [
+    "count",
+    "float_vector",
     "malformed",
+    "new_client",
     "parse_retry_after",
     "post_json",
     "require_client",
@@ -31,6 +60,71 @@ __all__ = [
 ]
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+
+#: Seconds for a request sent without its own timeout (post_json always sends one).
+DEFAULT_TIMEOUT = 120.0
+CONNECT_TIMEOUT = 10.0
+
+
+def new_client(keepalive: int = 10) -> httpx.AsyncClient:
+    """The run's HTTP client, with the policy the module docstring gives."""
+    import httpx
+
+    return httpx.AsyncClient(
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=max(1, keepalive)),
+        timeout=httpx.Timeout(DEFAULT_TIMEOUT, connect=CONNECT_TIMEOUT),
+        follow_redirects=False,
+        verify=_tls_context(),
+    )
+
+
+def _tls_context() -> ssl.SSLContext:
+    """A verifying client context, as ``ssl.create_default_context`` makes one, whose CA
+    certificates are loaded at its first handshake."""
+    import ssl
+    import sys
+
+    context = _deferred_ca_context_class()(ssl.PROTOCOL_TLS_CLIENT)  # verifies cert and host
+    if sys.version_info >= (3, 13):  # what create_default_context adds since 3.13
+        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
+    return context
+
+
+@functools.cache
+def _deferred_ca_context_class() -> type[ssl.SSLContext]:
+    """Defined on first use: ``ssl`` is not imported before a client is made."""
+    import os
+    import ssl
+    import threading
+
+    class DeferredCAContext(ssl.SSLContext):
+        _ca_lock = threading.Lock()
+        _ca_loaded = False
+
+        def _load_ca(self) -> None:
+            with self._ca_lock:  # anyio calls wrap_bio of a custom context in a thread
+                if self._ca_loaded:
+                    return
+                cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+                if cafile:
+                    self.load_verify_locations(cafile=cafile)
+                elif capath:
+                    self.load_verify_locations(capath=capath)
+                else:
+                    import certifi
+
+                    self.load_verify_locations(cafile=certifi.where())
+                self._ca_loaded = True
+
+        def wrap_bio(self, *args: Any, **kwargs: Any) -> Any:
+            self._load_ca()
+            return super().wrap_bio(*args, **kwargs)
+
+        def wrap_socket(self, *args: Any, **kwargs: Any) -> Any:
+            self._load_ca()
+            return super().wrap_socket(*args, **kwargs)
+
+    return DeferredCAContext
 
 
 def parse_retry_after(headers: httpx.Headers) -> float | None:
@@ -126,6 +220,20 @@ def _status_error(spec: ModelSpec, url: str, response: httpx.Response) -> Provid
     )
 
 
+def _redirect_error(spec: ModelSpec, url: str, response: httpx.Response) -> ProviderError:
+    """A 3xx: not followed (see the module docstring), so say where it pointed."""
+    target = response.headers.get("location")
+    where = f" to {redact(str(response.url.join(target)))}" if target else ""
+    return ProviderError(
+        f"model '{spec.name}' ({spec.vendor}): HTTP {response.status_code} from {url} "
+        f"redirects{where}. oxyeval does not follow redirects (they would carry the API "
+        "key to another address); set api_url in config.yml to the address the server "
+        "redirects to",
+        model=spec.name,
+        status=response.status_code,
+    )
+
+
 def _retry_after(response: httpx.Response) -> float | None:
     delay = parse_retry_after(response.headers)
     return delay if delay is not None else _body_retry_delay(response)
@@ -162,12 +270,13 @@ def _timeout_error(spec: ModelSpec, url: str, exc: BaseException) -> ProviderErr
     return ProviderError(f"{who}: {what}. {hint}", model=spec.name, retryable=True)
 
 
-def require_client(api: ModelAPI) -> httpx.AsyncClient:
-    """The shared client; HTTP vendors cannot run without one (ModelPool always passes it)."""
+def require_client(api: VendorAPI) -> httpx.AsyncClient:
+    """The shared client; HTTP vendors cannot run without one (the pools always pass it)."""
     if api.client is None:
         raise ProviderError(
             f"model '{api.spec.name}' ({api.spec.vendor}): no HTTP client was given to "
-            f"{type(api).__name__}; create models through ModelPool",
+            f"{type(api).__name__}; create models through ModelPool (embedding models "
+            "through EmbeddingPool)",
             model=api.spec.name,
         )
     return api.client
@@ -226,6 +335,8 @@ async def post_json(
         ) from None
     if response.status_code >= 400:
         raise _status_error(spec, url, response)
+    if response.status_code >= 300:
+        raise _redirect_error(spec, url, response)
     try:
         data = response.json()
     except ValueError:
@@ -235,14 +346,24 @@ async def post_json(
     return data
 
 
+def count(value: Any) -> int | None:
+    """A count a server sent (an int, not a bool), or None for anything else."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def usage_from(block: Any, input_key: str, output_key: str) -> Usage:
     """Token counts from a vendor's usage object; absent or odd values become None."""
     if not isinstance(block, dict):
         return Usage()
-
-    def count(value: Any) -> int | None:
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
     return Usage(
         input_tokens=count(block.get(input_key)), output_tokens=count(block.get(output_key))
     )
+
+
+def float_vector(value: Any) -> list[float] | None:
+    """A non-empty list of numbers as floats (an embedding), or None for anything else."""
+    if not isinstance(value, list) or not value:
+        return None
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+        return None
+    return [float(x) for x in value]

@@ -1,73 +1,54 @@
-"""The models of one run, sharing one HTTP client.
+"""The models of one run, sharing one HTTP client and one limiter per endpoint.
 
 Creating an ``httpx.AsyncClient`` per call costs a TLS handshake and a pool each
-time; one client per run keeps connections alive across every agent run and
-judge call, which is most of the speed budget.
+time; one client per run keeps connections alive across every agent run, judge
+call and embedding batch, which is most of the speed budget. :class:`ModelPool`
+(chat models) and :class:`~oxyeval.providers.EmbeddingPool` are the same machine
+(:class:`VendorPool`) with a different registry lookup and call wrapper: names
+resolve to vendor classes through the one registry, keys by the one
+:func:`~oxyeval.providers.resolve_api_key`, the client comes from the one factory
+(:func:`~oxyeval.providers._http.new_client`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar, Generic, Protocol, TypeVar
 
 from ..errors import ConfigError, OxyError
-from ..redact import register_secret
-from ._limiter import Limiters
+from ._http import new_client
+from ._limiter import AdaptiveLimiter, Limiters
 from ._model import Model, RetryPolicy
-from ._registry import vendor_class
+from ._registry import resolve_api_key, vendor_class, vendors
 
 if TYPE_CHECKING:
     import httpx
 
-    from ._base import ModelSpec
+    from ._base import ModelAPI, ModelSpec, VendorAPI
 
-__all__ = ["ModelPool", "resolve_api_key"]
-
-# Where a vendor's key is looked for when config.yml names no key_var.
-DEFAULT_KEY_VARS = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "google": "GEMINI_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-}
+__all__ = ["ModelPool", "VendorPool"]
 
 
-def resolve_api_key(spec: ModelSpec, environ: Mapping[str, str] | None = None) -> ModelSpec:
-    """Return ``spec`` with its API key filled from the environment, or raise ConfigError.
+class _Caller(Protocol):
+    """What a pool hands out: a :class:`Model` or an ``Embedder``."""
 
-    A model pointed at a custom ``api_url`` without ``key_var`` (vLLM, llama.cpp,
-    LM Studio, Ollama) needs no key; a hosted vendor without one is an error that
-    names the variable to set.
+    def flush_notes(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Caller)
+
+
+class VendorPool(Generic[C]):
+    """Names -> callers (models, embedders) that share one client and the limiters.
+
+    Pass the run's existing client to share its connections too (a client passed in
+    is never closed here), and the run's ``limiters``, so that every kind of call to
+    one server waits in one adaptive concurrency limit.
     """
-    if spec.api_key:  # a literal key in config.yml (oxy's ollama form), already registered
-        return spec
-    env = os.environ if environ is None else environ
-    cls = vendor_class(spec.vendor)
-    var = spec.key_var
-    if var is None:
-        if spec.api_url or not cls.requires_key:
-            return spec
-        var = DEFAULT_KEY_VARS.get(spec.vendor)
-        if var is None:
-            return spec
-    key = env.get(var, "")
-    if not key.strip():
-        how = "named by key_var" if spec.key_var else "that the vendor uses by default"
-        raise ConfigError(
-            f"model '{spec.name}' ({spec.vendor}) needs an API key in the environment "
-            f"variable {var} ({how}), which is not set. Export {var}, or set key_var in "
-            f"config.yml to the variable that holds the key."
-        )
-    key = key.strip()
-    register_secret(key)
-    return replace(spec, api_key=key, key_var=var)
 
-
-class ModelPool:
-    """Resolves model names to :class:`Model` objects that share one client."""
+    #: How config.yml calls the things in this pool, for messages.
+    noun: ClassVar[str] = "model"
 
     def __init__(
         self,
@@ -81,39 +62,41 @@ class ModelPool:
         limiters: Limiters | None = None,
     ) -> None:
         self.specs = dict(specs)
-        #: One adaptive concurrency limit per endpoint; pass it to the run's EmbeddingPool too.
+        #: One adaptive concurrency limit per endpoint; pass it to the run's other pools.
         self.limiters = limiters or Limiters()
-        self._locate = locate  # (model name, message) -> an error pointing into config.yml
+        self._locate = locate  # (name, message) -> an error pointing into config.yml
         self._retry = retry
         self._sleep = sleep
         self._client = client
         self._own_client = client is None
         self._environ = environ
-        self._models: dict[str, Model] = {}
+        self._callers: dict[str, C] = {}
+
+    # -- what a kind of pool says
+
+    def _api_class(self, spec: ModelSpec) -> type[VendorAPI]:
+        """The vendor class for ``spec``; ConfigError when there is none."""
+        raise NotImplementedError
+
+    def _caller(
+        self,
+        api: VendorAPI,
+        retry: RetryPolicy | None,
+        sleep: Callable[[float], Awaitable[None]],
+        limiter: AdaptiveLimiter,
+    ) -> C:
+        raise NotImplementedError
+
+    def _unknown(self, name: str) -> str:
+        known = ", ".join(self.specs) or "none"
+        return f"unknown {self.noun} '{name}'; {self.noun}s in config.yml: {known}"
+
+    # -- shared
 
     def _http_client(self) -> httpx.AsyncClient:
         if self._client is None:
-            import httpx
-
             remote = [s for s in self.specs.values() if s.vendor != "mock"]
-            total = sum(s.concurrency for s in remote) or 10
-            # Loading the CA bundle costs ~50 ms; a pool that only talks plain http to
-            # local servers (vLLM, Ollama, the benchmarks) never needs it. Such a pool also
-            # does not follow redirects, so it can never end up on an unverified https URL.
-            tls = any(
-                (vendor_class(s.vendor).default_api_url or "").startswith("https")
-                if not s.api_url
-                else s.api_url.startswith("https")
-                for s in remote
-            )
-            self._client = httpx.AsyncClient(
-                # No cap on connections: the endpoints' adaptive limiters are the one gate,
-                # and a request queued here for a connection would spend its timeout waiting.
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=total),
-                timeout=httpx.Timeout(120.0, connect=10.0),
-                follow_redirects=tls,
-                verify=tls,
-            )
+            self._client = new_client(keepalive=sum(s.concurrency for s in remote) or 10)
         return self._client
 
     @property
@@ -121,40 +104,61 @@ class ModelPool:
         """The shared HTTP client (created on first use), for other clients of this run."""
         return self._http_client()
 
-    def check(self, names: list[str]) -> None:
-        """Resolve keys for ``names`` up front so a missing key fails before any call."""
+    def check(self, names: Sequence[str]) -> None:
+        """Resolve vendors and keys for ``names`` up front, so a missing key fails
+        before any call."""
         for name in names:
             self.get(name)
 
-    def get(self, name: str) -> Model:
-        model = self._models.get(name)
-        if model is not None:
-            return model
+    def get(self, name: str) -> C:
+        caller = self._callers.get(name)
+        if caller is not None:
+            return caller
         spec = self.specs.get(name)
         if spec is None:
-            known = ", ".join(self.specs) or "none"
-            raise ConfigError(f"unknown model '{name}'; models in config.yml: {known}")
+            raise ConfigError(self._unknown(name))
+        cls = self._api_class(spec)
         try:
-            spec = resolve_api_key(spec, self._environ)
+            spec = resolve_api_key(spec, self._environ, cls)
         except ConfigError as exc:
             if self._locate is None:
                 raise
             raise self._locate(name, str(exc)) from None
-        cls = vendor_class(spec.vendor)
-        client = None if spec.vendor == "mock" else self._http_client()
-        api = cls(spec, client)
+        api = cls(spec, self._http_client() if cls.uses_http else None)
         limiter = self.limiters.get(spec.name, spec.concurrency, api.base_url, spec.model_ref)
-        model = Model(api, retry=self._retry, sleep=self._sleep, limiter=limiter)
-        self._models[name] = model
-        return model
+        caller = self._caller(api, self._retry, self._sleep, limiter)
+        self._callers[name] = caller
+        return caller
 
     async def aclose(self) -> None:
         """Close the client (if ours) and report retries not yet noted: the run is over."""
-        for model in self._models.values():
-            model.flush_notes()
+        for caller in self._callers.values():
+            caller.flush_notes()
         if self._client is not None and self._own_client:
             await self._client.aclose()
         self._client = None
+
+
+class ModelPool(VendorPool[Model]):
+    """Resolves chat model names to :class:`Model` objects that share one client."""
+
+    def _api_class(self, spec: ModelSpec) -> type[ModelAPI]:
+        try:
+            return vendor_class(spec.vendor)
+        except KeyError:
+            raise ConfigError(
+                f"model '{spec.name}': unknown vendor '{spec.vendor}'; vendors: "
+                f"{', '.join(vendors())}"
+            ) from None
+
+    def _caller(
+        self,
+        api: VendorAPI,
+        retry: RetryPolicy | None,
+        sleep: Callable[[float], Awaitable[None]],
+        limiter: AdaptiveLimiter,
+    ) -> Model:
+        return Model(api, retry=retry, sleep=sleep, limiter=limiter)  # type: ignore[arg-type]
 
     async def __aenter__(self) -> ModelPool:
         return self

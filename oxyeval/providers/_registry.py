@@ -1,40 +1,196 @@
-"""Vendor name -> ModelAPI class, imported only when a model of that vendor is used."""
+"""The one vendor registry: vendor names, their classes and what is known about them.
+
+Everything oxyeval knows about a vendor, apart from its wire format, is here: the
+names config.yml may give it (``gemini`` is ``google``), its chat class and its
+embedding class (each in the vendor's own module, imported only when a model of that
+vendor is used), the environment variable its key is read from by default, and its
+default embedding model. Project loading, the model pools and the embedding pools
+all ask this module; none keeps a table of its own.
+
+A plugin adds a vendor with :func:`register_vendor` and/or
+:func:`register_embedding_vendor`.
+"""
 
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-from ._base import ModelAPI
+from ..errors import ConfigError
+from ..redact import register_secret
 
-__all__ = ["register_vendor", "vendor_class", "vendors"]
+if TYPE_CHECKING:
+    from ._base import EmbeddingAPI, ModelAPI, ModelSpec, VendorAPI
 
-_LAZY: dict[str, str] = {
-    "openai": "oxyeval.providers.openai:OpenAIAPI",
-    "ollama": "oxyeval.providers.ollama:OllamaAPI",
-    "anthropic": "oxyeval.providers.anthropic:AnthropicAPI",
-    "google": "oxyeval.providers.google:GoogleAPI",
-    "gemini": "oxyeval.providers.google:GoogleAPI",
-    "mock": "oxyeval.providers.mock:MockAPI",
+__all__ = [
+    "canonical_vendor",
+    "default_embedding_model",
+    "default_key_var",
+    "embedding_vendor_class",
+    "embedding_vendors",
+    "register_embedding_vendor",
+    "register_vendor",
+    "resolve_api_key",
+    "vendor_class",
+    "vendors",
+]
+
+
+@dataclass(frozen=True)
+class _Vendor:
+    module: str  # under oxyeval.providers
+    chat: str | None = None  # class name in that module
+    embeddings: str | None = None
+    key_var: str | None = None  # where the key is looked for when config.yml names none
+    embedding_model: str | None = None  # model_ref of an embeddings: entry that gives none
+
+
+_VENDORS: dict[str, _Vendor] = {
+    "openai": _Vendor(
+        "openai",
+        "OpenAIAPI",
+        "OpenAIEmbeddingAPI",
+        key_var="OPENAI_API_KEY",
+        embedding_model="text-embedding-3-small",
+    ),
+    "ollama": _Vendor("ollama", "OllamaAPI", "OllamaEmbeddingAPI"),
+    "anthropic": _Vendor("anthropic", "AnthropicAPI", key_var="ANTHROPIC_API_KEY"),
+    "google": _Vendor(
+        "google",
+        "GoogleAPI",
+        "GoogleEmbeddingAPI",
+        key_var="GEMINI_API_KEY",
+        embedding_model="gemini-embedding-001",
+    ),
+    "mock": _Vendor("mock", "MockAPI", "MockEmbeddingAPI"),
 }
-_LOADED: dict[str, type[ModelAPI]] = {}
+#: Other names config.yml accepts (oxy's spellings).
+_ALIASES = {"openai_compat": "openai", "open_ai_compat": "openai", "gemini": "google"}
+
+_CHAT: dict[str, type[ModelAPI]] = {}  # loaded or registered classes, by name
+_EMBEDDING: dict[str, type[EmbeddingAPI]] = {}
+_KEY_VARS: dict[str, str] = {}  # registered plugins' default key variables
 
 
-def register_vendor(name: str, cls: type[ModelAPI]) -> None:
-    """Add (or replace) a vendor; plugins call this to bring their own API class."""
-    _LOADED[name] = cls
+def canonical_vendor(name: str) -> str:
+    """The vendor an alias stands for (``gemini`` -> ``google``); other names unchanged."""
+    return _ALIASES.get(name, name)
+
+
+def default_key_var(vendor: str) -> str | None:
+    """The environment variable a vendor's key is read from when config.yml names none."""
+    if vendor in _KEY_VARS:
+        return _KEY_VARS[vendor]
+    known = _VENDORS.get(canonical_vendor(vendor))
+    return known.key_var if known else None
+
+
+def default_embedding_model(vendor: str) -> str | None:
+    """The model an ``embeddings:`` entry of this vendor uses when it gives no model_ref."""
+    known = _VENDORS.get(canonical_vendor(vendor))
+    return known.embedding_model if known else None
+
+
+def register_vendor(name: str, cls: type[ModelAPI], *, key_var: str | None = None) -> None:
+    """Add (or replace) a chat vendor; plugins call this to bring their own API class.
+
+    ``key_var``: where its key is looked for when a model names no ``key_var``.
+    """
+    _CHAT[name] = cls
+    if key_var is not None:
+        _KEY_VARS[name] = key_var
+
+
+def register_embedding_vendor(
+    name: str, cls: type[EmbeddingAPI], *, key_var: str | None = None
+) -> None:
+    """Add (or replace) an embedding vendor; plugins call this to bring their own."""
+    _EMBEDDING[name] = cls
+    if key_var is not None:
+        _KEY_VARS[name] = key_var
 
 
 def vendors() -> list[str]:
-    return sorted(set(_LAZY) | set(_LOADED))
+    """Every name a chat model's vendor may have (aliases included)."""
+    return _names(_CHAT, "chat")
+
+
+def embedding_vendors() -> list[str]:
+    """Every name an embedding model's vendor may have (aliases included)."""
+    return _names(_EMBEDDING, "embeddings")
 
 
 def vendor_class(name: str) -> type[ModelAPI]:
-    if name in _LOADED:
-        return _LOADED[name]
-    target = _LAZY.get(name)
-    if target is None:
+    """The chat class for ``name``; KeyError when no chat vendor has that name."""
+    return _load(_CHAT, "chat", name)  # type: ignore[return-value]
+
+
+def embedding_vendor_class(name: str) -> type[EmbeddingAPI]:
+    """The embedding class for ``name``; KeyError when no embedding vendor has that name."""
+    return _load(_EMBEDDING, "embeddings", name)  # type: ignore[return-value]
+
+
+def _names(loaded: Mapping[str, Any], kind: str) -> list[str]:
+    builtin = {name for name, v in _VENDORS.items() if getattr(v, kind)}
+    aliases = {alias for alias, name in _ALIASES.items() if name in builtin}
+    return sorted(builtin | aliases | set(loaded))
+
+
+def _load(loaded: dict[str, Any], kind: str, name: str) -> type[VendorAPI]:
+    cls = loaded.get(name) or loaded.get(canonical_vendor(name))
+    if cls is not None:
+        return cls  # type: ignore[no-any-return]
+    vendor = _VENDORS.get(canonical_vendor(name))
+    attr = getattr(vendor, kind) if vendor is not None else None
+    if vendor is None or attr is None:
         raise KeyError(name)
-    module_name, _, attr = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), attr)
-    _LOADED[name] = cls
-    return cls
+    cls = getattr(importlib.import_module(f"oxyeval.providers.{vendor.module}"), attr)
+    loaded[canonical_vendor(name)] = cls
+    return cls  # type: ignore[no-any-return]
+
+
+def resolve_api_key(
+    spec: ModelSpec,
+    environ: Mapping[str, str] | None = None,
+    api_class: type[VendorAPI] | None = None,
+) -> ModelSpec:
+    """Return ``spec`` with its API key filled from the environment, or raise ConfigError.
+
+    The same rules for chat and embedding models: a literal key in config.yml wins;
+    else ``key_var``, else the vendor's default variable. A model pointed at a custom
+    ``api_url`` without ``key_var`` (vLLM, llama.cpp, LM Studio, Ollama) needs no key,
+    nor does a vendor whose class says so; a hosted vendor without one is an error
+    that names the variable to set. ``api_class`` is the class that will make the
+    calls (default: the vendor's chat class, else its embedding class).
+    """
+    if spec.api_key:  # a literal key in config.yml (oxy's ollama form), already registered
+        return spec
+    if api_class is None:
+        try:
+            api_class = vendor_class(spec.vendor)
+        except KeyError:
+            api_class = embedding_vendor_class(spec.vendor)
+    var = spec.key_var
+    if var is None:
+        if spec.api_url or not api_class.requires_key:
+            return spec
+        var = default_key_var(spec.vendor)
+        if var is None:
+            raise ConfigError(
+                f"model '{spec.name}' ({spec.vendor}) needs an API key; set key_var in "
+                f"config.yml to the environment variable that holds it."
+            )
+    env = os.environ if environ is None else environ
+    key = env.get(var, "").strip()
+    if not key:
+        how = "named by key_var" if spec.key_var else "that the vendor uses by default"
+        raise ConfigError(
+            f"model '{spec.name}' ({spec.vendor}) needs an API key in the environment "
+            f"variable {var} ({how}), which is not set. Export {var}, or set key_var in "
+            f"config.yml to the variable that holds the key."
+        )
+    register_secret(key)
+    return replace(spec, api_key=key, key_var=var)

@@ -22,11 +22,23 @@ Tool calling, on the wire:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, ToolCall, ToolSpec, Usage
+from ._base import (
+    ChatMessage,
+    Completion,
+    GenerateParams,
+    ModelAPI,
+    ModelSpec,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 from ._http import malformed, post_json, require_client, usage_from
 from .openai import decode_tool_arguments, synthetic_call_id
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -172,16 +184,16 @@ class AnthropicAPI(ModelAPI):
     default_api_path: ClassVar[str] = "/v1"
     default_api_url: ClassVar[str | None] = "https://api.anthropic.com/v1"
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"anthropic-version": ANTHROPIC_VERSION, "content-type": "application/json"}
-        if self.spec.api_key:
-            headers["x-api-key"] = self.spec.api_key
-        return headers
+    def __init__(self, spec: ModelSpec, client: httpx.AsyncClient | None) -> None:
+        super().__init__(spec, client)
+        self._headers = {"anthropic-version": ANTHROPIC_VERSION, "content-type": "application/json"}
+        if spec.api_key:
+            self._headers["x-api-key"] = spec.api_key
 
     async def generate(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:
         url = f"{self.base_url}/messages"
         body = build_anthropic_body(self.spec.model_ref, messages, params)
-        data = await post_json(require_client(self), self.spec, url, body, self._headers())
+        data = await post_json(require_client(self), self.spec, url, body, self._headers)
         parsed = parse_anthropic_response(data)
         if isinstance(parsed, str):
             raise malformed(self.spec, url, parsed, data)

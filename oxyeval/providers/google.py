@@ -23,6 +23,13 @@ and refuse the next request if the history drops it. :class:`ToolCall` has no
 room for it, so :class:`GoogleAPI` remembers it by call id (ids of calls that
 carry one include a digest of it, so they stay unique) and puts it back when the
 call comes round again in the history it sends.
+
+Embeddings (:class:`GoogleEmbeddingAPI`): ``POST {base}/models/{model}:batchEmbedContents``
+with ``{"requests": [{"model": "models/{model}", "content": {"parts": [{"text": ...}]},
+"taskType": ..., "outputDimensionality"?: ...}]}``, one request per text; vectors
+in ``embeddings[].values``, in request order. ``taskType`` is the ``task_type``
+option (default ``SEMANTIC_SIMILARITY``: scoring compares meanings),
+``outputDimensionality`` the ``dims`` option.
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ from ..errors import ProviderError
 from ._base import (
     ChatMessage,
     Completion,
+    EmbeddingAPI,
+    EmbeddingResult,
     GenerateParams,
     ModelAPI,
     ModelSpec,
@@ -45,7 +54,7 @@ from ._base import (
     Usage,
     json_object,
 )
-from ._http import malformed, post_json, require_client, usage_from
+from ._http import count, float_vector, malformed, post_json, require_client, usage_from
 from .openai import decode_tool_arguments, synthetic_call_id
 
 if TYPE_CHECKING:
@@ -53,6 +62,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GoogleAPI",
+    "GoogleEmbeddingAPI",
     "build_gemini_body",
     "gemini_schema",
     "parse_gemini_response",
@@ -131,6 +141,21 @@ def gemini_schema(schema: Any) -> Any:
         const = schema["const"]
         out["enum"] = [const if isinstance(const, str) else _enum_text(const)]
     return out
+
+
+def _model_name(spec: ModelSpec) -> str:
+    """``model_ref`` without a ``models/`` prefix: both spellings are accepted, as Google's
+    own tools do."""
+    return spec.model_ref.removeprefix("models/")
+
+
+def _model_url(base_url: str, spec: ModelSpec, method: str) -> str:
+    return f"{base_url}/models/{quote(_model_name(spec), safe='-._~')}:{method}"
+
+
+def _key_header(spec: ModelSpec) -> dict[str, str]:
+    """The key in ``x-goog-api-key``, never in the URL (URLs end up in messages)."""
+    return {"x-goog-api-key": spec.api_key} if spec.api_key else {}
 
 
 def _enum_text(value: Any) -> str:
@@ -326,6 +351,7 @@ class GoogleAPI(ModelAPI):
     def __init__(self, spec: ModelSpec, client: httpx.AsyncClient | None) -> None:
         super().__init__(spec, client)
         self._memory: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._headers = _key_header(spec)
 
     def _remember(self, memory: dict[str, dict[str, Any]]) -> None:
         for call_id, memo in memory.items():
@@ -334,20 +360,10 @@ class GoogleAPI(ModelAPI):
         while len(self._memory) > self.memory_size:
             self._memory.popitem(last=False)
 
-    def _headers(self) -> dict[str, str]:
-        if self.spec.api_key:
-            return {"x-goog-api-key": self.spec.api_key}
-        return {}
-
-    def _url(self) -> str:
-        # Accept "models/gemini-x" as well as "gemini-x", as Google's own tools do.
-        ref = self.spec.model_ref.removeprefix("models/")
-        return f"{self.base_url}/models/{quote(ref, safe='-._~')}:generateContent"
-
     async def generate(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:
-        url = self._url()
+        url = _model_url(self.base_url, self.spec, "generateContent")
         body = build_gemini_body(messages, params, self._memory)
-        data = await post_json(require_client(self), self.spec, url, body, self._headers())
+        data = await post_json(require_client(self), self.spec, url, body, self._headers)
         feedback = data.get("promptFeedback")
         block = feedback.get("blockReason") if isinstance(feedback, dict) else None
         if block and not data.get("candidates"):
@@ -372,3 +388,61 @@ class GoogleAPI(ModelAPI):
         return Completion(
             text=text, usage=usage, finish_reason=finish, tool_calls=calls, structured=structured
         )
+
+
+#: Gemini's ``TaskType`` values (EmbedContentRequest.taskType).
+TASK_TYPES = (
+    "TASK_TYPE_UNSPECIFIED",
+    "RETRIEVAL_QUERY",
+    "RETRIEVAL_DOCUMENT",
+    "SEMANTIC_SIMILARITY",
+    "CLASSIFICATION",
+    "CLUSTERING",
+    "QUESTION_ANSWERING",
+    "FACT_VERIFICATION",
+    "CODE_RETRIEVAL_QUERY",
+)
+
+
+class GoogleEmbeddingAPI(EmbeddingAPI):
+    """Gemini ``batchEmbedContents`` with the key in a header."""
+
+    vendor: ClassVar[str] = "google"
+    default_api_path: ClassVar[str] = "/v1beta"
+    default_api_url: ClassVar[str | None] = "https://generativelanguage.googleapis.com/v1beta"
+    max_batch: ClassVar[int | None] = 100
+
+    def __init__(self, spec: ModelSpec, client: httpx.AsyncClient | None) -> None:
+        super().__init__(spec, client)
+        self._headers = _key_header(spec)
+        # What every text's request carries besides its text, built once. Gemini tunes
+        # the vectors to the task; scoring is semantic similarity unless told otherwise.
+        self._fields: dict[str, Any] = {"model": f"models/{_model_name(spec)}"}
+        task = spec.options.get("task_type", "SEMANTIC_SIMILARITY")
+        if task:
+            self._fields["taskType"] = task
+        if self.dims:
+            self._fields["outputDimensionality"] = self.dims
+
+    async def embed(self, texts: list[str]) -> EmbeddingResult:
+        url = _model_url(self.base_url, self.spec, "batchEmbedContents")
+        requests = [{**self._fields, "content": {"parts": [{"text": text}]}} for text in texts]
+        data = await post_json(
+            require_client(self), self.spec, url, {"requests": requests}, self._headers
+        )
+        items = data.get("embeddings")
+        if not isinstance(items, list):
+            raise malformed(self.spec, url, "an 'embeddings' list", data)
+        if len(items) != len(texts):
+            raise malformed(self.spec, url, f"{len(texts)} embeddings, got {len(items)}")
+        vectors = []
+        for position, item in enumerate(items):
+            vector = float_vector(item.get("values")) if isinstance(item, dict) else None
+            if vector is None:
+                raise malformed(
+                    self.spec, url, f"'embeddings[{position}].values' to be a list of numbers"
+                )
+            vectors.append(vector)
+        usage = data.get("usageMetadata")
+        tokens = count(usage.get("promptTokenCount")) if isinstance(usage, dict) else None
+        return EmbeddingResult(vectors, tokens)

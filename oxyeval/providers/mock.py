@@ -30,13 +30,18 @@ Options (the ``models:`` entry of config.yml):
 Structured output (``GenerateParams.response_schema``) is not enforced: the scripted
 text is the answer, and when it is a JSON object it is also ``Completion.structured``,
 so a rule can play a judge answering in either form.
+
+Embeddings (:class:`MockEmbeddingAPI`): offline and deterministic, a hashed bag of
+words of ``dims`` dimensions (default 256).
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import itertools
+import math
 import random
 import re
 from dataclasses import dataclass
@@ -46,6 +51,8 @@ from ..errors import ConfigError, ProviderError
 from ._base import (
     ChatMessage,
     Completion,
+    EmbeddingAPI,
+    EmbeddingResult,
     GenerateParams,
     ModelAPI,
     ModelSpec,
@@ -57,7 +64,7 @@ from ._base import (
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["MockAPI"]
+__all__ = ["MockAPI", "MockEmbeddingAPI"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,7 @@ class _Answer:
 class MockAPI(ModelAPI):
     vendor: ClassVar[str] = "mock"
     requires_key: ClassVar[bool] = False
+    uses_http: ClassVar[bool] = False
     structured_output: ClassVar[bool] = True
 
     def __init__(self, spec: ModelSpec, client: httpx.AsyncClient | None = None) -> None:
@@ -197,3 +205,38 @@ class MockAPI(ModelAPI):
             tool_calls=calls,
             structured=json_object(answer.text) if params.response_schema is not None else None,
         )
+
+
+_WORD = re.compile(r"\w+")
+
+
+class MockEmbeddingAPI(EmbeddingAPI):
+    """Offline, deterministic embeddings: a hashed bag of words, L2-normalised.
+
+    Identical texts get identical vectors and texts sharing words get a positive
+    cosine (counts are never negative), so semantic-scoring examples and CI run
+    with no key and no network. ``options.dims`` sets the size (default 256).
+    """
+
+    vendor: ClassVar[str] = "mock"
+    requires_key: ClassVar[bool] = False
+    uses_http: ClassVar[bool] = False
+
+    def __init__(self, spec: ModelSpec, client: httpx.AsyncClient | None = None) -> None:
+        super().__init__(spec, client)
+        if self.dims is None:
+            self.dims = 256
+
+    def vector(self, text: str) -> list[float]:
+        dims = self.dims or 256
+        counts = [0.0] * dims
+        for word in _WORD.findall(text.lower()):
+            # blake2b, not hash(): the same word must land in the same slot in every process.
+            digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+            counts[int.from_bytes(digest, "big") % dims] += 1.0
+        norm = math.sqrt(sum(c * c for c in counts))
+        return [c / norm for c in counts] if norm else counts
+
+    async def embed(self, texts: list[str]) -> EmbeddingResult:
+        tokens = sum(len(_WORD.findall(t)) for t in texts)
+        return EmbeddingResult([self.vector(t) for t in texts], tokens)

@@ -15,34 +15,62 @@ Tool calling, on the wire:
 * history: an assistant turn that called tools is ``{"role": "assistant",
   "content": text-or-"", "tool_calls": [...]}`` and each result is
   ``{"role": "tool", "tool_call_id": id, "content": text}``.
+
+Embeddings (:class:`OpenAIEmbeddingAPI`): ``POST {base}/embeddings`` with ``{"model",
+"input": [texts], "dimensions"?}`` (``dimensions`` only with the ``dims`` option);
+vectors in ``data[].embedding``, put in order by ``data[].index``; tokens in
+``usage.prompt_tokens``. llama.cpp's server started without pooling answers one
+vector *per token* (``embedding`` is a list of lists); those are mean-pooled into one
+vector per text, with one note on stderr (see :func:`pool_token_vectors`).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+import logging
+import math
+import re
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..errors import ProviderError
 from ._base import (
     ChatMessage,
     Completion,
+    EmbeddingAPI,
+    EmbeddingResult,
     GenerateParams,
     ModelAPI,
+    ModelSpec,
     ToolCall,
     ToolSpec,
     Usage,
     json_object,
 )
-from ._http import malformed, post_json, require_client, usage_from
+from ._http import count, float_vector, malformed, post_json, require_client, usage_from
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "OpenAIAPI",
+    "OpenAIEmbeddingAPI",
+    "bearer_headers",
     "build_openai_body",
     "decode_tool_arguments",
+    "describe_value",
     "encode_tool_arguments",
     "parse_openai_response",
     "parse_openai_tool_calls",
+    "pool_token_vectors",
     "synthetic_call_id",
 ]
+
+log = logging.getLogger("oxyeval.providers")
+
+
+def bearer_headers(spec: ModelSpec) -> dict[str, str]:
+    """``Authorization: Bearer`` when a key is configured; local servers take none."""
+    return {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
 
 
 def synthetic_call_id(index: int, name: str) -> str:
@@ -215,15 +243,14 @@ class OpenAIAPI(ModelAPI):
     structured_output: ClassVar[bool] = True
     default_api_url: ClassVar[str | None] = "https://api.openai.com/v1"
 
-    def _headers(self) -> dict[str, str]:
-        if self.spec.api_key:
-            return {"Authorization": f"Bearer {self.spec.api_key}"}
-        return {}
+    def __init__(self, spec: ModelSpec, client: httpx.AsyncClient | None) -> None:
+        super().__init__(spec, client)
+        self._headers = bearer_headers(spec)
 
     async def generate(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:
         url = f"{self.base_url}/chat/completions"
         body = build_openai_body(self.spec.model_ref, messages, params)
-        data = await post_json(require_client(self), self.spec, url, body, self._headers())
+        data = await post_json(require_client(self), self.spec, url, body, self._headers)
         parsed = parse_openai_response(data)
         if isinstance(parsed, str):
             raise malformed(self.spec, url, parsed, data)
@@ -234,4 +261,177 @@ class OpenAIAPI(ModelAPI):
         structured = json_object(text) if params.response_schema is not None else None
         return Completion(
             text=text, usage=usage, finish_reason=finish, tool_calls=calls, structured=structured
+        )
+
+
+# --------------------------------------------------------------------------- embeddings
+
+
+def pool_token_vectors(value: Any) -> list[float] | None:
+    """The mean of per-token vectors (a list of equally long number lists), or None.
+
+    llama.cpp's ``llama-server`` without ``--pooling``, and llama-cpp-python's server
+    (whose settings have no pooling option) for models without a pooling type, return
+    one vector per token instead of one per text. Their mean is what a ``mean``-pooled
+    server would have answered, and what sentence-embedding models are trained for;
+    the cosine of two such means is a fair similarity.
+    """
+    if not isinstance(value, list) or not value:
+        return None
+    rows = [float_vector(row) for row in value]
+    if any(row is None for row in rows) or len({len(row) for row in rows if row}) != 1:
+        return None
+    size = len(rows)
+    return [math.fsum(column) / size for column in zip(*rows, strict=True)]  # type: ignore[misc]
+
+
+def describe_value(value: Any, limit: int = 120) -> str:
+    """What a value looks like (type, shape, start), for errors about unexpected data.
+
+    A 4096-dimension vector printed whole would bury the message; its shape and
+    first numbers say what went wrong.
+    """
+    if isinstance(value, list):
+        if value and all(isinstance(row, list) for row in value):
+            widths = sorted({len(row) for row in value})
+            shown = ", ".join(str(w) for w in widths[:3]) + ("..." if len(widths) > 3 else "")
+            inner = {type(x).__name__ for row in value for x in row[:50]}
+            shape = f"a list of {len(value)} lists of {shown} items ({', '.join(sorted(inner)) or 'empty'})"
+        else:
+            kinds = sorted({type(x).__name__ for x in value[:50]})
+            shape = f"a list of {len(value)} items ({', '.join(kinds) or 'empty'})"
+    elif isinstance(value, dict):
+        shape = f"an object with keys {', '.join(list(map(str, value))[:8]) or 'none'}"
+    else:
+        shape = "null" if value is None else f"a {type(value).__name__}"
+    text = json.dumps(value, default=str)
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return f"{shape}: {text}"
+
+
+_NO_EMBEDDINGS = re.compile(
+    r"embedding\s*=\s*true|embeddings? (are |is )?not (enabled|supported)|--embeddings?\b", re.I
+)
+
+
+def _not_serving_embeddings(spec: ModelSpec, error: ProviderError) -> ProviderError | None:
+    """A clear error when the server is up but not serving embeddings, else None.
+
+    llama-cpp-python answers HTTP 500 "Llama model must be created with
+    embedding=True to call this method"; llama.cpp's own server says "This server
+    does not support embeddings. Start it with `--embeddings`". Retrying either is
+    pointless, and the fix is on the server's command line.
+    """
+    if error.status is None or not _NO_EMBEDDINGS.search(str(error)):
+        return None
+    return ProviderError(
+        f"{error}. The server at {spec.api_url or 'api_url'} is not serving embeddings: "
+        "start a server for the embedding model with embeddings on (llama-cpp-python: "
+        "python -m llama_cpp.server --model MODEL.gguf --embedding true; llama.cpp: "
+        "llama-server -m MODEL.gguf --embeddings --pooling mean) and point this "
+        "embedding model's api_url at it",
+        model=spec.name,
+        status=error.status,
+    )
+
+
+class OpenAIEmbeddingAPI(EmbeddingAPI):
+    """``POST {base}/embeddings``; also every OpenAI-compatible server via ``api_url``."""
+
+    vendor: ClassVar[str] = "openai"
+    default_api_url: ClassVar[str | None] = "https://api.openai.com/v1"
+    max_batch: ClassVar[int | None] = 2048
+
+    #: Set once per model when the server sent per-token vectors: from then on each text
+    #: goes in a request of its own (see :meth:`embed`), and the note has been shown.
+    pooled_tokens: bool = False
+
+    def __init__(self, spec: ModelSpec, client: httpx.AsyncClient | None) -> None:
+        super().__init__(spec, client)
+        self._headers = bearer_headers(spec)
+        # Only text-embedding-3 and later models take it; others keep their own size.
+        self._extra: dict[str, Any] = {"dimensions": self.dims} if self.dims else {}
+
+    async def embed(self, texts: list[str]) -> EmbeddingResult:
+        """One request for all ``texts``, unless the server answers per token.
+
+        llama-cpp-python's server, when it does not pool, gets every text of a batch but
+        the first wrong (measured: the cosine between a text's vectors sent alone and
+        sent second in a batch was 0.007). So once a server has sent per-token vectors,
+        each text is sent on its own, and a batch that came back per token is asked
+        again text by text.
+        """
+        if self.pooled_tokens and len(texts) > 1:
+            return await self._one_by_one(texts)
+        result, per_token = await self._request(texts)
+        if per_token and len(texts) > 1:
+            return await self._one_by_one(texts)
+        return result
+
+    async def _one_by_one(self, texts: list[str]) -> EmbeddingResult:
+        vectors: list[list[float]] = []
+        tokens: int | None = None
+        for text in texts:
+            result, _ = await self._request([text])
+            vectors.extend(result.vectors)
+            if result.input_tokens is not None:
+                tokens = (tokens or 0) + result.input_tokens
+        return EmbeddingResult(vectors, tokens)
+
+    async def _request(self, texts: list[str]) -> tuple[EmbeddingResult, bool]:
+        """The vectors of one request, and whether they came per token (and were pooled)."""
+        url = f"{self.base_url}/embeddings"
+        body = {"model": self.spec.model_ref, "input": list(texts), **self._extra}
+        try:
+            data = await post_json(require_client(self), self.spec, url, body, self._headers)
+        except ProviderError as exc:
+            raise _not_serving_embeddings(self.spec, exc) or exc from None
+        items = data.get("data")
+        if not isinstance(items, list):
+            raise malformed(self.spec, url, "a 'data' list", data)
+        if len(items) != len(texts):
+            raise malformed(self.spec, url, f"{len(texts)} embeddings, got {len(items)}")
+        vectors: list[list[float] | None] = [None] * len(texts)
+        per_token = False
+        for position, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise malformed(self.spec, url, f"'data[{position}]' to be an object", data)
+            # The index is the order of the input; servers may answer out of order.
+            index = item.get("index", position)
+            raw = item.get("embedding")
+            vector = float_vector(raw)
+            if count(index) is None or not 0 <= index < len(texts) or vectors[index] is not None:
+                raise malformed(
+                    self.spec, url, f"'data[{position}].index' to be a distinct input index"
+                )
+            if vector is None:
+                vector = pool_token_vectors(raw)
+                if vector is None:
+                    raise ProviderError(
+                        f"model '{self.spec.name}' ({self.spec.vendor}): malformed response "
+                        f"from {url}: expected 'data[{position}].embedding' to be a list of "
+                        f"numbers (or per-token lists of numbers), got {describe_value(raw)}",
+                        model=self.spec.name,
+                    )
+                per_token = True
+                self._note_pooled(len(raw), len(vector))
+            vectors[index] = vector
+        usage = data.get("usage")
+        tokens = count(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
+        return EmbeddingResult([v for v in vectors if v is not None], tokens), per_token
+
+    def _note_pooled(self, tokens: int, dims: int) -> None:
+        if self.pooled_tokens:
+            return
+        self.pooled_tokens = True
+        log.warning(
+            "embedding model '%s': the server sent one vector per token (%d tokens x %d "
+            "dimensions) instead of one per text; oxyeval averages them (mean pooling) and "
+            "sends one text per request (such servers mix up the texts of a batch). To "
+            "have the server pool, run llama.cpp's own server with `llama-server "
+            "--embeddings --pooling mean`, or an embedding model that declares its pooling type",
+            self.spec.name,
+            tokens,
+            dims,
         )

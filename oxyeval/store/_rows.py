@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..providers import stopped_at_token_limit  # the one truncation rule; no httpx behind it
+
 __all__ = [
     "CaseHistory",
     "CaseStats",
@@ -29,9 +31,6 @@ __all__ = [
     "WorkflowRunRecord",
     "WorkflowTask",
 ]
-
-# How vendors spell "stopped at the token limit" (OpenAI, Anthropic, Gemini).
-TRUNCATED_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
 
 
 def pass_rate(passes: int, runs: int) -> float | None:
@@ -175,7 +174,7 @@ class Execution:
     @property
     def truncated(self) -> bool:
         """The model stopped at its token limit: the output may be cut off."""
-        return (self.finish_reason or "").lower() in TRUNCATED_REASONS
+        return stopped_at_token_limit(self.finish_reason)
 
 
 @dataclass(frozen=True)

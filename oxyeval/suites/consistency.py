@@ -38,8 +38,7 @@ from ..project.config import (
     project_files,
 )
 from ..project.document import path_problem
-from ..providers._model import RetryPolicy
-from ..providers._pool import ModelPool
+from ..providers import ModelPool, RetryPolicy
 from ..workflow.agent import counted, stopped_at_token_limit, token_limit_warning
 from ..workflow.compile import CompiledWorkflow, compile_workflow
 from ..workflow.context import RunContexts

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..project.templates import TemplateRef, render
-from ..providers._base import ChatMessage, Completion, GenerateParams
+from ..providers import ChatMessage, Completion, GenerateParams
 
 if TYPE_CHECKING:
     from ..project.config import Agent

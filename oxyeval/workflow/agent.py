@@ -18,11 +18,19 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, ProviderError
 from ..project.templates import render
-from ..providers._base import ChatMessage, Completion, GenerateParams, ToolCall, ToolSpec, Usage
+from ..providers import (
+    ChatMessage,
+    Completion,
+    GenerateParams,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    stopped_at_token_limit,
+)
 
 if TYPE_CHECKING:
     from ..project.config import Agent, ContextSpec
-    from ..providers._pool import ModelPool
+    from ..providers import ModelPool
     from .sql import Databases
 
 __all__ = [
@@ -33,7 +41,6 @@ __all__ = [
     "token_limit_warning",
 ]
 
-_TRUNCATED = {"length", "max_tokens", "max_output_tokens"}  # OpenAI, Anthropic, Gemini spellings
 _MAX_CONTEXT_BYTES = 2_000_000
 _MAX_TOOL_RESULT_CHARS = 20_000
 _DEFAULT_SQL_DESCRIPTION = (
@@ -76,11 +83,6 @@ def read_context(spec: ContextSpec, root: Path, where: str) -> str:
                 )
             parts.append(data.decode("utf-8", errors="replace"))
     return "\n\n".join(parts)
-
-
-def stopped_at_token_limit(finish_reason: str | None) -> bool:
-    """Whether a model stopped because it ran out of tokens (any vendor's spelling)."""
-    return (finish_reason or "").lower() in _TRUNCATED
 
 
 def counted(items: Sequence[object], total: int, noun: str, shown: int = 10) -> str:

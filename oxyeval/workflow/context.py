@@ -16,12 +16,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ..providers._pool import ModelPool
+from ..providers import ModelPool
 
 if TYPE_CHECKING:
     from ..project.config import Agent, Project
-    from ..providers._model import RetryPolicy
-    from ..providers.embeddings import EmbeddingPool
+    from ..providers import RetryPolicy
+    from ..providers import EmbeddingPool
     from .agent import AgentRunner
     from .engine import Engine, TaskRecord
     from .sql import Databases
@@ -76,7 +76,7 @@ class RunContext:
     def embeddings(self) -> EmbeddingPool:
         """Embedding models, on the chat models' HTTP client and endpoint limits."""
         if self._embeddings is None:
-            from ..providers.embeddings import EmbeddingPool
+            from ..providers import EmbeddingPool
 
             remote = any(s.vendor != "mock" for s in self.project.embeddings.values())
             self._embeddings = EmbeddingPool(

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import EXIT_INFRA, ConfigError, LoadError, OxyError, ProviderError
 from ..project.config import Agent, Project, load_agent
-from ..providers._pool import ModelPool
+from ..providers import ModelPool
 from .agent import AgentRunner
 from .compile import CompileCache, CompiledWorkflow, Scope, compile_workflow
 from .files import UNUSABLE, cache_path, export, read_cache, write_output

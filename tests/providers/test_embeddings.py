@@ -26,12 +26,10 @@ from oxyeval.providers import (
     cosine,
     embedding_vendors,
 )
-from oxyeval.providers.embeddings import (
-    GoogleEmbeddingAPI,
-    MockEmbeddingAPI,
-    OllamaEmbeddingAPI,
-    OpenAIEmbeddingAPI,
-)
+from oxyeval.providers.google import GoogleEmbeddingAPI
+from oxyeval.providers.mock import MockEmbeddingAPI
+from oxyeval.providers.ollama import OllamaEmbeddingAPI
+from oxyeval.providers.openai import OpenAIEmbeddingAPI
 from tests.fakes import (
     SleepRecorder,
     fake_gemini_embeddings,

@@ -30,7 +30,7 @@ from oxyeval.providers import (
 )
 from oxyeval.providers._limiter import AdaptiveLimiter, Limiters, Outcome
 from oxyeval.providers._model import deterministic_500
-from oxyeval.providers.embeddings import describe_value, pool_token_vectors
+from oxyeval.providers.openai import describe_value, pool_token_vectors
 
 from ..fakes import (
     FakeResponse,

@@ -19,7 +19,7 @@ from ...project.config import Project, load_project
 from ...project.prompts import PromptDef, collect_case_files, load_prompts, rewrite_expected_output
 from ...project.schema import did_you_mean
 from ...project.templates import TemplateRef
-from ...providers._base import GenerateParams
+from ...providers import GenerateParams
 from ...redact import redact
 from ...store import NewExecution, TestCase
 from ...workflow.agent import counted, stopped_at_token_limit, token_limit_warning
