@@ -21,11 +21,20 @@ if TYPE_CHECKING:
 
     from .sandbox import LimitedSandbox
 
-__all__ = ["TemplateRef", "evaluate", "referenced_names", "render", "template_diagnostics"]
+__all__ = [
+    "TemplateRef",
+    "environment",
+    "evaluate",
+    "referenced_names",
+    "render",
+    "template_diagnostics",
+]
 
 
 @functools.cache
-def _env() -> LimitedSandbox:
+def environment() -> LimitedSandbox:
+    """The one sandboxed Jinja environment every template renders in (SQL templates
+    overlay it): strict undefined variables, size limits, no access to internals."""
     from jinja2 import StrictUndefined
 
     from .sandbox import LimitedSandbox  # the sandbox with size limits (see sandbox.py)
@@ -67,7 +76,7 @@ class TemplateRef:
             from jinja2 import TemplateSyntaxError
 
             try:
-                self._compiled = _env().from_string(self.source)
+                self._compiled = environment().from_string(self.source)
             except TemplateSyntaxError as exc:
                 raise self.error(f"template syntax error: {exc.message}", exc.lineno) from None
             except RecursionError:  # {{ ((((...)))) }} thousands deep: Jinja parses recursively
@@ -90,7 +99,7 @@ def referenced_names(ref: TemplateRef) -> set[str]:
         from jinja2 import meta
 
         try:
-            ref._names = frozenset(meta.find_undeclared_variables(_env().parse(ref.source)))
+            ref._names = frozenset(meta.find_undeclared_variables(environment().parse(ref.source)))
         except Exception:  # syntax errors are reported by template_diagnostics
             ref._names = frozenset()
     return set(ref._names)
@@ -113,7 +122,7 @@ def evaluate(source: str, context: Mapping[str, Any]) -> Any:
     from .sandbox import budget
 
     with budget():
-        return _env().compile_expression(source, undefined_to_none=False)(**context)
+        return environment().compile_expression(source, undefined_to_none=False)(**context)
 
 
 def render(ref: TemplateRef, context: Mapping[str, Any]) -> str:

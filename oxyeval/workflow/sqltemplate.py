@@ -143,7 +143,7 @@ def _sql_env() -> SandboxedEnvironment:
     from jinja2 import Undefined, pass_context, pass_eval_context
     from jinja2.sandbox import SecurityError
 
-    from ..project.templates import _env
+    from ..project.templates import environment
 
     @pass_eval_context  # runtime only: Jinja must not fold constants through it
     def finalize(_ctx: Any, value: Any) -> str:
@@ -172,7 +172,7 @@ def _sql_env() -> SandboxedEnvironment:
             "print values without it (they are bound), or names with sql_identifier"
         )
 
-    env = _env().overlay(finalize=finalize)
+    env = environment().overlay(finalize=finalize)
     env.filters = {**env.filters, "sql_identifier": sql_identifier, "raw_sql": raw_sql}
     return env
 
