@@ -12,6 +12,8 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "AgentRunner": "agent",
+    "AgentAnswer": "ask",
+    "ask_agent": "ask",
     "Plan": "compile",
     "compile_workflow": "compile",
     "Engine": "engine",
@@ -28,6 +30,7 @@ _EXPORTS = {
     "SqlRunner": "sql",
 }
 __all__ = [
+    "AgentAnswer",
     "AgentRunner",
     "Engine",
     "Plan",
@@ -40,6 +43,7 @@ __all__ = [
     "Workflow",
     "WorkflowFailed",
     "WorkflowRun",
+    "ask_agent",
     "compile_workflow",
     "load_workflow",
     "run_workflow",
@@ -48,6 +52,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .agent import AgentRunner
+    from .ask import AgentAnswer, ask_agent
     from .compile import Plan, compile_workflow
     from .engine import Engine, TaskFailed, TaskRecord, WorkflowFailed, WorkflowRun, run_workflow
     from .spec import Task, Workflow, load_workflow
