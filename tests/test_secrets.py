@@ -442,7 +442,9 @@ def test_whatever_a_command_prints_is_scrubbed(
     captured = capsys.readouterr()
     assert info.value.code == 3
     assert "internal error: RuntimeError: bug near ***" in captured.err
-    assert json.loads(captured.out)["error"].startswith("internal error: RuntimeError: bug near ***")
+    assert json.loads(captured.out)["error"].startswith(
+        "internal error: RuntimeError: bug near ***"
+    )
     assert KEY not in captured.out + captured.err
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import EXIT_INFRA, EXIT_INPUT, OxyError
+from ..errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, OxyError
 from ._app import DebugOption, Format, RichProgress, ThresholdMode, app, setup_logging
 from .console import print_error, stderr_console, stdout_console, streams
 
@@ -137,7 +137,7 @@ def test_command(
     if error is not None:
         code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
         print_error(err, error, debug)
-    if code != 0:  # the reason is on stderr whatever the format (stdout may go to a file)
+    if code != EXIT_OK:  # the reason is on stderr whatever the format (stdout may go to a file)
         for test in run.tests:
             if not test.ok:
                 what = "" if test.interrupted else "not scored: "  # its error says interrupted

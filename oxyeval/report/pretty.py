@@ -127,7 +127,7 @@ def _headline(run: TestRun, threshold: ThresholdResult | None, code: int | None)
         judges = sum(len(t.judge_errors) for t in run.tests)
         return (
             f"❌ Eval finished with {runs} run error(s) and {judges} judge error(s) "
-            "(--strict: exit 3); metrics:"
+            f"(--strict: exit {EXIT_INFRA}); metrics:"
         )
     if threshold is not None:
         if threshold.passed:
