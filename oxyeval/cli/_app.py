@@ -19,7 +19,7 @@ import typer
 
 from .. import __version__
 from ..errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK
-from .console import Streams, echo, print_error, stderr_console, using_streams
+from .console import Streams, echo, stderr_console, using_streams
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -163,19 +163,26 @@ def _run_app(args: list[str], out: Streams) -> int:
     except SystemExit as exc:  # a signal outside the command's loop (see interrupt.py)
         from .interrupt import SignalExit
 
-        code = exc.code if isinstance(exc.code, int) else EXIT_INPUT if exc.code else EXIT_OK
-        message = exc.reason if isinstance(exc, SignalExit) else f"stopped with exit code {code}"
+        if isinstance(exc.code, str):  # sys.exit("why"): say why, as Python would
+            code, message = EXIT_INPUT, exc.code
+            out.stderr.write(f"{message}\n")
+        else:
+            code = exc.code or EXIT_OK
+            reason = exc.reason if isinstance(exc, SignalExit) else None
+            message = reason or f"stopped with exit code {code}"
     except Exception as exc:  # a bug no command caught: one paragraph, not a traceback
+        import traceback
+
         from ..redact import redact
 
-        message = (
-            f"internal error: {type(exc).__name__}: {redact(str(exc))} "
-            "(run with --debug for the traceback)"
-        )
+        message = f"internal error: {type(exc).__name__}: {redact(str(exc))}"
+        err = stderr_console()
         if debug:
-            print_error(stderr_console(), exc, debug=True)
+            trace = "".join(traceback.format_exception(exc))
+            err.print(redact(trace), style="dim", markup=False)
         else:
-            stderr_console().print(message, style="red", markup=False)
+            message += " (run with --debug for the traceback)"
+        err.print(message, style="red", markup=False)
         code = EXIT_INFRA
     if code != EXIT_OK and _wants_json(args) and not out.wrote_stdout:
         from ..report.json import write_json
