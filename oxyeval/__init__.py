@@ -43,7 +43,7 @@ _LAZY = {
     "ProviderError": "oxyeval.errors",
     "TestResult": "oxyeval.suites.results",
     "TestRun": "oxyeval.suites.results",
-    "check_threshold": "oxyeval.report.consistency",
+    "check_threshold": "oxyeval.report.threshold",
     "open_store": "oxyeval.store",
     "parse_verdict": "oxyeval.judge.judge",
     "run_tests": "oxyeval.suites.consistency",
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from .judge.judge import parse_verdict
     from .project.config import Agent, Project, load_agent, load_project
     from .project.validate import validate_paths
-    from .report.consistency import check_threshold
+    from .report.threshold import check_threshold
     from .store import open_store
     from .suites.consistency import run_tests, run_tests_async
     from .suites.results import TestResult, TestRun

@@ -16,8 +16,8 @@ Where redaction happens, and why there:
    (both say ``***``), which is what the judge and exact match should see.
 2. **At every sink, as defence in depth** for text that did not come from a model
    (SQL rows, variables, cache files or history written by an older version):
-   JSON documents (:func:`oxyeval.report.consistency.write_json`), the consoles and the CLI
-   process's stdout/stderr (:class:`RedactingStream`), log lines, workflow exports
+   JSON documents (:func:`oxyeval.report.json.write_json`), the consoles and every
+   stream the CLI writes through (:class:`RedactingStream`), log lines, workflow exports
    and cache files (read and written), baselines ``oxy cases accept`` writes into
    YAML, and the history store (``case_runner`` redacts what it stores; the store's
    execution writer redacts again).
@@ -135,7 +135,8 @@ class RedactingStream:
     """A text stream that redacts every write: what the CLI's stdout and stderr go through.
 
     ``target`` is the stream, or a function returning the stream to use at each write
-    (the consoles follow ``sys.stderr`` as pytest or the CLI's JSON recorder swap it).
+    (the CLI's streams follow ``sys.stdout``/``sys.stderr`` as pytest or a rich progress
+    display swap them).
     Writes are redacted one by one; every writer here emits a line or a whole document
     per write, so a key is never split across two writes.
     """

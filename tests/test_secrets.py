@@ -347,7 +347,7 @@ def test_redact_data_scrubs_keys_and_nested_values() -> None:
 
 def test_json_writer_console_and_streams_redact(capsys: pytest.CaptureFixture[str]) -> None:
     from oxyeval.cli.console import stderr_console, stdout_console
-    from oxyeval.report.consistency import write_json
+    from oxyeval.report import write_json
 
     register_secret(KEY)
     out = io.StringIO()
@@ -404,27 +404,65 @@ def test_store_never_writes_a_key(tmp_path: Path) -> None:
     assert KEY.encode() not in data
 
 
-def test_the_cli_process_streams_redact_whatever_prints(
+def test_whatever_a_command_prints_is_scrubbed(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The last line of defence: a print that forgot to scrub is scrubbed on its way out."""
+    """The last line of defence: a command prints only through the CLI's streams, which
+    scrub a secret that nobody scrubbed before printing it (plain text, a console, a raw
+    stream write, an uncaught error and its JSON document)."""
+    import typer
+
     import oxyeval.cli._app as cli
+    from oxyeval.cli.console import echo, stderr_console, stdout_console, streams
 
     register_secret(KEY)
+    leaky = typer.Typer()
 
-    def leaky() -> None:
-        print(f"stdout {KEY}")
-        print(f"stderr {KEY}", file=sys.stderr)
-        raise SystemExit(0)
+    @leaky.command("talk")
+    def talk() -> None:
+        echo(f"echo {KEY}")
+        stdout_console().print(f"console {KEY}", markup=False)
+        stderr_console().print(f"stderr {KEY}", markup=False)
+        streams().stderr.write(f"raw {KEY}\n")
 
-    monkeypatch.setattr(sys, "stdout", sys.stdout)  # restored after the test
-    monkeypatch.setattr(sys, "stderr", sys.stderr)
-    monkeypatch.setattr(sys, "argv", ["oxy", "test", "x"])
+    @leaky.command("crash")
+    def crash(format: str = typer.Option("pretty", "--format")) -> None:
+        raise RuntimeError(f"bug near {KEY}")
+
     monkeypatch.setattr(cli, "app", leaky)
-    with pytest.raises(SystemExit):
-        cli.main()
+    with pytest.raises(SystemExit) as info:
+        cli.main(["talk"])
     captured = capsys.readouterr()
-    assert captured.out == "stdout ***\n" and captured.err == "stderr ***\n"
+    assert info.value.code == 0
+    assert captured.out == "echo ***\nconsole ***\n"
+    assert captured.err == "stderr ***\nraw ***\n"
+
+    with pytest.raises(SystemExit) as info:
+        cli.main(["crash", "--format", "json"])
+    captured = capsys.readouterr()
+    assert info.value.code == 3
+    assert "internal error: RuntimeError: bug near ***" in captured.err
+    assert json.loads(captured.out)["error"].startswith(
+        "internal error: RuntimeError: bug near ***"
+    )
+    assert KEY not in captured.out + captured.err
+
+
+def test_a_secret_in_a_bad_command_line_value_is_scrubbed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Click echoes a bad value back in its usage error: that goes through the same
+    streams, on stderr and in the JSON document."""
+    from oxyeval.cli import main
+
+    register_secret(KEY)
+    with pytest.raises(SystemExit) as info:
+        main(["test", "x.agent.yml", "--format", "json", "--min-accuracy", KEY])
+    captured = capsys.readouterr()
+    assert info.value.code == 2
+    assert "Invalid value for '--min-accuracy': '***'" in captured.err
+    assert "'***' is not a valid float" in json.loads(captured.out)["error"]
+    assert KEY not in captured.out + captured.err
 
 
 def test_a_secret_scope_forgets_the_keys_first_registered_inside() -> None:

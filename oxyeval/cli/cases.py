@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import sys
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import EXIT_FAILED, EXIT_INFRA, OxyError
+from ..errors import EXIT_INFRA, EXIT_OK, OxyError
 from ..project.limits import MAX_CONCURRENCY
-from .console import print_error, stderr_console, stdout_console
+from ._app import Format, ProjectOption, app
+from .console import print_error, stderr_console, stdout_console, streams
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..store import Store
-    from ..suites.cases.run import CaseRun
+    from ..store import Run, Store, TestCase
 
 __all__ = ["cases_app", "history_command"]
 
@@ -37,15 +35,7 @@ DbOption = Annotated[
         "$OXY_DB, else history.url in config.yml, else .oxy/oxyeval.db in the project).",
     ),
 ]
-ProjectOption = Annotated[str | None, typer.Option("--project", help="Project folder.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
-
-
-class Format(str, Enum):
-    """The output formats of the read commands; anything else is refused (exit 2)."""
-
-    pretty = "pretty"
-    json = "json"
 
 
 FormatOption = Annotated[
@@ -58,13 +48,17 @@ def _consoles() -> tuple[Console, Console]:
 
 
 def _fail(err: Console, exc: BaseException, as_json: bool) -> typer.Exit:
-    from ..report.consistency import write_json
-
     code = exc.exit_code if isinstance(exc, OxyError) else EXIT_INFRA
     print_error(err, exc)
     if as_json:
-        write_json({"error": str(exc), "exit_code": code}, sys.stdout)
+        _print_json({"error": str(exc), "exit_code": code})
     return typer.Exit(code)
+
+
+def _print_json(doc: dict[str, Any]) -> None:
+    from ..report.json import write_json
+
+    write_json(doc, streams().stdout)
 
 
 def _open(project_dir: str | None, db: str | None, *, write: bool) -> tuple[Any, Store | None]:
@@ -108,133 +102,6 @@ def _read(
         raise _fail(err, exc, as_json) from None
 
 
-def _table(*columns: str) -> Any:
-    from rich.table import Table
-
-    table = Table()
-    for column in columns:
-        table.add_column(column)
-    return table
-
-
-def _fmt(value: float | None, pct: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.1f}%" if pct else f"{value:.3f}"
-
-
-def _diff_text(ops: list[dict[str, str]], colour: bool) -> Any:
-    """Colours on a terminal; [-removed-]{+added+} markers where colours do not show."""
-    from rich.text import Text
-
-    text = Text()
-    for op in ops:
-        if op["op"] == "equal":
-            text.append(op["text"])
-        elif op["op"] == "delete":
-            text.append(
-                op["text"] if colour else f"[-{op['text']}-]", style="red strike" if colour else ""
-            )
-        else:
-            text.append(
-                op["text"] if colour else f"{{+{op['text']}+}}",
-                style="green underline" if colour else "",
-            )
-    return text
-
-
-def _render_run(out: Console, run: CaseRun, quiet: bool) -> None:
-    from rich.table import Table
-
-    methods = sorted({r.similarity_method for r in run.results if r.similarity_method})
-    caption = "score = 1.0 on exact match, else similarity: " + (", ".join(methods) or "-")
-    if any(m == "lexical" for m in methods):
-        caption += (
-            " (lexical = word overlap, not semantic: a synonym or paraphrase scores low, an"
-            " answer that repeats the expected words scores high; a text with over twice the"
-            " other's words is scaled down)"
-        )
-    table = Table(title=None, caption=caption, caption_justify="left")
-    for column in ("case", "passed", "score", "exact", "Δlength", "Δtokens", "regression"):
-        table.add_column(column, justify="left" if column in ("case", "regression") else "right")
-    several = len({r.prompt_id for r in run.results}) > 1
-    for r in run.results:
-        label = f"{r.prompt_id}::{r.name}" if several else r.name
-        if r.error is not None:
-            table.add_row(label, "[red]error[/]", "-", "-", "-", "-", "")
-            continue
-        passed = (
-            "[green]yes[/]" if r.passed else ("[yellow]pending[/]" if r.pending else "[red]no[/]")
-        )
-        tokens = "-" if r.token_diff is None else f"{r.token_diff:+d}"
-        if r.token_diff is not None and r.token_method == "estimate":
-            tokens = "~" + tokens
-        regression = ", ".join(r.regression_types) if r.is_regression else ""
-        length = "-" if r.length_diff is None else f"{r.length_diff:+d}"
-        table.add_row(
-            label,
-            passed,
-            _fmt(r.score),
-            "yes" if r.exact_match else "no",
-            length,
-            tokens,
-            f"[yellow]{regression}[/]" if regression else "",
-        )
-    out.print(table)
-    if not quiet:
-        for r in run.results:
-            if r.error is not None:
-                out.print(f"[red]{r.name}: {r.error}[/]", markup=True)
-            elif not r.passed or r.is_regression:
-                state = "pending" if r.pending else ("failed" if not r.passed else "regression")
-                out.rule(f"{r.name}: {state}", style="dim", align="left")
-                if r.expected_output is None:
-                    out.print(
-                        "no expected output yet; accept one with: oxy cases accept " + repr(r.name)
-                    )
-                else:
-                    if "\n" not in (r.expected_output or "") + (r.actual_output or ""):
-                        out.print(f"expected: {r.expected_output}", markup=False)
-                        out.print(f"actual:   {r.actual_output}", markup=False)
-                    colour = out.is_terminal
-                    out.print(_diff_text(r.output_diff, colour))
-                    legend = (
-                        "red: expected text missing from the output; green: text the output added"
-                        if colour
-                        else "[-...-]: expected text missing from the output; {+...+}: text the output added"
-                    )
-                    out.print(f"({legend})", style="dim", markup=False)
-                for reason in r.regression_reasons:
-                    out.print(f"[yellow]regression: {reason}[/]")
-    passed = sum(1 for r in run.results if r.passed and r.error is None)
-    versions = ", ".join(f"{p} v{v}" for p, v in run.versions.items())
-    out.print(
-        f"{len(run.results)} case(s): {passed} passed, {len(run.failed)} failed, "
-        f"{len(run.regressions)} regression(s), {len(run.errors)} error(s)"
-        + (f", {len(run.pending)} pending (no expected output)" if run.pending else "")
-        + f" · {versions} · history in {run.db}"
-    )
-
-
-def _print_reasons(err: Console, run: CaseRun, fail_on_regression: bool) -> None:
-    """Why the exit code is not 0, one line per case on stderr, whatever the format."""
-    from ..redact import redact
-
-    for r in run.errors:
-        err.print(f"error: {r.case_id}: {redact(r.error or '')}", style="red", markup=False)
-    for r in run.failed:
-        score = "-" if r.score is None else f"{r.score:.3f}"
-        err.print(
-            f"failed: {r.case_id}: score {score} below its threshold {r.threshold:g}",
-            style="red",
-            markup=False,
-        )
-    if fail_on_regression:
-        for r in run.regressions:
-            why = "; ".join(r.regression_reasons) or ", ".join(r.regression_types)
-            err.print(f"regression: {r.case_id}: {redact(why)}", style="red", markup=False)
-
-
 @cases_app.command("run")
 def cases_run(
     paths: Annotated[
@@ -244,8 +111,12 @@ def cases_run(
     case: Annotated[
         list[str] | None, typer.Option("--case", help="Only this case (repeatable).")
     ] = None,
-    version: Annotated[
-        int | None, typer.Option("--version", help="Run an earlier prompt version.")
+    prompt_version: Annotated[
+        int | None,
+        typer.Option("--prompt-version", help="Run an earlier version of the prompt."),
+    ] = None,
+    old_version: Annotated[
+        int | None, typer.Option("--version", hidden=True, help="Same as --prompt-version.")
     ] = None,
     format: Annotated[str, typer.Option("--format", help="pretty or json.")] = "pretty",
     fail_on_regression: Annotated[
@@ -263,7 +134,8 @@ def cases_run(
     Exit codes: 0 all passed; 1 a case failed (or regressed, with --fail-on-regression);
     2 bad input; 3 a provider failure or an interrupted run.
     """
-    from ..report.consistency import write_json
+    from ..report.cases import case_run_json
+    from ..report.cases_pretty import render_case_run
     from ..suites.cases.run import CaseRun, run_cases_async
     from .interrupt import interrupt_reason, run_interruptible
 
@@ -271,6 +143,9 @@ def cases_run(
     as_json = format == "json"
     if format not in ("pretty", "json"):
         raise _fail(err, OxyError(f"--format must be pretty or json, not {format!r}"), False)
+    if prompt_version is not None and old_version is not None and prompt_version != old_version:
+        message = f"--prompt-version {prompt_version} and --version {old_version} disagree"
+        raise _fail(err, OxyError(message), as_json)
     run = CaseRun(db=Path("."))
     try:
         run_interruptible(
@@ -278,7 +153,7 @@ def cases_run(
                 paths or [],
                 project_dir=project,
                 cases=case,
-                version=version,
+                version=prompt_version if prompt_version is not None else old_version,
                 db=db,
                 concurrency=concurrency,
                 into=run,
@@ -299,34 +174,13 @@ def cases_run(
         run.interrupted = True
     for warning in run.warnings:
         err.print(f"warning: {warning}", style="yellow", markup=False)
-    code = 0
-    if run.failed or (fail_on_regression and run.regressions):
-        code = EXIT_FAILED
-    if run.errors or run.interrupted:
-        code = EXIT_INFRA
-    _print_reasons(err, run, fail_on_regression)
+    code = run.exit_code(fail_on_regression=fail_on_regression)
+    for reason in run.failure_reasons(fail_on_regression=fail_on_regression):
+        err.print(reason, style="red", markup=False)  # whatever the format: CI logs show it
     if as_json:
-        write_json(
-            {
-                "executions": [r.to_dict() for r in run.results],
-                "summary": {
-                    "cases": len(run.results),
-                    "planned": run.planned,
-                    "passed": sum(1 for r in run.results if r.passed and r.error is None),
-                    "failed": len(run.failed),
-                    "regressions": len(run.regressions),
-                    "errors": len(run.errors),
-                    "interrupted": run.interrupted,
-                    "versions": run.versions,
-                    "runs": run.runs,
-                    "db": str(run.db),
-                    "exit_code": code,
-                },
-            },
-            sys.stdout,
-        )
+        _print_json(case_run_json(run, code=code))
     else:
-        _render_run(out, run, quiet)
+        render_case_run(run, out, quiet=quiet)
     raise typer.Exit(code)
 
 
@@ -342,42 +196,24 @@ def cases_list(
     project: ProjectOption = None,
 ) -> None:
     """Every test case with its aggregates: runs, pass rate, average score, last run."""
-    from ..report.consistency import write_json
-
     out, err = _consoles()
     as_json = as_json or format == "json"
 
-    def read(proj: Any, store: Store | None) -> list[dict[str, Any]]:
-        from ..report.cases import case_json
+    def read(proj: Any, store: Store | None) -> list[TestCase]:
         from ..suites.cases.run import preview_cases
 
-        return [case_json(c) for c in preview_cases(store, proj, paths or [])]
+        return preview_cases(store, proj, paths or [])
 
     cases = _read(project, db, err, as_json, read)
     if as_json:
-        write_json({"testCases": cases}, sys.stdout)
-        raise typer.Exit(0)
-    table = _table("case", "prompt", "runs", "pass rate", "avg score", "last run", "last passed")
-    for c in cases:
-        last = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}[c["lastPassed"]]
-        table.add_row(
-            c["name"],
-            c["promptId"],
-            str(c["totalRuns"]),
-            _fmt(c["passRate"], pct=True),
-            _fmt(c["avgScore"]),
-            (c["lastRun"] or "-")[:19].replace("T", " "),
-            last,
-        )
-    out.print(table)
+        from ..report.cases import case_json
 
+        _print_json({"testCases": [case_json(c) for c in cases]})
+    else:
+        from ..report.cases_pretty import render_case_list
 
-_BARS = "▁▂▃▄▅▆▇█"
-
-
-def sparkline(values: list[float | None]) -> str:
-    """One character per point, 0..1 mapped to eight heights; gaps as spaces."""
-    return "".join(" " if v is None else _BARS[min(7, max(0, int(v * 7.999)))] for v in values)
+        render_case_list(cases, out)
+    raise typer.Exit(EXIT_OK)
 
 
 @cases_app.command("show")
@@ -390,46 +226,27 @@ def cases_show(
     project: ProjectOption = None,
 ) -> None:
     """Statistics of one case: pass rate, average score, recent runs, regressions, trend."""
-    from ..report.consistency import write_json
-
     out, err = _consoles()
     as_json = as_json or format == "json"
 
-    def read(proj: Any, store: Store | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        from ..report.cases import case_json, empty_stats, stats_json
+    def read(proj: Any, store: Store | None) -> tuple[TestCase, Any]:
+        from ..report.cases import empty_stats
         from ..suites.cases.run import find_case, preview_cases
 
         case = find_case(preview_cases(store, proj, []), name)  # declared, never run: shown too
         stats = None if store is None else store.stats.case_stats(case.id, recent=recent)
-        return case_json(case), stats_json(stats or empty_stats(case.id))
+        return case, stats or empty_stats(case.id)
 
     case, stats = _read(project, db, err, as_json, read)
     if as_json:
-        write_json({"testCase": case, "stats": stats}, sys.stdout)
-        raise typer.Exit(0)
-    out.print(f"[bold]{case['id']}[/]  {case.get('description') or ''}")
-    out.print(
-        f"runs {stats['totalRuns']} · pass rate {_fmt(stats['passRate'], pct=True)} · "
-        f"avg score {_fmt(stats['avgScore'])} · regressions {stats.get('regressionCount', len(stats['regressions']))}"
-    )
-    trend = stats["trendData"]
-    if trend:
-        line = sparkline([None if t["passRate"] is None else t["passRate"] / 100 for t in trend])
-        out.print(f"pass rate by day {trend[0]['date']} .. {trend[-1]['date']}: {line}")
-    table = _table("when", "version", "passed", "score")
-    table.title = "recent runs"
-    for r in stats["recentRuns"]:
-        table.add_row(
-            r["createdAt"][:19].replace("T", " "),
-            str(r["promptVersion"]),
-            "[green]yes[/]" if r["passed"] else "[red]no[/]",
-            _fmt(r["score"]),
-        )
-    out.print(table)
-    for r in stats["regressions"][:5]:
-        out.print(
-            f"[yellow]regression {r['regressionType']} at {r['createdAt'][:19]} (v{r['promptVersion']})[/]"
-        )
+        from ..report.cases import case_json, stats_json
+
+        _print_json({"testCase": case_json(case), "stats": stats_json(stats)})
+    else:
+        from ..report.cases_pretty import render_case_stats
+
+        render_case_stats(case, stats, out)
+    raise typer.Exit(EXIT_OK)
 
 
 @cases_app.command("accept")
@@ -475,6 +292,7 @@ def cases_accept(
     err.print(f"expected output of {updated.id} set in {where}", style="green", markup=False)
 
 
+@app.command("history")
 def history_command(
     limit: Annotated[int, typer.Option("--limit", min=1, help="Runs to show.")] = 20,
     as_json: JsonOption = False,
@@ -483,53 +301,30 @@ def history_command(
     project: ProjectOption = None,
 ) -> None:
     """Recent test-case runs, newest first."""
-    from ..report.consistency import write_json
-
     out, err = _consoles()
     as_json = as_json or format == "json"
 
-    def read(_proj: Any, store: Store | None) -> list[dict[str, Any]]:
-        from ..report.cases import run_json
+    def read(_proj: Any, store: Store | None) -> list[Run]:
+        from dataclasses import replace
 
         if store is None:
             return []
         stale = set(store.runs.find_stale())  # shown as interrupted; a read writes nothing
         return [
-            run_json(r, status="interrupted" if r.id in stale else None)
+            replace(r, status="interrupted") if r.id in stale else r
             for r in store.runs.list(limit, kind="cases")
         ]
 
     runs = _read(project, db, err, as_json, read)
     if as_json:
-        write_json({"runs": runs}, sys.stdout)
-        raise typer.Exit(0)
-    if not runs:
-        out.print("no runs yet")
-        raise typer.Exit(0)
-    table = _table(
-        "started",
-        "prompt",
-        "version",
-        "status",
-        "done",
-        "passed",
-        "failed",
-        "regressions",
-    )
-    for r in runs:
-        status = {
-            "completed": "[green]completed[/]",
-            "interrupted": "[yellow]interrupted[/]",
-            "failed": "[red]failed[/]",
-        }.get(r["status"], r["status"])
-        table.add_row(
-            r["startedAt"][:19].replace("T", " "),
-            r["promptId"] or "-",
-            str(r["promptVersion"] or "-"),
-            status,
-            f"{r['done']}/{r['total']}",
-            str(r["passed"]),
-            str(r["failed"]),
-            str(r["regressions"]),
-        )
-    out.print(table)
+        from ..report.cases import run_json
+
+        _print_json({"runs": [run_json(r) for r in runs]})
+    else:
+        from ..report.cases_pretty import render_history
+
+        render_history(runs, out)
+    raise typer.Exit(EXIT_OK)
+
+
+app.add_typer(cases_app, name="cases")

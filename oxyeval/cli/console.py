@@ -1,22 +1,38 @@
-"""The two consoles every command writes to, and the one way errors are printed.
+"""The streams and consoles every command writes to, and the one way errors are printed.
 
 stdout carries results (a report, a table, or one JSON document); stderr carries
-progress, warnings and errors. Both are plain: no emoji codes (a ``:100:`` in a
-``file:100:3`` location must stay text) and no guessing of highlights. Both
-redact registered secrets from everything written through them (see
-:mod:`oxyeval.redact`).
+progress, warnings and errors. Commands never write to ``sys.stdout`` directly: they
+write through :func:`streams`, redacting wrappers of the real streams (see
+:mod:`oxyeval.redact`), and nothing replaces ``sys.stdout`` or ``sys.stderr``.
+
+The consoles are plain: no emoji codes (a ``:100:`` in a ``file:100:3`` location must
+stay text) and no guessing of highlights.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, TextIO
+
+from ..redact import RedactingStream
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["error_text", "print_error", "stderr_console", "stdout_console"]
+__all__ = [
+    "Streams",
+    "echo",
+    "error_text",
+    "print_error",
+    "stderr_console",
+    "stdout_console",
+    "streams",
+    "using_streams",
+]
 
 
 def _current(stream: TextIO) -> TextIO:
@@ -25,15 +41,67 @@ def _current(stream: TextIO) -> TextIO:
     return getattr(stream, "rich_proxied_file", stream)
 
 
+class _TrackedStream(RedactingStream):
+    """A redacting stream that remembers whether anything was written to it."""
+
+    written = False
+
+    def write(self, data: str) -> int:
+        if data:
+            self.written = True
+        return super().write(data)
+
+
+class Streams:
+    """The stdout and stderr of one ``oxy`` invocation.
+
+    Both redact every write and follow ``sys.stdout``/``sys.stderr`` at each write (pytest
+    and Click's test runner capture output by swapping them). ``main()`` makes one per
+    invocation; it remembers whether a result reached stdout, so a failure after a
+    document was printed never adds a second one.
+    """
+
+    def __init__(self) -> None:
+        self.stdout = _TrackedStream(lambda: _current(sys.stdout))
+        self.stderr = RedactingStream(lambda: _current(sys.stderr))
+
+    @property
+    def wrote_stdout(self) -> bool:
+        return self.stdout.written
+
+
+_active: ContextVar[Streams | None] = ContextVar("oxy_streams", default=None)
+
+
+def streams() -> Streams:
+    """The running invocation's streams (see :func:`using_streams`); fresh ones when none
+    is running (a test invoking the app directly, a library caller)."""
+    return _active.get() or Streams()
+
+
+@contextmanager
+def using_streams(value: Streams) -> Iterator[Streams]:
+    """Make ``value`` what :func:`streams` returns for the duration of one invocation."""
+    token = _active.set(value)
+    try:
+        yield value
+    finally:
+        _active.reset(token)
+
+
+def echo(text: str) -> None:
+    """``text`` and a newline on stdout (a plan, a schema, the version), as ``typer.echo``
+    writes it but through the redacting stream."""
+    streams().stdout.write(text + "\n")
+
+
 def stdout_console() -> Console:
     from rich.console import Console
-
-    from ..redact import RedactingStream
 
     # Piped output has no terminal width; rich's 80 columns would wrap every table row.
     width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
     return Console(
-        file=RedactingStream(lambda: _current(sys.stdout)),
+        file=streams().stdout,
         highlight=False,
         soft_wrap=True,
         emoji=False,
@@ -44,10 +112,8 @@ def stdout_console() -> Console:
 def stderr_console() -> Console:
     from rich.console import Console
 
-    from ..redact import RedactingStream
-
     return Console(
-        file=RedactingStream(lambda: _current(sys.stderr)),
+        file=streams().stderr,
         stderr=True,
         highlight=False,
         soft_wrap=True,

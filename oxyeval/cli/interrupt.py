@@ -18,7 +18,13 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["Interrupted", "exit_on_signal", "interrupt_reason", "run_interruptible"]
+__all__ = [
+    "Interrupted",
+    "SignalExit",
+    "exit_on_signal",
+    "interrupt_reason",
+    "run_interruptible",
+]
 
 T = TypeVar("T")
 
@@ -87,12 +93,22 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
             signal.signal(sig, handler)
 
 
+class SignalExit(SystemExit):
+    """The exit a signal forces before a command's loop runs; ``reason`` is the line it
+    printed, for ``main``'s JSON document."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(code)
+        self.reason = reason
+
+
 def _exit_now(signum: int, _frame: object) -> None:
     from ..errors import EXIT_INFRA
 
     name = signal.Signals(signum).name
-    print(f"interrupted ({name}) before any model was called; nothing ran", file=sys.stderr)
-    raise SystemExit(EXIT_INFRA)
+    reason = f"interrupted ({name}) before any model was called; nothing ran"
+    print(reason, file=sys.stderr)
+    raise SignalExit(EXIT_INFRA, reason)
 
 
 def exit_on_signal() -> None:

@@ -1,6 +1,11 @@
 """Stage 7, reports: a suite's results as a CI verdict (threshold, exit code), as text
 for people (pretty) and as JSON for machines.
 
+One module per concern: ``threshold`` (``oxy test``'s verdict), ``json`` (the JSON
+writer and ``oxy test``'s document), ``pretty`` (``oxy test`` for people), ``cases``
+and ``cases_pretty`` (``oxy cases`` and ``oxy history``). A new format (JUnit) is a
+new module beside them.
+
 JSON keys are snake_case for ``oxy test`` and ``oxy run`` (our own format, as
 oxy's) and camelCase for ``oxy cases`` and ``oxy history``, whose documents are the
 seed Testing API's types (``passRate``, ``lastRun``), served unchanged by the
@@ -14,20 +19,44 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
-    "check_threshold": "consistency",
-    "exit_code": "consistency",
-    "render_pretty": "consistency",
-    "to_json": "consistency",
-    "write_json": "consistency",
+    "case_run_json": "cases",
+    "render_case_list": "cases_pretty",
+    "render_case_run": "cases_pretty",
+    "render_case_stats": "cases_pretty",
+    "render_history": "cases_pretty",
+    "sparkline": "cases_pretty",
+    "to_json": "json",
+    "validation_json": "json",
+    "write_json": "json",
+    "render_pretty": "pretty",
+    "check_threshold": "threshold",
+    "exit_code": "threshold",
 }
 __all__ = [
+    "case_run_json",
     "check_threshold",
     "exit_code",
+    "render_case_list",
+    "render_case_run",
+    "render_case_stats",
+    "render_history",
     "render_pretty",
+    "sparkline",
     "to_json",
+    "validation_json",
     "write_json",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from .consistency import check_threshold, exit_code, render_pretty, to_json, write_json
+    from .cases import case_run_json
+    from .cases_pretty import (
+        render_case_list,
+        render_case_run,
+        render_case_stats,
+        render_history,
+        sparkline,
+    )
+    from .json import to_json, validation_json, write_json
+    from .pretty import render_pretty
+    from .threshold import check_threshold, exit_code

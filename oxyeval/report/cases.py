@@ -12,8 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..store import CaseStats, Execution, ExecutionSummary, Prompt, PromptVersion, Run, TestCase
+    from ..suites.cases.run import CaseRun
 
-__all__ = ["case_json", "execution_json", "prompt_json", "run_json", "stats_json", "version_json"]
+__all__ = [
+    "case_json",
+    "case_run_json",
+    "execution_json",
+    "prompt_json",
+    "run_json",
+    "stats_json",
+    "version_json",
+]
 
 
 def prompt_json(p: Prompt) -> dict[str, Any]:
@@ -139,3 +148,24 @@ def empty_stats(case_id: str) -> CaseStats:
     from ..store import CaseStats
 
     return CaseStats(case_id, 0, None, None, (), (), 0, ())
+
+
+def case_run_json(run: CaseRun, *, code: int | None = None) -> dict[str, Any]:
+    """``oxy cases run --format json``: every execution (seed field names) and a summary;
+    ``code`` is the exit code the run ends with (see :meth:`CaseRun.exit_code`)."""
+    return {
+        "executions": [r.to_dict() for r in run.results],
+        "summary": {
+            "cases": len(run.results),
+            "planned": run.planned,
+            "passed": len(run.passed),
+            "failed": len(run.failed),
+            "regressions": len(run.regressions),
+            "errors": len(run.errors),
+            "interrupted": run.interrupted,
+            "versions": run.versions,
+            "runs": run.runs,
+            "db": str(run.db),
+            "exit_code": code,
+        },
+    }

@@ -16,6 +16,8 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "AgentRunner": "agent",
+    "AgentAnswer": "ask",
+    "ask_agent": "ask",
     "CompileCache": "compile",
     "CompiledWorkflow": "compile",
     "compile_workflow": "compile",
@@ -33,6 +35,7 @@ _EXPORTS = {
     "Databases": "sql",
 }
 __all__ = [
+    "AgentAnswer",
     "AgentRunner",
     "CompileCache",
     "CompiledWorkflow",
@@ -46,6 +49,7 @@ __all__ = [
     "Workflow",
     "WorkflowFailed",
     "WorkflowRun",
+    "ask_agent",
     "compile_workflow",
     "load_workflow",
     "run_workflow",
@@ -54,6 +58,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .agent import AgentRunner
+    from .ask import AgentAnswer, ask_agent
     from .compile import CompileCache, CompiledWorkflow, compile_workflow
     from .engine import Engine, run_workflow
     from .records import TaskFailed, TaskRecord, WorkflowFailed, WorkflowRun

@@ -20,8 +20,7 @@ from ..providers import ModelPool
 
 if TYPE_CHECKING:
     from ..project.config import Agent, Project
-    from ..providers import RetryPolicy
-    from ..providers import EmbeddingPool
+    from ..providers import EmbeddingPool, RetryPolicy
     from .agent import AgentRunner
     from .engine import Engine, TaskRecord
     from .sql import Databases

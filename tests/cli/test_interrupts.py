@@ -348,8 +348,8 @@ def test_a_signal_before_the_command_runs_exits_3_with_a_reason(
     script = (
         "import os, signal, sys\n"
         "import oxyeval.cli._app as cli\n"
-        "real = cli._run_app\n"
-        f"cli._run_app = lambda: (os.kill(os.getpid(), signal.{sig}), real())\n"
+        "real = cli._invoke\n"
+        f"cli._invoke = lambda args: (os.kill(os.getpid(), signal.{sig}), real(args))[1]\n"
         "sys.argv = ['oxy', 'test', 'a.agent.yml', '--format', 'json']\n"
         "cli.main()\n"
     )

@@ -23,7 +23,7 @@ from oxyeval.judge.consistency import (
 )
 from oxyeval.judge.judge import JudgeResult
 from oxyeval.project.config import JudgeSettings, load_project
-from oxyeval.report.consistency import check_threshold, exit_code, render_pretty
+from oxyeval.report import check_threshold, exit_code, render_pretty
 from oxyeval.suites.consistency import run_tests
 from oxyeval.suites.results import OutputRecord, TestResult, TestRun
 

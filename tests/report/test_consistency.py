@@ -7,7 +7,7 @@ import pytest
 from rich.console import Console
 
 from oxyeval.errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
-from oxyeval.report.consistency import (
+from oxyeval.report import (
     check_threshold,
     exit_code,
     render_pretty,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ConfigError, LoadError, ProviderError
+from ...errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK, ConfigError, LoadError, ProviderError
 from ...project.config import Project, load_project
 from ...project.prompts import PromptDef, collect_case_files, load_prompts, rewrite_expected_output
 from ...project.schema import did_you_mean
@@ -160,6 +160,35 @@ class CaseRun:
     @property
     def regressions(self) -> list[CaseResult]:
         return [r for r in self.results if r.is_regression]
+
+    @property
+    def passed(self) -> list[CaseResult]:
+        return [r for r in self.results if r.passed and r.error is None]
+
+    def exit_code(self, *, fail_on_regression: bool = False) -> int:
+        """The run's verdict for CI. A case that could not run, or an interrupted run,
+        leaves the outcome unknown: 3, whatever else failed. Else 1 when a case failed
+        (or regressed, with ``fail_on_regression``), else 0. Pending cases (no expected
+        output yet) never fail a run."""
+        if self.errors or self.interrupted:
+            return EXIT_INFRA
+        if self.failed or (fail_on_regression and self.regressions):
+            return EXIT_FAILED
+        return EXIT_OK
+
+    def failure_reasons(self, *, fail_on_regression: bool = False) -> list[str]:
+        """Why :meth:`exit_code` is not 0, one line per case (secrets scrubbed): what a
+        CI log shows on stderr whatever the output format. An interruption is the
+        caller's to describe (it knows the signal)."""
+        lines = [f"error: {r.case_id}: {redact(r.error or '')}" for r in self.errors]
+        for r in self.failed:
+            score = "-" if r.score is None else f"{r.score:.3f}"
+            lines.append(f"failed: {r.case_id}: score {score} below its threshold {r.threshold:g}")
+        if fail_on_regression:
+            for r in self.regressions:
+                why = "; ".join(r.regression_reasons) or ", ".join(r.regression_types)
+                lines.append(f"regression: {r.case_id}: {redact(why)}")
+        return lines
 
 
 @dataclass(repr=False)

@@ -1,116 +1,22 @@
-"""Turning a TestRun into a verdict for CI (threshold, exit code) and into output.
-
-JSON keeps oxy's top-level ``accuracy`` (a number for one test, a list for
-several) so existing ``jq .accuracy`` pipelines keep working, and adds the detail
-oxy never printed: per-test pairs, judge calls, errors and failing comparisons.
+"""``oxy test``'s report for people: a headline that never contradicts the exit code,
+then per test its accuracy, the most consistent output, failing comparisons and errors.
 """
 
 from __future__ import annotations
 
-import json
 import textwrap
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING
 
-from ..errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
-from ..redact import redact, redact_data
-from ..suites.results import TestResult, TestRun, ThresholdResult
+from ..errors import EXIT_INFRA
+from ..redact import redact
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["check_threshold", "exit_code", "render_pretty", "to_json", "write_json"]
+    from ..suites.results import TestResult, TestRun, ThresholdResult
 
-_EPS = 1e-9
-
-
-def check_threshold(
-    run: TestRun, min_accuracy: float, mode: str = "average"
-) -> ThresholdResult | None:
-    """Apply ``--min-accuracy``; None when there is no accuracy to compare (a warning, exit 0)."""
-    if mode not in ("average", "all"):
-        raise ValueError(f"threshold mode must be 'average' or 'all', not {mode!r}")
-    if not run.tests:
-        return None
-    labelled = [(run.label(t), t.accuracy) for t in run.tests]
-    unscored = [(name, acc) for name, acc in labelled if acc is None]
-    scored = [acc for _name, acc in labelled if acc is not None]
-
-    def fmt(items: list[tuple[str, float | None]]) -> str:
-        return ", ".join(f"{n}: {a:.4f}" if a is not None else f"{n}: no score" for n, a in items)
-
-    if mode == "average":
-        value = sum(scored) / len(scored) if scored else None
-        passed = value is not None and value + _EPS >= min_accuracy and not unscored
-        failing = [(n, a) for n, a in labelled if a is None or a + _EPS < min_accuracy]
-        if value is None:
-            message = (
-                f"No test could be scored, threshold {min_accuracy:.4f} not met: {fmt(unscored)}"
-            )
-        else:
-            verb = "meets" if value + _EPS >= min_accuracy else "below"
-            message = f"Average accuracy {value:.4f} {verb} threshold {min_accuracy:.4f}"
-            if unscored:
-                message += f", but {len(unscored)} test(s) could not be scored: {fmt(unscored)}"
-        return ThresholdResult(min_accuracy, mode, passed, value, failing, message)
-
-    failing = [(n, a) for n, a in labelled if a is None or a + _EPS < min_accuracy]
-    value = min(scored) if scored and not unscored else None
-    passed = not failing
-    if passed:
-        message = f"All {len(labelled)} test(s) meet threshold {min_accuracy:.4f}"
-    else:
-        message = f"{len(failing)} test(s) below threshold {min_accuracy:.4f}: {fmt(failing)}"
-    return ThresholdResult(min_accuracy, mode, passed, value, failing, message)
-
-
-def exit_code(run: TestRun, threshold: ThresholdResult | None, *, strict: bool = False) -> int:
-    """3 if anything could not be scored (or was interrupted), else 1 below threshold, else 0."""
-    if run.interrupted or any(not t.ok for t in run.tests):
-        return EXIT_INFRA
-    if strict and any(t.run_errors or t.judge_errors for t in run.tests):
-        return EXIT_INFRA
-    if threshold is not None and not threshold.passed:
-        return EXIT_FAILED
-    return EXIT_OK
-
-
-def to_json(
-    run: TestRun,
-    threshold: ThresholdResult | None = None,
-    *,
-    code: int | None = None,
-    error: str | None = None,
-) -> dict[str, Any]:
-    accuracies = [None if a is None else round(a, 6) for a in run.accuracies]
-    doc: dict[str, Any] = {
-        "accuracy": accuracies[0] if len(accuracies) == 1 else accuracies,
-        "tests": [t.to_dict() for t in run.tests],
-    }
-    if threshold is not None:
-        doc["threshold"] = threshold.to_dict()
-    doc["summary"] = {
-        "tests": len(run.tests),
-        "scored": sum(1 for t in run.tests if t.ok),
-        "errors": sum(1 for t in run.tests if not t.ok),
-        "run_errors": sum(len(t.run_errors) for t in run.tests),
-        "judge_errors": sum(len(t.judge_errors) for t in run.tests),
-        "judge_calls": sum(t.judge_calls for t in run.tests),
-        "interrupted": run.interrupted,
-        "exit_code": code,
-    }
-    if run.warnings or run.skipped:
-        doc["warnings"] = [redact(w) for w in run.warnings + run.skipped]
-    if error is not None:
-        doc["error"] = redact(error)
-    return doc
-
-
-def write_json(doc: dict[str, Any], out: TextIO) -> None:
-    """Every JSON document a command prints; secrets are scrubbed from the data first."""
-    out.write(json.dumps(redact_data(doc), indent=2, ensure_ascii=False))
-    out.write("\n")
-    out.flush()
+__all__ = ["render_pretty"]
 
 
 def _plural(count: int, word: str) -> str:
@@ -221,7 +127,7 @@ def _headline(run: TestRun, threshold: ThresholdResult | None, code: int | None)
         judges = sum(len(t.judge_errors) for t in run.tests)
         return (
             f"❌ Eval finished with {runs} run error(s) and {judges} judge error(s) "
-            "(--strict: exit 3); metrics:"
+            f"(--strict: exit {EXIT_INFRA}); metrics:"
         )
     if threshold is not None:
         if threshold.passed:

@@ -1,0 +1,229 @@
+"""``oxy run`` (a workflow, or one question to an agent) and ``oxy compile`` (its plan)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ..errors import EXIT_INFRA, EXIT_OK, OxyError
+from ..project.limits import MAX_CONCURRENCY
+from ._app import Format, ProjectOption, app, setup_logging
+from .console import echo, print_error, stderr_console, streams
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["compile_command", "run_command"]
+
+
+def _parse_vars(pairs: list[str] | None, files: list[str] | None) -> dict[str, Any]:
+    """--vars files first (in order), then --var pairs, later ones winning."""
+    from ..errors import ConfigError
+    from ..project.document import load_yaml
+
+    values: dict[str, Any] = {}
+    for file in files or []:
+        # The project's loader: positions in errors, and the same size, depth and alias limits.
+        data = load_yaml(file).data
+        if not isinstance(data, dict):
+            raise ConfigError(f"--vars {file}: expected a mapping of variable names to values")
+        values.update(data)
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"--var {pair!r}: expected NAME=VALUE")
+        values[name.strip()] = value
+    return values
+
+
+class _TaskLines:
+    """One stderr line per finished task, so a long run never looks stuck."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def __call__(self, record: Any) -> None:
+        if record.status in ("succeeded", "cached"):
+            took = f"{record.duration:.2f}s" if record.duration is not None else ""
+            extra = " (cached)" if record.status == "cached" else ""
+            score = record.details.get("consistency", {}).get("score")
+            if score is not None:
+                extra += f" consistency {score * 100:.0f}%"
+            self.console.print(f"[green]✓[/] {record.path} [dim]{record.type} {took}{extra}[/]")
+        elif record.status == "failed":
+            from rich.markup import escape
+
+            self.console.print(f"[red]✗ {record.path}: {escape(record.error or '')}[/]")
+        elif record.status == "skipped":
+            self.console.print(f"[yellow]- {record.path} skipped ({record.error})[/]")
+
+
+def _print_json(doc: dict[str, Any]) -> None:
+    from ..report.json import write_json
+
+    write_json(doc, streams().stdout)
+
+
+def _interrupted(err: Console, as_json: bool, doc: dict[str, Any], why: str) -> typer.Exit:
+    """Say why on stderr, print the partial document (JSON only); the exit to raise."""
+    err.print(f"{why}; exit {EXIT_INFRA}", style="yellow", markup=False)
+    if as_json:
+        _print_json({**doc, "exit_code": EXIT_INFRA})
+    return typer.Exit(EXIT_INFRA)
+
+
+def _ask(file: str, question: str, project: str | None, err: Console, as_json: bool) -> str:
+    """Ask the agent; its answer document (JSON) or its answer (pretty) is printed by
+    the caller, an interrupted ask prints the same document, marked."""
+    from ..workflow.ask import AgentAnswer, ask_agent
+    from .interrupt import interrupt_reason, run_interruptible
+
+    answer = AgentAnswer()
+    try:
+        run_interruptible(ask_agent(file, question, project_dir=project, into=answer))
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the same document, marked
+        why = f"{interrupt_reason(exc)} before the agent answered"
+        raise _interrupted(err, as_json, answer.to_dict(), why) from None
+    if as_json:
+        _print_json({**answer.to_dict(), "exit_code": EXIT_OK})
+    return answer.output or ""
+
+
+def _workflow(
+    file: str,
+    variables: dict[str, Any],
+    project: str | None,
+    concurrency: int,
+    quiet: bool,
+    debug: bool,
+    err: Console,
+    as_json: bool,
+) -> str:
+    """Run the workflow; the JSON document of every task (or its final output) is printed
+    by the caller. A failed or interrupted run prints its document here and exits."""
+    from ..workflow.engine import WorkflowFailed, WorkflowRun, run_workflow
+    from .interrupt import interrupt_reason, run_interruptible
+
+    wf_run = WorkflowRun()
+    try:
+        run_interruptible(
+            run_workflow(
+                file,
+                variables,
+                project_dir=project,
+                concurrency=concurrency,
+                on_event=None if quiet else _TaskLines(err),
+                into=wf_run,
+            )
+        )
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the same document, marked
+        wf_run.interrupted = True
+        doc = wf_run.to_dict()
+        doc["workflow"] = doc["workflow"] or file
+        done = sum(1 for r in wf_run.records if r.status in ("succeeded", "cached"))
+        why = (
+            f"{interrupt_reason(exc)}: {done} task(s) had finished, "
+            f"{len(wf_run.unfinished)} interrupted"
+        )
+        raise _interrupted(err, as_json, doc, why) from None
+    except WorkflowFailed as failed:  # exit 2 when a task failed on bad input
+        print_error(err, failed, debug)
+        if as_json:
+            _print_json({**failed.run.to_dict(), "exit_code": failed.exit_code})
+        raise typer.Exit(failed.exit_code) from None
+    if as_json:
+        _print_json({**wf_run.to_dict(), "exit_code": EXIT_OK})
+    return str(wf_run.output) if wf_run.output is not None else ""
+
+
+@app.command("run")
+def run_command(
+    file: Annotated[str, typer.Argument(help="A workflow file, or an agent file with --question.")],
+    question: Annotated[
+        str | None, typer.Option("--question", help="Ask an agent this question.")
+    ] = None,
+    var: Annotated[
+        list[str] | None,
+        typer.Option("--var", help="Workflow variable NAME=VALUE (repeatable)."),
+    ] = None,
+    vars_file: Annotated[
+        list[str] | None, typer.Option("--vars", help="YAML file of variables (repeatable).")
+    ] = None,
+    format: Annotated[
+        Format, typer.Option("--format", help="pretty: the final output; json: every task.")
+    ] = Format.pretty,
+    concurrency: Annotated[
+        int,
+        typer.Option("--concurrency", min=1, max=MAX_CONCURRENCY, help="Units of work in flight."),
+    ] = 8,
+    project: ProjectOption = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No task progress on stderr.")
+    ] = False,
+    debug: Annotated[bool, typer.Option("--debug")] = False,
+) -> None:
+    """Run a workflow (or ask an agent a question) and print its output.
+
+    Exit codes: 0 success; 2 bad input or config; 3 a task or provider failed.
+    """
+    from pathlib import Path
+
+    from ..project.config import file_kind
+
+    err = stderr_console()
+    setup_logging(err, debug)
+    as_json = format is Format.json
+    kind = file_kind(Path(file))
+    try:
+        if kind == "agent":
+            if question is None:
+                raise OxyError('oxy run on an agent needs --question "..."')
+            text = _ask(file, question, project, err, as_json)
+        elif kind == "workflow":
+            if question is not None:
+                raise OxyError("--question is for agent files; a workflow takes --var NAME=VALUE")
+            variables = _parse_vars(var, vars_file)
+            text = _workflow(file, variables, project, concurrency, quiet, debug, err, as_json)
+        else:
+            raise OxyError(
+                f"{file}: oxy run takes a *.workflow.yml file, or an *.agent.yml file with --question"
+            )
+    except OxyError as exc:
+        print_error(err, exc, debug)
+        if as_json:
+            _print_json({"status": "error", "error": str(exc), "exit_code": exc.exit_code})
+        raise typer.Exit(exc.exit_code) from None
+    if not as_json:
+        streams().stdout.write(text if text.endswith("\n") else text + "\n")
+    raise typer.Exit(EXIT_OK)
+
+
+@app.command("compile")
+def compile_command(
+    file: Annotated[str, typer.Argument(help="A workflow file.")],
+    mermaid: Annotated[
+        bool, typer.Option("--mermaid", help="Print a Mermaid flowchart instead.")
+    ] = False,
+    project: ProjectOption = None,
+    debug: Annotated[bool, typer.Option("--debug")] = False,
+) -> None:
+    """Show a workflow's execution plan: order, and levels that run in parallel."""
+    from pathlib import Path
+
+    from ..project.config import file_kind, load_project
+    from ..workflow.compile import compile_workflow, render_mermaid, render_plan
+    from ..workflow.spec import load_workflow
+
+    err = stderr_console()
+    try:
+        if file_kind(Path(file)) != "workflow":
+            raise OxyError(f"{file}: oxy compile takes a *.workflow.yml file")
+        proj = load_project(file, project_dir=project)
+        plan = compile_workflow(load_workflow(proj, file))
+    except OxyError as exc:
+        print_error(err, exc, debug)
+        raise typer.Exit(exc.exit_code) from None
+    for warning in plan.all_warnings():  # its sub-workflows' too
+        err.print(warning.format(), style="yellow", markup=False)
+    echo(render_mermaid(plan) if mermaid else render_plan(plan))

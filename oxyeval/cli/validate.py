@@ -1,0 +1,77 @@
+"""``oxy validate`` (check project files without calling a model) and ``oxy schema``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..errors import EXIT_INPUT, EXIT_OK, OxyError
+from ._app import Format, ProjectOption, app
+from .console import echo, print_error, stderr_console, streams
+
+__all__ = ["schema_command", "validate_command"]
+
+
+@app.command("validate")
+def validate_command(
+    paths: Annotated[
+        list[str] | None, typer.Argument(help="Files or folders (default: the current project).")
+    ] = None,
+    project: ProjectOption = None,
+    format: Annotated[Format, typer.Option("--format", help="pretty or json.")] = Format.pretty,
+    debug: Annotated[bool, typer.Option("--debug")] = False,
+) -> None:
+    """Check config, agent and workflow files against the schemas; exit 2 on any error."""
+    from ..project.validate import validate_paths
+    from ..report.json import validation_json, write_json
+
+    err = stderr_console()
+    as_json = format is Format.json
+    try:
+        report = validate_paths(paths or [], project_dir=project)
+    except OxyError as exc:
+        print_error(err, exc, debug)
+        if as_json:
+            write_json({"error": str(exc), "exit_code": EXIT_INPUT}, streams().stdout)
+        raise typer.Exit(EXIT_INPUT) from None
+    code = EXIT_INPUT if report.errors else EXIT_OK
+    for d in report.diagnostics:  # on stderr in both formats: a non-zero exit says why
+        err.print(d.format(), style="red" if d.severity == "error" else "yellow", markup=False)
+    if as_json:
+        write_json(validation_json(report), streams().stdout)
+    else:
+        summary = (
+            f"{len(report.files)} file(s) checked: {len(report.errors)} error(s), "
+            f"{len(report.warnings)} warning(s)"
+        )
+        echo(("✗ " if report.errors else "✓ ") + summary)
+    raise typer.Exit(code)
+
+
+_SCHEMA_KINDS = ("config", "agent", "workflow", "prompt", "cases")  # validate.SCHEMA_FILES
+
+
+@app.command("schema")
+def schema_command(
+    kind: Annotated[str, typer.Argument(help="config, agent, workflow, prompt or cases.")],
+    path: Annotated[
+        bool, typer.Option("--path", help="Print the file path instead of the JSON.")
+    ] = False,
+) -> None:
+    """Print a JSON Schema (for editors: # yaml-language-server: $schema=<path>)."""
+    from ..project.schema import SCHEMA_FILES, schema_path
+
+    if kind not in SCHEMA_FILES or kind not in _SCHEMA_KINDS:
+        stderr_console().print(
+            f"error: unknown schema '{kind}'; choose {', '.join(_SCHEMA_KINDS)}",
+            style="red",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_INPUT)
+    if path:
+        echo(str(schema_path(kind)))
+    else:
+        from importlib import resources
+
+        echo((resources.files("oxyeval") / "schemas" / f"{kind}.schema.json").read_text("utf-8"))

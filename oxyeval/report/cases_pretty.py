@@ -1,0 +1,229 @@
+"""``oxy cases`` and ``oxy history`` for people: tables, word diffs and a sparkline.
+
+Everything renders onto the console it is given, so a Python caller (a notebook, a
+dashboard) prints the same report as the CLI. The JSON side of these commands is
+:mod:`oxyeval.report.cases`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..redact import redact
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
+    from ..store import CaseStats, Run, TestCase
+    from ..suites.cases.run import CaseRun
+
+__all__ = [
+    "diff_text",
+    "render_case_list",
+    "render_case_run",
+    "render_case_stats",
+    "render_history",
+    "sparkline",
+]
+
+_BARS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float | None]) -> str:
+    """One character per point, 0..1 mapped to eight heights; gaps as spaces."""
+    return "".join(" " if v is None else _BARS[min(7, max(0, int(v * 7.999)))] for v in values)
+
+
+def _table(*columns: str) -> Any:
+    from rich.table import Table
+
+    table = Table()
+    for column in columns:
+        table.add_column(column)
+    return table
+
+
+def _fmt(value: float | None, pct: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1f}%" if pct else f"{value:.3f}"
+
+
+def _when(timestamp: str | None) -> str:
+    """An ISO timestamp to the second, as a table shows it."""
+    return (timestamp or "-")[:19].replace("T", " ")
+
+
+def diff_text(ops: Sequence[dict[str, str]], colour: bool) -> Text:
+    """A word diff (``output_diff``): colours on a terminal, ``[-removed-]{+added+}``
+    markers where colours do not show (a CI log, a file)."""
+    from rich.text import Text
+
+    text = Text()
+    for op in ops:
+        if op["op"] == "equal":
+            text.append(op["text"])
+        elif op["op"] == "delete":
+            text.append(
+                op["text"] if colour else f"[-{op['text']}-]", style="red strike" if colour else ""
+            )
+        else:
+            text.append(
+                op["text"] if colour else f"{{+{op['text']}+}}",
+                style="green underline" if colour else "",
+            )
+    return text
+
+
+def render_case_run(run: CaseRun, console: Console, *, quiet: bool = False) -> None:
+    """``oxy cases run``: one row per case, then (unless ``quiet``) what went wrong with
+    each failed, pending or regressed case, and a one-line summary."""
+    from rich.table import Table
+
+    methods = sorted({r.similarity_method for r in run.results if r.similarity_method})
+    caption = "score = 1.0 on exact match, else similarity: " + (", ".join(methods) or "-")
+    if any(m == "lexical" for m in methods):
+        caption += (
+            " (lexical = word overlap, not semantic: a synonym or paraphrase scores low, an"
+            " answer that repeats the expected words scores high; a text with over twice the"
+            " other's words is scaled down)"
+        )
+    table = Table(title=None, caption=caption, caption_justify="left")
+    for column in ("case", "passed", "score", "exact", "Δlength", "Δtokens", "regression"):
+        table.add_column(column, justify="left" if column in ("case", "regression") else "right")
+    several = len({r.prompt_id for r in run.results}) > 1
+    for r in run.results:
+        label = f"{r.prompt_id}::{r.name}" if several else r.name
+        if r.error is not None:
+            table.add_row(label, "[red]error[/]", "-", "-", "-", "-", "")
+            continue
+        passed = (
+            "[green]yes[/]" if r.passed else ("[yellow]pending[/]" if r.pending else "[red]no[/]")
+        )
+        tokens = "-" if r.token_diff is None else f"{r.token_diff:+d}"
+        if r.token_diff is not None and r.token_method == "estimate":
+            tokens = "~" + tokens
+        regression = ", ".join(r.regression_types) if r.is_regression else ""
+        length = "-" if r.length_diff is None else f"{r.length_diff:+d}"
+        table.add_row(
+            label,
+            passed,
+            _fmt(r.score),
+            "yes" if r.exact_match else "no",
+            length,
+            tokens,
+            f"[yellow]{regression}[/]" if regression else "",
+        )
+    console.print(table)
+    if not quiet:
+        _render_details(run, console)
+    versions = ", ".join(f"{p} v{v}" for p, v in run.versions.items())
+    console.print(
+        f"{len(run.results)} case(s): {len(run.passed)} passed, {len(run.failed)} failed, "
+        f"{len(run.regressions)} regression(s), {len(run.errors)} error(s)"
+        + (f", {len(run.pending)} pending (no expected output)" if run.pending else "")
+        + f" · {versions} · history in {run.db}"
+    )
+
+
+def _render_details(run: CaseRun, console: Console) -> None:
+    """Each error, and for each failed, pending or regressed case its expected and actual
+    output as a word diff."""
+    for r in run.results:
+        if r.error is not None:
+            console.print(f"{r.name}: {redact(r.error)}", style="red", markup=False)
+        elif not r.passed or r.is_regression:
+            state = "pending" if r.pending else ("failed" if not r.passed else "regression")
+            console.rule(f"{r.name}: {state}", style="dim", align="left")
+            if r.expected_output is None:
+                console.print(
+                    "no expected output yet; accept one with: oxy cases accept " + repr(r.name)
+                )
+            else:
+                if "\n" not in (r.expected_output or "") + (r.actual_output or ""):
+                    console.print(f"expected: {r.expected_output}", markup=False)
+                    console.print(f"actual:   {r.actual_output}", markup=False)
+                colour = console.is_terminal
+                console.print(diff_text(r.output_diff, colour))
+                legend = (
+                    "red: expected text missing from the output; green: text the output added"
+                    if colour
+                    else "[-...-]: expected text missing from the output; {+...+}: text the output added"
+                )
+                console.print(f"({legend})", style="dim", markup=False)
+            for reason in r.regression_reasons:
+                console.print(f"[yellow]regression: {reason}[/]")
+
+
+def render_case_list(cases: Sequence[TestCase], console: Console) -> None:
+    """``oxy cases list``: every case with its aggregates."""
+    table = _table("case", "prompt", "runs", "pass rate", "avg score", "last run", "last passed")
+    for c in cases:
+        last = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}[c.last_passed]
+        table.add_row(
+            c.name,
+            c.prompt_id,
+            str(c.total_runs),
+            _fmt(c.pass_rate, pct=True),
+            _fmt(c.avg_score),
+            _when(c.last_run),
+            last,
+        )
+    console.print(table)
+
+
+def render_case_stats(case: TestCase, stats: CaseStats, console: Console) -> None:
+    """``oxy cases show``: the totals, the daily pass-rate sparkline, recent runs and the
+    latest regressions of one case."""
+    console.print(f"[bold]{case.id}[/]  {case.description or ''}")
+    console.print(
+        f"runs {stats.total_runs} · pass rate {_fmt(stats.pass_rate, pct=True)} · "
+        f"avg score {_fmt(stats.avg_score)} · regressions {stats.regression_count}"
+    )
+    trend = stats.trend
+    if trend:
+        line = sparkline([None if t.pass_rate is None else t.pass_rate / 100 for t in trend])
+        console.print(f"pass rate by day {trend[0].date} .. {trend[-1].date}: {line}")
+    table = _table("when", "version", "passed", "score")
+    table.title = "recent runs"
+    for r in stats.recent_runs:
+        table.add_row(
+            _when(r.created_at),
+            str(r.prompt_version),
+            "[green]yes[/]" if r.passed else "[red]no[/]",
+            _fmt(r.score),
+        )
+    console.print(table)
+    for r in stats.regressions[:5]:
+        console.print(
+            f"[yellow]regression {r.regression_type} at {r.created_at[:19]} (v{r.prompt_version})[/]"
+        )
+
+
+def render_history(runs: Sequence[Run], console: Console) -> None:
+    """``oxy history``: recent runs, newest first (as given)."""
+    if not runs:
+        console.print("no runs yet")
+        return
+    table = _table(
+        "started", "prompt", "version", "status", "done", "passed", "failed", "regressions"
+    )
+    for r in runs:
+        status = {
+            "completed": "[green]completed[/]",
+            "interrupted": "[yellow]interrupted[/]",
+            "failed": "[red]failed[/]",
+        }.get(r.status, r.status)
+        table.add_row(
+            _when(r.started_at),
+            r.prompt_id or "-",
+            str(r.prompt_version or "-"),
+            status,
+            f"{r.done}/{r.total}",
+            str(r.passed),
+            str(r.failed),
+            str(r.regressions),
+        )
+    console.print(table)

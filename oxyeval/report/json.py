@@ -1,0 +1,72 @@
+"""JSON documents for machines: the one writer every command prints through, and
+``oxy test``'s document.
+
+JSON keeps oxy's top-level ``accuracy`` (a number for one test, a list for
+several) so existing ``jq .accuracy`` pipelines keep working, and adds the detail
+oxy never printed: per-test pairs, judge calls, errors and failing comparisons.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ..redact import redact, redact_data
+
+if TYPE_CHECKING:
+    from ..project.validate import ValidationReport
+    from ..suites.results import TestRun, ThresholdResult
+
+__all__ = ["to_json", "validation_json", "write_json"]
+
+
+def to_json(
+    run: TestRun,
+    threshold: ThresholdResult | None = None,
+    *,
+    code: int | None = None,
+    error: str | None = None,
+) -> dict[str, Any]:
+    """``oxy test --format json``; ``code`` is the exit code the run ends with, ``error``
+    what stopped it (a run that failed before any test finished still gets a document)."""
+    accuracies = [None if a is None else round(a, 6) for a in run.accuracies]
+    doc: dict[str, Any] = {
+        "accuracy": accuracies[0] if len(accuracies) == 1 else accuracies,
+        "tests": [t.to_dict() for t in run.tests],
+    }
+    if threshold is not None:
+        doc["threshold"] = threshold.to_dict()
+    doc["summary"] = {
+        "tests": len(run.tests),
+        "scored": sum(1 for t in run.tests if t.ok),
+        "errors": sum(1 for t in run.tests if not t.ok),
+        "run_errors": sum(len(t.run_errors) for t in run.tests),
+        "judge_errors": sum(len(t.judge_errors) for t in run.tests),
+        "judge_calls": sum(t.judge_calls for t in run.tests),
+        "interrupted": run.interrupted,
+        "exit_code": code,
+    }
+    if run.warnings or run.skipped:
+        doc["warnings"] = [redact(w) for w in run.warnings + run.skipped]
+    if error is not None:
+        doc["error"] = redact(error)
+    return doc
+
+
+def write_json(doc: dict[str, Any], out: TextIO) -> None:
+    """Every JSON document a command prints, onto the stream it is given (the CLI's
+    redacting stdout); secrets are scrubbed from the data first, so JSON escaping can
+    never hide one from a stream's redaction."""
+    out.write(json.dumps(redact_data(doc), indent=2, ensure_ascii=False))
+    out.write("\n")
+    out.flush()
+
+
+def validation_json(report: ValidationReport) -> dict[str, Any]:
+    """``oxy validate --format json``: valid or not, the files checked, every diagnostic."""
+    return {
+        "valid": not report.errors,
+        "files": report.files,
+        "errors": [d.__dict__ for d in report.errors],
+        "warnings": [d.__dict__ for d in report.warnings],
+    }

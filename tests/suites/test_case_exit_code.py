@@ -1,0 +1,83 @@
+"""``CaseRun.exit_code`` and ``failure_reasons``: the verdict of a test-case run for CI,
+decided in the library so a Python caller gates the same way ``oxy cases run`` does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from oxyeval.errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
+from oxyeval.redact import register_secret
+from oxyeval.suites.cases import CaseResult, CaseRun
+
+
+def case(name: str, **fields: object) -> CaseResult:
+    return CaseResult(case_id=f"p::{name}", name=name, prompt_id="p", prompt_version=1, **fields)
+
+
+PASSED = case("ok", passed=True, score=1.0)
+FAILED = case("miss", passed=False, score=0.25, threshold=0.8)
+PENDING = case("new", pending=True)
+REGRESSED = case(
+    "slower",
+    passed=True,
+    score=0.85,
+    is_regression=True,
+    regression_types=["SCORE_DROP"],
+    regression_reasons=["score 0.850 < 0.9 x recent average 1.000"],
+)
+ERRORED = case("down", error="model 'm' failed: backend down")
+
+
+def run_of(*results: CaseResult, interrupted: bool = False) -> CaseRun:
+    return CaseRun(db=Path("h.db"), results=list(results), interrupted=interrupted)
+
+
+@pytest.mark.parametrize(
+    ("results", "interrupted", "on_regression", "code"),
+    [
+        ((PASSED,), False, False, EXIT_OK),
+        ((PASSED, PENDING), False, False, EXIT_OK),  # no expected output yet: never a failure
+        ((), False, False, EXIT_OK),
+        ((PASSED, FAILED), False, False, EXIT_FAILED),
+        ((PASSED, REGRESSED), False, False, EXIT_OK),  # a regression alone is reported only
+        ((PASSED, REGRESSED), False, True, EXIT_FAILED),
+        ((FAILED, ERRORED), False, False, EXIT_INFRA),  # the outcome is unknown: 3 wins
+        ((PASSED,), True, False, EXIT_INFRA),
+        ((FAILED,), True, True, EXIT_INFRA),
+    ],
+)
+def test_exit_code(
+    results: tuple[CaseResult, ...], interrupted: bool, on_regression: bool, code: int
+) -> None:
+    run = run_of(*results, interrupted=interrupted)
+    assert run.exit_code(fail_on_regression=on_regression) == code
+
+
+def test_failure_reasons_name_each_case_and_why() -> None:
+    run = run_of(PASSED, FAILED, PENDING, REGRESSED, ERRORED)
+    assert run.failure_reasons() == [
+        "error: p::down: model 'm' failed: backend down",
+        "failed: p::miss: score 0.250 below its threshold 0.8",
+    ]
+    assert run.failure_reasons(fail_on_regression=True)[-1] == (
+        "regression: p::slower: score 0.850 < 0.9 x recent average 1.000"
+    )
+    assert run_of(PASSED, PENDING).failure_reasons(fail_on_regression=True) == []
+    assert [r.name for r in run.passed] == ["ok", "slower"]
+
+
+def test_a_regression_without_reasons_names_its_types() -> None:
+    bare = case("b", passed=True, is_regression=True, regression_types=["LENGTH_CHANGE"])
+    assert run_of(bare).failure_reasons(fail_on_regression=True) == [
+        "regression: p::b: LENGTH_CHANGE"
+    ]
+
+
+def test_failure_reasons_scrub_secrets() -> None:
+    key = "sk-case-reason-secret-123"
+    register_secret(key)
+    leaky = case("leak", error=f"server said: bad key {key}")
+    (line,) = run_of(leaky).failure_reasons()
+    assert key not in line and line.endswith("bad key ***")
