@@ -33,9 +33,9 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Agent": "oxyeval.project.config",
+    "Agent": "oxyeval.project.agents",
     "Project": "oxyeval.project.config",
-    "load_agent": "oxyeval.project.config",
+    "load_agent": "oxyeval.project.agents",
     "load_project": "oxyeval.project.config",
     "ConfigError": "oxyeval.errors",
     "LoadError": "oxyeval.errors",
@@ -55,7 +55,8 @@ _LAZY = {
 if TYPE_CHECKING:
     from .errors import ConfigError, LoadError, OxyError, ProviderError
     from .judge.judge import parse_verdict
-    from .project.config import Agent, Project, load_agent, load_project
+    from .project.agents import Agent, load_agent
+    from .project.config import Project, load_project
     from .project.validate import validate_paths
     from .report.threshold import check_threshold
     from .store import open_store

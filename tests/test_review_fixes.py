@@ -146,7 +146,7 @@ def test_run_and_compile_refuse_the_wrong_file_kind(make_project: MakeProject) -
 def test_interrupted_tests_are_listed_unscored() -> None:
     from types import SimpleNamespace
 
-    from oxyeval.project.config import JudgeSpec, TestSpec
+    from oxyeval.project.tests import JudgeSpec, TestSpec
     from oxyeval.suites.consistency import _Job, _mark_unfinished
     from oxyeval.suites.results import TestRun
 

@@ -169,7 +169,7 @@ def run_command(
     """
     from pathlib import Path
 
-    from ..project.config import file_kind
+    from ..project.files import file_kind
 
     err = stderr_console()
     setup_logging(err, debug)
@@ -211,7 +211,8 @@ def compile_command(
     """Show a workflow's execution plan: order, and levels that run in parallel."""
     from pathlib import Path
 
-    from ..project.config import file_kind, load_project
+    from ..project.config import load_project
+    from ..project.files import file_kind
     from ..workflow.compile import compile_workflow, render_mermaid, render_plan
     from ..workflow.spec import load_workflow
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING
 
-from ..project.config import DEFAULT_MIN_JUDGED  # the share of pairs that must be judged
+from ..project.tests import DEFAULT_MIN_JUDGED  # the share of pairs that must be judged
 
 if TYPE_CHECKING:
     from .judge import JudgeResult
@@ -213,7 +213,6 @@ def score_comparisons(
 
 #: Judges two texts: what :meth:`oxyeval.judge.Judge.comparer` returns.
 Compare = Callable[[str, str], Awaitable["JudgeResult"]]
-
 
 
 async def evaluate(

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
-    "Agent": "config",
-    "ContextSpec": "config",
+    "Agent": "agents",
+    "ContextSpec": "agents",
     "JudgeSettings": "config",
-    "JudgeSpec": "config",
+    "JudgeSpec": "tests",
     "Project": "config",
-    "TestSpec": "config",
-    "file_kind": "config",
-    "find_config": "config",
-    "load_agent": "config",
+    "TestSpec": "tests",
+    "file_kind": "files",
+    "find_config": "files",
+    "load_agent": "agents",
     "load_project": "config",
-    "project_files": "config",
+    "project_files": "files",
     "Document": "document",
     "load_yaml": "document",
     "read_text": "document",
@@ -62,21 +62,12 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from .config import (
-        Agent,
-        ContextSpec,
-        JudgeSettings,
-        JudgeSpec,
-        Project,
-        TestSpec,
-        file_kind,
-        find_config,
-        load_agent,
-        load_project,
-        project_files,
-    )
+    from .agents import Agent, ContextSpec, load_agent
+    from .config import JudgeSettings, Project, load_project
     from .document import Document, load_yaml, read_text
+    from .files import file_kind, find_config, project_files
     from .prompts import CaseDef, PromptDef, load_prompts
     from .schema import validate_document
     from .templates import TemplateRef, render
+    from .tests import JudgeSpec, TestSpec
     from .validate import ValidationReport, validate_paths

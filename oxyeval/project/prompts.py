@@ -19,8 +19,10 @@ from typing import Any
 from ..errors import ConfigError, Diagnostic, LoadError
 from ..providers import GenerateParams
 from ..suites.cases.scoring import DEFAULT_THRESHOLD
-from .config import Agent, Project, file_kind, load_agent, project_files
+from .agents import Agent, load_agent
+from .config import Project
 from .document import Document, KeyPath, load_yaml
+from .files import file_kind, project_files
 from .schema import did_you_mean, validate_document
 from .templates import TemplateRef, render, template_diagnostics
 

@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError, Diagnostic, LoadError
-from .config import Project, file_kind, find_config, load_agent, load_project, project_files
+from .agents import load_agent
+from .config import Project, load_project
 from .document import load_yaml, path_problem
+from .files import file_kind, find_config, project_files
 from .schema import validate_document
 
 __all__ = ["ValidationReport", "validate_paths"]

@@ -27,17 +27,11 @@ from ..judge.consistency import (
     score_comparisons,
 )
 from ..judge.judge import Judge
-from ..project.config import (
-    Agent,
-    JudgeSpec,
-    Project,
-    TestSpec,
-    file_kind,
-    load_agent,
-    load_project,
-    project_files,
-)
+from ..project.agents import Agent, load_agent
+from ..project.config import Project, load_project
 from ..project.document import path_problem
+from ..project.files import file_kind, project_files
+from ..project.tests import JudgeSpec, TestSpec
 from ..providers import ModelPool, RetryPolicy
 from ..workflow.agent import counted, stopped_at_token_limit, token_limit_warning
 from ..workflow.compile import CompiledWorkflow, compile_workflow

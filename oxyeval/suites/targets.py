@@ -19,7 +19,7 @@ from ..project.templates import TemplateRef, render
 from ..providers import ChatMessage, Completion, GenerateParams
 
 if TYPE_CHECKING:
-    from ..project.config import Agent
+    from ..project.agents import Agent
     from ..workflow.compile import CompiledWorkflow
     from ..workflow.context import RunContext
     from ..workflow.engine import WorkflowRun

@@ -29,7 +29,7 @@ from ..providers import (
 )
 
 if TYPE_CHECKING:
-    from ..project.config import Agent, ContextSpec
+    from ..project.agents import Agent, ContextSpec
     from ..providers import ModelPool
     from .sql import Databases
 

@@ -69,7 +69,8 @@ async def ask_agent(
     :class:`~oxyeval.errors.OxyError` (exit code 2); a failed model call
     :class:`~oxyeval.errors.ProviderError` (3).
     """
-    from ..project.config import load_agent, load_project
+    from ..project.agents import load_agent
+    from ..project.config import load_project
     from .agent import describe_calls
     from .context import RunContext
 

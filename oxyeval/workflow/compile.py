@@ -26,7 +26,7 @@ from ..project.templates import TemplateRef, referenced_names, template_diagnost
 if TYPE_CHECKING:
     import networkx as nx
 
-    from ..project.config import Agent
+    from ..project.agents import Agent
     from .spec import Task, Workflow
 
 __all__ = [
@@ -309,7 +309,7 @@ def _load_agent(path: Path, workflow: Workflow, cache: CompileCache) -> Agent | 
         return cache.agents[path]
     if path in cache.failed:
         return None
-    from ..project.config import load_agent
+    from ..project.agents import load_agent
 
     try:
         agent = cache.agents[path] = load_agent(workflow.project, path)

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from ..providers import ModelPool
 
 if TYPE_CHECKING:
-    from ..project.config import Agent, Project
+    from ..project.agents import Agent
+    from ..project.config import Project
     from ..providers import EmbeddingPool, RetryPolicy
     from .agent import AgentRunner
     from .engine import Engine, TaskRecord

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_INFRA, ConfigError, LoadError, OxyError, ProviderError
-from ..project.config import Agent, Project, load_agent
+from ..project.agents import Agent, load_agent
+from ..project.config import Project
 from ..providers import ModelPool
 from .agent import AgentRunner
 from .compile import CompileCache, CompiledWorkflow, Scope, compile_workflow

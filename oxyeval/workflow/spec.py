@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Diagnostic, LoadError
-from ..project.config import Project, TestSpec, check_variable_defaults, parse_tests
+from ..project.agents import check_variable_defaults
+from ..project.config import Project
 from ..project.document import Document, KeyPath, format_key_path, load_yaml, read_text
 from ..project.limits import MAX_CONCURRENCY
 from ..project.schema import did_you_mean, validate_document
 from ..project.templates import TemplateRef, template_diagnostics
+from ..project.tests import TestSpec, parse_tests
 from .sqltemplate import SqlTemplateRef
 
 __all__ = [

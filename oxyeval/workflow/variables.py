@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, LoadError
-from ..project.config import variable_error
+from ..project.agents import variable_error
 from ..project.templates import TemplateRef, render
 
 if TYPE_CHECKING:

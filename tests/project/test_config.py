@@ -5,7 +5,9 @@ from pathlib import Path
 import pytest
 
 from oxyeval.errors import ConfigError, LoadError
-from oxyeval.project.config import file_kind, find_config, load_agent, load_project
+from oxyeval.project.agents import load_agent
+from oxyeval.project.config import load_project
+from oxyeval.project.files import file_kind, find_config
 
 from ..conftest import MakeProject
 

@@ -129,7 +129,8 @@ def test_context_files_and_variables_reach_the_system_prompt(make_project: MakeP
     root = make_project(
         config, {"a.agent.yml": agent, "docs/orders.sql": "CREATE TABLE orders(id INT);"}
     )
-    from oxyeval.project.config import load_agent, load_project
+    from oxyeval.project.agents import load_agent
+    from oxyeval.project.config import load_project
     from oxyeval.providers import ModelPool
     from oxyeval.workflow.agent import AgentRunner
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from oxyeval.errors import LoadError
-from oxyeval.project.config import load_agent, load_project
+from oxyeval.project.agents import load_agent
+from oxyeval.project.config import load_project
 from oxyeval.project.templates import TemplateRef
 from oxyeval.providers._base import ChatMessage, GenerateParams
 from oxyeval.suites.targets import AgentTarget, PromptTarget, WorkflowTarget
@@ -159,7 +160,8 @@ def test_run_contexts_give_one_context_per_project(make_project: MakeProject) ->
 
 def test_specs_can_be_built_in_code_without_files(make_project: MakeProject) -> None:
     """The SDK builds agents and tests in Python: no YAML file, no positions."""
-    from oxyeval.project.config import Agent, JudgeSpec, TestSpec
+    from oxyeval.project.agents import Agent
+    from oxyeval.project.tests import JudgeSpec, TestSpec
 
     root = make_project(
         "models:\n  - {name: m, vendor: mock, rules: [{match: 'capital', output: Paris}]}\n"

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from oxyeval.errors import ProviderError
-from oxyeval.project.config import load_agent, load_project
+from oxyeval.project.agents import load_agent
+from oxyeval.project.config import load_project
 from oxyeval.providers import ModelPool
 from oxyeval.workflow.agent import AgentRunner
 from oxyeval.workflow.sql import Databases

@@ -1,0 +1,198 @@
+"""Agents (``*.agent.yml``): their model, system prompt, context files, tools and tests.
+
+Loading checks everything that can be checked without calling a model (unknown models
+and databases, template syntax, variable defaults against their schemas) and reports
+all of a file's problems at once.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import Diagnostic, LoadError
+from ..providers import GenerateParams
+from .config import Project, check_model
+from .document import Document, load_yaml
+from .schema import did_you_mean, validate_document
+from .templates import TemplateRef, template_diagnostics
+from .tests import TestSpec, parse_tests
+
+__all__ = [
+    "Agent",
+    "ContextSpec",
+    "check_variable_defaults",
+    "load_agent",
+    "variable_error",
+]
+
+
+@dataclass(frozen=True)
+class ContextSpec:
+    name: str
+    type: str
+    src: tuple[str, ...]
+
+
+@dataclass(repr=False)
+class Agent:
+    def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
+        return f"Agent({self.name!r})"
+
+    """An agent as declared in an ``*.agent.yml`` file, or built in code (the SDK):
+    ``Agent("analyst", "gpt-4o-mini", "You answer from the data.")``."""
+
+    name: str
+    model: str
+    system_instructions: TemplateRef
+    path: Path | None = None  # None: built in code, not read from a file
+    doc: Document | None = None
+    description: str = ""
+    context: list[ContextSpec] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    max_tool_calls: int = 10
+    variables: dict[str, Any] = field(default_factory=dict)
+    params: GenerateParams = field(default_factory=GenerateParams)
+    tests: list[TestSpec] = field(default_factory=list)
+    warnings: list[Diagnostic] = field(default_factory=list)
+    kind: str = "default"  # "default" or "routing" (routing agents load but cannot run)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.system_instructions, str):  # built in code from plain text
+            self.system_instructions = TemplateRef(self.system_instructions)
+
+    @property
+    def display(self) -> str:
+        """Where the agent comes from, for messages: its file, or its name."""
+        return self.doc.display if self.doc is not None else f"agent '{self.name}'"
+
+
+def variable_error(schema: dict[str, Any], value: Any) -> str | None:
+    """Why ``value`` does not fit a variable's JSON Schema (None when it does)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    check = {k: v for k, v in schema.items() if k not in ("default", "description")}
+    try:
+        error = next(iter(Draft202012Validator(check).iter_errors(value)), None)
+    except SchemaError as exc:
+        return f"invalid variable schema: {exc.message}"
+    return None if error is None else error.message
+
+
+def check_variable_defaults(doc: Document, variables: Any, problems: list[Diagnostic]) -> None:
+    """A variable's default must satisfy its own schema (a string default for an integer)."""
+    if not isinstance(variables, dict):
+        return
+    for name, spec in variables.items():
+        if isinstance(spec, dict) and "default" in spec:
+            error = variable_error(spec, spec["default"])
+            if error is not None:
+                problems.append(
+                    doc.diagnostic(
+                        ("variables", name, "default"),
+                        f"default does not match the variable's schema: {error}",
+                    )
+                )
+
+
+def _check_agent(
+    doc: Document, project: Project, problems: list[Diagnostic]
+) -> tuple[TemplateRef, list[ContextSpec], list[TestSpec]]:
+    """Checks beyond the schema: model names, databases, templates, tests."""
+    data = doc.data
+    check_model(doc, ("model",), data.get("model"), project, problems, "model")
+    if data.get("type") == "routing":
+        problems.append(
+            doc.diagnostic(
+                ("type",),
+                "routing agents are not supported by oxyeval yet; they validate but cannot run",
+                severity="warning",
+            )
+        )
+    source = data.get("system_instructions", "")
+    system = TemplateRef(source if isinstance(source, str) else "", doc, ("system_instructions",))
+    problems.extend(template_diagnostics(system))
+    context = [
+        ContextSpec(
+            c["name"], c["type"], tuple([c["src"]] if isinstance(c["src"], str) else c["src"])
+        )
+        for c in data.get("context") or []
+    ]
+    for i, ctx in enumerate(context):
+        if ctx.type != "file":
+            problems.append(
+                doc.diagnostic(
+                    ("context", i, "type"),
+                    f"context type '{ctx.type}' is not supported by oxyeval yet; "
+                    f"{{{{ context.{ctx.name} }}}} will fail if used",
+                    severity="warning",
+                )
+            )
+    for i, tool in enumerate(data.get("tools") or []):
+        db = tool.get("database")
+        if tool.get("type") == "execute_sql" and db is not None and db not in project.databases:
+            names = list(project.databases)
+            problems.append(
+                doc.diagnostic(
+                    ("tools", i, "database"),
+                    f"unknown database '{db}'{did_you_mean(db, names)}; databases in "
+                    f"{project.config.display}: {', '.join(names) or 'none'}",
+                )
+            )
+    check_variable_defaults(doc, data.get("variables"), problems)
+    tests = parse_tests(doc, project, problems, owner="agent")
+    return system, context, tests
+
+
+def load_agent(project: Project, path: str | os.PathLike[str]) -> Agent:
+    """Load, validate and check one agent file against its project."""
+    doc = load_yaml(path)
+    problems = validate_document(doc, "agent")
+    schema_ok = not any(p.severity == "error" for p in problems)
+    if not isinstance(doc.data, dict):
+        raise LoadError(problems)
+    try:
+        parts = _check_agent(doc, project, problems)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError):
+        # Semantic checks also run on a file with schema errors, to report everything at
+        # once; where the data's shape is too broken for them, the schema errors suffice.
+        if schema_ok:
+            raise
+        parts = None
+    if parts is None or any(p.severity == "error" for p in problems):
+        raise LoadError(sorted(problems, key=lambda d: (d.line or 0, d.column or 0)))
+    system, context, tests = parts
+    data = doc.data
+    variables = {}
+    for name, spec in (data.get("variables") or {}).items():
+        if not isinstance(spec, dict):
+            variables[name] = spec  # oxy's short form: the value is the default
+        elif "default" in spec:
+            variables[name] = spec["default"]
+        # A declared variable without a default stays undefined, so a template that uses
+        # it fails naming it instead of rendering the word "None".
+    name = doc.path.name
+    for suffix in (".agent.yml", ".agent.yaml"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return Agent(
+        name=name,
+        path=doc.path,
+        doc=doc,
+        model=data["model"],
+        system_instructions=system,
+        description=data.get("description", ""),
+        context=context,
+        tools=[{"name": t.get("type"), **t} for t in data.get("tools") or []],
+        max_tool_calls=data.get("max_tool_calls", 10),
+        variables=variables,
+        params=GenerateParams(
+            temperature=data.get("temperature"), max_tokens=data.get("max_tokens")
+        ),
+        tests=tests,
+        warnings=[p for p in problems if p.severity == "warning"],
+        kind=data.get("type", "default"),
+    )
