@@ -231,7 +231,8 @@ def cases_show(
 
     def read(proj: Any, store: Store | None) -> tuple[TestCase, Any]:
         from ..report.cases import empty_stats
-        from ..suites.cases.run import find_case, preview_cases
+        from ..suites.cases.baseline import find_case
+        from ..suites.cases.selection import preview_cases
 
         case = find_case(preview_cases(store, proj, []), name)  # declared, never run: shown too
         stats = None if store is None else store.stats.case_stats(case.id, recent=recent)
@@ -270,7 +271,7 @@ def cases_accept(
     An output that stopped at the model's token limit is probably cut off: accepting it
     takes --force (exit 2 without).
     """
-    from ..suites.cases.run import accept_baseline, check_accept
+    from ..suites.cases.baseline import accept_baseline, check_accept
 
     _out, err = _consoles()
     # A read-only look first: an accept that cannot succeed changes (or creates) nothing.

@@ -14,9 +14,9 @@ from ..._lazy import lazy_exports
 _EXPORTS = {
     "CaseResult": "run",
     "CaseRun": "run",
-    "accept_baseline": "run",
-    "check_accept": "run",
-    "find_case": "run",
+    "accept_baseline": "baseline",
+    "check_accept": "baseline",
+    "find_case": "baseline",
     "run_cases": "run",
     "run_cases_async": "run",
     "sync_files": "run",
@@ -34,13 +34,5 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from .run import (
-        CaseResult,
-        CaseRun,
-        accept_baseline,
-        check_accept,
-        find_case,
-        run_cases,
-        run_cases_async,
-        sync_files,
-    )
+    from .baseline import accept_baseline, check_accept, find_case
+    from .run import CaseResult, CaseRun, run_cases, run_cases_async, sync_files
