@@ -98,6 +98,7 @@ def test_command(
             err.print(
                 f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
                 style="red",
+                markup=False,  # brackets in an exception's text are not rich markup
             )
 
     if error is not None and not run.tests:

@@ -50,6 +50,9 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
     """Validate the given files, or every project file under the given folders."""
     report = ValidationReport()
     targets: list[Path] = []
+    if project_dir is not None and not Path(project_dir).is_dir():
+        # Never fall back to the parent folder: for a typo that is '/', the whole disk.
+        raise ConfigError(f"--project {project_dir}: no such folder")
     if not paths:
         config = Path(project_dir) if project_dir else find_config(Path.cwd())
         if config is None:

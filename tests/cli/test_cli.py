@@ -325,3 +325,10 @@ def test_validate_checks_prompt_and_cases_files(make_project: MakeProject) -> No
     assert result.exit_code == 2
     keys = {(Path(e["file"]).name, e["key"]) for e in json.loads(result.stdout)["errors"]}
     assert ("p.prompt.yml", "templat") in keys
+
+
+def test_validate_with_a_missing_project_folder_checks_nothing_else(tmp_path: Path) -> None:
+    # A typo in --project must not fall back to the parent folder ('/': the whole disk).
+    result = invoke("validate", "--project", str(tmp_path / "nope"))
+    assert result.exit_code == 2
+    assert f"--project {tmp_path / 'nope'}: no such folder" in result.output
