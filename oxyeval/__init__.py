@@ -49,7 +49,7 @@ _LAZY = {
     "run_tests": "oxyeval.suites.consistency",
     "run_tests_async": "oxyeval.suites.consistency",
     "run_workflow": "oxyeval.workflow.engine",
-    "validate_paths": "oxyeval.project.validate",
+    "validate_paths": "oxyeval.suites.validate",
 }
 
 if TYPE_CHECKING:
@@ -57,11 +57,11 @@ if TYPE_CHECKING:
     from .judge.judge import parse_verdict
     from .project.agents import Agent, load_agent
     from .project.config import Project, load_project
-    from .project.validate import validate_paths
     from .report.threshold import check_threshold
     from .store import open_store
     from .suites.consistency import run_tests, run_tests_async
     from .suites.results import TestResult, TestRun
+    from .suites.validate import validate_paths
     from .workflow.engine import run_workflow
 
 

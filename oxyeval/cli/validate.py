@@ -23,8 +23,8 @@ def validate_command(
     debug: Annotated[bool, typer.Option("--debug")] = False,
 ) -> None:
     """Check config, agent and workflow files against the schemas; exit 2 on any error."""
-    from ..project.validate import validate_paths
     from ..report.json import validation_json, write_json
+    from ..suites.validate import validate_paths
 
     err = stderr_console()
     as_json = format is Format.json

@@ -32,8 +32,6 @@ _EXPORTS = {
     "TemplateRef": "templates",
     "render": "templates",
     "validate_document": "schema",
-    "ValidationReport": "validate",
-    "validate_paths": "validate",
 }
 __all__ = [
     "Agent",
@@ -46,7 +44,6 @@ __all__ = [
     "PromptDef",
     "TemplateRef",
     "TestSpec",
-    "ValidationReport",
     "file_kind",
     "find_config",
     "load_agent",
@@ -57,7 +54,6 @@ __all__ = [
     "read_text",
     "render",
     "validate_document",
-    "validate_paths",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
@@ -70,4 +66,3 @@ if TYPE_CHECKING:
     from .schema import validate_document
     from .templates import TemplateRef, render
     from .tests import JudgeSpec, TestSpec
-    from .validate import ValidationReport, validate_paths

@@ -8,7 +8,14 @@ from pathlib import Path
 from ..errors import Diagnostic, LoadError
 from .document import SYMLINK_LOOP, path_problem
 
-__all__ = ["CONFIG_NAMES", "SKIP_DIRS", "file_kind", "find_config", "project_files"]
+__all__ = [
+    "CONFIG_NAMES",
+    "SKIP_DIRS",
+    "file_kind",
+    "find_config",
+    "outside_project",
+    "project_files",
+]
 
 CONFIG_NAMES = ("config.yml", "config.yaml")
 
@@ -55,3 +62,11 @@ def find_config(start: Path) -> Path | None:
             if candidate.is_file():
                 return candidate
     return None
+
+
+def outside_project(what: str, text: str, root: Path) -> str:
+    """The one message for a path that leaves the project, at load and at run time."""
+    return (
+        f"{what} path {text!r} leaves the project folder {root}; paths in project files "
+        "must stay inside it"
+    )

@@ -18,15 +18,18 @@ from typing import Any
 
 from ..errors import ConfigError, Diagnostic, LoadError
 from ..providers import GenerateParams
-from ..suites.cases.scoring import DEFAULT_THRESHOLD
 from .agents import Agent, load_agent
 from .config import Project
 from .document import Document, KeyPath, load_yaml
-from .files import file_kind, project_files
+from .files import file_kind, outside_project, project_files
 from .schema import did_you_mean, validate_document
 from .templates import TemplateRef, render, template_diagnostics
 
+#: Score a case must reach to pass, unless its prompt or the case says otherwise.
+DEFAULT_THRESHOLD = 0.8
+
 __all__ = [
+    "DEFAULT_THRESHOLD",
     "CaseDef",
     "PromptDef",
     "case_id",
@@ -311,8 +314,6 @@ def _prompt_for_cases(
     key = "prompt" if data.get("prompt") else "agent"
     target = (project.root / data[key]).resolve()
     if not target.is_relative_to(project.root):  # a cases file must not load any file on disk
-        from ..workflow.spec import outside_project
-
         problems.append(doc.diagnostic((key,), outside_project(key, data[key], project.root)))
         return None
     if key == "prompt":

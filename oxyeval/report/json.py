@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..redact import redact, redact_data
 
 if TYPE_CHECKING:
-    from ..project.validate import ValidationReport
     from ..suites.results import TestRun, ThresholdResult
+    from ..suites.validate import ValidationReport
 
 __all__ = ["to_json", "validation_json", "write_json"]
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "ValidationReport": "validate",
+    "validate_paths": "validate",
     "ProgressSink": "consistency",
     "collect_files": "consistency",
     "run_tests": "consistency",
@@ -34,12 +36,14 @@ __all__ = [
     "TestResult",
     "TestRun",
     "ThresholdResult",
+    "ValidationReport",
     "accept_baseline",
     "collect_files",
     "run_cases",
     "run_cases_async",
     "run_tests",
     "run_tests_async",
+    "validate_paths",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
@@ -47,3 +51,4 @@ if TYPE_CHECKING:
     from .cases import CaseResult, CaseRun, accept_baseline, run_cases, run_cases_async
     from .consistency import ProgressSink, collect_files, run_tests, run_tests_async
     from .results import OutputRecord, TestResult, TestRun, ThresholdResult
+    from .validate import ValidationReport, validate_paths

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..project.files import outside_project
 from ..project.templates import render
 from ..redact import redact, redact_data
 from .outputs import ConsistentOutput, to_jsonable
 from .records import TaskFailed, TaskRecord
-from .spec import outside_project
 from .sql import SqlResult
 
 if TYPE_CHECKING:

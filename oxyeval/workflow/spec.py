@@ -18,6 +18,7 @@ from ..errors import Diagnostic, LoadError
 from ..project.agents import check_variable_defaults
 from ..project.config import Project
 from ..project.document import Document, KeyPath, format_key_path, load_yaml, read_text
+from ..project.files import outside_project
 from ..project.limits import MAX_CONCURRENCY
 from ..project.schema import did_you_mean, validate_document
 from ..project.templates import TemplateRef, template_diagnostics
@@ -31,7 +32,6 @@ __all__ = [
     "Task",
     "Workflow",
     "load_workflow",
-    "outside_project",
     "resolve_project_file",
     "walk_tasks",
 ]
@@ -145,14 +145,6 @@ def resolve_project_file(project: Project, ref: str, suffixes: tuple[str, ...] =
             if found:
                 return found[0].resolve()
     return None
-
-
-def outside_project(what: str, text: str, root: Path) -> str:
-    """The one message for a path that leaves the project, at load and at run time."""
-    return (
-        f"{what} path {text!r} leaves the project folder {root}; paths in project files "
-        "must stay inside it"
-    )
 
 
 def _leaves_project(project: Project, text: str) -> bool:

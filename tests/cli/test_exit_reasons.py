@@ -164,12 +164,12 @@ def test_cases_accept_failure_says_why(
 def test_an_unexpected_bug_is_one_paragraph_and_exit_3(
     root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import oxyeval.project.validate
+    import oxyeval.suites.validate
 
     def boom(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("something broke")
 
-    monkeypatch.setattr(oxyeval.project.validate, "validate_paths", boom)
+    monkeypatch.setattr(oxyeval.suites.validate, "validate_paths", boom)
     got, out, err = oxy(["validate", "bad.agent.yml", "--format", "json"], monkeypatch, capsys)
     assert got == 3
     assert "internal error: RuntimeError: something broke" in err

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
+from ...project.prompts import DEFAULT_THRESHOLD
+
 __all__ = [
     "DEFAULT_THRESHOLD",
     "LENGTH_TOLERANCE",
@@ -30,7 +32,6 @@ __all__ = [
     "token_counter",
 ]
 
-DEFAULT_THRESHOLD = 0.8
 REGRESSION_ORDER = ("FAILED", "SCORE_DROP", "LENGTH_CHANGE")  # most severe first
 
 

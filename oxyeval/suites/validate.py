@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError, Diagnostic, LoadError
-from .agents import load_agent
-from .config import Project, load_project
-from .document import load_yaml, path_problem
-from .files import file_kind, find_config, project_files
-from .schema import validate_document
+from ..project.agents import load_agent
+from ..project.config import Project, load_project
+from ..project.document import load_yaml, path_problem
+from ..project.files import file_kind, find_config, project_files
+from ..project.schema import validate_document
 
 __all__ = ["ValidationReport", "validate_paths"]
 
@@ -103,7 +103,7 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
                 if kind == "agent":
                     report.diagnostics.extend(load_agent(project, target).warnings)
                 elif kind in ("prompt", "cases"):
-                    from .prompts import load_prompts
+                    from ..project.prompts import load_prompts
 
                     load_prompts(project, [target])
                 else:
