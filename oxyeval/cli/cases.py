@@ -66,7 +66,7 @@ def _open(project_dir: str | None, db: str | None, *, write: bool) -> tuple[Any,
     no history yet gives ``None``, unless the user named a file that does not exist."""
     from ..project.config import load_project
     from ..store import EmptyHistoryError, LocationError, open_store
-    from ..suites.cases.run import history_location
+    from ..suites.history import history_location
 
     project = load_project(project_dir=project_dir) if project_dir else load_project()
     location = history_location(project, db)

@@ -23,6 +23,7 @@ from ...redact import redact
 from ...store import NewExecution, TestCase
 from ...workflow.agent import counted, stopped_at_token_limit, token_limit_warning
 from ...workflow.context import RunContext
+from ..history import history_location
 from ..targets import AgentTarget, PromptTarget, Target
 from .scoring import (
     TokenCounter,
@@ -34,7 +35,6 @@ from .scoring import (
 )
 from .selection import (
     declared_cases,
-    history_location,
     leaving_cases,
     no_version_error,
     precheck,

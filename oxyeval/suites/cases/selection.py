@@ -10,22 +10,20 @@ create a database just to look at it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ConfigError, LoadError
+from ...errors import ConfigError
 from ...project.config import Project
 from ...project.prompts import PromptDef, case_id, collect_case_files, load_prompts
 from ...project.schema import did_you_mean
-from ...store import Location, LocationError, TestCase, resolve_location, utc_timestamp
+from ...store import Location, TestCase, utc_timestamp
 
 if TYPE_CHECKING:
     from ...store import Store
 
 __all__ = [
     "declared_cases",
-    "history_location",
     "leaving_cases",
     "no_version_error",
     "precheck",
@@ -122,20 +120,6 @@ def preview_cases(store: Store | None, project: Project, paths: Sequence[str]) -
     live = [c for c in cases if c.deleted_at is None]
     order = {c.id: i for i, c in enumerate(live)}
     return sorted(live, key=lambda c: (c.prompt_id, order[c.id]))
-
-
-def history_location(
-    project: Project, db: str | Path | None = None, environ: Mapping[str, str] | None = None
-) -> Location:
-    """Where this project's history is (``--db``, ``OXY_DB``, config.yml ``history:``, or
-    ``.oxy/oxyeval.db``); a bad ``history:`` entry is reported at its line in config.yml."""
-    history = project.config.data.get("history") if isinstance(project.config.data, dict) else None
-    try:
-        return resolve_location(db, project_root=project.root, environ=environ, history=history)
-    except LocationError as exc:
-        if exc.key:
-            raise LoadError([project.config.diagnostic(exc.key, str(exc))]) from None
-        raise
 
 
 def unknown_names_error(
