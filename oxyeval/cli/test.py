@@ -9,6 +9,7 @@ import typer
 
 from ..errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, OxyError
 from ._app import DebugOption, Format, RichProgress, ThresholdMode, app, setup_logging
+from .artifacts import JunitOption, report_path_problem, write_report
 from .console import print_error, stderr_console, stdout_console, streams
 
 __all__ = ["test_command"]
@@ -43,6 +44,7 @@ def test_command(
         bool,
         typer.Option("--strict", help="Exit 3 if any run or judge call failed, even when scored."),
     ] = False,
+    junit: JunitOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Run the consistency tests declared in agent files and gate CI on their accuracy.
@@ -71,6 +73,12 @@ def test_command(
         err.print(f"error: {message}", style="red", markup=False)
         if as_json:
             write_json(to_json(run, code=EXIT_INPUT, error=message), out)
+        raise typer.Exit(EXIT_INPUT)
+    junit_problem = None if junit is None else report_path_problem("--junit", junit)
+    if junit_problem is not None:
+        err.print(f"error: {junit_problem}", style="red", markup=False)
+        if as_json:
+            write_json(to_json(run, code=EXIT_INPUT, error=junit_problem), out)
         raise typer.Exit(EXIT_INPUT)
     try:
         if progress is not None:
@@ -105,6 +113,11 @@ def test_command(
         code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
         if isinstance(error, OxyError) or debug:
             print_error(err, error, debug)
+        if junit is not None:
+            from ..report.junit import consistency_junit
+
+            text = consistency_junit(run, code=code, error=str(error))
+            code = write_report("--junit", junit, text, err, code)
         if as_json:
             write_json(to_json(run, code=code, error=str(error)), out)
         raise typer.Exit(code)
@@ -144,6 +157,13 @@ def test_command(
                 what = "" if test.interrupted else "not scored: "  # its error says interrupted
                 reason = redact(test.error or "no accuracy")
                 err.print(f"{what}{run.label(test)}: {reason}", style="red", markup=False)
+    if junit is not None:
+        from ..report.junit import consistency_junit
+
+        text = consistency_junit(
+            run, threshold, strict=strict, code=code, error=None if error is None else str(error)
+        )
+        code = write_report("--junit", junit, text, err, code)
     if as_json:
         write_json(
             to_json(run, threshold, code=code, error=None if error is None else str(error)), out
