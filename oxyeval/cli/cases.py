@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -152,6 +153,7 @@ def cases_run(
     if junit_problem is not None:
         raise _fail(err, OxyError(junit_problem), as_json)
     run = CaseRun(db=Path("."))
+    started = datetime.now(timezone.utc)  # the JUnit suites' timestamp
     stopped_by: str | None = None  # an error that stopped the run after some cases finished
     try:
         run_interruptible(
@@ -178,7 +180,7 @@ def cases_run(
             if junit is not None:  # CI still gets a report, saying why nothing ran
                 from ..report.junit import cases_junit
 
-                text = cases_junit(run, code=exc.exit_code, error=str(exc))
+                text = cases_junit(run, code=exc.exit_code, error=str(exc), timestamp=started)
                 write_report("--junit", junit, text, err, exc.exit_code)
             raise _fail(err, exc, as_json) from None
         err.print(f"error: {exc}", style="red", markup=False)
@@ -192,7 +194,13 @@ def cases_run(
     if junit is not None:
         from ..report.junit import cases_junit
 
-        text = cases_junit(run, fail_on_regression=fail_on_regression, code=code, error=stopped_by)
+        text = cases_junit(
+            run,
+            fail_on_regression=fail_on_regression,
+            code=code,
+            error=stopped_by,
+            timestamp=started,
+        )
         code = write_report("--junit", junit, text, err, code)
     if as_json:
         _print_json(case_run_json(run, code=code))

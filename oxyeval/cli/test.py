@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime, timezone
 from typing import Annotated
 
 import typer
@@ -67,6 +68,7 @@ def test_command(
     show_progress = not quiet and sys.stderr.isatty()
     progress = RichProgress(err) if show_progress else None
     run = TestRun()
+    started = datetime.now(timezone.utc)  # the JUnit suites' timestamp
     error: BaseException | None = None
     if min_accuracy is not None and not 0.0 <= min_accuracy <= 1.0:
         message = f"--min-accuracy must be between 0 and 1 (a share, e.g. 0.8 for 80%), got {min_accuracy:g}"
@@ -116,7 +118,7 @@ def test_command(
         if junit is not None:
             from ..report.junit import consistency_junit
 
-            text = consistency_junit(run, code=code, error=str(error))
+            text = consistency_junit(run, code=code, error=str(error), timestamp=started)
             code = write_report("--junit", junit, text, err, code)
         if as_json:
             write_json(to_json(run, code=code, error=str(error)), out)
@@ -160,8 +162,9 @@ def test_command(
     if junit is not None:
         from ..report.junit import consistency_junit
 
+        stopped = None if error is None else str(error)
         text = consistency_junit(
-            run, threshold, strict=strict, code=code, error=None if error is None else str(error)
+            run, threshold, strict=strict, code=code, error=stopped, timestamp=started
         )
         code = write_report("--junit", junit, text, err, code)
     if as_json:

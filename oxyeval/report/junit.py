@@ -87,7 +87,12 @@ class _Suite:
 
 
 def _render(suites: Sequence[_Suite], timestamp: datetime | None, hostname: str | None) -> str:
-    stamp = (timestamp or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%S")
+    """``timestamp``: when the run started (default: now), written in UTC without a zone,
+    as Ant writes it (the format has no zone)."""
+    when = timestamp or datetime.now(timezone.utc)
+    if when.tzinfo is not None:
+        when = when.astimezone(timezone.utc)
+    stamp = when.strftime("%Y-%m-%dT%H:%M:%S")
     host = xml_text(hostname or socket.gethostname() or "localhost") or "localhost"
     root = ET.Element("testsuites")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}

@@ -336,3 +336,13 @@ def test_case_outputs_with_control_characters(schema) -> None:
     xml = cases_junit(run, timestamp=WHEN, hostname="h")
     check(schema, xml)
     assert "\x1b" not in xml and "\\x1b[31mred" in xml
+
+
+def test_the_timestamp_is_the_start_in_utc_without_a_zone(schema) -> None:
+    from datetime import timedelta, timezone
+
+    paris = datetime(2026, 11, 20, 10, 30, 5, tzinfo=timezone(timedelta(hours=1)))
+    root = check(schema, consistency_junit(TestRun(tests=[result("t", 1.0)]), timestamp=paris))
+    suite = root.find("testsuite")
+    assert suite.get("timestamp") == "2026-11-20T09:30:05"
+    assert suite.get("hostname")  # this machine's name when none is given
