@@ -17,7 +17,7 @@ __all__ = ["init_command"]
 @app.command("init")
 def init_command(
     directory: Annotated[
-        str, typer.Argument(help="Folder for the project (created if missing).")
+        str, typer.Argument(metavar="DIR", help="Folder for the project (created if missing).")
     ] = ".",
     force: Annotated[
         bool, typer.Option("--force", help="Overwrite the starter files if they exist.")
