@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -10,6 +11,7 @@ import typer
 from ..errors import EXIT_INFRA, EXIT_OK, OxyError
 from ..project.limits import MAX_CONCURRENCY
 from ._app import Format, ProjectOption, app
+from .artifacts import JunitOption, report_path_problem, write_report
 from .console import print_error, stderr_console, stdout_console, streams
 
 if TYPE_CHECKING:
@@ -128,6 +130,7 @@ def cases_run(
     ] = 8,
     db: DbOption = None,
     project: ProjectOption = None,
+    junit: JunitOption = None,
 ) -> None:
     """Run test cases, score them, store every execution and flag regressions.
 
@@ -146,7 +149,12 @@ def cases_run(
     if prompt_version is not None and old_version is not None and prompt_version != old_version:
         message = f"--prompt-version {prompt_version} and --version {old_version} disagree"
         raise _fail(err, OxyError(message), as_json)
+    junit_problem = None if junit is None else report_path_problem("--junit", junit)
+    if junit_problem is not None:
+        raise _fail(err, OxyError(junit_problem), as_json)
     run = CaseRun(db=Path("."))
+    started = datetime.now(timezone.utc)  # the JUnit suites' timestamp
+    stopped_by: str | None = None  # an error that stopped the run after some cases finished
     try:
         run_interruptible(
             run_cases_async(
@@ -169,14 +177,31 @@ def cases_run(
         )
     except OxyError as exc:
         if not run.results:
+            if junit is not None:  # CI still gets a report, saying why nothing ran
+                from ..report.junit import cases_junit
+
+                text = cases_junit(run, code=exc.exit_code, error=str(exc), timestamp=started)
+                write_report("--junit", junit, text, err, exc.exit_code)
             raise _fail(err, exc, as_json) from None
         err.print(f"error: {exc}", style="red", markup=False)
         run.interrupted = True
+        stopped_by = str(exc)
     for warning in run.warnings:
         err.print(f"warning: {warning}", style="yellow", markup=False)
     code = run.exit_code(fail_on_regression=fail_on_regression)
     for reason in run.failure_reasons(fail_on_regression=fail_on_regression):
         err.print(reason, style="red", markup=False)  # whatever the format: CI logs show it
+    if junit is not None:
+        from ..report.junit import cases_junit
+
+        text = cases_junit(
+            run,
+            fail_on_regression=fail_on_regression,
+            code=code,
+            error=stopped_by,
+            timestamp=started,
+        )
+        code = write_report("--junit", junit, text, err, code)
     if as_json:
         _print_json(case_run_json(run, code=code))
     else:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime, timezone
 from typing import Annotated
 
 import typer
 
 from ..errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, OxyError
 from ._app import DebugOption, Format, RichProgress, ThresholdMode, app, setup_logging
+from .artifacts import JunitOption, report_path_problem, write_report
 from .console import print_error, stderr_console, stdout_console, streams
 
 __all__ = ["test_command"]
@@ -43,6 +45,7 @@ def test_command(
         bool,
         typer.Option("--strict", help="Exit 3 if any run or judge call failed, even when scored."),
     ] = False,
+    junit: JunitOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Run the consistency tests declared in agent files and gate CI on their accuracy.
@@ -65,12 +68,19 @@ def test_command(
     show_progress = not quiet and sys.stderr.isatty()
     progress = RichProgress(err) if show_progress else None
     run = TestRun()
+    started = datetime.now(timezone.utc)  # the JUnit suites' timestamp
     error: BaseException | None = None
     if min_accuracy is not None and not 0.0 <= min_accuracy <= 1.0:
         message = f"--min-accuracy must be between 0 and 1 (a share, e.g. 0.8 for 80%), got {min_accuracy:g}"
         err.print(f"error: {message}", style="red", markup=False)
         if as_json:
             write_json(to_json(run, code=EXIT_INPUT, error=message), out)
+        raise typer.Exit(EXIT_INPUT)
+    junit_problem = None if junit is None else report_path_problem("--junit", junit)
+    if junit_problem is not None:
+        err.print(f"error: {junit_problem}", style="red", markup=False)
+        if as_json:
+            write_json(to_json(run, code=EXIT_INPUT, error=junit_problem), out)
         raise typer.Exit(EXIT_INPUT)
     try:
         if progress is not None:
@@ -105,6 +115,11 @@ def test_command(
         code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
         if isinstance(error, OxyError) or debug:
             print_error(err, error, debug)
+        if junit is not None:
+            from ..report.junit import consistency_junit
+
+            text = consistency_junit(run, code=code, error=str(error), timestamp=started)
+            code = write_report("--junit", junit, text, err, code)
         if as_json:
             write_json(to_json(run, code=code, error=str(error)), out)
         raise typer.Exit(code)
@@ -144,6 +159,14 @@ def test_command(
                 what = "" if test.interrupted else "not scored: "  # its error says interrupted
                 reason = redact(test.error or "no accuracy")
                 err.print(f"{what}{run.label(test)}: {reason}", style="red", markup=False)
+    if junit is not None:
+        from ..report.junit import consistency_junit
+
+        stopped = None if error is None else str(error)
+        text = consistency_junit(
+            run, threshold, strict=strict, code=code, error=stopped, timestamp=started
+        )
+        code = write_report("--junit", junit, text, err, code)
     if as_json:
         write_json(
             to_json(run, threshold, code=code, error=None if error is None else str(error)), out

@@ -79,15 +79,18 @@ class Project:
     model_keys: dict[str, KeyPath] = field(default_factory=dict)  # name -> place in config.yml
     judge: JudgeSettings = field(default_factory=JudgeSettings)  # config.yml's judge: section
 
-    def model_error(self, name: str, message: str) -> OxyError:
+    def model_error(self, name: str, message: str, where: KeyPath = ()) -> OxyError:
         """An error about model ``name`` (its missing API key, say) pointing at its entry in
-        config.yml: at ``key_var`` when it has one, so the user sees which variable to set."""
+        config.yml: at ``where`` in the entry (``("headers", "X", "env_var")``) when given,
+        else at ``key_var`` when it has one, so the user sees which variable to set."""
         key = self.model_keys.get(name)
         if key is None:
             return ConfigError(message)
         entry = self.config.get(key) or {}
-        where = (*key, "key_var") if "key_var" in entry else key
-        return LoadError([self.config.diagnostic(where, message, at_key="key_var" in entry)])
+        if where and self.config.get((*key, *where)) is not None:
+            return LoadError([self.config.diagnostic((*key, *where), message)])
+        at = (*key, "key_var") if "key_var" in entry else key
+        return LoadError([self.config.diagnostic(at, message, at_key="key_var" in entry)])
 
     def relative(self, path: Path) -> str:
         try:
@@ -96,25 +99,16 @@ class Project:
             return str(path)
 
 
-def _model_spec(
-    entry: dict[str, Any], path: KeyPath, doc: Document, problems: list[Diagnostic]
-) -> ModelSpec:
+def _model_spec(entry: dict[str, Any]) -> ModelSpec:
     vendor = canonical_vendor(entry["vendor"])
     headers: dict[str, str] = {}
+    header_vars: dict[str, str] = {}
     for name, value in (entry.get("headers") or {}).items():
         if isinstance(value, dict):
-            var = value["env_var"]
-            resolved = os.environ.get(var)
-            if resolved is None:
-                problems.append(
-                    doc.diagnostic(
-                        (*path, "headers", name, "env_var"),
-                        f"header '{name}' reads environment variable {var}, which is not set",
-                    )
-                )
-                continue
-            register_secret(resolved)
-            headers[name] = resolved
+            # Read when the model is called (a missing one is an error then, naming it):
+            # commands that never call this model need none of its secrets.
+            header_vars[name] = value["env_var"]
+            register_secret(os.environ.get(value["env_var"]))
         else:
             headers[name] = str(value)
             if _SECRET_HEADER.search(name):
@@ -143,6 +137,7 @@ def _model_spec(
         key_var=entry.get("key_var"),
         api_url=entry.get("api_url"),
         headers=headers,
+        header_vars=header_vars,
         params=params,
         options=options,
         api_key=api_key or None,
@@ -196,7 +191,7 @@ def load_project(
                 doc.diagnostic(("models", i, "name"), f"model name '{name}' is used twice")
             )
             continue
-        models[name] = _model_spec(entry, ("models", i), doc, problems)
+        models[name] = _model_spec(entry)
         model_keys[name] = ("models", i)
     for i, entry in enumerate(data["models"]):
         for rule_index, rule in enumerate(entry.get("rules") or []):
@@ -221,7 +216,7 @@ def load_project(
             )
             continue
         entry = {"model_ref": default_embedding_model(entry["vendor"]) or "", **entry}
-        embeddings[entry["name"]] = _model_spec(entry, ("embeddings", i), doc, problems)
+        embeddings[entry["name"]] = _model_spec(entry)
     databases: dict[str, dict[str, Any]] = {}
     for i, entry in enumerate(data.get("databases") or []):
         if entry["name"] in databases:

@@ -187,6 +187,9 @@ class ModelSpec:
     params: GenerateParams = field(default_factory=GenerateParams)
     options: dict[str, Any] = field(default_factory=dict)  # vendor-specific (mock outputs...)
     api_key: str | None = None  # resolved from key_var at run time; never printed
+    #: Headers whose value is read from an environment variable (header -> variable)
+    #: when the model is called (``headers: {X: {env_var: NAME}}``), like the key.
+    header_vars: dict[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:  # keep the key out of reprs and tracebacks
         return (

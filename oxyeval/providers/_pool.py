@@ -58,13 +58,14 @@ class VendorPool(Generic[C]):
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         client: httpx.AsyncClient | None = None,
         environ: Mapping[str, str] | None = None,
-        locate: Callable[[str, str], OxyError] | None = None,
+        locate: Callable[[str, str, tuple[str, ...]], OxyError] | None = None,
         limiters: Limiters | None = None,
     ) -> None:
         self.specs = dict(specs)
         #: One adaptive concurrency limit per endpoint; pass it to the run's other pools.
         self.limiters = limiters or Limiters()
-        self._locate = locate  # (name, message) -> an error pointing into config.yml
+        #: (name, message, key in the model's entry) -> an error pointing into config.yml
+        self._locate = locate
         self._retry = retry
         self._sleep = sleep
         self._client = client
@@ -123,7 +124,7 @@ class VendorPool(Generic[C]):
         except ConfigError as exc:
             if self._locate is None:
                 raise
-            raise self._locate(name, str(exc)) from None
+            raise self._locate(name, str(exc), getattr(exc, "where", ())) from None
         api = cls(spec, self._http_client() if cls.uses_http else None)
         limiter = self.limiters.get(spec.name, spec.concurrency, api.base_url, spec.model_ref)
         caller = self._caller(api, self._retry, self._sleep, limiter)

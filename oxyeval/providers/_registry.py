@@ -26,11 +26,13 @@ if TYPE_CHECKING:
     from ._base import EmbeddingAPI, ModelAPI, ModelSpec, VendorAPI
 
 __all__ = [
+    "MissingCredential",
     "canonical_vendor",
     "default_embedding_model",
     "default_key_var",
     "embedding_vendor_class",
     "embedding_vendors",
+    "missing_credentials",
     "register_embedding_vendor",
     "register_vendor",
     "resolve_api_key",
@@ -152,22 +154,22 @@ def _load(loaded: dict[str, Any], kind: str, name: str) -> type[VendorAPI]:
     return cls  # type: ignore[no-any-return]
 
 
-def resolve_api_key(
-    spec: ModelSpec,
-    environ: Mapping[str, str] | None = None,
-    api_class: type[VendorAPI] | None = None,
-) -> ModelSpec:
-    """Return ``spec`` with its API key filled from the environment, or raise ConfigError.
+class MissingCredential(ConfigError):
+    """An environment variable a model's calls need (its API key, a header's value) is not
+    set. Bad input for a command that calls the model; for ``oxy validate`` only a
+    warning, since the files are valid without it (CI often validates with no secrets).
+    ``where`` is the place in the model's config.yml entry that names the variable."""
 
-    The same rules for chat and embedding models: a literal key in config.yml wins;
-    else ``key_var``, else the vendor's default variable. A model pointed at a custom
-    ``api_url`` without ``key_var`` (vLLM, llama.cpp, LM Studio, Ollama) needs no key,
-    nor does a vendor whose class says so; a hosted vendor without one is an error
-    that names the variable to set. ``api_class`` is the class that will make the
-    calls (default: the vendor's chat class, else its embedding class).
-    """
+    def __init__(self, message: str, *, variable: str, where: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.variable = variable
+        self.where = where
+
+
+def _key_var(spec: ModelSpec, api_class: type[VendorAPI] | None) -> str | None:
+    """The variable ``spec``'s key is read from; None when its calls need no key."""
     if spec.api_key:  # a literal key in config.yml (oxy's ollama form), already registered
-        return spec
+        return None
     if api_class is None:
         try:
             api_class = vendor_class(spec.vendor)
@@ -176,21 +178,79 @@ def resolve_api_key(
     var = spec.key_var
     if var is None:
         if spec.api_url or not api_class.requires_key:
-            return spec
+            return None
         var = default_key_var(spec.vendor)
         if var is None:
             raise ConfigError(
                 f"model '{spec.name}' ({spec.vendor}) needs an API key; set key_var in "
                 f"config.yml to the environment variable that holds it."
             )
+    return var
+
+
+def missing_credentials(
+    spec: ModelSpec,
+    environ: Mapping[str, str] | None = None,
+    api_class: type[VendorAPI] | None = None,
+) -> list[MissingCredential]:
+    """Every variable ``spec``'s calls need that is not set, without raising: what
+    :func:`resolve_api_key` would refuse, for checks that only warn (``oxy validate``)."""
     env = os.environ if environ is None else environ
-    key = env.get(var, "").strip()
-    if not key:
+    problems = []
+    var = _key_var(spec, api_class)
+    if var is not None and not env.get(var, "").strip():
         how = "named by key_var" if spec.key_var else "that the vendor uses by default"
-        raise ConfigError(
-            f"model '{spec.name}' ({spec.vendor}) needs an API key in the environment "
-            f"variable {var} ({how}), which is not set. Export {var}, or set key_var in "
-            f"config.yml to the variable that holds the key."
+        problems.append(
+            MissingCredential(
+                f"model '{spec.name}' ({spec.vendor}) needs an API key in the environment "
+                f"variable {var} ({how}), which is not set. Export {var}, or set key_var in "
+                f"config.yml to the variable that holds the key.",
+                variable=var,
+                where=("key_var",) if spec.key_var else (),
+            )
         )
+    for header, header_var in spec.header_vars.items():
+        if env.get(header_var) is None:
+            problems.append(
+                MissingCredential(
+                    f"model '{spec.name}' ({spec.vendor}) sends header '{header}' from the "
+                    f"environment variable {header_var}, which is not set. Export {header_var}.",
+                    variable=header_var,
+                    where=("headers", header, "env_var"),
+                )
+            )
+    return problems
+
+
+def resolve_api_key(
+    spec: ModelSpec,
+    environ: Mapping[str, str] | None = None,
+    api_class: type[VendorAPI] | None = None,
+) -> ModelSpec:
+    """Return ``spec`` with its API key and its headers read from the environment (``headers:
+    {X: {env_var: NAME}}`` in config.yml), or raise :class:`MissingCredential`.
+
+    The same rules for chat and embedding models: a literal key in config.yml wins;
+    else ``key_var``, else the vendor's default variable. A model pointed at a custom
+    ``api_url`` without ``key_var`` (vLLM, llama.cpp, LM Studio, Ollama) needs no key,
+    nor does a vendor whose class says so; a hosted vendor without one is an error
+    that names the variable to set. ``api_class`` is the class that will make the
+    calls (default: the vendor's chat class, else its embedding class). Read when a
+    model is about to be called, not when config.yml loads, so a command that never
+    calls a model needs none of its secrets.
+    """
+    problems = missing_credentials(spec, environ, api_class)
+    if problems:
+        raise problems[0]
+    env = os.environ if environ is None else environ
+    headers = dict(spec.headers)
+    for header, header_var in spec.header_vars.items():
+        headers[header] = env[header_var]
+        register_secret(headers[header])
+    spec = replace(spec, headers=headers, header_vars={})
+    var = _key_var(spec, api_class)
+    if var is None:
+        return spec
+    key = env.get(var, "").strip()
     register_secret(key)
     return replace(spec, api_key=key, key_var=var)

@@ -3,8 +3,8 @@ for people (pretty) and as JSON for machines.
 
 One module per concern: ``threshold`` (``oxy test``'s verdict), ``json`` (the JSON
 writer and ``oxy test``'s document), ``pretty`` (``oxy test`` for people), ``cases``
-and ``cases_pretty`` (``oxy cases`` and ``oxy history``). A new format (JUnit) is a
-new module beside them.
+and ``cases_pretty`` (``oxy cases`` and ``oxy history``), ``junit`` (``--junit``: JUnit
+XML for CI servers). A new format is a new module beside them.
 
 JSON keys are snake_case for ``oxy test`` and ``oxy run`` (our own format, as
 oxy's) and camelCase for ``oxy cases`` and ``oxy history``, whose documents are the
@@ -25,6 +25,8 @@ _EXPORTS = {
     "render_case_stats": "cases_pretty",
     "render_history": "cases_pretty",
     "sparkline": "cases_pretty",
+    "cases_junit": "junit",
+    "consistency_junit": "junit",
     "to_json": "json",
     "validation_json": "json",
     "write_json": "json",
@@ -34,7 +36,9 @@ _EXPORTS = {
 }
 __all__ = [
     "case_run_json",
+    "cases_junit",
     "check_threshold",
+    "consistency_junit",
     "exit_code",
     "render_case_list",
     "render_case_run",
@@ -58,5 +62,6 @@ if TYPE_CHECKING:
         sparkline,
     )
     from .json import to_json, validation_json, write_json
+    from .junit import cases_junit, consistency_junit
     from .pretty import render_pretty
     from .threshold import check_threshold, exit_code

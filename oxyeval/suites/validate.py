@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError, Diagnostic, LoadError
 from ..project.agents import load_agent
 from ..project.config import Project, load_project
-from ..project.document import load_yaml, path_problem
+from ..project.document import KeyPath, load_yaml, path_problem
 from ..project.files import file_kind, find_config, project_files
 from ..project.schema import validate_document
 
-__all__ = ["ValidationReport", "validate_paths"]
+__all__ = ["ValidationReport", "credential_warnings", "validate_paths"]
 
 
 @dataclass
@@ -44,6 +45,46 @@ def _project_or_own_schema(
         else:
             report.diagnostics.append(Diagnostic(str(target), str(exc)))
         return None
+
+
+def credential_warnings(
+    project: Project, environ: Mapping[str, str] | None = None
+) -> list[Diagnostic]:
+    """Environment variables the project's models need (API keys, header values) that are
+    not set: one warning per variable, at the first model that names it. Warnings, since
+    the files are valid without them (CI often validates with no secrets); a command that
+    calls such a model still stops with exit 2, naming the variable."""
+    from ..providers import missing_credentials
+
+    entries = {
+        **{name: ("models", i) for i, name in enumerate(_names(project, "models"))},
+        **{name: ("embeddings", i) for i, name in enumerate(_names(project, "embeddings"))},
+    }
+    found: dict[str, tuple[KeyPath, list[str]]] = {}
+    for section in (project.models, project.embeddings):
+        for spec in section.values():
+            try:
+                problems = missing_credentials(spec, environ)
+            except ConfigError:  # no variable to name (a plugin vendor without key_var)
+                continue
+            for problem in problems:
+                where = (*entries.get(spec.name, ()), *problem.where)
+                found.setdefault(problem.variable, (where, []))[1].append(spec.name)
+    warnings = []
+    for variable, (where, names) in found.items():
+        listed = ", ".join(f"'{n}'" for n in names)
+        message = (
+            f"environment variable {variable} is not set: model(s) {listed} cannot be called "
+            "without it (oxy test, oxy run and oxy cases run stop with exit 2 when they call "
+            "one); the files are valid"
+        )
+        warnings.append(project.config.diagnostic(where, message, severity="warning"))
+    return warnings
+
+
+def _names(project: Project, section: str) -> list[str]:
+    entries = project.config.data.get(section) or []
+    return [e.get("name", "") if isinstance(e, dict) else "" for e in entries]
 
 
 def validate_paths(paths: list[str], project_dir: str | None = None) -> ValidationReport:
@@ -96,6 +137,7 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
             if kind == "config":
                 project = load_project(target, cache=report.projects)
                 report.diagnostics.extend(project.warnings)
+                report.diagnostics.extend(credential_warnings(project))
             elif kind in ("agent", "workflow", "prompt", "cases"):
                 project = _project_or_own_schema(target, kind, project_dir, report)
                 if project is None:

@@ -21,7 +21,7 @@ from ..project.document import Document, KeyPath, format_key_path, load_yaml, re
 from ..project.files import outside_project
 from ..project.limits import MAX_CONCURRENCY
 from ..project.schema import did_you_mean, validate_document
-from ..project.templates import TemplateRef, template_diagnostics
+from ..project.templates import TemplateRef, referenced_names, template_diagnostics
 from ..project.tests import TestSpec, parse_tests
 from .sqltemplate import SqlTemplateRef
 
@@ -428,6 +428,20 @@ def walk_tasks(tasks: list[Task]) -> list[Task]:
     return out
 
 
+#: What oxy's templates of a workflow variable may read from its semantic layer (its
+#: ``variables: {month: "{{ dimensions.month }}"}`` types a variable by a dimension).
+_SEMANTIC_NAMES = frozenset({"dimensions", "models"})
+
+
+def _semantic_names(value: Any, others: set[str]) -> list[str]:
+    """The semantic-layer names a variable's short form reads, when that is all it reads
+    (besides other variables); empty for an ordinary value or templated default."""
+    if not isinstance(value, str) or "{{" not in value:
+        return []
+    names = referenced_names(TemplateRef(value)) - others
+    return sorted(names) if names and names <= _SEMANTIC_NAMES else []
+
+
 def load_workflow(project: Project, path: str | os.PathLike[str]) -> Workflow:
     """Load and check one workflow file; every problem is reported together."""
     doc = load_yaml(path)
@@ -442,7 +456,21 @@ def load_workflow(project: Project, path: str | os.PathLike[str]) -> Workflow:
         problems.extend(template_diagnostics(prompt))
     _check_judge(doc, ("judge_model",), data.get("judge_model"), project, problems)
     variables: dict[str, dict[str, Any]] = {}
-    for name, spec in (data.get("variables") or {}).items():
+    declared = data.get("variables") or {}
+    for name, spec in declared.items():
+        semantic = _semantic_names(spec, set(declared) - {name})
+        if semantic:
+            variables[name] = {}  # no default: given with --var, or a clear error at run time
+            problems.append(
+                doc.diagnostic(
+                    ("variables", name),
+                    f"variable '{name}' takes its type from oxy's semantic layer "
+                    f"({', '.join(semantic)}), which oxyeval does not read; here it has no "
+                    f"default: pass --var {name}=VALUE",
+                    severity="warning",
+                )
+            )
+            continue
         variables[name] = spec if isinstance(spec, dict) else {"default": spec}
     check_variable_defaults(doc, data.get("variables"), problems)
     tests = parse_tests(doc, project, problems, owner="workflow")

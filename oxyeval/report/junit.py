@@ -1,0 +1,453 @@
+"""JUnit XML for CI servers (Jenkins, GitLab, GitHub test reporters): ``--junit FILE``.
+
+The format is Apache Ant's (``XMLJUnitResultFormatter``), the one every CI server
+reads: a ``<testsuites>`` root, one ``<testsuite>`` per file or prompt, one
+``<testcase>`` per consistency test or test case. Ant allows no ``<properties>`` in a
+``<testcase>``, so per-test figures (accuracy, pairs, judge calls, score) are suite
+properties named ``<test name>.<figure>``.
+
+Which element a test gets follows the run's own rules, so the XML never disagrees
+with the exit code: ``<error>`` where the exit code says "could not tell" (a test not
+scored, a test cut short, a case that could not run), ``<failure>`` where it says
+"failed" (below ``--min-accuracy``, a regression with ``--fail-on-regression``, run
+or judge errors with ``--strict``, reasons the caller adds), ``<skipped>`` for a case
+with no expected output yet.
+
+Every string is redacted (API keys never reach a file) and stripped of characters
+XML 1.0 cannot hold (model output may contain ANSI escapes or NULs): such a character
+is written as a visible ``\\xNN``.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from ..redact import redact
+
+if TYPE_CHECKING:
+    from ..suites.cases.run import CaseResult, CaseRun
+    from ..suites.results import TestResult, TestRun, ThresholdResult
+
+__all__ = ["cases_junit", "consistency_junit", "xml_text"]
+
+#: Characters outside XML 1.0's ``Char`` production (C0 controls but tab, newline and
+#: carriage return; surrogates; U+FFFE and U+FFFF).
+_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+#: Most characters of one output kept in ``<system-out>``: enough to see the answer,
+#: bounded so an n=10,000 test does not write a file the CI server chokes on.
+_MAX_TEXT = 4000
+
+
+def xml_text(value: object) -> str:
+    """``value`` as text XML 1.0 can hold, with secrets scrubbed."""
+    text = redact(str(value))
+    return _INVALID_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _clip(text: str, limit: int = _MAX_TEXT) -> str:
+    return (
+        text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
+    )
+
+
+def _seconds(value: float | None) -> str:
+    return f"{max(0.0, value or 0.0):.3f}"
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:.6g}"
+
+
+@dataclass
+class _Case:
+    """One ``<testcase>``: at most one of error, failure, skipped (Ant allows one)."""
+
+    name: str
+    classname: str
+    time: float
+    error: tuple[str, str, str] | None = None  # type, message, text
+    failure: tuple[str, str, str] | None = None
+    skipped: str | None = None
+
+
+@dataclass
+class _Suite:
+    name: str
+    package: str
+    cases: list[_Case] = field(default_factory=list)
+    properties: list[tuple[str, str]] = field(default_factory=list)
+    out: list[str] = field(default_factory=list)
+    err: list[str] = field(default_factory=list)
+
+
+def _render(suites: Sequence[_Suite], timestamp: datetime | None, hostname: str | None) -> str:
+    """``timestamp``: when the run started (default: now), written in UTC without a zone,
+    as Ant writes it (the format has no zone)."""
+    when = timestamp or datetime.now(timezone.utc)
+    if when.tzinfo is not None:
+        when = when.astimezone(timezone.utc)
+    stamp = when.strftime("%Y-%m-%dT%H:%M:%S")
+    host = xml_text(hostname or socket.gethostname() or "localhost") or "localhost"
+    root = ET.Element("testsuites")
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
+    for k, suite in enumerate(suites):
+        counts = {
+            "tests": len(suite.cases),
+            "failures": sum(1 for c in suite.cases if c.failure and not c.error),
+            "errors": sum(1 for c in suite.cases if c.error),
+            "skipped": sum(1 for c in suite.cases if c.skipped and not (c.error or c.failure)),
+        }
+        elapsed = sum(c.time for c in suite.cases)
+        for key, value in counts.items():
+            totals[key] += value
+        totals["time"] += elapsed
+        node = ET.SubElement(
+            root,
+            "testsuite",
+            {
+                "name": xml_text(suite.name),
+                "package": xml_text(suite.package),
+                "id": str(k),
+                "tests": str(counts["tests"]),
+                "failures": str(counts["failures"]),
+                "errors": str(counts["errors"]),
+                "skipped": str(counts["skipped"]),
+                "time": _seconds(elapsed),
+                "timestamp": stamp,
+                "hostname": host,
+            },
+        )
+        props = ET.SubElement(node, "properties")
+        for name, value in suite.properties:
+            ET.SubElement(props, "property", {"name": xml_text(name), "value": xml_text(value)})
+        for case in suite.cases:
+            element = ET.SubElement(
+                node,
+                "testcase",
+                {
+                    "name": xml_text(case.name),
+                    "classname": xml_text(case.classname),
+                    "time": _seconds(case.time),
+                },
+            )
+            outcome = case.error or case.failure
+            if outcome is not None:
+                kind, message, text = outcome
+                child = ET.SubElement(
+                    element,
+                    "error" if case.error else "failure",
+                    {"message": xml_text(message), "type": xml_text(kind)},
+                )
+                child.text = xml_text(text)
+            elif case.skipped is not None:
+                ET.SubElement(element, "skipped", {"message": xml_text(case.skipped)})
+        ET.SubElement(node, "system-out").text = xml_text("\n".join(suite.out))
+        ET.SubElement(node, "system-err").text = xml_text("\n".join(suite.err))
+    for key in ("tests", "failures", "errors", "skipped"):
+        root.set(key, str(totals[key]))
+    root.set("time", _seconds(totals["time"]))
+    ET.indent(root)
+    body = ET.tostring(root, encoding="unicode")
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n'
+
+
+def _classname(path: str) -> str:
+    """A file as a JUnit class name: folders become packages, and the dot of the file's
+    kind an underscore (``examples/agents/users.agent.yml`` ->
+    ``examples.agents.users_agent``), so CI servers, which split class names at the last
+    dot, show the file as the class."""
+    stem = re.sub(r"\.(ya?ml)$", "", path.replace("\\", "/"))
+    parts = [p for p in stem.split("/") if p not in ("", ".")]
+    if not parts:
+        return "oxy"
+    parts[-1] = parts[-1].replace(".", "_")
+    return ".".join(p.replace(".", "_") for p in parts)
+
+
+def _unique(names: Iterable[str]) -> list[str]:
+    """Names made unique within a suite (property names are per suite)."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
+    return out
+
+
+def _failure(reasons: Sequence[tuple[str, str]]) -> tuple[str, str, str] | None:
+    """One ``<failure>`` for every reason (Ant allows one): the first names its type."""
+    if not reasons:
+        return None
+    return reasons[0][0], reasons[0][1], "\n".join(message for _kind, message in reasons)
+
+
+def consistency_junit(
+    run: TestRun,
+    threshold: ThresholdResult | None = None,
+    *,
+    strict: bool = False,
+    code: int | None = None,
+    error: str | None = None,
+    failures: Mapping[str, Sequence[str]] | None = None,
+    timestamp: datetime | None = None,
+    hostname: str | None = None,
+) -> str:
+    """``oxy test --junit``: one suite per file, one testcase per consistency test.
+
+    ``threshold`` and ``strict`` are the run's rules (as given to
+    :func:`~oxyeval.report.threshold.exit_code`); ``code`` is the exit code the run ends
+    with; ``error`` what stopped it (a run that failed before any test finished still
+    gets a file, with one error testcase saying why); ``failures`` more reasons a test
+    failed, by :meth:`TestRun.label` (an accuracy drop against an earlier run, say).
+    """
+    failing: set[str] = set()
+    if threshold is not None and not threshold.passed:
+        failing = {name for name, _accuracy in threshold.failing}
+    extra = failures or {}
+    by_file: dict[str, list[TestResult]] = {}
+    for test in run.tests:
+        by_file.setdefault(test.file, []).append(test)
+    files: dict[str, _Suite] = {}
+    for file, tests in by_file.items():
+        suite = files[file] = _Suite(name=file, package="oxy.test")
+        for test, name in zip(tests, _unique(t.name for t in tests), strict=True):
+            label = run.label(test)
+            suite.cases.append(
+                _test_case(test, name, label in failing, threshold, strict, extra.get(label, ()))
+            )
+            suite.properties.extend(_test_properties(name, test))
+            suite.out.append(_test_summary(name, test))
+            suite.err.extend(
+                f"{name}: run {o.run}: {_clip(o.error or '', 500)}" for o in test.run_errors
+            )
+            suite.err.extend(
+                f"{name}: judge, runs {c.get('runs')}: {_clip(str(c.get('error')), 500)}"
+                for c in test.judge_errors
+            )
+    suites = list(files.values())
+    cut_between = run.interrupted and not any(t.interrupted for t in run.tests)
+    if not suites or error is not None or cut_between:
+        # What stopped the run is a testcase of its own, so the CI server shows it red.
+        suite = _Suite(name="oxy test", package="oxy.test")
+        if error is not None:
+            suite.cases.append(_Case("oxy test", "oxy.test", 0.0, error=("RunError", error, error)))
+        if cut_between:
+            why = (
+                f"interrupted after {len(run.tests)} test(s) finished; "
+                "tests not reached are not in this report"
+            )
+            suite.cases.append(
+                _Case("interrupted", "oxy.test", 0.0, error=("Interrupted", why, why))
+            )
+        suites.append(suite)
+    run_props = [("oxy.command", "oxy test"), ("oxy.interrupted", str(run.interrupted).lower())]
+    if code is not None:
+        run_props.append(("oxy.exit_code", str(code)))
+    if threshold is not None:
+        run_props += [
+            ("oxy.threshold.min_accuracy", _number(threshold.min_accuracy)),
+            ("oxy.threshold.mode", threshold.mode),
+            ("oxy.threshold.passed", str(threshold.passed).lower()),
+            ("oxy.threshold.value", _number(threshold.value)),
+        ]
+    for suite in suites:
+        suite.properties[:0] = run_props
+        if threshold is not None and not threshold.passed:
+            suite.err.append(threshold.message)
+        suite.err.extend(run.warnings + run.skipped)
+    return _render(suites, timestamp, hostname)
+
+
+def _test_case(
+    test: TestResult,
+    name: str,
+    below: bool,
+    threshold: ThresholdResult | None,
+    strict: bool,
+    regressions: Sequence[str],
+) -> _Case:
+    case = _Case(name=name, classname=_classname(test.file), time=test.duration)
+    if not test.ok:
+        kind = "Interrupted" if test.interrupted else "NotScored"
+        message = test.error or ("interrupted" if test.interrupted else "no accuracy")
+        case.error = (kind, message, _test_detail(test))
+        return case
+    reasons: list[tuple[str, str]] = []
+    if below and threshold is not None:
+        reasons.append(("BelowThreshold", _below(test, threshold)))
+    if strict and (test.run_errors or test.judge_errors):
+        counts = f"{len(test.run_errors)} run error(s) and {len(test.judge_errors)} judge error(s)"
+        reasons.append(("RunErrors" if test.run_errors else "JudgeErrors", f"--strict: {counts}"))
+    reasons.extend(("Regression", reason) for reason in regressions)
+    case.failure = _failure(reasons)
+    return case
+
+
+def _below(test: TestResult, threshold: ThresholdResult) -> str:
+    accuracy = "no score" if test.accuracy is None else f"{test.accuracy:.4f}"
+    message = f"accuracy {accuracy} below threshold {threshold.min_accuracy:.4f}"
+    if threshold.mode == "average":
+        message += f" (--threshold-mode average: {threshold.message})"
+    return message
+
+
+def _test_properties(prefix: str, test: TestResult) -> list[tuple[str, str]]:
+    status = "interrupted" if test.interrupted else ("scored" if test.ok else "error")
+    figures: list[tuple[str, Any]] = [
+        ("accuracy", _number(test.accuracy)),
+        ("status", status),
+        ("n", test.n),
+        ("pairing", test.pairing),
+        ("model", test.agent_model),
+        ("judge_model", test.judge_model),
+        ("pairs", test.pairs),
+        ("total_pairs", test.total_pairs),
+        ("judged_pairs", test.judged_pairs),
+        ("identical_pairs", test.identical_pairs),
+        ("judge_calls", test.judge_calls),
+        ("successful_runs", sum(1 for o in test.outputs if o.error is None)),
+        ("run_errors", len(test.run_errors)),
+        ("judge_errors", len(test.judge_errors)),
+        ("duration_s", f"{test.duration:.3f}"),
+    ]
+    return [(f"{prefix}.{key}", str(value)) for key, value in figures]
+
+
+def _test_summary(prefix: str, test: TestResult) -> str:
+    accuracy = "not scored" if test.accuracy is None else f"accuracy {test.accuracy:.4f}"
+    line = f"{prefix}: {accuracy}, {test.judged_pairs}/{test.total_pairs} pairs judged"
+    selected = test.selected_output
+    if selected is not None and selected.text is not None:
+        line += f"\n  selected output (run {selected.run}): {_clip(selected.text)}"
+    return line
+
+
+def _test_detail(test: TestResult) -> str:
+    done = sum(1 for o in test.outputs if o.error is None)
+    lines = [test.error or "", f"{done} of {test.n} run(s) succeeded"]
+    lines += [f"run {o.run}: {_clip(o.error or '', 500)}" for o in test.run_errors[:20]]
+    return "\n".join(line for line in lines if line)
+
+
+def cases_junit(
+    run: CaseRun,
+    *,
+    fail_on_regression: bool = False,
+    code: int | None = None,
+    error: str | None = None,
+    timestamp: datetime | None = None,
+    hostname: str | None = None,
+) -> str:
+    """``oxy cases run --junit``: one suite per prompt version, one testcase per case.
+
+    ``fail_on_regression`` is the run's rule (as given to :meth:`CaseRun.exit_code`):
+    with it a regression is a ``<failure>``, without it only a property. A pending case
+    (no expected output yet) is ``<skipped>``; an interrupted run gets an error testcase
+    naming how many planned cases never ran.
+    """
+    by_prompt: dict[str, list[CaseResult]] = {}
+    for result in run.results:
+        by_prompt.setdefault(result.prompt_id, []).append(result)
+    suites = []
+    for prompt_id, results in by_prompt.items():
+        version = results[0].prompt_version
+        suite = _Suite(name=f"{prompt_id} v{version}", package="oxy.cases")
+        for result, name in zip(results, _unique(r.name for r in results), strict=True):
+            suite.cases.append(_case(result, name, fail_on_regression))
+            suite.properties.extend(_case_properties(name, result))
+            if result.actual_output is not None:
+                suite.out.append(f"{name}: {_clip(result.actual_output)}")
+            if result.error is not None:
+                suite.err.append(f"{name}: {result.error}")
+        suites.append(suite)
+    missing = max(0, run.planned - len(run.results))
+    if not suites or error is not None or run.interrupted:
+        suite = _Suite(name="oxy cases run", package="oxy.cases")
+        if error is not None:
+            suite.cases.append(
+                _Case("oxy cases run", "oxy.cases", 0.0, error=("RunError", error, error))
+            )
+        if run.interrupted:
+            why = f"interrupted: {len(run.results)} of {run.planned} case(s) finished, {missing} never ran"
+            suite.cases.append(
+                _Case("interrupted", "oxy.cases", 0.0, error=("Interrupted", why, why))
+            )
+        suites.append(suite)
+    run_props = [
+        ("oxy.command", "oxy cases run"),
+        ("oxy.interrupted", str(run.interrupted).lower()),
+        ("oxy.fail_on_regression", str(fail_on_regression).lower()),
+        ("oxy.planned", str(run.planned)),
+        ("oxy.history", str(run.db)),
+    ]
+    if code is not None:
+        run_props.append(("oxy.exit_code", str(code)))
+    for suite in suites:
+        suite.properties[:0] = run_props
+        suite.err.extend(run.warnings)
+    return _render(suites, timestamp, hostname)
+
+
+def _case(result: CaseResult, name: str, fail_on_regression: bool) -> _Case:
+    case = _Case(
+        name=name,
+        classname=_classname(result.prompt_id),
+        time=result.run_duration_ms / 1000,
+    )
+    if result.error is not None:
+        case.error = ("CaseError", result.error, result.error)
+        return case
+    if result.pending:
+        case.skipped = "no expected output yet: run `oxy cases accept` to adopt one"
+        return case
+    reasons: list[tuple[str, str]] = []
+    if not result.passed:
+        score = "-" if result.score is None else f"{result.score:.3f}"
+        reasons.append(
+            ("BelowThreshold", f"score {score} below its threshold {result.threshold:g}")
+        )
+    if fail_on_regression and result.is_regression:
+        why = "; ".join(result.regression_reasons) or ", ".join(result.regression_types)
+        reasons.append(("Regression", f"regression: {why}"))
+    failure = _failure(reasons)
+    if failure is not None:
+        kind, message, text = failure
+        detail = (
+            f"\nexpected: {_clip(result.expected_output or '')}"
+            f"\nactual:   {_clip(result.actual_output or '')}"
+        )
+        case.failure = (kind, message, text + detail)
+    return case
+
+
+def _case_properties(prefix: str, result: CaseResult) -> list[tuple[str, str]]:
+    status = (
+        "error"
+        if result.error is not None
+        else "pending"
+        if result.pending
+        else "passed"
+        if result.passed
+        else "failed"
+    )
+    figures: list[tuple[str, Any]] = [
+        ("score", _number(result.score)),
+        ("status", status),
+        ("threshold", _number(result.threshold)),
+        ("exact_match", str(result.exact_match).lower()),
+        ("semantic_score", _number(result.semantic_score)),
+        ("similarity_method", result.similarity_method),
+        ("regression", str(result.is_regression).lower()),
+        ("regression_types", ",".join(result.regression_types)),
+        ("prompt_version", result.prompt_version),
+        ("latency_ms", _number(result.latency_ms)),
+        ("input_tokens", "" if result.input_tokens is None else result.input_tokens),
+        ("output_tokens", "" if result.output_tokens is None else result.output_tokens),
+    ]
+    return [(f"{prefix}.{key}", str(value)) for key, value in figures]

@@ -1,0 +1,68 @@
+"""``oxy init``: a starter project that validates, tests and runs its cases offline, and
+never overwrites a file without --force."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from oxyeval.cli._app import app
+from oxyeval.project.scaffold import SCAFFOLD
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_the_scaffold_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    created = invoke("init", "my project")
+    assert created.exit_code == 0, created.output
+    root = tmp_path / "my project"
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) == sorted(
+        SCAFFOLD
+    )
+    assert "cd 'my project'" in created.stdout and "oxy cases run" in created.stdout
+    validated = invoke("validate", str(root), "--format", "json")
+    assert validated.exit_code == 0, validated.output
+    doc = json.loads(validated.stdout)
+    assert doc["valid"] and doc["warnings"] == [] and len(doc["files"]) == 3
+    monkeypatch.chdir(root)  # the commands init prints, from the project folder
+    tested = invoke("test", "agents/support.agent.yml", "--min-accuracy", "0.8", "--format", "json")
+    assert tested.exit_code == 0, tested.output
+    assert json.loads(tested.stdout)["accuracy"] == 1.0
+    cases = invoke("cases", "run", "--format", "json")
+    assert cases.exit_code == 0, cases.output
+    assert json.loads(cases.stdout)["summary"]["passed"] == 3
+    assert (root / ".oxy" / "oxyeval.db").is_file()
+
+
+def test_existing_files_are_never_overwritten_without_force(tmp_path: Path) -> None:
+    (tmp_path / "config.yml").write_text("models: []\n", encoding="utf-8")
+    refused = invoke("init", str(tmp_path))
+    assert refused.exit_code == 2
+    assert f"{tmp_path / 'config.yml'} already exists; nothing was written" in refused.stderr
+    assert "--force" in refused.stderr
+    assert (tmp_path / "config.yml").read_text("utf-8") == "models: []\n"
+    assert not (tmp_path / "agents").exists()  # nothing at all was written
+    forced = invoke("init", str(tmp_path), "--force")
+    assert forced.exit_code == 0, forced.output
+    assert (tmp_path / "config.yml").read_text("utf-8") == SCAFFOLD["config.yml"]
+
+
+def test_default_folder_and_bad_targets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    here = invoke("init")
+    assert here.exit_code == 0 and (tmp_path / "config.yml").is_file()
+    assert "cd " not in here.stdout
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x", encoding="utf-8")
+    assert invoke("init", str(a_file)).exit_code == 2
+    (tmp_path / "other" / "config.yml").mkdir(parents=True)  # a folder where a file goes
+    folder = invoke("init", str(tmp_path / "other"), "--force")
+    assert folder.exit_code == 2 and "remove them first" in folder.stderr
