@@ -13,7 +13,8 @@ opened for writing.
             print(case.name, case.pass_rate)
 
 A :class:`Store` has one repository per concern: ``prompts``, ``cases``, ``executions``,
-``runs``, ``stats``, ``tests`` (consistency results of ``oxy test``) and ``workflows``.
+``runs``, ``stats``, ``tests`` (consistency results of ``oxy test``), ``workflows`` and
+``cache`` (model answers and judge verdicts kept for reruns).
 Rows are frozen dataclasses with snake_case fields; the seed API's camelCase shaping is
 :mod:`oxyeval.report.cases`. Calls are synchronous: from async code, use
 ``asyncio.to_thread``.
@@ -49,11 +50,15 @@ from ._rows import (
 from ._util import canonical_json, content_hash, utc_timestamp
 
 if TYPE_CHECKING:
+    from ._cache import CacheEntry, CacheKindStats, CacheStats, NewCacheEntry
     from ._core import Store, open_store
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "AlreadyExistsError",
+    "CacheEntry",
+    "CacheKindStats",
+    "CacheStats",
     "CaseHistory",
     "CaseStats",
     "ConsistencyResult",
@@ -63,6 +68,7 @@ __all__ = [
     "HistoryPoint",
     "Location",
     "LocationError",
+    "NewCacheEntry",
     "NewConsistencyResult",
     "NewExecution",
     "NewWorkflowRun",
@@ -91,6 +97,12 @@ def __getattr__(name: str) -> Any:
         from . import _core
 
         value = getattr(_core, name)
+        globals()[name] = value
+        return value
+    if name in ("CacheEntry", "CacheKindStats", "CacheStats", "NewCacheEntry"):
+        from . import _cache
+
+        value = getattr(_cache, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'oxyeval.store' has no attribute {name!r}")

@@ -36,6 +36,7 @@ class Store:
     def __init__(
         self, engine: Engine, location: Location, *, read_only: bool, timeout: float
     ) -> None:
+        from ._cache import Caches
         from ._cases import Cases
         from ._consistency import ConsistencyResults
         from ._executions import Executions
@@ -58,6 +59,7 @@ class Store:
         self.stats = Stats(self)
         self.tests = ConsistencyResults(self)
         self.workflows = WorkflowRuns(self)
+        self.cache = Caches(self)
 
     # ----------------------------------------------------------------- state
 
