@@ -48,6 +48,15 @@ class ThresholdMode(str, Enum):
 
 ProjectOption = Annotated[str | None, typer.Option("--project", help="Project folder.")]
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")]
+CacheOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--cache/--no-cache",
+        help="--cache: also replay agent and prompt answers from the history's cache (a rerun "
+        "of an unchanged test makes no request); --no-cache: replay nothing, not even judge "
+        "verdicts (cached by default).",
+    ),
+]
 
 
 class _ConsoleHandler(logging.Handler):

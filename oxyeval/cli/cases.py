@@ -9,7 +9,7 @@ import typer
 
 from ..errors import EXIT_INFRA, EXIT_OK, OxyError
 from ..project.limits import MAX_CONCURRENCY
-from ._app import Format, ProjectOption, app
+from ._app import CacheOption, Format, ProjectOption, app
 from .console import print_error, stderr_console, stdout_console, streams
 
 if TYPE_CHECKING:
@@ -128,6 +128,7 @@ def cases_run(
     ] = 8,
     db: DbOption = None,
     project: ProjectOption = None,
+    cache: CacheOption = None,
 ) -> None:
     """Run test cases, score them, store every execution and flag regressions.
 
@@ -157,6 +158,7 @@ def cases_run(
                 db=db,
                 concurrency=concurrency,
                 into=run,
+                cache=cache,
             )
         )
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.cli.interrupt)

@@ -194,11 +194,6 @@ class RunContexts:
             )
         return context
 
-    @property
-    def contexts(self) -> list[RunContext]:
-        """The contexts opened so far, one per project."""
-        return list(self._contexts.values())
-
     async def aclose(self) -> None:
         errors: list[BaseException] = []
         for context in self._contexts.values():
