@@ -24,34 +24,66 @@ SQLAlchemy is imported only when a store is opened, so importing this package is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_exports
 from ._engine import DEFAULT_TIMEOUT, Location, resolve_location
 from ._errors import AlreadyExistsError, EmptyHistoryError, LocationError, NotFoundError, StoreError
-from ._rows import (
-    CaseHistory,
-    CaseStats,
-    ConsistencyResult,
-    Execution,
-    ExecutionSummary,
-    HistoryPoint,
-    NewConsistencyResult,
-    NewExecution,
-    NewWorkflowRun,
-    NewWorkflowTask,
-    Prompt,
-    PromptVersion,
-    Run,
-    TestCase,
-    TrendPoint,
-    WorkflowRunRecord,
-    WorkflowTask,
-)
 from ._util import canonical_json, content_hash, utc_timestamp
+
+# Loaded on first use: the row types (some twenty dataclasses, ~20 ms to build, on the
+# start-up path of every command that only needs a Location), the cache's types and the
+# Store itself (SQLAlchemy).
+_EXPORTS = {
+    **dict.fromkeys(
+        (
+            "CaseHistory",
+            "CaseStats",
+            "ConsistencyResult",
+            "Execution",
+            "ExecutionSummary",
+            "HistoryPoint",
+            "NewConsistencyResult",
+            "NewExecution",
+            "NewWorkflowRun",
+            "NewWorkflowTask",
+            "Prompt",
+            "PromptVersion",
+            "Run",
+            "TestCase",
+            "TrendPoint",
+            "WorkflowRunRecord",
+            "WorkflowTask",
+        ),
+        "_rows",
+    ),
+    **dict.fromkeys(("CacheEntry", "CacheKindStats", "CacheStats", "NewCacheEntry"), "_cache"),
+    "Store": "_core",
+    "open_store": "_core",
+}
 
 if TYPE_CHECKING:
     from ._cache import CacheEntry, CacheKindStats, CacheStats, NewCacheEntry
     from ._core import Store, open_store
+    from ._rows import (
+        CaseHistory,
+        CaseStats,
+        ConsistencyResult,
+        Execution,
+        ExecutionSummary,
+        HistoryPoint,
+        NewConsistencyResult,
+        NewExecution,
+        NewWorkflowRun,
+        NewWorkflowTask,
+        Prompt,
+        PromptVersion,
+        Run,
+        TestCase,
+        TrendPoint,
+        WorkflowRunRecord,
+        WorkflowTask,
+    )
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -90,19 +122,4 @@ __all__ = [
     "utc_timestamp",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    # Store and open_store pull in SQLAlchemy: loaded on first use, not on import.
-    if name in ("Store", "open_store"):
-        from . import _core
-
-        value = getattr(_core, name)
-        globals()[name] = value
-        return value
-    if name in ("CacheEntry", "CacheKindStats", "CacheStats", "NewCacheEntry"):
-        from . import _cache
-
-        value = getattr(_cache, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'oxyeval.store' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
