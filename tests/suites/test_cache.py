@@ -401,3 +401,40 @@ def test_counting_scopes_nest() -> None:
             cache.served("answer", 1)
     cache.served("answer", 5)  # outside any scope: the run's total only
     assert (outer.calls, inner.calls, cache.total_served) == (2, 1, 8)
+
+
+CONSISTENCY_RUN = """\
+tasks:
+  - {name: say, type: agent, agent_ref: a.agent.yml, prompt: "What is the total?", consistency_run: 3}
+"""
+
+
+def test_a_workflow_consistency_run_replays_its_verdicts(
+    make_project: MakeProject, server: FakeServer, script: Script
+) -> None:
+    from oxyeval.suites.cache import cache_factory
+    from oxyeval.workflow.engine import run_workflow
+
+    root = _project(make_project, server.url)
+    (root / "w.workflow.yml").write_text(CONSISTENCY_RUN)
+    (root / "a.agent.yml").write_text("model: local\nsystem_instructions: Be brief.\n")
+
+    def run(flag: bool | None) -> Any:
+        script.reset()
+        return asyncio.run(
+            run_workflow(root / "w.workflow.yml", concurrency=1, cache=cache_factory(flag))
+        )
+
+    first = run(None)
+    assert (script.agent, script.judge) == (3, 3)
+    details = first.records[0].details["consistency"]
+    assert details["judge_calls"] == 3
+    again = run(None)  # verdicts replayed, answers asked
+    assert (script.agent, script.judge) == (6, 3)
+    assert again.records[0].details["consistency"]["judge_calls"] == 0
+    assert str(again.output) == str(first.output) == "The total is 42."
+    run(True)  # answers kept now
+    run(True)  # and replayed
+    assert (script.agent, script.judge) == (9, 3)
+    run(False)
+    assert (script.agent, script.judge) == (12, 6)
