@@ -150,22 +150,20 @@ class Caches:
             }
         with self._store.write("writing the cache") as conn:
             insert = _upsert(conn)
-            for row in rows.values():
-                stmt = insert(cache_entries).values(**row)
-                conn.execute(
-                    stmt.on_conflict_do_update(
-                        index_elements=["key_hash"],
-                        set_={
-                            "kind": stmt.excluded.kind,
-                            "model": stmt.excluded.model,
-                            "value": stmt.excluded.value,
-                            "size": stmt.excluded.size,
-                            "created_at": stmt.excluded.created_at,
-                            "hits": 0,
-                            "last_hit_at": None,
-                        },
-                    )
-                )
+            stmt = insert(cache_entries)
+            stmt = stmt.on_conflict_do_update(
+                index_elements=["key_hash"],
+                set_={
+                    "kind": stmt.excluded.kind,
+                    "model": stmt.excluded.model,
+                    "value": stmt.excluded.value,
+                    "size": stmt.excluded.size,
+                    "created_at": stmt.excluded.created_at,
+                    "hits": 0,
+                    "last_hit_at": None,
+                },
+            )
+            conn.execute(stmt, list(rows.values()))  # one statement, every row
         return len(rows)
 
     def put(self, entry: NewCacheEntry) -> None:
@@ -176,13 +174,13 @@ class Caches:
         if not counts:
             return
         now = utc_timestamp()
+        stmt = (
+            cache_entries.update()
+            .where(_C.key_hash == sa.bindparam("k"))
+            .values(hits=_C.hits + sa.bindparam("n", type_=sa.Integer), last_hit_at=now)
+        )
         with self._store.write("counting cache hits") as conn:
-            for key_hash, count in counts.items():
-                conn.execute(
-                    cache_entries.update()
-                    .where(_C.key_hash == key_hash)
-                    .values(hits=_C.hits + int(count), last_hit_at=now)
-                )
+            conn.execute(stmt, [{"k": k, "n": int(n)} for k, n in counts.items()])
 
     def stats(self) -> CacheStats:
         with self._store.read("reading cache statistics") as conn:

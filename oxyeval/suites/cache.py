@@ -176,6 +176,13 @@ class RunCache:
         self._verdicts = _Verdicts(self) if policy.verdicts else None
         self._cutoff = policy.cutoff()
         self._broken = False
+        # An SQLite history that does not exist yet holds nothing: every lookup is a miss
+        # at once, instead of waiting for the store to be created (a cold --cache run
+        # sends its first requests without waiting for SQLAlchemy).
+        location = history.location if history is not None else None
+        self._nothing_stored = (
+            location is not None and location.path is not None and not location.path.exists()
+        )
         # Written this run (hash -> value), so a key asked twice in one run is served too.
         self._written: dict[str, Any] = {}
         self._unflushed: dict[str, tuple[str, Any, str]] = {}  # hash -> (kind, value, model)
@@ -238,7 +245,7 @@ class RunCache:
         digest = content_hash(key)
         if digest in self._written:
             return self._written[digest]
-        if self._broken or (self._store is None and self._history is None):
+        if self._broken or self._nothing_stored or (self._store is None and self._history is None):
             return None
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._queued.append((digest, future))
