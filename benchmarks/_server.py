@@ -2,7 +2,8 @@
 
 Run in a separate process so its threads do not compete with the measured
 client for the GIL. Agent calls get one of three answers in turn; judge calls
-(recognised by the built-in judge prompt) get a verdict.
+(recognised by the built-in judge prompt) get a verdict. Sent a line on its stdin,
+the server answers with how many requests it has received (agent and judge calls).
 """
 
 from __future__ import annotations
@@ -20,13 +21,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fakes import RecordedRequest, fake_openai
 
-__all__ = ["project_with_server"]
+__all__ = ["BenchServer", "project_with_server", "server_project"]
 
 ANSWERS = ["The total is 1,204.", "Total: 1204", "We have 1,204 in total."]
 
 
+class BenchServer:
+    """The server process and its project: ``requests()`` asks it how many it has had."""
+
+    def __init__(self, process: subprocess.Popen[str], url: str, root: Path) -> None:
+        self._process = process
+        self.url = url
+        self.root = root
+
+    def requests(self) -> dict[str, int]:
+        """Requests received so far: {"agent": ..., "judge": ..., "total": ...}."""
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write("count\n")
+        self._process.stdin.flush()
+        agent, judge = (int(x) for x in self._process.stdout.readline().split())
+        return {"agent": agent, "judge": judge, "total": agent + judge}
+
+
 @contextlib.contextmanager
-def project_with_server(latency: float, concurrency: int) -> Iterator[Path]:
+def server_project(latency: float, concurrency: int) -> Iterator[BenchServer]:
     """A temporary project whose one model points at this server, run in its own process."""
     server = subprocess.Popen(
         [sys.executable, __file__, str(latency)],
@@ -42,28 +60,41 @@ def project_with_server(latency: float, concurrency: int) -> Iterator[Path]:
                 "models:\n  - name: local\n    vendor: openai\n    model_ref: bench\n"
                 f"    api_url: {url}\n    concurrency: {concurrency}\n"
             )
-            yield root
+            yield BenchServer(server, url, root)
     finally:
         server.stdin.close()  # type: ignore[union-attr]
         server.wait(timeout=10)
 
 
+@contextlib.contextmanager
+def project_with_server(latency: float, concurrency: int) -> Iterator[Path]:
+    """:func:`server_project`, for callers that only need the project folder."""
+    with server_project(latency, concurrency) as bench:
+        yield bench.root
+
+
 def main() -> None:
     latency = float(sys.argv[1]) if len(sys.argv) > 1 else 0.05
     counter = itertools.count()
+    counts = {"agent": 0, "judge": 0}
     lock = threading.Lock()
 
     def answer(request: RecordedRequest) -> str:
         last = request.body["messages"][-1]["content"]
         if "[Submission 1]" in last:
+            with lock:
+                counts["judge"] += 1
             return "Both report 1,204.\nAnswer: A"
         with lock:
+            counts["agent"] += 1
             k = next(counter)
         return ANSWERS[k % len(ANSWERS)]
 
     with fake_openai(answer, latency=latency) as server:
         print(server.url, flush=True)
-        sys.stdin.read()  # until the parent closes our stdin
+        for _line in sys.stdin:  # a line asks for the counts; EOF: the parent is done
+            with lock:
+                print(counts["agent"], counts["judge"], flush=True)
 
 
 if __name__ == "__main__":

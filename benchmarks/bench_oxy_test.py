@@ -4,6 +4,11 @@ Target (the developers' brief): n=200 at concurrency 10 against a local server
 answering in 50 ms, `oxy test` within 1.25x the bare script's wall time, both
 timed as whole processes (start-up included), median of several rounds.
 
+`oxy test` keeps judge verdicts in the project's history database, so each round
+starts from no history at all (the worst case: the database is created, and every
+verdict is asked for, as the bare script does); `oxy test --no-cache`, which never
+opens the history, is timed too, to show what opening it costs.
+
     python benchmarks/bench_oxy_test.py [--n 200] [--concurrency 10] [--latency 0.05] [--rounds 5]
 """
 
@@ -11,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -26,7 +32,9 @@ sys.path.insert(0, str(HERE))
 from _server import project_with_server  # noqa: E402
 
 
-def timed(cmd: list[str], cwd: Path) -> float:
+def timed(cmd: list[str], cwd: Path, *, fresh_history: bool = False) -> float:
+    if fresh_history:
+        shutil.rmtree(cwd / ".oxy", ignore_errors=True)
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=BENCH_ENV)
     elapsed = time.perf_counter() - start
@@ -53,15 +61,19 @@ def main() -> None:
             "    task_description: What is the total?\n"
         )
         oxy = [sys.executable, "-m", "oxyeval", "test", "bench.agent.yml", "--format", "json", "-q"]
+        no_cache = [*oxy, "--no-cache"]
         bare = [sys.executable, str(HERE / "_bare.py"), url, str(args.n), str(args.concurrency)]
         timed(bare, root)  # warm the OS file cache for both interpreters
-        timed(oxy, root)
-        bare_times, oxy_times = [], []
+        timed(oxy, root, fresh_history=True)
+        timed(no_cache, root)
+        bare_times, oxy_times, off_times = [], [], []
         for _ in range(args.rounds):
             bare_times.append(timed(bare, root))
-            oxy_times.append(timed(oxy, root))
+            oxy_times.append(timed(oxy, root, fresh_history=True))
+            off_times.append(timed(no_cache, root))
 
     b, o = statistics.median(bare_times), statistics.median(oxy_times)
+    off = statistics.median(off_times)
     ideal = -(-args.n // args.concurrency) * args.latency
     print(
         f"n={args.n} concurrency={args.concurrency} latency={args.latency * 1000:.0f} ms, {args.rounds} rounds (median)"
@@ -73,7 +85,11 @@ def main() -> None:
     print(
         f"  oxy test               {o:6.2f} s   (runs: {', '.join(f'{t:.2f}' for t in oxy_times)})"
     )
+    print(
+        f"  oxy test --no-cache    {off:6.2f} s   (runs: {', '.join(f'{t:.2f}' for t in off_times)})"
+    )
     print(f"  ratio oxy/bare         {o / b:6.2f} x   (target <= 1.25)")
+    print(f"  ratio --no-cache/bare  {off / b:6.2f} x")
 
 
 if __name__ == "__main__":

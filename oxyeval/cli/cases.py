@@ -10,7 +10,7 @@ import typer
 
 from ..errors import EXIT_INFRA, EXIT_OK, OxyError
 from ..project.limits import MAX_CONCURRENCY
-from ._app import Format, ProjectOption, app
+from ._app import CacheOption, Format, ProjectOption, app
 from .artifacts import JunitOption, report_path_problem, write_report
 from .console import print_error, stderr_console, stdout_console, streams
 
@@ -131,6 +131,7 @@ def cases_run(
     db: DbOption = None,
     project: ProjectOption = None,
     junit: JunitOption = None,
+    cache: CacheOption = None,
 ) -> None:
     """Run test cases, score them, store every execution and flag regressions.
 
@@ -165,6 +166,7 @@ def cases_run(
                 db=db,
                 concurrency=concurrency,
                 into=run,
+                cache=cache,
             )
         )
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.cli.interrupt)

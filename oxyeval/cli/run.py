@@ -8,7 +8,7 @@ import typer
 
 from ..errors import EXIT_INFRA, EXIT_OK, OxyError
 from ..project.limits import MAX_CONCURRENCY
-from ._app import Format, ProjectOption, app, setup_logging
+from ._app import CacheOption, Format, ProjectOption, app, setup_logging
 from .console import echo, print_error, stderr_console, streams
 
 if TYPE_CHECKING:
@@ -73,15 +73,25 @@ def _interrupted(err: Console, as_json: bool, doc: dict[str, Any], why: str) -> 
     return typer.Exit(EXIT_INFRA)
 
 
-def _ask(file: str, question: str, project: str | None, err: Console, as_json: bool) -> str:
+def _ask(
+    file: str,
+    question: str,
+    project: str | None,
+    err: Console,
+    as_json: bool,
+    cache: bool | None = None,
+) -> str:
     """Ask the agent; its answer document (JSON) or its answer (pretty) is printed by
     the caller, an interrupted ask prints the same document, marked."""
+    from ..suites.cache import cache_factory
     from ..workflow.ask import AgentAnswer, ask_agent
     from .interrupt import interrupt_reason, run_interruptible
 
     answer = AgentAnswer()
     try:
-        run_interruptible(ask_agent(file, question, project_dir=project, into=answer))
+        run_interruptible(
+            ask_agent(file, question, project_dir=project, into=answer, cache=cache_factory(cache))
+        )
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the same document, marked
         why = f"{interrupt_reason(exc)} before the agent answered"
         raise _interrupted(err, as_json, answer.to_dict(), why) from None
@@ -99,9 +109,11 @@ def _workflow(
     debug: bool,
     err: Console,
     as_json: bool,
+    cache: bool | None = None,
 ) -> str:
     """Run the workflow; the JSON document of every task (or its final output) is printed
     by the caller. A failed or interrupted run prints its document here and exits."""
+    from ..suites.cache import cache_factory
     from ..workflow.engine import WorkflowFailed, WorkflowRun, run_workflow
     from .interrupt import interrupt_reason, run_interruptible
 
@@ -115,6 +127,7 @@ def _workflow(
                 concurrency=concurrency,
                 on_event=None if quiet else _TaskLines(err),
                 into=wf_run,
+                cache=cache_factory(cache),
             )
         )
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the same document, marked
@@ -162,6 +175,7 @@ def run_command(
         bool, typer.Option("--quiet", "-q", help="No task progress on stderr.")
     ] = False,
     debug: Annotated[bool, typer.Option("--debug")] = False,
+    cache: CacheOption = None,
 ) -> None:
     """Run a workflow (or ask an agent a question) and print its output.
 
@@ -179,12 +193,14 @@ def run_command(
         if kind == "agent":
             if question is None:
                 raise OxyError('oxy run on an agent needs --question "..."')
-            text = _ask(file, question, project, err, as_json)
+            text = _ask(file, question, project, err, as_json, cache)
         elif kind == "workflow":
             if question is not None:
                 raise OxyError("--question is for agent files; a workflow takes --var NAME=VALUE")
             variables = _parse_vars(var, vars_file)
-            text = _workflow(file, variables, project, concurrency, quiet, debug, err, as_json)
+            text = _workflow(
+                file, variables, project, concurrency, quiet, debug, err, as_json, cache
+            )
         else:
             raise OxyError(
                 f"{file}: oxy run takes a *.workflow.yml file, or an *.agent.yml file with --question"

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, OxyError
-from ._app import DebugOption, Format, RichProgress, ThresholdMode, app, setup_logging
+from ._app import CacheOption, DebugOption, Format, RichProgress, ThresholdMode, app, setup_logging
 from .artifacts import JunitOption, report_path_problem, write_report
 from .console import print_error, stderr_console, stdout_console, streams
 
@@ -47,6 +47,7 @@ def test_command(
     ] = False,
     junit: JunitOption = None,
     debug: DebugOption = False,
+    cache: CacheOption = None,
 ) -> None:
     """Run the consistency tests declared in agent files and gate CI on their accuracy.
 
@@ -86,10 +87,12 @@ def test_command(
         if progress is not None:
             with progress.progress:
                 run_interruptible(
-                    run_tests_async(files, project_dir=project, progress=progress, into=run)
+                    run_tests_async(
+                        files, project_dir=project, progress=progress, into=run, cache=cache
+                    )
                 )
         else:
-            run_interruptible(run_tests_async(files, project_dir=project, into=run))
+            run_interruptible(run_tests_async(files, project_dir=project, into=run, cache=cache))
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.cli.interrupt)
         run.interrupted = True
         cut = sum(1 for t in run.tests if t.interrupted)

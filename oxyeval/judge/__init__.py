@@ -17,6 +17,10 @@ _EXPORTS = {
     "JudgeResult": "judge",
     "Verdict": "judge",
     "parse_verdict": "judge",
+    "VerdictCache": "verdicts",
+    "verdict_data": "verdicts",
+    "verdict_from_data": "verdicts",
+    "verdict_key": "verdicts",
     "Comparison": "consistency",
     "ConsistencyScore": "consistency",
     "evaluate": "consistency",
@@ -30,10 +34,14 @@ __all__ = [
     "Judge",
     "JudgeResult",
     "Verdict",
+    "VerdictCache",
     "evaluate",
     "parse_verdict",
     "plan_comparisons",
     "score_comparisons",
+    "verdict_data",
+    "verdict_from_data",
+    "verdict_key",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
@@ -46,3 +54,4 @@ if TYPE_CHECKING:
         score_comparisons,
     )
     from .judge import DEFAULT_CONSISTENCY_PROMPT, Judge, JudgeResult, Verdict, parse_verdict
+    from .verdicts import VerdictCache, verdict_data, verdict_from_data, verdict_key

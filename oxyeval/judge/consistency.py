@@ -75,6 +75,7 @@ class Comparison:
     reasoning: str = ""
     error: str | None = None
     judge_calls: int = 0
+    cached: bool = False  # the verdict was served from the cache (no judge call made)
 
     def add_pair(self, i: int, j: int, times: int = 1) -> None:
         self.weight += times
@@ -154,6 +155,7 @@ async def judge_comparisons(
             r.error,
             r.calls,
         )
+        comp.cached = r.cached_calls > 0
         if on_done is not None:
             on_done(comp)
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ProviderError
 from ..project.templates import TemplateRef, render
 from ..providers import ChatMessage, Completion, GenerateParams, ResponseSchema
+from .verdicts import VerdictCache, verdict_key
 
 if TYPE_CHECKING:
     from ..project.config import JudgeSettings
@@ -335,6 +336,9 @@ class JudgeResult:
     raw: str
     calls: int
     error: str | None = None
+    #: Served from a verdict cache: the judge calls it took when it was first made
+    #: (``calls`` is 0: none was made now).
+    cached_calls: int = 0
 
 
 #: Judge replies are a few sentences and a verdict; without a cap a small model that
@@ -388,10 +392,13 @@ class Judge:
         prompt: TemplateRef | None = None,
         params: GenerateParams | None = None,
         settings: JudgeSettings | None = None,
+        cache: VerdictCache | None = None,
     ) -> None:
         self.model = model
         self.prompt = prompt or _DEFAULT_PROMPT
         self.params = params
+        #: Verdicts of earlier runs (see :mod:`oxyeval.judge.verdicts`); None: always ask.
+        self.cache = cache
         # config.yml's judge: section (project.JudgeSettings); None means the defaults.
         self.structured_mode = settings.structured if settings is not None else "auto"
         self.max_tokens_setting = settings.max_tokens if settings is not None else None
@@ -519,7 +526,24 @@ class Judge:
     async def compare(
         self, task_description: str, submission_1: str, submission_2: str
     ) -> JudgeResult:
+        """The verdict on two submissions; with a cache, an earlier verdict on the same
+        rendered prompt by the same judge is replayed, and a new verdict (never an
+        error) is kept."""
         prompt = self.render(task_description, submission_1, submission_2)
+        if self.cache is None:
+            return await self._judge(prompt)
+        sent = self.model.spec.params.merged(self._request(False))  # what the calls carry
+        key = verdict_key(self.model, sent, str(self.structured_mode), prompt)
+        hit = await self.cache.get(key)
+        if hit is not None:
+            return hit
+        result = await self._judge(prompt)
+        if result.choice is not None and result.error is None:
+            await self.cache.put(key, result)
+        return result
+
+    async def _judge(self, prompt: str) -> JudgeResult:
+        """One verdict, asking again once (same cached verdict) when the reply has none."""
         messages = [ChatMessage("user", prompt)]
         calls = 0
         raw = ""

@@ -146,6 +146,9 @@ class Completion:
     #: The JSON object asked for with ``GenerateParams.response_schema``, when the reply
     #: held one; None when none was asked for or the reply was not a JSON object.
     structured: dict[str, Any] | None = None
+    #: Served from an answer cache (see :class:`~oxyeval.providers.ResponseCache`): no
+    #: request was made, ``latency`` is 0 and ``attempts`` 0.
+    cached: bool = False
 
     @property
     def truncated(self) -> bool:

@@ -14,6 +14,7 @@ from typing import TypeVar
 from ..errors import ProviderError
 from ..redact import redact, redact_data
 from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, ModelSpec
+from ._cache import ResponseCache, answer_key, cacheable, current_repeat
 from ._limiter import AdaptiveLimiter, Outcome
 
 __all__ = ["OVERLOAD_STATUS", "Model", "Retrier", "RetryPolicy", "deterministic_500", "timed_out"]
@@ -253,14 +254,42 @@ class Model:
         return self.spec.name
 
     async def generate(
-        self, messages: Sequence[ChatMessage], params: GenerateParams | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        params: GenerateParams | None = None,
+        *,
+        run: int = 1,
+        cache: ResponseCache | None = None,
     ) -> Completion:
+        """One answer, retried as the policy says. With a ``cache``, an identical earlier
+        call (same messages, parameters, model, endpoint and run index ``run`` within
+        any :func:`~oxyeval.providers.repeat_scope`) is replayed without a request, and
+        a new answer is kept unless it is empty or cut off (see :func:`cacheable`)."""
         merged = self.spec.params.merged(params)
+        key = None
+        if cache is not None:
+            key = answer_key(
+                self.spec, self.api.base_url, messages, merged, (*current_repeat(), run)
+            )
+            hit = await cache.get(key)
+            if hit is not None:
+                hit.latency, hit.attempts, hit.cached = 0.0, 0, True
+                return self._scrubbed(hit)
         completion, attempts, latency = await self._calls.call(
             lambda: self.api.generate(list(messages), merged)
         )
         completion.latency = latency
         completion.attempts = attempts
+        completion = self._scrubbed(completion)
+        if (
+            key is not None
+            and cache is not None
+            and cacheable(completion, keep_truncated=cache.keep_truncated)
+        ):
+            await cache.put(key, completion)
+        return completion
+
+    def _scrubbed(self, completion: Completion) -> Completion:
         completion.model = self.spec.name
         # The one door every answer comes through: a key the model echoed is scrubbed
         # here, before it can reach a report, a file, the store or the next prompt.

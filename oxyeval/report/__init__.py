@@ -3,8 +3,9 @@ for people (pretty) and as JSON for machines.
 
 One module per concern: ``threshold`` (``oxy test``'s verdict), ``json`` (the JSON
 writer and ``oxy test``'s document), ``pretty`` (``oxy test`` for people), ``cases``
-and ``cases_pretty`` (``oxy cases`` and ``oxy history``), ``junit`` (``--junit``: JUnit
-XML for CI servers). A new format is a new module beside them.
+and ``cases_pretty`` (``oxy cases`` and ``oxy history``), ``cache`` (``oxy cache
+stats``), ``junit`` (``--junit``: JUnit XML for CI servers). A new format is a new
+module beside them.
 
 JSON keys are snake_case for ``oxy test`` and ``oxy run`` (our own format, as
 oxy's) and camelCase for ``oxy cases`` and ``oxy history``, whose documents are the
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "cache_stats_json": "cache",
+    "render_cache_stats": "cache",
     "case_run_json": "cases",
     "render_case_list": "cases_pretty",
     "render_case_run": "cases_pretty",
@@ -35,11 +38,13 @@ _EXPORTS = {
     "exit_code": "threshold",
 }
 __all__ = [
+    "cache_stats_json",
     "case_run_json",
     "cases_junit",
     "check_threshold",
     "consistency_junit",
     "exit_code",
+    "render_cache_stats",
     "render_case_list",
     "render_case_run",
     "render_case_stats",
@@ -53,6 +58,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from .cache import cache_stats_json, render_cache_stats
     from .cases import case_run_json
     from .cases_pretty import (
         render_case_list,

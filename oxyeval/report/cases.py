@@ -162,6 +162,7 @@ def case_run_json(run: CaseRun, *, code: int | None = None) -> dict[str, Any]:
             "failed": len(run.failed),
             "regressions": len(run.regressions),
             "errors": len(run.errors),
+            "cachedCalls": run.cached_calls,
             "interrupted": run.interrupted,
             "versions": run.versions,
             "runs": run.runs,

@@ -124,6 +124,7 @@ def render_case_run(run: CaseRun, console: Console, *, quiet: bool = False) -> N
         f"{len(run.results)} case(s): {len(run.passed)} passed, {len(run.failed)} failed, "
         f"{len(run.regressions)} regression(s), {len(run.errors)} error(s)"
         + (f", {len(run.pending)} pending (no expected output)" if run.pending else "")
+        + (f", {run.cached_calls} answer(s) from the cache" if run.cached_calls else "")
         + f" · {versions} · history in {run.db}"
     )
 

@@ -43,6 +43,7 @@ def to_json(
         "run_errors": sum(len(t.run_errors) for t in run.tests),
         "judge_errors": sum(len(t.judge_errors) for t in run.tests),
         "judge_calls": sum(t.judge_calls for t in run.tests),
+        "cached_calls": run.cached_calls,
         "interrupted": run.interrupted,
         "exit_code": code,
     }

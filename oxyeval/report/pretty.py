@@ -57,6 +57,8 @@ def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) 
     )
     if test.identical_pairs:
         facts += f" ({test.identical_pairs} identical pairs not sent to the judge)"
+    if test.cached_calls:
+        facts += f" · {_plural(test.cached_calls, 'call')} from the cache"
     facts += f" · judge: {escape(test.judge_model)} · {test.duration:.1f}s"
     console.print(f"[dim]{facts}[/]")
     if quiet:
@@ -157,6 +159,11 @@ def render_pretty(
             console.print(
                 f"\nAverage accuracy: {_pct(sum(scored) / len(scored))} over {len(scored)} scored test(s)"
             )
+    if run.cached_calls:
+        console.print(
+            f"[dim]{_plural(run.cached_calls, 'model call')} served from the cache "
+            "(--no-cache to make every call)[/]"
+        )
     if threshold is not None:
         style = "green" if threshold.passed else "bold red"
         console.print(f"[{style}]{'✓' if threshold.passed else '✗'} {threshold.message}[/]")

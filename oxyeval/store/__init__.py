@@ -13,7 +13,8 @@ opened for writing.
             print(case.name, case.pass_rate)
 
 A :class:`Store` has one repository per concern: ``prompts``, ``cases``, ``executions``,
-``runs``, ``stats``, ``tests`` (consistency results of ``oxy test``) and ``workflows``.
+``runs``, ``stats``, ``tests`` (consistency results of ``oxy test``), ``workflows`` and
+``cache`` (model answers and judge verdicts kept for reruns).
 Rows are frozen dataclasses with snake_case fields; the seed API's camelCase shaping is
 :mod:`oxyeval.report.cases`. Calls are synchronous: from async code, use
 ``asyncio.to_thread``.
@@ -23,37 +24,73 @@ SQLAlchemy is imported only when a store is opened, so importing this package is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_exports
 from ._engine import DEFAULT_TIMEOUT, Location, resolve_location
 from ._errors import AlreadyExistsError, EmptyHistoryError, LocationError, NotFoundError, StoreError
-from ._rows import (
-    CaseHistory,
-    CaseStats,
-    ConsistencyResult,
-    Execution,
-    ExecutionSummary,
-    HistoryPoint,
-    NewConsistencyResult,
-    NewExecution,
-    NewWorkflowRun,
-    NewWorkflowTask,
-    Prompt,
-    PromptVersion,
-    Run,
-    TestCase,
-    TrendPoint,
-    WorkflowRunRecord,
-    WorkflowTask,
-)
 from ._util import canonical_json, content_hash, utc_timestamp
 
+# Loaded on first use: the row types (some twenty dataclasses, ~20 ms to build, on the
+# start-up path of every command that only needs a Location), the cache's types and the
+# Store itself (SQLAlchemy).
+_EXPORTS = {
+    **dict.fromkeys(
+        (
+            "CaseHistory",
+            "CaseStats",
+            "ConsistencyResult",
+            "Execution",
+            "ExecutionSummary",
+            "HistoryPoint",
+            "NewConsistencyResult",
+            "NewExecution",
+            "NewWorkflowRun",
+            "NewWorkflowTask",
+            "Prompt",
+            "PromptVersion",
+            "Run",
+            "TestCase",
+            "TrendPoint",
+            "WorkflowRunRecord",
+            "WorkflowTask",
+        ),
+        "_rows",
+    ),
+    **dict.fromkeys(("CacheEntry", "CacheKindStats", "CacheStats", "NewCacheEntry"), "_cache"),
+    "Store": "_core",
+    "open_store": "_core",
+}
+
 if TYPE_CHECKING:
+    from ._cache import CacheEntry, CacheKindStats, CacheStats, NewCacheEntry
     from ._core import Store, open_store
+    from ._rows import (
+        CaseHistory,
+        CaseStats,
+        ConsistencyResult,
+        Execution,
+        ExecutionSummary,
+        HistoryPoint,
+        NewConsistencyResult,
+        NewExecution,
+        NewWorkflowRun,
+        NewWorkflowTask,
+        Prompt,
+        PromptVersion,
+        Run,
+        TestCase,
+        TrendPoint,
+        WorkflowRunRecord,
+        WorkflowTask,
+    )
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "AlreadyExistsError",
+    "CacheEntry",
+    "CacheKindStats",
+    "CacheStats",
     "CaseHistory",
     "CaseStats",
     "ConsistencyResult",
@@ -63,6 +100,7 @@ __all__ = [
     "HistoryPoint",
     "Location",
     "LocationError",
+    "NewCacheEntry",
     "NewConsistencyResult",
     "NewExecution",
     "NewWorkflowRun",
@@ -84,13 +122,4 @@ __all__ = [
     "utc_timestamp",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    # Store and open_store pull in SQLAlchemy: loaded on first use, not on import.
-    if name in ("Store", "open_store"):
-        from . import _core
-
-        value = getattr(_core, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'oxyeval.store' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -17,6 +17,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -27,6 +28,15 @@ from ._errors import LocationError, StoreError
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
+    from ._cache import Caches
+    from ._cases import Cases
+    from ._consistency import ConsistencyResults
+    from ._executions import Executions
+    from ._prompts import Prompts
+    from ._runs import Runs
+    from ._stats import Stats
+    from ._workflows import WorkflowRuns
+
 __all__ = ["Store", "open_store"]
 
 
@@ -36,14 +46,6 @@ class Store:
     def __init__(
         self, engine: Engine, location: Location, *, read_only: bool, timeout: float
     ) -> None:
-        from ._cases import Cases
-        from ._consistency import ConsistencyResults
-        from ._executions import Executions
-        from ._prompts import Prompts
-        from ._runs import Runs
-        from ._stats import Stats
-        from ._workflows import WorkflowRuns
-
         self._engine: Engine | None = engine
         self.location = location
         self.read_only = read_only
@@ -51,13 +53,59 @@ class Store:
         self.host = socket.gethostname()
         self._lock = threading.Lock()
         self._my_runs: set[str] = set()  # started here, not finished yet
-        self.prompts = Prompts(self)
-        self.cases = Cases(self)
-        self.executions = Executions(self)
-        self.runs = Runs(self)
-        self.stats = Stats(self)
-        self.tests = ConsistencyResults(self)
-        self.workflows = WorkflowRuns(self)
+
+    # ----------------------------------------------------------------- repositories
+    # Each made (and its module imported) on first use: a run that only reads the cache
+    # (oxy test, opening the store in a worker thread while models answer) does not pay
+    # for the test-case repositories and their row types.
+
+    @cached_property
+    def prompts(self) -> Prompts:
+        from ._prompts import Prompts
+
+        return Prompts(self)
+
+    @cached_property
+    def cases(self) -> Cases:
+        from ._cases import Cases
+
+        return Cases(self)
+
+    @cached_property
+    def executions(self) -> Executions:
+        from ._executions import Executions
+
+        return Executions(self)
+
+    @cached_property
+    def runs(self) -> Runs:
+        from ._runs import Runs
+
+        return Runs(self)
+
+    @cached_property
+    def stats(self) -> Stats:
+        from ._stats import Stats
+
+        return Stats(self)
+
+    @cached_property
+    def tests(self) -> ConsistencyResults:
+        from ._consistency import ConsistencyResults
+
+        return ConsistencyResults(self)
+
+    @cached_property
+    def workflows(self) -> WorkflowRuns:
+        from ._workflows import WorkflowRuns
+
+        return WorkflowRuns(self)
+
+    @cached_property
+    def cache(self) -> Caches:
+        from ._cache import Caches
+
+        return Caches(self)
 
     # ----------------------------------------------------------------- state
 

@@ -21,10 +21,12 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 __all__ = [
+    "CACHE_KINDS",
     "EXECUTION_STATUSES",
     "RUN_KINDS",
     "RUN_STATUSES",
     "TEST_STATUSES",
+    "cache_entries",
     "case_baselines",
     "case_daily",
     "executions",
@@ -42,6 +44,7 @@ RUN_STATUSES = ("running", "completed", "interrupted", "failed")
 RUN_KINDS = ("cases", "consistency", "workflow", "ab", "passfail")
 EXECUTION_STATUSES = ("passed", "failed", "pending", "error")
 TEST_STATUSES = ("scored", "error", "interrupted")
+CACHE_KINDS = ("answer", "verdict")
 
 metadata = sa.MetaData()
 
@@ -255,4 +258,23 @@ workflow_tasks = sa.Table(
     sa.Column("error_message", sa.Text),
     sa.Index("ix_workflow_tasks_run", "run_id", "seq"),
     implicit_returning=False,
+)
+
+# Model answers and judge verdicts kept for reruns (revision 0002), one row per key: the
+# sha256 of the canonical JSON of everything that decides the answer (never a key or a
+# header). ``value`` is canonical JSON of the answer or verdict; ``hits`` counts replays.
+cache_entries = sa.Table(
+    "cache_entries",
+    metadata,
+    sa.Column("key_hash", sa.Text, primary_key=True),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("model", sa.Text, nullable=False, server_default=""),  # vendor/model, for display
+    sa.Column("value", sa.Text, nullable=False),
+    sa.Column("size", sa.Integer, nullable=False, server_default="0"),  # bytes of value
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Column("hits", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("last_hit_at", sa.Text),
+    sa.CheckConstraint(_in("kind", CACHE_KINDS), name="ck_cache_entries_kind"),
+    sa.Index("ix_cache_entries_created", "created_at"),
+    sa.Index("ix_cache_entries_kind_created", "kind", "created_at"),
 )

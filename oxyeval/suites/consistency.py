@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigError, Diagnostic, LoadError, ProviderError
 from ..judge.consistency import (
@@ -39,8 +39,12 @@ from ..workflow.context import RunContexts
 from ..workflow.engine import TaskFailed
 from ..workflow.spec import load_workflow
 from ..workflow.sql import SqlError
+from .cache import Tally, cache_factory, counting
 from .results import OutputRecord, TestResult, TestRun
 from .targets import AgentTarget, Target, WorkflowTarget
+
+if TYPE_CHECKING:
+    from ..judge.verdicts import VerdictCache
 
 __all__ = ["ProgressSink", "collect_files", "run_tests", "run_tests_async"]
 
@@ -103,6 +107,7 @@ class _Job:
     inputs: Mapping[str, Any]
     question: str
     models: ModelPool
+    verdicts: VerdictCache | None = None  # earlier verdicts, replayed (see suites.cache)
 
 
 def _load_all(files: list[Path], project_dir: str | None) -> tuple[list[_Subject], list[str]]:
@@ -159,6 +164,7 @@ def _comparison_dict(
         "reasoning": comp.reasoning,
         "error": comp.error,
         "judge_calls": comp.judge_calls,
+        "cached": comp.cached,
     }
 
 
@@ -195,6 +201,7 @@ async def _judge_outputs(
     progress: ProgressSink,
     started: float,
     judged: list[Comparison] | None = None,
+    verdicts: VerdictCache | None = None,
 ) -> TestResult:
     """Judge and score one metric; ``judged`` collects each verdict as it comes, so an
     interrupted test keeps the ones it has."""
@@ -210,7 +217,9 @@ async def _judge_outputs(
         )
         result.duration = time.perf_counter() - started
         return result
-    judge = Judge(pool.get(judge_spec.model), judge_spec.prompt, settings=judge_spec.settings)
+    judge = Judge(
+        pool.get(judge_spec.model), judge_spec.prompt, settings=judge_spec.settings, cache=verdicts
+    )
 
     def done(comparison: Comparison) -> None:
         if judged is not None:
@@ -307,11 +316,14 @@ async def _run_test(job: _Job, progress: ProgressSink, into: list[TestResult]) -
     judged: list[list[Comparison]] = [[] for _ in spec.judges]
     results: dict[int, TestResult] = {}
     cut: list[int] = []  # runs whose answer stopped at the token limit
+    # Calls served from the cache: the runs' (shared by every metric) and each judge's.
+    run_tally, judge_tallies = Tally(), [Tally() for _ in spec.judges]
 
     async def one(run: int) -> None:
         async with semaphore:
             try:
-                c = await job.target.complete(job.inputs)
+                with counting(run_tally):
+                    c = await job.target.complete(job.inputs, run=run)
             except (ProviderError, TaskFailed, SqlError) as exc:
                 finished[run] = OutputRecord(run=run, text=None, error=str(exc))
                 return
@@ -328,18 +340,20 @@ async def _run_test(job: _Job, progress: ProgressSink, into: list[TestResult]) -
             )
 
     async def judge(k: int, judge_spec: JudgeSpec, outputs: list[OutputRecord]) -> None:
-        results[k] = await _judge_outputs(
-            spec,
-            judge_spec,
-            _label(spec, k),
-            outputs,
-            model,
-            question,
-            job.models,
-            progress,
-            started,
-            judged[k],
-        )
+        with counting(judge_tallies[k]):
+            results[k] = await _judge_outputs(
+                spec,
+                judge_spec,
+                _label(spec, k),
+                outputs,
+                model,
+                question,
+                job.models,
+                progress,
+                started,
+                judged[k],
+                job.verdicts,
+            )
 
     try:
         await asyncio.gather(*(one(r) for r in range(1, spec.n + 1)))
@@ -357,6 +371,8 @@ async def _run_test(job: _Job, progress: ProgressSink, into: list[TestResult]) -
                 )
         raise
     finally:
+        for k, result in results.items():
+            result.cached_calls = run_tally.calls + judge_tallies[k].calls
         into.extend(results[k] for k in sorted(results))
 
 
@@ -400,18 +416,23 @@ async def run_tests_async(
     into: TestRun | None = None,
     retry: RetryPolicy | None = None,
     environ: Mapping[str, str] | None = None,
+    cache: bool | None = None,
+    db: str | Path | None = None,
 ) -> TestRun:
     """Run the consistency tests of the given agent and workflow files.
 
     ``into`` is filled as tests finish, so a caller that is interrupted still has
-    every finished result.
+    every finished result. ``cache``: None (the default) replays judge verdicts kept
+    in the project's history (``db``: where it is, default as for ``oxy history``),
+    True replays agent answers too, False neither (see :mod:`oxyeval.suites.cache`).
     """
     run = into if into is not None else TestRun()
     subjects, warnings = _load_all(collect_files(paths), project_dir)
     run.warnings.extend(warnings)
     progress = progress or _NoProgress()
     jobs: list[_Job] = []
-    async with RunContexts(retry=retry, environ=environ) as contexts:
+    caches = cache_factory(cache, db=db, environ=environ, eager=True)
+    async with RunContexts(retry=retry, environ=environ, cache=caches) as contexts:
         for item in subjects:
             if not item.tests:
                 run.skipped.append(f"{item.project.relative(item.file)}: no consistency tests")
@@ -429,22 +450,27 @@ async def run_tests_async(
                 sorted({*target.models, *(j.model for t in item.tests for j in t.judges)})
             )
             target.check()
+            verdicts = context.verdicts
             for spec in item.tests:
                 if item.agent is not None:
                     question = spec.task_description or ""
                     jobs.append(
-                        _Job(spec, target, {"question": question}, question, context.models)
+                        _Job(
+                            spec, target, {"question": question}, question, context.models, verdicts
+                        )
                     )
                 else:
                     assert item.plan is not None
                     ref_target = WorkflowTarget(context, item.plan, spec.task_ref)
                     question = _workflow_question(item.plan, spec)
-                    jobs.append(_Job(spec, ref_target, {}, question, context.models))
+                    jobs.append(_Job(spec, ref_target, {}, question, context.models, verdicts))
         try:
             await asyncio.gather(*(_run_test(job, progress, run.tests) for job in jobs))
         except asyncio.CancelledError:
             _mark_unfinished(run, jobs)
             raise
+        finally:
+            run.cached_calls = caches.total_served
     _in_file_order(run, jobs)
     return run
 

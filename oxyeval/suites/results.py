@@ -77,6 +77,8 @@ class TestResult:
     #: Cut short by Ctrl-C/SIGTERM: ``outputs`` are the runs that finished, ``error``
     #: says how far it got, and ``accuracy`` (if any) covers only the pairs judged.
     interrupted: bool = False
+    #: Model calls (agent answers, judge calls) served from the cache, not made.
+    cached_calls: int = 0
 
     @property
     def ok(self) -> bool:
@@ -119,6 +121,7 @@ class TestResult:
             "min_judged": self.min_judged,
             "identical_pairs": self.identical_pairs,
             "judge_calls": self.judge_calls,
+            "cached_calls": self.cached_calls,
             "successful_runs": sum(1 for o in self.outputs if o.error is None),
             "run_errors": [{"run": o.run, "error": redact(o.error or "")} for o in self.run_errors],
             "judge_errors": [
@@ -177,6 +180,9 @@ class TestRun:
     warnings: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     interrupted: bool = False
+    #: Model calls served from the cache in the whole run (each call once, although a
+    #: test with several metrics lists its runs' in each metric's ``cached_calls``).
+    cached_calls: int = 0
 
     @property
     def accuracies(self) -> list[float | None]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..project.templates import TemplateRef, render
-from ..providers import ChatMessage, Completion, GenerateParams
+from ..providers import ChatMessage, Completion, GenerateParams, repeat_scope
 
 if TYPE_CHECKING:
     from ..project.agents import Agent
@@ -31,7 +31,11 @@ _QUESTION = TemplateRef("{{ question }}")  # an agent's input, unless a prompt s
 
 class Target(ABC):
     """Inputs in, one completion out; errors are ProviderError, TaskFailed, SqlError or,
-    for inputs that do not fit the target's template, LoadError."""
+    for inputs that do not fit the target's template, LoadError.
+
+    ``run`` is the index of this call among repeated calls on the same inputs (a
+    consistency test's run k): a cache replays run k's answer for run k, so n runs
+    never collapse into one."""
 
     #: Shown in reports: the model that answers ("workflow" for a workflow's task).
     model: str
@@ -39,7 +43,9 @@ class Target(ABC):
     models: tuple[str, ...]
 
     @abstractmethod
-    async def complete(self, inputs: Mapping[str, Any] | None = None) -> Completion: ...
+    async def complete(
+        self, inputs: Mapping[str, Any] | None = None, *, run: int = 1
+    ) -> Completion: ...
 
     def check(self) -> None:  # noqa: B027 (optional: most targets have nothing to check)
         """Raise now (bad input, exit 2) what would fail every call: a template error."""
@@ -69,13 +75,16 @@ class PromptTarget(Target):
         self.system = system
         self.params = params or GenerateParams()
 
-    async def complete(self, inputs: Mapping[str, Any] | None = None) -> Completion:
+    async def complete(
+        self, inputs: Mapping[str, Any] | None = None, *, run: int = 1
+    ) -> Completion:
         values = dict(inputs or {})
         user = render(self.template, values)
         system = render(self.system, values) if self.system is not None else ""
         messages = [ChatMessage("system", system)] if system.strip() else []
         messages.append(ChatMessage("user", user))
-        return await self._context.models.get(self.model).generate(messages, self.params)
+        model = self._context.models.get(self.model)
+        return await model.generate(messages, self.params, run=run, cache=self._context.answers)
 
     @property
     def max_tokens(self) -> int | None:
@@ -97,8 +106,10 @@ class AgentTarget(Target):
         self.models = (agent.model,)
         self.template = template or _QUESTION
 
-    async def complete(self, inputs: Mapping[str, Any] | None = None) -> Completion:
-        return await self.runner.ask(render(self.template, dict(inputs or {})))
+    async def complete(
+        self, inputs: Mapping[str, Any] | None = None, *, run: int = 1
+    ) -> Completion:
+        return await self.runner.ask(render(self.template, dict(inputs or {})), run=run)
 
     def check(self) -> None:
         self.runner.system_prompt()  # context files and template errors: once, now
@@ -119,10 +130,14 @@ class WorkflowTarget(Target):
         self.ref = ref or plan.workflow.tasks[-1].name
         self.models = tuple(sorted(self._engine.models_used(plan)))
 
-    async def complete(self, inputs: Mapping[str, Any] | None = None) -> Completion:
+    async def complete(
+        self, inputs: Mapping[str, Any] | None = None, *, run: int = 1
+    ) -> Completion:
         started = time.perf_counter()
-        run = await self._engine.run(Path(self.plan.workflow.path), dict(inputs or {}))
-        value = task_output(run, self.ref)
+        # Every model call of this workflow run, at any depth, is part of repeated run `run`.
+        with repeat_scope(run):
+            done = await self._engine.run(Path(self.plan.workflow.path), dict(inputs or {}))
+        value = task_output(done, self.ref)
         return Completion(text=str(value), latency=time.perf_counter() - started)
 
     def check(self) -> None:

@@ -30,7 +30,7 @@ from ..providers import (
 
 if TYPE_CHECKING:
     from ..project.agents import Agent, ContextSpec
-    from ..providers import ModelPool
+    from ..providers import ModelPool, ResponseCache
     from .sql import Databases
 
 __all__ = [
@@ -124,11 +124,14 @@ class AgentRunner:
         pool: ModelPool,
         project_root: Path,
         sql: Databases | None = None,
+        cache: ResponseCache | None = None,
     ) -> None:
         self.agent = agent
         self.pool = pool
         self.root = project_root
         self.sql = sql
+        #: Answers of earlier identical calls (``oxy test --cache``); None: always ask.
+        self.cache = cache
         self._system: str | None = None
         self._context: dict[str, str] | None = None
         self.tools = {t["name"]: t for t in agent.tools if t.get("type") == "execute_sql"}
@@ -209,8 +212,15 @@ class AgentRunner:
             text = text[:_MAX_TOOL_RESULT_CHARS] + f"\n(truncated; {len(result)} rows in all)"
         return text
 
-    async def ask(self, question: str, variables: dict[str, Any] | None = None) -> Completion:
-        """One run: model calls (and tool calls) until the model answers."""
+    async def ask(
+        self, question: str, variables: dict[str, Any] | None = None, *, run: int = 1
+    ) -> Completion:
+        """One run: model calls (and tool calls) until the model answers.
+
+        ``run`` is the index of this run among repeated runs of the same question: with a
+        cache, each of the loop's calls is keyed by its own messages and ``run``, so run k
+        replays run k's conversation and n runs stay n different runs.
+        """
         model = self.pool.get(self.agent.model)
         messages = self.messages(question, variables)
         specs = self.tool_specs()
@@ -221,7 +231,7 @@ class AgentRunner:
         started = time.perf_counter()
         extra_rounds = 0
         while True:
-            completion = await model.generate(messages, params)
+            completion = await model.generate(messages, params, run=run, cache=self.cache)
             inputs += completion.usage.input_tokens or 0
             outputs += completion.usage.output_tokens or 0
             if not completion.tool_calls:

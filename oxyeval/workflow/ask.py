@@ -11,7 +11,10 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .context import CacheFactory
 
 __all__ = ["AgentAnswer", "ask_agent"]
 
@@ -59,6 +62,7 @@ async def ask_agent(
     project_dir: str | None = None,
     environ: Mapping[str, str] | None = None,
     into: AgentAnswer | None = None,
+    cache: CacheFactory | None = None,
 ) -> AgentAnswer:
     """Ask the agent in ``path`` one question, with its tools and its model.
 
@@ -67,7 +71,8 @@ async def ask_agent(
     ``AgentAnswer()``) is filled in place, so a caller whose ask is cancelled (Ctrl-C,
     SIGTERM) still holds it, marked ``interrupted``. Bad input raises
     :class:`~oxyeval.errors.OxyError` (exit code 2); a failed model call
-    :class:`~oxyeval.errors.ProviderError` (3).
+    :class:`~oxyeval.errors.ProviderError` (3). ``cache`` makes the project's answer
+    cache (``oxyeval.suites.cache.cache_factory``); None: the model is always asked.
     """
     from ..project.agents import load_agent
     from ..project.config import load_project
@@ -81,7 +86,8 @@ async def ask_agent(
         project = load_project(path, project_dir=project_dir)
         agent = load_agent(project, path)
         answer.agent = agent.display
-        async with RunContext(project, environ=environ) as context:
+        run_cache = cache(project) if cache is not None else None
+        async with RunContext(project, environ=environ, cache=run_cache) as context:
             context.models.check([agent.model])
             completion = await context.agent(agent).ask(question)
     except (asyncio.CancelledError, KeyboardInterrupt):

@@ -14,22 +14,41 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..providers import ModelPool
 
 if TYPE_CHECKING:
+    from ..judge.verdicts import VerdictCache
     from ..project.agents import Agent
     from ..project.config import Project
-    from ..providers import EmbeddingPool, RetryPolicy
+    from ..providers import EmbeddingPool, ResponseCache, RetryPolicy
     from .agent import AgentRunner
     from .engine import Engine, TaskRecord
     from .sql import Databases
 
-__all__ = ["DEFAULT_CONCURRENCY", "RunContext", "RunContexts"]
+__all__ = ["DEFAULT_CONCURRENCY", "CacheFactory", "CallCache", "RunContext", "RunContexts"]
 
 #: Units of work (agent runs, judge calls, queries) one workflow run keeps in flight.
 DEFAULT_CONCURRENCY = 8
+
+
+class CallCache(Protocol):
+    """A run's cache of model calls (the history store's is :mod:`oxyeval.suites.cache`;
+    this package cannot import it): answers for agents and prompts, verdicts for judges;
+    either is None when the run's policy does not cache it."""
+
+    @property
+    def answers(self) -> ResponseCache | None: ...
+
+    @property
+    def verdicts(self) -> VerdictCache | None: ...
+
+    async def aclose(self) -> None: ...
+
+
+#: Makes the cache of one project's run (a command may run files of several projects).
+CacheFactory = Callable[["Project"], "CallCache | None"]
 
 
 class RunContext:
@@ -47,10 +66,13 @@ class RunContext:
         retry: RetryPolicy | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
         on_event: Callable[[TaskRecord], None] | None = None,
+        cache: CallCache | None = None,
     ) -> None:
         self.project = project
         self.environ = environ
         self.concurrency = concurrency
+        #: Answers and verdicts of earlier runs; the context closes it with the rest.
+        self.cache = cache
         self.models = ModelPool(
             project.models, locate=project.model_error, retry=retry, environ=environ
         )
@@ -62,6 +84,16 @@ class RunContext:
 
     def __repr__(self) -> str:  # short: asyncio may repr it (3.11 SIGINT check)
         return f"RunContext({str(self.project.root)!r})"
+
+    @property
+    def answers(self) -> ResponseCache | None:
+        """Where agent and prompt calls replay earlier answers (None: they never do)."""
+        return self.cache.answers if self.cache is not None else None
+
+    @property
+    def verdicts(self) -> VerdictCache | None:
+        """Where judges replay earlier verdicts (None: they never do)."""
+        return self.cache.verdicts if self.cache is not None else None
 
     @property
     def databases(self) -> Databases:
@@ -100,6 +132,7 @@ class RunContext:
                 sql=self.databases,
                 on_event=self._on_event,
                 runners=self.agent,
+                verdicts=self.verdicts,
             )
         return self._engine
 
@@ -110,7 +143,9 @@ class RunContext:
         if runner is None:
             from .agent import AgentRunner
 
-            runner = AgentRunner(agent, self.models, self.project.root, self.databases)
+            runner = AgentRunner(
+                agent, self.models, self.project.root, self.databases, cache=self.answers
+            )
             self._agents[key] = runner
         return runner
 
@@ -122,8 +157,12 @@ class RunContext:
             try:
                 await self.models.aclose()
             finally:
-                if self._databases is not None:
-                    self._databases.close()
+                try:
+                    if self._databases is not None:
+                        self._databases.close()
+                finally:
+                    if self.cache is not None:
+                        await self.cache.aclose()
 
     async def __aenter__(self) -> RunContext:
         return self
@@ -138,16 +177,21 @@ class RunContext:
 
 
 class RunContexts:
-    """One :class:`RunContext` per project, for a command given files of several projects."""
+    """One :class:`RunContext` per project, for a command given files of several projects;
+    ``cache`` makes each project's cache (its history database is its own)."""
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, *, cache: CacheFactory | None = None, **options: Any) -> None:
         self._options = options
+        self._cache = cache
         self._contexts: dict[Path, RunContext] = {}
 
     def get(self, project: Project) -> RunContext:
         context = self._contexts.get(project.root)
         if context is None:
-            context = self._contexts[project.root] = RunContext(project, **self._options)
+            cache = self._cache(project) if self._cache is not None else None
+            context = self._contexts[project.root] = RunContext(
+                project, cache=cache, **self._options
+            )
         return context
 
     async def aclose(self) -> None:

@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EXIT_INFRA, ConfigError, LoadError, OxyError, ProviderError
 from ..project.agents import Agent, load_agent
@@ -34,6 +34,10 @@ from .spec import Task, Workflow, load_workflow, walk_tasks
 from .sql import Databases, SqlError
 from .tasks import execute
 from .variables import resolve_variables, strings
+
+if TYPE_CHECKING:
+    from ..judge.verdicts import VerdictCache
+    from .context import CacheFactory
 
 # TaskFailed, TaskRecord, WorkflowFailed and WorkflowRun live in records.py; they stay
 # importable from here, where callers have always found them.
@@ -54,11 +58,14 @@ class Engine:
         sql: Databases | None = None,
         on_event: Callable[[TaskRecord], None] | None = None,
         runners: Callable[[Agent], AgentRunner] | None = None,
+        verdicts: VerdictCache | None = None,
     ) -> None:
         """``runners`` makes the agent runner for an agent (a RunContext's, so agents the
-        suites and the engine both run share one); by default the engine makes its own."""
+        suites and the engine both run share one); by default the engine makes its own.
+        ``verdicts``: where consistency_run judges replay earlier verdicts."""
         self.project = project
         self.pool = pool
+        self.verdicts = verdicts
         self.sql = sql or Databases(project.databases, project.root)
         self._slots = asyncio.Semaphore(max(1, concurrency))
         self._compiled = CompileCache()  # workflows and agents, each loaded once
@@ -280,19 +287,25 @@ async def run_workflow(
     on_event: Callable[[TaskRecord], None] | None = None,
     environ: Mapping[str, str] | None = None,
     into: WorkflowRun | None = None,
+    cache: CacheFactory | None = None,
 ) -> WorkflowRun:
     """Load, compile and run one workflow; raises WorkflowFailed (with the run) on task failures.
 
     ``into`` (an empty ``WorkflowRun()``) is filled as tasks finish, so a caller
     whose run is cancelled (Ctrl-C, SIGTERM) still has every finished task, and
-    the rest marked ``interrupted``.
+    the rest marked ``interrupted``. ``cache`` makes the project's cache of answers
+    and verdicts (``oxyeval.suites.cache.cache_factory``); None: nothing is cached.
     """
     from ..project.config import load_project
     from .context import RunContext
 
     project = load_project(path, project_dir=project_dir)
     async with RunContext(
-        project, environ=environ, concurrency=concurrency, on_event=on_event
+        project,
+        environ=environ,
+        concurrency=concurrency,
+        on_event=on_event,
+        cache=cache(project) if cache is not None else None,
     ) as context:
         engine = context.engine
         plan = engine.plan(Path(path).resolve())

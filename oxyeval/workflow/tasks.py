@@ -203,7 +203,9 @@ def _warn_token_limit(
 def _judge(engine: Engine, task: Task, workflow: Workflow) -> Judge:
     prompt = task.templates.get("consistency_prompt") or workflow.consistency_prompt
     model = task.judge_model or workflow.judge_model or engine.project.default_judge
-    return Judge(engine.pool.get(model), prompt, settings=engine.project.judge)
+    return Judge(
+        engine.pool.get(model), prompt, settings=engine.project.judge, cache=engine.verdicts
+    )
 
 
 async def _agent_task(
@@ -219,7 +221,7 @@ async def _agent_task(
 
     async def one(run: int = 1) -> str:
         async with engine.slot():
-            completion = await runner.ask(prompt, variables or None)
+            completion = await runner.ask(prompt, variables or None, run=run)
         if completion.tool_calls:
             record.details.setdefault("tool_calls", []).extend(
                 describe_calls(completion.tool_calls)

@@ -23,6 +23,7 @@ from ...redact import redact
 from ...store import NewExecution, TestCase
 from ...workflow.agent import counted, stopped_at_token_limit, token_limit_warning
 from ...workflow.context import RunContext
+from ..cache import CachePolicy, RunCache
 from ..history import history_location
 from ..targets import AgentTarget, PromptTarget, Target
 from .scoring import (
@@ -91,6 +92,7 @@ class CaseResult:
     created_at: str | None = None
     pending: bool = False  # no expected output yet: shown and kept, not judged
     finish_reason: str | None = None  # why the model stopped, as the vendor spelled it
+    cached: bool = False  # the answer was replayed from the cache (--cache), no call made
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -124,6 +126,7 @@ class CaseResult:
             "error": self.error,
             "pending": self.pending,
             "finishReason": self.finish_reason,
+            "cached": self.cached,
             "createdAt": self.created_at,
         }
 
@@ -137,6 +140,7 @@ class CaseRun:
     planned: int = 0
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
+    cached_calls: int = 0  # model calls served from the cache (--cache), not made
 
     def __repr__(self) -> str:
         return f"CaseRun({len(self.results)} results)"
@@ -310,6 +314,7 @@ async def _run_one(
     expected = result.expected_output
     result.actual_output = actual
     result.finish_reason = completion.finish_reason
+    result.cached = completion.cached
     result.latency_ms = round(completion.latency * 1000, 3)
     result.input_tokens = completion.usage.input_tokens
     result.output_tokens = completion.usage.output_tokens
@@ -450,8 +455,13 @@ async def run_cases_async(
     environ: Mapping[str, str] | None = None,
     into: CaseRun | None = None,
     on_result: Any = None,
+    cache: bool | None = None,
 ) -> CaseRun:
-    """Run the test cases of the given prompt/cases files (default: the whole project)."""
+    """Run the test cases of the given prompt/cases files (default: the whole project).
+
+    ``cache=True`` (``--cache``) replays answers kept in the history from an identical
+    earlier call, and keeps new ones (see :mod:`oxyeval.suites.cache`); by default, and
+    with False, every case calls its model."""
     start = Path(paths[0]) if paths else None
     project = load_project(start, project_dir=project_dir)
     prompts = load_prompts(project, collect_case_files(project, [str(p) for p in paths]))
@@ -471,7 +481,9 @@ async def run_cases_async(
     )
     await asyncio.to_thread(precheck, location, project, prompts, cases, version, only_files)
     store = await asyncio.to_thread(open_store, location)
-    context = RunContext(project, environ=environ)
+    policy = CachePolicy.for_project(project, cache)
+    answers = RunCache(policy, store=store) if policy.answers else None
+    context = RunContext(project, environ=environ, cache=answers)
     scorer = _Scorer(context)
     plans: list[_VersionRun] = []
     try:
@@ -552,6 +564,7 @@ async def run_cases_async(
         try:
             await context.aclose()
         finally:
+            run.cached_calls = answers.total_served if answers is not None else 0
             store.close()
     order = {
         (plan.prompt.id, c.name): (k, i)

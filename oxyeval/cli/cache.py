@@ -1,0 +1,138 @@
+"""``oxy cache stats|clear``: the cache of model answers and judge verdicts in the history."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ..errors import EXIT_OK, OxyError
+from ._app import Format, ProjectOption, app
+from .cases import DbOption, JsonOption, _consoles, _fail, _open, _print_json, _read
+
+if TYPE_CHECKING:
+    from ..store import CacheStats, Store
+
+__all__ = ["cache_app"]
+
+cache_app = typer.Typer(
+    name="cache",
+    help="The cache of model answers and judge verdicts kept in the history: stats, clear.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+
+class Kind(str, Enum):
+    answer = "answer"
+    verdict = "verdict"
+
+
+FormatOption = Annotated[
+    Format, typer.Option("--format", help="pretty or json (one JSON document on stdout).")
+]
+
+
+@cache_app.command("stats")
+def cache_stats(
+    as_json: JsonOption = False,
+    format: FormatOption = Format.pretty,
+    db: DbOption = None,
+    project: ProjectOption = None,
+) -> None:
+    """Entries by kind (answers, verdicts), their size, oldest and newest, and replays.
+
+    Reads never create a history: with none yet, the cache is empty.
+    """
+    out, err = _consoles()
+    as_json = as_json or format is Format.json
+
+    def read(_proj: Any, store: Store | None) -> tuple[CacheStats | None, str]:
+        if store is None:
+            from ..suites.history import history_location
+
+            return None, history_location(_proj, db).display
+        return store.cache.stats(), store.path
+
+    stats, where = _read(project, db, err, as_json, read)
+    if as_json:
+        from ..report.cache import cache_stats_json
+
+        _print_json(cache_stats_json(stats, where))
+    else:
+        from ..report.cache import render_cache_stats
+
+        render_cache_stats(stats, where, out)
+    raise typer.Exit(EXIT_OK)
+
+
+@cache_app.command("clear")
+def cache_clear(
+    older_than: Annotated[
+        float | None,
+        typer.Option(
+            "--older-than", min=0, help="Only entries written more than this many days ago."
+        ),
+    ] = None,
+    kind: Annotated[
+        Kind | None,
+        typer.Option("--kind", help="Only answers (agent and prompt calls) or verdicts (judges)."),
+    ] = None,
+    as_json: JsonOption = False,
+    format: FormatOption = Format.pretty,
+    db: DbOption = None,
+    project: ProjectOption = None,
+) -> None:
+    """Delete cached answers and verdicts (all of them, by default): the next run asks
+    the models again. A project with no history yet has nothing to clear (none is made)."""
+    out, err = _consoles()
+    as_json = as_json or format is Format.json
+    cutoff = None
+    if older_than is not None:
+        from datetime import datetime, timedelta, timezone
+
+        from ..store import utc_timestamp
+
+        cutoff = utc_timestamp(datetime.now(timezone.utc) - timedelta(days=older_than))
+    try:
+        proj, existing = _open(project, db, write=False)
+    except OxyError as exc:
+        raise _fail(err, exc, as_json) from None
+    cleared = 0
+    where = ""
+    if existing is None:
+        from ..suites.history import history_location
+
+        where = history_location(proj, db).display
+    else:
+        existing.close()
+
+        def clear(_proj: Any, store: Store | None) -> tuple[int, str]:
+            assert store is not None  # opened for writing: it exists
+            kind_name = kind.value if kind is not None else None
+            return store.cache.clear(kind=kind_name, older_than=cutoff), store.path
+
+        cleared, where = _read(project, db, err, as_json, clear, write=True)
+    if as_json:
+        _print_json(
+            {
+                "db": where,
+                "cleared": cleared,
+                "kind": kind.value if kind is not None else None,
+                "older_than_days": older_than,
+            }
+        )
+    else:
+        what = f"{kind.value} " if kind is not None else ""
+        age = f" older than {older_than:g} day(s)" if older_than is not None else ""
+        out.print(
+            f"cleared {cleared} cached {what}entr{'y' if cleared == 1 else 'ies'}{age} in {where}",
+            markup=False,
+            highlight=False,
+        )
+    raise typer.Exit(EXIT_OK)
+
+
+app.add_typer(cache_app, name="cache")

@@ -1,0 +1,91 @@
+"""Judge verdicts kept between runs: the contract and the key.
+
+A rerun that produces the same pair of outputs should cost no judge call: the verdict
+is a function of the judge model, its settings and the rendered prompt, which holds the
+question and both submissions. The cache itself lives in the history store
+(:mod:`oxyeval.suites.cache`); this package cannot import the store, so it states what a
+:class:`~oxyeval.judge.Judge` needs: :class:`VerdictCache`, keyed by
+:func:`verdict_key`. Only verdicts are kept: a judge error (a failed call, a reply
+without a verdict even when asked again) is tried afresh on the next run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..providers import GenerateParams, Model
+    from .judge import JudgeResult
+
+__all__ = ["VerdictCache", "verdict_data", "verdict_from_data", "verdict_key"]
+
+
+@runtime_checkable
+class VerdictCache(Protocol):
+    """Verdicts of earlier judge calls, by :func:`verdict_key`."""
+
+    async def get(self, key: Mapping[str, Any]) -> JudgeResult | None: ...
+
+    async def put(self, key: Mapping[str, Any], result: JudgeResult) -> None: ...
+
+
+def verdict_key(
+    model: Model, params: GenerateParams, structured: str, prompt: str
+) -> dict[str, Any]:
+    """The key of one verdict: the judge model (vendor, model id, endpoint, options), the
+    parameters its calls are sent with, the ``judge.structured`` mode and the rendered
+    prompt. No key, header or config.yml name of the model."""
+    import json
+
+    spec = model.spec
+    api = getattr(model, "api", None)
+    sampling = {
+        name: getattr(params, name)
+        for name in ("temperature", "max_tokens", "top_p", "seed", "stop")
+        if getattr(params, name) is not None
+    }
+    return json.loads(
+        json.dumps(
+            {
+                "kind": "verdict",
+                "vendor": spec.vendor,
+                "model": spec.model_ref,
+                "base_url": getattr(api, "base_url", "") or "",
+                "options": spec.options,
+                "params": sampling,
+                "structured": structured,
+                "prompt": prompt,
+            },
+            default=str,
+        )
+    )
+
+
+def verdict_data(result: JudgeResult) -> dict[str, Any]:
+    """What is kept of a verdict: the choice, the reasoning, the raw reply and how many
+    calls it took (what a replay saves)."""
+    return {
+        "choice": result.choice,
+        "reasoning": result.reasoning,
+        "raw": result.raw,
+        "calls": result.calls,
+    }
+
+
+def verdict_from_data(data: Mapping[str, Any]) -> JudgeResult | None:
+    """The kept verdict as a JudgeResult served from the cache (no call made), or None
+    when the entry is not a verdict."""
+    from .judge import JudgeResult
+
+    choice = data.get("choice")
+    if choice not in ("A", "B"):
+        return None
+    reasoning, raw, calls = data.get("reasoning"), data.get("raw"), data.get("calls")
+    return JudgeResult(
+        choice,
+        reasoning if isinstance(reasoning, str) else "",
+        raw if isinstance(raw, str) else "",
+        0,
+        cached_calls=calls if isinstance(calls, int) and calls > 0 else 1,
+    )

@@ -1,0 +1,184 @@
+"""What a model call needs from an answer cache, and what it may put in one.
+
+The cache itself lives elsewhere (the history store, :mod:`oxyeval.suites.cache`); this
+package cannot import the store, so it states the contract: :class:`ResponseCache` is
+consulted by :meth:`oxyeval.providers.Model.generate` when it is given one, with the key
+:func:`answer_key` builds. The key is everything that decides an answer, and nothing
+secret: vendor, model id, base URL, vendor options, sampling parameters, tools,
+response schema, the messages, and the run index, so the k-th of n repeated runs
+replays the k-th cached answer and n runs never collapse into one. API keys and request
+headers are never part of it.
+
+A repeated call's index is passed to ``generate(..., run=k)``; a whole run of a workflow
+(each of its agent calls, at any depth) is marked with :func:`repeat_scope`, so the
+index of the outer run reaches calls made deep inside the engine. This module imports
+nothing heavy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ._base import ChatMessage, Completion, GenerateParams, ToolCall, Usage
+
+if TYPE_CHECKING:
+    from ._base import ModelSpec
+
+__all__ = [
+    "ResponseCache",
+    "answer_key",
+    "cacheable",
+    "completion_data",
+    "completion_from_data",
+    "current_repeat",
+    "repeat_scope",
+]
+
+#: The run indices of the repeated runs the current call is part of, outermost first:
+#: ``(3,)`` inside run 3 of a consistency test of a workflow.
+_REPEAT: contextvars.ContextVar[tuple[int, ...]] = contextvars.ContextVar(
+    "oxyeval_repeat", default=()
+)
+
+
+@runtime_checkable
+class ResponseCache(Protocol):
+    """Answers of earlier identical calls. ``get`` returns a copy the caller may change;
+    ``put`` is only called with answers :func:`cacheable` allows."""
+
+    #: Whether an answer cut off at the token limit may be kept (the "asked" switch).
+    keep_truncated: bool
+
+    async def get(self, key: Mapping[str, Any]) -> Completion | None: ...
+
+    async def put(self, key: Mapping[str, Any], completion: Completion) -> None: ...
+
+
+@contextlib.contextmanager
+def repeat_scope(run: int) -> Iterator[tuple[int, ...]]:
+    """Mark every model call made inside (in this task and the tasks it starts) as part of
+    repeated run ``run``; scopes nest (a workflow's consistency_run inside a test's run)."""
+    path = (*_REPEAT.get(), int(run))
+    token = _REPEAT.set(path)
+    try:
+        yield path
+    finally:
+        _REPEAT.reset(token)
+
+
+def current_repeat() -> tuple[int, ...]:
+    """The run indices of the enclosing :func:`repeat_scope` calls (empty outside any)."""
+    return _REPEAT.get()
+
+
+def cacheable(completion: Completion, *, keep_truncated: bool = False) -> bool:
+    """Whether an answer may be cached: never an empty one (a blocked or failed reply, n of
+    which would replay as "perfectly consistent"), and a cut-off one only when asked.
+    Errors never get here: they are raised, not returned."""
+    if completion.truncated and not keep_truncated:
+        return False
+    return bool(completion.text.strip() or completion.tool_calls or completion.structured)
+
+
+def _message(m: ChatMessage) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        out["tool_calls"] = [asdict(c) for c in m.tool_calls]
+    if m.tool_call_id is not None:
+        out["tool_call_id"] = m.tool_call_id
+    if m.name is not None:
+        out["name"] = m.name
+    return out
+
+
+def _params(params: GenerateParams) -> dict[str, Any]:
+    """Sampling parameters that are set (None: the server's default, left out so adding a
+    field to GenerateParams does not change every key)."""
+    out: dict[str, Any] = {}
+    for name in ("temperature", "max_tokens", "top_p", "seed", "stop"):
+        value = getattr(params, name)
+        if value is not None:
+            out[name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready (tuples as lists, odd values as text), so equal keys hash equally."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def answer_key(
+    spec: ModelSpec,
+    base_url: str,
+    messages: Sequence[ChatMessage],
+    params: GenerateParams,
+    run: Sequence[int] = (1,),
+) -> dict[str, Any]:
+    """The cache key of one call: a JSON document, hashed by the cache.
+
+    ``params`` are the merged parameters actually sent. The spec's ``options`` are in it
+    (a mock's scripted outputs, embedding settings: never secrets); its ``api_key``,
+    ``key_var`` and ``headers`` never are, nor the config.yml name of the model (renaming
+    a model does not change what it answers).
+    """
+    return _plain(
+        {
+            "kind": "answer",
+            "vendor": spec.vendor,
+            "model": spec.model_ref,
+            "base_url": base_url,
+            "options": spec.options,
+            "params": _params(params),
+            "tools": [asdict(t) for t in params.tools or ()],
+            "response_schema": None
+            if params.response_schema is None
+            else asdict(params.response_schema),
+            "messages": [_message(m) for m in messages],
+            "run": list(run),
+        }
+    )
+
+
+def completion_data(completion: Completion) -> dict[str, Any]:
+    """What a cache keeps of an answer: its content, not how it was fetched (no latency,
+    attempts or model name)."""
+    return _plain(
+        {
+            "text": completion.text,
+            "finish_reason": completion.finish_reason,
+            "input_tokens": completion.usage.input_tokens,
+            "output_tokens": completion.usage.output_tokens,
+            "tool_calls": [asdict(c) for c in completion.tool_calls],
+            "structured": completion.structured,
+        }
+    )
+
+
+def completion_from_data(data: Mapping[str, Any]) -> Completion | None:
+    """The answer :func:`completion_data` kept, or None when the entry is not one (written
+    by another version, damaged): a miss, never a crash."""
+    try:
+        text = data["text"]
+        calls = [
+            ToolCall(str(c["id"]), str(c["name"]), dict(c.get("arguments") or {}))
+            for c in data.get("tool_calls") or ()
+        ]
+        structured = data.get("structured")
+        usage = Usage(data.get("input_tokens"), data.get("output_tokens"))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    if not isinstance(text, str) or (structured is not None and not isinstance(structured, dict)):
+        return None
+    finish = data.get("finish_reason")
+    return Completion(
+        text=text,
+        usage=usage,
+        finish_reason=finish if isinstance(finish, str) else None,
+        tool_calls=calls,
+        structured=structured,
+    )

@@ -1,0 +1,381 @@
+"""The cache of model calls, kept in the project's history database.
+
+Reruns are most of what users do: tweak a judge prompt, re-gate with another
+threshold, rerun after a flaky provider error. By default a run keeps judge verdicts:
+a rerun that produces the same pair of outputs costs no judge call. ``--cache`` also
+replays agent and prompt answers, so a rerun of an unchanged test makes no request at
+all; ``--no-cache`` does neither. ``config.yml``'s ``cache: {ttl_days: N}`` ignores
+(and deletes) entries older than N days; ``cache: {truncated: true}`` keeps answers cut
+off at the token limit too (by default they are asked again).
+
+:class:`RunCache` is one project's cache for one run: it implements the contracts of the
+earlier stages (:class:`oxyeval.providers.ResponseCache` for answers,
+:class:`oxyeval.judge.VerdictCache` for verdicts) on ``store.cache``. Lookups that arrive
+together are answered by one query; new entries are written in batches and when the run
+ends, so a cold ``--cache`` run pays a few transactions, not one per call. The store is
+opened by :class:`~oxyeval.suites.history.History` in a worker thread, overlapping the
+first model calls. A history that cannot be opened or written disables the cache for
+the run with one warning: a cache never fails a run.
+
+Every call served from the cache is counted, per run and in the innermost
+:func:`counting` scope (a test counts its own).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import OxyError
+from ..judge.verdicts import verdict_data, verdict_from_data
+from ..providers import completion_data, completion_from_data
+from ..store import content_hash, utc_timestamp
+from .history import History
+
+if TYPE_CHECKING:
+    from ..judge.judge import JudgeResult
+    from ..project.config import Project
+    from ..providers import Completion
+    from ..store import Store
+
+__all__ = ["CachePolicy", "RunCache", "RunCaches", "Tally", "cache_factory", "counting"]
+
+log = logging.getLogger("oxyeval.cache")
+
+_FLUSH_EVERY = 200  # new entries written per background transaction
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    """What one run caches. ``answers``: agent and prompt answers (``--cache``);
+    ``verdicts``: judge verdicts (default on); ``ttl_days``: entries older are ignored and
+    purged (None: they never expire); ``truncated``: keep answers cut off at the token
+    limit too."""
+
+    answers: bool = False
+    verdicts: bool = True
+    ttl_days: float | None = None
+    truncated: bool = False
+
+    @classmethod
+    def for_project(cls, project: Project | None, flag: bool | None = None) -> CachePolicy:
+        """The policy of a run: ``flag`` is ``--cache`` (True), ``--no-cache`` (False) or
+        neither (None: verdicts only); ttl and truncated come from config.yml."""
+        data = project.config.data if project is not None else None
+        settings = data.get("cache") if isinstance(data, dict) else None
+        settings = settings if isinstance(settings, dict) else {}
+        ttl = settings.get("ttl_days")
+        return cls(
+            answers=flag is True,
+            verdicts=flag is not False,
+            ttl_days=float(ttl) if isinstance(ttl, (int, float)) and ttl > 0 else None,
+            truncated=settings.get("truncated") is True,
+        )
+
+    @property
+    def enabled(self) -> bool:
+        return self.answers or self.verdicts
+
+    def cutoff(self, now: datetime | None = None) -> str | None:
+        """Entries written at or before this timestamp have expired (None: none expire)."""
+        if self.ttl_days is None:
+            return None
+        now = now or datetime.now(timezone.utc)
+        return utc_timestamp(now - timedelta(days=self.ttl_days))
+
+
+@dataclass
+class Tally:
+    """Model calls served from the cache within one :func:`counting` scope."""
+
+    calls: int = 0
+
+
+_TALLY: contextvars.ContextVar[Tally | None] = contextvars.ContextVar(
+    "oxyeval_cache_tally", default=None
+)
+
+
+@contextlib.contextmanager
+def counting(tally: Tally | None = None) -> Iterator[Tally]:
+    """Count the calls served from any cache inside this scope (this task and the tasks
+    it starts) into ``tally``; scopes nest, the innermost counts."""
+    tally = tally if tally is not None else Tally()
+    token = _TALLY.set(tally)
+    try:
+        yield tally
+    finally:
+        _TALLY.reset(token)
+
+
+class _Answers:
+    """:class:`oxyeval.providers.ResponseCache` on a :class:`RunCache`."""
+
+    def __init__(self, cache: RunCache) -> None:
+        self._cache = cache
+        self.keep_truncated = cache.policy.truncated
+
+    async def get(self, key: Mapping[str, Any]) -> Completion | None:
+        value = await self._cache.lookup("answer", key)
+        completion = completion_from_data(value) if isinstance(value, dict) else None
+        if completion is not None:
+            self._cache.served("answer", 1)
+        return completion
+
+    async def put(self, key: Mapping[str, Any], completion: Completion) -> None:
+        model = f"{key.get('vendor', '')}/{key.get('model', '')}"
+        self._cache.remember("answer", key, completion_data(completion), model)
+
+
+class _Verdicts:
+    """:class:`oxyeval.judge.VerdictCache` on a :class:`RunCache`."""
+
+    def __init__(self, cache: RunCache) -> None:
+        self._cache = cache
+
+    async def get(self, key: Mapping[str, Any]) -> JudgeResult | None:
+        value = await self._cache.lookup("verdict", key)
+        result = verdict_from_data(value) if isinstance(value, dict) else None
+        if result is not None:
+            self._cache.served("verdict", result.cached_calls)
+        return result
+
+    async def put(self, key: Mapping[str, Any], result: JudgeResult) -> None:
+        model = f"{key.get('vendor', '')}/{key.get('model', '')}"
+        self._cache.remember("verdict", key, verdict_data(result), model)
+
+
+class RunCache:
+    """One project's cache of answers and verdicts for one run; use inside an event loop,
+    :meth:`aclose` at the end (a :class:`~oxyeval.workflow.context.RunContext` does).
+
+    ``history`` opens the store in the background (closed here when ``owns_history``);
+    or ``store`` is one already open (the test-case suite's), closed by its owner.
+    """
+
+    def __init__(
+        self,
+        policy: CachePolicy,
+        history: History | None = None,
+        *,
+        store: Store | None = None,
+        owns_history: bool = True,
+    ) -> None:
+        self.policy = policy
+        self._history = history
+        self._store = store
+        self._owns_history = owns_history and history is not None
+        self._answers = _Answers(self) if policy.answers else None
+        self._verdicts = _Verdicts(self) if policy.verdicts else None
+        self._cutoff = policy.cutoff()
+        self._broken = False
+        # An SQLite history that does not exist yet holds nothing: every lookup is a miss
+        # at once, instead of waiting for the store to be created (a cold --cache run
+        # sends its first requests without waiting for SQLAlchemy).
+        location = history.location if history is not None else None
+        self._nothing_stored = (
+            location is not None and location.path is not None and not location.path.exists()
+        )
+        # Written this run (hash -> value), so a key asked twice in one run is served too.
+        self._written: dict[str, Any] = {}
+        self._unflushed: dict[str, tuple[str, Any, str]] = {}  # hash -> (kind, value, model)
+        self._hits: dict[str, int] = {}  # hash -> replays of stored entries
+        self._queued: list[tuple[str, asyncio.Future[Any]]] = []
+        self._batch: asyncio.Task[None] | None = None
+        self._writes: set[asyncio.Task[None]] = set()
+        #: Calls served from the cache this run, by kind ("answer", "verdict").
+        self.served_calls: dict[str, int] = {"answer": 0, "verdict": 0}
+
+    # -- the contracts the earlier stages see
+
+    @property
+    def answers(self) -> _Answers | None:
+        return self._answers
+
+    @property
+    def verdicts(self) -> _Verdicts | None:
+        return self._verdicts
+
+    @property
+    def total_served(self) -> int:
+        """Model calls this run did not make because the cache had their answer."""
+        return sum(self.served_calls.values())
+
+    def start(self) -> None:
+        """Begin opening the history now (in a worker thread), not at the first lookup."""
+        if self._history is not None:
+            self._history.start()
+
+    def served(self, kind: str, calls: int) -> None:
+        self.served_calls[kind] = self.served_calls.get(kind, 0) + calls
+        tally = _TALLY.get()
+        if tally is not None:
+            tally.calls += calls
+
+    # -- lookups, batched
+
+    async def _open(self) -> Store | None:
+        if self._broken:
+            return None
+        if self._store is not None:
+            return self._store
+        if self._history is None:
+            return None
+        try:
+            self._store = await self._history.store()
+        except OxyError as exc:
+            self._disable(exc)
+            return None
+        return self._store
+
+    def _disable(self, exc: BaseException) -> None:
+        if not self._broken:
+            self._broken = True
+            log.warning("cache: disabled for this run, the history database failed: %s", exc)
+
+    async def lookup(self, kind: str, key: Mapping[str, Any]) -> Any:
+        """The value kept for ``key`` (written this run, or stored and not expired), or None."""
+        digest = content_hash(key)
+        if digest in self._written:
+            return self._written[digest]
+        if self._broken or self._nothing_stored or (self._store is None and self._history is None):
+            return None
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queued.append((digest, future))
+        if self._batch is None or self._batch.done():
+            self._batch = asyncio.ensure_future(self._answer_queued())
+        value = await asyncio.shield(future)
+        if value is not None:
+            self._hits[digest] = self._hits.get(digest, 0) + 1
+        return value
+
+    async def _answer_queued(self) -> None:
+        """Answer every queued lookup with one query; lookups queued meanwhile get the next."""
+        while self._queued:
+            batch, self._queued = self._queued, []
+            found: dict[str, Any] = {}
+            try:
+                store = await self._open()
+                if store is not None:
+                    entries = await asyncio.to_thread(
+                        store.cache.get_many,
+                        [digest for digest, _ in batch],
+                        newer_than=self._cutoff,
+                    )
+                    found = {digest: entry.value for digest, entry in entries.items()}
+            except OxyError as exc:
+                self._disable(exc)
+            finally:
+                for digest, future in batch:
+                    if not future.done():
+                        future.set_result(found.get(digest))
+
+    # -- writes, batched
+
+    def remember(self, kind: str, key: Mapping[str, Any], value: Any, model: str) -> None:
+        """Keep a new answer or verdict (written in the background, and at the end)."""
+        if self._broken:
+            return
+        digest = content_hash(key)
+        self._written[digest] = value
+        self._unflushed[digest] = (kind, value, model)
+        if len(self._unflushed) >= _FLUSH_EVERY:
+            task = asyncio.ensure_future(self._flush())
+            self._writes.add(task)
+            task.add_done_callback(self._writes.discard)
+
+    async def _flush(self) -> None:
+        if not self._unflushed:
+            return
+        pending, self._unflushed = self._unflushed, {}
+        store = await self._open()
+        if store is None:
+            return
+        from ..store import NewCacheEntry
+
+        entries = [
+            NewCacheEntry(digest, kind, value, model)
+            for digest, (kind, value, model) in pending.items()
+        ]
+        try:
+            await asyncio.to_thread(store.cache.put_many, entries)
+        except OxyError as exc:
+            self._disable(exc)
+
+    async def aclose(self) -> None:
+        """Write what is left, count the hits, purge expired entries, close the history."""
+        try:
+            if self._writes:
+                await asyncio.gather(*self._writes, return_exceptions=True)
+            if self._batch is not None:
+                await asyncio.gather(self._batch, return_exceptions=True)
+            await self._flush()
+            store = self._store if not self._broken else None
+            if store is not None and (self._hits or self._cutoff is not None):
+                hits, self._hits = self._hits, {}
+                try:
+                    await asyncio.to_thread(_finish, store, hits, self._cutoff)
+                except OxyError as exc:
+                    self._disable(exc)
+        finally:
+            if self._owns_history and self._history is not None:
+                await self._history.aclose()
+
+
+def _finish(store: Store, hits: Mapping[str, int], cutoff: str | None) -> None:
+    store.cache.add_hits(hits)
+    if cutoff is not None:
+        store.cache.clear(older_than=cutoff)
+
+
+class RunCaches:
+    """Makes each project's :class:`RunCache` for a run (a
+    :data:`~oxyeval.workflow.context.CacheFactory`), and adds up what they served."""
+
+    def __init__(
+        self,
+        flag: bool | None = None,
+        *,
+        db: str | Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        eager: bool = False,
+    ) -> None:
+        self.flag, self.db, self.environ, self.eager = flag, db, environ, eager
+        self.made: list[RunCache] = []
+
+    def __call__(self, project: Project) -> RunCache | None:
+        policy = CachePolicy.for_project(project, self.flag)
+        if not policy.enabled:
+            return None
+        cache = RunCache(policy, History.for_project(project, self.db, self.environ))
+        if self.eager or policy.answers:
+            cache.start()
+        self.made.append(cache)
+        return cache
+
+    @property
+    def total_served(self) -> int:
+        """Model calls served from the cache in every project of the run."""
+        return sum(c.total_served for c in self.made)
+
+
+def cache_factory(
+    flag: bool | None = None,
+    *,
+    db: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    eager: bool = False,
+) -> RunCaches:
+    """What a RunContext needs to make each project's cache: ``flag`` is ``--cache``
+    (True), ``--no-cache`` (False) or neither (None); ``db`` is ``--db``. ``eager``
+    starts opening the history as the run begins (a run that will judge needs it
+    soon; one that replays answers always starts at once); otherwise it opens at the
+    first lookup."""
+    return RunCaches(flag, db=db, environ=environ, eager=eager)
