@@ -16,6 +16,7 @@ __all__ = [
     "CaseHistory",
     "CaseStats",
     "ConsistencyResult",
+    "ConsistencyRunSummary",
     "Execution",
     "ExecutionSummary",
     "HistoryPoint",
@@ -325,6 +326,23 @@ class ConsistencyResult:
     error: str | None
     duration_ms: float
     created_at: str
+
+
+@dataclass(frozen=True)
+class ConsistencyRunSummary:
+    """The tests of one ``oxy test`` run, counted by status (what ``oxy history`` lists)."""
+
+    run_id: str
+    tests: int
+    scored: int
+    errors: int
+    interrupted: int
+    accuracy_sum: float
+    with_accuracy: int  # scored tests (partial scores of interrupted ones are not counted)
+
+    @property
+    def average_accuracy(self) -> float | None:
+        return average(self.accuracy_sum, self.with_accuracy)
 
 
 @dataclass(frozen=True, kw_only=True)

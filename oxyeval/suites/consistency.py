@@ -39,6 +39,7 @@ from ..workflow.context import RunContexts
 from ..workflow.engine import TaskFailed
 from ..workflow.spec import load_workflow
 from ..workflow.sql import SqlError
+from .consistency_history import ConsistencyHistory
 from .results import OutputRecord, TestResult, TestRun
 from .targets import AgentTarget, Target, WorkflowTarget
 
@@ -400,17 +401,30 @@ async def run_tests_async(
     into: TestRun | None = None,
     retry: RetryPolicy | None = None,
     environ: Mapping[str, str] | None = None,
+    db: str | Path | None = None,
+    history: bool = True,
 ) -> TestRun:
     """Run the consistency tests of the given agent and workflow files.
 
     ``into`` is filled as tests finish, so a caller that is interrupted still has
     every finished result.
+
+    Each test's result is stored in its project's history as it finishes (``db``: an
+    SQLite file or a PostgreSQL URL instead of the project's; ``history=False``: nothing
+    is read or written), and ``previous`` on each result is the latest earlier scored
+    result of the same test. A history that cannot be opened or written never fails the
+    run: ``run.history`` says what was stored and why not.
     """
     run = into if into is not None else TestRun()
     subjects, warnings = _load_all(collect_files(paths), project_dir)
     run.warnings.extend(warnings)
     progress = progress or _NoProgress()
     jobs: list[_Job] = []
+    recorder = ConsistencyHistory(run, db=db, environ=environ, enabled=history)
+    for item in subjects:  # where each project's history is: bad input, before any call
+        if item.tests:
+            counts = [(t.display, t.index, len(t.judges)) for t in item.tests]
+            recorder.add(item.project, item.file, counts)
     async with RunContexts(retry=retry, environ=environ) as contexts:
         for item in subjects:
             if not item.tests:
@@ -440,11 +454,25 @@ async def run_tests_async(
                     ref_target = WorkflowTarget(context, item.plan, spec.task_ref)
                     question = _workflow_question(item.plan, spec)
                     jobs.append(_Job(spec, ref_target, {}, question, context.models))
+        async def one(job: _Job) -> None:
+            mine: list[TestResult] = []
+            try:
+                await _run_test(job, progress, mine)
+            finally:
+                run.tests.extend(mine)
+                recorder.finished(mine)  # stored in the background as each test ends
+
+        recorder.start()
         try:
-            await asyncio.gather(*(_run_test(job, progress, run.tests) for job in jobs))
+            await asyncio.gather(*(one(job) for job in jobs))
         except asyncio.CancelledError:
             _mark_unfinished(run, jobs)
+            await recorder.close(interrupted=True)
             raise
+        except BaseException:
+            await recorder.close(failed=True)
+            raise
+    await recorder.close()
     _in_file_order(run, jobs)
     return run
 

@@ -1,5 +1,5 @@
-"""SQLAlchemy is imported only when a store is opened: ``oxy --help`` and ``oxy test`` (which
-never touch the history) must not pay for it."""
+"""SQLAlchemy is imported only when a store is opened: ``oxy --help`` and ``oxy test
+--no-history`` (which never touch the history) must not pay for it."""
 
 from __future__ import annotations
 
@@ -49,14 +49,16 @@ def test_help_and_import_do_not_load_the_store_stack(tmp_path: Path) -> None:
     assert code == 0 and loaded == []
 
 
-def test_oxy_test_does_not_load_the_store_stack(tmp_path: Path) -> None:
+def test_oxy_test_without_history_does_not_load_the_store_stack(tmp_path: Path) -> None:
     project = tmp_path / "examples"
     shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output"))
-    code, loaded = _loaded(
-        "test", str(project / "agents" / "users.agent.yml"), "--format", "json", cwd=project
-    )
+    agent = str(project / "agents" / "users.agent.yml")
+    code, loaded = _loaded("test", agent, "--format", "json", "--no-history", cwd=project)
     assert code == 0 and loaded == []
     assert not (project / ".oxy").exists()
+    code, loaded = _loaded("test", agent, "--format", "json", cwd=project)
+    assert code == 0 and "sqlalchemy" in loaded  # the results are stored by default
+    assert (project / ".oxy" / "oxyeval.db").is_file()
 
 
 def test_a_read_on_a_new_project_does_not_need_it_either(tmp_path: Path) -> None:
