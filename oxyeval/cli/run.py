@@ -99,10 +99,14 @@ def _workflow(
     debug: bool,
     err: Console,
     as_json: bool,
+    db: str | None = None,
+    history: bool = True,
 ) -> str:
-    """Run the workflow; the JSON document of every task (or its final output) is printed
-    by the caller. A failed or interrupted run prints its document here and exits."""
-    from ..workflow.engine import WorkflowFailed, WorkflowRun, run_workflow
+    """Run the workflow (stored in the history unless ``history`` is False); the JSON
+    document of every task (or its final output) is printed by the caller. A failed or
+    interrupted run prints its document here and exits."""
+    from ..suites.workflows import run_workflow
+    from ..workflow.engine import WorkflowFailed, WorkflowRun
     from .interrupt import interrupt_reason, run_interruptible
 
     wf_run = WorkflowRun()
@@ -115,6 +119,8 @@ def _workflow(
                 concurrency=concurrency,
                 on_event=None if quiet else _TaskLines(err),
                 into=wf_run,
+                db=db,
+                history=history,
             )
         )
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the same document, marked
@@ -161,9 +167,23 @@ def run_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No task progress on stderr.")
     ] = False,
+    no_history: Annotated[
+        bool, typer.Option("--no-history", help="Do not store the workflow run.")
+    ] = False,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="History: an SQLite file or a postgresql://user@host:5432/db URL (default: "
+            "$OXY_DB, else history.url in config.yml, else .oxy/oxyeval.db in the project).",
+        ),
+    ] = None,
     debug: Annotated[bool, typer.Option("--debug")] = False,
 ) -> None:
     """Run a workflow (or ask an agent a question) and print its output.
+
+    A workflow run (its output and every task) is stored in the project's history
+    (--no-history: not); a history that cannot be written is a warning.
 
     Exit codes: 0 success; 2 bad input or config; 3 a task or provider failed.
     """
@@ -184,7 +204,18 @@ def run_command(
             if question is not None:
                 raise OxyError("--question is for agent files; a workflow takes --var NAME=VALUE")
             variables = _parse_vars(var, vars_file)
-            text = _workflow(file, variables, project, concurrency, quiet, debug, err, as_json)
+            text = _workflow(
+                file,
+                variables,
+                project,
+                concurrency,
+                quiet,
+                debug,
+                err,
+                as_json,
+                db=db,
+                history=not no_history,
+            )
         else:
             raise OxyError(
                 f"{file}: oxy run takes a *.workflow.yml file, or an *.agent.yml file with --question"

@@ -70,6 +70,7 @@ class _Book:
 
     history: History
     note: StoredRun
+    owned: bool = True  # opened here (else shared with the caller, who closes it)
     files: list[str] = field(default_factory=list)
     total: int = 0
     ready: asyncio.Future[tuple[Store, str] | None] | None = None
@@ -85,6 +86,10 @@ class ConsistencyHistory:
     Use: :meth:`add` each tested file before any model call (a bad history location is
     bad input, reported then), :meth:`start` when the tests start, :meth:`finished` as
     each test ends, and always :meth:`close`.
+
+    ``shared``: histories another part of the run already opens (say, a response cache
+    in the same database), by location; they are used, not opened twice, and left for
+    their owner to close.
     """
 
     def __init__(
@@ -94,11 +99,13 @@ class ConsistencyHistory:
         db: str | Path | None = None,
         environ: Mapping[str, str] | None = None,
         enabled: bool = True,
+        shared: Mapping[Location, History] | None = None,
     ) -> None:
         self.run = run
         self.db = db
         self.environ = environ
         self.enabled = enabled
+        self._shared = dict(shared or {})
         self._books: dict[Location, _Book] = {}
         self._tests: dict[tuple[str, int], tuple[_Book, str]] = {}  # (display, index) ->
         self._seen: set[int] = set()  # ids of results handed to a writer
@@ -113,7 +120,10 @@ class ConsistencyHistory:
         location = history_location(project, self.db, self.environ)
         book = self._books.get(location)
         if book is None:
-            book = self._books[location] = _Book(History(location), StoredRun(location.display))
+            given = self._shared.get(location)
+            history = given if given is not None else History(location)
+            book = _Book(history, StoredRun(location.display), owned=given is None)
+            self._books[location] = book
         relative = project.relative(file)
         book.files.append(relative)
         for display, index, count in tests:
@@ -202,11 +212,14 @@ class ConsistencyHistory:
                     await asyncio.to_thread(store.runs.finish, run_id, status)
                 except Exception as exc:
                     book.fail(exc)
-            await book.history.aclose()
+            if book.owned:
+                await book.history.aclose()
         self._books.clear()
 
 
-def _record(store: Store, run_id: str, items: list[tuple[str, TestResult]]) -> list[Previous | None]:
+def _record(
+    store: Store, run_id: str, items: list[tuple[str, TestResult]]
+) -> list[Previous | None]:
     """In a worker thread: each result's previous scored result, then the result itself."""
     out: list[Previous | None] = []
     for file, result in items:
