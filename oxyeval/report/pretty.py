@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from ..suites.results import DropResult, TestResult, TestRun, ThresholdResult
 
-__all__ = ["change_text", "render_pretty"]
+__all__ = ["change_text", "points", "render_pretty"]
 
 
 def _plural(count: int, word: str) -> str:
@@ -32,14 +32,19 @@ def _clip(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def points(change: float) -> str:
+    """``−6.1 pts``: a change of accuracy in percentage points, signed (a true minus)."""
+    shown = "±0.0" if abs(change) < 0.05 else f"{change:+.1f}".replace("-", "−")
+    return f"{shown} pts"
+
+
 def change_text(test: TestResult) -> str:
     """`` (−6.1 pts vs 2026-11-20)``: the accuracy's change against the previous run of
     the same test (empty without one)."""
     change = test.change
     if change is None or test.previous is None:
         return ""
-    shown = "±0.0" if abs(change) < 0.05 else f"{change:+.1f}".replace("-", "−")
-    return f" ({shown} pts vs {test.previous.at[:10]})"
+    return f" ({points(change)} vs {test.previous.at[:10]})"
 
 
 def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) -> None:

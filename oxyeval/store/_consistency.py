@@ -170,9 +170,9 @@ class ConsistencyResults:
                 sa.func.sum(sa.case((_T.status == "error", 1), else_=0)).label("errors"),
                 sa.func.sum(sa.case((_T.status == "interrupted", 1), else_=0)).label("cut"),
                 sa.func.sum(sa.case((scored, _T.accuracy), else_=0.0)).label("acc"),
-                sa.func.sum(
-                    sa.case((sa.and_(scored, _T.accuracy.is_not(None)), 1), else_=0)
-                ).label("with_acc"),
+                sa.func.sum(sa.case((sa.and_(scored, _T.accuracy.is_not(None)), 1), else_=0)).label(
+                    "with_acc"
+                ),
             )
             .where(_T.run_id.in_(run_ids))
             .group_by(_T.run_id)

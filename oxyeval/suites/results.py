@@ -258,7 +258,11 @@ class TestRun:
     def history_errors(self) -> list[str]:
         """Why results are missing from the history, one line per database."""
         return [
-            f"history not stored in {h.db}: {redact(h.error)}" for h in self.history if h.error
+            f"history not stored in {h.db}"
+            + (f" (only {h.stored} result(s) were)" if h.stored else "")
+            + f": {redact(h.error)}"
+            for h in self.history
+            if h.error
         ]
 
     @property
