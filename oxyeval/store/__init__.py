@@ -19,6 +19,7 @@ Rows are frozen dataclasses with snake_case fields; the seed API's camelCase sha
 ``asyncio.to_thread``.
 
 SQLAlchemy is imported only when a store is opened, so importing this package is cheap.
+``open_results`` is ``oxy test``'s lean writer on the stdlib's sqlite3 (see ``_lite``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._engine import DEFAULT_TIMEOUT, Location, resolve_location
 from ._errors import AlreadyExistsError, EmptyHistoryError, LocationError, NotFoundError, StoreError
+from ._lite import LiteStore, open_results
 from ._rows import (
     CaseHistory,
     CaseStats,
@@ -63,6 +65,7 @@ __all__ = [
     "Execution",
     "ExecutionSummary",
     "HistoryPoint",
+    "LiteStore",
     "Location",
     "LocationError",
     "NewConsistencyResult",
@@ -81,6 +84,7 @@ __all__ = [
     "WorkflowTask",
     "canonical_json",
     "content_hash",
+    "open_results",
     "open_store",
     "resolve_location",
     "utc_timestamp",

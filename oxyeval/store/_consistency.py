@@ -9,14 +9,19 @@ partial score of an interrupted run, or a test that could not be scored, is no b
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
 from ._errors import NotFoundError
-from ._rows import ConsistencyResult, ConsistencyRunSummary, NewConsistencyResult
-from ._tables import TEST_STATUSES, runs, test_results
-from ._util import canonical_json, loads, new_id, redact_json, redact_text, utc_timestamp
+from ._rows import (
+    ConsistencyResult,
+    ConsistencyRunSummary,
+    NewConsistencyResult,
+    consistency_from_row,
+    consistency_values,
+)
+from ._tables import runs, test_results
 
 if TYPE_CHECKING:
     from ._core import Store
@@ -26,31 +31,7 @@ __all__ = ["ConsistencyResults"]
 _T = test_results.c
 
 
-def _row(r: Any) -> ConsistencyResult:
-    return ConsistencyResult(
-        id=r.id,
-        run_id=r.run_id,
-        file=r.file,
-        name=r.name,
-        test_index=r.test_index,
-        status=r.status,
-        accuracy=r.accuracy,
-        n=r.n,
-        runs_ok=r.runs_ok,
-        pairing=r.pairing,
-        model=r.model,
-        judge_model=r.judge_model,
-        pairs_total=r.pairs_total,
-        pairs_judged=r.pairs_judged,
-        identical_pairs=r.identical_pairs,
-        judge_calls=r.judge_calls,
-        selected_run=r.selected_run,
-        selected_output=r.selected_output,
-        run_errors=tuple(loads(r.run_errors) or ()),
-        error=r.error_message,
-        duration_ms=r.duration_ms,
-        created_at=r.created_at,
-    )
+_row = consistency_from_row
 
 
 class ConsistencyResults:
@@ -59,40 +40,7 @@ class ConsistencyResults:
 
     def record(self, run_id: str, result: NewConsistencyResult) -> ConsistencyResult:
         """Store one test's result under its run (kind 'consistency') and count it done."""
-        if result.status not in TEST_STATUSES:
-            raise ValueError(
-                f"test status must be one of {', '.join(TEST_STATUSES)}, not {result.status!r}"
-            )
-        if not result.file or not result.name:
-            raise ValueError("a consistency result needs its file and test name")
-        if result.accuracy is not None and not 0.0 <= result.accuracy <= 1.0:
-            raise ValueError(f"accuracy must be between 0 and 1 (or None), got {result.accuracy!r}")
-        if result.pairs_judged > result.pairs_total:
-            raise ValueError("pairs_judged cannot exceed pairs_total")
-        values = {
-            "id": result.id or new_id(),
-            "run_id": run_id,
-            "file": result.file,
-            "name": result.name,
-            "test_index": result.test_index,
-            "status": result.status,
-            "accuracy": result.accuracy,
-            "n": result.n,
-            "runs_ok": result.runs_ok,
-            "pairing": result.pairing,
-            "model": result.model,
-            "judge_model": result.judge_model,
-            "pairs_total": result.pairs_total,
-            "pairs_judged": result.pairs_judged,
-            "identical_pairs": result.identical_pairs,
-            "judge_calls": result.judge_calls,
-            "selected_run": result.selected_run,
-            "selected_output": redact_text(result.selected_output),
-            "run_errors": canonical_json(redact_json(list(result.run_errors))),
-            "error_message": redact_text(result.error),
-            "duration_ms": float(result.duration_ms),
-            "created_at": utc_timestamp(result.created_at),
-        }
+        values = consistency_values(run_id, result)
         with self._store.write("recording a test result") as conn:
             done = conn.execute(
                 runs.update().where(runs.c.id == run_id).values(done=runs.c.done + 1)

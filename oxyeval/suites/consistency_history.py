@@ -7,8 +7,11 @@ A test is identified by its file (relative to its project) and its name.
 
 The history is a by-product of a test run, never a reason to lose one: a store that
 cannot be opened or written is noted on the run (:attr:`TestRun.history`) and the tests
-carry on. Stores open in worker threads while the models answer (see
-:class:`~oxyeval.suites.history.History`), and every write is off the event loop.
+carry on. Stores open in worker threads while the models answer, and every write is off
+the event loop. An SQLite history at the current schema (every run after a project's
+first) is written through the store's lean sqlite3 writer (``open_results``), without
+importing SQLAlchemy; anything else opens the full store (see
+:class:`~oxyeval.suites.history.History`), which creates or migrates it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..project.config import Project
-from ..store import Location, NewConsistencyResult, StoreError, utc_timestamp
+from ..store import (
+    LiteStore,
+    Location,
+    NewConsistencyResult,
+    StoreError,
+    open_results,
+    utc_timestamp,
+)
 from .history import History, history_location
 from .results import Previous, StoredRun, TestResult, TestRun
 
@@ -73,7 +83,8 @@ class _Book:
     owned: bool = True  # opened here (else shared with the caller, who closes it)
     files: list[str] = field(default_factory=list)
     total: int = 0
-    ready: asyncio.Future[tuple[Store, str] | None] | None = None
+    ready: asyncio.Future[tuple[Store | LiteStore, str] | None] | None = None
+    lite: LiteStore | None = None
 
     def fail(self, exc: BaseException) -> None:
         if self.note.error is None:
@@ -136,12 +147,17 @@ class ConsistencyHistory:
         for book in self._books.values():
             if book.ready is None:
                 self.run.history.append(book.note)
-                book.history.start()
                 book.ready = asyncio.ensure_future(self._begin(book))
 
-    async def _begin(self, book: _Book) -> tuple[Store, str] | None:
+    async def _begin(self, book: _Book) -> tuple[Store | LiteStore, str] | None:
         try:
-            store = await book.history.store()
+            store: Store | LiteStore | None = None
+            if book.owned and book.history.location is not None:
+                # An SQLite history at the current schema: written without SQLAlchemy,
+                # whose import alone would cost more CPU than the whole write (see _lite).
+                store = book.lite = await asyncio.to_thread(open_results, book.history.location)
+            if store is None:
+                store = await book.history.store()  # creates or migrates it
             assert store is not None
             files = book.files[:_SUBJECT_FILES]
             if len(book.files) > _SUBJECT_FILES:
@@ -212,6 +228,8 @@ class ConsistencyHistory:
                     await asyncio.to_thread(store.runs.finish, run_id, status)
                 except Exception as exc:
                     book.fail(exc)
+            if book.lite is not None:
+                await asyncio.to_thread(book.lite.close)
             if book.owned:
                 await book.history.aclose()
         self._books.clear()

@@ -57,8 +57,11 @@ def test_oxy_test_without_history_does_not_load_the_store_stack(tmp_path: Path) 
     assert code == 0 and loaded == []
     assert not (project / ".oxy").exists()
     code, loaded = _loaded("test", agent, "--format", "json", cwd=project)
-    assert code == 0 and "sqlalchemy" in loaded  # the results are stored by default
+    assert code == 0 and "sqlalchemy" in loaded  # the first run creates the history
     assert (project / ".oxy" / "oxyeval.db").is_file()
+    # Later runs store their results with the lean sqlite3 writer: no SQLAlchemy import.
+    code, loaded = _loaded("test", agent, "--format", "json", cwd=project)
+    assert code == 0 and loaded == []
 
 
 def test_a_read_on_a_new_project_does_not_need_it_either(tmp_path: Path) -> None:
