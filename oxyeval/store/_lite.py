@@ -1,13 +1,16 @@
-"""``oxy test``'s results on the standard library's sqlite3: the same rows, without SQLAlchemy.
+"""``oxy test`` and ``oxy run`` results on the standard library's sqlite3: the same rows,
+without SQLAlchemy.
 
-Why a second writer: ``oxy test`` stores a handful of rows per run, and importing
-SQLAlchemy costs a quarter of a second of CPU, which under the GIL lengthens a 2-second
-consistency run by about as much (``benchmarks/bench_oxy_test.py``), however early it
-starts. So for the common case, an SQLite history file already at the current schema,
-:func:`open_results` gives a small store with just what the recorder needs (start and
-finish a run, the previous scored result, record a result) and the same behaviour:
+Why a second writer: ``oxy test`` and ``oxy run`` store a handful of rows per run, and
+importing SQLAlchemy costs a quarter of a second of CPU, which under the GIL lengthens a
+2-second run by about as much (``benchmarks/bench_oxy_test.py``, ``bench_workflow.py``),
+however early it starts. So for the common case, an SQLite history file already at the
+current schema, :func:`open_results` gives a small store with just what they need (start
+and finish a run, the previous scored result of a test, record a test result or a
+workflow run) and the same behaviour:
 
-* the same values (``_rows.consistency_values``: checks, redaction, timestamps);
+* the same values (``_rows.consistency_values``, ``_rows.workflow_values``: checks,
+  redaction, timestamps);
 * the same per-connection settings as ``_engine`` (busy timeout, foreign keys,
   synchronous NORMAL, WAL, ``BEGIN IMMEDIATE`` for writes);
 * the same errors (``_engine.translate``), and runs left unfinished marked interrupted
@@ -33,8 +36,10 @@ from ._errors import NotFoundError, StoreError
 from ._rows import (
     ConsistencyResult,
     NewConsistencyResult,
+    NewWorkflowRun,
     consistency_from_row,
     consistency_values,
+    workflow_values,
 )
 from ._util import new_id, utc_timestamp
 
@@ -57,8 +62,8 @@ class _Runs:
         subject: str | None = None,
         started_at: str | None = None,
     ) -> str:
-        if kind != "consistency":
-            raise ValueError(f"this writer starts consistency runs only, not {kind!r}")
+        if kind not in ("consistency", "workflow"):
+            raise ValueError(f"this writer starts consistency and workflow runs, not {kind!r}")
         run_id = new_id()
         with self._store.write("starting a run") as cur:
             cur.execute(
@@ -100,15 +105,13 @@ class _Tests:
 
     def record(self, run_id: str, result: NewConsistencyResult) -> ConsistencyResult:
         values = consistency_values(run_id, result)
-        columns = ", ".join(values)
-        marks = ", ".join(f":{k}" for k in values)
         with self._store.write("recording a test result") as cur:
             cur.execute("UPDATE runs SET done = done + 1 WHERE id = ?", (run_id,))
             if cur.rowcount == 0:
                 raise NotFoundError(
                     f"no run {run_id!r} in {self._store.path}", path=self._store.path
                 )
-            cur.execute(f"INSERT INTO test_results ({columns}) VALUES ({marks})", values)
+            cur.execute(_insert("test_results", values), values)
         return consistency_from_row(_Row(values))
 
     def previous(
@@ -127,15 +130,38 @@ class _Tests:
         )
 
 
+class _Workflows:
+    def __init__(self, store: LiteStore) -> None:
+        self._store = store
+
+    def record(self, run_id: str, result: NewWorkflowRun) -> None:
+        row, tasks = workflow_values(run_id, result)
+        with self._store.write("recording a workflow run") as cur:
+            cur.execute("UPDATE runs SET done = done + ? WHERE id = ?", (len(tasks), run_id))
+            if cur.rowcount == 0:
+                raise NotFoundError(
+                    f"no run {run_id!r} in {self._store.path}", path=self._store.path
+                )
+            cur.execute(_insert("workflow_runs", row), row)
+            if tasks:
+                cur.executemany(_insert("workflow_tasks", tasks[0]), tasks)
+
+
+def _insert(table: str, row: dict[str, Any]) -> str:
+    """An INSERT of ``row``'s columns (our own names, never a value) as named parameters."""
+    return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(f':{k}' for k in row)})"
+
+
 class _Row:
     def __init__(self, values: dict[str, Any]) -> None:
         self.__dict__.update(values)
 
 
 class LiteStore:
-    """The part of :class:`Store` that ``oxy test`` writes through (``runs.start``,
-    ``runs.finish``, ``tests.record``, ``tests.previous``, ``close``), on one sqlite3
-    connection shared by worker threads under a lock."""
+    """The part of :class:`Store` that ``oxy test`` and ``oxy run`` write through
+    (``runs.start``, ``runs.finish``, ``tests.record``, ``tests.previous``,
+    ``workflows.record``, ``close``), on one sqlite3 connection shared by worker threads
+    under a lock."""
 
     def __init__(self, conn: sqlite3.Connection, location: Location) -> None:
         self._conn: sqlite3.Connection | None = conn
@@ -145,6 +171,7 @@ class LiteStore:
         self._mine: set[str] = set()
         self.runs = _Runs(self)
         self.tests = _Tests(self)
+        self.workflows = _Workflows(self)
 
     @property
     def path(self) -> str:

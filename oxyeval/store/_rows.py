@@ -34,6 +34,7 @@ __all__ = [
     "WorkflowTask",
     "consistency_from_row",
     "consistency_values",
+    "workflow_values",
 ]
 
 #: A consistency result's status (``_tables.TEST_STATUSES``, without importing SQLAlchemy).
@@ -463,3 +464,39 @@ class WorkflowRunRecord:
     error: str | None
     duration_ms: float
     tasks: tuple[WorkflowTask, ...]
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else canonical_json(redact_json(value))
+
+
+def workflow_values(
+    run_id: str, result: NewWorkflowRun
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The ``workflow_runs`` row and ``workflow_tasks`` rows of one workflow run, redacted
+    (a model may echo a secret): what every writer inserts."""
+    if not result.workflow:
+        raise ValueError("a workflow run needs its workflow file")
+    run = {
+        "run_id": run_id,
+        "workflow": result.workflow,
+        "variables": _json(dict(result.variables)) or "{}",
+        "output": _json(result.output),
+        "error_message": redact_text(result.error),
+        "duration_ms": float(result.duration_ms),
+    }
+    tasks = [
+        {
+            "run_id": run_id,
+            "path": t.path,
+            "name": t.name,
+            "type": t.type,
+            "status": t.status,
+            "started_ms": t.started_ms,
+            "duration_ms": t.duration_ms,
+            "output": _json(t.output),
+            "error_message": redact_text(t.error),
+        }
+        for t in result.tasks
+    ]
+    return run, tasks

@@ -2,9 +2,11 @@
 
 The engine (:func:`oxyeval.workflow.engine.run_workflow`) runs a workflow and knows
 nothing of the store; this wraps it: the project's history opens in a worker thread as
-the run begins, and when the run ends (succeeded, failed or interrupted) its output and
-every task are stored under one run row of kind ``workflow``. A history that cannot be
-opened or written is a logged warning: it never fails, or loses, the run.
+the run begins (an SQLite history at the current schema through the store's lean sqlite3
+writer, ``open_results``, without importing SQLAlchemy), and when the run ends
+(succeeded, failed or interrupted) its output and every task are stored under one run
+row of kind ``workflow``. A history that cannot be opened or written is a logged
+warning: it never fails, or loses, the run.
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..project.config import Project, load_project
-from ..store import NewWorkflowRun, NewWorkflowTask, StoreError, utc_timestamp
+from ..store import (
+    LiteStore,
+    NewWorkflowRun,
+    NewWorkflowTask,
+    StoreError,
+    open_results,
+    utc_timestamp,
+)
 from ..workflow.outputs import to_jsonable
 from ..workflow.records import TaskRecord, WorkflowRun
 from .history import History
@@ -61,7 +70,7 @@ def new_workflow_run(file: str, variables: Mapping[str, Any], run: WorkflowRun) 
 
 
 def _store_run(
-    store: Store, started_at: str, file: str, record: NewWorkflowRun, status: str
+    store: Store | LiteStore, started_at: str, file: str, record: NewWorkflowRun, status: str
 ) -> str:
     """In a worker thread: the run row, its workflow rows, finished with ``status``."""
     run_id = store.runs.start(
@@ -107,7 +116,7 @@ async def run_workflow(
     project = load_project(path, project_dir=project_dir)
     book = History.for_project(project, db, environ)  # a bad location: bad input, now
     started_at = utc_timestamp()
-    book.start()
+    opening = asyncio.ensure_future(_open(book))
     status = "failed"
     try:
         result = await run_engine(
@@ -125,10 +134,19 @@ async def run_workflow(
         status = "interrupted"
         raise
     finally:
-        await _keep(book, project, path, variables or {}, run, status, started_at)
+        await _keep(opening, book, project, path, variables or {}, run, status, started_at)
+
+
+async def _open(book: History) -> Store | LiteStore | None:
+    """The lean writer when the history allows it, else the full store (which creates or
+    migrates it); raises StoreError when neither opens."""
+    assert book.location is not None
+    lite = await asyncio.to_thread(open_results, book.location)
+    return lite if lite is not None else await book.store()
 
 
 async def _keep(
+    opening: asyncio.Future[Store | LiteStore | None],
     book: History,
     project: Project,
     path: str | Path,
@@ -138,17 +156,20 @@ async def _keep(
     started_at: str,
 ) -> None:
     """Store the run if it started; say so (a warning) if the history fails."""
+    store: Store | LiteStore | None = None
     try:
+        store = await asyncio.shield(opening)
         if run.workflow is None or not run.records:
             return  # it never started (a file that does not load, a missing key)
         file = project.relative(Path(path))
         record = new_workflow_run(file, variables, run)
-        try:
-            store = await book.store()
-            assert store is not None
-            await asyncio.to_thread(_store_run, store, started_at, file, record, status)
-        except Exception as exc:  # never lose the run over its history
+        assert store is not None
+        await asyncio.to_thread(_store_run, store, started_at, file, record, status)
+    except Exception as exc:  # never lose the run over its history
+        if run.workflow is not None and run.records:
             why = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
             log.warning("history not stored in %s: %s", book.location, why)
     finally:
+        if isinstance(store, LiteStore):
+            await asyncio.to_thread(store.close)
         await book.aclose()

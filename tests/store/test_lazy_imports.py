@@ -71,3 +71,20 @@ def test_a_read_on_a_new_project_does_not_need_it_either(tmp_path: Path) -> None
     assert code == 0 and loaded == []  # no history yet: nothing to open
     code, loaded = _loaded("cases", "run", "prompts/sentiment.prompt.yml", "-q", cwd=project)
     assert code == 1 and "sqlalchemy" in loaded  # a run does open it
+
+
+def test_oxy_run_stores_its_run_without_sqlalchemy_once_the_history_exists(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output"))
+    workflow = str(project / "workflows" / "monthly_report.workflow.yml")
+    code, loaded = _loaded("run", workflow, "-q", cwd=project)
+    assert code == 0 and "sqlalchemy" in loaded  # the first run creates the history
+    code, loaded = _loaded("run", workflow, "-q", cwd=project)
+    assert code == 0 and loaded == []
+    from oxyeval.store import open_store
+
+    with open_store(project / ".oxy" / "oxyeval.db", read_only=True) as store:
+        stored = store.workflows.history("workflows/monthly_report.workflow.yml")
+    assert [r.run.status for r in stored] == ["completed", "completed"]  # both runs kept

@@ -12,6 +12,8 @@ import pytest
 from oxyeval.redact import register_secret
 from oxyeval.store import (
     NewConsistencyResult,
+    NewWorkflowRun,
+    NewWorkflowTask,
     NotFoundError,
     StoreError,
     open_results,
@@ -145,3 +147,49 @@ def test_errors_and_closing(tmp_path: Path) -> None:
     assert stored is not None and stored.status == "interrupted" and stored.done == 1
     with pytest.raises(StoreError, match="closed"):
         lite.runs.start()
+
+
+def test_a_workflow_run_written_here_reads_back_as_the_full_store_writes_it(
+    tmp_path: Path,
+) -> None:
+    secret = "sk-lite-workflow-27272727"
+    register_secret(secret)
+    record = NewWorkflowRun(
+        workflow="w.workflow.yml",
+        variables={"month": "2026-09"},
+        output={"report": f"echoed {secret}"},
+        error="task 'b' failed: boom",
+        duration_ms=81.5,
+        tasks=[
+            NewWorkflowTask(path="a", name="a", type="agent", status="succeeded", output="x"),
+            NewWorkflowTask(path="b", name="b", type="agent", status="failed", error=secret),
+        ],
+    )
+    path = _history(tmp_path)
+    lite = open_results(resolve_location(str(path), environ={}))
+    assert lite is not None
+    mine = lite.runs.start("workflow", total=2, subject="w.workflow.yml")
+    lite.workflows.record(mine, record)
+    lite.runs.finish(mine, "failed")
+    lite.close()
+    with open_store(path) as store:
+        theirs = store.runs.start("workflow", total=2, subject="w.workflow.yml")
+        store.workflows.record(theirs, record)
+        store.runs.finish(theirs, "failed")
+        a, b = store.workflows.get(mine), store.workflows.get(theirs)
+    assert a is not None and b is not None
+    assert (a.workflow, a.variables, a.output, a.error, a.duration_ms, a.tasks) == (
+        b.workflow,
+        b.variables,
+        b.output,
+        b.error,
+        b.duration_ms,
+        b.tasks,
+    )
+    assert a.output == {"report": "echoed ***"} and a.tasks[1].error == "***"
+    assert (a.run.kind, a.run.status, a.run.done, a.run.subject) == (
+        "workflow",
+        "failed",
+        2,
+        "w.workflow.yml",
+    )
