@@ -454,6 +454,7 @@ async def run_tests_async(
                     ref_target = WorkflowTarget(context, item.plan, spec.task_ref)
                     question = _workflow_question(item.plan, spec)
                     jobs.append(_Job(spec, ref_target, {}, question, context.models))
+
         async def one(job: _Job) -> None:
             mine: list[TestResult] = []
             try:

@@ -24,19 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..project.config import Project
-from ..store import (
-    LiteStore,
-    Location,
-    NewConsistencyResult,
-    StoreError,
-    open_results,
-    utc_timestamp,
-)
-from .history import History, history_location
 from .results import Previous, StoredRun, TestResult, TestRun
 
 if TYPE_CHECKING:
-    from ..store import Store
+    # Imported where used: with history off, ``oxy test`` never loads the store package.
+    from ..store import LiteStore, Location, NewConsistencyResult, Store
+    from .history import History
 
 __all__ = ["ConsistencyHistory", "new_result"]
 
@@ -45,6 +38,8 @@ _SUBJECT_FILES = 5  # files named in a run row's subject before "and N more"
 
 def new_result(file: str, test: TestResult) -> NewConsistencyResult:
     """The row a test result becomes (``file`` relative to the project)."""
+    from ..store import NewConsistencyResult
+
     status = "interrupted" if test.interrupted else ("scored" if test.ok else "error")
     selected = test.selected_output
     return NewConsistencyResult(
@@ -71,6 +66,8 @@ def new_result(file: str, test: TestResult) -> NewConsistencyResult:
 
 
 def _why(exc: BaseException) -> str:
+    from ..store import StoreError
+
     return str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
 
 
@@ -118,16 +115,19 @@ class ConsistencyHistory:
         self.enabled = enabled
         self._shared = dict(shared or {})
         self._books: dict[Location, _Book] = {}
-        self._tests: dict[tuple[str, int], tuple[_Book, str]] = {}  # (display, index) ->
+        # A test (its file as displayed, its index) -> its history and project-relative file.
+        self._tests: dict[tuple[str, int], tuple[_Book, str]] = {}
         self._seen: set[int] = set()  # ids of results handed to a writer
         self._writes: list[asyncio.Future[None]] = []
         self._group = uuid.uuid4().hex
-        self._started_at = utc_timestamp()
+        self._started_at = ""
 
     def add(self, project: Project, file: Path, tests: Sequence[tuple[str, int, int]]) -> None:
         """A file whose tests will run: ``tests`` as (display, index, results it yields)."""
         if not self.enabled:
             return
+        from .history import History, history_location
+
         location = history_location(project, self.db, self.environ)
         book = self._books.get(location)
         if book is None:
@@ -143,6 +143,10 @@ class ConsistencyHistory:
 
     def start(self) -> None:
         """Open every history and start its run row, in the background."""
+        if not self._books:
+            return
+        from ..store import utc_timestamp
+
         self._started_at = utc_timestamp()
         for book in self._books.values():
             if book.ready is None:
@@ -150,6 +154,8 @@ class ConsistencyHistory:
                 book.ready = asyncio.ensure_future(self._begin(book))
 
     async def _begin(self, book: _Book) -> tuple[Store | LiteStore, str] | None:
+        from ..store import open_results
+
         try:
             store: Store | LiteStore | None = None
             if book.owned and book.history.location is not None:
@@ -236,7 +242,7 @@ class ConsistencyHistory:
 
 
 def _record(
-    store: Store, run_id: str, items: list[tuple[str, TestResult]]
+    store: Store | LiteStore, run_id: str, items: list[tuple[str, TestResult]]
 ) -> list[Previous | None]:
     """In a worker thread: each result's previous scored result, then the result itself."""
     out: list[Previous | None] = []
