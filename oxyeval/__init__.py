@@ -48,7 +48,7 @@ _LAZY = {
     "parse_verdict": "oxyeval.judge.judge",
     "run_tests": "oxyeval.suites.consistency",
     "run_tests_async": "oxyeval.suites.consistency",
-    "run_workflow": "oxyeval.workflow.engine",
+    "run_workflow": "oxyeval.suites.workflows",  # the engine's, stored in the history
     "validate_paths": "oxyeval.suites.validate",
 }
 
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from .suites.consistency import run_tests, run_tests_async
     from .suites.results import TestResult, TestRun
     from .suites.validate import validate_paths
-    from .workflow.engine import run_workflow
+    from .suites.workflows import run_workflow
 
 
 def __getattr__(name: str) -> Any:

@@ -1,9 +1,9 @@
 """The ``oxy`` app: shared option types, logging and progress adapters, and ``main``.
 
-Each command group lives in its own module (``test``, ``run``, ``validate``, ``cases``,
-``cache``) and registers itself on :data:`app` when imported at the bottom of this one. Commands
-parse flags, call the library, print a report; heavy imports stay inside them so
-``oxy --help`` and start-up stay fast.
+Each command group lives in its own module (``test``, ``run``, ``validate``, ``history``,
+``cases``, ``report``, ``cache``, ``init``) and registers itself on :data:`app` when
+imported at the bottom of this one. Commands parse flags, call the library, print a
+report; heavy imports stay inside them so ``oxy --help`` and start-up stay fast.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def _root(
 
 
 # Each module registers its commands on ``app``; the order is the order of ``oxy --help``.
-from . import test, run, validate, cases, cache, init  # noqa: E402, F401, I001
+from . import test, run, validate, history, cases, report, cache, init  # noqa: E402, F401, I001
 
 
 def _wants_json(argv: Sequence[str]) -> bool:

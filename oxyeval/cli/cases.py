@@ -1,4 +1,5 @@
-"""``oxy cases ...`` and ``oxy history``: test cases with expected outputs, and their history."""
+"""``oxy cases ...``: test cases with expected outputs, and their history (``oxy history``,
+which lists every kind of run, is :mod:`oxyeval.cli.history`)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from .console import print_error, stderr_console, stdout_console, streams
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..store import Run, Store, TestCase
+    from ..store import Store, TestCase
 
-__all__ = ["cases_app", "history_command"]
+__all__ = ["DbOption", "FormatOption", "JsonOption", "cases_app", "read_history"]
 
 cases_app = typer.Typer(
     name="cases",
@@ -320,39 +321,6 @@ def cases_accept(
     err.print(f"expected output of {updated.id} set in {where}", style="green", markup=False)
 
 
-@app.command("history")
-def history_command(
-    limit: Annotated[int, typer.Option("--limit", min=1, help="Runs to show.")] = 20,
-    as_json: JsonOption = False,
-    format: FormatOption = Format.pretty,
-    db: DbOption = None,
-    project: ProjectOption = None,
-) -> None:
-    """Recent test-case runs, newest first."""
-    out, err = _consoles()
-    as_json = as_json or format == "json"
-
-    def read(_proj: Any, store: Store | None) -> list[Run]:
-        from dataclasses import replace
-
-        if store is None:
-            return []
-        stale = set(store.runs.find_stale())  # shown as interrupted; a read writes nothing
-        return [
-            replace(r, status="interrupted") if r.id in stale else r
-            for r in store.runs.list(limit, kind="cases")
-        ]
-
-    runs = _read(project, db, err, as_json, read)
-    if as_json:
-        from ..report.cases import run_json
-
-        _print_json({"runs": [run_json(r) for r in runs]})
-    else:
-        from ..report.cases_pretty import render_history
-
-        render_history(runs, out)
-    raise typer.Exit(EXIT_OK)
-
+read_history = _read  # for oxy history (cli/history.py): one way to open and report
 
 app.add_typer(cases_app, name="cases")

@@ -110,11 +110,15 @@ def _workflow(
     err: Console,
     as_json: bool,
     cache: bool | None = None,
+    db: str | None = None,
+    history: bool = True,
 ) -> str:
-    """Run the workflow; the JSON document of every task (or its final output) is printed
-    by the caller. A failed or interrupted run prints its document here and exits."""
+    """Run the workflow (stored in the history unless ``history`` is False); the JSON
+    document of every task (or its final output) is printed by the caller. A failed or
+    interrupted run prints its document here and exits."""
     from ..suites.cache import cache_factory
-    from ..workflow.engine import WorkflowFailed, WorkflowRun, run_workflow
+    from ..suites.workflows import run_workflow
+    from ..workflow.engine import WorkflowFailed, WorkflowRun
     from .interrupt import interrupt_reason, run_interruptible
 
     wf_run = WorkflowRun()
@@ -127,7 +131,9 @@ def _workflow(
                 concurrency=concurrency,
                 on_event=None if quiet else _TaskLines(err),
                 into=wf_run,
-                cache=cache_factory(cache),
+                cache=cache_factory(cache if history else False, db=db),
+                db=db,
+                history=history,
             )
         )
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the same document, marked
@@ -174,10 +180,25 @@ def run_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No task progress on stderr.")
     ] = False,
+    no_history: Annotated[
+        bool,
+        typer.Option("--no-history", help="Do not store the workflow run, nor read the cache."),
+    ] = False,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="History: an SQLite file or a postgresql://user@host:5432/db URL (default: "
+            "$OXY_DB, else history.url in config.yml, else .oxy/oxyeval.db in the project).",
+        ),
+    ] = None,
     debug: Annotated[bool, typer.Option("--debug")] = False,
     cache: CacheOption = None,
 ) -> None:
     """Run a workflow (or ask an agent a question) and print its output.
+
+    A workflow run (its output and every task) is stored in the project's history
+    (--no-history: not); a history that cannot be written is a warning.
 
     Exit codes: 0 success; 2 bad input or config; 3 a task or provider failed.
     """
@@ -199,7 +220,17 @@ def run_command(
                 raise OxyError("--question is for agent files; a workflow takes --var NAME=VALUE")
             variables = _parse_vars(var, vars_file)
             text = _workflow(
-                file, variables, project, concurrency, quiet, debug, err, as_json, cache
+                file,
+                variables,
+                project,
+                concurrency,
+                quiet,
+                debug,
+                err,
+                as_json,
+                cache,
+                db=db,
+                history=not no_history,
             )
         else:
             raise OxyError(

@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
-from ..errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK, OxyError
+from ..errors import EXIT_INFRA, EXIT_INPUT, OxyError
 from ._app import CacheOption, DebugOption, Format, RichProgress, ThresholdMode, app, setup_logging
 from .artifacts import JunitOption, report_path_problem, write_report
-from .console import print_error, stderr_console, stdout_console, streams
+from .console import print_error, stderr_console, streams
 
 __all__ = ["test_command"]
 
@@ -45,22 +45,49 @@ def test_command(
         bool,
         typer.Option("--strict", help="Exit 3 if any run or judge call failed, even when scored."),
     ] = False,
+    fail_on_drop: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-on-drop",
+            metavar="POINTS",
+            help="Exit 1 if a test's accuracy fell by more than this many percentage points "
+            "against its previous run in the history.",
+        ),
+    ] = None,
+    no_history: Annotated[
+        bool,
+        typer.Option(
+            "--no-history",
+            help="Do not store the results, nor read earlier ones or cached verdicts.",
+        ),
+    ] = False,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="History: an SQLite file or a postgresql://user@host:5432/db URL (default: "
+            "$OXY_DB, else history.url in config.yml, else .oxy/oxyeval.db in the project).",
+        ),
+    ] = None,
     junit: JunitOption = None,
-    debug: DebugOption = False,
     cache: CacheOption = None,
+    debug: DebugOption = False,
 ) -> None:
     """Run the consistency tests declared in agent files and gate CI on their accuracy.
 
-    Exit codes: 0 pass; 1 below --min-accuracy; 2 bad input or config;
-    3 provider failure, interrupted run, or a test that could not be scored.
+    Every result is stored in the project's history (--no-history: not), and each test's
+    accuracy is shown against its previous run.
+
+    Exit codes: 0 pass; 1 below --min-accuracy, or a drop over --fail-on-drop; 2 bad
+    input or config; 3 provider failure, interrupted run, a test that could not be
+    scored, or --fail-on-drop with a history that could not be read (a broken history
+    is otherwise a warning and never changes the exit code).
     """
-    from ..redact import redact
     from ..report.json import to_json, write_json
-    from ..report.pretty import render_pretty
-    from ..report.threshold import check_threshold, exit_code
     from ..suites.consistency import run_tests_async
     from ..suites.results import TestRun
     from .interrupt import interrupt_reason, run_interruptible
+    from .verdict import Gates, finish_run, gate_option_error
 
     err = stderr_console()
     out = streams().stdout
@@ -71,28 +98,32 @@ def test_command(
     run = TestRun()
     started = datetime.now(timezone.utc)  # the JUnit suites' timestamp
     error: BaseException | None = None
-    if min_accuracy is not None and not 0.0 <= min_accuracy <= 1.0:
-        message = f"--min-accuracy must be between 0 and 1 (a share, e.g. 0.8 for 80%), got {min_accuracy:g}"
+    gates = Gates(min_accuracy, threshold_mode.value, strict, fail_on_drop)
+    message = gate_option_error(gates)
+    if message is None and fail_on_drop is not None and no_history:
+        message = "--fail-on-drop compares with the history, which --no-history turns off"
+    if message is None and junit is not None:
+        message = report_path_problem("--junit", junit)
+    if message is not None:
         err.print(f"error: {message}", style="red", markup=False)
         if as_json:
             write_json(to_json(run, code=EXIT_INPUT, error=message), out)
         raise typer.Exit(EXIT_INPUT)
-    junit_problem = None if junit is None else report_path_problem("--junit", junit)
-    if junit_problem is not None:
-        err.print(f"error: {junit_problem}", style="red", markup=False)
-        if as_json:
-            write_json(to_json(run, code=EXIT_INPUT, error=junit_problem), out)
-        raise typer.Exit(EXIT_INPUT)
+    main = run_tests_async(
+        files,
+        project_dir=project,
+        progress=progress,
+        into=run,
+        cache=cache,
+        db=db,
+        history=not no_history,
+    )
     try:
         if progress is not None:
             with progress.progress:
-                run_interruptible(
-                    run_tests_async(
-                        files, project_dir=project, progress=progress, into=run, cache=cache
-                    )
-                )
+                run_interruptible(main)
         else:
-            run_interruptible(run_tests_async(files, project_dir=project, into=run, cache=cache))
+            run_interruptible(main)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.cli.interrupt)
         run.interrupted = True
         cut = sum(1 for t in run.tests if t.interrupted)
@@ -127,55 +158,16 @@ def test_command(
             write_json(to_json(run, code=code, error=str(error)), out)
         raise typer.Exit(code)
 
-    if not quiet:
-        for warning in run.warnings + run.skipped:
-            err.print(warning, style="yellow", markup=False, highlight=False)
-    threshold = None
-    if min_accuracy is not None:
-        threshold = check_threshold(run, min_accuracy, threshold_mode.value)
-        if threshold is None:
-            err.print(
-                "warning: --min-accuracy given but no accuracy metrics were produced; not gating",
-                style="yellow",
-            )
-    code = exit_code(run, threshold, strict=strict)
-    if strict and code == EXIT_INFRA and all(t.ok for t in run.tests) and not run.interrupted:
-        runs = sum(len(t.run_errors) for t in run.tests)
-        judges = sum(len(t.judge_errors) for t in run.tests)
-        err.print(
-            f"strict: {runs} run error(s) and {judges} judge error(s) -> exit {EXIT_INFRA} "
-            "(without --strict they are reported and the scores stand)",
-            style="red",
-            markup=False,
-        )
-    for test in run.tests:
-        if not test.ok and test.error:  # every non-zero exit says why on stderr, in any format
-            err.print(
-                f"not scored: {run.label(test)}: {redact(test.error)}", style="red", markup=False
-            )
-    if error is not None:
-        code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
-        print_error(err, error, debug)
-    if code != EXIT_OK:  # the reason is on stderr whatever the format (stdout may go to a file)
-        for test in run.tests:
-            if not test.ok:
-                what = "" if test.interrupted else "not scored: "  # its error says interrupted
-                reason = redact(test.error or "no accuracy")
-                err.print(f"{what}{run.label(test)}: {reason}", style="red", markup=False)
-    if junit is not None:
-        from ..report.junit import consistency_junit
-
-        stopped = None if error is None else str(error)
-        text = consistency_junit(
-            run, threshold, strict=strict, code=code, error=stopped, timestamp=started
-        )
-        code = write_report("--junit", junit, text, err, code)
-    if as_json:
-        write_json(
-            to_json(run, threshold, code=code, error=None if error is None else str(error)), out
-        )
-    else:
-        render_pretty(run, threshold, stdout_console(), quiet=quiet, code=code)
-    if threshold is not None and not threshold.passed:
-        err.print(threshold.message, style="red", markup=False)
+    code, _threshold, _drop = finish_run(
+        run,
+        gates,
+        err=err,
+        out=out,
+        as_json=as_json,
+        quiet=quiet,
+        error=error,
+        debug=debug,
+        junit=junit,
+        started=started,
+    )
     raise typer.Exit(code)

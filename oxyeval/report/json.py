@@ -3,7 +3,8 @@
 
 JSON keeps oxy's top-level ``accuracy`` (a number for one test, a list for
 several) so existing ``jq .accuracy`` pipelines keep working, and adds the detail
-oxy never printed: per-test pairs, judge calls, errors and failing comparisons.
+oxy never printed: per-test pairs, judge calls, errors and failing comparisons, and
+each test's ``previous`` result from the history (``{accuracy, at, run_id}`` or null).
 """
 
 from __future__ import annotations
@@ -14,10 +15,22 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..redact import redact, redact_data
 
 if TYPE_CHECKING:
-    from ..suites.results import TestRun, ThresholdResult
+    from ..suites.results import DropResult, TestResult, TestRun, ThresholdResult
     from ..suites.validate import ValidationReport
 
-__all__ = ["to_json", "validation_json", "write_json"]
+__all__ = ["result_json", "to_json", "validation_json", "write_json"]
+
+
+def result_json(test: TestResult) -> dict[str, Any]:
+    """One test's entry: its result, and after its accuracy the previous run's (from the
+    history; null when there is none or history is off)."""
+    doc: dict[str, Any] = {}
+    for key, value in test.to_dict().items():
+        doc[key] = value
+        if key == "accuracy":
+            doc["previous"] = None if test.previous is None else test.previous.to_dict()
+            doc["scores"] = dict(test.scores)  # what each verdict is worth (oxy report)
+    return doc
 
 
 def to_json(
@@ -26,16 +39,20 @@ def to_json(
     *,
     code: int | None = None,
     error: str | None = None,
+    drop: DropResult | None = None,
 ) -> dict[str, Any]:
     """``oxy test --format json``; ``code`` is the exit code the run ends with, ``error``
-    what stopped it (a run that failed before any test finished still gets a document)."""
+    what stopped it (a run that failed before any test finished still gets a document),
+    ``drop`` the ``--fail-on-drop`` check."""
     accuracies = [None if a is None else round(a, 6) for a in run.accuracies]
     doc: dict[str, Any] = {
         "accuracy": accuracies[0] if len(accuracies) == 1 else accuracies,
-        "tests": [t.to_dict() for t in run.tests],
+        "tests": [result_json(t) for t in run.tests],
     }
     if threshold is not None:
         doc["threshold"] = threshold.to_dict()
+    if drop is not None:
+        doc["fail_on_drop"] = drop.to_dict()
     doc["summary"] = {
         "tests": len(run.tests),
         "scored": sum(1 for t in run.tests if t.ok),
@@ -47,6 +64,7 @@ def to_json(
         "interrupted": run.interrupted,
         "exit_code": code,
     }
+    doc["history"] = [h.to_dict() for h in run.history]  # empty: history off
     if run.warnings or run.skipped:
         doc["warnings"] = [redact(w) for w in run.warnings + run.skipped]
     if error is not None:

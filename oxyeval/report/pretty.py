@@ -14,9 +14,9 @@ from ..redact import redact
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..suites.results import TestResult, TestRun, ThresholdResult
+    from ..suites.results import DropResult, TestResult, TestRun, ThresholdResult
 
-__all__ = ["render_pretty"]
+__all__ = ["change_text", "points", "render_pretty"]
 
 
 def _plural(count: int, word: str) -> str:
@@ -32,6 +32,21 @@ def _clip(text: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def points(change: float) -> str:
+    """``−6.1 pts``: a change of accuracy in percentage points, signed (a true minus)."""
+    shown = "±0.0" if abs(change) < 0.05 else f"{change:+.1f}".replace("-", "−")
+    return f"{shown} pts"
+
+
+def change_text(test: TestResult) -> str:
+    """`` (−6.1 pts vs 2026-11-20)``: the accuracy's change against the previous run of
+    the same test (empty without one)."""
+    change = test.change
+    if change is None or test.previous is None:
+        return ""
+    return f" ({points(change)} vs {test.previous.at[:10]})"
+
+
 def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) -> None:
     from rich.markup import escape
 
@@ -42,7 +57,7 @@ def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) 
     if test.task_description and not quiet:
         console.print(f"Task: {escape(test.task_description)}")
     if test.ok:
-        console.print(f"[bold]Accuracy: {_pct(test.accuracy)}[/]")
+        console.print(f"[bold]Accuracy: {_pct(test.accuracy)}[/]{change_text(test)}")
     elif test.interrupted and test.accuracy is not None:
         console.print(
             f"[bold yellow]Accuracy: {_pct(test.accuracy)} (partial) — {escape(redact(test.error or ''))}[/]"
@@ -116,7 +131,12 @@ def _grouped(items: Iterable[tuple[str, str]], shown: int = 5) -> list[tuple[str
     return out
 
 
-def _headline(run: TestRun, threshold: ThresholdResult | None, code: int | None) -> str:
+def _headline(
+    run: TestRun,
+    threshold: ThresholdResult | None,
+    code: int | None,
+    drop: DropResult | None = None,
+) -> str:
     """The first line: a green tick only for a passed threshold, a cross for any failure."""
     if run.interrupted:
         cut = sum(1 for t in run.tests if t.interrupted)
@@ -131,10 +151,16 @@ def _headline(run: TestRun, threshold: ThresholdResult | None, code: int | None)
             f"❌ Eval finished with {runs} run error(s) and {judges} judge error(s) "
             f"(--strict: exit {EXIT_INFRA}); metrics:"
         )
-    if threshold is not None:
-        if threshold.passed:
-            return "✅ Eval finished; threshold met:"
+    if drop is not None and not drop.checked:
+        return "❌ Eval finished, but --fail-on-drop could not read the history; metrics:"
+    if threshold is not None and not threshold.passed:
         return "❌ Eval finished below the threshold:"
+    if drop is not None and not drop.passed:
+        return "❌ Eval finished; accuracy dropped against the previous run:"
+    if threshold is not None:
+        return "✅ Eval finished; threshold met:"
+    if drop is not None:
+        return "✅ Eval finished; no accuracy dropped against the previous run:"
     return "Eval finished with metrics (no --min-accuracy threshold to pass):"
 
 
@@ -145,12 +171,14 @@ def render_pretty(
     *,
     quiet: bool = False,
     code: int | None = None,
+    drop: DropResult | None = None,
 ) -> None:
-    """``code`` is the exit code the run ends with, so the headline never contradicts it."""
+    """``code`` is the exit code the run ends with, so the headline never contradicts it;
+    ``drop`` the ``--fail-on-drop`` check."""
     if not run.tests:
         console.print("No consistency tests found.")
         return
-    console.print(_headline(run, threshold, code))
+    console.print(_headline(run, threshold, code, drop))
     for test in run.tests:
         _render_test(console, run, test, quiet)
     if len(run.tests) > 1:
@@ -164,6 +192,8 @@ def render_pretty(
             f"[dim]{_plural(run.cached_calls, 'model call')} served from the cache "
             "(--no-cache to make every call)[/]"
         )
-    if threshold is not None:
-        style = "green" if threshold.passed else "bold red"
-        console.print(f"[{style}]{'✓' if threshold.passed else '✗'} {threshold.message}[/]")
+    for check in (threshold, drop):
+        if check is not None:
+            style = "green" if check.passed else "bold red"
+            mark = "✓" if check.passed else "✗"
+            console.print(f"{mark} {check.message}", style=style, markup=False)

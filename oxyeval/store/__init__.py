@@ -20,6 +20,7 @@ Rows are frozen dataclasses with snake_case fields; the seed API's camelCase sha
 ``asyncio.to_thread``.
 
 SQLAlchemy is imported only when a store is opened, so importing this package is cheap.
+``open_results`` is ``oxy test``'s lean writer on the stdlib's sqlite3 (see ``_lite``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ _EXPORTS = {
             "CaseHistory",
             "CaseStats",
             "ConsistencyResult",
+            "ConsistencyRunSummary",
             "Execution",
             "ExecutionSummary",
             "HistoryPoint",
@@ -60,15 +62,19 @@ _EXPORTS = {
     **dict.fromkeys(("CacheEntry", "CacheKindStats", "CacheStats", "NewCacheEntry"), "_cache"),
     "Store": "_core",
     "open_store": "_core",
+    "LiteStore": "_lite",
+    "open_results": "_lite",
 }
 
 if TYPE_CHECKING:
     from ._cache import CacheEntry, CacheKindStats, CacheStats, NewCacheEntry
     from ._core import Store, open_store
+    from ._lite import LiteStore, open_results
     from ._rows import (
         CaseHistory,
         CaseStats,
         ConsistencyResult,
+        ConsistencyRunSummary,
         Execution,
         ExecutionSummary,
         HistoryPoint,
@@ -94,10 +100,12 @@ __all__ = [
     "CaseHistory",
     "CaseStats",
     "ConsistencyResult",
+    "ConsistencyRunSummary",
     "EmptyHistoryError",
     "Execution",
     "ExecutionSummary",
     "HistoryPoint",
+    "LiteStore",
     "Location",
     "LocationError",
     "NewCacheEntry",
@@ -117,6 +125,7 @@ __all__ = [
     "WorkflowTask",
     "canonical_json",
     "content_hash",
+    "open_results",
     "open_store",
     "resolve_location",
     "utc_timestamp",

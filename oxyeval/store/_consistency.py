@@ -1,20 +1,27 @@
 """Results of consistency tests (``oxy test``), one row per test per run.
 
 A test is identified by its file (relative to the project) and its name, so its history
-survives reordering tests in a file. ``history`` lists one test's results newest first.
+survives reordering tests in a file. ``history`` lists one test's results newest first;
+``previous`` is what a new result is compared with (the latest earlier *scored* one: a
+partial score of an interrupted run, or a test that could not be scored, is no baseline).
 """
 
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
 from ._errors import NotFoundError
-from ._rows import ConsistencyResult, NewConsistencyResult
-from ._tables import TEST_STATUSES, runs, test_results
-from ._util import canonical_json, loads, new_id, redact_json, redact_text, utc_timestamp
+from ._rows import (
+    ConsistencyResult,
+    ConsistencyRunSummary,
+    NewConsistencyResult,
+    consistency_from_row,
+    consistency_values,
+)
+from ._tables import runs, test_results
 
 if TYPE_CHECKING:
     from ._core import Store
@@ -24,31 +31,7 @@ __all__ = ["ConsistencyResults"]
 _T = test_results.c
 
 
-def _row(r: Any) -> ConsistencyResult:
-    return ConsistencyResult(
-        id=r.id,
-        run_id=r.run_id,
-        file=r.file,
-        name=r.name,
-        test_index=r.test_index,
-        status=r.status,
-        accuracy=r.accuracy,
-        n=r.n,
-        runs_ok=r.runs_ok,
-        pairing=r.pairing,
-        model=r.model,
-        judge_model=r.judge_model,
-        pairs_total=r.pairs_total,
-        pairs_judged=r.pairs_judged,
-        identical_pairs=r.identical_pairs,
-        judge_calls=r.judge_calls,
-        selected_run=r.selected_run,
-        selected_output=r.selected_output,
-        run_errors=tuple(loads(r.run_errors) or ()),
-        error=r.error_message,
-        duration_ms=r.duration_ms,
-        created_at=r.created_at,
-    )
+_row = consistency_from_row
 
 
 class ConsistencyResults:
@@ -57,40 +40,7 @@ class ConsistencyResults:
 
     def record(self, run_id: str, result: NewConsistencyResult) -> ConsistencyResult:
         """Store one test's result under its run (kind 'consistency') and count it done."""
-        if result.status not in TEST_STATUSES:
-            raise ValueError(
-                f"test status must be one of {', '.join(TEST_STATUSES)}, not {result.status!r}"
-            )
-        if not result.file or not result.name:
-            raise ValueError("a consistency result needs its file and test name")
-        if result.accuracy is not None and not 0.0 <= result.accuracy <= 1.0:
-            raise ValueError(f"accuracy must be between 0 and 1 (or None), got {result.accuracy!r}")
-        if result.pairs_judged > result.pairs_total:
-            raise ValueError("pairs_judged cannot exceed pairs_total")
-        values = {
-            "id": result.id or new_id(),
-            "run_id": run_id,
-            "file": result.file,
-            "name": result.name,
-            "test_index": result.test_index,
-            "status": result.status,
-            "accuracy": result.accuracy,
-            "n": result.n,
-            "runs_ok": result.runs_ok,
-            "pairing": result.pairing,
-            "model": result.model,
-            "judge_model": result.judge_model,
-            "pairs_total": result.pairs_total,
-            "pairs_judged": result.pairs_judged,
-            "identical_pairs": result.identical_pairs,
-            "judge_calls": result.judge_calls,
-            "selected_run": result.selected_run,
-            "selected_output": redact_text(result.selected_output),
-            "run_errors": canonical_json(redact_json(list(result.run_errors))),
-            "error_message": redact_text(result.error),
-            "duration_ms": float(result.duration_ms),
-            "created_at": utc_timestamp(result.created_at),
-        }
+        values = consistency_values(run_id, result)
         with self._store.write("recording a test result") as conn:
             done = conn.execute(
                 runs.update().where(runs.c.id == run_id).values(done=runs.c.done + 1)
@@ -119,3 +69,73 @@ class ConsistencyResults:
                 .limit(limit)
             ).all()
         return [_row(r) for r in rows]
+
+    def previous(
+        self, file: str, name: str, *, before_run: str | None = None
+    ) -> ConsistencyResult | None:
+        """The latest scored result of this test outside run ``before_run`` (the run being
+        recorded), or None: what a new accuracy is compared with."""
+        q = sa.select(test_results).where(
+            _T.file == file, _T.name == name, _T.status == "scored", _T.accuracy.is_not(None)
+        )
+        if before_run is not None:
+            q = q.where(_T.run_id != before_run)
+        q = q.order_by(_T.created_at.desc(), _T.seq.desc()).limit(1)
+        with self._store.read("reading the previous test result") as conn:
+            row = conn.execute(q).first()
+        return None if row is None else _row(row)
+
+    def files(self, name: str) -> list[str]:
+        """The files that hold a test of this name (a name alone may be ambiguous)."""
+        with self._store.read("reading test history") as conn:
+            rows = conn.execute(
+                sa.select(_T.file).where(_T.name == name).distinct().order_by(_T.file)
+            ).all()
+        return [r.file for r in rows]
+
+    def names(self, limit: int = 50) -> list[tuple[str, str]]:
+        """(file, name) of stored tests, most recently run first: a hint for a wrong name."""
+        q = (
+            sa.select(_T.file, _T.name, sa.func.max(_T.created_at).label("last"))
+            .group_by(_T.file, _T.name)
+            .order_by(sa.desc("last"), _T.file, _T.name)
+            .limit(limit)
+        )
+        with self._store.read("reading test history") as conn:
+            return [(r.file, r.name) for r in conn.execute(q).all()]
+
+    def summaries(self, run_ids: list[str]) -> dict[str, ConsistencyRunSummary]:
+        """Per run: its tests counted by status and the sum of their accuracies (one
+        grouped query over the run index)."""
+        if not run_ids:
+            return {}
+        scored = _T.status == "scored"
+        q = (
+            sa.select(
+                _T.run_id,
+                sa.func.count().label("tests"),
+                sa.func.sum(sa.case((scored, 1), else_=0)).label("scored"),
+                sa.func.sum(sa.case((_T.status == "error", 1), else_=0)).label("errors"),
+                sa.func.sum(sa.case((_T.status == "interrupted", 1), else_=0)).label("cut"),
+                sa.func.sum(sa.case((scored, _T.accuracy), else_=0.0)).label("acc"),
+                sa.func.sum(sa.case((sa.and_(scored, _T.accuracy.is_not(None)), 1), else_=0)).label(
+                    "with_acc"
+                ),
+            )
+            .where(_T.run_id.in_(run_ids))
+            .group_by(_T.run_id)
+        )
+        with self._store.read("reading test results") as conn:
+            rows = conn.execute(q).all()
+        return {
+            r.run_id: ConsistencyRunSummary(
+                run_id=r.run_id,
+                tests=int(r.tests),
+                scored=int(r.scored or 0),
+                errors=int(r.errors or 0),
+                interrupted=int(r.cut or 0),
+                accuracy_sum=float(r.acc or 0.0),
+                with_accuracy=int(r.with_acc or 0),
+            )
+            for r in rows
+        }

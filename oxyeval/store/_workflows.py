@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from ._errors import NotFoundError
-from ._rows import NewWorkflowRun, WorkflowRunRecord, WorkflowTask
+from ._rows import NewWorkflowRun, WorkflowRunRecord, WorkflowTask, workflow_values
 from ._runs import _run
 from ._tables import runs, workflow_runs, workflow_tasks
-from ._util import canonical_json, loads, redact_json, redact_text
+from ._util import loads
 
 if TYPE_CHECKING:
     from ._core import Store
@@ -21,10 +21,6 @@ _W = workflow_runs.c
 _K = workflow_tasks.c
 
 
-def _json(value: object) -> str | None:
-    return None if value is None else canonical_json(redact_json(value))
-
-
 class WorkflowRuns:
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -32,46 +28,18 @@ class WorkflowRuns:
     def record(self, run_id: str, result: NewWorkflowRun) -> None:
         """Store a workflow run's output and tasks under its run (kind 'workflow').
         Outputs, variables and errors are redacted: a model may echo a secret."""
-        if not result.workflow:
-            raise ValueError("a workflow run needs its workflow file")
+        row, tasks = workflow_values(run_id, result)
         with self._store.write("recording a workflow run") as conn:
             done = conn.execute(
-                runs.update()
-                .where(runs.c.id == run_id)
-                .values(done=runs.c.done + len(result.tasks))
+                runs.update().where(runs.c.id == run_id).values(done=runs.c.done + len(tasks))
             )
             if done.rowcount == 0:
                 raise NotFoundError(
                     f"no run {run_id!r} in {self._store.path}", path=self._store.path
                 )
-            conn.execute(
-                workflow_runs.insert().values(
-                    run_id=run_id,
-                    workflow=result.workflow,
-                    variables=_json(dict(result.variables)) or "{}",
-                    output=_json(result.output),
-                    error_message=redact_text(result.error),
-                    duration_ms=float(result.duration_ms),
-                )
-            )
-            if result.tasks:
-                conn.execute(
-                    workflow_tasks.insert(),
-                    [
-                        {
-                            "run_id": run_id,
-                            "path": t.path,
-                            "name": t.name,
-                            "type": t.type,
-                            "status": t.status,
-                            "started_ms": t.started_ms,
-                            "duration_ms": t.duration_ms,
-                            "output": _json(t.output),
-                            "error_message": redact_text(t.error),
-                        }
-                        for t in result.tasks
-                    ],
-                )
+            conn.execute(workflow_runs.insert().values(**row))
+            if tasks:
+                conn.execute(workflow_tasks.insert(), tasks)
 
     def get(self, run_id: str) -> WorkflowRunRecord | None:
         with self._store.read("reading a workflow run") as conn:

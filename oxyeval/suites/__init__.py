@@ -1,8 +1,9 @@
 """Stage 5, suites: what gets run and scored.
 
 Consistency tests (``oxy test``: n runs of a target, judged in pairs) and test cases
-(``oxy cases``: a prompt version against expected outputs, with regressions). Later
-A/B branches and judged pass/fail tests plug in beside them.
+(``oxy cases``: a prompt version against expected outputs, with regressions), each
+stored in the history as it finishes, as are workflow runs (``oxy run``). Later A/B
+branches and judged pass/fail tests plug in beside them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ _EXPORTS = {
     "accept_baseline": "cases",
     "run_cases": "cases",
     "run_cases_async": "cases",
+    "run_workflow": "workflows",
 }
 __all__ = [
     "CaseResult",
@@ -43,6 +45,7 @@ __all__ = [
     "run_cases_async",
     "run_tests",
     "run_tests_async",
+    "run_workflow",
     "validate_paths",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -52,3 +55,4 @@ if TYPE_CHECKING:
     from .consistency import ProgressSink, collect_files, run_tests, run_tests_async
     from .results import OutputRecord, TestResult, TestRun, ThresholdResult
     from .validate import ValidationReport, validate_paths
+    from .workflows import run_workflow

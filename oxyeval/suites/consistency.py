@@ -40,6 +40,7 @@ from ..workflow.engine import TaskFailed
 from ..workflow.spec import load_workflow
 from ..workflow.sql import SqlError
 from .cache import Tally, cache_factory, counting
+from .consistency_history import ConsistencyHistory
 from .results import OutputRecord, TestResult, TestRun
 from .targets import AgentTarget, Target, WorkflowTarget
 
@@ -418,6 +419,7 @@ async def run_tests_async(
     environ: Mapping[str, str] | None = None,
     cache: bool | None = None,
     db: str | Path | None = None,
+    history: bool = True,
 ) -> TestRun:
     """Run the consistency tests of the given agent and workflow files.
 
@@ -425,13 +427,25 @@ async def run_tests_async(
     every finished result. ``cache``: None (the default) replays judge verdicts kept
     in the project's history (``db``: where it is, default as for ``oxy history``),
     True replays agent answers too, False neither (see :mod:`oxyeval.suites.cache`).
+
+    Each test's result is stored in its project's history as it finishes (``db``: an
+    SQLite file or a PostgreSQL URL instead of the project's; ``history=False``: nothing
+    is read or written), and ``previous`` on each result is the latest earlier scored
+    result of the same test. A history that cannot be opened or written never fails the
+    run: ``run.history`` says what was stored and why not.
     """
     run = into if into is not None else TestRun()
     subjects, warnings = _load_all(collect_files(paths), project_dir)
     run.warnings.extend(warnings)
     progress = progress or _NoProgress()
     jobs: list[_Job] = []
-    caches = cache_factory(cache, db=db, environ=environ, eager=True)
+    # The cache lives in the history: without a history nothing is read there either.
+    caches = cache_factory(cache if history else False, db=db, environ=environ, eager=True)
+    recorder = ConsistencyHistory(run, db=db, environ=environ, enabled=history)
+    for item in subjects:  # where each project's history is: bad input, before any call
+        if item.tests:
+            counts = [(t.display, t.index, len(t.judges)) for t in item.tests]
+            recorder.add(item.project, item.file, counts)
     async with RunContexts(retry=retry, environ=environ, cache=caches) as contexts:
         for item in subjects:
             if not item.tests:
@@ -464,13 +478,28 @@ async def run_tests_async(
                     ref_target = WorkflowTarget(context, item.plan, spec.task_ref)
                     question = _workflow_question(item.plan, spec)
                     jobs.append(_Job(spec, ref_target, {}, question, context.models, verdicts))
+
+        async def one(job: _Job) -> None:
+            mine: list[TestResult] = []
+            try:
+                await _run_test(job, progress, mine)
+            finally:
+                run.tests.extend(mine)
+                recorder.finished(mine)  # stored in the background as each test ends
+
+        recorder.start()
         try:
-            await asyncio.gather(*(_run_test(job, progress, run.tests) for job in jobs))
+            await asyncio.gather(*(one(job) for job in jobs))
         except asyncio.CancelledError:
             _mark_unfinished(run, jobs)
+            await recorder.close(interrupted=True)
+            raise
+        except BaseException:
+            await recorder.close(failed=True)
             raise
         finally:
             run.cached_calls = caches.total_served
+    await recorder.close()
     _in_file_order(run, jobs)
     return run
 

@@ -7,7 +7,15 @@ from typing import Any
 
 from ..redact import redact
 
-__all__ = ["OutputRecord", "TestResult", "TestRun", "ThresholdResult"]
+__all__ = [
+    "DropResult",
+    "OutputRecord",
+    "Previous",
+    "StoredRun",
+    "TestResult",
+    "TestRun",
+    "ThresholdResult",
+]
 
 
 @dataclass
@@ -42,6 +50,19 @@ def _redacted(comparison: dict[str, Any]) -> dict[str, Any]:
 
 def _round(value: float | None, digits: int = 6) -> float | None:
     return None if value is None else round(value, digits)
+
+
+@dataclass(frozen=True)
+class Previous:
+    """The latest earlier scored result of the same test (file and name) in the history:
+    what this run's accuracy is compared with."""
+
+    accuracy: float
+    at: str  # when it was stored: ISO-8601 UTC
+    run_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"accuracy": _round(self.accuracy), "at": self.at, "run_id": self.run_id}
 
 
 @dataclass(repr=False)
@@ -79,6 +100,8 @@ class TestResult:
     interrupted: bool = False
     #: Model calls (agent answers, judge calls) served from the cache, not made.
     cached_calls: int = 0
+    #: From the history (None: no earlier scored result, or history off).
+    previous: Previous | None = None
 
     @property
     def ok(self) -> bool:
@@ -96,6 +119,13 @@ class TestResult:
     def failing(self) -> list[dict[str, Any]]:
         best = max(self.scores.values())
         return [c for c in self.comparisons if c.get("verdict") is not None and c["score"] < best]
+
+    @property
+    def change(self) -> float | None:
+        """Accuracy minus the previous run's, in points (None without both)."""
+        if self.accuracy is None or self.previous is None:
+            return None
+        return (self.accuracy - self.previous.accuracy) * 100
 
     @property
     def selected_output(self) -> OutputRecord | None:
@@ -167,6 +197,50 @@ class ThresholdResult:
         }
 
 
+@dataclass
+class DropResult:
+    """``--fail-on-drop``: the tests whose accuracy fell by more than ``max_drop`` points
+    against their previous run. ``checked`` is False when the history could not be read,
+    so a drop cannot be ruled out."""
+
+    max_drop: float
+    passed: bool
+    dropped: list[tuple[str, float, Previous]]  # label, accuracy now, the previous result
+    checked: bool
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_drop": self.max_drop,
+            "passed": self.passed,
+            "checked": self.checked,
+            "dropped": [
+                {
+                    "name": name,
+                    "accuracy": _round(accuracy),
+                    "previous": previous.to_dict(),
+                    "change": round((accuracy - previous.accuracy) * 100, 4),
+                }
+                for name, accuracy, previous in self.dropped
+            ],
+            "message": self.message,
+        }
+
+
+@dataclass
+class StoredRun:
+    """Where a run's results went: one history database, its run row, how many results
+    it holds, and why not all (the history failed; the results are still reported)."""
+
+    db: str  # as shown to users (a URL's password masked)
+    run_id: str | None = None
+    stored: int = 0
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"db": self.db, "run_id": self.run_id, "stored": self.stored, "error": self.error}
+
+
 @dataclass(repr=False)
 class TestRun:
     """Everything ``oxy test`` produced: per-test results plus the files' warnings."""
@@ -183,6 +257,19 @@ class TestRun:
     #: Model calls served from the cache in the whole run (each call once, although a
     #: test with several metrics lists its runs' in each metric's ``cached_calls``).
     cached_calls: int = 0
+    #: One entry per history database written (empty: history off).
+    history: list[StoredRun] = field(default_factory=list)
+
+    @property
+    def history_errors(self) -> list[str]:
+        """Why results are missing from the history, one line per database."""
+        return [
+            f"history not stored in {h.db}"
+            + (f" (only {h.stored} result(s) were)" if h.stored else "")
+            + f": {redact(h.error)}"
+            for h in self.history
+            if h.error
+        ]
 
     @property
     def accuracies(self) -> list[float | None]:

@@ -1,6 +1,6 @@
 """SQLAlchemy is imported only when a store is opened: ``oxy --help`` and ``oxy test
---no-cache`` (which never touch the history) must not pay for it; a plain ``oxy test``
-opens it for the judge verdicts it caches (in a worker thread, see suites.history)."""
+--no-history --no-cache`` (which never touch the history) must not pay for it; runs after a
+project's first write their results through the lean sqlite3 writer."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -50,16 +52,21 @@ def test_help_and_import_do_not_load_the_store_stack(tmp_path: Path) -> None:
     assert code == 0 and loaded == []
 
 
-def test_oxy_test_without_cache_does_not_load_the_store_stack(tmp_path: Path) -> None:
+def test_oxy_test_without_history_does_not_load_the_store_stack(tmp_path: Path) -> None:
     project = tmp_path / "examples"
     shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output"))
     agent = str(project / "agents" / "users.agent.yml")
-    code, loaded = _loaded("test", agent, "--format", "json", "--no-cache", cwd=project)
+    code, loaded = _loaded(
+        "test", agent, "--format", "json", "--no-history", "--no-cache", cwd=project
+    )
     assert code == 0 and loaded == []
     assert not (project / ".oxy").exists()
     code, loaded = _loaded("test", agent, "--format", "json", cwd=project)
-    assert code == 0 and "sqlalchemy" in loaded  # verdicts are cached in the history
+    assert code == 0 and "sqlalchemy" in loaded  # the first run creates the history
     assert (project / ".oxy" / "oxyeval.db").is_file()
+    # Later runs store their results with the lean sqlite3 writer: no SQLAlchemy import.
+    code, loaded = _loaded("test", agent, "--format", "json", "--no-cache", cwd=project)
+    assert code == 0 and loaded == []
 
 
 def test_a_read_on_a_new_project_does_not_need_it_either(tmp_path: Path) -> None:
@@ -69,3 +76,23 @@ def test_a_read_on_a_new_project_does_not_need_it_either(tmp_path: Path) -> None
     assert code == 0 and loaded == []  # no history yet: nothing to open
     code, loaded = _loaded("cases", "run", "prompts/sentiment.prompt.yml", "-q", cwd=project)
     assert code == 1 and "sqlalchemy" in loaded  # a run does open it
+
+
+@pytest.mark.xfail(
+    strict=True, reason="the verdict cache still opens the full store (lean cache pending)"
+)
+def test_oxy_run_stores_its_run_without_sqlalchemy_once_the_history_exists(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output"))
+    workflow = str(project / "workflows" / "monthly_report.workflow.yml")
+    code, loaded = _loaded("run", workflow, "-q", cwd=project)
+    assert code == 0 and "sqlalchemy" in loaded  # the first run creates the history
+    code, loaded = _loaded("run", workflow, "-q", cwd=project)
+    assert code == 0 and loaded == []
+    from oxyeval.store import open_store
+
+    with open_store(project / ".oxy" / "oxyeval.db", read_only=True) as store:
+        stored = store.workflows.history("workflows/monthly_report.workflow.yml")
+    assert [r.run.status for r in stored] == ["completed", "completed"]  # both runs kept

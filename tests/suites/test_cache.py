@@ -129,7 +129,7 @@ def test_no_cache_makes_every_call_and_opens_no_history(
     make_project: MakeProject, server: FakeServer, script: Script
 ) -> None:
     root = _project(make_project, server.url)
-    _run(root, cache=False)
+    _run(root, cache=False, history=False)  # results are stored by default: not here
     assert not (root / ".oxy").exists()
     _run(root, cache=True)
     script.reset()

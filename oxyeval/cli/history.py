@@ -1,0 +1,93 @@
+"""``oxy history``: recent runs of every kind (test cases, consistency tests, workflows),
+or one consistency test's accuracy over time (``--test NAME``).
+
+A read: the history is opened read-only and never created (no history yet: nothing to
+show), and a run whose process died is shown as interrupted without being marked.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ..errors import EXIT_INPUT, EXIT_OK
+from ._app import Format, ProjectOption, app
+from .cases import DbOption, FormatOption, JsonOption, read_history
+from .console import stderr_console, stdout_console, streams
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+__all__ = ["history_command"]
+
+
+@app.command("history")
+def history_command(
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Runs (or results) to show.")] = 20,
+    kind: Annotated[
+        str | None,
+        typer.Option("--kind", help="Only runs of this kind: cases, consistency or workflow."),
+    ] = None,
+    test: Annotated[
+        str | None,
+        typer.Option("--test", help="One consistency test's accuracy over time, by name."),
+    ] = None,
+    file: Annotated[
+        str | None,
+        typer.Option("--file", help="With --test: the agent or workflow file that holds it."),
+    ] = None,
+    as_json: JsonOption = False,
+    format: FormatOption = Format.pretty,
+    db: DbOption = None,
+    project: ProjectOption = None,
+) -> None:
+    """Recent runs of every kind, newest first; --test NAME: one consistency test over time.
+
+    Exit codes: 0 shown; 2 bad input (an unknown test, a bad --db); 3 the history
+    cannot be read.
+    """
+    from ..report.json import write_json
+
+    out, err = stdout_console(), stderr_console()
+    as_json = as_json or format == "json"
+    if file is not None and test is None:
+        message = "--file goes with --test NAME (the file that holds that test)"
+        err.print(f"error: {message}", style="red", markup=False)
+        if as_json:
+            write_json({"error": message, "exit_code": EXIT_INPUT}, streams().stdout)
+        raise typer.Exit(EXIT_INPUT)
+
+    if test is not None:
+        from ..suites.history_queries import history_of_test
+
+        def read_test(proj: Any, store: Store | None) -> Any:
+            return history_of_test(store, proj, test, file, limit)
+
+        history = read_history(project, db, err, as_json, read_test)
+        if as_json:
+            from ..report.cases import history_of_test_json
+
+            write_json(history_of_test_json(history), streams().stdout)
+        else:
+            from ..report.cases_pretty import render_test_history
+
+            render_test_history(history, out)
+        raise typer.Exit(EXIT_OK)
+
+    from ..suites.history_queries import recent_runs
+
+    def read(_proj: Any, store: Store | None) -> Any:
+        return recent_runs(store, limit, kind)
+
+    listing = read_history(project, db, err, as_json, read)
+    if as_json:
+        from ..report.cases import run_json
+
+        runs = [run_json(r, tests=listing.tests.get(r.id)) for r in listing.runs]
+        write_json({"runs": runs}, streams().stdout)
+    else:
+        from ..report.cases_pretty import render_history
+
+        render_history(listing.runs, out, listing.tests)
+    raise typer.Exit(EXIT_OK)

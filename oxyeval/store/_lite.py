@@ -1,0 +1,271 @@
+"""``oxy test`` and ``oxy run`` results on the standard library's sqlite3: the same rows,
+without SQLAlchemy.
+
+Why a second writer: ``oxy test`` and ``oxy run`` store a handful of rows per run, and
+importing SQLAlchemy costs a quarter of a second of CPU, which under the GIL lengthens a
+2-second run by about as much (``benchmarks/bench_oxy_test.py``, ``bench_workflow.py``),
+however early it starts. So for the common case, an SQLite history file already at the
+current schema, :func:`open_results` gives a small store with just what they need (start
+and finish a run, the previous scored result of a test, record a test result or a
+workflow run) and the same behaviour:
+
+* the same values (``_rows.consistency_values``, ``_rows.workflow_values``: checks,
+  redaction, timestamps);
+* the same per-connection settings as ``_engine`` (busy timeout, foreign keys,
+  synchronous NORMAL, WAL, ``BEGIN IMMEDIATE`` for writes);
+* the same errors (``_engine.translate``), and runs left unfinished marked interrupted
+  on close, as :meth:`Store.close` does.
+
+Anything else (no file yet, an older or newer schema, PostgreSQL, a file not in WAL mode)
+returns None and the caller opens the full store, which creates or migrates it.
+``tests/store/test_lite.py`` checks that rows written here read back identically through
+the SQLAlchemy repositories.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING, Any
+
+from ._engine import DEFAULT_TIMEOUT, Location, translate
+from ._errors import NotFoundError, StoreError
+from ._rows import (
+    ConsistencyResult,
+    NewConsistencyResult,
+    NewWorkflowRun,
+    consistency_from_row,
+    consistency_values,
+    workflow_values,
+)
+from ._util import new_id, utc_timestamp
+
+if TYPE_CHECKING:
+    import sqlite3
+
+__all__ = ["LiteStore", "open_results"]
+
+
+class _Runs:
+    def __init__(self, store: LiteStore) -> None:
+        self._store = store
+
+    def start(
+        self,
+        kind: str = "consistency",
+        *,
+        total: int = 0,
+        group_id: str | None = None,
+        subject: str | None = None,
+        started_at: str | None = None,
+    ) -> str:
+        if kind not in ("consistency", "workflow"):
+            raise ValueError(f"this writer starts consistency and workflow runs, not {kind!r}")
+        run_id = new_id()
+        with self._store.write("starting a run") as cur:
+            cur.execute(
+                "INSERT INTO runs (id, kind, group_id, subject, prompt_id, prompt_version, "
+                "started_at, status, total, done, pid, host) "
+                "VALUES (?, ?, ?, ?, NULL, NULL, ?, 'running', ?, 0, ?, ?)",
+                (
+                    run_id,
+                    kind,
+                    group_id,
+                    subject,
+                    utc_timestamp(started_at),
+                    total,
+                    os.getpid(),
+                    self._store.host,
+                ),
+            )
+        self._store.own(run_id)
+        return run_id
+
+    def finish(self, run_id: str, status: str = "completed") -> None:
+        if status not in ("completed", "interrupted", "failed"):
+            raise ValueError(f"finish status must be completed/interrupted/failed, not {status!r}")
+        with self._store.write("finishing a run") as cur:
+            cur.execute(
+                "UPDATE runs SET status = ?, finished_at = ? WHERE id = ?",
+                (status, utc_timestamp(), run_id),
+            )
+            if cur.rowcount == 0:
+                raise NotFoundError(
+                    f"no run {run_id!r} in {self._store.path}", path=self._store.path
+                )
+        self._store.release(run_id)
+
+
+class _Tests:
+    def __init__(self, store: LiteStore) -> None:
+        self._store = store
+
+    def record(self, run_id: str, result: NewConsistencyResult) -> ConsistencyResult:
+        values = consistency_values(run_id, result)
+        with self._store.write("recording a test result") as cur:
+            cur.execute("UPDATE runs SET done = done + 1 WHERE id = ?", (run_id,))
+            if cur.rowcount == 0:
+                raise NotFoundError(
+                    f"no run {run_id!r} in {self._store.path}", path=self._store.path
+                )
+            cur.execute(_insert("test_results", values), values)
+        return consistency_from_row(_Row(values))
+
+    def previous(
+        self, file: str, name: str, *, before_run: str | None = None
+    ) -> ConsistencyResult | None:
+        query = (
+            "SELECT * FROM test_results WHERE file = ? AND name = ? AND status = 'scored' "
+            "AND accuracy IS NOT NULL AND run_id != ? ORDER BY created_at DESC, seq DESC LIMIT 1"
+        )
+        with self._store.read("reading the previous test result") as cur:
+            cur.execute(query, (file, name, before_run or ""))
+            row = cur.fetchone()
+            names = [d[0] for d in cur.description or ()]
+        return (
+            None if row is None else consistency_from_row(_Row(dict(zip(names, row, strict=True))))
+        )
+
+
+class _Workflows:
+    def __init__(self, store: LiteStore) -> None:
+        self._store = store
+
+    def record(self, run_id: str, result: NewWorkflowRun) -> None:
+        row, tasks = workflow_values(run_id, result)
+        with self._store.write("recording a workflow run") as cur:
+            cur.execute("UPDATE runs SET done = done + ? WHERE id = ?", (len(tasks), run_id))
+            if cur.rowcount == 0:
+                raise NotFoundError(
+                    f"no run {run_id!r} in {self._store.path}", path=self._store.path
+                )
+            cur.execute(_insert("workflow_runs", row), row)
+            if tasks:
+                cur.executemany(_insert("workflow_tasks", tasks[0]), tasks)
+
+
+def _insert(table: str, row: dict[str, Any]) -> str:
+    """An INSERT of ``row``'s columns (our own names, never a value) as named parameters."""
+    return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(f':{k}' for k in row)})"
+
+
+class _Row:
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.__dict__.update(values)
+
+
+class LiteStore:
+    """The part of :class:`Store` that ``oxy test`` and ``oxy run`` write through
+    (``runs.start``, ``runs.finish``, ``tests.record``, ``tests.previous``,
+    ``workflows.record``, ``close``), on one sqlite3 connection shared by worker threads
+    under a lock."""
+
+    def __init__(self, conn: sqlite3.Connection, location: Location) -> None:
+        self._conn: sqlite3.Connection | None = conn
+        self.location = location
+        self.host = socket.gethostname()
+        self._lock = threading.Lock()
+        self._mine: set[str] = set()
+        self.runs = _Runs(self)
+        self.tests = _Tests(self)
+        self.workflows = _Workflows(self)
+
+    @property
+    def path(self) -> str:
+        return self.location.display
+
+    def own(self, run_id: str) -> None:
+        self._mine.add(run_id)
+
+    def release(self, run_id: str) -> None:
+        self._mine.discard(run_id)
+
+    @contextmanager
+    def _transaction(self, begin: str, action: str) -> Iterator[sqlite3.Cursor]:
+        import sqlite3
+
+        with self._lock:
+            if self._conn is None:
+                raise StoreError(f"history database {self.path} is closed", path=self.path)
+            cur = self._conn.cursor()
+            try:
+                cur.execute(begin)
+                try:
+                    yield cur
+                except BaseException:
+                    cur.execute("ROLLBACK")
+                    raise
+                cur.execute("COMMIT")
+            except sqlite3.Error as exc:
+                with suppress(sqlite3.Error):
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                raise translate(exc, self.location, action) from exc
+            finally:
+                cur.close()
+
+    def write(self, action: str) -> Any:
+        return self._transaction("BEGIN IMMEDIATE", action)
+
+    def read(self, action: str) -> Any:
+        return self._transaction("BEGIN", action)
+
+    def close(self) -> None:
+        """Close; runs started here and never finished are marked interrupted."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+            mine = sorted(self._mine)
+            self._mine.clear()
+        if conn is None:
+            return
+        try:
+            if mine:
+                with suppress(Exception):  # best effort, as Store.close
+                    conn.execute("BEGIN IMMEDIATE")
+                    conn.executemany(
+                        "UPDATE runs SET status = 'interrupted', finished_at = ? "
+                        "WHERE id = ? AND status = 'running'",
+                        [(utc_timestamp(), run_id) for run_id in mine],
+                    )
+                    conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def __enter__(self) -> LiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_results(location: Location, *, timeout: float = DEFAULT_TIMEOUT) -> LiteStore | None:
+    """A lean writer for ``location`` when it is an SQLite file in WAL mode at the latest
+    schema; else None (open the full store instead: it creates or migrates)."""
+    from ._migrations import HEAD, VERSION_TABLE
+
+    if location.backend != "sqlite" or location.path is None or not location.path.is_file():
+        return None
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(
+            str(location.path), timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error:
+        return None  # the full store says why, in its words
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        mode = conn.execute("PRAGMA journal_mode").fetchone()
+        version = conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
+        if mode is None or str(mode[0]).lower() != "wal" or version is None or version[0] != HEAD:
+            conn.close()
+            return None
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except sqlite3.Error:
+        conn.close()
+        return None
+    return LiteStore(conn, location)

@@ -1,0 +1,179 @@
+"""``oxy run`` on a workflow as a library call that also keeps the run in the history.
+
+The engine (:func:`oxyeval.workflow.engine.run_workflow`) runs a workflow and knows
+nothing of the store; this wraps it: the project's history opens in a worker thread as
+the run begins (an SQLite history at the current schema through the store's lean sqlite3
+writer, ``open_results``, without importing SQLAlchemy), and when the run ends
+(succeeded, failed or interrupted) its output and every task are stored under one run
+row of kind ``workflow``. A history that cannot be opened or written is a logged
+warning: it never fails, or loses, the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..project.config import Project, load_project
+from ..store import (
+    LiteStore,
+    NewWorkflowRun,
+    NewWorkflowTask,
+    StoreError,
+    open_results,
+    utc_timestamp,
+)
+from ..workflow.outputs import to_jsonable
+from ..workflow.records import TaskRecord, WorkflowRun
+from .history import History
+
+if TYPE_CHECKING:
+    from ..store import Store
+    from ..workflow.context import CacheFactory
+
+__all__ = ["new_workflow_run", "run_workflow"]
+
+log = logging.getLogger("oxyeval.history")
+
+
+def new_workflow_run(file: str, variables: Mapping[str, Any], run: WorkflowRun) -> NewWorkflowRun:
+    """The rows a workflow run becomes (``file`` relative to the project)."""
+    origin = run.started
+
+    def ms(value: float | None) -> float | None:
+        return None if value is None else round(value * 1000, 3)
+
+    tasks = [
+        NewWorkflowTask(
+            path=r.path,
+            name=r.name,
+            type=r.type,
+            status=r.status,
+            started_ms=None if r.started is None else ms(r.started - origin),
+            duration_ms=ms(r.duration),
+            output=to_jsonable(r.output),
+            error=r.error,
+        )
+        for r in run.records
+    ]
+    error = run.summary() or ("interrupted" if run.interrupted else None)
+    return NewWorkflowRun(
+        workflow=file,
+        variables=dict(to_jsonable(dict(variables))),
+        output=to_jsonable(run.output),
+        error=error or None,
+        duration_ms=max(0.0, (run.ended - run.started) * 1000) if run.started else 0.0,
+        tasks=tasks,
+    )
+
+
+def _store_run(
+    store: Store | LiteStore, started_at: str, file: str, record: NewWorkflowRun, status: str
+) -> str:
+    """In a worker thread: the run row, its workflow rows, finished with ``status``."""
+    run_id = store.runs.start(
+        "workflow", total=len(record.tasks), subject=file, started_at=started_at
+    )
+    store.workflows.record(run_id, record)
+    store.runs.finish(run_id, status)
+    return run_id
+
+
+async def run_workflow(
+    path: str | Path,
+    variables: Mapping[str, Any] | None = None,
+    *,
+    project_dir: str | None = None,
+    concurrency: int = 8,
+    on_event: Callable[[TaskRecord], None] | None = None,
+    environ: Mapping[str, str] | None = None,
+    into: WorkflowRun | None = None,
+    db: str | Path | None = None,
+    history: bool = True,
+    cache: CacheFactory | None = None,
+) -> WorkflowRun:
+    """Run one workflow (as :func:`oxyeval.workflow.engine.run_workflow`, same errors) and
+    store the run in its project's history (``db``: another SQLite file or a PostgreSQL
+    URL; ``history=False``: nothing is stored and the store is never opened).
+
+    A run that never started (a file that does not load, a missing key) is not stored;
+    one that failed or was interrupted is, with its status.
+    """
+    from ..workflow.engine import run_workflow as run_engine
+
+    run = into if into is not None else WorkflowRun()
+    if not history:
+        return await run_engine(
+            path,
+            variables,
+            project_dir=project_dir,
+            concurrency=concurrency,
+            on_event=on_event,
+            environ=environ,
+            into=run,
+            cache=cache,
+        )
+    project = load_project(path, project_dir=project_dir)
+    book = History.for_project(project, db, environ)  # a bad location: bad input, now
+    started_at = utc_timestamp()
+    opening = asyncio.ensure_future(_open(book))
+    status = "failed"
+    try:
+        result = await run_engine(
+            path,
+            variables,
+            project_dir=project_dir,
+            concurrency=concurrency,
+            on_event=on_event,
+            environ=environ,
+            into=run,
+            cache=cache,
+        )
+        status = "completed"
+        return result
+    except asyncio.CancelledError:
+        status = "interrupted"
+        raise
+    finally:
+        await _keep(opening, book, project, path, variables or {}, run, status, started_at)
+
+
+async def _open(book: History) -> Store | LiteStore | None:
+    """The lean writer when the history allows it, else the full store (which creates or
+    migrates it); raises StoreError when neither opens."""
+    assert book.location is not None
+    lite = await asyncio.to_thread(open_results, book.location)
+    return lite if lite is not None else await book.store()
+
+
+async def _keep(
+    opening: asyncio.Future[Store | LiteStore | None],
+    book: History,
+    project: Project,
+    path: str | Path,
+    variables: Mapping[str, Any],
+    run: WorkflowRun,
+    status: str,
+    started_at: str,
+) -> None:
+    """Store the run if it started; say so (a warning) if the history fails."""
+    store: Store | LiteStore | None = None
+    try:
+        store = await asyncio.shield(opening)
+        if run.workflow is None or not run.records:
+            return  # it never started (a file that does not load, a missing key)
+        file = project.relative(Path(path))
+        record = new_workflow_run(file, variables, run)
+        assert store is not None
+        await asyncio.to_thread(_store_run, store, started_at, file, record, status)
+    except Exception as exc:  # never lose the run over its history
+        if run.workflow is not None and run.records:
+            why = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+            log.warning("history not stored in %s: %s", book.location, why)
+    finally:
+        if isinstance(store, LiteStore):
+            await asyncio.to_thread(store.close)
+        await book.aclose()
