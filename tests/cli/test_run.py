@@ -165,3 +165,32 @@ def test_validate_compiles_workflows(make_project: MakeProject) -> None:
     result = invoke("validate", str(root / "w.workflow.yml"))
     assert result.exit_code == 2
     assert "unknown reference 'totl'" in result.stderr and "did you mean 'total'?" in result.stderr
+
+
+def test_a_run_that_used_duckdb_ends_with_a_clean_stderr(make_project: MakeProject) -> None:
+    """The process-exit shortcut (gc.freeze) must not make DuckDB's bindings report its
+    live objects as leaks: 40 lines of noise after every README example."""
+    import os
+    import subprocess
+    import sys
+
+    root = make_project(
+        "models:\n  - {name: m, vendor: mock, outputs: [x]}\n"
+        "databases:\n  - {name: db, type: duckdb, dataset: data}\n",
+        {
+            "data/t.csv": "a\n1\n",
+            "w.workflow.yml": "tasks:\n  - {name: q, type: execute_sql, database: db, "
+            "sql_query: \"SELECT a FROM 't.csv'\"}\n",
+        },
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "oxyeval", "run", "w.workflow.yml", "-q", "--no-history"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "leaked" not in proc.stderr and "nanobind" not in proc.stderr
