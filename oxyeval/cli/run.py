@@ -54,7 +54,9 @@ class _TaskLines:
         elif record.status == "failed":
             from rich.markup import escape
 
-            self.console.print(f"[red]✗ {record.path}: {escape(record.error or '')}[/]")
+            from ..report.text import shown
+
+            self.console.print(f"[red]✗ {record.path}: {escape(shown(record.error or ''))}[/]")
         elif record.status == "skipped":
             self.console.print(f"[yellow]- {record.path} skipped ({record.error})[/]")
 
@@ -242,6 +244,11 @@ def run_command(
             _print_json({"status": "error", "error": str(exc), "exit_code": exc.exit_code})
         raise typer.Exit(exc.exit_code) from None
     if not as_json:
+        from ..report.text import shown
+
+        # A model's output: escape sequences written out, never run by the terminal
+        # (--format json carries the exact text).
+        text = shown(text)
         streams().stdout.write(text if text.endswith("\n") else text + "\n")
     raise typer.Exit(EXIT_OK)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..redact import redact
+from .text import shown
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -65,16 +65,14 @@ def diff_text(ops: Sequence[dict[str, str]], colour: bool) -> Text:
 
     text = Text()
     for op in ops:
+        part = shown(op["text"])  # a model's output: no escape sequence reaches the terminal
         if op["op"] == "equal":
-            text.append(op["text"])
+            text.append(part)
         elif op["op"] == "delete":
-            text.append(
-                op["text"] if colour else f"[-{op['text']}-]", style="red strike" if colour else ""
-            )
+            text.append(part if colour else f"[-{part}-]", style="red strike" if colour else "")
         else:
             text.append(
-                op["text"] if colour else f"{{+{op['text']}+}}",
-                style="green underline" if colour else "",
+                part if colour else f"{{+{part}+}}", style="green underline" if colour else ""
             )
     return text
 
@@ -136,7 +134,7 @@ def _render_details(run: CaseRun, console: Console) -> None:
     output as a word diff."""
     for r in run.results:
         if r.error is not None:
-            console.print(f"{r.name}: {redact(r.error)}", style="red", markup=False)
+            console.print(f"{r.name}: {shown(r.error)}", style="red", markup=False)
         elif not r.passed or r.is_regression:
             state = "pending" if r.pending else ("failed" if not r.passed else "regression")
             console.rule(f"{r.name}: {state}", style="dim", align="left")
@@ -146,8 +144,8 @@ def _render_details(run: CaseRun, console: Console) -> None:
                 )
             else:
                 if "\n" not in (r.expected_output or "") + (r.actual_output or ""):
-                    console.print(f"expected: {r.expected_output}", markup=False)
-                    console.print(f"actual:   {r.actual_output}", markup=False)
+                    console.print(f"expected: {shown(r.expected_output)}", markup=False)
+                    console.print(f"actual:   {shown(r.actual_output)}", markup=False)
                 colour = console.is_terminal
                 console.print(diff_text(r.output_diff, colour))
                 legend = (
@@ -308,4 +306,4 @@ def render_test_history(history: TestHistory, console: Console) -> None:
     console.print(table)
     for r in results[:5]:
         if r.error:
-            console.print(f"{_when(r.created_at)}: {redact(r.error)}", style="red", markup=False)
+            console.print(f"{_when(r.created_at)}: {shown(r.error)}", style="red", markup=False)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from ..redact import redact
+from .text import shown
 
 if TYPE_CHECKING:
     from ..suites.cases.run import CaseResult, CaseRun
@@ -36,18 +36,14 @@ if TYPE_CHECKING:
 
 __all__ = ["cases_junit", "consistency_junit", "xml_text"]
 
-#: Characters outside XML 1.0's ``Char`` production (C0 controls but tab, newline and
-#: carriage return; surrogates; U+FFFE and U+FFFF).
-_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 #: Most characters of one output kept in ``<system-out>``: enough to see the answer,
 #: bounded so an n=10,000 test does not write a file the CI server chokes on.
 _MAX_TEXT = 4000
 
 
 def xml_text(value: object) -> str:
-    """``value`` as text XML 1.0 can hold, with secrets scrubbed."""
-    text = redact(str(value))
-    return _INVALID_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """``value`` as text XML 1.0 can hold, with secrets scrubbed (see report.text)."""
+    return shown(value)
 
 
 def _clip(text: str, limit: int = _MAX_TEXT) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..errors import EXIT_INFRA
-from ..redact import redact
+from .text import shown
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -60,10 +60,10 @@ def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) 
         console.print(f"[bold]Accuracy: {_pct(test.accuracy)}[/]{change_text(test)}")
     elif test.interrupted and test.accuracy is not None:
         console.print(
-            f"[bold yellow]Accuracy: {_pct(test.accuracy)} (partial) — {escape(redact(test.error or ''))}[/]"
+            f"[bold yellow]Accuracy: {_pct(test.accuracy)} (partial) — {escape(shown(test.error or ''))}[/]"
         )
     else:
-        console.print(f"[bold red]Accuracy: n/a — {escape(redact(test.error or 'not scored'))}[/]")
+        console.print(f"[bold red]Accuracy: n/a — {escape(shown(test.error or 'not scored'))}[/]")
     ok_runs = len(test.outputs) - len(test.run_errors)
     total = test.total_pairs or test.pairs
     facts = (
@@ -84,7 +84,7 @@ def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) 
             f"Most consistent output (run {sel.run}, {_pct(sel.consistency)} of its comparisons consistent):"
         )
         console.print(
-            textwrap.indent(_clip(redact(sel.text or "")), "    "), style="cyan", markup=False
+            textwrap.indent(_clip(shown(sel.text or "")), "    "), style="cyan", markup=False
         )
     elif test.comparisons:
         why = (
@@ -102,18 +102,18 @@ def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) 
             console.print(
                 f"  run {i} vs run {j}{extra} → {comp['verdict']} (score {comp['score']:g})"
             )
-            reasoning = _clip(redact(comp.get("reasoning") or "(no reasoning given)"), 400)
+            reasoning = _clip(shown(comp.get("reasoning") or "(no reasoning given)"), 400)
             console.print(textwrap.indent(reasoning, "      "), style="dim", markup=False)
     if test.run_errors:
         console.print(f"[red]Run errors ({len(test.run_errors)} of {test.n}):[/]")
         for error, runs in _grouped((o.error or "", f"run {o.run}") for o in test.run_errors):
-            console.print(f"  {escape(runs)}: {escape(redact(error))}")
+            console.print(f"  {escape(runs)}: {escape(shown(error))}")
     if test.judge_errors:
         console.print(f"[red]Judge errors ({len(test.judge_errors)}), excluded from the score:[/]")
         for error, pairs in _grouped(
             (c["error"], "run {} vs run {}".format(*c["runs"])) for c in test.judge_errors
         ):
-            console.print(f"  {escape(pairs)}: {escape(redact(error))}")
+            console.print(f"  {escape(pairs)}: {escape(shown(error))}")
 
 
 def _grouped(items: Iterable[tuple[str, str]], shown: int = 5) -> list[tuple[str, str]]:

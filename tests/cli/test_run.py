@@ -194,3 +194,17 @@ def test_a_run_that_used_duckdb_ends_with_a_clean_stderr(make_project: MakeProje
     )
     assert proc.returncode == 0, proc.stderr
     assert "leaked" not in proc.stderr and "nanobind" not in proc.stderr
+
+
+def test_run_prints_a_models_escape_sequences_as_text(make_project: MakeProject) -> None:
+    root = make_project(
+        'models:\n  - {name: m, vendor: mock, outputs: ["\\e]0;PWNED\\a\\e[2Jcleared"]}\n',
+        {"a.agent.yml": "model: m\nsystem_instructions: hi\n"},
+    )
+    result = invoke("run", str(root / "a.agent.yml"), "--question", "hi", "--no-history")
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.stdout and "\\x1b]0;PWNED\\x07\\x1b[2Jcleared" in result.stdout
+    as_json = invoke(
+        "run", str(root / "a.agent.yml"), "--question", "hi", "--no-history", "--format", "json"
+    )
+    assert json.loads(as_json.stdout)["output"] == "\x1b]0;PWNED\x07\x1b[2Jcleared"

@@ -210,7 +210,7 @@ def test_control_characters_unicode_and_markup_survive_as_valid_xml(schema) -> N
     xml = consistency_junit(run, timestamp=WHEN, hostname="h")
     root = check(schema, xml)
     case = root.find("testsuite/testcase")
-    escaped = "ansi \\x1b[31mred\\x1b[0m nul \\x00 bell \\x07 vt \\x0b ff \\x0c \\xfffe end"
+    escaped = "ansi \\x1b[31mred\\x1b[0m nul \\x00 bell \\x07 vt \\x0b ff \\x0c \\ufffe end"
     assert case.get("name") == f"name {escaped} ✓ <&>"
     out = root.find("testsuite/system-out").text
     assert 'Ünïcødé ✓ 日本語 😀 <b>&amp;</b> "quoted"' in out and "\\x1b[31mred" in out
@@ -240,8 +240,9 @@ def test_secrets_never_reach_the_file(schema) -> None:
 
 
 def test_xml_text_escapes_every_invalid_character() -> None:
-    assert xml_text("a\x00b\x1fc\td\ne\rf") == "a\\x00b\\x1fc\td\ne\rf"
-    assert xml_text("\ud800") == "\\xd800"
+    # A carriage return is legal XML but rewrites a terminal line: shown everywhere.
+    assert xml_text("a\x00b\x1fc\td\ne\rf") == "a\\x00b\\x1fc\td\ne\\x0df"
+    assert xml_text("\ud800") == "\\ud800"
 
 
 def case_result(name: str, **kw) -> CaseResult:
