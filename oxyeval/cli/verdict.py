@@ -98,15 +98,10 @@ def finish_run(
             style="red",
             markup=False,
         )
-    for test in run.tests:
-        if not test.ok and test.error:  # every non-zero exit says why on stderr, in any format
-            err.print(
-                f"not scored: {run.label(test)}: {redact(test.error)}", style="red", markup=False
-            )
     if error is not None:
         code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
         print_error(err, error, debug)
-    if code != EXIT_OK:  # the reason is on stderr whatever the format (stdout may go to a file)
+    if code != EXIT_OK:  # every non-zero exit says why on stderr, in any format, once per test
         for test in run.tests:
             if not test.ok:
                 what = "" if test.interrupted else "not scored: "  # its error says interrupted

@@ -70,19 +70,24 @@ class _NoProgress:
 
 
 def collect_files(paths: Iterable[str | Path]) -> list[Path]:
-    """Files to test: given files as they are, folders searched for agent/workflow files."""
+    """Files to test: given files as they are, folders searched for agent/workflow files;
+    each file once, however many of the paths name it (a folder and a file in it)."""
     out: list[Path] = []
+    seen: set[Path] = set()
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             found = project_files(path, ("agent", "workflow"))
             if not found:
                 raise ConfigError(f"{path}: no *.agent.yml or *.workflow.yml files in this folder")
-            out.extend(found)
         elif (problem := path_problem(path)) is not None:
             raise LoadError([Diagnostic(str(path), problem)])
         else:
-            out.append(path)
+            found = [path]
+        for file in found:
+            if file.resolve() not in seen:
+                seen.add(file.resolve())
+                out.append(file)
     return out
 
 

@@ -175,3 +175,23 @@ def test_an_unexpected_bug_is_one_paragraph_and_exit_3(
     assert "internal error: RuntimeError: something broke" in err
     assert "Traceback" not in err
     assert json.loads(out)["exit_code"] == 3
+
+
+def test_each_unscored_test_is_named_once_on_stderr(
+    make_project: MakeProject,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = (
+        "models:\n  - {name: m, vendor: mock, rules: [{match: '.', error: down}]}\n"
+        "  - {name: j, vendor: mock, outputs: ['Answer: A']}\n"
+    )
+    agent = (
+        "model: m\nsystem_instructions: hi\ntests:\n"
+        "  - {name: bad, type: consistency, n: 2, task_description: q, model_ref: j}\n"
+    )
+    root = make_project(config, {"a.agent.yml": agent})
+    monkeypatch.chdir(root)
+    code, _out, err = oxy(["test", "a.agent.yml", "--no-history"], monkeypatch, capsys)
+    assert code == 3
+    assert err.count("bad: only 0 of 2 runs succeeded") == 1, err

@@ -165,3 +165,15 @@ def test_collect_files_from_folder(make_project: MakeProject) -> None:
     (root / "empty").mkdir()
     with pytest.raises(ConfigError, match=r"no \*\.agent\.yml"):
         collect_files([root / "empty"])
+
+
+def test_a_file_named_twice_is_tested_once(tmp_path) -> None:
+    from oxyeval.suites.consistency import collect_files
+
+    (tmp_path / "a.agent.yml").write_text("model: m\n", encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.agent.yml").write_text("model: m\n", encoding="utf-8")
+    files = collect_files(
+        [tmp_path, tmp_path / "a.agent.yml", str(tmp_path / "sub/../a.agent.yml")]
+    )
+    assert [f.name for f in files] == ["a.agent.yml", "b.agent.yml"]
