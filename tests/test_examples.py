@@ -18,7 +18,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 def examples(tmp_path: Path) -> Path:
     """A copy, so exports and caches never write into the repository."""
     target = tmp_path / "examples"
-    shutil.copytree(EXAMPLES, target, ignore=shutil.ignore_patterns("output"))
+    shutil.copytree(EXAMPLES, target, ignore=shutil.ignore_patterns("output", ".oxy"))
     return target
 
 

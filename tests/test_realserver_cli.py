@@ -304,7 +304,7 @@ def _check_report(report: str) -> str:
 @pytest.fixture
 def examples_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copytree(
-        ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("output")
+        ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("output", ".oxy")
     )
     monkeypatch.chdir(tmp_path)
     return tmp_path
