@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import EXIT_OK, OxyError
+from ..project.limits import MAX_DAYS
 from ._app import Format, ProjectOption, app
 from .cases import DbOption, JsonOption, _consoles, _fail, _open, _print_json, _read
 
@@ -73,7 +74,10 @@ def cache_clear(
     older_than: Annotated[
         float | None,
         typer.Option(
-            "--older-than", min=0, help="Only entries written more than this many days ago."
+            "--older-than",
+            min=0,
+            max=MAX_DAYS,
+            help="Only entries written more than this many days ago.",
         ),
     ] = None,
     kind: Annotated[
@@ -90,6 +94,8 @@ def cache_clear(
     out, err = _consoles()
     as_json = as_json or format is Format.json
     cutoff = None
+    if older_than is not None and older_than != older_than:  # NaN passes min/max checks
+        raise typer.BadParameter("must be a number of days", param_hint="--older-than")
     if older_than is not None:
         from datetime import datetime, timedelta, timezone
 

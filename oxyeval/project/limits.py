@@ -18,6 +18,7 @@ __all__ = [
     "MAX_BUILT_FACTOR",
     "MAX_CONCURRENCY",
     "MAX_CONSISTENCY_RUN",
+    "MAX_DAYS",
     "MAX_FILE_BYTES",
     "MAX_LOOP_VALUES",
     "MAX_RANGE",
@@ -49,6 +50,7 @@ MAX_LOOP_VALUES = 10_000  # items a loop_sequential may iterate over
 MAX_RETRIES = 20  # max_retries of a model, retry of a task
 MAX_TOOL_CALLS = 1_000  # max_tool_calls, max_tool_concurrency
 MAX_RECENT = 1_000  # earlier runs a regression check reads
+MAX_DAYS = 36_500  # cache.ttl_days, --older-than: a century; a date computation beyond fails
 MAX_TIMEOUT_S = 86_400  # a model's timeout per attempt: one day; larger is a typo, not a wish
 
 # -- templates (the Jinja sandbox) ----------------------------------------------------

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from oxyeval.cli._app import app
 
-from ..conftest import MakeProject
+from ..conftest import MOCK_CONFIG, MakeProject
 from ..fakes import FakeServer, RecordedRequest, fake_openai
 
 ANSWERS = ["The total is 42.", "Total: 42", "It is 42 in all."]
@@ -237,3 +237,21 @@ def test_cache_commands_take_db_like_the_history_commands(root: Path, tmp_path: 
         ).stdout
     )
     assert doc["db"] == str(shared) and doc["entries"] == 6
+
+
+@pytest.mark.parametrize("days", ["nan", "1e400", "1e6", "-1"])
+def test_cache_clear_rejects_ages_that_are_not_a_number_of_days(
+    make_project: MakeProject, days: str
+) -> None:
+    root = make_project()
+    result = CliRunner().invoke(
+        app, ["cache", "clear", "--older-than", days, "--project", str(root)]
+    )
+    assert result.exit_code == 2, result.output
+    assert "--older-than" in result.output and "internal error" not in result.output
+
+
+def test_ttl_days_has_a_maximum(make_project: MakeProject) -> None:
+    root = make_project(MOCK_CONFIG + "cache:\n  ttl_days: 740000\n")
+    result = CliRunner().invoke(app, ["validate", "--project", str(root)])
+    assert result.exit_code == 2 and "cache.ttl_days" in result.output
