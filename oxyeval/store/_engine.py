@@ -55,9 +55,25 @@ class Location:
         return self.backend == "sqlite" and self.path is None
 
 
+def _split(url: str) -> Any:
+    """``urlsplit``, with a malformed URL (``postgresql://u@[::1/db``) a LocationError
+    naming it (its password, if one can be found, masked) instead of a ValueError."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port out of range or not a number raises here)
+    except ValueError as exc:
+        shown = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+        raise LocationError(
+            f"history database {shown}: not a valid URL ({exc}); use a file path (SQLite) or "
+            "postgresql://user@host:5432/dbname",
+            path=shown,
+        ) from None
+    return parts
+
+
 def _mask(url: str) -> str:
     """The URL with its password as ``***`` (user, host, port and database stay readable)."""
-    parts = urlsplit(url)
+    parts = _split(url)
     if parts.password is None:
         return url
     netloc = parts.netloc.rsplit("@", 1)
@@ -78,7 +94,7 @@ def _sqlite_location(path: str | Path, *, explicit: bool, base: Path | None = No
 def _url_location(
     text: str, *, explicit: bool, password: str | None, base: Path | None
 ) -> Location:
-    parts = urlsplit(text)
+    parts = _split(text)
     scheme = parts.scheme.lower()
     shown = _mask(text)
     if scheme in _SQLITE_SCHEMES:
@@ -157,7 +173,11 @@ def resolve_location(
                     key=("history", "password_var"),
                 )
         if _URL.match(text):
-            if urlsplit(text).password:
+            written = _split(text).password
+            if written:
+                # The error quotes config.yml's line, which holds it: scrub it from there too.
+                register_secret(unquote(written))
+                register_secret(written)
                 raise LocationError(
                     "history.url contains a password; config.yml is shared, so put the password "
                     "in an environment variable and name it in history.password_var",
