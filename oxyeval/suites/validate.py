@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import ConfigError, Diagnostic, LoadError
@@ -13,7 +14,7 @@ from ..project.document import KeyPath, load_yaml, path_problem
 from ..project.files import file_kind, find_config, project_files
 from ..project.schema import validate_document
 
-__all__ = ["ValidationReport", "credential_warnings", "validate_paths"]
+__all__ = ["ValidationReport", "credential_warnings", "history_problems", "validate_paths"]
 
 
 @dataclass
@@ -45,6 +46,24 @@ def _project_or_own_schema(
         else:
             report.diagnostics.append(Diagnostic(str(target), str(exc)))
         return None
+
+
+def history_problems(project: Project) -> list[Diagnostic]:
+    """config.yml's ``history:`` checked as the commands that use it check it: an
+    unsupported URL or a password written into it is an error; an unset ``password_var``
+    a warning (validating needs no secrets, like an unset key_var)."""
+    from .history import history_location
+
+    try:
+        # config.yml's entry itself, whatever OXY_DB says for this shell.
+        environ = {k: v for k, v in os.environ.items() if k != "OXY_DB"}
+        history_location(project, environ=environ)
+    except LoadError as exc:
+        return [
+            replace(d, severity="warning") if d.key and d.key.endswith("password_var") else d
+            for d in exc.diagnostics
+        ]
+    return []
 
 
 def credential_warnings(
@@ -138,6 +157,7 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
                 project = load_project(target, cache=report.projects)
                 report.diagnostics.extend(project.warnings)
                 report.diagnostics.extend(credential_warnings(project))
+                report.diagnostics.extend(history_problems(project))
             elif kind in ("agent", "workflow", "prompt", "cases"):
                 project = _project_or_own_schema(target, kind, project_dir, report)
                 if project is None:

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from oxyeval.cli._app import app
 from oxyeval.suites.validate import validate_paths
 
-from ..conftest import MakeProject
+from ..conftest import MOCK_CONFIG, MakeProject
 from ..fakes import fake_openai
 
 MISSING = ("OXY_T9_KEY", "OXY_T9_HEADER", "OXY_T9_EMBED_KEY", "ANTHROPIC_API_KEY")
@@ -189,3 +189,31 @@ def test_a_header_variable_is_read_when_the_model_is_called(
     assert {r.headers.get("x-secret") for r in server.requests} == {"header-secret-value"}
     assert {r.headers.get("x-custom") for r in server.requests} == {"plain"}
     assert "header-secret-value" not in result.output  # registered as a secret
+
+
+@pytest.mark.parametrize(
+    ("history", "severity", "message"),
+    [
+        ("url: mysql://x/y", "error", "unsupported URL scheme 'mysql'"),
+        ("url: postgresql://u:pw12345678@h/db", "error", "history.url contains a password"),
+        (
+            "{url: postgresql://u@h/db, password_var: OXY_TEST_UNSET_PW}",
+            "warning",
+            "OXY_TEST_UNSET_PW",
+        ),
+    ],
+)
+def test_validate_checks_the_history_entry_as_the_commands_do(
+    make_project: MakeProject, history: str, severity: str, message: str
+) -> None:
+    from oxyeval.suites.validate import validate_paths
+
+    root = make_project(
+        MOCK_CONFIG + f"history: {history}\n"
+        if history.startswith("{")
+        else MOCK_CONFIG + f"history:\n  {history}\n"
+    )
+    report = validate_paths([], project_dir=str(root))
+    found = [d for d in report.diagnostics if message in d.message]
+    assert found and found[0].severity == severity, report.diagnostics
+    assert found[0].line is not None and "pw12345678" not in found[0].format()
