@@ -154,6 +154,19 @@ def parse_tests(
                 )
             )
         name = test.get("name") or f"Test {i + 1}"
+        if not test.get("name") and len(doc.data.get("tests") or []) > 1:
+            # The history tells tests apart by file and name: an unnamed one is 'Test N',
+            # so inserting a test above it would compare it with another test's past.
+            problems.append(
+                doc.diagnostic(
+                    key,
+                    f"this test has no name, so its results are stored as '{name}', by "
+                    "position: add or remove a test above it and its history (previous "
+                    "accuracy, --fail-on-drop) follows another test; give it a name",
+                    severity="warning",
+                    at_key=True,
+                )
+            )
         if name in names_seen:
             problems.append(
                 doc.diagnostic(

@@ -60,7 +60,6 @@ def _split(url: str) -> Any:
     naming it (its password, if one can be found, masked) instead of a ValueError."""
     try:
         parts = urlsplit(url)
-        parts.port  # noqa: B018 (a port out of range or not a number raises here)
     except ValueError as exc:
         shown = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
         raise LocationError(
@@ -123,11 +122,10 @@ def _url_location(
             path=shown,
         )
     try:
-        parts.port  # noqa: B018  (a non-numeric port raises here)
-    except ValueError:
-        raise LocationError(
-            f"history database {shown}: the port is not a number", path=shown
-        ) from None
+        parts.port  # noqa: B018  (a non-numeric or out-of-range port raises here)
+    except ValueError as exc:
+        why = "out of range (1-65535)" if "range" in str(exc) else "not a number"
+        raise LocationError(f"history database {shown}: the port is {why}", path=shown) from None
     if parts.password:
         password = unquote(parts.password)
     url = "postgresql+psycopg://" + text.split("://", 1)[1]

@@ -214,3 +214,28 @@ def test_scores_must_be_finite_between_0_and_1(make_project: MakeProject, scores
     root = make_project(files={"a.agent.yml": AGENT + f"    scores: {scores}\n"})
     with pytest.raises(LoadError, match="scores"):
         load_agent(load_project(root), root / "a.agent.yml")
+
+
+def test_unnamed_tests_beside_others_are_warned_about(make_project: MakeProject) -> None:
+    """The history tells tests apart by name; 'Test 2' shifts when a test is inserted."""
+    agent = (
+        "model: agent_model\nsystem_instructions: hi\ntests:\n"
+        "  - {type: consistency, name: named, task_description: a}\n"
+        "  - {type: consistency, task_description: b}\n"
+    )
+    root = make_project(files={"a.agent.yml": agent})
+    loaded = load_agent(load_project(root), root / "a.agent.yml")
+    (warning,) = [w for w in loaded.warnings if "no name" in w.message]
+    assert warning.line == 5 and "stored as 'Test 2', by position" in warning.message
+    single = make_project(
+        files={
+            "b.agent.yml": agent.replace(
+                "  - {type: consistency, name: named, task_description: a}\n", ""
+            )
+        }
+    )
+    assert not [
+        w
+        for w in load_agent(load_project(single), single / "b.agent.yml").warnings
+        if "no name" in w.message
+    ]
