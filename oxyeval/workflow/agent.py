@@ -229,9 +229,11 @@ class AgentRunner:
         made: list[ToolCall] = []
         inputs = outputs = 0
         started = time.perf_counter()
+        replayed = True  # every model call came from the cache (then the answer took no time)
         extra_rounds = 0
         while True:
             completion = await model.generate(messages, params, run=run, cache=self.cache)
+            replayed = replayed and completion.cached
             inputs += completion.usage.input_tokens or 0
             outputs += completion.usage.output_tokens or 0
             if not completion.tool_calls:
@@ -268,7 +270,9 @@ class AgentRunner:
         # A cut-off answer is reported by the caller, which knows which test and run it
         # was and can say it once for all runs (see token_limit_warning).
         completion.usage = Usage(input_tokens=inputs or None, output_tokens=outputs or None)
-        completion.latency = time.perf_counter() - started
+        # A replayed answer reports latency 0 (README, "Cache"), not the time spent looking
+        # it up; with tools, their time still counts.
+        completion.latency = 0.0 if replayed and not made else time.perf_counter() - started
         completion.tool_calls = made
         return completion
 

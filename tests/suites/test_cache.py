@@ -108,6 +108,7 @@ def test_a_cache_rerun_makes_no_request(
     assert test.accuracy == first.tests[0].accuracy == 1.0
     assert (test.judge_calls, test.cached_calls, again.cached_calls) == (0, 6, 6)
     assert [c["cached"] for c in test.to_dict()["comparisons"] if not c["identical"]] == [True] * 3
+    assert [o.latency for o in test.outputs] == [0.0] * 3  # replayed, not waited for
 
 
 def test_a_plain_rerun_makes_only_the_agent_calls(
