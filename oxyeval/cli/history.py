@@ -24,7 +24,9 @@ __all__ = ["history_command"]
 
 @app.command("history")
 def history_command(
-    limit: Annotated[int, typer.Option("--limit", min=1, help="Runs (or results) to show.")] = 20,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=10_000, help="Runs (or results) to show.")
+    ] = 20,
     kind: Annotated[
         str | None,
         typer.Option("--kind", help="Only runs of this kind: cases, consistency or workflow."),

@@ -95,11 +95,14 @@ def coerce(value: Any, schema: Mapping[str, Any]) -> Any:
     kind = schema.get("type")
     if kind in ("integer", "number", "boolean", "array", "object"):
         try:
-            return json.loads(value)
+            parsed = json.loads(value)
         except RecursionError:  # --var 'x=[[[[...' nested thousands deep
             return value  # the schema check reports the mismatch
         except ValueError:
             if kind == "boolean" and value.lower() in ("yes", "no", "on", "off"):
                 return value.lower() in ("yes", "on")
             return value  # the schema check reports the mismatch
+        if kind == "integer" and isinstance(parsed, float):
+            return value  # 5.0 or 1e3 is not an integer here either (as in project files)
+        return parsed
     return value

@@ -202,3 +202,13 @@ def test_history_of_a_test_name_that_is_unknown_or_ambiguous(root: Path) -> None
     )
     assert picked["test"]["file"] == "b.agent.yml" and len(picked["results"]) == 1
     assert invoke("history", "--file", "a.agent.yml").exit_code == 2  # --file needs --test
+
+
+def test_history_limit_has_a_maximum(make_project: MakeProject) -> None:
+    from typer.testing import CliRunner
+
+    from oxyeval.cli._app import app
+
+    root = make_project()
+    result = CliRunner().invoke(app, ["history", "--project", str(root), "--limit", "10001"])
+    assert result.exit_code == 2 and "--limit" in result.output

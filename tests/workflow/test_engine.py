@@ -561,3 +561,15 @@ def test_corrupt_cache_is_ignored_and_rewritten(make_project: MakeProject) -> No
     assert json.loads((root / "cache/q.json").read_text())["columns"] == ["n", "at"]
     again = asyncio.run(run_workflow(root / "w.workflow.yml"))
     assert again.records[0].status == "cached" and again.output == "4"
+
+
+@pytest.mark.parametrize(("given", "ok"), [("5", True), ("5.0", False), ("1e3", False)])
+def test_an_integer_variable_takes_only_integers(given: str, ok: bool) -> None:
+    from oxyeval.project.agents import variable_error
+    from oxyeval.workflow.variables import coerce
+
+    schema = {"type": "integer"}
+    value = coerce(given, schema)
+    assert (variable_error(schema, value) is None) is ok
+    if ok:
+        assert value == 5 and isinstance(value, int)
