@@ -49,12 +49,20 @@ def validate_command(
     raise typer.Exit(code)
 
 
-_SCHEMA_KINDS = ("config", "agent", "workflow", "prompt", "cases")  # validate.SCHEMA_FILES
+# The five file kinds, and common: the definitions agent, workflow and prompt $ref, so a
+# schema saved from here can be resolved next to it.
+_SCHEMA_KINDS = ("config", "agent", "workflow", "prompt", "cases", "common")
 
 
 @app.command("schema")
 def schema_command(
-    kind: Annotated[str, typer.Argument(help="config, agent, workflow, prompt or cases.")],
+    kind: Annotated[
+        str,
+        typer.Argument(
+            help="config, agent, workflow, prompt or cases (or common: the definitions they "
+            "$ref; save it beside them)."
+        ),
+    ],
     path: Annotated[
         bool, typer.Option("--path", help="Print the file path instead of the JSON.")
     ] = False,

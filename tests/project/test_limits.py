@@ -403,14 +403,14 @@ def test_a_template_limit_in_a_workflow_test_exits_2(make_project: MakeProject) 
 
 def test_schema_help_lists_every_schema() -> None:
     result = CliRunner().invoke(app, ["schema", "--help"])
-    kinds = [k for k in SCHEMA_FILES if k != "common"]
-    assert len(kinds) == 5
-    for kind in kinds:
+    kinds = list(SCHEMA_FILES)
+    assert len(kinds) == 6
+    for kind in kinds:  # common too: agent, workflow and prompt $ref it
         assert kind in result.stdout
         assert CliRunner().invoke(app, ["schema", kind]).exit_code == 0
-    wrong = CliRunner().invoke(app, ["schema", "common"])
+    wrong = CliRunner().invoke(app, ["schema", "nope"])
     assert wrong.exit_code == 2
-    assert "choose config, agent, workflow, prompt, cases" in wrong.stderr
+    assert "choose config, agent, workflow, prompt, cases, common" in wrong.stderr
 
 
 def test_concurrency_flag_has_a_maximum(make_project: MakeProject) -> None:
