@@ -11,12 +11,14 @@ cleanup that hangs.
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import sys
 import threading
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # imported when a command runs its loop, not at start-up (oxy --help)
+    import asyncio
 
 __all__ = [
     "Interrupted",
@@ -62,6 +64,8 @@ class _Stopper:
         self.loop.call_soon_threadsafe(self.task.cancel)
 
     async def guard(self, main: Coroutine[Any, Any, T]) -> T:
+        import asyncio
+
         self.loop = asyncio.get_running_loop()
         self.task = asyncio.current_task()
         try:
@@ -87,6 +91,8 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
             if signal.getsignal(sig) is not signal.SIG_IGN:
                 previous[sig] = signal.signal(sig, stopper)
     try:
+        import asyncio
+
         return asyncio.run(stopper.guard(main))
     finally:
         for sig, handler in previous.items():
