@@ -282,18 +282,62 @@ def require_client(api: VendorAPI) -> httpx.AsyncClient:
     return api.client
 
 
+#: Largest response body read from a chat model: far above any real answer (a few KB to
+#: a few hundred KB), far below what would exhaust memory once the text is copied into
+#: reports and judge prompts. Embedding batches are bigger (numbers as JSON text).
+MAX_ANSWER_BYTES = 8_000_000
+MAX_EMBEDDING_BYTES = 128_000_000
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _post(
+    client: httpx.AsyncClient,
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    timeout: float,
+    max_bytes: int,
+) -> httpx.Response:
+    """POST and read the body, refusing more than ``max_bytes`` (decoded, so a compressed
+    bomb stops there too) instead of holding whatever a server sends in memory."""
+    import httpx
+
+    async with client.stream("POST", url, json=body, headers=headers, timeout=timeout) as r:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in r.aiter_bytes():
+            size += len(chunk)
+            if size > max_bytes:
+                raise _TooLarge
+            chunks.append(chunk)
+        kept = [(k, v) for k, v in r.headers.multi_items() if k.lower() not in _DECODED]
+        return httpx.Response(
+            r.status_code, headers=kept, content=b"".join(chunks), request=r.request
+        )
+
+
+# The body is kept decoded: headers that describe its encoding on the wire do not apply.
+_DECODED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
 async def post_json(
     client: httpx.AsyncClient,
     spec: ModelSpec,
     url: str,
     body: dict[str, Any],
     headers: dict[str, str],
+    *,
+    max_bytes: int = MAX_ANSWER_BYTES,
 ) -> dict[str, Any]:
     """POST ``body`` and return the decoded JSON object, or raise a classified ProviderError.
 
     ``spec.timeout`` bounds the whole attempt (connect, send, headers and body),
     not each read: httpx's own timeouts restart with every byte, so a server that
-    drips its answer would otherwise hold the call for as long as it likes.
+    drips its answer would otherwise hold the call for as long as it likes. A body
+    over ``max_bytes`` is an error, not a MemoryError.
     """
     import asyncio
 
@@ -302,9 +346,16 @@ async def post_json(
     try:
         # wait_for, not asyncio.timeout: the latter is Python 3.11+.
         response = await asyncio.wait_for(
-            client.post(url, json=body, headers={**headers, **spec.headers}, timeout=spec.timeout),
+            _post(client, url, body, {**headers, **spec.headers}, spec.timeout, max_bytes),
             spec.timeout,
         )
+    except _TooLarge:
+        raise ProviderError(
+            f"model '{spec.name}' ({spec.vendor}): the response from {url} is larger than "
+            f"{max_bytes // 1_000_000} MB, the most oxyeval reads; check the server (or the "
+            "model's max_tokens)",
+            model=spec.name,
+        ) from None
     except (asyncio.TimeoutError, httpx.TimeoutException) as exc:
         raise _timeout_error(spec, url, exc) from None
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:

@@ -54,7 +54,15 @@ from ._base import (
     Usage,
     json_object,
 )
-from ._http import count, float_vector, malformed, post_json, require_client, usage_from
+from ._http import (
+    MAX_EMBEDDING_BYTES,
+    count,
+    float_vector,
+    malformed,
+    post_json,
+    require_client,
+    usage_from,
+)
 from .openai import decode_tool_arguments, synthetic_call_id
 
 if TYPE_CHECKING:
@@ -428,7 +436,12 @@ class GoogleEmbeddingAPI(EmbeddingAPI):
         url = _model_url(self.base_url, self.spec, "batchEmbedContents")
         requests = [{**self._fields, "content": {"parts": [{"text": text}]}} for text in texts]
         data = await post_json(
-            require_client(self), self.spec, url, {"requests": requests}, self._headers
+            require_client(self),
+            self.spec,
+            url,
+            {"requests": requests},
+            self._headers,
+            max_bytes=MAX_EMBEDDING_BYTES,
         )
         items = data.get("embeddings")
         if not isinstance(items, list):

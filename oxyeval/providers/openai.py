@@ -46,7 +46,15 @@ from ._base import (
     Usage,
     json_object,
 )
-from ._http import count, float_vector, malformed, post_json, require_client, usage_from
+from ._http import (
+    MAX_EMBEDDING_BYTES,
+    count,
+    float_vector,
+    malformed,
+    post_json,
+    require_client,
+    usage_from,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -384,7 +392,14 @@ class OpenAIEmbeddingAPI(EmbeddingAPI):
         url = f"{self.base_url}/embeddings"
         body = {"model": self.spec.model_ref, "input": list(texts), **self._extra}
         try:
-            data = await post_json(require_client(self), self.spec, url, body, self._headers)
+            data = await post_json(
+                require_client(self),
+                self.spec,
+                url,
+                body,
+                self._headers,
+                max_bytes=MAX_EMBEDDING_BYTES,
+            )
         except ProviderError as exc:
             raise _not_serving_embeddings(self.spec, exc) or exc from None
         items = data.get("data")
