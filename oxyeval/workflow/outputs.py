@@ -13,16 +13,26 @@ from typing import Any
 __all__ = ["ConsistentOutput", "LoopOutput", "LoopValue", "ScopeOutput", "to_jsonable"]
 
 
-class ConsistentOutput:
-    """The most consistent of N agent runs, with its consistency score (0..1 or None)."""
+class ConsistentOutput(str):
+    """The most consistent of N agent runs, with its consistency score (0..1 or None).
 
-    def __init__(self, value: str, score: float | None, details: dict[str, Any]) -> None:
-        self.value = value
-        self.score = score
-        self.details = details
+    It is the answer's text (a ``str``), so a template uses it exactly as a plain agent
+    task's output (``| upper``, ``| tojson``, slicing); ``.score`` and ``.details`` say
+    how consistent it was.
+    """
 
-    def __str__(self) -> str:
-        return self.value
+    score: float | None
+    details: dict[str, Any]
+
+    def __new__(cls, value: str, score: float | None, details: dict[str, Any]) -> ConsistentOutput:
+        text = super().__new__(cls, value)
+        text.score = score
+        text.details = details
+        return text
+
+    @property
+    def value(self) -> str:
+        return str.__str__(self)
 
     def __repr__(self) -> str:
         return f"ConsistentOutput(score={self.score!r}, value={self.value[:40]!r})"

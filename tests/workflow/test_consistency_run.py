@@ -108,3 +108,21 @@ def test_half_the_pairs_judged_is_a_score(make_project: MakeProject) -> None:
     assert details["selected_run"] == 1 and details["successful_runs"] == 4
     assert len(details["judge_errors"]) == 3
     assert result.output.details is details  # the output carries the same record
+
+
+def test_a_consistency_run_output_is_text_in_templates(make_project: MakeProject) -> None:
+    config = CONFIG.format(
+        outputs='["Same answer."]', rules='      - {match: ".", output: "Answer: A"}'
+    )
+    root = make_project(
+        config,
+        {
+            "varied.agent.yml": "model: varied\nsystem_instructions: be brief\n",
+            "w.workflow.yml": WORKFLOW.format(n=2)
+            + '  - {name: f, type: formatter, template: "{{ t | tojson }} {{ t | reverse }} '
+            '{{ t.score }} {{ t | upper }}"}\n',
+        },
+    )
+    run = asyncio.run(run_workflow(root / "w.workflow.yml"))
+    assert run.output == '"Same answer." .rewsna emaS 1.0 SAME ANSWER.'
+    assert run.outputs["t"].score == 1.0 and run.outputs["t"] == "Same answer."
