@@ -166,8 +166,9 @@ def load_project(
         origin = Path(start) if start is not None else Path.cwd()
         config_path = find_config(origin)
         if config_path is None:
+            folder = origin.resolve() if origin.is_dir() else origin.resolve().parent
             raise ConfigError(
-                f"no config.yml found in {origin.resolve()} or any folder above it. A project "
+                f"no config.yml found in {folder} or any folder above it. A project "
                 "is a folder with a config.yml that lists models; pass --project DIR to point at one."
             )
     if cache is not None:

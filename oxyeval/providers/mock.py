@@ -145,7 +145,7 @@ class MockAPI(ModelAPI):
                 continue
             if rule.error is not None:
                 raise ProviderError(
-                    f"model '{self.spec.name}' (mock): simulated failure: {rule.error}",
+                    f"model '{self.spec.name}' (mock): {rule.error}",
                     model=self.spec.name,
                 )
             if rule.outputs:

@@ -160,7 +160,7 @@ def test_unscorable_test_exit_3(make_project: MakeProject) -> None:
     doc = json.loads(result.stdout)
     assert doc["accuracy"] == [None, None]
     assert all(t["status"] == "error" for t in doc["tests"])
-    assert doc["tests"][0]["run_errors"][0]["error"].endswith("simulated failure: provider down")
+    assert doc["tests"][0]["run_errors"][0]["error"].endswith("(mock): provider down")
     assert doc["threshold"]["passed"] is False  # an unscored test never passes
 
 
