@@ -212,3 +212,11 @@ def test_history_limit_has_a_maximum(make_project: MakeProject) -> None:
     root = make_project()
     result = CliRunner().invoke(app, ["history", "--project", str(root), "--limit", "10001"])
     assert result.exit_code == 2 and "--limit" in result.output
+
+
+def test_history_kind_test_is_the_kind_the_table_shows(make_project: MakeProject) -> None:
+    from oxyeval.suites.history_queries import recent_runs
+
+    assert recent_runs(None, kind="test").runs == []  # accepted: the table's name for it
+    with pytest.raises(Exception, match=r"--kind must be one of .* \(or test\)"):
+        recent_runs(None, kind="tests")
