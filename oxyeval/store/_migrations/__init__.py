@@ -89,7 +89,7 @@ def schema_state(conn: Connection) -> tuple[str, str | None]:
         return "empty", None
     clash = sorted(tables & OUR_TABLES)
     if clash:
-        return "foreign", f"it already has a table '{clash[0]}' that oxyeval did not create"
+        return "foreign", f"a database with a table '{clash[0]}' that oxyeval did not create"
     return "empty", None
 
 
