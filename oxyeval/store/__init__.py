@@ -20,7 +20,8 @@ Rows are frozen dataclasses with snake_case fields; the seed API's camelCase sha
 ``asyncio.to_thread``.
 
 SQLAlchemy is imported only when a store is opened, so importing this package is cheap.
-``open_results`` is ``oxy test``'s lean writer on the stdlib's sqlite3 (see ``_lite``).
+``open_results`` is the lean store of ``oxy test`` and ``oxy run`` on the stdlib's sqlite3:
+their results and the cache, without SQLAlchemy (see ``_lite``).
 """
 
 from __future__ import annotations

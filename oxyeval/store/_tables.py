@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from ._cache import CACHE_KINDS  # defined with the cache's SQL, which needs no SQLAlchemy
+
 __all__ = [
     "CACHE_KINDS",
     "EXECUTION_STATUSES",
@@ -44,7 +46,6 @@ RUN_STATUSES = ("running", "completed", "interrupted", "failed")
 RUN_KINDS = ("cases", "consistency", "workflow", "ab", "passfail")
 EXECUTION_STATUSES = ("passed", "failed", "pending", "error")
 TEST_STATUSES = ("scored", "error", "interrupted")
-CACHE_KINDS = ("answer", "verdict")
 
 metadata = sa.MetaData()
 
