@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ._cache import Caches
 from ._engine import DEFAULT_TIMEOUT, Location, translate
 from ._errors import NotFoundError, StoreError
-from ._rows import (
+from ._result_rows import (
     ConsistencyResult,
     NewConsistencyResult,
     NewWorkflowRun,

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from ._cache import CACHE_KINDS  # defined with the cache's SQL, which needs no SQLAlchemy
+# Defined beside the code that checks them, which must not need SQLAlchemy (the lean store).
+from ._cache import CACHE_KINDS
+from ._result_rows import CONSISTENCY_STATUSES as TEST_STATUSES
 
 __all__ = [
     "CACHE_KINDS",
@@ -45,7 +47,6 @@ __all__ = [
 RUN_STATUSES = ("running", "completed", "interrupted", "failed")
 RUN_KINDS = ("cases", "consistency", "workflow", "ab", "passfail")
 EXECUTION_STATUSES = ("passed", "failed", "pending", "error")
-TEST_STATUSES = ("scored", "error", "interrupted")
 
 metadata = sa.MetaData()
 
