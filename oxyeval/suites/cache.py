@@ -361,10 +361,9 @@ class RunCaches:
         self.made: list[RunCache] = []
 
     def share(self, histories: Histories) -> RunCaches:
-        """Keep the caches in the run's histories (so one store opens per database), unless
-        they were given theirs already."""
-        if self.histories is None:
-            self.histories = histories
+        """Keep the caches of the run about to start in its histories (one store per
+        database for the whole run, closed by the run)."""
+        self.histories = histories
         return self
 
     def __call__(self, project: Project) -> RunCache | None:
