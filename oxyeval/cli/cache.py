@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
 from ..errors import EXIT_OK, OxyError
 from ..project.limits import MAX_DAYS
 from ._app import Format, ProjectOption, app
-from .cases import DbOption, JsonOption, _consoles, _fail, _open, _print_json, _read
-
-if TYPE_CHECKING:
-    from ..store import CacheStats, Store
+from .cases import DbOption, JsonOption, _consoles, _fail, _open, _print_json
 
 __all__ = ["cache_app"]
 
@@ -50,14 +48,13 @@ def cache_stats(
     out, err = _consoles()
     as_json = as_json or format is Format.json
 
-    def read(_proj: Any, store: Store | None) -> tuple[CacheStats | None, str]:
-        if store is None:
-            from ..suites.history import history_location
-
-            return None, history_location(_proj, db).display
-        return store.cache.stats(), store.path
-
-    stats, where = _read(project, db, err, as_json, read)
+    try:
+        _proj, location, store = _open(project, db, write=False)
+        with store if store is not None else nullcontext():
+            stats = None if store is None else store.cache.stats()
+    except OxyError as exc:
+        raise _fail(err, exc, as_json) from None
+    where = location.display
     if as_json:
         from ..report.cache import cache_stats_json
 
@@ -102,25 +99,19 @@ def cache_clear(
         from ..store import utc_timestamp
 
         cutoff = utc_timestamp(datetime.now(timezone.utc) - timedelta(days=older_than))
+    cleared = 0
     try:
-        proj, existing = _open(project, db, write=False)
+        _proj, location, existing = _open(project, db, write=False)  # never creates one
+        if existing is not None:
+            existing.close()
+            from ..store import open_store
+
+            with open_store(location) as store:  # it exists: open it for writing
+                kind_name = kind.value if kind is not None else None
+                cleared = store.cache.clear(kind=kind_name, older_than=cutoff)
     except OxyError as exc:
         raise _fail(err, exc, as_json) from None
-    cleared = 0
-    where = ""
-    if existing is None:
-        from ..suites.history import history_location
-
-        where = history_location(proj, db).display
-    else:
-        existing.close()
-
-        def clear(_proj: Any, store: Store | None) -> tuple[int, str]:
-            assert store is not None  # opened for writing: it exists
-            kind_name = kind.value if kind is not None else None
-            return store.cache.clear(kind=kind_name, older_than=cutoff), store.path
-
-        cleared, where = _read(project, db, err, as_json, clear, write=True)
+    where = location.display
     if as_json:
         _print_json(
             {

@@ -18,7 +18,7 @@ from .console import print_error, stderr_console, stdout_console, streams
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..store import Store, TestCase
+    from ..store import Location, Store, TestCase
 
 __all__ = ["DbOption", "FormatOption", "JsonOption", "cases_app", "read_history"]
 
@@ -64,9 +64,12 @@ def _print_json(doc: dict[str, Any]) -> None:
     write_json(doc, streams().stdout)
 
 
-def _open(project_dir: str | None, db: str | None, *, write: bool) -> tuple[Any, Store | None]:
-    """The project and its history. Read commands open it read-only and never create one:
-    no history yet gives ``None``, unless the user named a file that does not exist."""
+def _open(
+    project_dir: str | None, db: str | None, *, write: bool
+) -> tuple[Any, Location, Store | None]:
+    """The project, where its history is, and the history. Read commands open it read-only
+    and never create one: no history yet gives ``None``, unless the user named a file that
+    does not exist."""
     from ..project.config import load_project
     from ..store import EmptyHistoryError, LocationError, open_store
     from ..suites.history import history_location
@@ -74,15 +77,15 @@ def _open(project_dir: str | None, db: str | None, *, write: bool) -> tuple[Any,
     project = load_project(project_dir=project_dir) if project_dir else load_project()
     location = history_location(project, db)
     if write:
-        return project, open_store(location)
+        return project, location, open_store(location)
     if location.explicit and location.path is not None and not location.path.exists():
         raise LocationError(
             f"history database {location.display} does not exist", path=location.display
         )
     try:
-        return project, open_store(location, read_only=True)
+        return project, location, open_store(location, read_only=True)
     except EmptyHistoryError:
-        return project, None
+        return project, location, None
 
 
 def _read(
@@ -96,7 +99,7 @@ def _read(
 ) -> Any:
     """Open the project's history, call ``read(project, store)``, report errors the one way."""
     try:
-        proj, store = _open(project, db, write=write)
+        proj, _where, store = _open(project, db, write=write)
         if store is None:
             return read(proj, None)
         with store:

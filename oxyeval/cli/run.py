@@ -133,7 +133,7 @@ def _workflow(
                 concurrency=concurrency,
                 on_event=None if quiet else _TaskLines(err),
                 into=wf_run,
-                cache=cache_factory(cache if history else False, db=db),
+                cache=cache_factory(cache),  # kept in the run's history (db; none: no cache)
                 db=db,
                 history=history,
             )

@@ -20,7 +20,8 @@ Rows are frozen dataclasses with snake_case fields; the seed API's camelCase sha
 ``asyncio.to_thread``.
 
 SQLAlchemy is imported only when a store is opened, so importing this package is cheap.
-``open_results`` is ``oxy test``'s lean writer on the stdlib's sqlite3 (see ``_lite``).
+``open_results`` is the lean store of ``oxy test`` and ``oxy run`` on the stdlib's sqlite3:
+their results and the cache, without SQLAlchemy (see ``_lite``).
 """
 
 from __future__ import annotations
@@ -33,22 +34,19 @@ from ._errors import AlreadyExistsError, EmptyHistoryError, LocationError, NotFo
 from ._util import canonical_json, content_hash, utc_timestamp
 
 # Loaded on first use: the row types (some twenty dataclasses, ~20 ms to build, on the
-# start-up path of every command that only needs a Location), the cache's types and the
-# Store itself (SQLAlchemy).
+# start-up path of every command that only needs a Location; the few that oxy test and
+# oxy run write are apart, in _result_rows), the cache's types and the Store itself
+# (SQLAlchemy).
 _EXPORTS = {
     **dict.fromkeys(
         (
             "CaseHistory",
             "CaseStats",
-            "ConsistencyResult",
             "ConsistencyRunSummary",
             "Execution",
             "ExecutionSummary",
             "HistoryPoint",
-            "NewConsistencyResult",
             "NewExecution",
-            "NewWorkflowRun",
-            "NewWorkflowTask",
             "Prompt",
             "PromptVersion",
             "Run",
@@ -58,6 +56,10 @@ _EXPORTS = {
             "WorkflowTask",
         ),
         "_rows",
+    ),
+    **dict.fromkeys(
+        ("ConsistencyResult", "NewConsistencyResult", "NewWorkflowRun", "NewWorkflowTask"),
+        "_result_rows",
     ),
     **dict.fromkeys(("CacheEntry", "CacheKindStats", "CacheStats", "NewCacheEntry"), "_cache"),
     "Store": "_core",
@@ -70,18 +72,20 @@ if TYPE_CHECKING:
     from ._cache import CacheEntry, CacheKindStats, CacheStats, NewCacheEntry
     from ._core import Store, open_store
     from ._lite import LiteStore, open_results
+    from ._result_rows import (
+        ConsistencyResult,
+        NewConsistencyResult,
+        NewWorkflowRun,
+        NewWorkflowTask,
+    )
     from ._rows import (
         CaseHistory,
         CaseStats,
-        ConsistencyResult,
         ConsistencyRunSummary,
         Execution,
         ExecutionSummary,
         HistoryPoint,
-        NewConsistencyResult,
         NewExecution,
-        NewWorkflowRun,
-        NewWorkflowTask,
         Prompt,
         PromptVersion,
         Run,

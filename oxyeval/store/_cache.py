@@ -6,26 +6,50 @@ kind and the value. Values are redacted before they are written, like every othe
 the history keeps. Expiry is the caller's to decide (``newer_than`` on reads,
 ``clear(older_than=...)`` to purge), so one database can serve projects with different
 ``ttl_days``.
+
+One repository for both writers: :class:`Caches` is plain SQL text with named
+parameters, portable across SQLite and PostgreSQL, run through whichever connection
+the store has (a SQLAlchemy connection in :class:`~._core.Store`, the stdlib's sqlite3
+in the lean :class:`~._lite.LiteStore` that ``oxy test`` and ``oxy run`` use). So an
+entry means the same whichever path wrote or reads it, and importing this module costs
+no SQLAlchemy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-import sqlalchemy as sa
-
-from ._tables import CACHE_KINDS, cache_entries
 from ._util import canonical_json, loads, redact_json, utc_timestamp
 
-if TYPE_CHECKING:
-    from ._core import Store
+__all__ = [
+    "CACHE_KINDS",
+    "CacheEntry",
+    "CacheKindStats",
+    "CacheStats",
+    "Caches",
+    "NewCacheEntry",
+    "Sql",
+]
 
-__all__ = ["CacheEntry", "CacheKindStats", "CacheStats", "Caches", "NewCacheEntry"]
-
-_C = cache_entries.c
+CACHE_KINDS = ("answer", "verdict")  # also the table's CHECK (``_tables``)
 _CHUNK = 500  # keys per IN (...) list: well under SQLite's bound-parameter limit
+
+_SELECT = "SELECT key_hash, kind, model, value, created_at, hits FROM cache_entries"
+_UPSERT = (
+    "INSERT INTO cache_entries (key_hash, kind, model, value, size, created_at, hits, "
+    "last_hit_at) VALUES (:key_hash, :kind, :model, :value, :size, :created_at, 0, NULL) "
+    "ON CONFLICT (key_hash) DO UPDATE SET kind = excluded.kind, model = excluded.model, "
+    "value = excluded.value, size = excluded.size, created_at = excluded.created_at, "
+    "hits = 0, last_hit_at = NULL"
+)
+_ADD_HITS = "UPDATE cache_entries SET hits = hits + :n, last_hit_at = :now WHERE key_hash = :k"
+_STATS = (
+    "SELECT kind, COUNT(*), COALESCE(SUM(size), 0), MIN(created_at), MAX(created_at), "
+    "COALESCE(SUM(hits), 0), MAX(last_hit_at) FROM cache_entries GROUP BY kind"
+)
 
 
 @dataclass(frozen=True)
@@ -79,6 +103,21 @@ class CacheStats:
         return next(k for k in self.kinds if k.kind == name)
 
 
+class Sql(Protocol):
+    """One transaction's way to run this module's SQL text (``:name`` parameters) on a
+    store's driver."""
+
+    def rows(self, sql: str, params: Mapping[str, Any]) -> Iterable[Sequence[Any]]: ...
+
+    def run(self, sql: str, params: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> int:
+        """Execute (a sequence of parameter sets: once per set); rows changed."""
+        ...
+
+
+#: ``action -> transaction``: a store's read or write transaction, as :class:`Sql`.
+Transaction = Callable[[str], AbstractContextManager[Sql]]
+
+
 def _check_kind(kind: str | None) -> None:
     if kind is not None and kind not in CACHE_KINDS:
         raise ValueError(f"cache kind must be one of {', '.join(CACHE_KINDS)}, not {kind!r}")
@@ -89,23 +128,13 @@ def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
         yield items[start : start + _CHUNK]
 
 
-def _entry(r: Any) -> CacheEntry:
-    return CacheEntry(r.key_hash, r.kind, r.model, loads(r.value), r.created_at, r.hits)
-
-
-def _upsert(conn: Any) -> Any:
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    return insert
-
-
 class Caches:
-    """``store.cache``: answers and verdicts by key hash."""
+    """``store.cache``: answers and verdicts by key hash, on either store (``read`` and
+    ``write`` are its transactions)."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, read: Transaction, write: Transaction) -> None:
+        self._read = read
+        self._write = write
 
     def get_many(
         self, key_hashes: Sequence[str], *, newer_than: str | None = None
@@ -116,13 +145,16 @@ class Caches:
         keys = list(dict.fromkeys(key_hashes))
         if not keys:
             return found
-        with self._store.read("reading the cache") as conn:
+        age = "" if newer_than is None else " AND created_at > :newer_than"
+        with self._read("reading the cache") as sql:
             for chunk in _chunks(keys):
-                query = sa.select(cache_entries).where(_C.key_hash.in_(chunk))
+                names = [f"k{i}" for i in range(len(chunk))]
+                params: dict[str, Any] = dict(zip(names, chunk, strict=True))
                 if newer_than is not None:
-                    query = query.where(_C.created_at > utc_timestamp(newer_than))
-                for row in conn.execute(query):
-                    found[row.key_hash] = _entry(row)
+                    params["newer_than"] = utc_timestamp(newer_than)
+                text = f"{_SELECT} WHERE key_hash IN ({', '.join(':' + n for n in names)}){age}"
+                for key, kind, model, value, created_at, hits in sql.rows(text, params):
+                    found[key] = CacheEntry(key, kind, model, loads(value), created_at, hits)
         return found
 
     def get(self, key_hash: str, *, newer_than: str | None = None) -> CacheEntry | None:
@@ -130,7 +162,7 @@ class Caches:
 
     def put_many(self, entries: Sequence[NewCacheEntry]) -> int:
         """Write entries in one transaction (a key written again is replaced: its age
-        starts over). Returns how many were written."""
+        starts over and its hits go back to 0). Returns how many were written."""
         if not entries:
             return 0
         now = utc_timestamp()
@@ -145,25 +177,9 @@ class Caches:
                 "value": value,
                 "size": len(value.encode("utf-8")),
                 "created_at": now,
-                "hits": 0,
-                "last_hit_at": None,
             }
-        with self._store.write("writing the cache") as conn:
-            insert = _upsert(conn)
-            stmt = insert(cache_entries)
-            stmt = stmt.on_conflict_do_update(
-                index_elements=["key_hash"],
-                set_={
-                    "kind": stmt.excluded.kind,
-                    "model": stmt.excluded.model,
-                    "value": stmt.excluded.value,
-                    "size": stmt.excluded.size,
-                    "created_at": stmt.excluded.created_at,
-                    "hits": 0,
-                    "last_hit_at": None,
-                },
-            )
-            conn.execute(stmt, list(rows.values()))  # one statement, every row
+        with self._write("writing the cache") as sql:
+            sql.run(_UPSERT, list(rows.values()))
         return len(rows)
 
     def put(self, entry: NewCacheEntry) -> None:
@@ -174,28 +190,12 @@ class Caches:
         if not counts:
             return
         now = utc_timestamp()
-        stmt = (
-            cache_entries.update()
-            .where(_C.key_hash == sa.bindparam("k"))
-            .values(hits=_C.hits + sa.bindparam("n", type_=sa.Integer), last_hit_at=now)
-        )
-        with self._store.write("counting cache hits") as conn:
-            conn.execute(stmt, [{"k": k, "n": int(n)} for k, n in counts.items()])
+        with self._write("counting cache hits") as sql:
+            sql.run(_ADD_HITS, [{"k": k, "n": int(n), "now": now} for k, n in counts.items()])
 
     def stats(self) -> CacheStats:
-        with self._store.read("reading cache statistics") as conn:
-            rows = conn.execute(
-                sa.select(
-                    _C.kind,
-                    sa.func.count(),
-                    sa.func.coalesce(sa.func.sum(_C.size), 0),
-                    sa.func.min(_C.created_at),
-                    sa.func.max(_C.created_at),
-                    sa.func.coalesce(sa.func.sum(_C.hits), 0),
-                    sa.func.max(_C.last_hit_at),
-                ).group_by(_C.kind)
-            ).all()
-        by_kind = {r[0]: r for r in rows}
+        with self._read("reading cache statistics") as sql:
+            by_kind = {r[0]: r for r in sql.rows(_STATS, {})}
         kinds = []
         for kind in CACHE_KINDS:
             r = by_kind.get(kind)
@@ -208,10 +208,14 @@ class Caches:
     def clear(self, *, kind: str | None = None, older_than: str | None = None) -> int:
         """Delete entries (of one kind; written before ``older_than``); how many went."""
         _check_kind(kind)
-        stmt = cache_entries.delete()
+        where: list[str] = []
+        params: dict[str, Any] = {}
         if kind is not None:
-            stmt = stmt.where(_C.kind == kind)
+            where.append("kind = :kind")
+            params["kind"] = kind
         if older_than is not None:
-            stmt = stmt.where(_C.created_at <= utc_timestamp(older_than))
-        with self._store.write("clearing the cache") as conn:
-            return conn.execute(stmt).rowcount or 0
+            where.append("created_at <= :older_than")
+            params["older_than"] = utc_timestamp(older_than)
+        text = "DELETE FROM cache_entries" + (f" WHERE {' AND '.join(where)}" if where else "")
+        with self._write("clearing the cache") as sql:
+            return sql.run(text, params)

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from ._errors import NotFoundError
-from ._rows import (
+from ._result_rows import (
     ConsistencyResult,
-    ConsistencyRunSummary,
     NewConsistencyResult,
     consistency_from_row,
     consistency_values,
 )
+from ._rows import ConsistencyRunSummary
 from ._tables import runs, test_results
 
 if TYPE_CHECKING:

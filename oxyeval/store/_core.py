@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._engine import DEFAULT_TIMEOUT, Location, resolve_location, translate
 from ._errors import LocationError, StoreError
@@ -28,7 +28,7 @@ from ._errors import LocationError, StoreError
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
-    from ._cache import Caches
+    from ._cache import Caches, Sql
     from ._cases import Cases
     from ._consistency import ConsistencyResults
     from ._executions import Executions
@@ -105,7 +105,7 @@ class Store:
     def cache(self) -> Caches:
         from ._cache import Caches
 
-        return Caches(self)
+        return Caches(partial(_as_sql, self.read), partial(_as_sql, self.write))
 
     # ----------------------------------------------------------------- state
 
@@ -210,6 +210,30 @@ class Store:
 
     def __repr__(self) -> str:
         return f"Store({self.path!r})"
+
+
+class _SaSql:
+    """A SQLAlchemy connection as the cache's :class:`~._cache.Sql` (plain SQL text)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def rows(self, sql: str, params: Mapping[str, Any]) -> list[Any]:
+        import sqlalchemy as sa
+
+        return list(self._conn.execute(sa.text(sql), dict(params)).all())
+
+    def run(self, sql: str, params: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> int:
+        import sqlalchemy as sa
+
+        args = dict(params) if isinstance(params, Mapping) else [dict(p) for p in params]
+        return self._conn.execute(sa.text(sql), args).rowcount or 0
+
+
+@contextmanager
+def _as_sql(transaction: Callable[[str], Any], action: str) -> Iterator[Sql]:
+    with transaction(action) as conn:
+        yield _SaSql(conn)
 
 
 def _is_db_error(exc: BaseException) -> bool:

@@ -1,16 +1,18 @@
-"""``oxy test`` and ``oxy run`` results on the standard library's sqlite3: the same rows,
-without SQLAlchemy.
+"""What ``oxy test`` and ``oxy run`` read and write in the history, on the standard
+library's sqlite3: the same rows, without SQLAlchemy.
 
-Why a second writer: ``oxy test`` and ``oxy run`` store a handful of rows per run, and
-importing SQLAlchemy costs a quarter of a second of CPU, which under the GIL lengthens a
-2-second run by about as much (``benchmarks/bench_oxy_test.py``, ``bench_workflow.py``),
-however early it starts. So for the common case, an SQLite history file already at the
-current schema, :func:`open_results` gives a small store with just what they need (start
-and finish a run, the previous scored result of a test, record a test result or a
-workflow run) and the same behaviour:
+Why a second writer: ``oxy test`` and ``oxy run`` store a handful of rows per run and
+read and write their cache, and importing SQLAlchemy costs a quarter of a second of CPU,
+which under the GIL lengthens a 2-second run by about as much
+(``benchmarks/bench_oxy_test.py``, ``bench_workflow.py``), however early it starts. So
+for the common case, an SQLite history file already at the current schema,
+:func:`open_results` gives a small store with just what they need (start and finish a
+run, the previous scored result of a test, record a test result or a workflow run, the
+cache of answers and verdicts) and the same behaviour:
 
 * the same values (``_rows.consistency_values``, ``_rows.workflow_values``: checks,
-  redaction, timestamps);
+  redaction, timestamps) and, for the cache, the very same repository
+  (``_cache.Caches``: its SQL text runs on this connection);
 * the same per-connection settings as ``_engine`` (busy timeout, foreign keys,
   synchronous NORMAL, WAL, ``BEGIN IMMEDIATE`` for writes);
 * the same errors (``_engine.translate``), and runs left unfinished marked interrupted
@@ -18,8 +20,8 @@ workflow run) and the same behaviour:
 
 Anything else (no file yet, an older or newer schema, PostgreSQL, a file not in WAL mode)
 returns None and the caller opens the full store, which creates or migrates it.
-``tests/store/test_lite.py`` checks that rows written here read back identically through
-the SQLAlchemy repositories.
+``tests/store/test_lite.py`` and ``test_lite_cache.py`` check that rows written here read
+back identically through the SQLAlchemy repositories, and the other way round.
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
+from ._cache import Caches
 from ._engine import DEFAULT_TIMEOUT, Location, translate
 from ._errors import NotFoundError, StoreError
-from ._rows import (
+from ._result_rows import (
     ConsistencyResult,
     NewConsistencyResult,
     NewWorkflowRun,
@@ -147,6 +150,23 @@ class _Workflows:
                 cur.executemany(_insert("workflow_tasks", tasks[0]), tasks)
 
 
+class _LiteSql:
+    """A sqlite3 cursor as the cache's :class:`~._cache.Sql`."""
+
+    def __init__(self, cur: sqlite3.Cursor) -> None:
+        self._cur = cur
+
+    def rows(self, sql: str, params: Mapping[str, Any]) -> list[Any]:
+        return self._cur.execute(sql, params).fetchall()
+
+    def run(self, sql: str, params: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> int:
+        if isinstance(params, Mapping):
+            self._cur.execute(sql, params)
+        else:
+            self._cur.executemany(sql, params)
+        return max(self._cur.rowcount, 0)
+
+
 def _insert(table: str, row: dict[str, Any]) -> str:
     """An INSERT of ``row``'s columns (our own names, never a value) as named parameters."""
     return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(f':{k}' for k in row)})"
@@ -158,10 +178,10 @@ class _Row:
 
 
 class LiteStore:
-    """The part of :class:`Store` that ``oxy test`` and ``oxy run`` write through
-    (``runs.start``, ``runs.finish``, ``tests.record``, ``tests.previous``,
-    ``workflows.record``, ``close``), on one sqlite3 connection shared by worker threads
-    under a lock."""
+    """The part of :class:`Store` that ``oxy test`` and ``oxy run`` use (``runs.start``,
+    ``runs.finish``, ``tests.record``, ``tests.previous``, ``workflows.record``,
+    ``cache``, ``close``), on one sqlite3 connection shared by worker threads under a
+    lock."""
 
     def __init__(self, conn: sqlite3.Connection, location: Location) -> None:
         self._conn: sqlite3.Connection | None = conn
@@ -172,6 +192,7 @@ class LiteStore:
         self.runs = _Runs(self)
         self.tests = _Tests(self)
         self.workflows = _Workflows(self)
+        self.cache = Caches(self._sql(self.read), self._sql(self.write))
 
     @property
     def path(self) -> str:
@@ -212,6 +233,15 @@ class LiteStore:
 
     def read(self, action: str) -> Any:
         return self._transaction("BEGIN", action)
+
+    @staticmethod
+    def _sql(transaction: Any) -> Any:
+        @contextmanager
+        def sql(action: str) -> Iterator[_LiteSql]:
+            with transaction(action) as cur:
+                yield _LiteSql(cur)
+
+        return sql
 
     def close(self) -> None:
         """Close; runs started here and never finished are marked interrupted."""

@@ -20,6 +20,10 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+# Defined beside the code that checks them, which must not need SQLAlchemy (the lean store).
+from ._cache import CACHE_KINDS
+from ._result_rows import CONSISTENCY_STATUSES as TEST_STATUSES
+
 __all__ = [
     "CACHE_KINDS",
     "EXECUTION_STATUSES",
@@ -43,8 +47,6 @@ __all__ = [
 RUN_STATUSES = ("running", "completed", "interrupted", "failed")
 RUN_KINDS = ("cases", "consistency", "workflow", "ab", "passfail")
 EXECUTION_STATUSES = ("passed", "failed", "pending", "error")
-TEST_STATUSES = ("scored", "error", "interrupted")
-CACHE_KINDS = ("answer", "verdict")
 
 metadata = sa.MetaData()
 

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from ._errors import NotFoundError
-from ._rows import NewWorkflowRun, WorkflowRunRecord, WorkflowTask, workflow_values
+from ._result_rows import NewWorkflowRun, workflow_values
+from ._rows import WorkflowRunRecord, WorkflowTask
 from ._runs import _run
 from ._tables import runs, workflow_runs, workflow_tasks
 from ._util import loads

@@ -13,9 +13,11 @@ earlier stages (:class:`oxyeval.providers.ResponseCache` for answers,
 :class:`oxyeval.judge.VerdictCache` for verdicts) on ``store.cache``. Lookups that arrive
 together are answered by one query; new entries are written in batches and when the run
 ends, so a cold ``--cache`` run pays a few transactions, not one per call. The store is
-opened by :class:`~oxyeval.suites.history.History` in a worker thread, overlapping the
-first model calls. A history that cannot be opened or written disables the cache for
-the run with one warning: a cache never fails a run.
+the run's :class:`~oxyeval.suites.history.History`, opened in a worker thread while the
+first model calls go out, and shared with the recorder of the run's results (one store
+per database per run; without SQLAlchemy once the project has a history). A history
+that cannot be opened or written disables the cache for the run with one warning: a
+cache never fails a run.
 
 Every call served from the cache is counted, per run and in the innermost
 :func:`counting` scope (a test counts its own).
@@ -37,13 +39,13 @@ from ..errors import OxyError
 from ..judge.verdicts import verdict_data, verdict_from_data
 from ..providers import completion_data, completion_from_data
 from ..store import content_hash, utc_timestamp
-from .history import History
+from .history import Histories, History
 
 if TYPE_CHECKING:
     from ..judge.judge import JudgeResult
     from ..project.config import Project
     from ..providers import Completion
-    from ..store import Store
+    from .history import RunStore
 
 __all__ = ["CachePolicy", "RunCache", "RunCaches", "Tally", "cache_factory", "counting"]
 
@@ -156,8 +158,9 @@ class RunCache:
     """One project's cache of answers and verdicts for one run; use inside an event loop,
     :meth:`aclose` at the end (a :class:`~oxyeval.workflow.context.RunContext` does).
 
-    ``history`` opens the store in the background (closed here when ``owns_history``);
-    or ``store`` is one already open (the test-case suite's), closed by its owner.
+    ``history`` opens the store in the background (closed here when ``owns_history``;
+    a run's shared history is closed by the run); or ``store`` is one already open (the
+    test-case suite's), closed by its owner.
     """
 
     def __init__(
@@ -165,7 +168,7 @@ class RunCache:
         policy: CachePolicy,
         history: History | None = None,
         *,
-        store: Store | None = None,
+        store: RunStore | None = None,
         owns_history: bool = True,
     ) -> None:
         self.policy = policy
@@ -221,7 +224,7 @@ class RunCache:
 
     # -- lookups, batched
 
-    async def _open(self) -> Store | None:
+    async def _open(self) -> RunStore | None:
         if self._broken:
             return None
         if self._store is not None:
@@ -329,7 +332,7 @@ class RunCache:
                 await self._history.aclose()
 
 
-def _finish(store: Store, hits: Mapping[str, int], cutoff: str | None) -> None:
+def _finish(store: RunStore, hits: Mapping[str, int], cutoff: str | None) -> None:
     store.cache.add_hits(hits)
     if cutoff is not None:
         store.cache.clear(older_than=cutoff)
@@ -337,24 +340,43 @@ def _finish(store: Store, hits: Mapping[str, int], cutoff: str | None) -> None:
 
 class RunCaches:
     """Makes each project's :class:`RunCache` for a run (a
-    :data:`~oxyeval.workflow.context.CacheFactory`), and adds up what they served."""
+    :data:`~oxyeval.workflow.context.CacheFactory`), and adds up what they served.
+
+    ``histories``: the run's (see :meth:`share`): each cache uses its project's store
+    there, shared with the rest of the run and closed by it; a run without history
+    (``--no-history``) caches nothing. Without, each cache opens (and closes) its own.
+    """
 
     def __init__(
         self,
         flag: bool | None = None,
         *,
+        histories: Histories | None = None,
         db: str | Path | None = None,
         environ: Mapping[str, str] | None = None,
         eager: bool = False,
     ) -> None:
         self.flag, self.db, self.environ, self.eager = flag, db, environ, eager
+        self.histories = histories
         self.made: list[RunCache] = []
+
+    def share(self, histories: Histories) -> RunCaches:
+        """Keep the caches of the run about to start in its histories (one store per
+        database for the whole run, closed by the run)."""
+        self.histories = histories
+        return self
 
     def __call__(self, project: Project) -> RunCache | None:
         policy = CachePolicy.for_project(project, self.flag)
         if not policy.enabled:
             return None
-        cache = RunCache(policy, History.for_project(project, self.db, self.environ))
+        if self.histories is None:
+            cache = RunCache(policy, History.for_project(project, self.db, self.environ))
+        else:
+            history = self.histories.for_project(project)
+            if history is None:  # the cache lives in the history: none, nothing cached
+                return None
+            cache = RunCache(policy, history, owns_history=False)
         if self.eager or policy.answers:
             cache.start()
         self.made.append(cache)
@@ -369,13 +391,14 @@ class RunCaches:
 def cache_factory(
     flag: bool | None = None,
     *,
+    histories: Histories | None = None,
     db: str | Path | None = None,
     environ: Mapping[str, str] | None = None,
     eager: bool = False,
 ) -> RunCaches:
     """What a RunContext needs to make each project's cache: ``flag`` is ``--cache``
-    (True), ``--no-cache`` (False) or neither (None); ``db`` is ``--db``. ``eager``
-    starts opening the history as the run begins (a run that will judge needs it
-    soon; one that replays answers always starts at once); otherwise it opens at the
-    first lookup."""
-    return RunCaches(flag, db=db, environ=environ, eager=eager)
+    (True), ``--no-cache`` (False) or neither (None); ``histories`` the run's (else
+    ``db``, ``--db``, says where each cache opens its own). ``eager`` starts opening the
+    history as the run begins (a run that will judge needs it soon; one that replays
+    answers always starts at once); otherwise it opens at the first lookup."""
+    return RunCaches(flag, histories=histories, db=db, environ=environ, eager=eager)

@@ -41,6 +41,7 @@ from ..workflow.spec import load_workflow
 from ..workflow.sql import SqlError
 from .cache import Tally, cache_factory, counting
 from .consistency_history import ConsistencyHistory
+from .history import Histories
 from .results import OutputRecord, TestResult, TestRun
 from .targets import AgentTarget, Target, WorkflowTarget
 
@@ -414,6 +415,40 @@ def _workflow_question(plan: CompiledWorkflow, spec: TestSpec) -> str:
     return f"the output of task '{ref}' in {plan.workflow.doc.display}"
 
 
+def _plan(subjects: list[_Subject], contexts: RunContexts, run: TestRun) -> list[_Job]:
+    """Every test to run, its target checked before any call: a missing key or a template
+    error is bad input (exit 2), once, not n failed runs."""
+    jobs: list[_Job] = []
+    for item in subjects:
+        if not item.tests:
+            run.skipped.append(f"{item.project.relative(item.file)}: no consistency tests")
+            continue
+        context = contexts.get(item.project)
+        target: Target
+        if item.agent is not None:
+            target = AgentTarget(context, item.agent)
+        else:
+            assert item.plan is not None
+            target = WorkflowTarget(context, item.plan)
+        context.models.check(
+            sorted({*target.models, *(j.model for t in item.tests for j in t.judges)})
+        )
+        target.check()
+        verdicts = context.verdicts
+        for spec in item.tests:
+            if item.agent is not None:
+                question = spec.task_description or ""
+                jobs.append(
+                    _Job(spec, target, {"question": question}, question, context.models, verdicts)
+                )
+            else:
+                assert item.plan is not None
+                ref_target = WorkflowTarget(context, item.plan, spec.task_ref)
+                question = _workflow_question(item.plan, spec)
+                jobs.append(_Job(spec, ref_target, {}, question, context.models, verdicts))
+    return jobs
+
+
 async def run_tests_async(
     paths: Iterable[str | Path],
     *,
@@ -444,67 +479,39 @@ async def run_tests_async(
     run.warnings.extend(warnings)
     progress = progress or _NoProgress()
     jobs: list[_Job] = []
-    # The cache lives in the history: without a history nothing is read there either.
-    caches = cache_factory(cache if history else False, db=db, environ=environ, eager=True)
-    recorder = ConsistencyHistory(run, db=db, environ=environ, enabled=history)
-    for item in subjects:  # where each project's history is: bad input, before any call
-        if item.tests:
-            counts = [(t.display, t.index, len(t.judges)) for t in item.tests]
-            recorder.add(item.project, item.file, counts)
-    async with RunContexts(retry=retry, environ=environ, cache=caches) as contexts:
-        for item in subjects:
-            if not item.tests:
-                run.skipped.append(f"{item.project.relative(item.file)}: no consistency tests")
-                continue
-            context = contexts.get(item.project)
-            target: Target
-            if item.agent is not None:
-                target = AgentTarget(context, item.agent)
-            else:
-                assert item.plan is not None
-                target = WorkflowTarget(context, item.plan)
-            # Before any call: a missing key or a template error is bad input (exit 2), once,
-            # not n failed runs.
-            context.models.check(
-                sorted({*target.models, *(j.model for t in item.tests for j in t.judges)})
-            )
-            target.check()
-            verdicts = context.verdicts
-            for spec in item.tests:
-                if item.agent is not None:
-                    question = spec.task_description or ""
-                    jobs.append(
-                        _Job(
-                            spec, target, {"question": question}, question, context.models, verdicts
-                        )
-                    )
-                else:
-                    assert item.plan is not None
-                    ref_target = WorkflowTarget(context, item.plan, spec.task_ref)
-                    question = _workflow_question(item.plan, spec)
-                    jobs.append(_Job(spec, ref_target, {}, question, context.models, verdicts))
+    # One store per history database for the whole run, shared by the cache and the
+    # recorder of results, closed last; without a history nothing is cached either.
+    async with Histories(db, environ, enabled=history) as histories:
+        caches = cache_factory(cache, histories=histories, eager=True)
+        recorder = ConsistencyHistory(run, histories)
+        for item in subjects:  # where each project's history is: bad input, before any call
+            if item.tests:
+                counts = [(t.display, t.index, len(t.judges)) for t in item.tests]
+                recorder.add(item.project, item.file, counts)
+        async with RunContexts(retry=retry, environ=environ, cache=caches) as contexts:
+            jobs.extend(_plan(subjects, contexts, run))
 
-        async def one(job: _Job) -> None:
-            mine: list[TestResult] = []
+            async def one(job: _Job) -> None:
+                mine: list[TestResult] = []
+                try:
+                    await _run_test(job, progress, mine)
+                finally:
+                    run.tests.extend(mine)
+                    recorder.finished(mine)  # stored in the background as each test ends
+
+            recorder.start()
             try:
-                await _run_test(job, progress, mine)
+                await asyncio.gather(*(one(job) for job in jobs))
+            except asyncio.CancelledError:
+                _mark_unfinished(run, jobs)
+                await recorder.close(interrupted=True)
+                raise
+            except BaseException:
+                await recorder.close(failed=True)
+                raise
             finally:
-                run.tests.extend(mine)
-                recorder.finished(mine)  # stored in the background as each test ends
-
-        recorder.start()
-        try:
-            await asyncio.gather(*(one(job) for job in jobs))
-        except asyncio.CancelledError:
-            _mark_unfinished(run, jobs)
-            await recorder.close(interrupted=True)
-            raise
-        except BaseException:
-            await recorder.close(failed=True)
-            raise
-        finally:
-            run.cached_calls = caches.total_served
-    await recorder.close()
+                run.cached_calls = caches.total_served
+        await recorder.close()
     _in_file_order(run, jobs)
     return run
 

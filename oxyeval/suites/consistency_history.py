@@ -7,18 +7,16 @@ A test is identified by its file (relative to its project) and its name.
 
 The history is a by-product of a test run, never a reason to lose one: a store that
 cannot be opened or written is noted on the run (:attr:`TestRun.history`) and the tests
-carry on. Stores open in worker threads while the models answer, and every write is off
-the event loop. An SQLite history at the current schema (every run after a project's
-first) is written through the store's lean sqlite3 writer (``open_results``), without
-importing SQLAlchemy; anything else opens the full store (see
-:class:`~oxyeval.suites.history.History`), which creates or migrates it.
+carry on. Each database's store is the run's :class:`~oxyeval.suites.history.History`
+(shared with the cache; the lean sqlite3 store once the project has a history), opened
+in a worker thread while the models answer, and every write is off the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,8 +26,8 @@ from .results import Previous, StoredRun, TestResult, TestRun
 
 if TYPE_CHECKING:
     # Imported where used: with history off, ``oxy test`` never loads the store package.
-    from ..store import LiteStore, Location, NewConsistencyResult, Store
-    from .history import History
+    from ..store import Location, NewConsistencyResult
+    from .history import Histories, History, RunStore
 
 __all__ = ["ConsistencyHistory", "new_result"]
 
@@ -77,11 +75,9 @@ class _Book:
 
     history: History
     note: StoredRun
-    owned: bool = True  # opened here (else shared with the caller, who closes it)
     files: list[str] = field(default_factory=list)
     total: int = 0
-    ready: asyncio.Future[tuple[Store | LiteStore, str] | None] | None = None
-    lite: LiteStore | None = None
+    ready: asyncio.Future[tuple[RunStore, str] | None] | None = None
 
     def fail(self, exc: BaseException) -> None:
         if self.note.error is None:
@@ -89,31 +85,17 @@ class _Book:
 
 
 class ConsistencyHistory:
-    """Records one ``oxy test`` run. ``enabled=False``: nothing is opened, read or written.
+    """Records one ``oxy test`` run in the run's ``histories`` (the stores it shares with
+    its cache, closed by the run; disabled: nothing is opened, read or written).
 
     Use: :meth:`add` each tested file before any model call (a bad history location is
     bad input, reported then), :meth:`start` when the tests start, :meth:`finished` as
     each test ends, and always :meth:`close`.
-
-    ``shared``: histories another part of the run already opens (say, a response cache
-    in the same database), by location; they are used, not opened twice, and left for
-    their owner to close.
     """
 
-    def __init__(
-        self,
-        run: TestRun,
-        *,
-        db: str | Path | None = None,
-        environ: Mapping[str, str] | None = None,
-        enabled: bool = True,
-        shared: Mapping[Location, History] | None = None,
-    ) -> None:
+    def __init__(self, run: TestRun, histories: Histories) -> None:
         self.run = run
-        self.db = db
-        self.environ = environ
-        self.enabled = enabled
-        self._shared = dict(shared or {})
+        self._histories = histories
         self._books: dict[Location, _Book] = {}
         # A test (its file as displayed, its index) -> its history and project-relative file.
         self._tests: dict[tuple[str, int], tuple[_Book, str]] = {}
@@ -124,17 +106,14 @@ class ConsistencyHistory:
 
     def add(self, project: Project, file: Path, tests: Sequence[tuple[str, int, int]]) -> None:
         """A file whose tests will run: ``tests`` as (display, index, results it yields)."""
-        if not self.enabled:
+        history = self._histories.for_project(project)
+        if history is None or history.location is None:
             return
-        from .history import History, history_location
-
-        location = history_location(project, self.db, self.environ)
-        book = self._books.get(location)
+        book = self._books.get(history.location)
         if book is None:
-            given = self._shared.get(location)
-            history = given if given is not None else History(location)
-            book = _Book(history, StoredRun(location.display), owned=given is None)
-            self._books[location] = book
+            book = self._books[history.location] = _Book(
+                history, StoredRun(history.location.display)
+            )
         relative = project.relative(file)
         book.files.append(relative)
         for display, index, count in tests:
@@ -153,17 +132,9 @@ class ConsistencyHistory:
                 self.run.history.append(book.note)
                 book.ready = asyncio.ensure_future(self._begin(book))
 
-    async def _begin(self, book: _Book) -> tuple[Store | LiteStore, str] | None:
-        from ..store import open_results
-
+    async def _begin(self, book: _Book) -> tuple[RunStore, str] | None:
         try:
-            store: Store | LiteStore | None = None
-            if book.owned and book.history.location is not None:
-                # An SQLite history at the current schema: written without SQLAlchemy,
-                # whose import alone would cost more CPU than the whole write (see _lite).
-                store = book.lite = await asyncio.to_thread(open_results, book.history.location)
-            if store is None:
-                store = await book.history.store()  # creates or migrates it
+            store = await book.history.store()
             assert store is not None
             files = book.files[:_SUBJECT_FILES]
             if len(book.files) > _SUBJECT_FILES:
@@ -234,15 +205,11 @@ class ConsistencyHistory:
                     await asyncio.to_thread(store.runs.finish, run_id, status)
                 except Exception as exc:
                     book.fail(exc)
-            if book.lite is not None:
-                await asyncio.to_thread(book.lite.close)
-            if book.owned:
-                await book.history.aclose()
         self._books.clear()
 
 
 def _record(
-    store: Store | LiteStore, run_id: str, items: list[tuple[str, TestResult]]
+    store: RunStore, run_id: str, items: list[tuple[str, TestResult]]
 ) -> list[Previous | None]:
     """In a worker thread: each result's previous scored result, then the result itself."""
     out: list[Previous | None] = []

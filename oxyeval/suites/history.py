@@ -1,11 +1,20 @@
-"""Where a suite keeps its history, and the store opened without holding up the run.
+"""Where a suite keeps its history, and the one store of a run, opened without holding it up.
 
 Every suite records what it ran (test-case executions, consistency results, workflow
 runs) and reads what it ran before (baselines, the previous accuracy, cached answers
-and verdicts). Opening the store costs an import of SQLAlchemy and a migration check:
-:class:`History` starts that in a worker thread as soon as a run begins, so it overlaps
-the first model calls instead of adding to the wall time, and hands the store to
-whoever needs it first.
+and verdicts). :class:`History` is the one place that opens "the store for this run":
+it starts in a worker thread as soon as a run begins, so it overlaps the first model
+calls instead of adding to the wall time, and hands the same store to everyone who asks
+(the cache, the recorder of results).
+
+Which store: an SQLite history already at the current schema (every run after a
+project's first) opens as the store's lean sqlite3 store (``open_results``: results and
+the cache, without SQLAlchemy, whose import alone costs a quarter of a second of CPU
+that, under the GIL, lengthens a run by as much); anything else (no file yet, an older
+schema, PostgreSQL) opens the full store, which creates or migrates it.
+
+:class:`Histories` holds one :class:`History` per database for one run, so the cache and
+the recorder of a run share one store per database, closed once at the end.
 """
 
 from __future__ import annotations
@@ -20,9 +29,12 @@ from ..project.config import Project
 from ..store import Location, LocationError, resolve_location
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from ..store import LiteStore, Store
 
-__all__ = ["History", "history_location"]
+    #: What a run's history opens as: the full store, or the lean one.
+    RunStore = Store | LiteStore
+
+__all__ = ["Histories", "History", "history_location"]
 
 
 def history_location(
@@ -39,17 +51,27 @@ def history_location(
         raise
 
 
+def open_for_run(location: Location) -> RunStore:
+    """The lean store when the history allows it, else the full store (which creates or
+    migrates it); raises StoreError when it cannot open. Blocking: call it in a thread."""
+    from ..store import open_results, open_store
+
+    lean = open_results(location)
+    return lean if lean is not None else open_store(location)
+
+
 class History:
-    """One project's history store for one run, opened in the background; or none
+    """One history database's store for one run, opened in the background; or none
     (``enabled=False``: nothing is read or written, nothing imported).
 
     Use inside a running event loop: :meth:`start` as the run begins, ``await
-    history.store()`` where it is needed, :meth:`aclose` at the end.
+    history.store()`` where it is needed, :meth:`aclose` at the end (by whoever made it:
+    in a :class:`Histories`, the run).
     """
 
     def __init__(self, location: Location | None, *, enabled: bool = True) -> None:
         self.location = location if enabled else None
-        self._opening: asyncio.Task[Store] | None = None
+        self._opening: asyncio.Future[RunStore] | None = None
 
     @classmethod
     def for_project(
@@ -67,14 +89,12 @@ class History:
         return self.location is not None
 
     def start(self) -> None:
-        """Begin opening the store (import, connect, migrate) in a worker thread."""
+        """Begin opening the store (import, connect, maybe migrate) in a worker thread."""
         if self.location is None or self._opening is not None:
             return
-        from ..store import open_store
+        self._opening = asyncio.ensure_future(asyncio.to_thread(open_for_run, self.location))
 
-        self._opening = asyncio.ensure_future(asyncio.to_thread(open_store, self.location))
-
-    async def store(self) -> Store | None:
+    async def store(self) -> RunStore | None:
         """The open store (None when disabled); raises StoreError when it cannot open."""
         if self.location is None:
             return None
@@ -91,3 +111,52 @@ class History:
         except Exception:  # it never opened: nothing to close, the error was reported
             return
         await asyncio.to_thread(store.close)
+
+
+class Histories:
+    """The histories of one run (``db``: ``--db``; ``enabled=False``: ``--no-history``,
+    none at all): one :class:`History` per database, whatever part of the run asks
+    (each project's cache, the recorder of its results), closed by :meth:`aclose`."""
+
+    def __init__(
+        self,
+        db: str | Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        *,
+        enabled: bool = True,
+    ) -> None:
+        self.db, self.environ, self.enabled = db, environ, enabled
+        self._where: dict[Path, Location] = {}  # project root -> its history's location
+        self._open: dict[Location, History] = {}
+
+    def location(self, project: Project) -> Location | None:
+        """Where ``project`` keeps its history this run (None: disabled); resolved once per
+        project, a bad location is bad input (:func:`history_location`)."""
+        if not self.enabled:
+            return None
+        where = self._where.get(project.root)
+        if where is None:
+            where = self._where[project.root] = history_location(project, self.db, self.environ)
+        return where
+
+    def for_project(self, project: Project) -> History | None:
+        """The history ``project`` shares with the rest of the run (None: disabled)."""
+        location = self.location(project)
+        if location is None:
+            return None
+        history = self._open.get(location)
+        if history is None:
+            history = self._open[location] = History(location)
+        return history
+
+    async def aclose(self) -> None:
+        """Close every store opened this run (each History closes once)."""
+        histories, self._open = list(self._open.values()), {}
+        for history in histories:
+            await history.aclose()
+
+    async def __aenter__(self) -> Histories:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

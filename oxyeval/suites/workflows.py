@@ -2,8 +2,8 @@
 
 The engine (:func:`oxyeval.workflow.engine.run_workflow`) runs a workflow and knows
 nothing of the store; this wraps it: the project's history opens in a worker thread as
-the run begins (an SQLite history at the current schema through the store's lean sqlite3
-writer, ``open_results``, without importing SQLAlchemy), and when the run ends
+the run begins (:class:`~oxyeval.suites.history.History`: the store the run's cache uses
+too; the lean sqlite3 store once the project has a history), and when the run ends
 (succeeded, failed or interrupted) its output and every task are stored under one run
 row of kind ``workflow``. A history that cannot be opened or written is a logged
 warning: it never fails, or loses, the run.
@@ -18,21 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..project.config import Project, load_project
-from ..store import (
-    LiteStore,
-    NewWorkflowRun,
-    NewWorkflowTask,
-    StoreError,
-    open_results,
-    utc_timestamp,
-)
+from ..store import NewWorkflowRun, NewWorkflowTask, StoreError, utc_timestamp
 from ..workflow.outputs import to_jsonable
 from ..workflow.records import TaskRecord, WorkflowRun
-from .history import History
+from .history import Histories, History
 
 if TYPE_CHECKING:
-    from ..store import Store
     from ..workflow.context import CacheFactory
+    from .history import RunStore
 
 __all__ = ["new_workflow_run", "run_workflow"]
 
@@ -71,7 +64,7 @@ def new_workflow_run(file: str, variables: Mapping[str, Any], run: WorkflowRun) 
 
 
 def _store_run(
-    store: Store | LiteStore, started_at: str, file: str, record: NewWorkflowRun, status: str
+    store: RunStore, started_at: str, file: str, record: NewWorkflowRun, status: str
 ) -> str:
     """In a worker thread: the run row, its workflow rows, finished with ``status``."""
     run_id = store.runs.start(
@@ -99,58 +92,50 @@ async def run_workflow(
     store the run in its project's history (``db``: another SQLite file or a PostgreSQL
     URL; ``history=False``: nothing is stored and the store is never opened).
 
+    ``cache`` (:func:`oxyeval.suites.cache.cache_factory`) keeps its answers and verdicts
+    in the same store as the run, and caches nothing with ``history=False``.
+
     A run that never started (a file that does not load, a missing key) is not stored;
     one that failed or was interrupted is, with its status.
     """
     from ..workflow.engine import run_workflow as run_engine
+    from .cache import RunCaches
 
     run = into if into is not None else WorkflowRun()
-    if not history:
-        return await run_engine(
-            path,
-            variables,
-            project_dir=project_dir,
-            concurrency=concurrency,
-            on_event=on_event,
-            environ=environ,
-            into=run,
-            cache=cache,
-        )
-    project = load_project(path, project_dir=project_dir)
-    book = History.for_project(project, db, environ)  # a bad location: bad input, now
-    started_at = utc_timestamp()
-    opening = asyncio.ensure_future(_open(book))
-    status = "failed"
-    try:
-        result = await run_engine(
-            path,
-            variables,
-            project_dir=project_dir,
-            concurrency=concurrency,
-            on_event=on_event,
-            environ=environ,
-            into=run,
-            cache=cache,
-        )
-        status = "completed"
-        return result
-    except asyncio.CancelledError:
-        status = "interrupted"
-        raise
-    finally:
-        await _keep(opening, book, project, path, variables or {}, run, status, started_at)
-
-
-async def _open(book: History) -> Store | LiteStore | None:
-    """The lean writer when the history allows it, else the full store (which creates or
-    migrates it); raises StoreError when neither opens."""
-    assert book.location is not None
-    lite = await asyncio.to_thread(open_results, book.location)
-    return lite if lite is not None else await book.store()
+    async with Histories(db, environ, enabled=history) as histories:
+        if isinstance(cache, RunCaches):
+            cache.share(histories)  # one store per database for the run and its cache
+        kept: tuple[History, Project] | None = None
+        if history:
+            project = load_project(path, project_dir=project_dir)
+            book = histories.for_project(project)  # a bad location: bad input, now
+            assert book is not None
+            book.start()
+            kept = book, project
+        started_at = utc_timestamp()
+        status = "failed"
+        try:
+            result = await run_engine(
+                path,
+                variables,
+                project_dir=project_dir,
+                concurrency=concurrency,
+                on_event=on_event,
+                environ=environ,
+                into=run,
+                cache=cache,
+            )
+            status = "completed"
+            return result
+        except asyncio.CancelledError:
+            status = "interrupted"
+            raise
+        finally:
+            if kept is not None:
+                await _keep(*kept, path, variables or {}, run, status, started_at)
 
 
 async def _keep(
-    opening: asyncio.Future[Store | LiteStore | None],
     book: History,
     project: Project,
     path: str | Path,
@@ -160,20 +145,14 @@ async def _keep(
     started_at: str,
 ) -> None:
     """Store the run if it started; say so (a warning) if the history fails."""
-    store: Store | LiteStore | None = None
+    if run.workflow is None or not run.records:
+        return  # it never started (a file that does not load, a missing key)
     try:
-        store = await asyncio.shield(opening)
-        if run.workflow is None or not run.records:
-            return  # it never started (a file that does not load, a missing key)
+        store = await book.store()
+        assert store is not None
         file = project.relative(Path(path))
         record = new_workflow_run(file, variables, run)
-        assert store is not None
         await asyncio.to_thread(_store_run, store, started_at, file, record, status)
     except Exception as exc:  # never lose the run over its history
-        if run.workflow is not None and run.records:
-            why = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
-            log.warning("history not stored in %s: %s", book.location, why)
-    finally:
-        if isinstance(store, LiteStore):
-            await asyncio.to_thread(store.close)
-        await book.aclose()
+        why = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+        log.warning("history not stored in %s: %s", book.location, why)

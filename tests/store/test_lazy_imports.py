@@ -1,6 +1,7 @@
-"""SQLAlchemy is imported only when a store is opened: ``oxy --help`` and ``oxy test
---no-history --no-cache`` (which never touch the history) must not pay for it; runs after a
-project's first write their results through the lean sqlite3 writer."""
+"""SQLAlchemy is imported only when the full store is opened: ``oxy --help`` and ``oxy test
+--no-history`` (which never touch the history) must not pay for it, and after a project's
+first run ``oxy test`` and ``oxy run`` (their results and their cache: one store per run)
+use the lean sqlite3 store."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -31,6 +30,12 @@ main()
 
 
 def _loaded(*args: str, cwd: Path) -> tuple[int, list[str]]:
+    code, loaded, _out = _probe(*args, cwd=cwd)
+    return code, loaded
+
+
+def _probe(*args: str, cwd: Path) -> tuple[int, list[str], str]:
+    """Exit code, heavy modules imported, and stdout of one ``oxy`` process."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("OXY_DB", None)
     proc = subprocess.run(
@@ -42,7 +47,7 @@ def _loaded(*args: str, cwd: Path) -> tuple[int, list[str]]:
         timeout=120,
     )
     line = next(x for x in proc.stderr.splitlines() if x.startswith("LOADED="))
-    return proc.returncode, json.loads(line.removeprefix("LOADED="))
+    return proc.returncode, json.loads(line.removeprefix("LOADED=")), proc.stdout
 
 
 def test_help_and_import_do_not_load_the_store_stack(tmp_path: Path) -> None:
@@ -56,9 +61,7 @@ def test_oxy_test_without_history_does_not_load_the_store_stack(tmp_path: Path) 
     project = tmp_path / "examples"
     shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output"))
     agent = str(project / "agents" / "users.agent.yml")
-    code, loaded = _loaded(
-        "test", agent, "--format", "json", "--no-history", "--no-cache", cwd=project
-    )
+    code, loaded = _loaded("test", agent, "--format", "json", "--no-history", cwd=project)
     assert code == 0 and loaded == []
     assert not (project / ".oxy").exists()
     code, loaded = _loaded("test", agent, "--format", "json", cwd=project)
@@ -67,6 +70,35 @@ def test_oxy_test_without_history_does_not_load_the_store_stack(tmp_path: Path) 
     # Later runs store their results with the lean sqlite3 writer: no SQLAlchemy import.
     code, loaded = _loaded("test", agent, "--format", "json", "--no-cache", cwd=project)
     assert code == 0 and loaded == []
+
+
+def test_a_plain_oxy_test_keeps_results_and_verdicts_without_sqlalchemy(tmp_path: Path) -> None:
+    """Judge verdicts are cached by default: after the first run, the cache and the results
+    share one lean store, and --cache replays answers from it the same way."""
+    project = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output"))
+    agent = str(project / "agents" / "users.agent.yml")
+    code, loaded, out = _probe("test", agent, "--format", "json", "--cache", cwd=project)
+    assert code == 0 and "sqlalchemy" in loaded  # the first run creates the history
+    first = json.loads(out)
+    verdicts = first["summary"]["judge_calls"]
+    answers = sum(t["n"] for t in first["tests"])
+    assert verdicts > 0 and first["summary"]["cached_calls"] == 0
+    replayed = []
+    for flags in ((), ("--cache",)):
+        code, loaded, out = _probe("test", agent, "--format", "json", *flags, cwd=project)
+        assert (code, loaded) == (0, []), flags
+        summary = json.loads(out)["summary"]
+        assert summary["judge_calls"] == 0, flags  # every verdict came from the cache
+        replayed.append(summary["cached_calls"])
+    assert replayed == [verdicts, verdicts + answers]  # --cache: the answers too
+    from oxyeval.store import open_store
+
+    with open_store(project / ".oxy" / "oxyeval.db", read_only=True) as store:
+        stats = store.cache.stats()
+        runs = store.runs.list(kind="consistency")
+    assert [r.status for r in runs] == ["completed"] * 3  # every run stored
+    assert stats.kind("verdict").hits > 0 and stats.kind("answer").hits > 0  # replays counted
 
 
 def test_a_read_on_a_new_project_does_not_need_it_either(tmp_path: Path) -> None:
@@ -78,9 +110,6 @@ def test_a_read_on_a_new_project_does_not_need_it_either(tmp_path: Path) -> None
     assert code == 1 and "sqlalchemy" in loaded  # a run does open it
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the verdict cache still opens the full store (lean cache pending)"
-)
 def test_oxy_run_stores_its_run_without_sqlalchemy_once_the_history_exists(
     tmp_path: Path,
 ) -> None:

@@ -20,7 +20,7 @@ from oxyeval.store import (
     open_store,
     resolve_location,
 )
-from oxyeval.store._rows import CONSISTENCY_STATUSES
+from oxyeval.store._result_rows import CONSISTENCY_STATUSES
 from oxyeval.store._tables import TEST_STATUSES
 
 FIXTURE = Path(__file__).parent / "fixtures" / "history-v0.1.0.db"
