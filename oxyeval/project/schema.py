@@ -236,7 +236,12 @@ def _diagnostics_for(error: ValidationError, doc: Document, kind: str) -> list[D
 def validate_document(doc: Document, kind: str) -> list[Diagnostic]:
     """Every schema problem of ``doc`` (errors and warnings), in file order."""
     if doc.data is None:
-        return [Diagnostic(doc.display, f"file is empty; expected {'an' if kind[0] in 'aeiou' else 'a'} {kind} mapping")]
+        return [
+            Diagnostic(
+                doc.display,
+                f"file is empty; expected {'an' if kind[0] in 'aeiou' else 'a'} {kind} mapping",
+            )
+        ]
     out: list[Diagnostic] = []
     seen: set[tuple[Any, ...]] = set()
     for error in _validator(kind).iter_errors(doc.data):

@@ -35,9 +35,7 @@ def recent_runs(store: Store | None, limit: int = 20, kind: str | None = None) -
     names ``oxy test``'s runs as the pretty table shows them (stored as consistency)."""
     kind = "consistency" if kind == "test" else kind
     if kind is not None and kind not in RUN_KINDS:
-        raise ConfigError(
-            f"--kind must be one of {', '.join(RUN_KINDS)} (or test), not {kind!r}"
-        )
+        raise ConfigError(f"--kind must be one of {', '.join(RUN_KINDS)} (or test), not {kind!r}")
     if store is None:
         return RunListing()
     stale = set(store.runs.find_stale())  # shown as interrupted; a read writes nothing

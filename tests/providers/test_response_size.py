@@ -24,7 +24,9 @@ def test_a_compressed_bomb_is_measured_decoded() -> None:
     body = gzip.compress(b'{"choices": [{"message": {"content": "' + b"y" * 9_000_000 + b'"}}]}')
     with fake_openai() as server:
         server.enqueue(
-            FakeResponse(200, body, {"content-encoding": "gzip", "content-type": "application/json"})
+            FakeResponse(
+                200, body, {"content-encoding": "gzip", "content-type": "application/json"}
+            )
         )
         with pytest.raises(ProviderError, match="larger than 8 MB"):
             run_model(spec_for(server.url), MESSAGES, environ=ENV)

@@ -59,7 +59,7 @@ def test_help_and_import_do_not_load_the_store_stack(tmp_path: Path) -> None:
 
 def test_oxy_test_without_history_does_not_load_the_store_stack(tmp_path: Path) -> None:
     project = tmp_path / "examples"
-    shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output"))
+    shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output", ".oxy"))
     agent = str(project / "agents" / "users.agent.yml")
     code, loaded = _loaded("test", agent, "--format", "json", "--no-history", cwd=project)
     assert code == 0 and loaded == []
@@ -76,7 +76,7 @@ def test_a_plain_oxy_test_keeps_results_and_verdicts_without_sqlalchemy(tmp_path
     """Judge verdicts are cached by default: after the first run, the cache and the results
     share one lean store, and --cache replays answers from it the same way."""
     project = tmp_path / "examples"
-    shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output"))
+    shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output", ".oxy"))
     agent = str(project / "agents" / "users.agent.yml")
     code, loaded, out = _probe("test", agent, "--format", "json", "--cache", cwd=project)
     assert code == 0 and "sqlalchemy" in loaded  # the first run creates the history
@@ -103,7 +103,7 @@ def test_a_plain_oxy_test_keeps_results_and_verdicts_without_sqlalchemy(tmp_path
 
 def test_a_read_on_a_new_project_does_not_need_it_either(tmp_path: Path) -> None:
     project = tmp_path / "examples"
-    shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output"))
+    shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output", ".oxy"))
     code, loaded = _loaded("history", cwd=project)
     assert code == 0 and loaded == []  # no history yet: nothing to open
     code, loaded = _loaded("cases", "run", "prompts/sentiment.prompt.yml", "-q", cwd=project)
@@ -114,7 +114,7 @@ def test_oxy_run_stores_its_run_without_sqlalchemy_once_the_history_exists(
     tmp_path: Path,
 ) -> None:
     project = tmp_path / "examples"
-    shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output"))
+    shutil.copytree(EXAMPLES, project, ignore=shutil.ignore_patterns("output", ".oxy"))
     workflow = str(project / "workflows" / "monthly_report.workflow.yml")
     code, loaded = _loaded("run", workflow, "-q", cwd=project)
     assert code == 0 and "sqlalchemy" in loaded  # the first run creates the history
