@@ -18,8 +18,9 @@ cache of answers and verdicts) and the same behaviour:
 * the same errors (``_engine.translate``), and runs left unfinished marked interrupted
   on close, as :meth:`Store.close` does.
 
-Anything else (no file yet, an older or newer schema, PostgreSQL, a file not in WAL mode)
-returns None and the caller opens the full store, which creates or migrates it.
+A project's first run creates the file from a schema snapshot (:mod:`._fresh`). Anything
+else (an older or newer schema, PostgreSQL, a file not in WAL mode) returns None and the
+caller opens the full store, which migrates it or says why it cannot.
 ``tests/store/test_lite.py`` and ``test_lite_cache.py`` check that rows written here read
 back identically through the SQLAlchemy repositories, and the other way round.
 """
@@ -273,10 +274,18 @@ class LiteStore:
 
 def open_results(location: Location, *, timeout: float = DEFAULT_TIMEOUT) -> LiteStore | None:
     """A lean writer for ``location`` when it is an SQLite file in WAL mode at the latest
-    schema; else None (open the full store instead: it creates or migrates)."""
+    schema, or no file yet (created from the schema snapshot, :mod:`._fresh`); else None
+    (open the full store instead: it migrates, or says why it cannot)."""
     from ._migrations import HEAD, VERSION_TABLE
 
-    if location.backend != "sqlite" or location.path is None or not location.path.is_file():
+    if location.backend != "sqlite" or location.path is None:
+        return None
+    if not location.path.exists():
+        from ._fresh import create_from_snapshot
+
+        if not create_from_snapshot(location.path):
+            return None
+    if not location.path.is_file():
         return None
     import sqlite3
 

@@ -33,7 +33,6 @@ def _history(tmp_path: Path) -> Path:
 
 
 def test_only_an_sqlite_file_at_the_current_schema_is_written_this_way(tmp_path: Path) -> None:
-    assert open_results(resolve_location(str(tmp_path / "missing.db"), environ={})) is None
     pg = resolve_location("postgresql://oxy@127.0.0.1:1/db", environ={})
     assert open_results(pg) is None  # never connects: the full store handles PostgreSQL
     old = tmp_path / "old.db"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from oxyeval.project.config import load_project
-from oxyeval.store import LiteStore, Store, open_store
+from oxyeval.store import LiteStore, open_store
 from oxyeval.suites import history as history_module
 from oxyeval.suites.cache import cache_factory
 from oxyeval.suites.consistency import run_tests
@@ -70,7 +70,7 @@ def test_oxy_test_opens_one_store_for_its_cache_and_its_results(
 ) -> None:
     root = make_project(CONFIG, {"a.agent.yml": AGENT})
     first = run_tests([root / "a.agent.yml"])
-    assert opened == [(str(_db(root)), "Store")]  # no history yet: created by the full store
+    assert opened == [(str(_db(root)), "LiteStore")]  # no history yet: made from the snapshot
     assert first.tests[0].judge_calls > 0 and first.cached_calls == 0
     for flag in (None, True, True):
         opened.clear()
@@ -99,11 +99,11 @@ def test_projects_sharing_a_database_share_its_store(
     (two / "b.agent.yml").write_text(AGENT)
     shared = tmp_path / "shared.db"
     run = run_tests([one / "a.agent.yml", two / "b.agent.yml"], db=shared)
-    assert opened == [(str(shared), "Store")]
+    assert opened == [(str(shared), "LiteStore")]
     assert [(n.db, n.stored, n.error) for n in run.history] == [(str(shared), 2, None)]
     opened.clear()
     run_tests([one / "a.agent.yml", two / "b.agent.yml"])  # each its own history
-    assert sorted(opened) == sorted([(str(_db(one)), "Store"), (str(_db(two)), "Store")])
+    assert sorted(opened) == sorted([(str(_db(one)), "LiteStore"), (str(_db(two)), "LiteStore")])
 
 
 def test_oxy_run_shares_its_store_with_the_engine_cache(
@@ -113,11 +113,11 @@ def test_oxy_run_shares_its_store_with_the_engine_cache(
         CONFIG,
         {"a.agent.yml": "model: analyst\nsystem_instructions: x\n", "w.workflow.yml": WORKFLOW},
     )
-    for kind in ("Store", "LiteStore"):
+    for _ in range(2):
         opened.clear()
         caches = cache_factory()
         result = asyncio.run(run_workflow(root / "w.workflow.yml", cache=caches))
-        assert opened == [(str(_db(root)), kind)]
+        assert opened == [(str(_db(root)), "LiteStore")]
         assert result.ok
     assert caches.total_served > 0  # the second run replayed the verdicts of the first
     with open_store(_db(root), read_only=True) as store:
@@ -154,7 +154,7 @@ def test_histories_resolve_each_project_once_and_hand_out_one_history_per_databa
             assert first is not None and first is histories.for_project(project)
             first.start()
             store = await first.store()
-            assert isinstance(store, Store)  # a new history: the full store creates it
+            assert isinstance(store, LiteStore)  # a new history: made from the snapshot
         async with Histories() as histories:
             again = histories.for_project(project)
             assert again is not None and isinstance(await again.store(), LiteStore)
