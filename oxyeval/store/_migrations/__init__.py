@@ -14,8 +14,9 @@ is converted in the same transaction: see :mod:`._legacy`. SQLite files we manag
 and so refuses to touch.
 
 For developers, a new revision: add ``versions/NNNN_what.py`` (copy the last one, set
-``down_revision``), update ``HEAD``/``REVISIONS`` here and ``_tables.py``; the test suite
-checks that the three agree on SQLite and PostgreSQL.
+``down_revision``), update ``HEAD``/``REVISIONS`` here and ``_tables.py``, and regenerate the
+new-file snapshot (``python -m oxyeval.store._fresh``); the test suite checks that the four
+agree on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
