@@ -16,6 +16,7 @@ from ._util import canonical_json, loads, new_id, redact_json, redact_text, utc_
 
 __all__ = [
     "CONSISTENCY_STATUSES",
+    "MAX_STORED_CHARS",
     "ConsistencyResult",
     "NewConsistencyResult",
     "NewWorkflowRun",
@@ -27,6 +28,18 @@ __all__ = [
 
 #: A consistency result's status (also ``_tables.TEST_STATUSES``, the table's CHECK).
 CONSISTENCY_STATUSES = ("scored", "error", "interrupted")
+
+#: The most characters of one output kept in the history (a selected answer, a workflow's or
+#: a task's output as JSON). A SQL task may return millions of rows and a model 8 MB of text;
+#: the history is for looking back, and a run's full outputs are in its own report, so a
+#: longer value is stored cut, saying so, rather than growing every history by megabytes.
+MAX_STORED_CHARS = 1_000_000
+
+
+def _bounded_text(text: str | None) -> str | None:
+    if text is None or len(text) <= MAX_STORED_CHARS:
+        return text
+    return f"{text[:MAX_STORED_CHARS]}\n[... cut: {len(text):,} characters in all]"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,7 +100,7 @@ def consistency_values(run_id: str, result: NewConsistencyResult) -> dict[str, A
         "identical_pairs": result.identical_pairs,
         "judge_calls": result.judge_calls,
         "selected_run": result.selected_run,
-        "selected_output": redact_text(result.selected_output),
+        "selected_output": _bounded_text(redact_text(result.selected_output)),
         "run_errors": canonical_json(redact_json(list(result.run_errors))),
         "error_message": redact_text(result.error),
         "duration_ms": float(result.duration_ms),
@@ -174,7 +187,14 @@ class NewWorkflowRun:
 
 
 def _json(value: Any) -> str | None:
-    return None if value is None else canonical_json(redact_json(value))
+    """The value as JSON, redacted; when longer than :data:`MAX_STORED_CHARS`, a JSON object
+    holding the start of that text and its full length (still valid JSON on read)."""
+    if value is None:
+        return None
+    text = canonical_json(redact_json(value))
+    if len(text) <= MAX_STORED_CHARS:
+        return text
+    return canonical_json({"oxy_cut": True, "chars": len(text), "head": text[:MAX_STORED_CHARS]})
 
 
 def workflow_values(
