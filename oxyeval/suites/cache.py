@@ -333,8 +333,12 @@ class RunCache:
 
 
 def _finish(store: RunStore, hits: Mapping[str, int], cutoff: str | None) -> None:
+    """Count the hits; purge what this project's ``ttl_days`` expired, but only in a
+    project's own SQLite file: a PostgreSQL history is shared by projects whose ``ttl_days``
+    differ, so there expired entries are only ignored on read (``oxy cache clear
+    --older-than`` purges it on purpose)."""
     store.cache.add_hits(hits)
-    if cutoff is not None:
+    if cutoff is not None and store.location.backend == "sqlite":
         store.cache.clear(older_than=cutoff)
 
 
