@@ -149,7 +149,10 @@ def _workflow(
         )
         raise _interrupted(err, as_json, doc, why) from None
     except WorkflowFailed as failed:  # exit 2 when a task failed on bad input
-        print_error(err, failed, debug)
+        if quiet or debug:
+            print_error(err, failed, debug)
+        else:  # each error is on its task's line just above: name the tasks, once
+            err.print(f"error: {failed.run.summary(brief=True)}", style="red", markup=False)
         if as_json:
             _print_json({**failed.run.to_dict(), "exit_code": failed.exit_code})
         raise typer.Exit(failed.exit_code) from None

@@ -1,0 +1,77 @@
+"""What the commands print when something goes wrong (review item 25): each error
+once, in plain words, with the same prefixes across commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from oxyeval.cli import main
+
+from ..conftest import MakeProject
+
+CONFIG = """\
+models:
+  - {name: m, vendor: mock, outputs: ["hi"]}
+databases:
+  - {name: shop, type: duckdb, dataset: data}
+"""
+BAD_TEMPLATE = """\
+tasks:
+  - name: q
+    type: execute_sql
+    database: shop
+    sql_query: SELECT 1 AS a
+  - name: f
+    type: formatter
+    template: "{{ q.nope }}"
+"""
+TEMPLATE_ERROR = (
+    "t.workflow.yml:8: tasks[1].template (task 'f'): template error: "
+    "the SQL result has no column or attribute 'nope' (columns: a)"
+)
+
+
+def oxy(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    out, err = capsys.readouterr()
+    code = info.value.code
+    assert isinstance(code, int)
+    return code, out, err
+
+
+@pytest.fixture
+def root(make_project: MakeProject, monkeypatch: pytest.MonkeyPatch) -> Path:
+    project = make_project(CONFIG, {"data/x.csv": "a\n1\n", "t.workflow.yml": BAD_TEMPLATE})
+    monkeypatch.chdir(project)
+    return project
+
+
+def test_oxy_run_prints_a_template_error_once_then_names_the_failed_task(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = oxy(["run", "t.workflow.yml", "--no-history"], capsys)
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    assert lines[0].startswith("✓ q execute_sql ")
+    assert lines[1:] == [f"✗ f: {TEMPLATE_ERROR}", "error: task 'f' failed (see its error above)"]
+
+
+def test_oxy_run_quiet_prints_the_error_in_the_summary(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _out, err = oxy(["run", "t.workflow.yml", "--no-history", "-q"], capsys)
+    assert code == 2
+    assert err.splitlines() == [f"error: task 'f' failed: {TEMPLATE_ERROR}"]
+
+
+def test_oxy_run_json_carries_the_one_line_error(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _err = oxy(["run", "t.workflow.yml", "--no-history", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == doc["exit_code"] == 2
+    assert doc["errors"] == [{"task": "f", "error": TEMPLATE_ERROR}]
