@@ -75,3 +75,18 @@ def test_oxy_run_json_carries_the_one_line_error(
     doc = json.loads(out)
     assert code == doc["exit_code"] == 2
     assert doc["errors"] == [{"task": "f", "error": TEMPLATE_ERROR}]
+
+
+def test_oxy_run_warns_with_the_warning_prefix_when_the_history_cannot_be_written(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ok = "tasks:\n  - {name: q, type: execute_sql, database: shop, sql_query: SELECT 1 AS a}\n"
+    project = make_project(CONFIG, {"data/x.csv": "a\n1\n", "ok.workflow.yml": ok})
+    monkeypatch.chdir(project)
+    (project / "folder").mkdir()
+    code, out, err = oxy(["run", "ok.workflow.yml", "--db", "folder", "-q"], capsys)
+    assert code == 0 and "| 1 |" in out  # the run stands
+    assert err.splitlines() == [
+        "warning: history not stored in folder: history database folder is a directory, "
+        "not a database file; point --db/OXY_DB at a file"
+    ]
