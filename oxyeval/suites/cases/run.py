@@ -251,7 +251,8 @@ class _Scorer:
     def method_name(self, method: str) -> str:
         if method == "lexical":
             return "lexical"
-        return f"embedding:{method} ({self.context.project.embeddings[method].model_ref})"
+        model_ref = self.context.project.embeddings[method].model_ref
+        return f"embedding:{method} ({model_ref})" if model_ref else f"embedding:{method}"
 
     async def similarity(self, method: str, a: str, b: str) -> tuple[float, str]:
         if method == "lexical":
