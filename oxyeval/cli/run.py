@@ -9,7 +9,7 @@ import typer
 from ..errors import EXIT_INFRA, EXIT_OK, OxyError
 from ..project.limits import MAX_CONCURRENCY
 from ._app import CacheOption, Format, ProjectOption, app, setup_logging
-from .console import echo, print_error, stderr_console, streams
+from .console import echo, json_error, print_error, stderr_console, streams
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -244,7 +244,7 @@ def run_command(
     except OxyError as exc:
         print_error(err, exc, debug)
         if as_json:
-            _print_json({"status": "error", "error": str(exc), "exit_code": exc.exit_code})
+            _print_json({"status": "error", "error": json_error(exc), "exit_code": exc.exit_code})
         raise typer.Exit(exc.exit_code) from None
     if not as_json:
         from ..report.text import shown

@@ -90,3 +90,71 @@ def test_oxy_run_warns_with_the_warning_prefix_when_the_history_cannot_be_writte
         "warning: history not stored in folder: history database folder is a directory, "
         "not a database file; point --db/OXY_DB at a file"
     ]
+
+
+BAD_AGENT = """\
+model: m
+system_instructions: hi
+tests:
+  - type: consistency
+    n: -1
+    task_description: x
+"""
+BAD_N = "a.agent.yml:5:8: tests[0].n: must be at least 2, got -1"
+
+
+@pytest.fixture
+def bad(make_project: MakeProject, monkeypatch: pytest.MonkeyPatch) -> Path:
+    project = make_project(
+        CONFIG,
+        {
+            "a.agent.yml": BAD_AGENT,
+            "p.prompt.yml": "name: p\nmodel: m\ntemplate: hi\nthreshold: 7\ncases: []\n",
+        },
+    )
+    monkeypatch.chdir(project)
+    return project
+
+
+def test_oxy_test_json_error_of_a_load_failure_is_the_message_alone(
+    bad: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = oxy(["test", "a.agent.yml", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == doc["summary"]["exit_code"] == 2
+    assert doc["error"] == BAD_N
+    assert err.startswith(f"error: {BAD_N}\n")  # the terminal keeps the excerpt and count
+    assert err.rstrip().endswith("1 error(s) in a.agent.yml")
+
+
+def test_oxy_run_json_error_of_a_load_failure_is_the_message_alone(
+    bad: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _err = oxy(["run", "a.agent.yml", "--question", "hi", "--format", "json"], capsys)
+    assert code == 2
+    assert json.loads(out) == {"status": "error", "error": BAD_N, "exit_code": 2}
+
+
+def test_oxy_cases_json_error_of_a_load_failure_is_the_message_alone(
+    bad: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _err = oxy(["cases", "run", "p.prompt.yml", "--format", "json"], capsys)
+    assert code == 2
+    assert json.loads(out) == {
+        "error": "p.prompt.yml:4:12: threshold: must be at most 1, got 7",
+        "exit_code": 2,
+    }
+
+
+def test_several_load_errors_are_one_line_each(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = make_project(CONFIG, {"a.agent.yml": BAD_AGENT.replace("x\n", "x\n    nn: 3\n")})
+    monkeypatch.chdir(project)
+    _code, out, _err = oxy(["test", "a.agent.yml", "--format", "json"], capsys)
+    assert json.loads(out)["error"].splitlines() == [
+        BAD_N,
+        "a.agent.yml:7:5: tests[0].nn: unknown key 'nn'; did you mean 'n'? (allowed here: "
+        "concurrency, metrics, min_judged, model_ref, n, name, pairing, prompt, scores, "
+        "task_description, task_ref, type)",
+    ]
