@@ -93,6 +93,9 @@ class CaseResult:
     pending: bool = False  # no expected output yet: shown and kept, not judged
     finish_reason: str | None = None  # why the model stopped, as the vendor spelled it
     cached: bool = False  # the answer was replayed from the cache (--cache), no call made
+    #: ``time.perf_counter()`` when the case began: with ``run_duration_ms``, its span in
+    #: the run (cases run concurrently, so a report's total is not the sum). Not stored.
+    started: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -297,6 +300,7 @@ async def _run_one(
         prompt_version=version,
         expected_output=case.expected_output,
         threshold=threshold,
+        started=started,
     )
     try:
         completion = await plan.target.complete(case.input or {})
