@@ -13,7 +13,7 @@ from ..errors import EXIT_INFRA, EXIT_OK, OxyError
 from ..project.limits import MAX_CONCURRENCY
 from ._app import CacheOption, Format, ProjectOption, app
 from .artifacts import JunitOption, report_path_problem, write_report
-from .console import print_error, stderr_console, stdout_console, streams
+from .console import json_error, print_error, stderr_console, stdout_console, streams
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -54,7 +54,7 @@ def _fail(err: Console, exc: BaseException, as_json: bool) -> typer.Exit:
     code = exc.exit_code if isinstance(exc, OxyError) else EXIT_INFRA
     print_error(err, exc)
     if as_json:
-        _print_json({"error": str(exc), "exit_code": code})
+        _print_json({"error": json_error(exc), "exit_code": code})
     return typer.Exit(code)
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "Streams",
     "echo",
     "error_text",
+    "json_error",
     "print_error",
     "stderr_console",
     "stdout_console",
@@ -124,6 +125,24 @@ def stderr_console() -> Console:
 def error_text(exc: BaseException) -> str:
     text = str(exc)
     return text if text.startswith(("error:", "warning:")) else f"error: {text}"
+
+
+def json_error(exc: BaseException) -> str:
+    """The ``"error"`` value of a JSON document: the message alone, one line per problem
+    of a load error (``file:line:column: key: message``), without what the terminal gets
+    around it (the ``error:`` prefix, the source excerpt, the "N error(s) in" count)."""
+    from ..errors import LoadError
+    from ..redact import redact
+
+    if isinstance(exc, LoadError):
+        lines = [
+            f"{d.location()}: {d.key + ': ' if d.key else ''}{d.message}"
+            for d in exc.diagnostics
+            if d.severity == "error"
+        ]
+        if lines:
+            return redact("\n".join(lines))
+    return str(exc).removeprefix("error: ")
 
 
 def print_error(console: Console, exc: BaseException, debug: bool = False) -> None:

@@ -13,7 +13,7 @@ import typer
 
 from ..errors import EXIT_INFRA, EXIT_INPUT, OxyError
 from ._app import DebugOption, Format, ThresholdMode, app
-from .console import print_error, stderr_console, streams
+from .console import json_error, print_error, stderr_console, streams
 
 __all__ = ["report_command"]
 
@@ -81,7 +81,7 @@ def report_command(
     except OxyError as exc:
         print_error(err, exc, debug)
         if as_json:
-            write_json(to_json(TestRun(), code=exc.exit_code, error=str(exc)), out)
+            write_json(to_json(TestRun(), code=exc.exit_code, error=json_error(exc)), out)
         raise typer.Exit(exc.exit_code) from None
     run = saved.run
     if saved.error is not None and not run.tests:  # the saved run itself failed

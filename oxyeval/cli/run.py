@@ -9,7 +9,7 @@ import typer
 from ..errors import EXIT_INFRA, EXIT_OK, OxyError
 from ..project.limits import MAX_CONCURRENCY
 from ._app import CacheOption, Format, ProjectOption, app, setup_logging
-from .console import echo, print_error, stderr_console, streams
+from .console import echo, json_error, print_error, stderr_console, streams
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -149,7 +149,10 @@ def _workflow(
         )
         raise _interrupted(err, as_json, doc, why) from None
     except WorkflowFailed as failed:  # exit 2 when a task failed on bad input
-        print_error(err, failed, debug)
+        if quiet or debug:
+            print_error(err, failed, debug)
+        else:  # each error is on its task's line just above: name the tasks, once
+            err.print(f"error: {failed.run.summary(brief=True)}", style="red", markup=False)
         if as_json:
             _print_json({**failed.run.to_dict(), "exit_code": failed.exit_code})
         raise typer.Exit(failed.exit_code) from None
@@ -241,7 +244,7 @@ def run_command(
     except OxyError as exc:
         print_error(err, exc, debug)
         if as_json:
-            _print_json({"status": "error", "error": str(exc), "exit_code": exc.exit_code})
+            _print_json({"status": "error", "error": json_error(exc), "exit_code": exc.exit_code})
         raise typer.Exit(exc.exit_code) from None
     if not as_json:
         from ..report.text import shown

@@ -11,7 +11,7 @@ import typer
 from ..errors import EXIT_INFRA, EXIT_INPUT, OxyError
 from ._app import CacheOption, DebugOption, Format, RichProgress, ThresholdMode, app, setup_logging
 from .artifacts import JunitOption, report_path_problem, write_report
-from .console import print_error, stderr_console, streams
+from .console import json_error, print_error, stderr_console, streams
 
 __all__ = ["test_command"]
 
@@ -155,7 +155,7 @@ def test_command(
             text = consistency_junit(run, code=code, error=str(error), timestamp=started)
             code = write_report("--junit", junit, text, err, code)
         if as_json:
-            write_json(to_json(run, code=code, error=str(error)), out)
+            write_json(to_json(run, code=code, error=json_error(error)), out)
         raise typer.Exit(code)
 
     code, _threshold, _drop = finish_run(

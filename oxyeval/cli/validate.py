@@ -8,7 +8,7 @@ import typer
 
 from ..errors import EXIT_INPUT, EXIT_OK, OxyError
 from ._app import Format, ProjectOption, app
-from .console import echo, print_error, stderr_console, streams
+from .console import echo, json_error, print_error, stderr_console, streams
 
 __all__ = ["schema_command", "validate_command"]
 
@@ -33,7 +33,7 @@ def validate_command(
     except OxyError as exc:
         print_error(err, exc, debug)
         if as_json:
-            write_json({"error": str(exc), "exit_code": EXIT_INPUT}, streams().stdout)
+            write_json({"error": json_error(exc), "exit_code": EXIT_INPUT}, streams().stdout)
         raise typer.Exit(EXIT_INPUT) from None
     code = EXIT_INPUT if report.errors else EXIT_OK
     for d in report.diagnostics:  # on stderr in both formats: a non-zero exit says why

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
 from ..errors import EXIT_INFRA, EXIT_OK, OxyError
-from .console import print_error
+from .console import json_error, print_error
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -130,7 +130,7 @@ def finish_run(
         )
         code = write_report("--junit", junit, text, err, code)
     if as_json:
-        message = None if error is None else str(error)
+        message = None if error is None else json_error(error)
         write_json(to_json(run, threshold, code=code, error=message, drop=drop), out)
     else:
         render_pretty(run, threshold, stdout_console(), quiet=quiet, code=code, drop=drop)

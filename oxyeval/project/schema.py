@@ -233,6 +233,13 @@ def _diagnostics_for(error: ValidationError, doc: Document, kind: str) -> list[D
     return [doc.diagnostic(path, str(error.message))]
 
 
+def _guessed_branch(error: ValidationError, misspelt: set[tuple[Any, ...]]) -> bool:
+    """A key an ``if``/``then``/``else`` branch requires of a mapping whose own values
+    include one that is not among its choices: the branch was picked on a typo."""
+    conditional = "then" in error.relative_schema_path or "else" in error.relative_schema_path
+    return error.validator == "required" and conditional and tuple(error.absolute_path) in misspelt
+
+
 def validate_document(doc: Document, kind: str) -> list[Diagnostic]:
     """Every schema problem of ``doc`` (errors and warnings), in file order."""
     if doc.data is None:
@@ -244,7 +251,13 @@ def validate_document(doc: Document, kind: str) -> list[Diagnostic]:
         ]
     out: list[Diagnostic] = []
     seen: set[tuple[Any, ...]] = set()
-    for error in _validator(kind).iter_errors(doc.data):
+    errors = list(_validator(kind).iter_errors(doc.data))
+    # A value that is not one of its choices (`vendor: mokc`) also sends its mapping down
+    # the schema's "any other vendor" branch, which then demands keys (`model_ref`) the
+    # intended choice does not need: only the "did you mean 'mock'" error helps.
+    misspelt = {tuple(e.absolute_path)[:-1] for e in errors if e.validator == "enum"}
+    errors = [e for e in errors if not _guessed_branch(e, misspelt)]
+    for error in errors:
         for diag in _diagnostics_for(error, doc, kind):
             ident = (diag.line, diag.column, diag.key, diag.message)
             if ident not in seen:

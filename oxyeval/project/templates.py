@@ -36,10 +36,36 @@ def environment() -> LimitedSandbox:
     """The one sandboxed Jinja environment every template renders in (SQL templates
     overlay it): strict undefined variables, size limits, no access to internals."""
     from jinja2 import StrictUndefined
+    from jinja2.utils import missing
 
     from .sandbox import LimitedSandbox  # the sandbox with size limits (see sandbox.py)
 
-    return LimitedSandbox(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    class NamedUndefined(StrictUndefined):
+        """A missing attribute or item, worded for the person who wrote the template.
+
+        Jinja names the Python class (``'oxyeval.workflow.sql.SqlResult object' has no
+        attribute 'nope'``), which means nothing to them. A value the engine puts into
+        templates explains itself through a ``_template_missing(name)`` method (the
+        sandbox keeps templates from calling it); any other class is named without its
+        module.
+        """
+
+        __slots__ = ()
+
+        @property
+        def _undefined_message(self) -> str:
+            obj, name = self._undefined_obj, self._undefined_name
+            if self._undefined_hint is None and obj is not missing:
+                explain = getattr(type(obj), "_template_missing", None)
+                if explain is not None:
+                    return str(explain(obj, name))
+                cls = type(obj)
+                if cls.__module__ != "builtins" and obj is not None:
+                    what = "element" if not isinstance(name, str) else "attribute"
+                    return f"'{cls.__name__} object' has no {what} {name!r}"
+            return str(super()._undefined_message)
+
+    return LimitedSandbox(undefined=NamedUndefined, keep_trailing_newline=True, autoescape=False)
 
 
 class TemplateRef:
@@ -145,11 +171,10 @@ def render(ref: TemplateRef, context: Mapping[str, Any]) -> str:
     except MemoryError:  # the limits above should make this unreachable; never a traceback
         raise ref.error("template ran out of memory while rendering") from None
     except UndefinedError as exc:
-        available = ", ".join(sorted(context)) or "none"
-        raise ref.error(
-            f"template error: {exc.message} (variables available here: {available})",
-            _template_line(exc),
-        ) from None
+        message = str(exc.message)
+        if message.endswith(" is undefined"):  # a name: say which ones there are
+            message += f" (variables available here: {', '.join(sorted(context)) or 'none'})"
+        raise ref.error(f"template error: {message}", _template_line(exc)) from None
     except SecurityError as exc:
         raise ref.error(f"template blocked by the sandbox: {exc}", _template_line(exc)) from None
     except TemplateError as exc:

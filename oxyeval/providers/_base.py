@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from ..errors import ProviderError
+
 if TYPE_CHECKING:
     import httpx
 
 __all__ = [
     "TRUNCATED_REASONS",
+    "AttemptTimeout",
     "ChatMessage",
     "Completion",
     "EmbeddingAPI",
@@ -43,6 +46,11 @@ __all__ = [
 #: ``length``, Anthropic's ``max_tokens``, Gemini's ``MAX_TOKENS`` and the Responses
 #: API's ``max_output_tokens``. The one list: completions, agents and the store use it.
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
+
+
+class AttemptTimeout(ProviderError):
+    """An attempt that ran out of time, its message already saying which settings move
+    the deadline, so the retry layer giving up does not advise a second time."""
 
 
 def stopped_at_token_limit(finish_reason: str | None) -> bool:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..redact import redact
-from ._base import Usage
+from ._base import AttemptTimeout, Usage
 
 if TYPE_CHECKING:
     import ssl
@@ -251,7 +251,8 @@ def malformed(spec: ModelSpec, url: str, expected: str, body: Any = None) -> Pro
 
 
 def _timeout_error(spec: ModelSpec, url: str, exc: BaseException) -> ProviderError:
-    """Which deadline fired, and the settings that move it (retryable: the next try may be quicker)."""
+    """Which deadline fired, and (once) the settings that move it (retryable: the next
+    try may be quicker)."""
     import httpx
 
     who = f"model '{spec.name}' ({spec.vendor})"
@@ -260,14 +261,14 @@ def _timeout_error(spec: ModelSpec, url: str, exc: BaseException) -> ProviderErr
         hint = "Is the server up and api_url right? Or raise `timeout`"
     else:
         what = (
-            f"no complete answer from {url} within {spec.timeout:g}s "
-            "(the model's `timeout` bounds each whole attempt: connecting, waiting and reading)"
+            f"no complete answer from {url} within {spec.timeout:g}s (the model's `timeout` "
+            "bounds each whole attempt: connecting, waiting in the server's queue and reading)"
         )
         hint = (
-            "Raise `timeout` for this model in config.yml, lower its `concurrency` if the "
-            "server queues requests, or set `max_tokens` to shorten answers"
+            "Raise `timeout` for this model in config.yml, lower its `concurrency` (a local "
+            "server often answers one request at a time), or set `max_tokens` to shorten answers"
         )
-    return ProviderError(f"{who}: {what}. {hint}", model=spec.name, retryable=True)
+    return AttemptTimeout(f"{who}: {what}. {hint}", model=spec.name, retryable=True)
 
 
 def require_client(api: VendorAPI) -> httpx.AsyncClient:

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from ..errors import ProviderError
 from ..redact import redact, redact_data
-from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, ModelSpec
+from ._base import AttemptTimeout, ChatMessage, Completion, GenerateParams, ModelAPI, ModelSpec
 from ._cache import ResponseCache, answer_key, cacheable, current_repeat
 from ._limiter import AdaptiveLimiter, Outcome
 
@@ -207,7 +207,12 @@ class Retrier:
             if attempt + 1 >= attempts:
                 raise ProviderError(
                     f"{error} (gave up after {attempts} attempt{'s' if attempts != 1 else ''})"
-                    + (self._timeout_hint() if slow else ""),
+                    # Advice once: an attempt's own timeout error already gives it.
+                    + (
+                        self._timeout_hint()
+                        if slow and not isinstance(error, AttemptTimeout)
+                        else ""
+                    ),
                     model=error.model,
                     status=error.status,
                     retryable=False,

@@ -80,11 +80,34 @@ class _Suite:
     properties: list[tuple[str, str]] = field(default_factory=list)
     out: list[str] = field(default_factory=list)
     err: list[str] = field(default_factory=list)
+    #: Wall time of the suite (see :func:`_span`); None: the sum of its cases' times.
+    time: float | None = None
 
 
-def _render(suites: Sequence[_Suite], timestamp: datetime | None, hostname: str | None) -> str:
+def _span(intervals: Iterable[tuple[float | None, float]]) -> float | None:
+    """Wall time from the first start to the last end of ``(started, seconds)`` pairs.
+
+    Tests and cases run concurrently, so their times overlap: a suite of three 1 s cases
+    that ran side by side took 1 s, not 3. None when a start is unknown (a run read back
+    from a saved report), and the caller falls back to the sum.
+    """
+    items = list(intervals)
+    if not items or any(start is None for start, _ in items):
+        return None
+    starts = [start for start, _ in items if start is not None]
+    ends = [start + seconds for start, seconds in items if start is not None]
+    return max(ends) - min(starts)
+
+
+def _render(
+    suites: Sequence[_Suite],
+    timestamp: datetime | None,
+    hostname: str | None,
+    total: float | None = None,
+) -> str:
     """``timestamp``: when the run started (default: now), written in UTC without a zone,
-    as Ant writes it (the format has no zone)."""
+    as Ant writes it (the format has no zone). ``total``: the run's wall time (default:
+    the sum of the suites')."""
     when = timestamp or datetime.now(timezone.utc)
     if when.tzinfo is not None:
         when = when.astimezone(timezone.utc)
@@ -99,7 +122,7 @@ def _render(suites: Sequence[_Suite], timestamp: datetime | None, hostname: str 
             "errors": sum(1 for c in suite.cases if c.error),
             "skipped": sum(1 for c in suite.cases if c.skipped and not (c.error or c.failure)),
         }
-        elapsed = sum(c.time for c in suite.cases)
+        elapsed = suite.time if suite.time is not None else sum(c.time for c in suite.cases)
         for key, value in counts.items():
             totals[key] += value
         totals["time"] += elapsed
@@ -147,7 +170,7 @@ def _render(suites: Sequence[_Suite], timestamp: datetime | None, hostname: str 
         ET.SubElement(node, "system-err").text = xml_text("\n".join(suite.err))
     for key in ("tests", "failures", "errors", "skipped"):
         root.set(key, str(totals[key]))
-    root.set("time", _seconds(totals["time"]))
+    root.set("time", _seconds(total if total is not None else totals["time"]))
     ET.indent(root)
     body = ET.tostring(root, encoding="unicode")
     return f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n'
@@ -211,7 +234,9 @@ def consistency_junit(
         by_file.setdefault(test.file, []).append(test)
     files: dict[str, _Suite] = {}
     for file, tests in by_file.items():
-        suite = files[file] = _Suite(name=file, package="oxy.test")
+        suite = files[file] = _Suite(
+            name=file, package="oxy.test", time=_span((t.started, t.duration) for t in tests)
+        )
         for test, name in zip(tests, _unique(t.name for t in tests), strict=True):
             label = run.label(test)
             suite.cases.append(
@@ -257,7 +282,8 @@ def consistency_junit(
         if threshold is not None and not threshold.passed:
             suite.err.append(threshold.message)
         suite.err.extend(run.warnings + run.skipped)
-    return _render(suites, timestamp, hostname)
+    total = _span((t.started, t.duration) for t in run.tests)
+    return _render(suites, timestamp, hostname, total)
 
 
 def _test_case(
@@ -353,7 +379,11 @@ def cases_junit(
     suites = []
     for prompt_id, results in by_prompt.items():
         version = results[0].prompt_version
-        suite = _Suite(name=f"{prompt_id} v{version}", package="oxy.cases")
+        suite = _Suite(
+            name=f"{prompt_id} v{version}",
+            package="oxy.cases",
+            time=_span(_case_interval(r) for r in results),
+        )
         for result, name in zip(results, _unique(r.name for r in results), strict=True):
             suite.cases.append(_case(result, name, fail_on_regression))
             suite.properties.extend(_case_properties(name, result))
@@ -387,7 +417,12 @@ def cases_junit(
     for suite in suites:
         suite.properties[:0] = run_props
         suite.err.extend(run.warnings)
-    return _render(suites, timestamp, hostname)
+    total = _span(_case_interval(r) for r in run.results)
+    return _render(suites, timestamp, hostname, total)
+
+
+def _case_interval(result: CaseResult) -> tuple[float | None, float]:
+    return result.started, result.run_duration_ms / 1000
 
 
 def _case(result: CaseResult, name: str, fail_on_regression: bool) -> _Case:

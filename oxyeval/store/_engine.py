@@ -90,6 +90,22 @@ def _sqlite_location(path: str | Path, *, explicit: bool, base: Path | None = No
     return Location("sqlite", str(p), p, explicit, "")
 
 
+def _port_problem(netloc: str) -> str | None:
+    """What is wrong with the URL's port, if anything. Read from the text rather than
+    from ``urlsplit``'s ``port``, whose ValueError wording varies and which takes 0."""
+    host = netloc.rpartition("@")[2]
+    if host.startswith("["):  # [::1]:5432
+        host = host.partition("]")[2]
+    text = host.partition(":")[2]
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit()):
+        return f"the port is not a number ({text!r})"
+    if not 1 <= int(text) <= 65535:
+        return f"the port {int(text)} is out of range: a port is 1-65535"
+    return None
+
+
 def _url_location(
     text: str, *, explicit: bool, password: str | None, base: Path | None
 ) -> Location:
@@ -121,11 +137,9 @@ def _url_location(
             "write postgresql://user@host:5432/dbname",
             path=shown,
         )
-    try:
-        parts.port  # noqa: B018  (a non-numeric or out-of-range port raises here)
-    except ValueError as exc:
-        why = "out of range (1-65535)" if "range" in str(exc) else "not a number"
-        raise LocationError(f"history database {shown}: the port is {why}", path=shown) from None
+    port = _port_problem(parts.netloc)
+    if port is not None:
+        raise LocationError(f"history database {shown}: {port}", path=shown)
     if parts.password:
         password = unquote(parts.password)
     url = "postgresql+psycopg://" + text.split("://", 1)[1]

@@ -493,9 +493,12 @@ async def run_tests_async(
 
             async def one(job: _Job) -> None:
                 mine: list[TestResult] = []
+                began = time.perf_counter()
                 try:
                     await _run_test(job, progress, mine)
                 finally:
+                    for result in mine:
+                        result.started = began
                     run.tests.extend(mine)
                     recorder.finished(mine)  # stored in the background as each test ends
 

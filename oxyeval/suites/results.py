@@ -95,6 +95,10 @@ class TestResult:
     selected: int | None = None
     comparisons: list[dict[str, Any]] = field(default_factory=list)
     duration: float = 0.0
+    #: ``time.perf_counter()`` when the test began: with ``duration``, its span in the
+    #: run (tests run concurrently, so a report's total is not the sum of durations).
+    #: In memory only; None for a run read back from a saved report.
+    started: float | None = None
     #: Cut short by Ctrl-C/SIGTERM: ``outputs`` are the runs that finished, ``error``
     #: says how far it got, and ``accuracy`` (if any) covers only the pairs judged.
     interrupted: bool = False

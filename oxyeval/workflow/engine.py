@@ -267,7 +267,7 @@ class Engine:
                     write_output(cached, output, "json" if cached.suffix == ".json" else None)
             export(self.project.root, task, context, output, record)
         except LoadError as exc:  # a template failed at run time: say which task
-            raise TaskFailed(f"{task.where}: {exc}", exit_code=exc.exit_code) from None
+            raise TaskFailed(_failed_template(task, exc), exit_code=exc.exit_code) from None
         except (ProviderError, SqlError, ConfigError, TaskFailed) as exc:
             record.ended = time.perf_counter()
             code = exc.exit_code if isinstance(exc, TaskFailed) else None
@@ -276,6 +276,20 @@ class Engine:
         record.ended = time.perf_counter()
         self._on_event(record)
         return output
+
+
+def _failed_template(task: Task, exc: LoadError) -> str:
+    """A template that failed at run time, in one line per problem: where (file:line,
+    key), which task, and what was wrong; not the load-time report with its source
+    excerpt and "1 error(s) in" count, which would read as a second, nested error."""
+    lines = []
+    for d in exc.diagnostics:
+        if d.file == task.doc.display:  # the workflow's own template: one place
+            where = f"{d.location()}: {d.key} (task '{task.name}')" if d.key else task.where
+        else:  # an agent's or SQL file's template, used by this task
+            where = f"{task.where}: {d.location()}" + (f": {d.key}" if d.key else "")
+        lines.append(f"{where}: {d.message}")
+    return "; ".join(lines) or f"{task.where}: {exc}"
 
 
 async def run_workflow(

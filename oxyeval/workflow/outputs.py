@@ -34,6 +34,12 @@ class ConsistentOutput(str):
     def value(self) -> str:
         return str.__str__(self)
 
+    def _template_missing(self, name: object) -> str:
+        """What a template reading a missing attribute is told (see project/templates.py)."""
+        if isinstance(name, int):
+            return f"the agent's answer has no character {name} (it has {len(self)})"
+        return f"the agent's answer has no attribute {name!r} (it has value, score and details)"
+
     def __repr__(self) -> str:
         return f"ConsistentOutput(score={self.score!r}, value={self.value[:40]!r})"
 
@@ -68,6 +74,11 @@ class ScopeOutput(Mapping[str, Any]):
             known = ", ".join(sorted(self.__dict__.get("_known", ()))) or "none"
             raise AttributeError(f"no task '{name}' here; tasks: {known}") from None
 
+    def _template_missing(self, name: object) -> str:
+        """What a template reading a missing task is told (see project/templates.py)."""
+        known = ", ".join(sorted(self._known)) or "none"
+        return f"no task {name!r} here (tasks: {known})"
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._outputs)
 
@@ -92,6 +103,10 @@ class LoopValue:
     def __str__(self) -> str:
         return str(self.value)
 
+    def _template_missing(self, name: object) -> str:
+        """What a template reading a missing attribute is told (see project/templates.py)."""
+        return f"the loop's current item has no attribute {name!r} (it has value and index)"
+
 
 class LoopIteration(ScopeOutput):
     """One iteration's outputs, plus the ``value`` it ran for."""
@@ -108,12 +123,27 @@ class LoopIteration(ScopeOutput):
         self.value = value
         self.index = index
 
+    def _template_missing(self, name: object) -> str:
+        """What a template reading a missing task is told (see project/templates.py)."""
+        known = ", ".join(sorted(self._known)) or "none"
+        return f"the iteration has no task {name!r} (tasks: {known}; and value, index)"
+
 
 class LoopOutput(list):  # type: ignore[type-arg]
     """A loop's output: one :class:`LoopIteration` per value, in value order."""
 
     def __str__(self) -> str:
         return "\n".join(str(item) for item in self)
+
+    def _template_missing(self, name: object) -> str:
+        """What a template reading a missing iteration is told (see project/templates.py)."""
+        count = len(self)
+        if isinstance(name, int):
+            return f"the loop's output has no iteration {name} (it has {count})"
+        return (
+            f"the loop's output has no attribute {name!r}: it is a list of {count} "
+            "iteration(s); read one ([0].name) or loop over them"
+        )
 
 
 def to_jsonable(value: Any) -> Any:

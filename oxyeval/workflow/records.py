@@ -140,17 +140,26 @@ class WorkflowRun:
                 out.append((r.path, "end", r.ended))
         return sorted(out, key=lambda e: e[2])
 
-    def summary(self) -> str:
+    def summary(self, *, brief: bool = False) -> str:
+        """Which tasks failed and why, and which were skipped. ``brief``: without the
+        errors, for a reader who has just seen each one on its task's own line."""
         lines = []
         by_error: dict[str, list[str]] = {}
         for r in self.failed:
-            by_error.setdefault(r.error or "", []).append(r.path)
+            by_error.setdefault("" if brief else r.error or "", []).append(r.path)
         for error, paths in by_error.items():
-            if len(paths) == 1:
-                lines.append(f"task '{paths[0]}' failed: {error}")
+            shown = ", ".join(f"'{p}'" for p in paths[:5]) + (", ..." if len(paths) > 5 else "")
+            head = (
+                f"task {shown} failed"
+                if len(paths) == 1
+                else f"{len(paths)} tasks ({shown}) failed"
+            )
+            if brief:
+                lines.append(
+                    f"{head} (see {'its error' if len(paths) == 1 else 'their errors'} above)"
+                )
             else:
-                shown = ", ".join(f"'{p}'" for p in paths[:5]) + (", ..." if len(paths) > 5 else "")
-                lines.append(f"{len(paths)} tasks ({shown}) failed: {error}")
+                lines.append(f"{head}: {error}")
         if self.skipped:
             lines.append(
                 "skipped because a dependency failed: " + ", ".join(r.path for r in self.skipped)

@@ -113,6 +113,16 @@ class SqlResult:
     def __bool__(self) -> bool:
         return bool(self._rows)
 
+    def _template_missing(self, name: object) -> str:
+        """What a template reading a missing column or row is told (see templates.py)."""
+        if isinstance(name, int):
+            count = len(self._rows)
+            return (
+                f"the SQL result has no row {name} (it has {count} row{'s' if count != 1 else ''})"
+            )
+        columns = ", ".join(self._columns) or "none"
+        return f"the SQL result has no column or attribute {name!r} (columns: {columns})"
+
     def to_json(self) -> list[dict[str, Any]]:
         return [{k: _plain(v) for k, v in row.items()} for row in self.rows]
 

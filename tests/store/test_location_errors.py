@@ -39,7 +39,7 @@ def test_a_password_written_into_history_url_is_never_printed(
     ("url", "why"),
     [
         ("postgresql://u:secretpw1@[::1/db", "Invalid IPv6 URL"),
-        ("postgresql://u@h:99999/db", "the port is out of range"),
+        ("postgresql://u@h:99999/db", "the port 99999 is out of range: a port is 1-65535"),
     ],
 )
 def test_a_malformed_url_is_bad_input(make_project: MakeProject, url: str, why: str) -> None:

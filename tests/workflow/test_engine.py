@@ -324,9 +324,8 @@ def test_runtime_template_error_names_file_task_and_line(make_project: MakeProje
     with pytest.raises(WorkflowFailed) as info:
         asyncio.run(run_workflow(root / "w.workflow.yml"))
     message = str(info.value)
-    assert "w.workflow.yml: tasks[1] (task 'out')" in message
-    assert "w.workflow.yml:7" in message  # the {{ q.two }} line
-    assert "has no attribute 'two'" in message
+    assert "w.workflow.yml:7: tasks[1].template (task 'out')" in message  # the {{ q.two }} line
+    assert "has no column or attribute 'two'" in message
 
 
 def test_cache_reuses_stored_output(make_project: MakeProject) -> None:

@@ -93,6 +93,9 @@ class CaseResult:
     pending: bool = False  # no expected output yet: shown and kept, not judged
     finish_reason: str | None = None  # why the model stopped, as the vendor spelled it
     cached: bool = False  # the answer was replayed from the cache (--cache), no call made
+    #: ``time.perf_counter()`` when the case began: with ``run_duration_ms``, its span in
+    #: the run (cases run concurrently, so a report's total is not the sum). Not stored.
+    started: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -251,7 +254,8 @@ class _Scorer:
     def method_name(self, method: str) -> str:
         if method == "lexical":
             return "lexical"
-        return f"embedding:{method} ({self.context.project.embeddings[method].model_ref})"
+        model_ref = self.context.project.embeddings[method].model_ref
+        return f"embedding:{method} ({model_ref})" if model_ref else f"embedding:{method}"
 
     async def similarity(self, method: str, a: str, b: str) -> tuple[float, str]:
         if method == "lexical":
@@ -296,6 +300,7 @@ async def _run_one(
         prompt_version=version,
         expected_output=case.expected_output,
         threshold=threshold,
+        started=started,
     )
     try:
         completion = await plan.target.complete(case.input or {})
