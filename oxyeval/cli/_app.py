@@ -71,8 +71,11 @@ class _ConsoleHandler(logging.Handler):
 
         from ..redact import redact
 
+        text = redact(record.getMessage())
+        if record.levelno >= logging.WARNING and not text.startswith(("warning:", "error:")):
+            text = f"warning: {text}"  # one look for every warning, whichever stage logs it
         style = "yellow" if record.levelno >= logging.WARNING else "dim"
-        self.console.print(f"[{style}]{escape(redact(record.getMessage()))}[/]")
+        self.console.print(f"[{style}]{escape(text)}[/]")
 
 
 def setup_logging(console: Console, debug: bool) -> None:

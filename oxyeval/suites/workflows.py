@@ -155,4 +155,4 @@ async def _keep(
         await asyncio.to_thread(_store_run, store, started_at, file, record, status)
     except Exception as exc:  # never lose the run over its history
         why = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
-        log.warning("warning: history not stored in %s: %s", book.location, why)
+        log.warning("history not stored in %s: %s", book.location, why)

@@ -158,3 +158,24 @@ def test_several_load_errors_are_one_line_each(
         "concurrency, metrics, min_judged, model_ref, n, name, pairing, prompt, scores, "
         "task_description, task_ref, type)",
     ]
+
+
+def test_every_logged_warning_reads_warning_and_notes_stay_plain() -> None:
+    import io
+    import logging
+
+    from rich.console import Console
+
+    from oxyeval.cli._app import setup_logging
+
+    out = io.StringIO()
+    setup_logging(Console(file=out, width=200, color_system=None), debug=False)
+    log = logging.getLogger("oxyeval.suites.cache")
+    log.warning("cache: disabled for this run, the history database failed: %s", "locked")
+    log.warning("warning: already prefixed")
+    log.info("a plain note")
+    assert out.getvalue().splitlines() == [
+        "warning: cache: disabled for this run, the history database failed: locked",
+        "warning: already prefixed",
+        "a plain note",
+    ]
