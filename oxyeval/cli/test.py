@@ -152,7 +152,7 @@ def test_command(
         if junit is not None:
             from ..report.junit import consistency_junit
 
-            text = consistency_junit(run, code=code, error=str(error), timestamp=started)
+            text = consistency_junit(run, code=code, error=json_error(error), timestamp=started)
             code = write_report("--junit", junit, text, err, code)
         if as_json:
             write_json(to_json(run, code=code, error=json_error(error)), out)

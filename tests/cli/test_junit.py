@@ -80,7 +80,10 @@ def test_oxy_test_bad_input_still_writes_a_report(make_project: MakeProject, sch
     xml = read(schema, report)
     case = xml.find("testsuite/testcase")
     assert case.get("name") == "oxy test"
-    assert "unknown model 'nope'" in case.find("error").get("message")
+    message = case.find("error").get("message")
+    assert "unknown model 'nope'" in message
+    assert message.startswith(f"{root / 'a.agent.yml'}:1:8: model: ")  # file:line: key
+    assert "error(s) in" not in message and not message.startswith("error:")
 
 
 def test_junit_path_that_is_a_folder_is_bad_input_before_any_call(
