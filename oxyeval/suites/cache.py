@@ -19,17 +19,15 @@ per database per run; without SQLAlchemy once the project has a history). A hist
 that cannot be opened or written disables the cache for the run with one warning: a
 cache never fails a run.
 
-Every call served from the cache is counted, per run and in the innermost
-:func:`counting` scope (a test counts its own).
+Every call served from the cache is counted, per run and in every enclosing
+:func:`~oxyeval.providers.counting` scope (a test counts its own, a workflow task its own).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -37,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import OxyError
 from ..judge.verdicts import verdict_data, verdict_from_data
-from ..providers import completion_data, completion_from_data
+from ..providers import Tally, completion_data, completion_from_data, count_served, counting
 from ..store import content_hash, utc_timestamp
 from .history import Histories, History
 
@@ -91,30 +89,6 @@ class CachePolicy:
             return None
         now = now or datetime.now(timezone.utc)
         return utc_timestamp(now - timedelta(days=self.ttl_days))
-
-
-@dataclass
-class Tally:
-    """Model calls served from the cache within one :func:`counting` scope."""
-
-    calls: int = 0
-
-
-_TALLY: contextvars.ContextVar[Tally | None] = contextvars.ContextVar(
-    "oxyeval_cache_tally", default=None
-)
-
-
-@contextlib.contextmanager
-def counting(tally: Tally | None = None) -> Iterator[Tally]:
-    """Count the calls served from any cache inside this scope (this task and the tasks
-    it starts) into ``tally``; scopes nest, the innermost counts."""
-    tally = tally if tally is not None else Tally()
-    token = _TALLY.set(tally)
-    try:
-        yield tally
-    finally:
-        _TALLY.reset(token)
 
 
 class _Answers:
@@ -218,9 +192,7 @@ class RunCache:
 
     def served(self, kind: str, calls: int) -> None:
         self.served_calls[kind] = self.served_calls.get(kind, 0) + calls
-        tally = _TALLY.get()
-        if tally is not None:
-            tally.calls += calls
+        count_served(calls)
 
     # -- lookups, batched
 
