@@ -63,9 +63,7 @@ def server(script: Script):
 
 
 @pytest.fixture
-def project(
-    make_project: MakeProject, server: FakeServer, monkeypatch: pytest.MonkeyPatch
-) -> Path:
+def project(make_project: MakeProject, server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("OXY_DB", raising=False)  # the project's own .oxy/oxyeval.db
     config = (
         "models:\n  - name: local\n    vendor: openai\n    model_ref: m\n"
@@ -73,7 +71,10 @@ def project(
     )
     return make_project(
         config,
-        {"a.agent.yml": "model: local\nsystem_instructions: Be brief.\n", "w.workflow.yml": WORKFLOW},
+        {
+            "a.agent.yml": "model: local\nsystem_instructions: Be brief.\n",
+            "w.workflow.yml": WORKFLOW,
+        },
     )
 
 
