@@ -315,8 +315,11 @@ class RunCaches:
     :data:`~oxyeval.workflow.context.CacheFactory`), and adds up what they served.
 
     ``histories``: the run's (see :meth:`share`): each cache uses its project's store
-    there, shared with the rest of the run and closed by it; a run without history
-    (``--no-history``) caches nothing. Without, each cache opens (and closes) its own.
+    there, shared with the rest of the run, which starts opening it once the run's
+    checks have passed (so a run that cannot start creates no database) and closes it;
+    a run without history (``--no-history``) caches nothing. Without, each cache opens
+    (and closes) its own, starting at once when ``eager`` or replaying answers: make
+    those caches only once the run's checks have passed.
     """
 
     def __init__(
@@ -349,6 +352,8 @@ class RunCaches:
             if history is None:  # the cache lives in the history: none, nothing cached
                 return None
             cache = RunCache(policy, history, owns_history=False)
+            self.made.append(cache)
+            return cache  # opened when the run starts its histories, or at first use
         if self.eager or policy.answers:
             cache.start()
         self.made.append(cache)
@@ -370,7 +375,8 @@ def cache_factory(
 ) -> RunCaches:
     """What a RunContext needs to make each project's cache: ``flag`` is ``--cache``
     (True), ``--no-cache`` (False) or neither (None); ``histories`` the run's (else
-    ``db``, ``--db``, says where each cache opens its own). ``eager`` starts opening the
-    history as the run begins (a run that will judge needs it soon; one that replays
-    answers always starts at once); otherwise it opens at the first lookup."""
+    ``db``, ``--db``, says where each cache opens its own). Without ``histories``,
+    ``eager`` starts opening the history as each cache is made (a run that will judge
+    needs it soon; one that replays answers always starts at once); otherwise it opens at
+    the first lookup. With them, the run starts them (:meth:`Histories.start`)."""
     return RunCaches(flag, histories=histories, db=db, environ=environ, eager=eager)
