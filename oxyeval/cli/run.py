@@ -50,6 +50,9 @@ class _TaskLines:
             score = record.details.get("consistency", {}).get("score")
             if score is not None:
                 extra += f" consistency {score * 100:.0f}%"
+            served = record.details.get("cached_calls", 0)
+            if served:
+                extra += f" · {served} call{'' if served == 1 else 's'} from the cache"
             self.console.print(f"[green]✓[/] {record.path} [dim]{record.type} {took}{extra}[/]")
         elif record.status == "failed":
             from rich.markup import escape
@@ -65,6 +68,14 @@ def _print_json(doc: dict[str, Any]) -> None:
     from ..report.json import write_json
 
     write_json(doc, streams().stdout)
+
+
+def _say_cached(err: Console, calls: int) -> None:
+    """The pretty report's line on calls the cache served (stderr: stdout is the output)."""
+    if calls:
+        from ..report.pretty import cached_calls_line
+
+        err.print(cached_calls_line(calls), style="dim", markup=False)
 
 
 def _interrupted(err: Console, as_json: bool, doc: dict[str, Any], why: str) -> typer.Exit:
@@ -99,6 +110,8 @@ def _ask(
         raise _interrupted(err, as_json, answer.to_dict(), why) from None
     if as_json:
         _print_json({**answer.to_dict(), "exit_code": EXIT_OK})
+    else:
+        _say_cached(err, answer.cached_calls)
     return answer.output or ""
 
 
@@ -155,9 +168,13 @@ def _workflow(
             err.print(f"error: {failed.run.summary(brief=True)}", style="red", markup=False)
         if as_json:
             _print_json({**failed.run.to_dict(), "exit_code": failed.exit_code})
+        else:
+            _say_cached(err, failed.run.cached_calls)
         raise typer.Exit(failed.exit_code) from None
     if as_json:
         _print_json({**wf_run.to_dict(), "exit_code": EXIT_OK})
+    else:
+        _say_cached(err, wf_run.cached_calls)
     return str(wf_run.output) if wf_run.output is not None else ""
 
 

@@ -85,7 +85,10 @@ def finish_run(
             )
     drop = None
     if gates.fail_on_drop is not None:
-        drop = check_drop(run, gates.fail_on_drop, history_ok=not run.history_errors)
+        unread = run.history_unread  # read but not written: earlier results still decide
+        drop = check_drop(
+            run, gates.fail_on_drop, history_ok=not unread, why="; ".join(unread) or None
+        )
     strict = gates.strict
     code = exit_code(run, threshold, strict=strict, drop=drop)
     scored = all(t.ok for t in run.tests) and not run.interrupted

@@ -11,8 +11,10 @@ headers are never part of it.
 
 A repeated call's index is passed to ``generate(..., run=k)``; a whole run of a workflow
 (each of its agent calls, at any depth) is marked with :func:`repeat_scope`, so the
-index of the outer run reaches calls made deep inside the engine. This module imports
-nothing heavy.
+index of the outer run reaches calls made deep inside the engine. Calls a cache serves
+are counted into every enclosing :func:`counting` scope (a test, a workflow task), so
+each stage can report its own without knowing the cache. This module imports nothing
+heavy.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import contextlib
 import contextvars
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._base import ChatMessage, Completion, GenerateParams, ToolCall, Usage
@@ -31,10 +33,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ResponseCache",
+    "Tally",
     "answer_key",
     "cacheable",
     "completion_data",
     "completion_from_data",
+    "count_served",
+    "counting",
     "current_repeat",
     "repeat_scope",
 ]
@@ -74,6 +79,39 @@ def repeat_scope(run: int) -> Iterator[tuple[int, ...]]:
 def current_repeat() -> tuple[int, ...]:
     """The run indices of the enclosing :func:`repeat_scope` calls (empty outside any)."""
     return _REPEAT.get()
+
+
+@dataclass
+class Tally:
+    """Model calls served from a cache (not made) within one :func:`counting` scope."""
+
+    calls: int = 0
+
+
+#: The tallies of the enclosing :func:`counting` scopes, outermost first.
+_TALLIES: contextvars.ContextVar[tuple[Tally, ...]] = contextvars.ContextVar(
+    "oxyeval_cache_tallies", default=()
+)
+
+
+@contextlib.contextmanager
+def counting(tally: Tally | None = None) -> Iterator[Tally]:
+    """Count the calls served from any cache inside this scope (this task and the tasks
+    it starts) into ``tally``. Scopes nest and a call counts in each enclosing one: a
+    workflow task's replayed verdicts are also its run's, and the test's that ran it."""
+    tally = tally if tally is not None else Tally()
+    outer = _TALLIES.get()
+    token = _TALLIES.set(outer if any(t is tally for t in outer) else (*outer, tally))
+    try:
+        yield tally
+    finally:
+        _TALLIES.reset(token)
+
+
+def count_served(calls: int) -> None:
+    """A cache served ``calls`` model calls: count them in every enclosing scope."""
+    for tally in _TALLIES.get():
+        tally.calls += calls
 
 
 def cacheable(completion: Completion, *, keep_truncated: bool = False) -> bool:

@@ -16,11 +16,17 @@ if TYPE_CHECKING:
 
     from ..suites.results import DropResult, TestResult, TestRun, ThresholdResult
 
-__all__ = ["change_text", "points", "render_pretty"]
+__all__ = ["cached_calls_line", "change_text", "points", "render_pretty"]
 
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def cached_calls_line(calls: int) -> str:
+    """The line that says a run's model calls were served from the cache, so a reader of
+    a cheap rerun knows the judge (or the model) was not asked (``oxy test``, ``oxy run``)."""
+    return f"{_plural(calls, 'model call')} served from the cache (--no-cache to make every call)"
 
 
 def _pct(value: float | None) -> str:
@@ -188,10 +194,7 @@ def render_pretty(
                 f"\nAverage accuracy: {_pct(sum(scored) / len(scored))} over {len(scored)} scored test(s)"
             )
     if run.cached_calls:
-        console.print(
-            f"[dim]{_plural(run.cached_calls, 'model call')} served from the cache "
-            "(--no-cache to make every call)[/]"
-        )
+        console.print(cached_calls_line(run.cached_calls), style="dim", markup=False)
     for check in (threshold, drop):
         if check is not None:
             style = "green" if check.passed else "bold red"

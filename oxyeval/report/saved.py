@@ -182,12 +182,15 @@ def parse_saved_run(data: Any, source: str = "<json>") -> SavedRun:
     run.warnings = [w for w in top.get("warnings", (list,), "a list", []) if isinstance(w, str)]
     for entry in top.objects("history"):
         note = _Doc(source, entry, "history[].")
+        error = note.text("error")
         run.history.append(
             StoredRun(
                 note.text("db", ""),
                 note.text("run_id"),
                 note.integer("stored", 0),
-                note.text("error"),
+                error,
+                # Documents from before read_error: any history error meant not read.
+                note.text("read_error") if "read_error" in entry else error,
             )
         )
     code = summary.integer("exit_code")

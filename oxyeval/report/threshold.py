@@ -4,8 +4,8 @@ TestRun, and the exit code.
 The one place that decides whether a consistency run passes, so a Python caller gating
 its own pipeline (or ``oxy report`` re-gating a saved result) gets the same answer as the
 CLI. Precedence: 3 when anything could not be scored, the run was interrupted, or a drop
-check was asked for but the history could not be read; else 1 when below the threshold
-or a test dropped; else 0.
+check was asked for but the history could not be read (one that is read but not written
+still decides); else 1 when below the threshold or a test dropped; else 0.
 """
 
 from __future__ import annotations
@@ -58,11 +58,14 @@ def check_threshold(
     return ThresholdResult(min_accuracy, mode, passed, value, failing, message)
 
 
-def check_drop(run: TestRun, max_drop: float, *, history_ok: bool = True) -> DropResult:
+def check_drop(
+    run: TestRun, max_drop: float, *, history_ok: bool = True, why: str | None = None
+) -> DropResult:
     """Apply ``--fail-on-drop``: fail the tests whose accuracy is more than ``max_drop``
     points (0-100) below their previous run's. A test with no previous scored run, or
     without an accuracy now (reported as not scored anyway), never counts as a drop.
-    ``history_ok=False``: the history could not be read, so drops cannot be ruled out."""
+    ``history_ok=False``: the earlier results could not be read (``why``), so drops
+    cannot be ruled out. A history read but not written still decides."""
     if not 0.0 <= max_drop <= 100.0:
         raise ValueError(f"a drop is in points between 0 and 100, not {max_drop!r}")
     dropped: list[tuple[str, float, Previous]] = []
@@ -76,7 +79,7 @@ def check_drop(run: TestRun, max_drop: float, *, history_ok: bool = True) -> Dro
     if not history_ok:
         message = (
             f"--fail-on-drop {max_drop:g}: cannot compare with the previous runs, the history "
-            "could not be read"
+            "could not be read" + (f" ({why})" if why else "")
         )
         return DropResult(max_drop, False, dropped, False, message)
     if dropped:

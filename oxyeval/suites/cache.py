@@ -19,17 +19,15 @@ per database per run; without SQLAlchemy once the project has a history). A hist
 that cannot be opened or written disables the cache for the run with one warning: a
 cache never fails a run.
 
-Every call served from the cache is counted, per run and in the innermost
-:func:`counting` scope (a test counts its own).
+Every call served from the cache is counted, per run and in every enclosing
+:func:`~oxyeval.providers.counting` scope (a test counts its own, a workflow task its own).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -37,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import OxyError
 from ..judge.verdicts import verdict_data, verdict_from_data
-from ..providers import completion_data, completion_from_data
+from ..providers import Tally, completion_data, completion_from_data, count_served, counting
 from ..store import content_hash, utc_timestamp
 from .history import Histories, History
 
@@ -91,30 +89,6 @@ class CachePolicy:
             return None
         now = now or datetime.now(timezone.utc)
         return utc_timestamp(now - timedelta(days=self.ttl_days))
-
-
-@dataclass
-class Tally:
-    """Model calls served from the cache within one :func:`counting` scope."""
-
-    calls: int = 0
-
-
-_TALLY: contextvars.ContextVar[Tally | None] = contextvars.ContextVar(
-    "oxyeval_cache_tally", default=None
-)
-
-
-@contextlib.contextmanager
-def counting(tally: Tally | None = None) -> Iterator[Tally]:
-    """Count the calls served from any cache inside this scope (this task and the tasks
-    it starts) into ``tally``; scopes nest, the innermost counts."""
-    tally = tally if tally is not None else Tally()
-    token = _TALLY.set(tally)
-    try:
-        yield tally
-    finally:
-        _TALLY.reset(token)
 
 
 class _Answers:
@@ -218,9 +192,7 @@ class RunCache:
 
     def served(self, kind: str, calls: int) -> None:
         self.served_calls[kind] = self.served_calls.get(kind, 0) + calls
-        tally = _TALLY.get()
-        if tally is not None:
-            tally.calls += calls
+        count_served(calls)
 
     # -- lookups, batched
 
@@ -347,8 +319,11 @@ class RunCaches:
     :data:`~oxyeval.workflow.context.CacheFactory`), and adds up what they served.
 
     ``histories``: the run's (see :meth:`share`): each cache uses its project's store
-    there, shared with the rest of the run and closed by it; a run without history
-    (``--no-history``) caches nothing. Without, each cache opens (and closes) its own.
+    there, shared with the rest of the run, which starts opening it once the run's
+    checks have passed (so a run that cannot start creates no database) and closes it;
+    a run without history (``--no-history``) caches nothing. Without, each cache opens
+    (and closes) its own, starting at once when ``eager`` or replaying answers: make
+    those caches only once the run's checks have passed.
     """
 
     def __init__(
@@ -381,6 +356,8 @@ class RunCaches:
             if history is None:  # the cache lives in the history: none, nothing cached
                 return None
             cache = RunCache(policy, history, owns_history=False)
+            self.made.append(cache)
+            return cache  # opened when the run starts its histories, or at first use
         if self.eager or policy.answers:
             cache.start()
         self.made.append(cache)
@@ -402,7 +379,8 @@ def cache_factory(
 ) -> RunCaches:
     """What a RunContext needs to make each project's cache: ``flag`` is ``--cache``
     (True), ``--no-cache`` (False) or neither (None); ``histories`` the run's (else
-    ``db``, ``--db``, says where each cache opens its own). ``eager`` starts opening the
-    history as the run begins (a run that will judge needs it soon; one that replays
-    answers always starts at once); otherwise it opens at the first lookup."""
+    ``db``, ``--db``, says where each cache opens its own). Without ``histories``,
+    ``eager`` starts opening the history as each cache is made (a run that will judge
+    needs it soon; one that replays answers always starts at once); otherwise it opens at
+    the first lookup. With them, the run starts them (:meth:`Histories.start`)."""
     return RunCaches(flag, histories=histories, db=db, environ=environ, eager=eager)

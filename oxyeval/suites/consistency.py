@@ -482,7 +482,7 @@ async def run_tests_async(
     # One store per history database for the whole run, shared by the cache and the
     # recorder of results, closed last; without a history nothing is cached either.
     async with Histories(db, environ, enabled=history) as histories:
-        caches = cache_factory(cache, histories=histories, eager=True)
+        caches = cache_factory(cache, histories=histories)
         recorder = ConsistencyHistory(run, histories)
         for item in subjects:  # where each project's history is: bad input, before any call
             if item.tests:
@@ -490,6 +490,9 @@ async def run_tests_async(
                 recorder.add(item.project, item.file, counts)
         async with RunContexts(retry=retry, environ=environ, cache=caches) as contexts:
             jobs.extend(_plan(subjects, contexts, run))
+            # Every check passed (files, keys): only now may the history be created. It
+            # opens in the background while the first answers come in.
+            histories.start()
 
             async def one(job: _Job) -> None:
                 mine: list[TestResult] = []

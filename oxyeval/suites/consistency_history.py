@@ -10,6 +10,12 @@ cannot be opened or written is noted on the run (:attr:`TestRun.history`) and th
 carry on. Each database's store is the run's :class:`~oxyeval.suites.history.History`
 (shared with the cache; the lean sqlite3 store once the project has a history), opened
 in a worker thread while the models answer, and every write is off the event loop.
+
+Reading the earlier results and storing this run's are kept apart: a history that can
+be read but not written (a read-only file or folder, an archived copy) still gives each
+test its ``previous`` result, from a read-only store when the store for writing cannot
+open, so ``--fail-on-drop`` can still decide; only a history that cannot be read at all
+leaves it unable to (:attr:`StoredRun.read_error`).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from .results import Previous, StoredRun, TestResult, TestRun
 
 if TYPE_CHECKING:
     # Imported where used: with history off, ``oxy test`` never loads the store package.
-    from ..store import Location, NewConsistencyResult
+    from ..store import Location, NewConsistencyResult, Store
     from .history import Histories, History, RunStore
 
 __all__ = ["ConsistencyHistory", "new_result"]
@@ -70,6 +76,16 @@ def _why(exc: BaseException) -> str:
 
 
 @dataclass(eq=False)
+class _Opened:
+    """What a history gives this run: the store earlier results are read from (None: the
+    history holds none yet) and the run row to store results under (None: they cannot
+    be stored; the note says why)."""
+
+    reader: RunStore | Store | None
+    run_id: str | None
+
+
+@dataclass(eq=False)
 class _Book:
     """One history database of this run: its store, its run row, its tests."""
 
@@ -77,11 +93,20 @@ class _Book:
     note: StoredRun
     files: list[str] = field(default_factory=list)
     total: int = 0
-    ready: asyncio.Future[tuple[RunStore, str] | None] | None = None
+    #: None once resolved: the history cannot even be read.
+    ready: asyncio.Future[_Opened | None] | None = None
+    own_reader: Store | None = None  # a read-only store opened here, closed here
 
     def fail(self, exc: BaseException) -> None:
+        """This run's results cannot (all) be stored."""
         if self.note.error is None:
             self.note.error = _why(exc)
+
+    def unread(self, exc: BaseException) -> None:
+        """The earlier results cannot be read: drops cannot be ruled out."""
+        self.fail(exc)
+        if self.note.read_error is None:
+            self.note.read_error = _why(exc)
 
 
 class ConsistencyHistory:
@@ -132,13 +157,19 @@ class ConsistencyHistory:
                 self.run.history.append(book.note)
                 book.ready = asyncio.ensure_future(self._begin(book))
 
-    async def _begin(self, book: _Book) -> tuple[RunStore, str] | None:
+    async def _begin(self, book: _Book) -> _Opened | None:
+        """Open the history and start this run's row in it; when it cannot be written,
+        what it can still be read through (None: nothing)."""
         try:
             store = await book.history.store()
             assert store is not None
-            files = book.files[:_SUBJECT_FILES]
-            if len(book.files) > _SUBJECT_FILES:
-                files.append(f"and {len(book.files) - _SUBJECT_FILES} more")
+        except Exception as exc:
+            book.fail(exc)
+            return await self._read_only(book)
+        files = book.files[:_SUBJECT_FILES]
+        if len(book.files) > _SUBJECT_FILES:
+            files.append(f"and {len(book.files) - _SUBJECT_FILES} more")
+        try:
             run_id = await asyncio.to_thread(
                 store.runs.start,
                 "consistency",
@@ -147,11 +178,27 @@ class ConsistencyHistory:
                 subject=", ".join(files),
                 started_at=self._started_at,
             )
-        except Exception as exc:
+        except Exception as exc:  # open but not writable (a read-only file): still read
             book.fail(exc)
-            return None
+            return _Opened(store, None)
         book.note.run_id = run_id
-        return store, run_id
+        return _Opened(store, run_id)
+
+    async def _read_only(self, book: _Book) -> _Opened | None:
+        """The history opened only to read, when it cannot be opened to write."""
+        from ..store import EmptyHistoryError, open_store
+
+        location = book.history.location
+        assert location is not None
+        try:
+            reader = await asyncio.to_thread(open_store, location, read_only=True)
+        except EmptyHistoryError:
+            return _Opened(None, None)  # no history yet: no earlier result to compare with
+        except Exception as exc:
+            book.unread(exc)
+            return None
+        book.own_reader = reader
+        return _Opened(reader, None)
 
     def finished(self, results: Sequence[TestResult]) -> None:
         """Store these results (one test's metrics) in the background, and find each
@@ -170,15 +217,19 @@ class ConsistencyHistory:
         if book.ready is None:
             return
         opened = await asyncio.shield(book.ready)
-        if opened is None or book.note.error is not None:
-            return  # the history failed earlier: said once, not once per test
-        store, run_id = opened
+        if opened is None or book.note.read_error is not None:
+            return  # the history cannot be read: said once, not once per test
+        write = opened.run_id is not None and book.note.error is None  # a failure said once
         try:
-            previous = await asyncio.to_thread(_record, store, run_id, items)
+            previous, stored, error = await asyncio.to_thread(
+                _record, opened.reader, opened.run_id, items, write
+            )
         except Exception as exc:
-            book.fail(exc)
+            book.unread(exc)
             return
-        book.note.stored += len(items)
+        book.note.stored += stored
+        if error is not None:
+            book.fail(error)
         for (_file, result), prev in zip(items, previous, strict=True):
             result.previous = prev
 
@@ -199,26 +250,42 @@ class ConsistencyHistory:
         )
         for book in self._books.values():
             opened = None if book.ready is None else await asyncio.shield(book.ready)
-            if opened is not None:
-                store, run_id = opened
+            if opened is not None and opened.reader is not None and opened.run_id is not None:
                 try:
-                    await asyncio.to_thread(store.runs.finish, run_id, status)
+                    await asyncio.to_thread(opened.reader.runs.finish, opened.run_id, status)
                 except Exception as exc:
                     book.fail(exc)
+            if book.own_reader is not None:
+                reader, book.own_reader = book.own_reader, None
+                await asyncio.to_thread(reader.close)
         self._books.clear()
 
 
 def _record(
-    store: RunStore, run_id: str, items: list[tuple[str, TestResult]]
-) -> list[Previous | None]:
-    """In a worker thread: each result's previous scored result, then the result itself."""
+    store: RunStore | Store | None,
+    run_id: str | None,
+    items: list[tuple[str, TestResult]],
+    write: bool,
+) -> tuple[list[Previous | None], int, Exception | None]:
+    """In a worker thread: each result's previous scored result outside run ``run_id``
+    (raises when the history cannot be read), then, if ``write``, the results stored
+    under ``run_id``; returns the previous results, how many were stored and why not all
+    (a failed write never hides a drop: the earlier results were read first)."""
     out: list[Previous | None] = []
     for file, result in items:
-        prev = store.tests.previous(file, result.name, before_run=run_id)
+        prev = None if store is None else store.tests.previous(file, result.name, before_run=run_id)
         out.append(
             None
             if prev is None or prev.accuracy is None
             else Previous(prev.accuracy, prev.created_at, prev.run_id)
         )
-        store.tests.record(run_id, new_result(file, result))
-    return out
+    if store is None or run_id is None or not write:
+        return out, 0, None
+    stored = 0
+    try:
+        for file, result in items:
+            store.tests.record(run_id, new_result(file, result))
+            stored += 1
+    except Exception as exc:
+        return out, stored, exc
+    return out, stored, None

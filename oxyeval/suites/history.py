@@ -3,9 +3,10 @@
 Every suite records what it ran (test-case executions, consistency results, workflow
 runs) and reads what it ran before (baselines, the previous accuracy, cached answers
 and verdicts). :class:`History` is the one place that opens "the store for this run":
-it starts in a worker thread as soon as a run begins, so it overlaps the first model
+it opens in a worker thread as the run begins, so it overlaps the first model
 calls instead of adding to the wall time, and hands the same store to everyone who asks
-(the cache, the recorder of results).
+(the cache, the recorder of results). A run starts it only once its checks have passed
+(files loaded, every model key found): a run that stops on bad input creates no database.
 
 Which store: an SQLite history already at the current schema (every run after a
 project's first) opens as the store's lean sqlite3 store (``open_results``: results and
@@ -139,8 +140,16 @@ class Histories:
             where = self._where[project.root] = history_location(project, self.db, self.environ)
         return where
 
+    def start(self) -> None:
+        """Begin opening every history handed out so far, in worker threads. A run calls
+        it once its checks have passed (files loaded, every model key found): a run that
+        cannot start must not create (or change) a database."""
+        for history in self._open.values():
+            history.start()
+
     def for_project(self, project: Project) -> History | None:
-        """The history ``project`` shares with the rest of the run (None: disabled)."""
+        """The history ``project`` shares with the rest of the run (None: disabled);
+        not opened until the run starts it (:meth:`start`) or something needs it."""
         location = self.location(project)
         if location is None:
             return None

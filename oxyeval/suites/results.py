@@ -239,10 +239,20 @@ class StoredRun:
     db: str  # as shown to users (a URL's password masked)
     run_id: str | None = None
     stored: int = 0
-    error: str | None = None
+    error: str | None = None  # why this run's results are not (all) stored
+    #: Why the earlier results could not be read (None: they were, or there were none), so
+    #: ``--fail-on-drop`` cannot rule out a drop. A history that is read but not written
+    #: has ``error`` alone.
+    read_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"db": self.db, "run_id": self.run_id, "stored": self.stored, "error": self.error}
+        return {
+            "db": self.db,
+            "run_id": self.run_id,
+            "stored": self.stored,
+            "error": self.error,
+            "read_error": self.read_error,
+        }
 
 
 @dataclass(repr=False)
@@ -271,9 +281,16 @@ class TestRun:
             f"history not stored in {h.db}"
             + (f" (only {h.stored} result(s) were)" if h.stored else "")
             + f": {redact(h.error)}"
+            + ("" if h.read_error else " (it could still be read: previous results are shown)")
             for h in self.history
             if h.error
         ]
+
+    @property
+    def history_unread(self) -> list[str]:
+        """Why earlier results could not be read, one line per database (none: every
+        test was compared with its previous result, where it had one)."""
+        return [f"{h.db}: {redact(h.read_error)}" for h in self.history if h.read_error]
 
     @property
     def accuracies(self) -> list[float | None]:

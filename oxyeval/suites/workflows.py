@@ -110,8 +110,8 @@ async def run_workflow(
             project = load_project(path, project_dir=project_dir)
             book = histories.for_project(project)  # a bad location: bad input, now
             assert book is not None
-            book.start()
             kept = book, project
+            on_event = _starting(book, on_event)
         started_at = utc_timestamp()
         status = "failed"
         try:
@@ -133,6 +133,22 @@ async def run_workflow(
         finally:
             if kept is not None:
                 await _keep(*kept, path, variables or {}, run, status, started_at)
+
+
+def _starting(
+    book: History, on_event: Callable[[TaskRecord], None] | None
+) -> Callable[[TaskRecord], None]:
+    """``on_event``, and the history starts opening as the first task starts: after the
+    engine's checks (the workflow loaded, every model key found, the variables valid),
+    so a run that cannot start creates no database, while the store still opens in the
+    background during the first tasks."""
+
+    def event(record: TaskRecord) -> None:
+        book.start()  # once; later calls do nothing
+        if on_event is not None:
+            on_event(record)
+
+    return event
 
 
 async def _keep(

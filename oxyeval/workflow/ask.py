@@ -35,6 +35,7 @@ class AgentAnswer:
     input_tokens: int | None = None
     output_tokens: int | None = None
     duration_s: float | None = None
+    cached_calls: int = 0  # model calls the cache (--cache) answered instead of the model
 
     def __repr__(self) -> str:  # short: asyncio may repr results
         return f"AgentAnswer({self.agent!r}, {self.status})"
@@ -52,6 +53,7 @@ class AgentAnswer:
             "tool_calls": self.tool_calls,
             "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens},
             "duration_s": self.duration_s,
+            "cached_calls": self.cached_calls,
         }
 
 
@@ -72,10 +74,13 @@ async def ask_agent(
     SIGTERM) still holds it, marked ``interrupted``. Bad input raises
     :class:`~oxyeval.errors.OxyError` (exit code 2); a failed model call
     :class:`~oxyeval.errors.ProviderError` (3). ``cache`` makes the project's answer
-    cache (``oxyeval.suites.cache.cache_factory``); None: the model is always asked.
+    cache (``oxyeval.suites.cache.cache_factory``); None: the model is always asked. It
+    is made once the model's key is found, so an ask that cannot start never opens (or
+    creates) the history the cache lives in.
     """
     from ..project.agents import load_agent
     from ..project.config import load_project
+    from ..providers import counting
     from .agent import describe_calls
     from .context import RunContext
 
@@ -86,10 +91,14 @@ async def ask_agent(
         project = load_project(path, project_dir=project_dir)
         agent = load_agent(project, path)
         answer.agent = agent.display
-        run_cache = cache(project) if cache is not None else None
-        async with RunContext(project, environ=environ, cache=run_cache) as context:
+        async with RunContext(project, environ=environ) as context:
             context.models.check([agent.model])
-            completion = await context.agent(agent).ask(question)
+            context.cache = cache(project) if cache is not None else None
+            with counting() as tally:
+                try:
+                    completion = await context.agent(agent).ask(question)
+                finally:
+                    answer.cached_calls = tally.calls
     except (asyncio.CancelledError, KeyboardInterrupt):
         answer.status = "interrupted"
         answer.duration_s = round(time.perf_counter() - started, 4)

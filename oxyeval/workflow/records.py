@@ -119,6 +119,12 @@ class WorkflowRun:
     def ok(self) -> bool:
         return not self.failed and not self.interrupted
 
+    @property
+    def cached_calls(self) -> int:
+        """Model calls a cache served instead of the model, in every task (agent tasks
+        count theirs, a sub-workflow's tasks are among the records)."""
+        return sum(r.details.get("cached_calls", 0) for r in self.records)
+
     def mark_interrupted(self) -> None:
         """Every task that had not finished is listed as interrupted, none left 'running'."""
         self.interrupted = True
@@ -175,4 +181,5 @@ class WorkflowRun:
             "output": to_jsonable(self.output),
             "tasks": [r.to_dict(self.started) for r in self.records],
             "errors": [{"task": r.path, "error": r.error} for r in self.failed],
+            "cached_calls": self.cached_calls,
         }

@@ -19,6 +19,7 @@ from ..judge.judge import Judge
 from ..project.document import read_text
 from ..project.limits import MAX_LOOP_VALUES
 from ..project.templates import TemplateRef, render
+from ..providers import Tally, counting
 from .agent import AgentRunner, counted, describe_calls, stopped_at_token_limit, token_limit_warning
 from .files import project_path
 from .outputs import ConsistentOutput, LoopIteration, LoopOutput, LoopValue, ScopeOutput
@@ -211,6 +212,23 @@ def _judge(engine: Engine, task: Task, workflow: Workflow) -> Judge:
 async def _agent_task(
     engine: Engine, task: Task, context: dict[str, Any], record: TaskRecord, run: WorkflowRun
 ) -> Any:
+    """An agent task's output; ``cached_calls`` on its record says how many of its model
+    calls (answers, and a consistency_run's verdicts) a cache served instead."""
+    with counting() as tally:
+        try:
+            return await _agent_output(engine, task, context, record, run, tally)
+        finally:
+            record.details["cached_calls"] = tally.calls
+
+
+async def _agent_output(
+    engine: Engine,
+    task: Task,
+    context: dict[str, Any],
+    record: TaskRecord,
+    run: WorkflowRun,
+    tally: Tally,
+) -> Any:
     assert task.agent_path is not None
     runner = engine.agent_runner(task.agent_path)
     prompt = render(task.templates["prompt"], context)
@@ -283,6 +301,7 @@ async def _agent_task(
         "selected_run": selected,
         "judge_model": judge.model.name,
         "judge_calls": score.judge_calls,
+        "cached_calls": tally.calls,  # the runs' and the judge's, as oxy test counts them
         "judged_pairs": score.judged_pairs,
         "total_pairs": outcome.total_pairs,
         "run_errors": errors,

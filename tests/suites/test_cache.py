@@ -398,10 +398,12 @@ def test_counting_scopes_nest() -> None:
     cache = RunCache(CachePolicy())
     with counting(outer):
         cache.served("verdict", 2)
-        with counting(inner):
+        with counting(inner):  # a workflow task inside a test's run: both count it
             cache.served("answer", 1)
+            with counting(outer):  # a scope entered again counts once
+                cache.served("answer", 1)
     cache.served("answer", 5)  # outside any scope: the run's total only
-    assert (outer.calls, inner.calls, cache.total_served) == (2, 1, 8)
+    assert (outer.calls, inner.calls, cache.total_served) == (4, 2, 9)
 
 
 CONSISTENCY_RUN = """\

@@ -484,12 +484,22 @@ async def run_cases_async(
         if paths
         else None
     )
-    await asyncio.to_thread(precheck, location, project, prompts, cases, version, only_files)
-    store = await asyncio.to_thread(open_store, location)
+    models, similarities = await asyncio.to_thread(
+        precheck, location, project, prompts, cases, version, only_files
+    )
+    context = RunContext(project, environ=environ)
+    scorer = _Scorer(context)
+    try:  # every key the run needs, found before the history is created or changed
+        context.models.check(sorted(m for m in models if m in project.models))
+        for method in sorted(similarities):
+            scorer.check(method)
+        store = await asyncio.to_thread(open_store, location)
+    except BaseException:
+        await context.aclose()
+        raise
     policy = CachePolicy.for_project(project, cache)
     answers = RunCache(policy, store=store) if policy.answers else None
-    context = RunContext(project, environ=environ, cache=answers)
-    scorer = _Scorer(context)
+    context.cache = answers
     plans: list[_VersionRun] = []
     try:
         stale = store.runs.mark_stale()

@@ -148,9 +148,12 @@ def precheck(
     names: Sequence[str] | None,
     version: int | None,
     only_files: set[str] | None,
-) -> None:
+) -> tuple[set[str], set[str]]:
     """Refuse a bad ``--case`` or ``--version`` from a read-only look, before the history is
-    opened for writing: a run that cannot start must not create (or change) a database."""
+    opened for writing: a run that cannot start must not create (or change) a database.
+
+    Returns the models and similarity methods the selected cases use, so the caller can
+    check their keys before the history is opened too."""
     from ...store import EmptyHistoryError, open_store
 
     try:
@@ -161,7 +164,10 @@ def precheck(
         stored = [] if reader is None else reader.cases.list(include_deleted=True)
         found: set[str] = set()
         known: set[str] = set()
+        models: set[str] = set()
+        similarities: set[str] = set()
         for prompt in prompts:
+            model = prompt.model
             if version is not None:
                 versions = (
                     []
@@ -173,13 +179,18 @@ def precheck(
                     versions.append(max(versions, default=0) + 1)  # what this run's sync adds
                 if version not in versions:
                     raise no_version_error(prompt, version, versions)
+                earlier = None if reader is None else reader.prompts.get_version(prompt.id, version)
+                model = earlier.get("model", model) if earlier is not None else model
             stored = preview_prompt(project, prompt, stored)
             mine = [c for c in stored if c.prompt_id == prompt.id and c.deleted_at is None]
             known |= {c.name for c in mine} | {c.id for c in mine}
-            select_cases(mine, names, only_files, found)
+            if select_cases(mine, names, only_files, found):
+                models.add(model)
+                similarities.add(prompt.similarity)
         error = unknown_names_error(names, found, known, only_files)
         if error is not None:
             raise error
+        return models, similarities
     finally:
         if reader is not None:
             reader.close()
