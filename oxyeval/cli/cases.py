@@ -186,7 +186,9 @@ def cases_run(
             if junit is not None:  # CI still gets a report, saying why nothing ran
                 from ..report.junit import cases_junit
 
-                text = cases_junit(run, code=exc.exit_code, error=json_error(exc), timestamp=started)
+                text = cases_junit(
+                    run, code=exc.exit_code, error=json_error(exc), timestamp=started
+                )
                 write_report("--junit", junit, text, err, exc.exit_code)
             raise _fail(err, exc, as_json) from None
         err.print(f"error: {exc}", style="red", markup=False)
