@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
@@ -134,6 +135,32 @@ _QUOTES_CLOSE = "\"'”’»」』"
 _CONDITION = re.compile(
     r"\s*[\)\]\"'”’»」』]*\s*,?\s*(?:(?i:if|when|whenever|otherwise|unless|means|meaning|stands)\b|=)"
 )
+# A change of mind after a verdict: "Answer: A? No, B.", "A. Actually, B", "Wait, no: Answer: B".
+# The retraction opens a clause and the letter closes one, so "There is no A", "No B-tier
+# store differs" and "Actually, A good answer..." are no corrections.
+_RETRACT = (
+    r"(?i:\b(?:no|nope|wait|sorry|oops|correction|hold\s+on|scratch\s+that|on\s+second\s+thoughts?"
+    r"|on\s+reflection|my\s+(?:mistake|bad)|let\s+me\s+correct\s+(?:that|myself)"
+    r"|actually|i\s+mean|i\s+meant|make\s+(?:that|it)|rather)\b)"
+)
+# Bounded, so that a long run of "no, no, no" costs linear time, not quadratic.
+_RETRACTIONS = r"(?P<chain>(?:" + _RETRACT + r"[\s,.:;!…\-–—]{0,4}){1,4})"
+# Retractions that may lead to the letter without punctuation: "I mean B"; "No A" means none.
+_DIRECT_RETRACT = re.compile(r"(?i)\b(?:actually|i\s+mean|i\s+meant|make\s+(?:that|it)|rather)\b")
+_CORRECTION = re.compile(
+    r"(?:^|(?<=[.!?;,:…\-–—(]))\s*"
+    + _RETRACTIONS
+    + r"(?i:(?:it(?:'s|\s+is|\s+should\s+be|\s+must\s+be)|the\s+(?:right\s+|correct\s+)?"
+    r"(?:answer|verdict)\s+is|(?:final\s+)?(?:answer|verdict)\s*[:=\-–—]|i(?:'d|\s+would)\s+say"
+    r"|i(?:'ll|\s+will)\s+go\s+with)\s*)?"
+    + _OPTION_WORD
+    + r"[\(\[\{\"'“]*(?P<letter>[AB])[\)\]\}\"'”]*"
+    r"(?:\s+(?i:is\s+(?:right|correct|the\s+(?:right\s+|correct\s+)?answer)))?"
+    r"(?=[.!\s]*$|[.!]+\s|\s+[\-–—(])"
+)
+# What may stand between two different verdicts on a line for the second to be a change of
+# mind ("Answer: A. No wait, Answer: B"), not a choice left open ("Answer: A or Answer: B").
+_RETRACTION_GAP = re.compile(r"[\s.!?;,:…\-–—()]*" + _RETRACTIONS)
 
 
 @dataclass(frozen=True)
@@ -144,6 +171,11 @@ class Verdict:
 
 def _first_group(match: re.Match[str]) -> str:
     return next(g for g in match.groups() if g)
+
+
+def _is_retraction(chain: str) -> bool:
+    """ "No, B" and "I mean B" take back a verdict; "No B" ("there is no B") does not."""
+    return bool(re.search(r"[,.:;!…\-–—]", chain)) or _DIRECT_RETRACT.search(chain) is not None
 
 
 def _is_mention(line: str, match: re.Match[str]) -> bool:
@@ -159,16 +191,47 @@ def _is_mention(line: str, match: re.Match[str]) -> bool:
     return _CONDITION.match(line, match.end()) is not None
 
 
-def _letters(pattern: re.Pattern[str], line: str) -> list[str]:
-    """The letters of the pattern's matches on a line that are choices, not mentions."""
-    return [_first_group(m) for m in pattern.finditer(line) if not _is_mention(line, m)]
+def _choices(pattern: re.Pattern[str], line: str) -> list[re.Match[str]]:
+    """The pattern's matches on a line that are choices, not mentions."""
+    return [m for m in pattern.finditer(line) if not _is_mention(line, m)]
 
 
-def _one(letters: list[str]) -> str | None:
-    """The last letter, unless the line names both: "Answer: A or Answer: B" is no choice."""
-    if not letters or len(set(letters)) > 1:
+def _settle(line: str, matches: list[re.Match[str]]) -> tuple[str, int] | None:
+    """The line's last letter and where it ends, unless the line leaves the choice open.
+
+    "Answer: A or Answer: B" names both and chooses neither; "Answer: A. No wait,
+    Answer: B" changes its mind, and the later letter is the verdict.
+    """
+    if not matches:
         return None
-    return letters[-1]
+    matches = sorted(matches, key=lambda m: m.start())
+    letter = _first_group(matches[0])
+    for previous, match in pairwise(matches):
+        following = _first_group(match)
+        if following != letter:
+            gap = _RETRACTION_GAP.fullmatch(line, previous.end(), match.start())
+            if gap is None or not _is_retraction(gap.group("chain")):
+                return None
+        letter = following
+    return letter, matches[-1].end()
+
+
+def _change_of_mind(
+    lines: list[str], echoed: set[int], index: int, pos: int
+) -> tuple[int, str] | None:
+    """The last retraction after the verdict at ``lines[index][pos]``: "A? No, B." means B.
+
+    Only a retraction counts ("No, B", "Actually, B", "I mean B"): a later passing
+    mention ("...had the gap been larger I would say B") does not flip a verdict.
+    """
+    found = None
+    for k in range(index, len(lines)):
+        if k in echoed:
+            continue
+        for match in _CORRECTION.finditer(lines[k], pos if k == index else 0):
+            if _is_retraction(match.group("chain")):
+                found = (k, match.group("letter"))
+    return found
 
 
 def _verdict_line(line: str) -> str | None:
@@ -241,29 +304,30 @@ def _echoed_lines(lines: list[str], instructions: tuple[str, ...]) -> set[int]:
     return out
 
 
-def _weak_verdict(line: str, options: bool, last: bool) -> str | None:
-    hits = _letters(_KEYWORD, line) + _letters(_PICK, line)
+def _weak_verdict(line: str, options: bool, last: bool) -> tuple[str, int] | None:
+    """A weak form's letter and where it ends on the line (a change of mind may follow)."""
+    hits = _choices(_KEYWORD, line) + _choices(_PICK, line)
     if hits:
-        return _one(hits)
+        return _settle(line, hits)
     match = (
         _BARE.match(line) or (None if options else _LEADING.match(line)) or _TRAILING.search(line)
     )
     if match:
-        return match.group(1)
+        return match.group(1), match.end(1)
     lower = _LOWER.match(line)
     if lower:
-        return lower.group(1).upper()
+        return lower.group(1).upper(), lower.end(1)
     if not last:
         return None
     # Looser forms, trusted only on the reply's last line: "Option A", "They agree; A".
     option = _OPTION_LINE.fullmatch(line)
     if option:
-        return option.group(1)
+        return option.group(1), option.end(1)
     tail = _AFTER_SENTENCE.search(line)
     if tail and tail.group(1).casefold() not in _ABBREVIATIONS and len(tail.group(1)) > 1:
         other = "B" if tail.group(2) == "A" else "A"
         if not re.search(r"(?<![A-Za-z0-9])" + other + r"(?![A-Za-z0-9])", line):
-            return tail.group(2)
+            return tail.group(2), tail.end(2)
     return None
 
 
@@ -272,7 +336,9 @@ def parse_verdict(text: str, instructions: str | None = None) -> Verdict | None:
 
     An explicit verdict ("Answer: A", "**Verdict:** B", "<answer>A</answer>") wins
     wherever it stands, the last one if there are several, so a later passing mention
-    ("... I would answer B") cannot flip it. Only without one are weaker forms read,
+    ("... I would answer B") cannot flip it; a retraction after the verdict does, on
+    its line or below: "Answer: A? No, B.", "Answer: A. Actually, B", "Answer: A. No
+    wait, Answer: B" are B. Only without an explicit verdict are weaker forms read,
     from the last line up: "The answer is A", "I pick B", a lone "(B)", and on the last
     line only "Option A" or "They agree; A". A reply that lists both options
     ("A) consistent / B) inconsistent") without choosing has none.
@@ -288,25 +354,28 @@ def parse_verdict(text: str, instructions: str | None = None) -> Verdict | None:
         lines,
         _instruction_lines(DEFAULT_CONSISTENCY_PROMPT if instructions is None else instructions),
     )
-    strong: tuple[int, str] | None = None
+    strong: tuple[int, str, int] | None = None
     for index, line in enumerate(lines):
-        if index not in echoed and (choice := _one(_letters(_STRONG, line))) is not None:
-            strong = (index, choice)
+        if index not in echoed and (settled := _settle(line, _choices(_STRONG, line))) is not None:
+            strong = (index, *settled)
     if strong is not None:
-        index, choice = strong
+        index, choice, end = strong
     else:
         leading = {m.group(1) for line in lines if (m := _OPTION.match(line))}
         options = leading == {"A", "B"}  # an option list, not a choice
         candidates = [k for k in range(len(lines)) if lines[k] and k not in echoed]
         found = None
         for index in reversed(candidates):
-            choice = _weak_verdict(lines[index], options, last=index == candidates[-1])
-            if choice is not None:
-                found = (index, choice)
+            weak = _weak_verdict(lines[index], options, last=index == candidates[-1])
+            if weak is not None:
+                found = (index, *weak)
                 break
         if found is None:
             return None
-        index, choice = found
+        index, choice, end = found
+    changed = _change_of_mind(lines, echoed, index, end)
+    if changed is not None and changed[1] != choice:
+        index, choice = changed
     reasoning = "\n".join(original[:index]).strip()
     if not reasoning:
         # The verdict may share its line with the reasoning: "Same totals. Answer: A"
