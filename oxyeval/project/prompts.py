@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import ConfigError, Diagnostic, LoadError
 from ..providers import GenerateParams
+from ..store import case_id  # the one id rule, shared with cases created through the API
 from .agents import Agent, load_agent
 from .config import Project
 from .document import Document, KeyPath, load_yaml
@@ -39,10 +40,6 @@ __all__ = [
 ]
 
 DEFAULT_RECENT = 10
-
-
-def case_id(prompt_id: str, name: str) -> str:
-    return f"{prompt_id}::{name}"
 
 
 @dataclass(repr=False)
