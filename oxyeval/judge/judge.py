@@ -17,12 +17,12 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..project.templates import TemplateRef, render
 from ..providers import ChatMessage, Completion, GenerateParams, ResponseSchema
+from .retractions import change_of_mind, settle
 from .verdicts import VerdictCache, verdict_key
 
 if TYPE_CHECKING:
@@ -135,47 +135,12 @@ _QUOTES_CLOSE = "\"'”’»」』"
 _CONDITION = re.compile(
     r"\s*[\)\]\"'”’»」』]*\s*,?\s*(?:(?i:if|when|whenever|otherwise|unless|means|meaning|stands)\b|=)"
 )
-# A change of mind after a verdict: "Answer: A? No, B.", "A. Actually, B", "Wait, no: Answer: B".
-# The retraction opens a clause and the letter closes one, so "There is no A", "No B-tier
-# store differs" and "Actually, A good answer..." are no corrections.
-_RETRACT = (
-    r"(?i:\b(?:no|nope|wait|sorry|oops|correction|hold\s+on|scratch\s+that|on\s+second\s+thoughts?"
-    r"|on\s+reflection|my\s+(?:mistake|bad)|let\s+me\s+correct\s+(?:that|myself)"
-    r"|actually|i\s+mean|i\s+meant|make\s+(?:that|it)|rather)\b)"
-)
-# Bounded, so that a long run of "no, no, no" costs linear time, not quadratic.
-_RETRACTIONS = r"(?P<chain>(?:" + _RETRACT + r"[\s,.:;!…\-–—]{0,4}){1,4})"
-# Retractions that may lead to the letter without punctuation: "I mean B"; "No A" means none.
-_DIRECT_RETRACT = re.compile(r"(?i)\b(?:actually|i\s+mean|i\s+meant|make\s+(?:that|it)|rather)\b")
-_CORRECTION = re.compile(
-    r"(?:^|(?<=[.!?;,:…\-–—(]))\s*"
-    + _RETRACTIONS
-    + r"(?i:(?:it(?:'s|\s+is|\s+should\s+be|\s+must\s+be)|the\s+(?:right\s+|correct\s+)?"
-    r"(?:answer|verdict)\s+is|(?:final\s+)?(?:answer|verdict)\s*[:=\-–—]|i(?:'d|\s+would)\s+say"
-    r"|i(?:'ll|\s+will)\s+go\s+with)\s*)?"
-    + _OPTION_WORD
-    + r"[\(\[\{\"'“]*(?P<letter>[AB])[\)\]\}\"'”]*"
-    r"(?:\s+(?i:is\s+(?:right|correct|the\s+(?:right\s+|correct\s+)?answer)))?"
-    r"(?=[.!\s]*$|[.!]+\s|\s+[\-–—(])"
-)
-# What may stand between two different verdicts on a line for the second to be a change of
-# mind ("Answer: A. No wait, Answer: B"), not a choice left open ("Answer: A or Answer: B").
-_RETRACTION_GAP = re.compile(r"[\s.!?;,:…\-–—()]*" + _RETRACTIONS)
 
 
 @dataclass(frozen=True)
 class Verdict:
     choice: str  # "A" or "B"
     reasoning: str
-
-
-def _first_group(match: re.Match[str]) -> str:
-    return next(g for g in match.groups() if g)
-
-
-def _is_retraction(chain: str) -> bool:
-    """ "No, B" and "I mean B" take back a verdict; "No B" ("there is no B") does not."""
-    return bool(re.search(r"[,.:;!…\-–—]", chain)) or _DIRECT_RETRACT.search(chain) is not None
 
 
 def _is_mention(line: str, match: re.Match[str]) -> bool:
@@ -194,44 +159,6 @@ def _is_mention(line: str, match: re.Match[str]) -> bool:
 def _choices(pattern: re.Pattern[str], line: str) -> list[re.Match[str]]:
     """The pattern's matches on a line that are choices, not mentions."""
     return [m for m in pattern.finditer(line) if not _is_mention(line, m)]
-
-
-def _settle(line: str, matches: list[re.Match[str]]) -> tuple[str, int] | None:
-    """The line's last letter and where it ends, unless the line leaves the choice open.
-
-    "Answer: A or Answer: B" names both and chooses neither; "Answer: A. No wait,
-    Answer: B" changes its mind, and the later letter is the verdict.
-    """
-    if not matches:
-        return None
-    matches = sorted(matches, key=lambda m: m.start())
-    letter = _first_group(matches[0])
-    for previous, match in pairwise(matches):
-        following = _first_group(match)
-        if following != letter:
-            gap = _RETRACTION_GAP.fullmatch(line, previous.end(), match.start())
-            if gap is None or not _is_retraction(gap.group("chain")):
-                return None
-        letter = following
-    return letter, matches[-1].end()
-
-
-def _change_of_mind(
-    lines: list[str], echoed: set[int], index: int, pos: int
-) -> tuple[int, str] | None:
-    """The last retraction after the verdict at ``lines[index][pos]``: "A? No, B." means B.
-
-    Only a retraction counts ("No, B", "Actually, B", "I mean B"): a later passing
-    mention ("...had the gap been larger I would say B") does not flip a verdict.
-    """
-    found = None
-    for k in range(index, len(lines)):
-        if k in echoed:
-            continue
-        for match in _CORRECTION.finditer(lines[k], pos if k == index else 0):
-            if _is_retraction(match.group("chain")):
-                found = (k, match.group("letter"))
-    return found
 
 
 def _verdict_line(line: str) -> str | None:
@@ -308,7 +235,7 @@ def _weak_verdict(line: str, options: bool, last: bool) -> tuple[str, int] | Non
     """A weak form's letter and where it ends on the line (a change of mind may follow)."""
     hits = _choices(_KEYWORD, line) + _choices(_PICK, line)
     if hits:
-        return _settle(line, hits)
+        return settle(line, hits)
     match = (
         _BARE.match(line) or (None if options else _LEADING.match(line)) or _TRAILING.search(line)
     )
@@ -356,7 +283,7 @@ def parse_verdict(text: str, instructions: str | None = None) -> Verdict | None:
     )
     strong: tuple[int, str, int] | None = None
     for index, line in enumerate(lines):
-        if index not in echoed and (settled := _settle(line, _choices(_STRONG, line))) is not None:
+        if index not in echoed and (settled := settle(line, _choices(_STRONG, line))) is not None:
             strong = (index, *settled)
     if strong is not None:
         index, choice, end = strong
@@ -373,7 +300,7 @@ def parse_verdict(text: str, instructions: str | None = None) -> Verdict | None:
         if found is None:
             return None
         index, choice, end = found
-    changed = _change_of_mind(lines, echoed, index, end)
+    changed = change_of_mind(lines, echoed, index, end)
     if changed is not None and changed[1] != choice:
         index, choice = changed
     reasoning = "\n".join(original[:index]).strip()

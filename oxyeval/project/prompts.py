@@ -3,9 +3,10 @@
 A prompt (``*.prompt.yml``, or an agent named by a ``*.cases.yml`` file) is
 identified by its name, and each distinct resolved content (template, system,
 model, params) becomes a numbered version in the store. Cases are identified by
-``<prompt>::<case name>`` so their history survives edits to the file. Accepting a
-new baseline rewrites the one value in the YAML file in place, leaving every
-comment and the rest of the layout untouched.
+``<prompt>::<case name>`` (``oxyeval.store.case_id``, the rule for cases created
+through the API too) so their history survives edits to the file. Accepting a new
+baseline rewrites the one value in the YAML file in place, leaving every comment and
+the rest of the layout untouched.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Any
 
 from ..errors import ConfigError, Diagnostic, LoadError
 from ..providers import GenerateParams
-from ..store import case_id  # the one id rule, shared with cases created through the API
 from .agents import Agent, load_agent
 from .config import Project
 from .document import Document, KeyPath, load_yaml
@@ -33,7 +33,6 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "CaseDef",
     "PromptDef",
-    "case_id",
     "collect_case_files",
     "load_prompts",
     "rewrite_expected_output",
