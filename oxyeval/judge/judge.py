@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ProviderError
 from ..project.templates import TemplateRef, render
 from ..providers import ChatMessage, Completion, GenerateParams, ResponseSchema
+from .retractions import change_of_mind, settle
 from .verdicts import VerdictCache, verdict_key
 
 if TYPE_CHECKING:
@@ -142,10 +143,6 @@ class Verdict:
     reasoning: str
 
 
-def _first_group(match: re.Match[str]) -> str:
-    return next(g for g in match.groups() if g)
-
-
 def _is_mention(line: str, match: re.Match[str]) -> bool:
     """A verdict quoted as a phrase or stated as a condition is an echo of instructions."""
     start = match.start()
@@ -159,16 +156,9 @@ def _is_mention(line: str, match: re.Match[str]) -> bool:
     return _CONDITION.match(line, match.end()) is not None
 
 
-def _letters(pattern: re.Pattern[str], line: str) -> list[str]:
-    """The letters of the pattern's matches on a line that are choices, not mentions."""
-    return [_first_group(m) for m in pattern.finditer(line) if not _is_mention(line, m)]
-
-
-def _one(letters: list[str]) -> str | None:
-    """The last letter, unless the line names both: "Answer: A or Answer: B" is no choice."""
-    if not letters or len(set(letters)) > 1:
-        return None
-    return letters[-1]
+def _choices(pattern: re.Pattern[str], line: str) -> list[re.Match[str]]:
+    """The pattern's matches on a line that are choices, not mentions."""
+    return [m for m in pattern.finditer(line) if not _is_mention(line, m)]
 
 
 def _verdict_line(line: str) -> str | None:
@@ -241,29 +231,30 @@ def _echoed_lines(lines: list[str], instructions: tuple[str, ...]) -> set[int]:
     return out
 
 
-def _weak_verdict(line: str, options: bool, last: bool) -> str | None:
-    hits = _letters(_KEYWORD, line) + _letters(_PICK, line)
+def _weak_verdict(line: str, options: bool, last: bool) -> tuple[str, int] | None:
+    """A weak form's letter and where it ends on the line (a change of mind may follow)."""
+    hits = _choices(_KEYWORD, line) + _choices(_PICK, line)
     if hits:
-        return _one(hits)
+        return settle(line, hits)
     match = (
         _BARE.match(line) or (None if options else _LEADING.match(line)) or _TRAILING.search(line)
     )
     if match:
-        return match.group(1)
+        return match.group(1), match.end(1)
     lower = _LOWER.match(line)
     if lower:
-        return lower.group(1).upper()
+        return lower.group(1).upper(), lower.end(1)
     if not last:
         return None
     # Looser forms, trusted only on the reply's last line: "Option A", "They agree; A".
     option = _OPTION_LINE.fullmatch(line)
     if option:
-        return option.group(1)
+        return option.group(1), option.end(1)
     tail = _AFTER_SENTENCE.search(line)
     if tail and tail.group(1).casefold() not in _ABBREVIATIONS and len(tail.group(1)) > 1:
         other = "B" if tail.group(2) == "A" else "A"
         if not re.search(r"(?<![A-Za-z0-9])" + other + r"(?![A-Za-z0-9])", line):
-            return tail.group(2)
+            return tail.group(2), tail.end(2)
     return None
 
 
@@ -272,7 +263,9 @@ def parse_verdict(text: str, instructions: str | None = None) -> Verdict | None:
 
     An explicit verdict ("Answer: A", "**Verdict:** B", "<answer>A</answer>") wins
     wherever it stands, the last one if there are several, so a later passing mention
-    ("... I would answer B") cannot flip it. Only without one are weaker forms read,
+    ("... I would answer B") cannot flip it; a retraction after the verdict does, on
+    its line or below: "Answer: A? No, B.", "Answer: A. Actually, B", "Answer: A. No
+    wait, Answer: B" are B. Only without an explicit verdict are weaker forms read,
     from the last line up: "The answer is A", "I pick B", a lone "(B)", and on the last
     line only "Option A" or "They agree; A". A reply that lists both options
     ("A) consistent / B) inconsistent") without choosing has none.
@@ -288,25 +281,28 @@ def parse_verdict(text: str, instructions: str | None = None) -> Verdict | None:
         lines,
         _instruction_lines(DEFAULT_CONSISTENCY_PROMPT if instructions is None else instructions),
     )
-    strong: tuple[int, str] | None = None
+    strong: tuple[int, str, int] | None = None
     for index, line in enumerate(lines):
-        if index not in echoed and (choice := _one(_letters(_STRONG, line))) is not None:
-            strong = (index, choice)
+        if index not in echoed and (settled := settle(line, _choices(_STRONG, line))) is not None:
+            strong = (index, *settled)
     if strong is not None:
-        index, choice = strong
+        index, choice, end = strong
     else:
         leading = {m.group(1) for line in lines if (m := _OPTION.match(line))}
         options = leading == {"A", "B"}  # an option list, not a choice
         candidates = [k for k in range(len(lines)) if lines[k] and k not in echoed]
         found = None
         for index in reversed(candidates):
-            choice = _weak_verdict(lines[index], options, last=index == candidates[-1])
-            if choice is not None:
-                found = (index, choice)
+            weak = _weak_verdict(lines[index], options, last=index == candidates[-1])
+            if weak is not None:
+                found = (index, *weak)
                 break
         if found is None:
             return None
-        index, choice = found
+        index, choice, end = found
+    changed = change_of_mind(lines, echoed, index, end)
+    if changed is not None and changed[1] != choice:
+        index, choice = changed
     reasoning = "\n".join(original[:index]).strip()
     if not reasoning:
         # The verdict may share its line with the reasoning: "Same totals. Answer: A"

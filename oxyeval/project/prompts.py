@@ -3,9 +3,10 @@
 A prompt (``*.prompt.yml``, or an agent named by a ``*.cases.yml`` file) is
 identified by its name, and each distinct resolved content (template, system,
 model, params) becomes a numbered version in the store. Cases are identified by
-``<prompt>::<case name>`` so their history survives edits to the file. Accepting a
-new baseline rewrites the one value in the YAML file in place, leaving every
-comment and the rest of the layout untouched.
+``<prompt>::<case name>`` (``oxyeval.store.case_id``, the rule for cases created
+through the API too) so their history survives edits to the file. Accepting a new
+baseline rewrites the one value in the YAML file in place, leaving every comment and
+the rest of the layout untouched.
 """
 
 from __future__ import annotations
@@ -32,17 +33,12 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "CaseDef",
     "PromptDef",
-    "case_id",
     "collect_case_files",
     "load_prompts",
     "rewrite_expected_output",
 ]
 
 DEFAULT_RECENT = 10
-
-
-def case_id(prompt_id: str, name: str) -> str:
-    return f"{prompt_id}::{name}"
 
 
 @dataclass(repr=False)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 from ._engine import DEFAULT_TIMEOUT, Location, resolve_location
 from ._errors import AlreadyExistsError, EmptyHistoryError, LocationError, NotFoundError, StoreError
-from ._util import canonical_json, content_hash, utc_timestamp
+from ._util import canonical_json, case_id, content_hash, utc_timestamp
 
 # Loaded on first use: the row types (some twenty dataclasses, ~20 ms to build, on the
 # start-up path of every command that only needs a Location; the few that oxy test and
@@ -128,6 +128,7 @@ __all__ = [
     "WorkflowRunRecord",
     "WorkflowTask",
     "canonical_json",
+    "case_id",
     "content_hash",
     "open_results",
     "open_store",

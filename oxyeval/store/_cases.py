@@ -1,4 +1,7 @@
-"""Test cases: created through the API, or synced from YAML files (same id, same history)."""
+"""Test cases: created through the API, or synced from YAML files (same id, same history).
+
+Either way a case is identified as ``<prompt>::<case name>`` (:func:`case_id`), so a name
+is unique within its prompt and the full id the CLI takes finds every case."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from ._errors import AlreadyExistsError, NotFoundError
 from ._prompts import _upsert, ensure_prompt_row
 from ._rows import TestCase
 from ._tables import test_cases
-from ._util import canonical_json, loads, new_id, redact_text, utc_timestamp
+from ._util import canonical_json, case_id, loads, redact_text, utc_timestamp
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -103,7 +106,13 @@ class Cases:
         source_file: str | None = None,
         created_at: str | None = None,
     ) -> TestCase:
-        """Insert a new case; an existing id (even soft-deleted) is an error, not an overwrite."""
+        """Insert a new case, identified as ``<prompt>::<name>`` unless ``id`` says otherwise.
+
+        As in a YAML file, a name is used once per prompt: a live case with the same id is
+        an :class:`AlreadyExistsError`, never an overwrite (change it with :meth:`update`).
+        A soft-deleted one comes back with the new fields and its history, as a case
+        declared again in its file does.
+        """
         fields = {
             "prompt_id": prompt_id,
             "name": name,
@@ -114,24 +123,29 @@ class Cases:
             "source_file": source_file,
         }
         check_fields(fields)
-        case_id = id or new_id()
+        new = id or case_id(prompt_id, name)
         now = utc_timestamp(created_at)
         with self._store.write("creating a test case") as conn:
             ensure_prompt_row(conn, prompt_id, now)
             insert = _upsert(conn)
             done = conn.execute(
                 insert(test_cases)
-                .values(id=case_id, created_at=now, updated_at=now, **_stored(fields))
+                .values(id=new, created_at=now, updated_at=now, **_stored(fields))
                 .on_conflict_do_nothing(index_elements=["id"])
                 # PostgreSQL reports no row count for an INSERT unless asked to keep it.
                 .execution_options(preserve_rowcount=True)
             )
             if done.rowcount == 0:
-                raise AlreadyExistsError(
-                    f"test case {case_id!r} already exists in {self._store.path}",
-                    path=self._store.path,
-                )
-            row = self._row(conn, case_id, deleted=True)
+                row = self._row(conn, new, deleted=True, lock=True)
+                if row.deleted_at is None:
+                    raise AlreadyExistsError(
+                        f"test case {new!r} already exists in {self._store.path} (prompt "
+                        f"{row.prompt_id!r}, case {row.name!r}); a case name is used once per "
+                        f"prompt: change that case with store.cases.update({new!r}, ...)",
+                        path=self._store.path,
+                    )
+                self._apply(conn, row, fields, now, undelete=True)
+            row = self._row(conn, new, deleted=True)
         return case_row(row)
 
     def _apply(

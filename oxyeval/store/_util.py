@@ -14,6 +14,7 @@ from ..redact import redact
 __all__ = [
     "baseline_key",
     "canonical_json",
+    "case_id",
     "content_hash",
     "loads",
     "new_id",
@@ -81,6 +82,13 @@ def loads(text: str | None) -> Any:
 
 def new_id() -> str:
     return uuid.uuid4().hex
+
+
+def case_id(prompt_id: str, name: str) -> str:
+    """The id of a prompt's test case, ``<prompt>::<case name>``: one rule for cases declared
+    in YAML and cases created through the API, so a case is found by the same full id
+    (``oxy cases show sentiment::positive``) and keeps its history however it was made."""
+    return f"{prompt_id}::{name}"
 
 
 def redact_text(text: str | None) -> str | None:

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError
 from ...project.config import Project
-from ...project.prompts import PromptDef, case_id, collect_case_files, load_prompts
+from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...project.schema import did_you_mean
-from ...store import Location, TestCase, utc_timestamp
+from ...store import Location, TestCase, case_id, utc_timestamp
 
 if TYPE_CHECKING:
     from ...store import Store
