@@ -18,7 +18,13 @@ if TYPE_CHECKING:
     from ..providers import GenerateParams, Model
     from .judge import JudgeResult
 
-__all__ = ["VerdictCache", "verdict_data", "verdict_from_data", "verdict_key"]
+__all__ = ["READING", "VerdictCache", "verdict_data", "verdict_from_data", "verdict_key"]
+
+#: The version of how a reply is read into a verdict (``parse_verdict``), part of every key:
+#: a cached verdict keeps the choice the parser of its day made, so when the reading changes
+#: (2: a judge that changes its mind, "Answer: A? No, B.", counts as B) old verdicts must
+#: not be replayed. Raise it with any change that can read a reply differently.
+READING = 2
 
 
 @runtime_checkable
@@ -34,8 +40,9 @@ def verdict_key(
     model: Model, params: GenerateParams, structured: str, prompt: str
 ) -> dict[str, Any]:
     """The key of one verdict: the judge model (vendor, model id, endpoint, options), the
-    parameters its calls are sent with, the ``judge.structured`` mode and the rendered
-    prompt. No key, header or config.yml name of the model."""
+    parameters its calls are sent with, the ``judge.structured`` mode, the rendered prompt
+    and how replies are read (:data:`READING`). No key, header or config.yml name of the
+    model."""
     import json
 
     spec = model.spec
@@ -56,6 +63,7 @@ def verdict_key(
                 "params": sampling,
                 "structured": structured,
                 "prompt": prompt,
+                "reading": READING,
             },
             default=str,
         )

@@ -161,6 +161,22 @@ def test_verdict_key_is_plain_json() -> None:
     assert verdict_key(model, replace(GenerateParams(), max_tokens=5), "auto", "p") != key
 
 
+def test_a_new_reading_of_replies_never_replays_verdicts_read_the_old_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A verdict cached before the parser learnt that "Answer: A? No, B." is B keeps A:
+    the reading's version is part of the key, so it is asked again."""
+    from oxyeval.judge import verdicts
+    from oxyeval.providers import Model
+    from oxyeval.providers.openai import OpenAIAPI
+
+    model = Model(OpenAIAPI(spec("http://h/v1"), None))
+    now = verdict_key(model, GenerateParams(), "auto", "p")
+    assert now["reading"] == verdicts.READING
+    monkeypatch.setattr(verdicts, "READING", verdicts.READING - 1)
+    assert verdict_key(model, GenerateParams(), "auto", "p") != now
+
+
 def _text(text: str) -> dict[str, Any]:
     from tests.fakes import openai_chat_response
 
