@@ -52,9 +52,9 @@ CacheOption = Annotated[
     bool | None,
     typer.Option(
         "--cache/--no-cache",
-        help="--cache: also replay agent and prompt answers from the history's cache (a rerun "
-        "of an unchanged test makes no request); --no-cache: replay nothing, not even judge "
-        "verdicts (cached by default).",
+        help="--cache: also replay agent and prompt answers from the history's cache (every "
+        "run keeps them; a rerun of an unchanged test makes no request); --no-cache: replay "
+        "and keep nothing, not even judge verdicts (replayed by default).",
     ),
 ]
 

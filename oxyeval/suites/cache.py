@@ -2,9 +2,10 @@
 
 Reruns are most of what users do: tweak a judge prompt, re-gate with another
 threshold, rerun after a flaky provider error. By default a run keeps judge verdicts:
-a rerun that produces the same pair of outputs costs no judge call. ``--cache`` also
-replays agent and prompt answers, so a rerun of an unchanged test makes no request at
-all; ``--no-cache`` does neither. ``config.yml``'s ``cache: {ttl_days: N}`` ignores
+a rerun that produces the same pair of outputs costs no judge call. It also keeps agent
+and prompt answers without replaying them, so that ``--cache``, which replays them, makes
+no request on a rerun of an unchanged test even when the runs before it were plain ones;
+``--no-cache`` neither keeps nor replays anything. ``config.yml``'s ``cache: {ttl_days: N}`` ignores
 (and deletes) entries older than N days; ``cache: {truncated: true}`` keeps answers cut
 off at the token limit too (by default they are asked again).
 
@@ -54,8 +55,8 @@ _FLUSH_EVERY = 200  # new entries written per background transaction
 
 @dataclass(frozen=True)
 class CachePolicy:
-    """What one run caches. ``answers``: agent and prompt answers (``--cache``);
-    ``verdicts``: judge verdicts (default on); ``ttl_days``: entries older are ignored and
+    """What one run caches. ``answers``: replay agent and prompt answers (``--cache``;
+    they are kept whenever the cache is on); ``verdicts``: judge verdicts (default on); ``ttl_days``: entries older are ignored and
     purged (None: they never expire); ``truncated``: keep answers cut off at the token
     limit too."""
 
@@ -97,8 +98,11 @@ class _Answers:
     def __init__(self, cache: RunCache) -> None:
         self._cache = cache
         self.keep_truncated = cache.policy.truncated
+        self.replay = cache.policy.answers
 
     async def get(self, key: Mapping[str, Any]) -> Completion | None:
+        if not self.replay:  # kept for a later --cache run, never served in this one
+            return None
         value = await self._cache.lookup("answer", key)
         completion = completion_from_data(value) if isinstance(value, dict) else None
         if completion is not None:
@@ -149,7 +153,7 @@ class RunCache:
         self._history = history
         self._store = store
         self._owns_history = owns_history and history is not None
-        self._answers = _Answers(self) if policy.answers else None
+        self._answers = _Answers(self) if policy.enabled else None
         self._verdicts = _Verdicts(self) if policy.verdicts else None
         self._cutoff = policy.cutoff()
         self._broken = False

@@ -436,8 +436,33 @@ def test_a_workflow_consistency_run_replays_its_verdicts(
     assert (script.agent, script.judge) == (6, 3)
     assert again.records[0].details["consistency"]["judge_calls"] == 0
     assert str(again.output) == str(first.output) == "The total is 42."
-    run(True)  # answers kept now
-    run(True)  # and replayed
-    assert (script.agent, script.judge) == (9, 3)
+    run(True)  # the plain runs kept the answers: replayed at once
+    assert (script.agent, script.judge) == (6, 3)
     run(False)
-    assert (script.agent, script.judge) == (12, 6)
+    assert (script.agent, script.judge) == (9, 6)
+
+
+def test_plain_runs_keep_answers_so_the_first_cache_run_makes_no_request(
+    make_project: MakeProject, server: FakeServer, script: Script
+) -> None:
+    """A plain run keeps agent and prompt answers without replaying them; the first
+    --cache run after it replays them all."""
+    root = _project(make_project, server.url)
+    first = _run(root)
+    assert (script.agent, script.judge) == (3, 3) and first.cached_calls == 0
+    script.reset(["changed", "changed too", "and this"])  # a request would show it
+    before = len(server.requests)
+    cached = _run(root, cache=True)
+    assert len(server.requests) == before  # nothing asked at all
+    assert _texts(cached) == _texts(first) == ANSWERS
+    assert cached.cached_calls == 3 + first.tests[0].judge_calls
+    (root / "p.prompt.yml").write_text(PROMPT)
+    plain = run_cases([root / "p.prompt.yml"], concurrency=1)
+    assert plain.cached_calls == 0
+    script.reset(["other", "other"])
+    before = len(server.requests)
+    again = run_cases([root / "p.prompt.yml"], cache=True)
+    assert len(server.requests) == before and again.cached_calls == 2
+    assert {r.name: r.actual_output for r in again.results} == {
+        r.name: r.actual_output for r in plain.results
+    }

@@ -498,7 +498,7 @@ async def run_cases_async(
         await context.aclose()
         raise
     policy = CachePolicy.for_project(project, cache)
-    answers = RunCache(policy, store=store) if policy.answers else None
+    answers = RunCache(policy, store=store) if policy.enabled else None  # kept; replayed on --cache
     context.cache = answers
     plans: list[_VersionRun] = []
     try:
