@@ -7,6 +7,9 @@
 #   FROM oxyeval
 #   COPY --chown=oxy . /project
 #   RUN oxy test agent.yml --format json --quiet --min-accuracy 0.8
+#
+# (add --no-history to that step to keep the run's history, with the models' answers, out of
+# the layer; README, "Docker")
 FROM python:3.12-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

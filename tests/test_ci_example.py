@@ -51,6 +51,22 @@ def test_the_workflow_is_a_github_workflow() -> None:
     assert {Path(p).suffix for p in paths} == {".xml", ".json"}
 
 
+def test_the_history_is_kept_also_when_a_gate_fails() -> None:
+    """actions/cache saves only after a green job; the red runs' results matter most, so
+    the history is restored and saved in two steps, the save under always()."""
+    names = [s.get("uses", "").split("@")[0] for s in steps()]
+    assert "actions/cache" not in names
+    restore = names.index("actions/cache/restore")
+    save = names.index("actions/cache/save")
+    gates = [i for i, s in enumerate(steps()) if "oxy " in s.get("run", "")]
+    assert restore < min(gates) and save > max(gates)
+    saved = steps()[save]
+    assert "always()" in saved["if"]
+    assert saved["with"]["path"] == steps()[restore]["with"]["path"]
+    assert saved["with"]["path"].endswith("/.oxy")
+    assert saved["with"]["key"] == steps()[restore]["with"]["key"]
+
+
 def oxy_shim(folder: Path) -> Path:
     """An ``oxy`` on PATH that runs this tree, as the installed entry point would."""
     folder.mkdir()
