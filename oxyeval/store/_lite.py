@@ -43,6 +43,7 @@ from ._result_rows import (
     NewWorkflowRun,
     consistency_from_row,
     consistency_values,
+    finished_tasks,
     workflow_values,
 )
 from ._util import new_id, utc_timestamp
@@ -141,7 +142,9 @@ class _Workflows:
     def record(self, run_id: str, result: NewWorkflowRun) -> None:
         row, tasks = workflow_values(run_id, result)
         with self._store.write("recording a workflow run") as cur:
-            cur.execute("UPDATE runs SET done = done + ? WHERE id = ?", (len(tasks), run_id))
+            cur.execute(
+                "UPDATE runs SET done = done + ? WHERE id = ?", (finished_tasks(result), run_id)
+            )
             if cur.rowcount == 0:
                 raise NotFoundError(
                     f"no run {run_id!r} in {self._store.path}", path=self._store.path

@@ -23,6 +23,7 @@ __all__ = [
     "NewWorkflowTask",
     "consistency_from_row",
     "consistency_values",
+    "finished_tasks",
     "workflow_values",
 ]
 
@@ -195,6 +196,12 @@ def _json(value: Any) -> str | None:
     if len(text) <= MAX_STORED_CHARS:
         return text
     return canonical_json({"oxy_cut": True, "chars": len(text), "head": text[:MAX_STORED_CHARS]})
+
+
+def finished_tasks(result: NewWorkflowRun) -> int:
+    """The tasks of a run that ended (a run's ``done``): not those cut short or never
+    started, so an interrupted run shows 1/3, not 3/3."""
+    return sum(t.status not in ("interrupted", "pending", "running") for t in result.tasks)
 
 
 def workflow_values(

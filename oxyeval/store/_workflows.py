@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from ._errors import NotFoundError
-from ._result_rows import NewWorkflowRun, workflow_values
+from ._result_rows import NewWorkflowRun, finished_tasks, workflow_values
 from ._rows import WorkflowRunRecord, WorkflowTask
 from ._runs import _run
 from ._tables import runs, workflow_runs, workflow_tasks
@@ -32,7 +32,9 @@ class WorkflowRuns:
         row, tasks = workflow_values(run_id, result)
         with self._store.write("recording a workflow run") as conn:
             done = conn.execute(
-                runs.update().where(runs.c.id == run_id).values(done=runs.c.done + len(tasks))
+                runs.update()
+                .where(runs.c.id == run_id)
+                .values(done=runs.c.done + finished_tasks(result))
             )
             if done.rowcount == 0:
                 raise NotFoundError(
