@@ -259,7 +259,7 @@ def render_history(
     for r in runs:
         table.add_row(
             _when(r.started_at),
-            {"consistency": "test"}.get(r.kind, r.kind),
+            escape(r.kind),  # the stored name, as --format json and --kind say it
             escape(_run_what(r)),
             _STATUS.get(r.status, escape(r.status)),
             f"{r.done}/{r.total}",

@@ -158,7 +158,7 @@ def test_history_lists_test_case_and_workflow_runs(root: Path) -> None:
     }
     assert workflow["subject"] == "w.workflow.yml" and workflow["done"] == 1
     pretty = invoke("history").stdout
-    assert "kind" in pretty and "test" in pretty and "accuracy 100.0% (1 scored)" in pretty
+    assert "kind" in pretty and "consistency" in pretty and "accuracy 100.0% (1 scored)" in pretty
     assert "sentiment v1" in pretty and "1 passed, 0 failed" in pretty
     only = json.loads(invoke("history", "--kind", "consistency", "--json").stdout)["runs"]
     assert [r["id"] for r in only] == [test["id"]]
