@@ -148,6 +148,7 @@ def test_history_lists_test_case_and_workflow_runs(root: Path) -> None:
     for key in ("id", "promptId", "startedAt", "status", "total", "done", "passed", "regressions"):
         assert all(key in r for r in runs)  # the keys the seed's API always had
     assert cases["promptId"] == "sentiment" and cases["passed"] == 1 and "consistency" not in cases
+    assert cases["subject"] == "s.prompt.yml"  # the prompt's file, in the project
     assert test["subject"] == "a.agent.yml" and test["status"] == "completed"
     assert test["consistency"] == {
         "tests": 1,

@@ -194,6 +194,17 @@ class CaseRun:
         return lines
 
 
+def _subject(prompt: PromptDef, root: Path) -> str | None:
+    """What a cases run is of, as ``oxy history`` lists it: the prompt's file, relative to
+    the project (None for a prompt built in code)."""
+    if prompt.file is None:
+        return None
+    try:
+        return Path(prompt.file).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(prompt.file)
+
+
 @dataclass(repr=False)
 class _VersionRun:
     """One prompt version and its selected cases, with everything a case reuses built once:
@@ -555,6 +566,7 @@ async def run_cases_async(
                 prompt_version=plan.version,
                 total=len(plan.cases),
                 group_id=group,
+                subject=_subject(plan.prompt, project.root),
             )
             run.runs[plan.prompt.id] = plan.run_id
             run.versions[plan.prompt.id] = plan.version
