@@ -233,9 +233,13 @@ def run_command(
     as_json = format is Format.json
     kind = file_kind(Path(file))
     try:
+        if cache is True and no_history:
+            raise OxyError("--cache replays answers kept in the history, which --no-history turns off")
         if kind == "agent":
             if question is None:
                 raise OxyError('oxy run on an agent needs --question "..."')
+            if not question.strip():
+                raise OxyError("--question is empty: give the agent something to answer")
             text = _ask(file, question, project, err, as_json, cache)
         elif kind == "workflow":
             if question is not None:

@@ -102,6 +102,8 @@ def test_command(
     message = gate_option_error(gates)
     if message is None and fail_on_drop is not None and no_history:
         message = "--fail-on-drop compares with the history, which --no-history turns off"
+    if message is None and cache is True and no_history:
+        message = "--cache replays answers kept in the history, which --no-history turns off"
     if message is None and junit is not None:
         message = report_path_problem("--junit", junit)
     if message is not None:

@@ -17,7 +17,7 @@ CONFIG = """\
 # An oxyeval (and oxy) project: the models its agents, prompts and judges use.
 # The first model is the default for agents and judges.
 #
-# Both models below are offline mocks (vendor: mock), so everything here runs with no
+# The models below are offline mocks (vendor: mock), so everything here runs with no
 # API key and no network. To test a real model, uncomment one at the end, export its
 # key, and point `model:` (agents, prompts) or `model_ref:` (judges) at its name.
 models:

@@ -179,3 +179,25 @@ def test_every_logged_warning_reads_warning_and_notes_stay_plain() -> None:
         "warning: already prefixed",
         "a plain note",
     ]
+
+
+def test_cache_with_no_history_is_refused_before_any_call(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (root / "a.agent.yml").write_text("model: m\nsystem_instructions: hi\n")
+    expected = "--cache replays answers kept in the history, which --no-history turns off"
+    code, out, err = oxy(["run", "t.workflow.yml", "--no-history", "--cache"], capsys)
+    assert code == 2 and out == "" and expected in err
+    code, out, err = oxy(
+        ["test", "a.agent.yml", "--no-history", "--cache", "--format", "json"], capsys
+    )
+    assert code == 2 and json.loads(out)["error"] == expected and expected in err
+    assert not (root / ".oxy").exists()
+
+
+def test_an_empty_question_is_bad_input(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (root / "a.agent.yml").write_text("model: m\nsystem_instructions: hi\n")
+    for question in ("", "  \n"):
+        code, out, err = oxy(["run", "a.agent.yml", "--question", question], capsys)
+        assert code == 2 and out == ""
+        assert "--question is empty" in err
