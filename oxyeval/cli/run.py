@@ -234,7 +234,9 @@ def run_command(
     kind = file_kind(Path(file))
     try:
         if cache is True and no_history:
-            raise OxyError("--cache replays answers kept in the history, which --no-history turns off")
+            raise OxyError(
+                "--cache replays answers kept in the history, which --no-history turns off"
+            )
         if kind == "agent":
             if question is None:
                 raise OxyError('oxy run on an agent needs --question "..."')

@@ -40,6 +40,7 @@ from .selection import (
     no_version_error,
     precheck,
     preview_cases,
+    run_subject,
     select_cases,
     unknown_names_error,
 )
@@ -192,17 +193,6 @@ class CaseRun:
                 why = "; ".join(r.regression_reasons) or ", ".join(r.regression_types)
                 lines.append(f"regression: {r.case_id}: {redact(why)}")
         return lines
-
-
-def _subject(prompt: PromptDef, root: Path) -> str | None:
-    """What a cases run is of, as ``oxy history`` lists it: the prompt's file, relative to
-    the project (None for a prompt built in code)."""
-    if prompt.file is None:
-        return None
-    try:
-        return Path(prompt.file).resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return str(prompt.file)
 
 
 @dataclass(repr=False)
@@ -566,7 +556,7 @@ async def run_cases_async(
                 prompt_version=plan.version,
                 total=len(plan.cases),
                 group_id=group,
-                subject=_subject(plan.prompt, project.root),
+                subject=run_subject(plan.prompt, project.root),
             )
             run.runs[plan.prompt.id] = plan.run_id
             run.versions[plan.prompt.id] = plan.version

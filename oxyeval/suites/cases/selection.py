@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError
@@ -29,6 +30,7 @@ __all__ = [
     "precheck",
     "preview_cases",
     "preview_prompt",
+    "run_subject",
     "select_cases",
     "unknown_names_error",
 ]
@@ -194,3 +196,14 @@ def precheck(
     finally:
         if reader is not None:
             reader.close()
+
+
+def run_subject(prompt: PromptDef, root: Path) -> str | None:
+    """What a cases run is of, as ``oxy history`` lists it: the prompt's file, relative to
+    the project (None for a prompt built in code)."""
+    if prompt.file is None:
+        return None
+    try:
+        return Path(prompt.file).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(prompt.file)
