@@ -19,7 +19,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "examples" / "ci" / "github-actions.yml"
-XSD = ROOT / "tests" / "report" / "junit-ant.xsd"
+XSD = ROOT / "tests" / "report" / "JUnit.xsd"
 
 
 def load() -> dict[str, Any]:

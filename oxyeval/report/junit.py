@@ -1,10 +1,14 @@
 """JUnit XML for CI servers (Jenkins, GitLab, GitHub test reporters): ``--junit FILE``.
 
 The format is Apache Ant's (``XMLJUnitResultFormatter``), the one every CI server
-reads: a ``<testsuites>`` root, one ``<testsuite>`` per file or prompt, one
-``<testcase>`` per consistency test or test case. Ant allows no ``<properties>`` in a
-``<testcase>``, so per-test figures (accuracy, pairs, judge calls, score) are suite
-properties named ``<test name>.<figure>``.
+reads, and the file validates against its common schema (windyroad/JUnit-Schema, vendored
+as ``tests/report/JUnit.xsd``): a ``<testsuites>`` root, one ``<testsuite>`` per file or
+prompt, one ``<testcase>`` per consistency test or test case. Ant allows no
+``<properties>`` in a ``<testcase>``, so per-test figures (accuracy, pairs, judge calls,
+score) are suite properties named ``<test name>.<figure>``. Nor does it allow attributes
+on ``<testsuites>`` (Ant's own aggregate has none): each ``<testsuite>`` carries its
+counts, and the run's figures (exit code, wall time, calls served from the cache) are
+``oxy.*`` properties repeated in every suite.
 
 Which element a test gets follows the run's own rules, so the XML never disagrees
 with the exit code: ``<error>`` where the exit code says "could not tell" (a test not
@@ -99,22 +103,26 @@ def _span(intervals: Iterable[tuple[float | None, float]]) -> float | None:
     return max(ends) - min(starts)
 
 
-def _render(
-    suites: Sequence[_Suite],
-    timestamp: datetime | None,
-    hostname: str | None,
-    total: float | None = None,
-) -> str:
+def _elapsed(suite: _Suite) -> float:
+    return suite.time if suite.time is not None else sum(c.time for c in suite.cases)
+
+
+def _run_time(suites: Sequence[_Suite], wall: float | None) -> str:
+    """The run's wall time (``wall``, from the results' spans), else the sum of the
+    suites' times, as the ``oxy.duration_s`` property (the root may carry no ``time``)."""
+    return _seconds(wall if wall is not None else sum(_elapsed(s) for s in suites))
+
+
+def _render(suites: Sequence[_Suite], timestamp: datetime | None, hostname: str | None) -> str:
     """``timestamp``: when the run started (default: now), written in UTC without a zone,
-    as Ant writes it (the format has no zone). ``total``: the run's wall time (default:
-    the sum of the suites')."""
+    as Ant writes it (the format has no zone). The root gets no attributes: the common
+    schema allows none there (run totals are the callers' ``oxy.*`` properties)."""
     when = timestamp or datetime.now(timezone.utc)
     if when.tzinfo is not None:
         when = when.astimezone(timezone.utc)
     stamp = when.strftime("%Y-%m-%dT%H:%M:%S")
     host = xml_text(hostname or socket.gethostname() or "localhost") or "localhost"
     root = ET.Element("testsuites")
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
     for k, suite in enumerate(suites):
         counts = {
             "tests": len(suite.cases),
@@ -122,10 +130,6 @@ def _render(
             "errors": sum(1 for c in suite.cases if c.error),
             "skipped": sum(1 for c in suite.cases if c.skipped and not (c.error or c.failure)),
         }
-        elapsed = suite.time if suite.time is not None else sum(c.time for c in suite.cases)
-        for key, value in counts.items():
-            totals[key] += value
-        totals["time"] += elapsed
         node = ET.SubElement(
             root,
             "testsuite",
@@ -137,7 +141,7 @@ def _render(
                 "failures": str(counts["failures"]),
                 "errors": str(counts["errors"]),
                 "skipped": str(counts["skipped"]),
-                "time": _seconds(elapsed),
+                "time": _seconds(_elapsed(suite)),
                 "timestamp": stamp,
                 "hostname": host,
             },
@@ -168,9 +172,6 @@ def _render(
                 ET.SubElement(element, "skipped", {"message": xml_text(case.skipped)})
         ET.SubElement(node, "system-out").text = xml_text("\n".join(suite.out))
         ET.SubElement(node, "system-err").text = xml_text("\n".join(suite.err))
-    for key in ("tests", "failures", "errors", "skipped"):
-        root.set(key, str(totals[key]))
-    root.set("time", _seconds(total if total is not None else totals["time"]))
     ET.indent(root)
     body = ET.tostring(root, encoding="unicode")
     return f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n'
@@ -267,7 +268,12 @@ def consistency_junit(
                 _Case("interrupted", "oxy.test", 0.0, error=("Interrupted", why, why))
             )
         suites.append(suite)
-    run_props = [("oxy.command", "oxy test"), ("oxy.interrupted", str(run.interrupted).lower())]
+    run_props = [
+        ("oxy.command", "oxy test"),
+        ("oxy.interrupted", str(run.interrupted).lower()),
+        ("oxy.duration_s", _run_time(suites, _span((t.started, t.duration) for t in run.tests))),
+        ("oxy.cached_calls", str(run.cached_calls)),
+    ]
     if code is not None:
         run_props.append(("oxy.exit_code", str(code)))
     if threshold is not None:
@@ -282,8 +288,7 @@ def consistency_junit(
         if threshold is not None and not threshold.passed:
             suite.err.append(threshold.message)
         suite.err.extend(run.warnings + run.skipped)
-    total = _span((t.started, t.duration) for t in run.tests)
-    return _render(suites, timestamp, hostname, total)
+    return _render(suites, timestamp, hostname)
 
 
 def _test_case(
@@ -333,6 +338,9 @@ def _test_properties(prefix: str, test: TestResult) -> list[tuple[str, str]]:
         ("judged_pairs", test.judged_pairs),
         ("identical_pairs", test.identical_pairs),
         ("judge_calls", test.judge_calls),
+        # Calls (agent answers, verdicts) replayed from the cache: judge_calls 0 with
+        # cached_calls > 0 is a test judged by earlier verdicts, not an unjudged one.
+        ("cached_calls", test.cached_calls),
         ("successful_runs", sum(1 for o in test.outputs if o.error is None)),
         ("run_errors", len(test.run_errors)),
         ("judge_errors", len(test.judge_errors)),
@@ -411,14 +419,15 @@ def cases_junit(
         ("oxy.fail_on_regression", str(fail_on_regression).lower()),
         ("oxy.planned", str(run.planned)),
         ("oxy.history", str(run.db)),
+        ("oxy.duration_s", _run_time(suites, _span(_case_interval(r) for r in run.results))),
+        ("oxy.cached_calls", str(run.cached_calls)),
     ]
     if code is not None:
         run_props.append(("oxy.exit_code", str(code)))
     for suite in suites:
         suite.properties[:0] = run_props
         suite.err.extend(run.warnings)
-    total = _span(_case_interval(r) for r in run.results)
-    return _render(suites, timestamp, hostname, total)
+    return _render(suites, timestamp, hostname)
 
 
 def _case_interval(result: CaseResult) -> tuple[float | None, float]:
@@ -480,5 +489,6 @@ def _case_properties(prefix: str, result: CaseResult) -> list[tuple[str, str]]:
         ("latency_ms", _number(result.latency_ms)),
         ("input_tokens", "" if result.input_tokens is None else result.input_tokens),
         ("output_tokens", "" if result.output_tokens is None else result.output_tokens),
+        ("cached_calls", int(result.cached)),  # 1: the answer was replayed (--cache)
     ]
     return [(f"{prefix}.{key}", str(value)) for key, value in figures]

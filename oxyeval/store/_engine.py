@@ -9,7 +9,9 @@ Passwords: a URL's password is never shown. ``Location.display`` masks it as ``*
 error message is scrubbed of it, and it is registered with :mod:`oxyeval.redact` so no
 report, log line or row can carry it. A password can come from the URL, from the
 environment variable named by ``history.password_var`` in config.yml, or from libpq's own
-``PGPASSWORD`` / ``~/.pgpass`` (psycopg reads those itself).
+``PGPASSWORD`` / ``~/.pgpass`` (psycopg reads those itself). A ``password_var`` that is unset
+or empty (a pull request from a fork gets no secrets) is not an error: we connect without a
+password and let libpq look; only a refused login names the variable.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ class Location:
     explicit: bool = False  # named by --db, OXY_DB or config.yml: a missing file is an error
     url: str = field(default="", repr=False)  # SQLAlchemy URL, password included
     password: str | None = field(default=None, repr=False)
+    #: config.yml's ``history.password_var`` when that variable is unset or empty: we then
+    #: connect without a password of our own (libpq falls back to PGPASSWORD / ~/.pgpass),
+    #: and a refused login names the variable.
+    unset_password_var: str | None = None
 
     def __str__(self) -> str:
         return self.display
@@ -107,7 +113,12 @@ def _port_problem(netloc: str) -> str | None:
 
 
 def _url_location(
-    text: str, *, explicit: bool, password: str | None, base: Path | None
+    text: str,
+    *,
+    explicit: bool,
+    password: str | None,
+    base: Path | None,
+    unset_var: str | None = None,
 ) -> Location:
     parts = _split(text)
     scheme = parts.scheme.lower()
@@ -145,7 +156,9 @@ def _url_location(
     url = "postgresql+psycopg://" + text.split("://", 1)[1]
     if password:
         register_secret(password)
-    return Location("postgresql", shown, None, explicit, url, password)
+    return Location(
+        "postgresql", shown, None, explicit, url, password, None if password else unset_var
+    )
 
 
 def resolve_location(
@@ -174,16 +187,13 @@ def resolve_location(
         return _sqlite_location(given, explicit=True)
     if history and history.get("url"):
         text = str(history["url"]).strip()
-        password = None
+        # An unset or empty variable is not an error here: a pull request from a fork gets
+        # no secrets, and PGPASSWORD or ~/.pgpass may hold the password anyway. We connect
+        # without one (libpq looks there itself); if the server then refuses, the error
+        # names the variable (translate), and `oxy test` runs on without history.
         var = history.get("password_var")
-        if var:
-            password = env.get(str(var))
-            if not password:
-                raise LocationError(
-                    f"history.password_var names the environment variable {var}, which is not "
-                    "set; export it with the database password",
-                    key=("history", "password_var"),
-                )
+        password = (env.get(str(var)) or None) if var else None
+        unset_var = str(var) if var and not password else None
         if _URL.match(text):
             written = _split(text).password
             if written:
@@ -196,7 +206,9 @@ def resolve_location(
                     key=("history", "url"),
                 )
             try:
-                return _url_location(text, explicit=True, password=password, base=project_root)
+                return _url_location(
+                    text, explicit=True, password=password, base=project_root, unset_var=unset_var
+                )
             except LocationError as exc:
                 raise LocationError(str(exc), path=exc.path, key=("history", "url")) from None
         return _sqlite_location(text, explicit=True, base=project_root)
@@ -351,7 +363,7 @@ def translate(exc: BaseException, location: Location, action: str) -> StoreError
     if isinstance(exc, StoreError):
         return exc
     if backend == "postgresql":
-        text = _translate_pg(orig, msg, low, where, action)
+        text = _translate_pg(orig, msg, low, where, action, location.unset_password_var)
     elif "locked" in low or "busy" in low:
         text = (
             f"history database {where} is locked by another process (gave up while {action}); "
@@ -376,15 +388,31 @@ def translate(exc: BaseException, location: Location, action: str) -> StoreError
     return StoreError(text, path=where)
 
 
-def _translate_pg(orig: BaseException, msg: str, low: str, where: str, action: str) -> str:
+def _translate_pg(
+    orig: BaseException, msg: str, low: str, where: str, action: str, unset_var: str | None
+) -> str:
     sqlstate = getattr(orig, "sqlstate", None) or ""
+    refused = sqlstate == "28P01" or "password authentication failed" in low
+    if unset_var and ("no password supplied" in low or refused):
+        # The variable is what the user configured: name it first. libpq looked in
+        # PGPASSWORD and ~/.pgpass (and found none, or a wrong one): say that too.
+        how = (
+            "refused the password from PGPASSWORD or ~/.pgpass"
+            if refused
+            else "asks for a password and neither PGPASSWORD nor ~/.pgpass has one"
+        )
+        return (
+            f"history database {where}: history.password_var in config.yml names "
+            f"{unset_var}, which is not set (or is empty), and the server {how} ({msg}); "
+            f"export {unset_var} with the database password"
+        )
     if "no password supplied" in low:
         return (
             f"history database {where}: the server asks for a password and none was given; "
             "set it in the variable named by history.password_var in config.yml, or in "
             "PGPASSWORD or ~/.pgpass"
         )
-    if sqlstate == "28P01" or "password authentication failed" in low:
+    if refused:
         return (
             f"history database {where}: the server refused the password ({msg}); set it in the "
             "variable named by history.password_var in config.yml, or in PGPASSWORD or ~/.pgpass"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError, Diagnostic, LoadError
@@ -51,19 +51,25 @@ def _project_or_own_schema(
 def history_problems(project: Project) -> list[Diagnostic]:
     """config.yml's ``history:`` checked as the commands that use it check it: an
     unsupported URL or a password written into it is an error; an unset ``password_var``
-    a warning (validating needs no secrets, like an unset key_var)."""
+    a warning (validating needs no secrets, like an unset key_var; the commands connect
+    without it, so PGPASSWORD or ~/.pgpass may still do)."""
     from .history import history_location
 
     try:
         # config.yml's entry itself, whatever OXY_DB says for this shell.
         environ = {k: v for k, v in os.environ.items() if k != "OXY_DB"}
-        history_location(project, environ=environ)
+        location = history_location(project, environ=environ)
     except LoadError as exc:
-        return [
-            replace(d, severity="warning") if d.key and d.key.endswith("password_var") else d
-            for d in exc.diagnostics
-        ]
-    return []
+        return list(exc.diagnostics)
+    var = location.unset_password_var
+    if var is None:
+        return []
+    message = (
+        f"history.password_var names the environment variable {var}, which is not set; "
+        "commands will connect without it (PGPASSWORD or ~/.pgpass may supply the password), "
+        "and oxy test / oxy run go on without history if the server refuses"
+    )
+    return [project.config.diagnostic(("history", "password_var"), message, severity="warning")]
 
 
 def credential_warnings(

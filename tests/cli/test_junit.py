@@ -21,7 +21,7 @@ from .test_cli import AGENT, CONFIG
 from .test_interrupts import CONFIG as SLOW_CONFIG
 from .test_interrupts import answer_first, signal_when, start
 
-XSD = Path(__file__).resolve().parents[1] / "report" / "junit-ant.xsd"
+XSD = Path(__file__).resolve().parents[1] / "report" / "JUnit.xsd"
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from oxyeval.report.junit import cases_junit, consistency_junit
 from oxyeval.suites.cases.run import CaseResult, CaseRun
 from oxyeval.suites.results import TestResult, TestRun
 
-XSD = Path(__file__).with_name("junit-ant.xsd")
+XSD = Path(__file__).with_name("JUnit.xsd")
 WHEN = datetime(2026, 11, 20, 9, 30, 5)
 
 
@@ -59,7 +59,10 @@ def consistency(name: str, file: str, started: float | None, seconds: float) -> 
 
 def times(text: str) -> dict[str, str]:
     root = ET.fromstring(text)
-    out = {"(all)": root.get("time")}
+    # The run's wall time: a property in every suite (the root may carry no attributes).
+    runs = {p.get("value") for p in root.iter("property") if p.get("name") == "oxy.duration_s"}
+    assert len(runs) == 1 and not root.attrib
+    out = {"(all)": runs.pop()}
     out.update({s.get("name"): s.get("time") for s in root.iter("testsuite")})
     out.update({c.get("name"): c.get("time") for c in root.iter("testcase")})
     return out
