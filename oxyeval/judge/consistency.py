@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING
 
+from .._tasks import gather_settled
 from ..project.tests import DEFAULT_MIN_JUDGED  # the share of pairs that must be judged
 
 if TYPE_CHECKING:
@@ -159,7 +160,8 @@ async def judge_comparisons(
         if on_done is not None:
             on_done(comp)
 
-    await asyncio.gather(*(one(c) for c in comparisons if not c.identical))
+    # Settled: when cancelled, no verdict arrives after the caller has kept the ones so far.
+    await gather_settled(*(one(c) for c in comparisons if not c.identical))
 
 
 @dataclass

@@ -71,9 +71,10 @@ def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) 
     else:
         console.print(f"[bold red]Accuracy: n/a — {escape(shown(test.error or 'not scored'))}[/]")
     ok_runs = len(test.outputs) - len(test.run_errors)
+    cut = f", {test.unfinished_runs} cut short" if test.unfinished_runs else ""
     total = test.total_pairs or test.pairs
     facts = (
-        f"{_plural(test.n, 'run')} ({ok_runs} ok) · {test.judged_pairs}/{total} pairs judged · "
+        f"{_plural(test.n, 'run')} ({ok_runs} ok{cut}) · {test.judged_pairs}/{total} pairs judged · "
         f"{_plural(test.judge_calls, 'judge call')}"
     )
     if test.identical_pairs:

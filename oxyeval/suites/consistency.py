@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._tasks import gather_settled
 from ..errors import ConfigError, Diagnostic, LoadError, ProviderError
 from ..judge.consistency import (
     Comparison,
@@ -292,8 +293,8 @@ def _interrupted_result(
     runs = f"{len(finished)} of {spec.n} run(s) finished"
     verdicts = [c for c in judged if c.choice is not None and not c.identical]
     if len(texts) < 2 or not verdicts:
-        if len(texts) < 2:
-            why = "fewer than 2 runs succeeded"
+        if len(texts) < 2:  # runs cut off did not fail: say which it was
+            why = "fewer than 2 runs " + ("had answered" if len(finished) < spec.n else "succeeded")
         else:
             why = "runs still going, none judged" if len(finished) < spec.n else "no verdict yet"
         result.error = f"interrupted: {runs}; not scored ({why})"
@@ -362,14 +363,16 @@ async def _run_test(job: _Job, progress: ProgressSink, into: list[TestResult]) -
                 job.verdicts,
             )
 
+    # Settled gathers: on Ctrl-C every run and judge has stopped before ``finished`` and
+    # ``judged`` are read below, so the partial result is complete and final.
     try:
-        await asyncio.gather(*(one(r) for r in range(1, spec.n + 1)))
+        await gather_settled(*(one(r) for r in range(1, spec.n + 1)))
         if cut:  # one line for the test, not one per run
             subject = f"test '{spec.name}' ({spec.display})"
             which = counted(sorted(cut), spec.n, "run")
             log.warning("%s", token_limit_warning(subject, which, model, job.target.max_tokens))
         outputs = [finished[r] for r in sorted(finished)]
-        await asyncio.gather(*(judge(k, j, outputs) for k, j in enumerate(spec.judges)))
+        await gather_settled(*(judge(k, j, outputs) for k, j in enumerate(spec.judges)))
     except asyncio.CancelledError:
         for k, judge_spec in enumerate(spec.judges):
             if k not in results:
@@ -507,7 +510,10 @@ async def run_tests_async(
 
             recorder.start()
             try:
-                await asyncio.gather(*(one(job) for job in jobs))
+                # Settled: on Ctrl-C, every test has added its own (partial) result before
+                # the ones that never started are listed; with a plain gather a test still
+                # unwinding added itself after that, and was reported and stored twice.
+                await gather_settled(*(one(job) for job in jobs))
             except asyncio.CancelledError:
                 _mark_unfinished(run, jobs)
                 await recorder.close(interrupted=True)

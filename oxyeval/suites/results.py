@@ -112,6 +112,12 @@ class TestResult:
         return self.accuracy is not None and self.error is None and not self.interrupted
 
     @property
+    def unfinished_runs(self) -> int:
+        """Runs an interruption cut off before they answered: not failures, so reported
+        apart from the runs that failed (0 for a test that was not interrupted)."""
+        return max(0, self.n - len(self.outputs)) if self.interrupted else 0
+
+    @property
     def run_errors(self) -> list[OutputRecord]:
         return [o for o in self.outputs if o.error is not None]
 
@@ -157,6 +163,7 @@ class TestResult:
             "judge_calls": self.judge_calls,
             "cached_calls": self.cached_calls,
             "successful_runs": sum(1 for o in self.outputs if o.error is None),
+            "unfinished_runs": self.unfinished_runs,
             "run_errors": [{"run": o.run, "error": redact(o.error or "")} for o in self.run_errors],
             "judge_errors": [
                 {"runs": c["runs"], "weight": c["weight"], "error": redact(c["error"])}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..._tasks import gather_settled
 from ...errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK, ConfigError, LoadError, ProviderError
 from ...project.config import Project, load_project
 from ...project.prompts import PromptDef, collect_case_files, load_prompts
@@ -26,6 +27,7 @@ from ...workflow.context import RunContext
 from ..cache import CachePolicy, RunCache
 from ..history import history_location
 from ..targets import AgentTarget, PromptTarget, Target
+from .commit import CommittedThenCancelled, commit
 from .scoring import (
     TokenCounter,
     detect_regression,
@@ -270,8 +272,9 @@ async def _store_error(
 ) -> CaseResult:
     """Keep a failed execution in the history (status error, with its message): an outage
     is visible there, and never counted as a failed case."""
-    stored = await asyncio.to_thread(
-        store.executions.record,
+    return await commit(
+        result,
+        store,
         NewExecution(
             test_case_id=result.case_id,
             run_id=plan.run_id or None,
@@ -283,9 +286,6 @@ async def _store_error(
             **fields,
         ),
     )
-    result.execution_id = stored.id
-    result.created_at = stored.created_at
-    return result
 
 
 async def _run_one(
@@ -381,8 +381,9 @@ async def _run_one(
     result.regression_types = regression.types
     result.regression_reasons = regression.reasons
     result.run_duration_ms = round((time.perf_counter() - started) * 1000, 3)
-    stored = await asyncio.to_thread(
-        store.executions.record,
+    return await commit(
+        result,
+        store,
         NewExecution(
             test_case_id=result.case_id,
             run_id=plan.run_id or None,
@@ -408,9 +409,6 @@ async def _run_one(
             finish_reason=completion.finish_reason,
         ),
     )
-    result.execution_id = stored.id
-    result.created_at = stored.created_at
-    return result
 
 
 def _warn_token_limits(run: CaseRun, plans: Sequence[_VersionRun]) -> None:
@@ -540,12 +538,19 @@ async def run_cases_async(
             raise error
         semaphore = asyncio.Semaphore(max(1, concurrency))
 
-        async def one(plan: _VersionRun, case: TestCase) -> None:
-            async with semaphore:
-                result = await _run_one(plan, case, scorer=scorer, store=store)
+        def keep(result: CaseResult) -> None:
             run.results.append(result)
             if on_result is not None:
                 on_result(result)
+
+        async def one(plan: _VersionRun, case: TestCase) -> None:
+            async with semaphore:
+                try:
+                    result = await _run_one(plan, case, scorer=scorer, store=store)
+                except CommittedThenCancelled as stop:  # stored: reported too
+                    keep(stop.result)
+                    raise
+            keep(result)
 
         jobs = []
         group = store.runs.new_group_id() if len(plans) > 1 else None
@@ -564,7 +569,7 @@ async def run_cases_async(
             jobs.extend(one(plan, case) for case in plan.cases)
         aborted = False
         try:
-            await asyncio.gather(*jobs)
+            await gather_settled(*jobs)  # every case stopped before the store closes
             _warn_token_limits(run, plans)
         except (asyncio.CancelledError, KeyboardInterrupt):
             run.interrupted = True

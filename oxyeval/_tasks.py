@@ -1,0 +1,91 @@
+"""Sibling coroutines that never outlive the call that started them.
+
+``asyncio.gather`` (without ``return_exceptions``) raises as soon as the *first* child
+is cancelled or fails, while the other children are still unwinding. Code that then
+collects what the children left behind (an interrupted test's finished runs, the
+verdicts so far, the results to report and store) runs too early: a child that
+finishes unwinding a moment later adds its own partial result after the caller has
+already listed it as "never finished", and the same test is reported and stored twice.
+
+:func:`gather_settled` is ``gather`` with the guarantee of Python 3.11's TaskGroup
+(which 3.10 lacks): when it raises, every child has finished. On a cancellation or a
+child's error the other children are cancelled and waited for, then the error is raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+__all__ = ["finish_shielded", "gather_settled"]
+
+T = TypeVar("T")
+
+
+async def gather_settled(*aws: Awaitable[T]) -> list[T]:
+    """Every awaitable's result in order; on an error or cancellation, raised only once
+    every child has stopped (the others cancelled, each once, so a child's own cleanup
+    on cancellation is not cut short), so no child changes shared state after the
+    caller's ``except``/``finally`` has read it."""
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    if not tasks:
+        return []
+    try:
+        # Unlike gather, waiting does not cancel what it waits for: each child is
+        # cancelled here, exactly once.
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    except asyncio.CancelledError:
+        await _stop(tasks)
+        raise
+    failed = next((t for t in tasks if t.done() and (t.cancelled() or t.exception())), None)
+    if failed is None:
+        return [t.result() for t in tasks]
+    cancelled = await _stop(tasks)
+    if cancelled or failed.cancelled():  # we were, while stopping; or a child on its own
+        raise asyncio.CancelledError
+    error = failed.exception()
+    assert error is not None
+    raise error
+
+
+async def _stop(tasks: list[asyncio.Future[Any]]) -> bool:
+    """Cancel the children still running and wait until every one is done; True if we
+    were cancelled meanwhile. That does not stop the wait (as with TaskGroup): the caller
+    is already on its way out, and leaving now would leave children running behind it."""
+    pending = {t for t in tasks if not t.done()}
+    for task in pending:
+        task.cancel()
+    cancelled = False
+    while pending:
+        try:
+            _, pending = await asyncio.wait(pending)
+        except asyncio.CancelledError:
+            cancelled = True
+            pending = {t for t in pending if not t.done()}
+    for task in tasks:  # every error retrieved: the caller raises the first one
+        if not task.cancelled():
+            task.exception()
+    return cancelled
+
+
+async def finish_shielded(aw: Awaitable[T]) -> tuple[T, bool]:
+    """``aw``'s result even when the caller is cancelled meanwhile, and whether it was.
+
+    For a write that must be seen whole or not at all: a row committed by a worker
+    thread is in the history whether or not its awaiting task was cancelled, so the
+    result it stands for must be reported too. The caller re-raises the cancellation
+    (``asyncio.CancelledError``) after keeping the result when the flag is True.
+    """
+    future = asyncio.ensure_future(aw)
+    try:
+        return await asyncio.shield(future), False
+    except asyncio.CancelledError:
+        if future.cancelled():
+            raise
+        while True:
+            try:
+                return await asyncio.shield(future), True
+            except asyncio.CancelledError:
+                if future.cancelled():
+                    raise

@@ -1,0 +1,127 @@
+"""gather_settled and finish_shielded: no child outlives the call, no committed write is lost.
+
+Each test orders events with asyncio.Event and loop turns (``sleep(0)``), never with
+time: a child "with cleanup" takes a few loop turns to stop once cancelled, as an HTTP
+client closing its connection does, which is what plain asyncio.gather does not wait for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from oxyeval._tasks import finish_shielded, gather_settled
+
+TURNS = 10
+
+
+class Child:
+    """A coroutine that waits until cancelled, then cleans up for a few loop turns."""
+
+    def __init__(self, cleanup_turns: int = 0) -> None:
+        self.cleanup_turns = cleanup_turns
+        self.started = asyncio.Event()
+        self.cancels = 0
+        self.stopped = False
+
+    async def __call__(self) -> None:
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancels += 1
+            for _ in range(self.cleanup_turns):
+                await asyncio.sleep(0)  # a second cancel here would cut the cleanup short
+            self.stopped = True
+            raise
+
+
+def test_results_come_in_order() -> None:
+    async def value(v: int, turns: int) -> int:
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        return v
+
+    assert asyncio.run(gather_settled(value(1, 3), value(2, 0), value(3, 1))) == [1, 2, 3]
+    assert asyncio.run(gather_settled()) == []
+
+
+def test_a_cancelled_call_raises_only_after_every_child_stopped() -> None:
+    quick, slow = Child(), Child(cleanup_turns=TURNS)
+
+    async def go() -> list[bool]:
+        task = asyncio.ensure_future(gather_settled(slow(), quick()))
+        await quick.started.wait()
+        await slow.started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return [quick.stopped, slow.stopped]
+
+    # With asyncio.gather this is [True, False]: it raises when the quick child stops.
+    assert asyncio.run(go()) == [True, True]
+    assert (quick.cancels, slow.cancels) == (1, 1)  # each cancelled once: cleanup not cut
+
+
+def test_a_failing_child_stops_its_siblings_and_its_error_is_raised() -> None:
+    sibling = Child(cleanup_turns=TURNS)
+
+    async def fail() -> None:
+        await sibling.started.wait()
+        raise ValueError("boom")
+
+    async def go() -> None:
+        with pytest.raises(ValueError, match="boom"):
+            await gather_settled(sibling(), fail())  # the sibling comes first: not its error
+
+    asyncio.run(go())
+    assert sibling.stopped and sibling.cancels == 1
+
+
+def test_cancelling_again_while_children_clean_up_still_waits_for_them() -> None:
+    slow = Child(cleanup_turns=TURNS)
+
+    async def go() -> None:
+        task = asyncio.ensure_future(gather_settled(slow()))
+        await slow.started.wait()
+        task.cancel()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        task.cancel()  # a second cancellation during the child's cleanup
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert slow.stopped
+
+    asyncio.run(go())
+    assert slow.cancels == 1
+
+
+def test_finish_shielded_completes_a_write_the_caller_was_cancelled_during() -> None:
+    release = threading.Event()
+    writing = threading.Event()
+
+    def write() -> str:
+        writing.set()
+        release.wait(30)
+        return "row 1"
+
+    async def commit() -> tuple[str, bool]:
+        return await finish_shielded(asyncio.to_thread(write))
+
+    async def go() -> tuple[str, bool]:
+        task = asyncio.ensure_future(commit())
+        while not writing.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.sleep(0)  # the cancellation reaches the task while the write holds
+        assert not task.done()
+        release.set()
+        return await task
+
+    try:
+        assert asyncio.run(go()) == ("row 1", True)
+    finally:
+        release.set()
+    assert asyncio.run(finish_shielded(asyncio.sleep(0, "x"))) == ("x", False)
