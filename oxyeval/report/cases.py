@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         Run,
         TestCase,
     )
-    from ..suites.cases.run import CaseRun
+    from ..suites.cases.results import CaseRun
     from ..suites.history_queries import TestHistory
 
 __all__ = [

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from ..store import CaseStats, ConsistencyRunSummary, Run, TestCase
-    from ..suites.cases.run import CaseRun
+    from ..suites.cases.results import CaseRun
     from ..suites.history_queries import TestHistory
 
 __all__ = [

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from .text import shown
 
 if TYPE_CHECKING:
-    from ..suites.cases.run import CaseResult, CaseRun
+    from ..suites.cases.results import CaseResult, CaseRun
     from ..suites.results import TestResult, TestRun, ThresholdResult
 
 __all__ = ["cases_junit", "consistency_junit", "xml_text"]

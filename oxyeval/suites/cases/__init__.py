@@ -1,6 +1,6 @@
 """Test cases: a prompt (or agent) version run against expected outputs, scored, stored.
 
-``run`` executes and records; ``selection`` decides which cases a command means
+``run`` executes and records (``results``: what it returns); ``selection`` decides which cases a command means
 without writing anything; ``scoring`` holds the per-execution scores and the
 regression rules.
 """
@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from ..._lazy import lazy_exports
 
 _EXPORTS = {
-    "CaseResult": "run",
-    "CaseRun": "run",
+    "CaseResult": "results",
+    "CaseRun": "results",
     "accept_baseline": "baseline",
     "check_accept": "baseline",
     "find_case": "baseline",
@@ -35,4 +35,5 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .baseline import accept_baseline, check_accept, find_case
-    from .run import CaseResult, CaseRun, run_cases, run_cases_async, sync_files
+    from .results import CaseResult, CaseRun
+    from .run import run_cases, run_cases_async, sync_files
