@@ -342,6 +342,7 @@ def _test_properties(prefix: str, test: TestResult) -> list[tuple[str, str]]:
         # cached_calls > 0 is a test judged by earlier verdicts, not an unjudged one.
         ("cached_calls", test.cached_calls),
         ("successful_runs", sum(1 for o in test.outputs if o.error is None)),
+        ("unfinished_runs", test.unfinished_runs),  # cut short by an interrupt, not failed
         ("run_errors", len(test.run_errors)),
         ("judge_errors", len(test.judge_errors)),
         ("duration_s", f"{test.duration:.3f}"),

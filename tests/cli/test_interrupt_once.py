@@ -93,6 +93,8 @@ def test_a_signal_while_judging_reports_and_stores_each_test_once(
     names = sorted(c.get("name") or "" for c in junit.iter("testcase"))
     assert names == ["fast", "slow"]
     assert sum(int(suite.get("tests") or 0) for suite in junit.iter("testsuite")) == 2
+    props = {p.get("name"): p.get("value") for p in junit.iter("property")}
+    assert props["slow.unfinished_runs"] == "8" and props["fast.unfinished_runs"] == "0"
 
     with open_store(root / ".oxy" / "oxyeval.db", read_only=True) as store:
         (run,) = store.runs.list(5)
