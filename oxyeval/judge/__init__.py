@@ -1,4 +1,4 @@
-"""Stage 4, the judge: an LLM compares two outputs; its verdicts add up to a consistency score.
+"""Stage 3, the judge: an LLM compares two outputs; its verdicts add up to a consistency score.
 
 One default prompt, one verdict parser (text, or a structured answer where the vendor
 supports one), one pairing and scoring rule, used by every consistency measurement:

@@ -1,4 +1,4 @@
-"""Stage 1, project files: read YAML with positions, check it, and return typed specs.
+"""Stage 2, project files: read YAML with positions, check it, and return typed specs.
 
 Everything here is static: loading a project never calls a model, opens a database
 or reads an API key's value for use. Problems come back as diagnostics naming the

@@ -1,4 +1,4 @@
-"""Model providers: vendor classes behind one async ``generate`` (chat) or
+"""Stage 1, model providers: vendor classes behind one async ``generate`` (chat) or
 ``embed`` (embeddings), one registry of vendors, and the pools a run calls them through.
 
 Other packages import from here, never from the private modules. Names are imported

@@ -2,7 +2,8 @@
 
 Every suite records what it ran (test-case executions, consistency results, workflow
 runs) and reads what it ran before (baselines, the previous accuracy, cached answers
-and verdicts). :class:`History` is the one place that opens "the store for this run":
+and verdicts). :class:`History` is the one place ``oxy test`` and ``oxy run`` open "the
+store for this run" (``oxy cases run`` opens its store itself, for now):
 it opens in a worker thread as the run begins, so it overlaps the first model
 calls instead of adding to the wall time, and hands the same store to everyone who asks
 (the cache, the recorder of results). A run starts it only once its checks have passed
