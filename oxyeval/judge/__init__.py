@@ -26,16 +26,24 @@ _EXPORTS = {
     "evaluate": "consistency",
     "plan_comparisons": "consistency",
     "score_comparisons": "consistency",
+    "Assessment": "consistency",
+    "assess": "consistency",
+    "normalize": "consistency",
+    "pair_count": "consistency",
 }
 __all__ = [
     "DEFAULT_CONSISTENCY_PROMPT",
+    "Assessment",
     "Comparison",
     "ConsistencyScore",
     "Judge",
     "JudgeResult",
     "Verdict",
     "VerdictCache",
+    "assess",
     "evaluate",
+    "normalize",
+    "pair_count",
     "parse_verdict",
     "plan_comparisons",
     "score_comparisons",
@@ -47,9 +55,13 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .consistency import (
+        Assessment,
         Comparison,
         ConsistencyScore,
+        assess,
         evaluate,
+        normalize,
+        pair_count,
         plan_comparisons,
         score_comparisons,
     )

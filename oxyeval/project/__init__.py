@@ -14,55 +14,112 @@ from .._lazy import lazy_exports
 _EXPORTS = {
     "Agent": "agents",
     "ContextSpec": "agents",
+    "load_agent": "agents",
+    "check_variable_defaults": "agents",
+    "variable_error": "agents",
     "JudgeSettings": "config",
-    "JudgeSpec": "tests",
     "Project": "config",
+    "load_project": "config",
+    "JudgeSpec": "tests",
     "TestSpec": "tests",
+    "DEFAULT_MIN_JUDGED": "tests",
+    "parse_tests": "tests",
     "file_kind": "files",
     "find_config": "files",
-    "load_agent": "agents",
-    "load_project": "config",
     "project_files": "files",
+    "outside_project": "files",
     "Document": "document",
     "load_yaml": "document",
     "read_text": "document",
+    "KeyPath": "document",
+    "format_key_path": "document",
+    "path_problem": "document",
     "CaseDef": "prompts",
     "PromptDef": "prompts",
     "load_prompts": "prompts",
+    "DEFAULT_THRESHOLD": "prompts",
+    "collect_case_files": "prompts",
+    "rewrite_expected_output": "prompts",
     "TemplateRef": "templates",
     "render": "templates",
+    "evaluate": "templates",
+    "referenced_names": "templates",
+    "template_diagnostics": "templates",
     "validate_document": "schema",
+    "SCHEMA_FILES": "schema",
+    "did_you_mean": "schema",
+    "schema_path": "schema",
+    "MAX_CONCURRENCY": "limits",
+    "MAX_DAYS": "limits",
+    "MAX_LOOP_VALUES": "limits",
+    "SCAFFOLD": "scaffold",
+    "ScaffoldConflict": "scaffold",
+    "next_steps": "scaffold",
+    "write_scaffold": "scaffold",
 }
 __all__ = [
+    "DEFAULT_MIN_JUDGED",
+    "DEFAULT_THRESHOLD",
+    "MAX_CONCURRENCY",
+    "MAX_DAYS",
+    "MAX_LOOP_VALUES",
+    "SCAFFOLD",
+    "SCHEMA_FILES",
     "Agent",
     "CaseDef",
     "ContextSpec",
     "Document",
     "JudgeSettings",
     "JudgeSpec",
+    "KeyPath",
     "Project",
     "PromptDef",
+    "ScaffoldConflict",
     "TemplateRef",
     "TestSpec",
+    "check_variable_defaults",
+    "collect_case_files",
+    "did_you_mean",
+    "evaluate",
     "file_kind",
     "find_config",
+    "format_key_path",
     "load_agent",
     "load_project",
     "load_prompts",
     "load_yaml",
+    "next_steps",
+    "outside_project",
+    "parse_tests",
+    "path_problem",
     "project_files",
     "read_text",
+    "referenced_names",
     "render",
+    "rewrite_expected_output",
+    "schema_path",
+    "template_diagnostics",
     "validate_document",
+    "variable_error",
+    "write_scaffold",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from .agents import Agent, ContextSpec, load_agent
+    from .agents import Agent, ContextSpec, check_variable_defaults, load_agent, variable_error
     from .config import JudgeSettings, Project, load_project
-    from .document import Document, load_yaml, read_text
-    from .files import file_kind, find_config, project_files
-    from .prompts import CaseDef, PromptDef, load_prompts
-    from .schema import validate_document
-    from .templates import TemplateRef, render
-    from .tests import JudgeSpec, TestSpec
+    from .document import Document, KeyPath, format_key_path, load_yaml, path_problem, read_text
+    from .files import file_kind, find_config, outside_project, project_files
+    from .limits import MAX_CONCURRENCY, MAX_DAYS, MAX_LOOP_VALUES
+    from .prompts import (
+        DEFAULT_THRESHOLD,
+        CaseDef,
+        PromptDef,
+        collect_case_files,
+        load_prompts,
+        rewrite_expected_output,
+    )
+    from .scaffold import SCAFFOLD, ScaffoldConflict, next_steps, write_scaffold
+    from .schema import SCHEMA_FILES, did_you_mean, schema_path, validate_document
+    from .templates import TemplateRef, evaluate, referenced_names, render, template_diagnostics
+    from .tests import DEFAULT_MIN_JUDGED, JudgeSpec, TestSpec, parse_tests

@@ -23,34 +23,52 @@ _EXPORTS = {
     "cache_stats_json": "cache",
     "render_cache_stats": "cache",
     "case_run_json": "cases",
+    "case_json": "cases",
+    "history_of_test_json": "cases",
+    "run_json": "cases",
+    "stats_json": "cases",
     "render_case_list": "cases_pretty",
     "render_case_run": "cases_pretty",
     "render_case_stats": "cases_pretty",
     "render_history": "cases_pretty",
     "sparkline": "cases_pretty",
+    "render_test_history": "cases_pretty",
     "cases_junit": "junit",
     "consistency_junit": "junit",
     "to_json": "json",
     "validation_json": "json",
     "write_json": "json",
     "render_pretty": "pretty",
+    "cached_calls_line": "pretty",
     "check_threshold": "threshold",
     "exit_code": "threshold",
+    "check_drop": "threshold",
+    "shown": "text",
+    "load_saved_run": "saved",
 }
 __all__ = [
     "cache_stats_json",
+    "cached_calls_line",
+    "case_json",
     "case_run_json",
     "cases_junit",
+    "check_drop",
     "check_threshold",
     "consistency_junit",
     "exit_code",
+    "history_of_test_json",
+    "load_saved_run",
     "render_cache_stats",
     "render_case_list",
     "render_case_run",
     "render_case_stats",
     "render_history",
     "render_pretty",
+    "render_test_history",
+    "run_json",
+    "shown",
     "sparkline",
+    "stats_json",
     "to_json",
     "validation_json",
     "write_json",
@@ -59,15 +77,18 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .cache import cache_stats_json, render_cache_stats
-    from .cases import case_run_json
+    from .cases import case_json, case_run_json, history_of_test_json, run_json, stats_json
     from .cases_pretty import (
         render_case_list,
         render_case_run,
         render_case_stats,
         render_history,
+        render_test_history,
         sparkline,
     )
     from .json import to_json, validation_json, write_json
     from .junit import cases_junit, consistency_junit
-    from .pretty import render_pretty
-    from .threshold import check_threshold, exit_code
+    from .pretty import cached_calls_line, render_pretty
+    from .saved import load_saved_run
+    from .text import shown
+    from .threshold import check_drop, check_threshold, exit_code

@@ -3,7 +3,9 @@
 Consistency tests (``oxy test``: n runs of a target, judged in pairs) and test cases
 (``oxy cases``: a prompt version against expected outputs, with regressions), each
 stored in the history as it finishes, as are workflow runs (``oxy run``). Later A/B
-branches and judged pass/fail tests plug in beside them.
+branches and judged pass/fail tests plug in beside them: they call a :class:`Target`
+(an agent, a prompt version or a workflow task) inside an
+:class:`oxyeval.workflow.RunContext` and score with :func:`oxyeval.judge.assess`.
 """
 
 from __future__ import annotations
@@ -23,24 +25,54 @@ _EXPORTS = {
     "TestResult": "results",
     "TestRun": "results",
     "ThresholdResult": "results",
+    "DropResult": "results",
+    "Previous": "results",
+    "StoredRun": "results",
     "CaseResult": "cases",
     "CaseRun": "cases",
     "accept_baseline": "cases",
     "run_cases": "cases",
     "run_cases_async": "cases",
+    "check_accept": "cases",
+    "find_case": "cases",
     "run_workflow": "workflows",
+    "AgentTarget": "targets",
+    "PromptTarget": "targets",
+    "Target": "targets",
+    "WorkflowTarget": "targets",
+    "cache_factory": "cache",
+    "history_location": "history",
+    "TestHistory": "history_queries",
+    "history_of_test": "history_queries",
+    "recent_runs": "history_queries",
+    "preview_cases": "cases.selection",
 }
 __all__ = [
+    "AgentTarget",
     "CaseResult",
     "CaseRun",
+    "DropResult",
     "OutputRecord",
+    "Previous",
     "ProgressSink",
+    "PromptTarget",
+    "StoredRun",
+    "Target",
+    "TestHistory",
     "TestResult",
     "TestRun",
     "ThresholdResult",
     "ValidationReport",
+    "WorkflowTarget",
     "accept_baseline",
+    "cache_factory",
+    "check_accept",
     "collect_files",
+    "find_case",
+    "history_location",
+    "history_of_test",
+    "preview_cases",
+    "recent_runs",
     "run_cases",
     "run_cases_async",
     "run_tests",
@@ -51,8 +83,29 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from .cases import CaseResult, CaseRun, accept_baseline, run_cases, run_cases_async
+    from .cache import cache_factory
+    from .cases import (
+        CaseResult,
+        CaseRun,
+        accept_baseline,
+        check_accept,
+        find_case,
+        run_cases,
+        run_cases_async,
+    )
+    from .cases.selection import preview_cases
     from .consistency import ProgressSink, collect_files, run_tests, run_tests_async
-    from .results import OutputRecord, TestResult, TestRun, ThresholdResult
+    from .history import history_location
+    from .history_queries import TestHistory, history_of_test, recent_runs
+    from .results import (
+        DropResult,
+        OutputRecord,
+        Previous,
+        StoredRun,
+        TestResult,
+        TestRun,
+        ThresholdResult,
+    )
+    from .targets import AgentTarget, PromptTarget, Target, WorkflowTarget
     from .validate import ValidationReport, validate_paths
     from .workflows import run_workflow

@@ -33,8 +33,8 @@ from ..project.config import Project, load_project
 from ..project.document import path_problem
 from ..project.files import file_kind, project_files
 from ..project.tests import JudgeSpec, TestSpec
-from ..providers import ModelPool, RetryPolicy
-from ..workflow.agent import counted, stopped_at_token_limit, token_limit_warning
+from ..providers import ModelPool, RetryPolicy, stopped_at_token_limit
+from ..workflow.agent import counted, token_limit_warning
 from ..workflow.compile import CompiledWorkflow, compile_workflow
 from ..workflow.context import RunContexts
 from ..workflow.engine import TaskFailed

@@ -21,26 +21,37 @@ _EXPORTS = {
     "CompileCache": "compile",
     "CompiledWorkflow": "compile",
     "compile_workflow": "compile",
+    "render_mermaid": "compile",
+    "render_plan": "compile",
     "Engine": "engine",
+    "run_workflow": "engine",
     "TaskFailed": "records",
     "TaskRecord": "records",
     "WorkflowFailed": "records",
     "WorkflowRun": "records",
-    "run_workflow": "engine",
     "Task": "spec",
     "Workflow": "spec",
     "load_workflow": "spec",
     "SqlError": "sql",
     "SqlResult": "sql",
     "Databases": "sql",
+    "CacheFactory": "context",
+    "CallCache": "context",
+    "RunContext": "context",
+    "RunContexts": "context",
+    "to_jsonable": "outputs",
 }
 __all__ = [
     "AgentAnswer",
     "AgentRunner",
+    "CacheFactory",
+    "CallCache",
     "CompileCache",
     "CompiledWorkflow",
     "Databases",
     "Engine",
+    "RunContext",
+    "RunContexts",
     "SqlError",
     "SqlResult",
     "Task",
@@ -52,15 +63,26 @@ __all__ = [
     "ask_agent",
     "compile_workflow",
     "load_workflow",
+    "render_mermaid",
+    "render_plan",
     "run_workflow",
+    "to_jsonable",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .agent import AgentRunner
     from .ask import AgentAnswer, ask_agent
-    from .compile import CompileCache, CompiledWorkflow, compile_workflow
+    from .compile import (
+        CompileCache,
+        CompiledWorkflow,
+        compile_workflow,
+        render_mermaid,
+        render_plan,
+    )
+    from .context import CacheFactory, CallCache, RunContext, RunContexts
     from .engine import Engine, run_workflow
+    from .outputs import to_jsonable
     from .records import TaskFailed, TaskRecord, WorkflowFailed, WorkflowRun
     from .spec import Task, Workflow, load_workflow
     from .sql import Databases, SqlError, SqlResult

@@ -19,10 +19,10 @@ from ...errors import ConfigError, LoadError, ProviderError
 from ...project.config import Project, load_project
 from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...project.templates import TemplateRef
-from ...providers import GenerateParams
+from ...providers import GenerateParams, stopped_at_token_limit
 from ...redact import redact
 from ...store import NewExecution, TestCase
-from ...workflow.agent import counted, stopped_at_token_limit, token_limit_warning
+from ...workflow.agent import counted, token_limit_warning
 from ...workflow.context import RunContext
 from ..cache import CachePolicy, RunCache
 from ..history import history_location
