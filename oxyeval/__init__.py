@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Agent",
+    "CaseRun",
     "ConfigError",
     "LoadError",
     "OxyError",
@@ -26,6 +27,8 @@ __all__ = [
     "load_project",
     "open_store",
     "parse_verdict",
+    "run_cases",
+    "run_cases_async",
     "run_tests",
     "run_tests_async",
     "run_workflow",
@@ -41,11 +44,14 @@ _LAZY = {
     "LoadError": "oxyeval.errors",
     "OxyError": "oxyeval.errors",
     "ProviderError": "oxyeval.errors",
+    "CaseRun": "oxyeval.suites.cases.results",
     "TestResult": "oxyeval.suites.results",
     "TestRun": "oxyeval.suites.results",
     "check_threshold": "oxyeval.report.threshold",
     "open_store": "oxyeval.store",
     "parse_verdict": "oxyeval.judge.judge",
+    "run_cases": "oxyeval.suites.cases.run",
+    "run_cases_async": "oxyeval.suites.cases.run",
     "run_tests": "oxyeval.suites.consistency",
     "run_tests_async": "oxyeval.suites.consistency",
     "run_workflow": "oxyeval.suites.workflows",  # the engine's, stored in the history
@@ -59,13 +65,24 @@ if TYPE_CHECKING:
     from .project.config import Project, load_project
     from .report.threshold import check_threshold
     from .store import open_store
+    from .suites.cases.results import CaseRun
+    from .suites.cases.run import run_cases, run_cases_async
     from .suites.consistency import run_tests, run_tests_async
     from .suites.results import TestResult, TestRun
     from .suites.validate import validate_paths
     from .suites.workflows import run_workflow
 
 
+#: The stage packages: ``oxyeval.suites.run_cases`` works after a bare ``import oxyeval``,
+#: each imported the first time it is named.
+_STAGES = frozenset(
+    {"providers", "project", "judge", "workflow", "store", "suites", "report", "cli"}
+)
+
+
 def __getattr__(name: str) -> Any:
+    if name in _STAGES:
+        return importlib.import_module(f"oxyeval.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'oxyeval' has no attribute {name!r}")
