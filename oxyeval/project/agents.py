@@ -8,6 +8,7 @@ all of a file's problems at once.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,30 @@ class Agent:
     def display(self) -> str:
         """Where the agent comes from, for messages: its file, or its name."""
         return self.doc.display if self.doc is not None else f"agent '{self.name}'"
+
+    @property
+    def variable_names(self) -> list[str]:
+        """Every variable the agent declares, with a default or without (one built in
+        code declares those it has defaults for)."""
+        declared = self.doc.data.get("variables") if self.doc is not None else None
+        return list(declared) if isinstance(declared, dict) else list(self.variables)
+
+    def own_variables(self, inputs: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The inputs that are this agent's variables. A test case's input (or a target's
+        inputs) also fills the question template, so it holds names like ``question``
+        that are not the agent's: those stay out of the system prompt, which then
+        renders as ``oxy run --question`` renders it, plus the overrides."""
+        names = set(self.variable_names)
+        return {k: v for k, v in (inputs or {}).items() if k in names}
+
+    def template_values(
+        self, variables: Mapping[str, Any] | None = None, context: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """What ``system_instructions`` renders with, the one rule for every way an agent
+        runs (``oxy run --question``, ``oxy test``, a workflow's agent task, a test case,
+        and the load-time check of a case): the variable defaults, then the given
+        variables, then ``context`` (the context files' text by name)."""
+        return {**self.variables, **(variables or {}), "context": dict(context or {})}
 
 
 def variable_error(schema: dict[str, Any], value: Any) -> str | None:

@@ -226,11 +226,9 @@ def _check_cases(prompt: PromptDef, problems: list[Diagnostic]) -> None:
                 )
             )
         seen.setdefault(case.name, case)
-        for ref in (prompt.system, prompt.template):
-            if ref is None:
-                continue
+        for ref, values in _renderings(prompt, case):
             try:
-                render(ref, case.input)
+                render(ref, values)
             except LoadError as exc:
                 for d in exc.diagnostics:
                     if case.doc is not None:
@@ -240,6 +238,23 @@ def _check_cases(prompt: PromptDef, problems: list[Diagnostic]) -> None:
                                 f"case '{case.name}': {d.message} (in {d.location()})",
                             )
                         )
+
+
+def _renderings(prompt: PromptDef, case: CaseDef) -> list[tuple[TemplateRef, dict[str, Any]]]:
+    """Each template a case fills and the values it renders with at run time. An agent's
+    system prompt renders as the agent renders it (``Agent.template_values``: its
+    defaults, the case's values for the variables it declares), with empty text standing
+    in for its context files, which are read when the run starts."""
+    pairs: list[tuple[TemplateRef, dict[str, Any]]] = []
+    agent = prompt.agent
+    if agent is not None:
+        stand_in = {c.name: "" for c in agent.context}
+        values = agent.template_values(agent.own_variables(case.input), stand_in)
+        pairs.append((agent.system_instructions, values))
+    elif prompt.system is not None:
+        pairs.append((prompt.system, case.input))
+    pairs.append((prompt.template, case.input))
+    return pairs
 
 
 def load_prompts(project: Project, files: list[Path]) -> list[PromptDef]:

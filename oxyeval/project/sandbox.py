@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -116,11 +117,32 @@ def _is_int(value: Any) -> bool:
 
 
 def _int_bits(left: int, right: int, op: str) -> int:
+    """Bits of ``left * right`` or ``left ** right``, known before it is computed: exact
+    whenever that decides against the limit, so an integer of exactly the limit's size
+    is allowed, else a figure over the limit (the nearest bounds can tell).
+
+    From the operands' bit lengths the result's size lies within tight bounds. Only
+    when the limit falls between them is the result computed to count, and then it has
+    at most twice the limit's bits (the upper bound is at most twice the lower), which
+    costs microseconds."""
+    a, b = left.bit_length(), right.bit_length()
     if op == "*":
-        return left.bit_length() + right.bit_length()
-    if abs(left) <= 1 or right <= 0:  # 0, 1, -1 to any power; negative powers are floats
+        low, high = max(a + b - 1, 1), a + b
+    elif abs(left) <= 1 or right <= 0:  # 0, 1, -1 to any power; negative powers are floats
         return 1
-    return left.bit_length() * right
+    else:  # |left| ** right: 2 ** ((a - 1) * right) <= it < 2 ** (a * right)
+        low, high = (a - 1) * right + 1, a * right
+    if high <= MAX_TEMPLATE_INT_BITS:
+        return high
+    if low > MAX_TEMPLATE_INT_BITS:
+        if op == "**":  # said "about": the size from the logarithm, never below the bound
+            try:
+                return max(low, int(right * math.log2(abs(left))) + 1)
+            except OverflowError:  # an exponent too large for a float: the bound says enough
+                return low
+        return low
+    exact = abs(left) * abs(right) if op == "*" else abs(left) ** right
+    return exact.bit_length()
 
 
 _PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
@@ -244,9 +266,10 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
         if operator in ("*", "**") and _is_int(left) and _is_int(right):
             bits = _int_bits(left, right, operator)
             if bits > MAX_TEMPLATE_INT_BITS:
+                # A size past 10**18 is only "huge" (and its digits could not be printed).
+                size = f"about {bits:,}" if bits < 10**18 else "more than 10**18"
                 raise TemplateLimitError(
-                    f"an integer of about {bits:,} bits; templates are limited to "
-                    f"{MAX_TEMPLATE_INT_BITS:,}"
+                    f"an integer of {size} bits; templates are limited to {MAX_TEMPLATE_INT_BITS:,}"
                 )
         elif operator == "*":
             seq, times = (left, right) if _is_int(right) else (right, left)

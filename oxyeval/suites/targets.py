@@ -96,7 +96,9 @@ class PromptTarget(Target):
 
 class AgentTarget(Target):
     """An agent answering a question (its tools and tool loop included); the question is
-    ``template`` filled from the inputs, by default the input ``question``."""
+    ``template`` filled from the inputs, by default the input ``question``. Inputs the
+    agent declares as variables also override its defaults in its system prompt (as a
+    workflow task's ``variables:`` do); the others only fill the question."""
 
     def __init__(
         self, context: RunContext, agent: Agent, template: TemplateRef | None = None
@@ -109,7 +111,10 @@ class AgentTarget(Target):
     async def complete(
         self, inputs: Mapping[str, Any] | None = None, *, run: int = 1
     ) -> Completion:
-        return await self.runner.ask(render(self.template, dict(inputs or {})), run=run)
+        values = dict(inputs or {})
+        question = render(self.template, values)
+        variables = self.runner.agent.own_variables(values)
+        return await self.runner.ask(question, variables or None, run=run)
 
     def check(self) -> None:
         self.runner.system_prompt()  # context files and template errors: once, now

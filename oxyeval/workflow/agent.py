@@ -156,7 +156,7 @@ class AgentRunner:
         if self._context is None:
             where = self.agent.display
             self._context = {c.name: read_context(c, self.root, where) for c in self.agent.context}
-        values = {**self.agent.variables, **(variables or {}), "context": self._context}
+        values = self.agent.template_values(variables, self._context)
         text = render(self.agent.system_instructions, values)
         if not variables:
             self._system = text

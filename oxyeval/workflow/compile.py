@@ -360,7 +360,7 @@ def _link(
                 problems.extend(cache.failed[task.agent_path])
                 continue
             compiled.agents[task.agent_path] = agent
-            declared = list(agent.doc.data.get("variables") or {})
+            declared = agent.variable_names
         elif task.type == "workflow" and task.workflow_path is not None:
             path = task.workflow_path
             if path in stack:

@@ -38,6 +38,7 @@ from .scoring import (
     token_counter,
 )
 from .selection import (
+    by_name,
     declared_cases,
     leaving_cases,
     no_version_error,
@@ -89,7 +90,8 @@ class _VersionRun:
         template = TemplateRef(content["template"])
         target: Target
         if prompt.kind == "agent" and prompt.agent is not None:
-            # The agent renders its own system prompt (context, variables): not from case input.
+            # The agent renders its own system prompt (context, variable defaults), with
+            # the case's input for the variables it declares (Agent.template_values).
             target = AgentTarget(context, prompt.agent, template)
         else:
             system = content.get("system")
@@ -372,7 +374,7 @@ async def run_cases_async(
             run.warnings.append(
                 f"{len(stale)} earlier run(s) had been interrupted; their finished results are kept"
             )
-        all_names: set[str] = set()
+        all_names: dict[str, TestCase] = {}
         found: set[str] = set()
         for prompt in prompts:
             current = sync_prompt(store, project, prompt)
@@ -387,7 +389,7 @@ async def run_cases_async(
                     prompt, version or 0, [v.version for v in store.prompts.versions(prompt.id)]
                 )
             stored_cases = store.cases.list(prompt.id)
-            all_names |= {c.name for c in stored_cases} | {c.id for c in stored_cases}
+            all_names.update(by_name(stored_cases))
             selected = select_cases(stored_cases, cases, only_files, found)
             if not selected:
                 continue

@@ -10,7 +10,7 @@ create a database just to look at it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ...store import Store
 
 __all__ = [
+    "by_name",
     "declared_cases",
     "leaving_cases",
     "no_version_error",
@@ -125,16 +126,37 @@ def preview_cases(store: Store | None, project: Project, paths: Sequence[str]) -
 
 
 def unknown_names_error(
-    names: Sequence[str] | None, found: set[str], known: set[str], only_files: set[str] | None
+    names: Sequence[str] | None,
+    found: set[str],
+    known: Mapping[str, TestCase],
+    only_files: set[str] | None,
 ) -> ConfigError | None:
+    """Why some ``--case`` names selected nothing. ``known`` maps every name and id of the
+    prompts' live cases to its case: a name found there exists but is not in the given
+    files (created through the API, or declared in another file), which a suggestion of
+    that very name would not explain."""
     missing = [n for n in dict.fromkeys(names or ()) if n not in found]
     if not missing:
         return None
-    return ConfigError(
-        f"no test case named {', '.join(repr(m) for m in missing)}"
-        f"{did_you_mean(missing[0], known)}"
-        + (" in the given files" if only_files is not None else "")
-    )
+    parts = []
+    unknown = [n for n in missing if n not in known]
+    if unknown:
+        parts.append(
+            f"no test case named {', '.join(repr(m) for m in unknown)}"
+            f"{did_you_mean(unknown[0], list(known))}"
+            + (" in the given files" if only_files is not None else "")
+        )
+    for name in (n for n in missing if n in known):
+        case = known[name]
+        if case.source_file is None:
+            why = (
+                "it was created through the API, and a run of files runs only the cases they "
+                "declare; give no file arguments to run the whole project, API cases included"
+            )
+        else:
+            why = f"it is declared in {case.source_file}; add that file to the arguments"
+        parts.append(f"test case {case.id!r} is not in the given files: {why}")
+    return ConfigError("; ".join(parts))
 
 
 def no_version_error(prompt: PromptDef, version: int, known: Sequence[int]) -> ConfigError:
@@ -165,7 +187,7 @@ def precheck(
     try:
         stored = [] if reader is None else reader.cases.list(include_deleted=True)
         found: set[str] = set()
-        known: set[str] = set()
+        known: dict[str, TestCase] = {}
         models: set[str] = set()
         similarities: set[str] = set()
         for prompt in prompts:
@@ -185,7 +207,7 @@ def precheck(
                 model = earlier.get("model", model) if earlier is not None else model
             stored = preview_prompt(project, prompt, stored)
             mine = [c for c in stored if c.prompt_id == prompt.id and c.deleted_at is None]
-            known |= {c.name for c in mine} | {c.id for c in mine}
+            known.update(by_name(mine))
             if select_cases(mine, names, only_files, found):
                 models.add(model)
                 similarities.add(prompt.similarity)
@@ -196,6 +218,11 @@ def precheck(
     finally:
         if reader is not None:
             reader.close()
+
+
+def by_name(cases: Sequence[TestCase]) -> dict[str, TestCase]:
+    """Each case under its name and its full id, the two ways ``--case`` selects it."""
+    return {**{c.name: c for c in cases}, **{c.id: c for c in cases}}
 
 
 def run_subject(prompt: PromptDef, root: Path) -> str | None:
