@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import EXIT_INPUT, EXIT_OK
+from ..store.kinds import RUN_KIND_ALIASES, RUN_KINDS
 from ._app import Format, ProjectOption, app
 from .cases import DbOption, FormatOption, JsonOption, read_history
 from .console import stderr_console, stdout_console, streams
@@ -21,6 +22,11 @@ if TYPE_CHECKING:
 
 __all__ = ["history_command"]
 
+_KIND_HELP = (
+    f"Only runs of this kind: {', '.join(RUN_KINDS)} "
+    f"({', '.join(f'{alias}: {kind}' for alias, kind in RUN_KIND_ALIASES.items())})."
+)
+
 
 @app.command("history")
 def history_command(
@@ -29,7 +35,7 @@ def history_command(
     ] = 20,
     kind: Annotated[
         str | None,
-        typer.Option("--kind", help="Only runs of this kind: cases, consistency or workflow."),
+        typer.Option("--kind", help=_KIND_HELP),
     ] = None,
     test: Annotated[
         str | None,

@@ -44,7 +44,7 @@ class _TaskLines:
         self.console = console
 
     def __call__(self, record: Any) -> None:
-        if record.status in ("succeeded", "cached"):
+        if record.finished:
             took = f"{record.duration:.2f}s" if record.duration is not None else ""
             extra = " (cached)" if record.status == "cached" else ""
             score = record.details.get("consistency", {}).get("score")
@@ -155,7 +155,7 @@ def _workflow(
         wf_run.interrupted = True
         doc = wf_run.to_dict()
         doc["workflow"] = doc["workflow"] or file
-        done = sum(1 for r in wf_run.records if r.status in ("succeeded", "cached"))
+        done = sum(1 for r in wf_run.records if r.finished)
         why = (
             f"{interrupt_reason(exc)}: {done} task(s) had finished, "
             f"{len(wf_run.unfinished)} interrupted"
