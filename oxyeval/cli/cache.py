@@ -11,7 +11,7 @@ import typer
 from ..errors import EXIT_OK, OxyError
 from ..project.limits import MAX_DAYS
 from ._app import Format, ProjectOption, app
-from .cases import DbOption, JsonOption, _consoles, _fail, _open, _print_json
+from ._common import DbOption, FormatOption, JsonOption, consoles, fail, open_history, print_json
 
 __all__ = ["cache_app"]
 
@@ -29,11 +29,6 @@ class Kind(str, Enum):
     verdict = "verdict"
 
 
-FormatOption = Annotated[
-    Format, typer.Option("--format", help="pretty or json (one JSON document on stdout).")
-]
-
-
 @cache_app.command("stats")
 def cache_stats(
     as_json: JsonOption = False,
@@ -45,20 +40,20 @@ def cache_stats(
 
     Reads never create a history: with none yet, the cache is empty.
     """
-    out, err = _consoles()
+    out, err = consoles()
     as_json = as_json or format is Format.json
 
     try:
-        _proj, location, store = _open(project, db, write=False)
+        _proj, location, store = open_history(project, db, write=False)
         with store if store is not None else nullcontext():
             stats = None if store is None else store.cache.stats()
     except OxyError as exc:
-        raise _fail(err, exc, as_json) from None
+        raise fail(err, exc, as_json) from None
     where = location.display
     if as_json:
         from ..report.cache import cache_stats_json
 
-        _print_json(cache_stats_json(stats, where))
+        print_json(cache_stats_json(stats, where))
     else:
         from ..report.cache import render_cache_stats
 
@@ -88,7 +83,7 @@ def cache_clear(
 ) -> None:
     """Delete cached answers and verdicts (all of them, by default): the next run asks
     the models again. A project with no history yet has nothing to clear (none is made)."""
-    out, err = _consoles()
+    out, err = consoles()
     as_json = as_json or format is Format.json
     cutoff = None
     if older_than is not None and older_than != older_than:  # NaN passes min/max checks
@@ -101,7 +96,7 @@ def cache_clear(
         cutoff = utc_timestamp(datetime.now(timezone.utc) - timedelta(days=older_than))
     cleared = 0
     try:
-        _proj, location, existing = _open(project, db, write=False)  # never creates one
+        _proj, location, existing = open_history(project, db, write=False)  # never creates one
         if existing is not None:
             existing.close()
             from ..store import open_store
@@ -110,10 +105,10 @@ def cache_clear(
                 kind_name = kind.value if kind is not None else None
                 cleared = store.cache.clear(kind=kind_name, older_than=cutoff)
     except OxyError as exc:
-        raise _fail(err, exc, as_json) from None
+        raise fail(err, exc, as_json) from None
     where = location.display
     if as_json:
-        _print_json(
+        print_json(
             {
                 "db": where,
                 "cleared": cleared,

@@ -12,15 +12,14 @@ import typer
 from ..errors import EXIT_INFRA, EXIT_OK, OxyError
 from ..project.limits import MAX_CONCURRENCY
 from ._app import CacheOption, Format, ProjectOption, app
+from ._common import DbOption, FormatOption, JsonOption, consoles, fail, print_json, read_history
 from .artifacts import JunitOption, report_path_problem, write_report
-from .console import json_error, print_error, stderr_console, stdout_console, streams
+from .console import json_error
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from ..store import Store, TestCase
 
-    from ..store import Location, Store, TestCase
-
-__all__ = ["DbOption", "FormatOption", "JsonOption", "cases_app", "read_history"]
+__all__ = ["cases_app"]
 
 cases_app = typer.Typer(
     name="cases",
@@ -29,83 +28,6 @@ cases_app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
-
-DbOption = Annotated[
-    str | None,
-    typer.Option(
-        "--db",
-        help="History: an SQLite file or a postgresql://user@host:5432/db URL (default: "
-        "$OXY_DB, else history.url in config.yml, else .oxy/oxyeval.db in the project).",
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
-
-
-FormatOption = Annotated[
-    Format, typer.Option("--format", help="pretty or json (one JSON document on stdout).")
-]
-
-
-def _consoles() -> tuple[Console, Console]:
-    return stdout_console(), stderr_console()
-
-
-def _fail(err: Console, exc: BaseException, as_json: bool) -> typer.Exit:
-    code = exc.exit_code if isinstance(exc, OxyError) else EXIT_INFRA
-    print_error(err, exc)
-    if as_json:
-        _print_json({"error": json_error(exc), "exit_code": code})
-    return typer.Exit(code)
-
-
-def _print_json(doc: dict[str, Any]) -> None:
-    from ..report.json import write_json
-
-    write_json(doc, streams().stdout)
-
-
-def _open(
-    project_dir: str | None, db: str | None, *, write: bool
-) -> tuple[Any, Location, Store | None]:
-    """The project, where its history is, and the history. Read commands open it read-only
-    and never create one: no history yet gives ``None``, unless the user named a file that
-    does not exist."""
-    from ..project.config import load_project
-    from ..store import EmptyHistoryError, LocationError, open_store
-    from ..suites.history import history_location
-
-    project = load_project(project_dir=project_dir) if project_dir else load_project()
-    location = history_location(project, db)
-    if write:
-        return project, location, open_store(location)
-    if location.explicit and location.path is not None and not location.path.exists():
-        raise LocationError(
-            f"history database {location.display} does not exist", path=location.display
-        )
-    try:
-        return project, location, open_store(location, read_only=True)
-    except EmptyHistoryError:
-        return project, location, None
-
-
-def _read(
-    project: str | None,
-    db: str | None,
-    err: Console,
-    as_json: bool,
-    read: Any,
-    *,
-    write: bool = False,
-) -> Any:
-    """Open the project's history, call ``read(project, store)``, report errors the one way."""
-    try:
-        proj, _where, store = _open(project, db, write=write)
-        if store is None:
-            return read(proj, None)
-        with store:
-            return read(proj, store)
-    except OxyError as exc:
-        raise _fail(err, exc, as_json) from None
 
 
 @cases_app.command("run")
@@ -147,16 +69,16 @@ def cases_run(
     from ..suites.cases.run import CaseRun, run_cases_async
     from .interrupt import interrupt_reason, run_interruptible
 
-    out, err = _consoles()
+    out, err = consoles()
     as_json = format == "json"
     if format not in ("pretty", "json"):
-        raise _fail(err, OxyError(f"--format must be pretty or json, not {format!r}"), False)
+        raise fail(err, OxyError(f"--format must be pretty or json, not {format!r}"), False)
     if prompt_version is not None and old_version is not None and prompt_version != old_version:
         message = f"--prompt-version {prompt_version} and --version {old_version} disagree"
-        raise _fail(err, OxyError(message), as_json)
+        raise fail(err, OxyError(message), as_json)
     junit_problem = None if junit is None else report_path_problem("--junit", junit)
     if junit_problem is not None:
-        raise _fail(err, OxyError(junit_problem), as_json)
+        raise fail(err, OxyError(junit_problem), as_json)
     run = CaseRun(db=Path("."))
     started = datetime.now(timezone.utc)  # the JUnit suites' timestamp
     stopped_by: str | None = None  # an error that stopped the run after some cases finished
@@ -190,7 +112,7 @@ def cases_run(
                     run, code=exc.exit_code, error=json_error(exc), timestamp=started
                 )
                 write_report("--junit", junit, text, err, exc.exit_code)
-            raise _fail(err, exc, as_json) from None
+            raise fail(err, exc, as_json) from None
         err.print(f"error: {exc}", style="red", markup=False)
         run.interrupted = True
         stopped_by = str(exc)
@@ -211,7 +133,7 @@ def cases_run(
         )
         code = write_report("--junit", junit, text, err, code)
     if as_json:
-        _print_json(case_run_json(run, code=code))
+        print_json(case_run_json(run, code=code))
     else:
         render_case_run(run, out, quiet=quiet)
     raise typer.Exit(code)
@@ -229,7 +151,7 @@ def cases_list(
     project: ProjectOption = None,
 ) -> None:
     """Every test case with its aggregates: runs, pass rate, average score, last run."""
-    out, err = _consoles()
+    out, err = consoles()
     as_json = as_json or format == "json"
 
     def read(proj: Any, store: Store | None) -> list[TestCase]:
@@ -237,11 +159,11 @@ def cases_list(
 
         return preview_cases(store, proj, paths or [])
 
-    cases = _read(project, db, err, as_json, read)
+    cases = read_history(project, db, err, as_json, read)
     if as_json:
         from ..report.cases import case_json
 
-        _print_json({"testCases": [case_json(c) for c in cases]})
+        print_json({"testCases": [case_json(c) for c in cases]})
     else:
         from ..report.cases_pretty import render_case_list
 
@@ -259,7 +181,7 @@ def cases_show(
     project: ProjectOption = None,
 ) -> None:
     """Statistics of one case: pass rate, average score, recent runs, regressions, trend."""
-    out, err = _consoles()
+    out, err = consoles()
     as_json = as_json or format == "json"
 
     def read(proj: Any, store: Store | None) -> tuple[TestCase, Any]:
@@ -271,11 +193,11 @@ def cases_show(
         stats = None if store is None else store.stats.case_stats(case.id, recent=recent)
         return case, stats or empty_stats(case.id)
 
-    case, stats = _read(project, db, err, as_json, read)
+    case, stats = read_history(project, db, err, as_json, read)
     if as_json:
         from ..report.cases import case_json, stats_json
 
-        _print_json({"testCase": case_json(case), "stats": stats_json(stats)})
+        print_json({"testCase": case_json(case), "stats": stats_json(stats)})
     else:
         from ..report.cases_pretty import render_case_stats
 
@@ -306,16 +228,16 @@ def cases_accept(
     """
     from ..suites.cases.baseline import accept_baseline, check_accept
 
-    _out, err = _consoles()
+    _out, err = consoles()
     # A read-only look first: an accept that cannot succeed changes (or creates) nothing.
-    _read(
+    read_history(
         project,
         db,
         err,
         False,
         lambda proj, store: check_accept(store, proj, name, output, force=force),
     )
-    updated, where = _read(
+    updated, where = read_history(
         project,
         db,
         err,
@@ -325,7 +247,5 @@ def cases_accept(
     )
     err.print(f"expected output of {updated.id} set in {where}", style="green", markup=False)
 
-
-read_history = _read  # for oxy history (cli/history.py): one way to open and report
 
 app.add_typer(cases_app, name="cases")

@@ -11,15 +11,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import EXIT_INPUT, EXIT_OK
+from ..errors import EXIT_OK, OxyError
+from ..store.kinds import RUN_KIND_ALIASES, RUN_KINDS
 from ._app import Format, ProjectOption, app
-from .cases import DbOption, FormatOption, JsonOption, read_history
-from .console import stderr_console, stdout_console, streams
+from ._common import DbOption, FormatOption, JsonOption, consoles, fail, print_json, read_history
 
 if TYPE_CHECKING:
     from ..store import Store
 
 __all__ = ["history_command"]
+
+_KIND_HELP = (
+    f"Only runs of this kind: {', '.join(RUN_KINDS)} "
+    f"({', '.join(f'{alias}: {kind}' for alias, kind in RUN_KIND_ALIASES.items())})."
+)
 
 
 @app.command("history")
@@ -29,7 +34,7 @@ def history_command(
     ] = 20,
     kind: Annotated[
         str | None,
-        typer.Option("--kind", help="Only runs of this kind: cases, consistency or workflow."),
+        typer.Option("--kind", help=_KIND_HELP),
     ] = None,
     test: Annotated[
         str | None,
@@ -49,16 +54,11 @@ def history_command(
     Exit codes: 0 shown; 2 bad input (an unknown test, a bad --db); 3 the history
     cannot be read.
     """
-    from ..report.json import write_json
-
-    out, err = stdout_console(), stderr_console()
+    out, err = consoles()
     as_json = as_json or format == "json"
     if file is not None and test is None:
         message = "--file goes with --test NAME (the file that holds that test)"
-        err.print(f"error: {message}", style="red", markup=False)
-        if as_json:
-            write_json({"error": message, "exit_code": EXIT_INPUT}, streams().stdout)
-        raise typer.Exit(EXIT_INPUT)
+        raise fail(err, OxyError(message), as_json)
 
     if test is not None:
         from ..suites.history_queries import history_of_test
@@ -70,7 +70,7 @@ def history_command(
         if as_json:
             from ..report.cases import history_of_test_json
 
-            write_json(history_of_test_json(history), streams().stdout)
+            print_json(history_of_test_json(history))
         else:
             from ..report.cases_pretty import render_test_history
 
@@ -87,7 +87,7 @@ def history_command(
         from ..report.cases import run_json
 
         runs = [run_json(r, tests=listing.tests.get(r.id)) for r in listing.runs]
-        write_json({"runs": runs}, streams().stdout)
+        print_json({"runs": runs})
     else:
         from ..report.cases_pretty import render_history
 

@@ -9,6 +9,7 @@ import typer
 from ..errors import EXIT_INFRA, EXIT_OK, OxyError
 from ..project.limits import MAX_CONCURRENCY
 from ._app import CacheOption, Format, ProjectOption, app, setup_logging
+from ._common import print_json
 from .console import echo, json_error, print_error, stderr_console, streams
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class _TaskLines:
         self.console = console
 
     def __call__(self, record: Any) -> None:
-        if record.status in ("succeeded", "cached"):
+        if record.finished:
             took = f"{record.duration:.2f}s" if record.duration is not None else ""
             extra = " (cached)" if record.status == "cached" else ""
             score = record.details.get("consistency", {}).get("score")
@@ -64,12 +65,6 @@ class _TaskLines:
             self.console.print(f"[yellow]- {record.path} skipped ({record.error})[/]")
 
 
-def _print_json(doc: dict[str, Any]) -> None:
-    from ..report.json import write_json
-
-    write_json(doc, streams().stdout)
-
-
 def _say_cached(err: Console, calls: int) -> None:
     """The pretty report's line on calls the cache served (stderr: stdout is the output)."""
     if calls:
@@ -82,7 +77,7 @@ def _interrupted(err: Console, as_json: bool, doc: dict[str, Any], why: str) -> 
     """Say why on stderr, print the partial document (JSON only); the exit to raise."""
     err.print(f"{why}; exit {EXIT_INFRA}", style="yellow", markup=False)
     if as_json:
-        _print_json({**doc, "exit_code": EXIT_INFRA})
+        print_json({**doc, "exit_code": EXIT_INFRA})
     return typer.Exit(EXIT_INFRA)
 
 
@@ -109,7 +104,7 @@ def _ask(
         why = f"{interrupt_reason(exc)} before the agent answered"
         raise _interrupted(err, as_json, answer.to_dict(), why) from None
     if as_json:
-        _print_json({**answer.to_dict(), "exit_code": EXIT_OK})
+        print_json({**answer.to_dict(), "exit_code": EXIT_OK})
     else:
         _say_cached(err, answer.cached_calls)
     return answer.output or ""
@@ -155,7 +150,7 @@ def _workflow(
         wf_run.interrupted = True
         doc = wf_run.to_dict()
         doc["workflow"] = doc["workflow"] or file
-        done = sum(1 for r in wf_run.records if r.status in ("succeeded", "cached"))
+        done = sum(1 for r in wf_run.records if r.finished)
         why = (
             f"{interrupt_reason(exc)}: {done} task(s) had finished, "
             f"{len(wf_run.unfinished)} interrupted"
@@ -167,12 +162,12 @@ def _workflow(
         else:  # each error is on its task's line just above: name the tasks, once
             err.print(f"error: {failed.run.summary(brief=True)}", style="red", markup=False)
         if as_json:
-            _print_json({**failed.run.to_dict(), "exit_code": failed.exit_code})
+            print_json({**failed.run.to_dict(), "exit_code": failed.exit_code})
         else:
             _say_cached(err, failed.run.cached_calls)
         raise typer.Exit(failed.exit_code) from None
     if as_json:
-        _print_json({**wf_run.to_dict(), "exit_code": EXIT_OK})
+        print_json({**wf_run.to_dict(), "exit_code": EXIT_OK})
     else:
         _say_cached(err, wf_run.cached_calls)
     return str(wf_run.output) if wf_run.output is not None else ""
@@ -267,7 +262,7 @@ def run_command(
     except OxyError as exc:
         print_error(err, exc, debug)
         if as_json:
-            _print_json({"status": "error", "error": json_error(exc), "exit_code": exc.exit_code})
+            print_json({"status": "error", "error": json_error(exc), "exit_code": exc.exit_code})
         raise typer.Exit(exc.exit_code) from None
     if not as_json:
         from ..report.text import shown

@@ -486,7 +486,7 @@ class Judge:
         return parse_verdict(_raw(completion), self.prompt.source)
 
     def _limit(self) -> str:
-        limit = self.model.spec.params.merged(self._request(False)).max_tokens
+        limit = self.model.max_tokens(self._request(False))
         return "the server's limit (no max_tokens set)" if limit is None else f"max_tokens={limit}"
 
     def _no_verdict(self, first: Completion, retry: Completion) -> str:

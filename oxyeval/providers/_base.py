@@ -263,6 +263,20 @@ class ModelAPI(VendorAPI, ABC):
     #: Whether the class implements ``GenerateParams.response_schema`` (judges use it
     #: with ``judge.structured: auto``); a class that does not simply ignores the field.
     structured_output: ClassVar[bool] = False
+    #: The ``max_tokens`` the class sends when neither the call nor config.yml sets one
+    #: (Anthropic's API refuses a request without it); None: the field is left out and
+    #: the server decides how long an answer may be.
+    default_max_tokens: ClassVar[int | None] = None
+
+    @classmethod
+    def effective_max_tokens(cls, params: GenerateParams) -> int | None:
+        """The answer-length limit a call with ``params`` (already merged over the
+        model's own) goes out with; None: the server's own limit.
+
+        The one rule, so that advice about an answer cut at the token limit names the
+        limit that cut it: raising max_tokens helps only when one was sent.
+        """
+        return params.max_tokens if params.max_tokens is not None else cls.default_max_tokens
 
     @abstractmethod
     async def generate(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:

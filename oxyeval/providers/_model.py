@@ -258,6 +258,11 @@ class Model:
     def name(self) -> str:
         return self.spec.name
 
+    def max_tokens(self, params: GenerateParams | None = None) -> int | None:
+        """The answer-length limit :meth:`generate` with ``params`` sends (None: the
+        server's own), by the vendor's rule (:meth:`ModelAPI.effective_max_tokens`)."""
+        return self.api.effective_max_tokens(self.spec.params.merged(params))
+
     async def generate(
         self,
         messages: Sequence[ChatMessage],

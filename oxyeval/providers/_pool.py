@@ -25,7 +25,7 @@ from ._registry import resolve_api_key, vendor_class, vendors
 if TYPE_CHECKING:
     import httpx
 
-    from ._base import ModelAPI, ModelSpec, VendorAPI
+    from ._base import GenerateParams, ModelAPI, ModelSpec, VendorAPI
 
 __all__ = ["ModelPool", "VendorPool"]
 
@@ -160,6 +160,20 @@ class ModelPool(VendorPool[Model]):
         limiter: AdaptiveLimiter,
     ) -> Model:
         return Model(api, retry=retry, sleep=sleep, limiter=limiter)  # type: ignore[arg-type]
+
+    def max_tokens(self, name: str, params: GenerateParams | None = None) -> int | None:
+        """The answer-length limit a call of model ``name`` with ``params`` goes out with
+        (None: the server's own), as :meth:`Model.max_tokens` says, without resolving
+        the model's key: a warning about a cut-off answer must not fail on a credential.
+        """
+        spec = self.specs.get(name)
+        if spec is None:
+            return params.max_tokens if params is not None else None
+        merged = spec.params.merged(params)
+        try:
+            return self._api_class(spec).effective_max_tokens(merged)
+        except ConfigError:  # an unknown vendor never sent anything
+            return merged.max_tokens
 
     async def __aenter__(self) -> ModelPool:
         return self

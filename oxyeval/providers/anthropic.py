@@ -118,7 +118,7 @@ def build_anthropic_body(
     system, turns = _turns(messages)
     body: dict[str, Any] = {
         "model": model_ref,
-        "max_tokens": params.max_tokens if params.max_tokens is not None else DEFAULT_MAX_TOKENS,
+        "max_tokens": AnthropicAPI.effective_max_tokens(params),
         "messages": turns,
     }
     if system is not None:
@@ -181,6 +181,7 @@ class AnthropicAPI(ModelAPI):
 
     vendor: ClassVar[str] = "anthropic"
     structured_output: ClassVar[bool] = True
+    default_max_tokens: ClassVar[int | None] = DEFAULT_MAX_TOKENS  # the API requires one
     default_api_path: ClassVar[str] = "/v1"
     default_api_url: ClassVar[str | None] = "https://api.anthropic.com/v1"
 

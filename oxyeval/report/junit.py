@@ -325,10 +325,9 @@ def _below(test: TestResult, threshold: ThresholdResult) -> str:
 
 
 def _test_properties(prefix: str, test: TestResult) -> list[tuple[str, str]]:
-    status = "interrupted" if test.interrupted else ("scored" if test.ok else "error")
     figures: list[tuple[str, Any]] = [
         ("accuracy", _number(test.accuracy)),
-        ("status", status),
+        ("status", test.status),
         ("n", test.n),
         ("pairing", test.pairing),
         ("model", test.agent_model),

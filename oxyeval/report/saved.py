@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_INFRA, EXIT_INPUT, ConfigError
+from ..store.kinds import CONSISTENCY_STATUSES
 from ..suites.results import OutputRecord, Previous, StoredRun, TestResult, TestRun
 
 __all__ = ["SavedRun", "load_saved_run", "parse_saved_run"]
@@ -97,8 +98,9 @@ def _test(doc: _Doc) -> TestResult:
     if not name:
         raise doc.fail("name", "the test's name")
     status = doc.text("status", "scored")
-    if status not in ("scored", "error", "interrupted"):
-        raise doc.fail("status", "scored, error or interrupted")
+    if status not in CONSISTENCY_STATUSES:
+        *first, last = CONSISTENCY_STATUSES
+        raise doc.fail("status", f"{', '.join(first)} or {last}")
     accuracy = doc.share("accuracy")
     error = doc.text("error")
     if status == "scored" and accuracy is None:

@@ -47,11 +47,16 @@ from ._result_rows import (
     workflow_values,
 )
 from ._util import new_id, utc_timestamp
+from .kinds import FINISHED_RUN_STATUSES
 
 if TYPE_CHECKING:
     import sqlite3
 
 __all__ = ["LiteStore", "open_results"]
+
+#: The kinds of run this store starts: of :data:`~oxyeval.store.kinds.RUN_KINDS`, those
+#: whose results it has a writer for (``oxy test``'s and ``oxy run``'s).
+_LEAN_KINDS = ("consistency", "workflow")
 
 
 class _Runs:
@@ -67,8 +72,8 @@ class _Runs:
         subject: str | None = None,
         started_at: str | None = None,
     ) -> str:
-        if kind not in ("consistency", "workflow"):
-            raise ValueError(f"this writer starts consistency and workflow runs, not {kind!r}")
+        if kind not in _LEAN_KINDS:
+            raise ValueError(f"this writer starts {' and '.join(_LEAN_KINDS)} runs, not {kind!r}")
         run_id = new_id()
         with self._store.write("starting a run") as cur:
             cur.execute(
@@ -90,8 +95,10 @@ class _Runs:
         return run_id
 
     def finish(self, run_id: str, status: str = "completed") -> None:
-        if status not in ("completed", "interrupted", "failed"):
-            raise ValueError(f"finish status must be completed/interrupted/failed, not {status!r}")
+        if status not in FINISHED_RUN_STATUSES:
+            raise ValueError(
+                f"finish status must be one of {', '.join(FINISHED_RUN_STATUSES)}, not {status!r}"
+            )
         with self._store.write("finishing a run") as cur:
             cur.execute(
                 "UPDATE runs SET status = ?, finished_at = ? WHERE id = ?",

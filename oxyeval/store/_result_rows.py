@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._util import canonical_json, loads, new_id, redact_json, redact_text, utc_timestamp
+from .kinds import CONSISTENCY_STATUSES
 
 __all__ = [
     "CONSISTENCY_STATUSES",
@@ -26,9 +27,6 @@ __all__ = [
     "finished_tasks",
     "workflow_values",
 ]
-
-#: A consistency result's status (also ``_tables.TEST_STATUSES``, the table's CHECK).
-CONSISTENCY_STATUSES = ("scored", "error", "interrupted")
 
 #: The most characters of one output kept in the history (a selected answer, a workflow's or
 #: a task's output as JSON). A SQL task may return millions of rows and a model 8 MB of text;

@@ -21,8 +21,9 @@ import sqlalchemy as sa
 
 from ._errors import NotFoundError
 from ._rows import Run
-from ._tables import RUN_KINDS, RUN_STATUSES, executions, runs
+from ._tables import executions, runs
 from ._util import new_id, utc_timestamp
+from .kinds import FINISHED_RUN_STATUSES, RUN_KINDS
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -167,8 +168,10 @@ class Runs:
         return run_id
 
     def finish(self, run_id: str, status: str = "completed") -> None:
-        if status not in RUN_STATUSES or status == "running":
-            raise ValueError(f"finish status must be completed/interrupted/failed, not {status!r}")
+        if status not in FINISHED_RUN_STATUSES:
+            raise ValueError(
+                f"finish status must be one of {', '.join(FINISHED_RUN_STATUSES)}, not {status!r}"
+            )
         with self._store.write("finishing a run") as conn:
             done = conn.execute(
                 runs.update()

@@ -22,7 +22,8 @@ import sqlalchemy as sa
 
 # Defined beside the code that checks them, which must not need SQLAlchemy (the lean store).
 from ._cache import CACHE_KINDS
-from ._result_rows import CONSISTENCY_STATUSES as TEST_STATUSES
+from .kinds import CONSISTENCY_STATUSES as TEST_STATUSES
+from .kinds import EXECUTION_STATUSES, RESERVED_RUN_KINDS, RUN_KINDS, RUN_STATUSES
 
 __all__ = [
     "CACHE_KINDS",
@@ -43,10 +44,6 @@ __all__ = [
     "workflow_runs",
     "workflow_tasks",
 ]
-
-RUN_STATUSES = ("running", "completed", "interrupted", "failed")
-RUN_KINDS = ("cases", "consistency", "workflow", "ab", "passfail")
-EXECUTION_STATUSES = ("passed", "failed", "pending", "error")
 
 metadata = sa.MetaData()
 
@@ -125,7 +122,7 @@ runs = sa.Table(
     sa.Column("pid", sa.Integer),
     sa.Column("host", sa.Text),
     sa.CheckConstraint(_in("status", RUN_STATUSES), name="ck_runs_status"),
-    sa.CheckConstraint(_in("kind", RUN_KINDS), name="ck_runs_kind"),
+    sa.CheckConstraint(_in("kind", RUN_KINDS + RESERVED_RUN_KINDS), name="ck_runs_kind"),
     sa.Index("ix_runs_started", "started_at", "seq"),
     sa.Index("ix_runs_kind_started", "kind", "started_at", "seq"),
     sa.Index("ix_runs_status", "status"),

@@ -44,12 +44,11 @@ def new_result(file: str, test: TestResult) -> NewConsistencyResult:
     """The row a test result becomes (``file`` relative to the project)."""
     from ..store import NewConsistencyResult
 
-    status = "interrupted" if test.interrupted else ("scored" if test.ok else "error")
     selected = test.selected_output
     return NewConsistencyResult(
         file=file,
         name=test.name,
-        status=status,
+        status=test.status,
         test_index=test.index,
         accuracy=test.accuracy,
         n=test.n,

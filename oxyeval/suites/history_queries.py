@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..project.config import Project
+from ..store.kinds import RUN_KIND_ALIASES, RUN_KINDS
 
 if TYPE_CHECKING:
     from ..store import ConsistencyResult, ConsistencyRunSummary, Run, Store
 
-__all__ = ["RUN_KINDS", "RunListing", "TestHistory", "history_of_test", "recent_runs"]
+__all__ = ["RunListing", "TestHistory", "history_of_test", "recent_runs"]
 
-RUN_KINDS = ("cases", "consistency", "workflow")
 _HINTS = 10  # stored test names suggested for a name that matches none
 
 
@@ -31,11 +31,15 @@ class RunListing:
 
 
 def recent_runs(store: Store | None, limit: int = 20, kind: str | None = None) -> RunListing:
-    """The latest ``limit`` runs (of one ``kind``, or all); no store: none yet. ``test``
-    names ``oxy test``'s runs as the pretty table shows them (stored as consistency)."""
-    kind = "consistency" if kind == "test" else kind
+    """The latest ``limit`` runs (of one ``kind``, or all); no store: none yet. A kind is
+    one of the store's :data:`~oxyeval.store.kinds.RUN_KINDS` or an alias of one (``test``
+    names ``oxy test``'s runs as the pretty table shows them, stored as consistency)."""
+    kind = RUN_KIND_ALIASES.get(kind, kind) if kind is not None else None
     if kind is not None and kind not in RUN_KINDS:
-        raise ConfigError(f"--kind must be one of {', '.join(RUN_KINDS)} (or test), not {kind!r}")
+        aliases = ", ".join(RUN_KIND_ALIASES)
+        raise ConfigError(
+            f"--kind must be one of {', '.join(RUN_KINDS)} (or {aliases}), not {kind!r}"
+        )
     if store is None:
         return RunListing()
     stale = set(store.runs.find_stale())  # shown as interrupted; a read writes nothing

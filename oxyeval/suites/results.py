@@ -112,6 +112,12 @@ class TestResult:
         return self.accuracy is not None and self.error is None and not self.interrupted
 
     @property
+    def status(self) -> str:
+        """One of the store's ``CONSISTENCY_STATUSES``: what the JSON report, the JUnit
+        properties and the history say of this test."""
+        return "interrupted" if self.interrupted else ("scored" if self.ok else "error")
+
+    @property
     def unfinished_runs(self) -> int:
         """Runs an interruption cut off before they answered: not failures, so reported
         apart from the runs that failed (0 for a test that was not interrupted)."""
@@ -147,7 +153,7 @@ class TestResult:
             "name": self.name,
             "file": self.file,
             "type": "consistency",
-            "status": "interrupted" if self.interrupted else ("scored" if self.ok else "error"),
+            "status": self.status,
             "error": redact(self.error) if self.error else None,
             "task_description": self.task_description,
             "n": self.n,

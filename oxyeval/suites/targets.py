@@ -88,10 +88,7 @@ class PromptTarget(Target):
 
     @property
     def max_tokens(self) -> int | None:
-        if self.params.max_tokens is not None:
-            return self.params.max_tokens
-        spec = self._context.models.specs.get(self.model)
-        return spec.params.max_tokens if spec is not None else None
+        return self._context.models.max_tokens(self.model, self.params)
 
 
 class AgentTarget(Target):

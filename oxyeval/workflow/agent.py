@@ -139,16 +139,7 @@ class AgentRunner:
     @property
     def max_tokens(self) -> int | None:
         """The answer-length limit this agent's calls are sent with (None: the server's)."""
-        if self.agent.params.max_tokens is not None:
-            return self.agent.params.max_tokens
-        spec = self.pool.specs.get(self.agent.model)
-        if spec is None:
-            return None
-        if spec.params.max_tokens is None and spec.vendor == "anthropic":
-            from ..providers.anthropic import DEFAULT_MAX_TOKENS  # the API requires one
-
-            return DEFAULT_MAX_TOKENS
-        return spec.params.max_tokens
+        return self.pool.max_tokens(self.agent.model, self.agent.params)
 
     def system_prompt(self, variables: dict[str, Any] | None = None) -> str:
         if self._system is not None and not variables:

@@ -63,6 +63,11 @@ class TaskRecord:
     exit_code: int | None = None  # of the error, when failed
 
     @property
+    def finished(self) -> bool:
+        """Done with an output: run now (``succeeded``) or replayed from the cache."""
+        return self.status in ("succeeded", "cached")
+
+    @property
     def duration(self) -> float | None:
         if self.started is None or self.ended is None:
             return None

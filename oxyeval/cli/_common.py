@@ -1,0 +1,116 @@
+"""What the commands that read (or change) the history share: its options, opening it the
+read commands' way, and reporting an error or a JSON document the one way.
+
+Used by ``oxy cases``, ``oxy history`` and ``oxy cache`` (and ``oxy run`` prints its JSON
+here too), so a read command never creates a history and every one of them fails with the
+same words and exit codes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+from ..errors import EXIT_INFRA, OxyError
+from ._app import Format
+from .console import json_error, print_error, stderr_console, stdout_console, streams
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..project.config import Project
+    from ..store import Location, Store
+
+__all__ = [
+    "DbOption",
+    "FormatOption",
+    "JsonOption",
+    "consoles",
+    "fail",
+    "open_history",
+    "print_json",
+    "read_history",
+]
+
+T = TypeVar("T")
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="History: an SQLite file or a postgresql://user@host:5432/db URL (default: "
+        "$OXY_DB, else history.url in config.yml, else .oxy/oxyeval.db in the project).",
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+FormatOption = Annotated[
+    Format, typer.Option("--format", help="pretty or json (one JSON document on stdout).")
+]
+
+
+def consoles() -> tuple[Console, Console]:
+    """stdout and stderr, as the command's output goes."""
+    return stdout_console(), stderr_console()
+
+
+def print_json(doc: dict[str, Any]) -> None:
+    """``doc`` as the one JSON document on stdout."""
+    from ..report.json import write_json
+
+    write_json(doc, streams().stdout)
+
+
+def fail(err: Console, exc: BaseException, as_json: bool) -> typer.Exit:
+    """Say why on stderr (and in a JSON document with ``--format json``); the exit to raise:
+    the error's own code, or 3 for an error that is not oxyeval's."""
+    code = exc.exit_code if isinstance(exc, OxyError) else EXIT_INFRA
+    print_error(err, exc)
+    if as_json:
+        print_json({"error": json_error(exc), "exit_code": code})
+    return typer.Exit(code)
+
+
+def open_history(
+    project_dir: str | None, db: str | None, *, write: bool
+) -> tuple[Project, Location, Store | None]:
+    """The project, where its history is, and the history. Read commands open it read-only
+    and never create one: no history yet gives ``None``, unless the user named a file that
+    does not exist."""
+    from ..project.config import load_project
+    from ..store import EmptyHistoryError, LocationError, open_store
+    from ..suites.history import history_location
+
+    project = load_project(project_dir=project_dir) if project_dir else load_project()
+    location = history_location(project, db)
+    if write:
+        return project, location, open_store(location)
+    if location.explicit and location.path is not None and not location.path.exists():
+        raise LocationError(
+            f"history database {location.display} does not exist", path=location.display
+        )
+    try:
+        return project, location, open_store(location, read_only=True)
+    except EmptyHistoryError:
+        return project, location, None
+
+
+def read_history(
+    project: str | None,
+    db: str | None,
+    err: Console,
+    as_json: bool,
+    read: Callable[[Project, Store | None], T],
+    *,
+    write: bool = False,
+) -> T:
+    """Open the project's history, call ``read(project, store)``, report errors the one way."""
+    try:
+        proj, _where, store = open_history(project, db, write=write)
+        if store is None:
+            return read(proj, None)
+        with store:
+            return read(proj, store)
+    except OxyError as exc:
+        raise fail(err, exc, as_json) from None

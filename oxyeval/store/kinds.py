@@ -1,0 +1,40 @@
+"""The values the history's ``kind`` and ``status`` columns take: their one definition.
+
+The tables (``_tables``) build their CHECK constraints from these, the repositories and
+the lean store check what they write against them, and ``oxy history --kind`` offers and
+checks :data:`RUN_KINDS`. Apart from the tables and importing nothing, because the lean
+store and the command line's help need them without SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CONSISTENCY_STATUSES",
+    "EXECUTION_STATUSES",
+    "FINISHED_RUN_STATUSES",
+    "RESERVED_RUN_KINDS",
+    "RUN_KINDS",
+    "RUN_KIND_ALIASES",
+    "RUN_STATUSES",
+]
+
+#: The kinds of run a command writes, so the kinds a history can hold rows of: ``oxy cases
+#: run`` (cases), ``oxy test`` (consistency) and ``oxy run`` (workflow). A new test type
+#: that records its runs adds its kind here (the schema already allows the reserved ones).
+RUN_KINDS = ("cases", "consistency", "workflow")
+#: Kinds the schema's ``ck_runs_kind`` has allowed since the first migration for test types
+#: not written yet (A/B comparisons, judged pass/fail tests). Only the CHECK constraint
+#: uses them: a run of these kinds cannot be started, and none is offered to a reader.
+RESERVED_RUN_KINDS = ("ab", "passfail")
+#: Other names a reader may give a kind: ``oxy test``'s runs are "tests" in its report.
+RUN_KIND_ALIASES = {"test": "consistency"}
+
+#: A run's status: ``running`` while its process writes it, then how it ended.
+RUN_STATUSES = ("running", "completed", "interrupted", "failed")
+#: The statuses a finished run can have (``runs.finish``).
+FINISHED_RUN_STATUSES = ("completed", "interrupted", "failed")
+
+#: A test case execution's status (``oxy cases run``).
+EXECUTION_STATUSES = ("passed", "failed", "pending", "error")
+#: A consistency test's status (``oxy test``), in its results, its JSON and its history.
+CONSISTENCY_STATUSES = ("scored", "error", "interrupted")
