@@ -31,10 +31,6 @@ PACKAGE = Path(oxyeval.__file__).parent
 #: ratchet. A new bypass fails the test, and so does an entry here that no longer
 #: happens, so the list only shrinks. Key: (importing package, target package, name).
 ALLOWED_BYPASSES: dict[tuple[str, str, str], str] = {
-    ("workflow", "providers", "DEFAULT_MAX_TOKENS"): (
-        "workflow/agent.py takes Anthropic's default max_tokens from providers.anthropic; "
-        "the effective max_tokens belongs to providers as one public rule (review 2.6)"
-    ),
     ("workflow", "project", "environment"): (
         "workflow/sqltemplate.py overlays the one sandboxed Jinja environment; public "
         "under a name that says what it is (template_environment), not as 'environment'"

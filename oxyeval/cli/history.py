@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import EXIT_OK, OxyError
-from ..store.kinds import RUN_KIND_ALIASES, RUN_KINDS
+from ..store import RUN_KIND_ALIASES, RUN_KINDS
 from ._app import Format, ProjectOption, app
 from ._common import DbOption, FormatOption, JsonOption, consoles, fail, print_json, read_history
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_INFRA, EXIT_INPUT, ConfigError
-from ..store.kinds import CONSISTENCY_STATUSES
+from ..store import CONSISTENCY_STATUSES
 from ..suites.results import OutputRecord, Previous, StoredRun, TestResult, TestRun
 
 __all__ = ["SavedRun", "load_saved_run", "parse_saved_run"]

@@ -32,6 +32,15 @@ from .._lazy import lazy_exports
 from ._engine import DEFAULT_TIMEOUT, Location, resolve_location
 from ._errors import AlreadyExistsError, EmptyHistoryError, LocationError, NotFoundError, StoreError
 from ._util import canonical_json, case_id, content_hash, utc_timestamp
+from .kinds import (
+    CONSISTENCY_STATUSES,
+    EXECUTION_STATUSES,
+    FINISHED_RUN_STATUSES,
+    RESERVED_RUN_KINDS,
+    RUN_KIND_ALIASES,
+    RUN_KINDS,
+    RUN_STATUSES,
+)
 
 # Loaded on first use: the row types (some twenty dataclasses, ~20 ms to build, on the
 # start-up path of every command that only needs a Location; the few that oxy test and
@@ -96,7 +105,14 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "CONSISTENCY_STATUSES",
     "DEFAULT_TIMEOUT",
+    "EXECUTION_STATUSES",
+    "FINISHED_RUN_STATUSES",
+    "RESERVED_RUN_KINDS",
+    "RUN_KINDS",
+    "RUN_KIND_ALIASES",
+    "RUN_STATUSES",
     "AlreadyExistsError",
     "CacheEntry",
     "CacheKindStats",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..project.config import Project
-from ..store.kinds import RUN_KIND_ALIASES, RUN_KINDS
+from ..store import RUN_KIND_ALIASES, RUN_KINDS
 
 if TYPE_CHECKING:
     from ..store import ConsistencyResult, ConsistencyRunSummary, Run, Store
