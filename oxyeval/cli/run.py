@@ -110,6 +110,18 @@ def _ask(
     return answer.output or ""
 
 
+def _run_and_warn(err: Console, wf_run: Any, main: Any) -> None:
+    """Run ``main``; then, however it ended, the workflow's load warnings (keys accepted but
+    not used...), as ``oxy validate`` and ``oxy test`` print them."""
+    from .interrupt import run_interruptible
+
+    try:
+        run_interruptible(main)
+    finally:
+        for warning in wf_run.warnings:
+            err.print(warning, style="yellow", markup=False)
+
+
 def _workflow(
     file: str,
     variables: dict[str, Any],
@@ -129,11 +141,13 @@ def _workflow(
     from ..suites.cache import cache_factory
     from ..suites.workflows import run_workflow
     from ..workflow.engine import WorkflowFailed, WorkflowRun
-    from .interrupt import interrupt_reason, run_interruptible
+    from .interrupt import interrupt_reason
 
     wf_run = WorkflowRun()
     try:
-        run_interruptible(
+        _run_and_warn(
+            err,
+            wf_run,
             run_workflow(
                 file,
                 variables,
@@ -144,7 +158,7 @@ def _workflow(
                 cache=cache_factory(cache),  # kept in the run's history (db; none: no cache)
                 db=db,
                 history=history,
-            )
+            ),
         )
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the same document, marked
         wf_run.interrupted = True

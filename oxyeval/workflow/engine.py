@@ -324,6 +324,8 @@ async def run_workflow(
         engine = context.engine
         plan = engine.plan(Path(path).resolve())
         context.models.check(sorted(engine.models_used(plan)))
+        into = into if into is not None else WorkflowRun()
+        into.warnings[:] = [w.format() for w in plan.all_warnings()]
         run = await engine.run(Path(path), variables, into=into)
     if not run.ok:
         raise WorkflowFailed(run.summary(), run)

@@ -106,6 +106,9 @@ class WorkflowRun:
     started: float = 0.0
     ended: float = 0.0
     interrupted: bool = False
+    #: Load warnings of the workflow and its sub-workflows (keys accepted but not used...),
+    #: as ``oxy validate`` prints them; known before the first task starts.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[TaskRecord]:
@@ -187,4 +190,5 @@ class WorkflowRun:
             "tasks": [r.to_dict(self.started) for r in self.records],
             "errors": [{"task": r.path, "error": r.error} for r in self.failed],
             "cached_calls": self.cached_calls,
+            "warnings": list(self.warnings),
         }

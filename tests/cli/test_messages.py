@@ -201,3 +201,19 @@ def test_an_empty_question_is_bad_input(root: Path, capsys: pytest.CaptureFixtur
         code, out, err = oxy(["run", "a.agent.yml", "--question", question], capsys)
         assert code == 2 and out == ""
         assert "--question is empty" in err
+
+
+def test_oxy_run_prints_the_workflows_load_warnings_once(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (root / "a.agent.yml").write_text("model: m\nsystem_instructions: hi\n")
+    (root / "w.workflow.yml").write_text(
+        "tasks:\n  - name: a\n    type: agent\n    agent_ref: a.agent.yml\n"
+        "    prompt: hello\n    retry: 2\n"
+    )
+    code, out, err = oxy(["run", "w.workflow.yml", "--no-history"], capsys)
+    assert code == 0 and out.strip() == "hi"
+    assert err.count("warning: w.workflow.yml:6:5: tasks[0].retry: retry is accepted") == 1
+    code, out, err = oxy(["run", "w.workflow.yml", "--no-history", "--format", "json"], capsys)
+    (warning,) = json.loads(out)["warnings"]
+    assert code == 0 and warning.startswith("warning: w.workflow.yml:6:5: tasks[0].retry:")
