@@ -58,5 +58,5 @@ def test_an_unknown_name_still_gets_a_suggestion_alongside(root: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         run_cases([root / "s.prompt.yml"], cases=["hapy", "api case"])
     first, second = str(caught.value).split("; test case ")
-    assert first == "no test case named 'hapy'; did you mean 'happy'? in the given files"
+    assert first == "no test case named 'hapy' in the given files; did you mean 'happy'?"
     assert second.startswith("'sentiment::api case' is not in the given files")

@@ -100,7 +100,9 @@ def test_prompt_edits_make_versions_and_old_versions_rerun(root: Path) -> None:
 
 
 def test_unknown_case_name_suggests(root: Path) -> None:
-    with pytest.raises(ConfigError, match="no test case named 'hapy'; did you mean 'happy'"):
+    with pytest.raises(
+        ConfigError, match="no test case named 'hapy' in the given files; did you mean 'happy'"
+    ):
         run_cases([root / "s.prompt.yml"], cases=["hapy"])
 
 

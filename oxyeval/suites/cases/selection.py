@@ -143,8 +143,8 @@ def unknown_names_error(
     if unknown:
         parts.append(
             f"no test case named {', '.join(repr(m) for m in unknown)}"
-            f"{did_you_mean(unknown[0], list(known))}"
             + (" in the given files" if only_files is not None else "")
+            + did_you_mean(unknown[0], list(known))
         )
     for name in (n for n in missing if n in known):
         case = known[name]
