@@ -179,7 +179,23 @@ def render(ref: TemplateRef, context: Mapping[str, Any]) -> str:
         raise ref.error(f"template blocked by the sandbox: {exc}", _template_line(exc)) from None
     except TemplateError as exc:
         raise ref.error(f"template error: {exc}", _template_line(exc)) from None
-    except (TypeError, ValueError, ArithmeticError, LookupError, AttributeError) as exc:
+    except ValueError as exc:
+        raise ref.error(f"template error: {_value_error(exc)}", _template_line(exc)) from None
+    except (TypeError, ArithmeticError, LookupError, AttributeError) as exc:
         raise ref.error(
             f"template error: {type(exc).__name__}: {exc}", _template_line(exc)
         ) from None
+
+
+def _value_error(exc: ValueError) -> str:
+    """A ValueError in the user's words. Python prints integers of at most 4,300 digits
+    (its guard against slow conversions), while templates may compute with integers of
+    100,000 bits: say that, not which interpreter setting to change."""
+    text = str(exc)
+    if "integer string conversion" in text:
+        return (
+            "an integer too long to print: text shows integers of at most 4,300 digits "
+            "(templates may compute with larger ones, up to 100,000 bits, e.g. to compare "
+            "them)"
+        )
+    return f"ValueError: {text}"

@@ -69,3 +69,10 @@ def test_huge_powers_are_refused_without_being_computed() -> None:
 def test_trivial_bases_and_negative_exponents_stay_small() -> None:
     assert render(TemplateRef("{{ 1 ** (10 ** 50) }} {{ 0 ** (10 ** 50) }}"), {}) == "1 0"
     assert render(TemplateRef("{{ (-1) ** (10 ** 50 + 1) }} {{ 2 ** -2 }}"), {}) == "-1 0.25"
+
+
+def test_an_integer_too_long_to_print_says_so_in_the_users_words() -> None:
+    message = refused("{{ 2 ** 20000 }}")  # 6,021 digits: computed, but not printable
+    assert "an integer too long to print" in message and "4,300 digits" in message
+    assert "sys.set_int_max_str_digits" not in message
+    assert refused("{{ 'a'.index('b') }}").startswith("template error: ValueError: substring")
