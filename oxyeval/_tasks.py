@@ -15,10 +15,10 @@ child's error the other children are cancelled and waited for, then the error is
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["finish_shielded", "gather_settled"]
+__all__ = ["finish_shielded", "gather_settled", "run_sync"]
 
 T = TypeVar("T")
 
@@ -89,3 +89,19 @@ async def finish_shielded(aw: Awaitable[T]) -> tuple[T, bool]:
             except asyncio.CancelledError:
                 if future.cancelled():
                     raise
+
+
+def run_sync(main: Coroutine[Any, Any, T], async_name: str) -> T:
+    """``asyncio.run(main)`` for the library's synchronous entry points, which scripts
+    call. Inside a running event loop (a Jupyter notebook, an async test) that cannot
+    work: say which coroutine to await instead of asyncio's "cannot be called from a
+    running event loop"."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main)
+    main.close()  # never started: no "coroutine was never awaited" warning
+    raise RuntimeError(
+        f"an event loop is already running here (a notebook or async code): "
+        f"use `await {async_name}(...)` instead"
+    )

@@ -125,3 +125,31 @@ def test_finish_shielded_completes_a_write_the_caller_was_cancelled_during() -> 
     finally:
         release.set()
     assert asyncio.run(finish_shielded(asyncio.sleep(0, "x"))) == ("x", False)
+
+
+def test_the_sync_entry_points_name_their_coroutine_inside_a_running_loop() -> None:
+    import inspect
+    import warnings
+
+    import oxyeval
+
+    for sync, name in (
+        (oxyeval.run_tests, "run_tests_async"),
+        (oxyeval.run_cases, "run_cases_async"),
+    ):
+        params = inspect.signature(sync).parameters.values()
+        assert not any(p.kind is p.VAR_KEYWORD for p in params)  # every option visible
+        async_params = inspect.signature(getattr(oxyeval, name)).parameters
+        assert list(inspect.signature(sync).parameters) == list(async_params)  # in step
+
+        async def inside(sync=sync) -> str:  # type: ignore[no-untyped-def]
+            try:
+                sync(["nowhere"])
+            except RuntimeError as exc:
+                return str(exc)
+            return "no error"
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a coroutine never awaited would warn
+            message = asyncio.run(inside())
+        assert f"use `await {name}(...)` instead" in message

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._tasks import gather_settled
+from .._tasks import gather_settled, run_sync
 from ..errors import ConfigError, Diagnostic, LoadError, ProviderError
 from ..judge.consistency import (
     Comparison,
@@ -528,6 +528,30 @@ async def run_tests_async(
     return run
 
 
-def run_tests(paths: Iterable[str | Path], **kwargs: object) -> TestRun:
-    """Synchronous :func:`run_tests_async`, for scripts and notebooks without a loop."""
-    return asyncio.run(run_tests_async(paths, **kwargs))  # type: ignore[arg-type]
+def run_tests(
+    paths: Iterable[str | Path],
+    *,
+    project_dir: str | None = None,
+    progress: ProgressSink | None = None,
+    into: TestRun | None = None,
+    retry: RetryPolicy | None = None,
+    environ: Mapping[str, str] | None = None,
+    cache: bool | None = None,
+    db: str | Path | None = None,
+    history: bool = True,
+) -> TestRun:
+    """:func:`run_tests_async` for scripts; in a notebook or async code, await that."""
+    return run_sync(
+        run_tests_async(
+            paths,
+            project_dir=project_dir,
+            progress=progress,
+            into=into,
+            retry=retry,
+            environ=environ,
+            cache=cache,
+            db=db,
+            history=history,
+        ),
+        "run_tests_async",
+    )

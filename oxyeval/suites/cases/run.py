@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..._tasks import gather_settled
+from ..._tasks import gather_settled, run_sync
 from ...errors import ConfigError, LoadError, ProviderError
 from ...project.config import Project, load_project
 from ...project.prompts import PromptDef, collect_case_files, load_prompts
@@ -326,14 +326,14 @@ async def run_cases_async(
     concurrency: int = 8,
     environ: Mapping[str, str] | None = None,
     into: CaseRun | None = None,
-    on_result: Any = None,
+    on_result: Callable[[CaseResult], None] | None = None,
     cache: bool | None = None,
 ) -> CaseRun:
     """Run the test cases of the given prompt/cases files (default: the whole project).
 
     ``cache=True`` (``--cache``) replays answers kept in the history from an identical
-    earlier call, and keeps new ones (see :mod:`oxyeval.suites.cache`); by default, and
-    with False, every case calls its model."""
+    earlier call; by default every case calls its model and keeps the answer for a later
+    ``cache=True`` run; with False nothing is kept (see :mod:`oxyeval.suites.cache`)."""
     start = Path(paths[0]) if paths else None
     project = load_project(start, project_dir=project_dir)
     prompts = load_prompts(project, collect_case_files(project, [str(p) for p in paths]))
@@ -465,5 +465,32 @@ async def run_cases_async(
     return run
 
 
-def run_cases(paths: Sequence[str | Path] = (), **kwargs: Any) -> CaseRun:
-    return asyncio.run(run_cases_async(paths, **kwargs))
+def run_cases(
+    paths: Sequence[str | Path] = (),
+    *,
+    project_dir: str | None = None,
+    cases: Sequence[str] | None = None,
+    version: int | None = None,
+    db: str | Path | None = None,
+    concurrency: int = 8,
+    environ: Mapping[str, str] | None = None,
+    into: CaseRun | None = None,
+    on_result: Callable[[CaseResult], None] | None = None,
+    cache: bool | None = None,
+) -> CaseRun:
+    """:func:`run_cases_async` for scripts; in a notebook or async code, await that."""
+    return run_sync(
+        run_cases_async(
+            paths,
+            project_dir=project_dir,
+            cases=cases,
+            version=version,
+            db=db,
+            concurrency=concurrency,
+            environ=environ,
+            into=into,
+            on_result=on_result,
+            cache=cache,
+        ),
+        "run_cases_async",
+    )
