@@ -29,10 +29,14 @@ split across lines) is not recognised.
 Who owns the set: the ``oxy`` process registers for its whole life (one command, one
 project, and its report is printed after the run). A long-lived caller (a server, a
 notebook, a test suite) that loads many projects scopes it with :func:`secret_scope`:
-keys first registered inside are forgotten on exit, so the set does not only grow. The
-library's own run functions do not scope by default, because their results are
-usually printed by the caller after they return, and that output must still be
-scrubbed.
+keys registered inside are forgotten on exit, so the set does not only grow. Scopes
+may overlap (two evaluations served at once, each in its own task or thread): a key
+is forgotten only when no open scope registered it, so one evaluation ending never
+unmasks the key another is still using. The current scope follows the context
+(``contextvars``), so tasks and ``asyncio.to_thread`` workers register into the scope
+that started them. The library's own run functions do not scope by default, because
+their results are usually printed by the caller after they return, and that output
+must still be scrubbed.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TextIO
 from urllib.parse import quote, quote_plus
 
@@ -54,7 +59,10 @@ __all__ = [
 ]
 
 _lock = threading.Lock()
-_secrets: set[str] = set()
+_secrets: set[str] = set()  # what is scrubbed: the permanent keys and the scoped ones
+_permanent: set[str] = set()  # registered outside any scope: kept for the process's life
+_holders: dict[str, int] = {}  # a scoped key -> how many open scopes registered it
+_scope: ContextVar[set[str] | None] = ContextVar("oxyeval_secret_scope", default=None)
 # Every form we scrub, longest first so a key that contains another key is scrubbed
 # whole; rebuilt on registration (rare) rather than sorted on every call (frequent).
 _forms: tuple[str, ...] = ()
@@ -81,26 +89,53 @@ def _rebuild() -> None:
 
 
 def register_secret(value: str | None) -> None:
-    if not value or len(value) < _MIN_LEN or value in _secrets:
+    if not value or len(value) < _MIN_LEN:
+        return
+    scope = _scope.get()
+    if scope is None:
+        if value in _permanent:
+            return
+        with _lock:
+            _permanent.add(value)
+            _update()
+        return
+    if value in scope:
         return
     with _lock:
-        _secrets.add(value)
+        scope.add(value)
+        _holders[value] = _holders.get(value, 0) + 1
+        _update()
+
+
+def _update() -> None:
+    """Recompute what is scrubbed (under ``_lock``); rebuild the forms only on a change."""
+    wanted = _permanent | _holders.keys()
+    if wanted != _secrets:
+        _secrets.clear()
+        _secrets.update(wanted)
         _rebuild()
 
 
 @contextmanager
 def secret_scope() -> Iterator[None]:
-    """Forget, on exit, the secrets first registered inside: for callers that load many
-    projects in one process. Keys known before the scope stay known."""
-    with _lock:
-        before = set(_secrets)
+    """Forget, on exit, the secrets registered inside, unless registered outside any
+    scope or by another scope still open: for callers that load many projects in one
+    process, possibly at once."""
+    outer = _scope.get()
+    mine: set[str] = set()
+    _scope.set(mine)
     try:
         yield
     finally:
+        _scope.set(outer)  # not reset(token): the exit may run in another context
         with _lock:
-            if _secrets - before:
-                _secrets.intersection_update(before)
-                _rebuild()
+            for value in mine:
+                left = _holders.get(value, 0) - 1
+                if left > 0:
+                    _holders[value] = left
+                else:
+                    _holders.pop(value, None)
+            _update()
 
 
 def registered_secret_count() -> int:

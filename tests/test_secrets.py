@@ -475,3 +475,59 @@ def test_a_secret_scope_forgets_the_keys_first_registered_inside() -> None:
         assert redact("a sk-only-inside-the-scope b") == "a *** b"
     assert redact("a sk-only-inside-the-scope b") == "a sk-only-inside-the-scope b"
     assert redact("a sk-known-before-the-scope b") == "a *** b"
+
+
+def test_overlapping_scopes_never_unmask_a_key_the_other_still_uses() -> None:
+    """Two evaluations served at once (a server), both with the same key: the one that
+    ends first must not make the key readable in what the other prints next."""
+    import asyncio
+
+    from oxyeval.redact import redact, secret_scope
+
+    key = "sk-shared-by-two-runs-1234"
+
+    async def both() -> tuple[str, str]:
+        entered = [asyncio.Event(), asyncio.Event()]
+        fast_registered, slow_registered, fast_done = (asyncio.Event() for _ in range(3))
+
+        async def fast() -> str:
+            with secret_scope():
+                entered[0].set()
+                await entered[1].wait()  # both scopes are open before any key is known
+                register_secret(key)
+                fast_registered.set()
+                await slow_registered.wait()  # the other run uses the key too now
+                shown = redact(key)
+            fast_done.set()
+            return shown
+
+        async def slow() -> str:
+            with secret_scope():
+                entered[1].set()
+                await fast_registered.wait()
+                register_secret(key)  # already scrubbed: the same key, the other scope's
+                register_secret("sk-only-slow-0000")
+                slow_registered.set()
+                await fast_done.wait()  # the fast scope has closed
+                return redact(f"{key} sk-only-slow-0000")
+
+        return await asyncio.gather(fast(), slow())
+
+    fast_shown, slow_shown = asyncio.run(both())
+    assert fast_shown == "***" and slow_shown == "*** ***"  # the fast exit kept the key
+    assert redact(key) == key  # both closed: forgotten
+    assert redact("sk-only-slow-0000") == "sk-only-slow-0000"
+
+
+def test_a_scope_follows_work_handed_to_threads() -> None:
+    import asyncio
+
+    from oxyeval.redact import redact, secret_scope
+
+    async def run() -> str:
+        with secret_scope():
+            await asyncio.to_thread(register_secret, "sk-from-a-worker-5555")
+            return redact("sk-from-a-worker-5555")
+
+    assert asyncio.run(run()) == "***"
+    assert redact("sk-from-a-worker-5555") == "sk-from-a-worker-5555"  # the scope owned it
