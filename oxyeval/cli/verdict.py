@@ -6,11 +6,10 @@ same exit code and the same messages as the run that produced it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
-from ..errors import EXIT_INFRA, EXIT_OK, OxyError
+from ..report.verdict import Gates, decide, gate_option_error
 from .console import json_error, print_error
 
 if TYPE_CHECKING:
@@ -19,32 +18,6 @@ if TYPE_CHECKING:
     from ..suites.results import DropResult, TestRun, ThresholdResult
 
 __all__ = ["Gates", "finish_run", "gate_option_error"]
-
-
-@dataclass(frozen=True)
-class Gates:
-    """What the run must meet: ``--min-accuracy``/``--threshold-mode``, ``--strict``,
-    ``--fail-on-drop`` (points)."""
-
-    min_accuracy: float | None = None
-    threshold_mode: str = "average"
-    strict: bool = False
-    fail_on_drop: float | None = None
-
-
-def gate_option_error(gates: Gates) -> str | None:
-    """Why the gate options are unusable (exit 2), or None."""
-    if gates.min_accuracy is not None and not 0.0 <= gates.min_accuracy <= 1.0:
-        return (
-            "--min-accuracy must be between 0 and 1 (a share, e.g. 0.8 for 80%), "
-            f"got {gates.min_accuracy:g}"
-        )
-    if gates.fail_on_drop is not None and not 0.0 <= gates.fail_on_drop <= 100.0:
-        return (
-            "--fail-on-drop is in percentage points between 0 and 100 (e.g. 5 fails a test "
-            f"that falls from 90% to under 85%), got {gates.fail_on_drop:g}"
-        )
-    return None
 
 
 def finish_run(
@@ -64,10 +37,8 @@ def finish_run(
     format), write the JUnit file when asked (``--junit``), then the report on ``out``;
     returns the exit code and the checks made. ``error`` is what stopped the run after
     some tests finished."""
-    from ..redact import redact
     from ..report.json import to_json, write_json
     from ..report.pretty import render_pretty
-    from ..report.threshold import check_drop, check_threshold, exit_code
     from .console import stdout_console
 
     if not quiet:
@@ -75,60 +46,28 @@ def finish_run(
             err.print(warning, style="yellow", markup=False, highlight=False)
     for line in run.history_errors:  # even with --quiet: results are missing from it
         err.print(f"warning: {line}", style="yellow", markup=False, highlight=False)
-    threshold = None
-    if gates.min_accuracy is not None:
-        threshold = check_threshold(run, gates.min_accuracy, gates.threshold_mode)
-        if threshold is None:
-            err.print(
-                "warning: --min-accuracy given but no accuracy metrics were produced; not gating",
-                style="yellow",
-            )
-    drop = None
-    if gates.fail_on_drop is not None:
-        unread = run.history_unread  # read but not written: earlier results still decide
-        drop = check_drop(
-            run, gates.fail_on_drop, history_ok=not unread, why="; ".join(unread) or None
-        )
-    strict = gates.strict
-    code = exit_code(run, threshold, strict=strict, drop=drop)
-    scored = all(t.ok for t in run.tests) and not run.interrupted
-    if strict and code == EXIT_INFRA and scored and (drop is None or drop.checked):
-        runs = sum(len(t.run_errors) for t in run.tests)
-        judges = sum(len(t.judge_errors) for t in run.tests)
-        err.print(
-            f"strict: {runs} run error(s) and {judges} judge error(s) -> exit {EXIT_INFRA} "
-            "(without --strict they are reported and the scores stand)",
-            style="red",
-            markup=False,
-        )
+    verdict = decide(run, gates, error=error)
+    threshold, drop, code = verdict.threshold, verdict.drop, verdict.code
+    for warning in verdict.warnings:
+        err.print(warning, style="yellow")
+    if verdict.strict_note is not None:
+        err.print(verdict.strict_note, style="red", markup=False)
     if error is not None:
-        code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
         print_error(err, error, debug)
-    if code != EXIT_OK:  # every non-zero exit says why on stderr, in any format, once per test
-        for test in run.tests:
-            if not test.ok:
-                what = "" if test.interrupted else "not scored: "  # its error says interrupted
-                reason = redact(test.error or "no accuracy")
-                err.print(f"{what}{run.label(test)}: {reason}", style="red", markup=False)
+    for line in verdict.unscored:  # every non-zero exit says why on stderr, in any format
+        err.print(line, style="red", markup=False)
     if junit is not None:
         from ..report.junit import consistency_junit
         from .artifacts import write_report
 
-        failures: dict[str, list[str]] = {}
-        for name, accuracy, previous in drop.dropped if drop is not None else []:
-            change = (accuracy - previous.accuracy) * 100
-            failures.setdefault(name, []).append(
-                f"accuracy fell {-change:.1f} points against its previous run "
-                f"(--fail-on-drop {gates.fail_on_drop:g})"
-            )
-        stopped = None if error is None else str(error)
+        stopped = None if error is None else json_error(error)
         text = consistency_junit(
             run,
             threshold,
             strict=gates.strict,
             code=code,
             error=stopped,
-            failures=failures,
+            failures=verdict.failures,
             timestamp=started,
         )
         code = write_report("--junit", junit, text, err, code)

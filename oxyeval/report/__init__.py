@@ -1,7 +1,8 @@
 """Stage 7, reports: a suite's results as a CI verdict (threshold, exit code), as text
 for people (pretty) and as JSON for machines.
 
-One module per concern: ``threshold`` (``oxy test``'s verdict), ``json`` (the JSON
+One module per concern: ``threshold`` (accuracy thresholds, drops, exit codes),
+``verdict`` (``oxy test``'s verdict on a run: :func:`decide`, the code and every reason), ``json`` (the JSON
 writer and ``oxy test``'s document), ``pretty`` (``oxy test`` for people), ``cases``
 and ``cases_pretty`` (``oxy cases`` and ``oxy history``), ``cache`` (``oxy cache
 stats``), ``junit`` (``--junit``: JUnit XML for CI servers). A new format is a new
@@ -45,8 +46,11 @@ _EXPORTS = {
     "check_drop": "threshold",
     "shown": "text",
     "load_saved_run": "saved",
+    **dict.fromkeys(("Gates", "Verdict", "decide", "gate_option_error"), "verdict"),
 }
 __all__ = [
+    "Gates",
+    "Verdict",
     "cache_stats_json",
     "cached_calls_line",
     "case_json",
@@ -55,7 +59,9 @@ __all__ = [
     "check_drop",
     "check_threshold",
     "consistency_junit",
+    "decide",
     "exit_code",
+    "gate_option_error",
     "history_of_test_json",
     "load_saved_run",
     "render_cache_stats",
@@ -92,3 +98,4 @@ if TYPE_CHECKING:
     from .saved import load_saved_run
     from .text import shown
     from .threshold import check_drop, check_threshold, exit_code
+    from .verdict import Gates, Verdict, decide, gate_option_error

@@ -1,0 +1,56 @@
+"""oxy test's verdict as a library call: the code and the reasons a pytest plugin or a
+notebook gets from ``decide`` are the ones the CLI prints."""
+
+from __future__ import annotations
+
+from oxyeval.errors import EXIT_FAILED, EXIT_INFRA, EXIT_INPUT, EXIT_OK, ConfigError
+from oxyeval.report import Gates, decide
+from oxyeval.suites.results import OutputRecord, TestRun
+
+from .test_consistency import result, run_of
+
+
+def test_no_gates_and_scored_tests_pass() -> None:
+    verdict = decide(run_of(0.9, 0.7), Gates())
+    assert verdict.passed and verdict.code == EXIT_OK and verdict.reasons == []
+
+
+def test_a_threshold_failure_gives_its_message() -> None:
+    verdict = decide(run_of(0.9, 0.7), Gates(min_accuracy=0.8, threshold_mode="all"))
+    assert verdict.code == EXIT_FAILED and not verdict.passed
+    assert verdict.reasons == ["1 test(s) below threshold 0.8000: Test 2: 0.7000"]
+
+
+def test_a_threshold_with_nothing_to_gate_warns_and_passes() -> None:
+    verdict = decide(TestRun(tests=[]), Gates(min_accuracy=0.8))
+    assert verdict.code == EXIT_OK and verdict.threshold is None
+    assert verdict.warnings == (
+        "warning: --min-accuracy given but no accuracy metrics were produced; not gating",
+    )
+
+
+def test_strict_turns_run_errors_into_exit_3_and_says_so() -> None:
+    flaky = result(
+        "flaky",
+        1.0,
+        outputs=[
+            OutputRecord(1, "a"),
+            OutputRecord(2, None, error="HTTP 500"),
+            OutputRecord(3, "a"),
+        ],
+    )
+    run = TestRun(tests=[flaky])
+    assert decide(run, Gates()).code == EXIT_OK  # reported, the score stands
+    verdict = decide(run, Gates(strict=True))
+    assert verdict.code == EXIT_INFRA
+    assert verdict.strict_note is not None and "1 run error(s)" in verdict.strict_note
+    assert verdict.reasons[0] == verdict.strict_note
+
+
+def test_an_unscored_test_is_named_and_an_error_that_stopped_the_run_decides() -> None:
+    run = run_of(0.9, None)
+    verdict = decide(run, Gates())
+    assert verdict.code == EXIT_INFRA
+    assert verdict.unscored == ("not scored: Test 2: no valid verdicts",)
+    stopped = decide(run, Gates(), error=ConfigError("bad file"))
+    assert stopped.code == EXIT_INPUT
