@@ -25,6 +25,7 @@ _EXPORTS = {
     "render_cache_stats": "cache",
     "case_run_json": "cases",
     "case_json": "cases",
+    "case_result_json": "cases",
     "history_of_test_json": "cases",
     "run_json": "cases",
     "stats_json": "cases",
@@ -54,6 +55,7 @@ __all__ = [
     "cache_stats_json",
     "cached_calls_line",
     "case_json",
+    "case_result_json",
     "case_run_json",
     "cases_junit",
     "check_drop",
@@ -83,7 +85,14 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .cache import cache_stats_json, render_cache_stats
-    from .cases import case_json, case_run_json, history_of_test_json, run_json, stats_json
+    from .cases import (
+        case_json,
+        case_result_json,
+        case_run_json,
+        history_of_test_json,
+        run_json,
+        stats_json,
+    )
     from .cases_pretty import (
         render_case_list,
         render_case_run,

@@ -22,11 +22,12 @@ if TYPE_CHECKING:
         Run,
         TestCase,
     )
-    from ..suites.cases.results import CaseRun
+    from ..suites.cases.results import CaseResult, CaseRun
     from ..suites.history_queries import TestHistory
 
 __all__ = [
     "case_json",
+    "case_result_json",
     "case_run_json",
     "consistency_result_json",
     "execution_json",
@@ -70,6 +71,45 @@ def case_json(c: TestCase) -> dict[str, Any]:
         "createdAt": c.created_at,
         "updatedAt": c.updated_at,
         "deletedAt": c.deleted_at,
+    }
+
+
+def case_result_json(r: CaseResult) -> dict[str, Any]:
+    """One execution of a cases run as the seed's TestCaseExecution (what ``oxy cases run
+    --format json`` lists), with this run's extras: ``pending``, ``cached``, ``threshold``."""
+    return {
+        "testCaseId": r.case_id,
+        "name": r.name,
+        "promptId": r.prompt_id,
+        "testCaseExecutionId": r.execution_id,
+        "executionId": r.execution_id,
+        "passed": r.passed,
+        "score": r.score,
+        "actualOutput": r.actual_output,
+        "expectedOutput": r.expected_output,
+        "outputDiff": r.output_diff,
+        "exactMatch": r.exact_match,
+        "semanticScore": r.semantic_score,
+        "similarityMethod": r.similarity_method,
+        "lengthDiff": r.length_diff,
+        "tokenDiff": r.token_diff,
+        "tokenMethod": r.token_method,
+        "latencyMs": r.latency_ms,
+        "costUsd": None,
+        "inputTokens": r.input_tokens,
+        "outputTokens": r.output_tokens,
+        "isRegression": r.is_regression,
+        "regressionType": r.regression_type,
+        "regressionTypes": r.regression_types,
+        "regressionReasons": r.regression_reasons,
+        "promptVersion": r.prompt_version,
+        "runDuration": r.run_duration_ms,
+        "threshold": r.threshold,
+        "error": r.error,
+        "pending": r.pending,
+        "finishReason": r.finish_reason,
+        "cached": r.cached,
+        "createdAt": r.created_at,
     }
 
 
@@ -218,7 +258,7 @@ def case_run_json(run: CaseRun, *, code: int | None = None) -> dict[str, Any]:
     """``oxy cases run --format json``: every execution (seed field names) and a summary;
     ``code`` is the exit code the run ends with (see :meth:`CaseRun.exit_code`)."""
     return {
-        "executions": [r.to_dict() for r in run.results],
+        "executions": [case_result_json(r) for r in run.results],
         "summary": {
             "cases": len(run.results),
             "planned": run.planned,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ...errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
 from ...redact import redact
@@ -17,7 +16,8 @@ __all__ = ["CaseResult", "CaseRun"]
 
 @dataclass
 class CaseResult:
-    """One TestCaseExecution (seed field names in :meth:`to_dict`), or an error."""
+    """One TestCaseExecution of this run, or an error (its seed camelCase shape is
+    :func:`oxyeval.report.cases.case_result_json`)."""
 
     case_id: str
     name: str
@@ -52,42 +52,6 @@ class CaseResult:
     #: ``time.perf_counter()`` when the case began: with ``run_duration_ms``, its span in
     #: the run (cases run concurrently, so a report's total is not the sum). Not stored.
     started: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "testCaseId": self.case_id,
-            "name": self.name,
-            "promptId": self.prompt_id,
-            "testCaseExecutionId": self.execution_id,
-            "executionId": self.execution_id,
-            "passed": self.passed,
-            "score": self.score,
-            "actualOutput": self.actual_output,
-            "expectedOutput": self.expected_output,
-            "outputDiff": self.output_diff,
-            "exactMatch": self.exact_match,
-            "semanticScore": self.semantic_score,
-            "similarityMethod": self.similarity_method,
-            "lengthDiff": self.length_diff,
-            "tokenDiff": self.token_diff,
-            "tokenMethod": self.token_method,
-            "latencyMs": self.latency_ms,
-            "costUsd": None,
-            "inputTokens": self.input_tokens,
-            "outputTokens": self.output_tokens,
-            "isRegression": self.is_regression,
-            "regressionType": self.regression_type,
-            "regressionTypes": self.regression_types,
-            "regressionReasons": self.regression_reasons,
-            "promptVersion": self.prompt_version,
-            "runDuration": self.run_duration_ms,
-            "threshold": self.threshold,
-            "error": self.error,
-            "pending": self.pending,
-            "finishReason": self.finish_reason,
-            "cached": self.cached,
-            "createdAt": self.created_at,
-        }
 
 
 @dataclass(repr=False)
