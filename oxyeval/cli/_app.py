@@ -48,6 +48,36 @@ class ThresholdMode(str, Enum):
 
 ProjectOption = Annotated[str | None, typer.Option("--project", help="Project folder.")]
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")]
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="History: an SQLite file or a postgresql://user@host:5432/db URL (default: "
+        "$OXY_DB, else history.url in config.yml, else .oxy/oxyeval.db in the project).",
+    ),
+]
+# The gates of oxy test, which oxy report applies again to a saved result.
+MinAccuracyOption = Annotated[
+    float | None,
+    typer.Option("--min-accuracy", help="Exit 1 if accuracy is below this (0..1)."),
+]
+ThresholdModeOption = Annotated[
+    ThresholdMode,
+    typer.Option("--threshold-mode", help="average: mean of the tests; all: every test."),
+]
+StrictOption = Annotated[
+    bool,
+    typer.Option("--strict", help="Exit 3 if any run or judge call failed, even when scored."),
+]
+FailOnDropOption = Annotated[
+    float | None,
+    typer.Option(
+        "--fail-on-drop",
+        metavar="POINTS",
+        help="Exit 1 if a test's accuracy fell by more than this many percentage points "
+        "against its previous result (oxy report: the one saved with it).",
+    ),
+]
 CacheOption = Annotated[
     bool | None,
     typer.Option(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from ..errors import EXIT_INFRA, OxyError
-from ._app import Format
+from ._app import DbOption, Format
 from .console import json_error, print_error, stderr_console, stdout_console, streams
 
 if TYPE_CHECKING:
@@ -36,14 +36,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-DbOption = Annotated[
-    str | None,
-    typer.Option(
-        "--db",
-        help="History: an SQLite file or a postgresql://user@host:5432/db URL (default: "
-        "$OXY_DB, else history.url in config.yml, else .oxy/oxyeval.db in the project).",
-    ),
-]
 JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
 FormatOption = Annotated[
     Format, typer.Option("--format", help="pretty or json (one JSON document on stdout).")

@@ -12,7 +12,16 @@ from typing import Annotated
 import typer
 
 from ..errors import EXIT_INFRA, EXIT_INPUT, OxyError
-from ._app import DebugOption, Format, ThresholdMode, app
+from ._app import (
+    DebugOption,
+    FailOnDropOption,
+    Format,
+    MinAccuracyOption,
+    StrictOption,
+    ThresholdMode,
+    ThresholdModeOption,
+    app,
+)
 from .console import json_error, print_error, stderr_console, streams
 
 __all__ = ["report_command"]
@@ -23,27 +32,10 @@ def report_command(
     file: Annotated[
         str, typer.Argument(help="A saved `oxy test --format json` document ('-': stdin).")
     ],
-    min_accuracy: Annotated[
-        float | None,
-        typer.Option("--min-accuracy", help="Exit 1 if accuracy is below this (0..1)."),
-    ] = None,
-    threshold_mode: Annotated[
-        ThresholdMode,
-        typer.Option("--threshold-mode", help="average: mean of the tests; all: every test."),
-    ] = ThresholdMode.average,
-    strict: Annotated[
-        bool,
-        typer.Option("--strict", help="Exit 3 if any run or judge call failed, even when scored."),
-    ] = False,
-    fail_on_drop: Annotated[
-        float | None,
-        typer.Option(
-            "--fail-on-drop",
-            metavar="POINTS",
-            help="Exit 1 if a test's accuracy fell by more than this many percentage points "
-            "against the previous result saved with it.",
-        ),
-    ] = None,
+    min_accuracy: MinAccuracyOption = None,
+    threshold_mode: ThresholdModeOption = ThresholdMode.average,
+    strict: StrictOption = False,
+    fail_on_drop: FailOnDropOption = None,
     format: Annotated[
         Format, typer.Option("--format", help="pretty, or json: one JSON document on stdout.")
     ] = Format.pretty,

@@ -8,7 +8,7 @@ import typer
 
 from ..errors import EXIT_INFRA, EXIT_OK, OxyError
 from ..project.limits import MAX_CONCURRENCY
-from ._app import CacheOption, Format, ProjectOption, app, setup_logging
+from ._app import CacheOption, DbOption, DebugOption, Format, ProjectOption, app, setup_logging
 from ._common import print_json
 from .console import echo, json_error, print_error, stderr_console, streams
 
@@ -215,15 +215,8 @@ def run_command(
         bool,
         typer.Option("--no-history", help="Do not store the workflow run, nor read the cache."),
     ] = False,
-    db: Annotated[
-        str | None,
-        typer.Option(
-            "--db",
-            help="History: an SQLite file or a postgresql://user@host:5432/db URL (default: "
-            "$OXY_DB, else history.url in config.yml, else .oxy/oxyeval.db in the project).",
-        ),
-    ] = None,
-    debug: Annotated[bool, typer.Option("--debug")] = False,
+    db: DbOption = None,
+    debug: DebugOption = False,
     cache: CacheOption = None,
 ) -> None:
     """Run a workflow (or ask an agent a question) and print its output.
@@ -295,7 +288,7 @@ def compile_command(
         bool, typer.Option("--mermaid", help="Print a Mermaid flowchart instead.")
     ] = False,
     project: ProjectOption = None,
-    debug: Annotated[bool, typer.Option("--debug")] = False,
+    debug: DebugOption = False,
 ) -> None:
     """Show a workflow's execution plan: order, and levels that run in parallel."""
     from pathlib import Path

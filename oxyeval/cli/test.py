@@ -9,7 +9,20 @@ from typing import Annotated
 import typer
 
 from ..errors import EXIT_INFRA, EXIT_INPUT, OxyError
-from ._app import CacheOption, DebugOption, Format, RichProgress, ThresholdMode, app, setup_logging
+from ._app import (
+    CacheOption,
+    DbOption,
+    DebugOption,
+    FailOnDropOption,
+    Format,
+    MinAccuracyOption,
+    RichProgress,
+    StrictOption,
+    ThresholdMode,
+    ThresholdModeOption,
+    app,
+    setup_logging,
+)
 from .artifacts import JunitOption, report_path_problem, write_report
 from .console import json_error, print_error, stderr_console, streams
 
@@ -24,14 +37,8 @@ def test_command(
     format: Annotated[
         Format, typer.Option("--format", help="pretty, or json: one JSON document on stdout.")
     ] = Format.pretty,
-    min_accuracy: Annotated[
-        float | None,
-        typer.Option("--min-accuracy", help="Exit 1 if accuracy is below this (0..1)."),
-    ] = None,
-    threshold_mode: Annotated[
-        ThresholdMode,
-        typer.Option("--threshold-mode", help="average: mean of the tests; all: every test."),
-    ] = ThresholdMode.average,
+    min_accuracy: MinAccuracyOption = None,
+    threshold_mode: ThresholdModeOption = ThresholdMode.average,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bar and no details.")
     ] = False,
@@ -41,19 +48,8 @@ def test_command(
             "--project", help="Project folder (default: nearest config.yml above the file)."
         ),
     ] = None,
-    strict: Annotated[
-        bool,
-        typer.Option("--strict", help="Exit 3 if any run or judge call failed, even when scored."),
-    ] = False,
-    fail_on_drop: Annotated[
-        float | None,
-        typer.Option(
-            "--fail-on-drop",
-            metavar="POINTS",
-            help="Exit 1 if a test's accuracy fell by more than this many percentage points "
-            "against its previous run in the history.",
-        ),
-    ] = None,
+    strict: StrictOption = False,
+    fail_on_drop: FailOnDropOption = None,
     no_history: Annotated[
         bool,
         typer.Option(
@@ -61,14 +57,7 @@ def test_command(
             help="Do not store the results, nor read earlier ones or cached verdicts.",
         ),
     ] = False,
-    db: Annotated[
-        str | None,
-        typer.Option(
-            "--db",
-            help="History: an SQLite file or a postgresql://user@host:5432/db URL (default: "
-            "$OXY_DB, else history.url in config.yml, else .oxy/oxyeval.db in the project).",
-        ),
-    ] = None,
+    db: DbOption = None,
     junit: JunitOption = None,
     cache: CacheOption = None,
     debug: DebugOption = False,
