@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from ..errors import ConfigError, OxyError
 from ._http import new_client
-from ._limiter import AdaptiveLimiter, Limiters
+from ._limiter import Limiters
 from ._model import Model, RetryPolicy
 from ._registry import resolve_api_key, vendor_class, vendors
 
@@ -49,6 +49,8 @@ class VendorPool(Generic[C]):
 
     #: How config.yml calls the things in this pool, for messages.
     noun: ClassVar[str] = "model"
+    #: What a name resolves to: built as ``caller(api, retry=, sleep=, limiter=)``.
+    caller: ClassVar[Callable[..., Any]]
 
     def __init__(
         self,
@@ -77,15 +79,6 @@ class VendorPool(Generic[C]):
 
     def _api_class(self, spec: ModelSpec) -> type[VendorAPI]:
         """The vendor class for ``spec``; ConfigError when there is none."""
-        raise NotImplementedError
-
-    def _caller(
-        self,
-        api: VendorAPI,
-        retry: RetryPolicy | None,
-        sleep: Callable[[float], Awaitable[None]],
-        limiter: AdaptiveLimiter,
-    ) -> C:
         raise NotImplementedError
 
     def _unknown(self, name: str) -> str:
@@ -127,7 +120,7 @@ class VendorPool(Generic[C]):
             raise self._locate(name, str(exc), getattr(exc, "where", ())) from None
         api = cls(spec, self._http_client() if cls.uses_http else None)
         limiter = self.limiters.get(spec.name, spec.concurrency, api.base_url, spec.model_ref)
-        caller = self._caller(api, self._retry, self._sleep, limiter)
+        caller = self.caller(api, retry=self._retry, sleep=self._sleep, limiter=limiter)
         self._callers[name] = caller
         return caller
 
@@ -143,6 +136,8 @@ class VendorPool(Generic[C]):
 class ModelPool(VendorPool[Model]):
     """Resolves chat model names to :class:`Model` objects that share one client."""
 
+    caller = Model
+
     def _api_class(self, spec: ModelSpec) -> type[ModelAPI]:
         try:
             return vendor_class(spec.vendor)
@@ -151,15 +146,6 @@ class ModelPool(VendorPool[Model]):
                 f"model '{spec.name}': unknown vendor '{spec.vendor}'; vendors: "
                 f"{', '.join(vendors())}"
             ) from None
-
-    def _caller(
-        self,
-        api: VendorAPI,
-        retry: RetryPolicy | None,
-        sleep: Callable[[float], Awaitable[None]],
-        limiter: AdaptiveLimiter,
-    ) -> Model:
-        return Model(api, retry=retry, sleep=sleep, limiter=limiter)  # type: ignore[arg-type]
 
     def max_tokens(self, name: str, params: GenerateParams | None = None) -> int | None:
         """The answer-length limit a call of model ``name`` with ``params`` goes out with

@@ -39,7 +39,7 @@ from ._registry import (
 )
 
 if TYPE_CHECKING:
-    from ._base import VendorAPI
+    pass
 
 __all__ = [
     "Embedder",
@@ -231,6 +231,7 @@ class EmbeddingPool(VendorPool[Embedder]):
     """
 
     noun = "embedding model"
+    caller = Embedder
 
     def _api_class(self, spec: ModelSpec) -> type[EmbeddingAPI]:
         try:
@@ -240,15 +241,6 @@ class EmbeddingPool(VendorPool[Embedder]):
                 f"model '{spec.name}': vendor '{spec.vendor}' has no embeddings API here; "
                 f"embedding vendors: {', '.join(embedding_vendors())}"
             ) from None
-
-    def _caller(
-        self,
-        api: VendorAPI,
-        retry: RetryPolicy | None,
-        sleep: Callable[[float], Awaitable[None]],
-        limiter: AdaptiveLimiter,
-    ) -> Embedder:
-        return Embedder(api, retry=retry, sleep=sleep, limiter=limiter)  # type: ignore[arg-type]
 
     async def __aenter__(self) -> EmbeddingPool:
         return self
