@@ -89,6 +89,20 @@ CacheOption = Annotated[
 ]
 
 
+def no_history_conflict(
+    no_history: bool, replay: bool | None, fail_on_drop: float | None = None
+) -> str | None:
+    """Why ``--no-history`` cannot go with the other flags given (exit 2), or None: the
+    flags that need the history it turns off."""
+    if not no_history:
+        return None
+    if fail_on_drop is not None:
+        return "--fail-on-drop compares with the history, which --no-history turns off"
+    if replay is True:  # --cache
+        return "--cache replays answers kept in the history, which --no-history turns off"
+    return None
+
+
 class _ConsoleHandler(logging.Handler):
     """Log lines (retries, warnings) on stderr through rich, above any progress bar."""
 

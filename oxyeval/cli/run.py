@@ -8,7 +8,16 @@ import typer
 
 from ..errors import EXIT_INFRA, EXIT_OK, OxyError
 from ..project.limits import MAX_CONCURRENCY
-from ._app import CacheOption, DbOption, DebugOption, Format, ProjectOption, app, setup_logging
+from ._app import (
+    CacheOption,
+    DbOption,
+    DebugOption,
+    Format,
+    ProjectOption,
+    app,
+    no_history_conflict,
+    setup_logging,
+)
 from ._common import print_json
 from .console import echo, json_error, print_error, stderr_console, streams
 
@@ -235,10 +244,9 @@ def run_command(
     as_json = format is Format.json
     kind = file_kind(Path(file))
     try:
-        if cache is True and no_history:
-            raise OxyError(
-                "--cache replays answers kept in the history, which --no-history turns off"
-            )
+        conflict = no_history_conflict(no_history, cache)
+        if conflict is not None:
+            raise OxyError(conflict)
         if kind == "agent":
             if question is None:
                 raise OxyError('oxy run on an agent needs --question "..."')

@@ -21,6 +21,7 @@ from ._app import (
     ThresholdMode,
     ThresholdModeOption,
     app,
+    no_history_conflict,
     setup_logging,
 )
 from .artifacts import JunitOption, report_path_problem, write_report
@@ -89,10 +90,7 @@ def test_command(
     error: BaseException | None = None
     gates = Gates(min_accuracy, threshold_mode.value, strict, fail_on_drop)
     message = gate_option_error(gates)
-    if message is None and fail_on_drop is not None and no_history:
-        message = "--fail-on-drop compares with the history, which --no-history turns off"
-    if message is None and cache is True and no_history:
-        message = "--cache replays answers kept in the history, which --no-history turns off"
+    message = message or no_history_conflict(no_history, cache, fail_on_drop)
     if message is None and junit is not None:
         message = report_path_problem("--junit", junit)
     if message is not None:
