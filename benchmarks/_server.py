@@ -8,8 +8,10 @@ the server answers with how many requests it has received (agent and judge calls
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import itertools
+import os
 import subprocess
 import sys
 import tempfile
@@ -21,7 +23,40 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fakes import RecordedRequest, fake_openai
 
-__all__ = ["BenchServer", "project_with_server", "server_project"]
+__all__ = [
+    "BENCH_ENV",
+    "BenchServer",
+    "project_with_server",
+    "run_checked",
+    "server_project",
+    "w1_arguments",
+]
+
+# Measure as installed: pip writes .pyc files at install time, so let the timed
+# processes cache bytecode even where the environment disables it (this sandbox does);
+# and a team's OXY_DB must not send the benchmark's history elsewhere.
+BENCH_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "OXY_DB")}
+
+
+def w1_arguments(description: str | None, rounds: int) -> argparse.Namespace:
+    """The W1 workload's options (n=200 runs, concurrency 10, a 50 ms server)."""
+    parser = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    return parser.parse_args()
+
+
+def run_checked(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run one timed command as installed; stop the benchmark if it failed."""
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=BENCH_ENV)
+    if proc.returncode != 0:
+        raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
+    return proc
+
 
 ANSWERS = ["The total is 1,204.", "Total: 1204", "We have 1,204 in total."]
 

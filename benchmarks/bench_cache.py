@@ -11,48 +11,33 @@ plus reading the cache. Both timed as whole processes, median of several rounds.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-# Measure as installed: pip writes .pyc files at install time, so let the timed
-# processes cache bytecode even where the environment disables it (this sandbox does).
-BENCH_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "OXY_DB")}
 sys.path.insert(0, str(HERE))
 
-from _server import BenchServer, server_project  # noqa: E402
+from _server import BenchServer, run_checked, server_project, w1_arguments  # noqa: E402
 
 
 def timed(cmd: list[str], bench: BenchServer) -> tuple[float, dict[str, int], dict[str, Any]]:
     """Wall time, requests the server received, and the JSON document of one run."""
     before = bench.requests()
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=bench.root, capture_output=True, text=True, env=BENCH_ENV)
+    proc = run_checked(cmd, bench.root)
     elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
     after = bench.requests()
     made = {k: after[k] - before[k] for k in after}
     return elapsed, made, json.loads(proc.stdout)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--n", type=int, default=200)
-    parser.add_argument("--concurrency", type=int, default=10)
-    parser.add_argument("--latency", type=float, default=0.05)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    args = w1_arguments(__doc__, rounds=3)
 
     cold_times, warm_times = [], []
     cold_made: dict[str, int] = {}

@@ -20,44 +20,28 @@ database. Each round times, in turn:
 
 from __future__ import annotations
 
-import argparse
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# Measure as installed: pip writes .pyc files at install time, so let the timed
-# processes cache bytecode even where the environment disables it (this sandbox does).
-BENCH_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 sys.path.insert(0, str(HERE))
 
-from _server import project_with_server  # noqa: E402
+from _server import project_with_server, run_checked, w1_arguments  # noqa: E402
 
 
 def timed(cmd: list[str], cwd: Path, *, fresh_history: bool = False) -> float:
     if fresh_history:
         shutil.rmtree(cwd / ".oxy", ignore_errors=True)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=BENCH_ENV)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
-    return elapsed
+    run_checked(cmd, cwd)
+    return time.perf_counter() - start
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--n", type=int, default=200)
-    parser.add_argument("--concurrency", type=int, default=10)
-    parser.add_argument("--latency", type=float, default=0.05)
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    args = w1_arguments(__doc__, rounds=5)
 
     with project_with_server(args.latency, args.concurrency) as root:
         url = (root / "config.yml").read_text().split("api_url: ")[1].split()[0]
