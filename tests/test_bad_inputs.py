@@ -560,6 +560,23 @@ CORPUS: list[Bad] = [
         "validate run",
         "q.sql",
     ),
+    # == Hardening round 2 (issue 13): one section per area, entries appended at its end ==
+    #
+    # -- round 2: the SQL sandbox --------------------------------------------------------
+    #
+    #
+    # -- round 2: secrets ----------------------------------------------------------------
+    #
+    #
+    # -- round 2: template CPU and memory ------------------------------------------------
+    #
+    #
+    # -- round 2: values, schemas and patterns -------------------------------------------
+    #
+    #
+    # -- round 2: history, judge prompts and what validate lets through ------------------
+    #
+    #
 ]
 
 REAL_PROCESS = [
@@ -568,6 +585,14 @@ REAL_PROCESS = [
     "alias bomb in variables",
     "string times a billion (workflow)",
     "symlink loop",
+    # round 2: SQL
+    #
+    # round 2: templates
+    #
+    # round 2: values
+    #
+    # round 2: history and validate
+    #
 ]
 
 
