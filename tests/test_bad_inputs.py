@@ -72,6 +72,8 @@ def deep_map(levels: int) -> str:
     return "{a: " * levels + "1" + "}" * levels
 
 
+SHOP = "databases:\n  - {name: shop, type: duckdb, dataset: data}\n"
+
 BOMB = 'a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n' + "".join(
     f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n"
     for prev, name in zip("abcdefgh", "bcdefghi", strict=True)
@@ -563,7 +565,75 @@ CORPUS: list[Bad] = [
     # == Hardening round 2 (issue 13): one section per area, entries appended at its end ==
     #
     # -- round 2: the SQL sandbox --------------------------------------------------------
-    #
+    Bad(
+        "EXPLAIN ANALYZE of a COPY on a read-only database",
+        {
+            "w.workflow.yml": workflow(
+                "{name: q, type: execute_sql, database: shop, "
+                "sql_query: \"EXPLAIN ANALYZE COPY (SELECT 1) TO 'orders.csv'\"}"
+            ),
+            "config.yml": CONFIG + SHOP,
+            "data/orders.csv": "a\n1\n",
+        },
+        "validate run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "IMPORT DATABASE",
+        {
+            "w.workflow.yml": workflow(
+                "{name: q, type: execute_sql, database: shop, sql_query: \"IMPORT DATABASE 'x'\"}"
+            ),
+            "config.yml": CONFIG + SHOP,
+            "data/orders.csv": "a\n1\n",
+        },
+        "validate run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "dataset folder missing",
+        {
+            "w.workflow.yml": workflow("{name: f, type: formatter, template: x}"),
+            "config.yml": CONFIG + SHOP,
+        },
+        "validate run",
+        "config.yml:11",
+    ),
+    Bad(
+        "SQL names a file the dataset does not have",
+        {
+            "w.workflow.yml": workflow(
+                "{name: q, type: execute_sql, database: shop, sql_query: 'SELECT * FROM citys.csv'}"
+            ),
+            "config.yml": CONFIG + SHOP,
+            "data/cities.csv": "a\n1\n",
+        },
+        "validate run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "SQLite file as a DuckDB database",
+        {
+            "w.workflow.yml": workflow("{name: f, type: formatter, template: x}"),
+            "config.yml": CONFIG + "databases:\n  - {name: shop, type: duckdb, path: shop.db}\n",
+            "shop.db": b"SQLite format 3\x00" + bytes(100),
+        },
+        "validate run",
+        "config.yml:11",
+    ),
+    Bad(
+        "3,000 nested parentheses in SQL",
+        {
+            "w.workflow.yml": workflow(
+                "{name: q, type: execute_sql, database: shop, "
+                f"sql_query: 'SELECT {'(' * 3000}1{')' * 3000}'}}"
+            ),
+            "config.yml": CONFIG + SHOP,
+            "data/orders.csv": "a\n1\n",
+        },
+        "validate run",
+        "w.workflow.yml:2",
+    ),
     #
     # -- round 2: secrets ----------------------------------------------------------------
     #
@@ -586,6 +656,7 @@ REAL_PROCESS = [
     "string times a billion (workflow)",
     "symlink loop",
     # round 2: SQL
+    "3,000 nested parentheses in SQL",
     #
     # round 2: templates
     #

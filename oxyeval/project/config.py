@@ -23,6 +23,7 @@ from ..providers import (
     default_key_var,
 )
 from ..redact import register_secret
+from .databases import database_problems
 from .document import Document, KeyPath, load_yaml
 from .files import CONFIG_NAMES, find_config
 from .schema import did_you_mean, validate_document
@@ -227,18 +228,8 @@ def load_project(
                 )
             )
         databases[entry["name"]] = entry
-        for key in ("dataset", "file_search_path", "path"):
-            # The sandbox opens the dataset folder to every query, model-written ones too.
-            value = entry.get(key)
-            if isinstance(value, str) and _leaves(config_path.parent.resolve(), value):
-                problems.append(
-                    doc.diagnostic(
-                        ("databases", i, key),
-                        f"database '{entry['name']}': {key} {value!r} leaves the project folder "
-                        f"{config_path.parent.resolve()}; SQL can read everything in it, so it "
-                        "must stay inside the project",
-                    )
-                )
+        for key, message in database_problems(entry, config_path.parent.resolve()):
+            problems.append(doc.diagnostic(("databases", i, key), message))
     defaults = data.get("defaults") or {}
     names = list(models)
     for key in ("model", "judge_model"):

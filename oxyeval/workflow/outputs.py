@@ -151,7 +151,10 @@ def to_jsonable(value: Any) -> Any:
     from .sql import SqlResult
 
     if isinstance(value, SqlResult):
-        return {"columns": value.columns, "rows": value.to_json()}
+        out: dict[str, Any] = {"columns": value.columns, "rows": value.to_json()}
+        if value.truncated:
+            out["truncated"] = True  # more rows than the database's max_rows: these are the first
+        return out
     if isinstance(value, ConsistentOutput):
         return {"value": value.value, "score": value.score}
     if isinstance(value, LoopIteration):

@@ -397,12 +397,15 @@ def _check_static_sql(task: Task, project: Project, problems: list[Diagnostic]) 
         return
     if any(tag in ref.source for tag in ("{{", "{%", "{#")) or not ref.source.strip():
         return
-    from .sql import SqlError, check_statement
+    from .sql import SqlError, check_statement, missing_files
 
     try:
         check_statement(entry["name"], ref.source, writable=entry.get("read_only", True) is False)
     except SqlError as exc:
         problems.append(task.doc.diagnostic((*task.key, field), str(exc)))
+        return
+    for message in missing_files(entry, project.root, ref.source):
+        problems.append(task.doc.diagnostic((*task.key, field), message))
 
 
 def _check_judge(

@@ -1,31 +1,52 @@
 """SQL on the embedded DuckDB engine, and the result object templates see.
 
-A database's ``dataset`` folder is DuckDB's file search path, so queries read
+A database's ``dataset`` folder is where its SQL runs, so queries read
 ``FROM 'orders.csv'`` or ``FROM orders.parquet`` with no loading step. Results
 render as a readable table when dropped into a prompt, and expose ``rows``,
 ``columns`` and each column by name (``{{ q.amount }}`` is the list of amounts)
 for loops and conditions.
+
+Queries run in a separate worker process per database (``_sqlworker``), sandboxed by
+DuckDB's settings, by the statement checks of ``_sqlsyntax`` and, on Linux, by the
+kernel (``_landlock``); see :class:`Databases`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime as _dt
 import decimal
 import json
-import os
-import shutil
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EXIT_INFRA, ConfigError, OxyError
+from ..redact import redact
 
-__all__ = ["Databases", "SqlError", "SqlResult", "check_statement"]
+if TYPE_CHECKING:
+    from ._sqlclient import SqlWorker
 
-_SHOWN_ROWS = 200  # rows rendered into text; the data itself is never cut
+__all__ = [
+    "SQL_DEFAULTS",
+    "Databases",
+    "SqlError",
+    "SqlResult",
+    "check_statement",
+    "missing_files",
+]
+
+_SHOWN_ROWS = 200  # rows rendered into text (the result keeps them all, up to max_rows)
+_SHOWN_ERROR_CHARS = 300
+#: A database's limits when config.yml does not set them (README "SQL safety").
+SQL_DEFAULTS: dict[str, Any] = {
+    "timeout": 60,  # seconds per query, then DuckDB is interrupted
+    "memory_limit": "2GB",  # DuckDB's own limit; larger sorts and joins spill to disk
+    "threads": 2,
+    "max_rows": 10_000,  # rows a query hands to templates, models and exports
+}
+_MAX_CHARS = 64_000_000  # characters of text in one result, whatever its rows
+_MAX_TEMP = "4GB"  # spill files of one database
 
 
 class SqlError(OxyError):
@@ -60,11 +81,14 @@ class SqlResult:
         rows: list[tuple[Any, ...]],
         sql: str = "",
         params: tuple[Any, ...] = (),
+        truncated: bool = False,
     ) -> None:
         self._columns = list(columns)
         self._rows = [tuple(r) for r in rows]
         self.sql = sql
         self._params = tuple(params)
+        #: The query returned more rows than its database's ``max_rows``; these are the first.
+        self.truncated = truncated
 
     def sql_text(self) -> str:
         """The query as exported: its ``$n`` parameters listed in a comment after it."""
@@ -172,148 +196,87 @@ class SqlResult:
             lines.append(f"({len(self._rows) - len(shown)} more rows not shown)")
         if not self._rows:
             lines.append("(0 rows)")
+        if self.truncated:
+            lines.append(f"(the query returned more than these {len(self._rows)} rows)")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
         return f"SqlResult(columns={self._columns!r}, rows={len(self._rows)})"
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-# Statement kinds (DuckDB's StatementType names) by what they may do. Anything else
-# (PREPARE, EXECUTE, TRANSACTION, SET, LOAD/INSTALL...) is refused everywhere.
-READ_KINDS = frozenset({"SELECT", "EXPLAIN", "PRAGMA", "CALL", "MULTI"})
-WRITE_KINDS = frozenset(
-    {
-        "INSERT",
-        "UPDATE",
-        "DELETE",
-        "MERGE_INTO",
-        "CREATE",
-        "CREATE_FUNC",
-        "DROP",
-        "ALTER",
-        "COPY",
-        "EXPORT",
-        "ATTACH",
-        "DETACH",
-        "COPY_DATABASE",
-        "VACUUM",
-        "ANALYZE",
-    }
-)
-_FILE_WRITE_KINDS = frozenset({"COPY", "EXPORT", "ATTACH", "COPY_DATABASE"})
-_SHOWN_ERROR_CHARS = 300
-
-# Set before the configuration is locked, in this order (enable_external_access last but
-# one: after it, only the allowed directories and paths can be opened).
-# GLOBAL: a plain SET would hold for the first connection only, not the cursors queries use.
-_SANDBOX = (
-    "SET GLOBAL autoinstall_known_extensions = false",
-    "SET GLOBAL autoload_known_extensions = false",
-    "SET GLOBAL allow_community_extensions = false",
-    "SET GLOBAL allow_persistent_secrets = false",
-    "SET GLOBAL python_enable_replacements = false",  # no reading Python variables by name
-    "SET GLOBAL enable_external_access = false",
-    "SET GLOBAL lock_configuration = true",
-)
-
-
-def _first_line(exc: BaseException) -> str:
-    """DuckDB's message, first line only and short: later lines quote the query or file."""
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
-    if len(first) > _SHOWN_ERROR_CHARS:
-        first = first[: _SHOWN_ERROR_CHARS - 3] + "..."
-    return first
-
-
-def _cwd_paths(names: list[str]) -> frozenset[str]:
-    """Where DuckDB puts bare names allowed by allowed_paths: the working directory."""
-    cwd = os.getcwd()
-    return frozenset(
-        variant
-        for n in names
-        for variant in (
-            os.path.normpath(os.path.join(cwd, n)),
-            os.path.realpath(os.path.join(cwd, n)),
-        )
-    )
-
-
-def _kind_name(statement: Any) -> str:
-    return str(statement.type).rsplit(".", 1)[-1]
+def _short(text: str) -> str:
+    """One line of an error, redacted before it is cut (a cut must not split a key)."""
+    text = redact(text)
+    if len(text) > _SHOWN_ERROR_CHARS:
+        text = text[: _SHOWN_ERROR_CHARS - 3] + "..."
+    return text
 
 
 def check_statement(database: str, sql: str, *, writable: bool, select_only: bool = False) -> str:
-    """The kind of the one statement in ``sql``, or an SqlError saying why it may not run.
-
-    Used before every query, and by ``oxy validate`` on SQL written without templates.
-    """
-    import duckdb
+    """The kind of the one statement in ``sql`` as DuckDB parses it, or an SqlError saying
+    why it may not run. ``oxy validate`` uses it on SQL written without templates; the
+    worker makes the same check before every query, whoever wrote it."""
+    from ._sqlsyntax import WRITE_KINDS, Refused, statement_kind
+    from ._sqlworker import permitted
 
     try:
-        statements = duckdb.extract_statements(sql)
-    except (duckdb.Error, ValueError) as exc:  # ValueError: a kind this client cannot name
-        raise SqlError(f"database '{database}': {type(exc).__name__}: {_first_line(exc)}") from None
-    kinds = [_kind_name(st) for st in statements]
-    if select_only:
-        if kinds != ["SELECT"]:
-            raise SqlError(
-                f"database '{database}': only one read-only SELECT statement is allowed here "
-                f"(got {', '.join(kinds) or 'nothing'})"
-            )
-        return "SELECT"
-    if len(kinds) != 1:
-        raise SqlError(
-            f"database '{database}': one SQL statement per task, got {len(kinds)}"
-            + (f" ({', '.join(kinds)})" if kinds else "")
-            + "; split them into separate execute_sql tasks"
-        )
-    kind = kinds[0]
-    if kind in ("LOAD", "EXTENSION"):
-        raise SqlError(
-            f"database '{database}': installing or loading DuckDB extensions is not allowed "
-            "(only the built-in ones are available: parquet, json, icu)"
-        )
-    if kind in ("SET", "VARIABLE_SET"):
-        raise SqlError(
-            f"database '{database}': SET/USE/RESET statements are not allowed (the sandbox's "
-            "configuration is locked)"
-        )
-    if kind in WRITE_KINDS and not writable:
-        raise SqlError(
-            f"database '{database}' is read-only: {kind} statements need 'read_only: false' "
-            "on the database in config.yml (writes then stay inside its dataset folder)"
-        )
-    if kind not in READ_KINDS and kind not in WRITE_KINDS:
-        raise SqlError(f"database '{database}': {kind} statements are not allowed here")
+        kind = statement_kind(sql)
+    except Refused as exc:
+        raise SqlError(f"database '{database}': {_short(exc.worded(select_only))}") from None
+    problem = permitted(kind, {"writable": writable, "select_only": select_only})
+    if problem and kind in WRITE_KINDS and not writable and not select_only:
+        raise SqlError(f"database '{database}' is read-only: {problem}")
+    if problem:
+        raise SqlError(f"database '{database}': {problem}")
     return kind
 
 
-class Databases:
-    """DuckDB connections for a project's databases, one each, opened on first use.
+def missing_files(entry: dict[str, Any], root: Path, sql: str) -> list[str]:
+    """'database 'x': no file citys.csv in data/ (did you mean cities.csv?)' for each file a
+    SELECT names that its dataset folder does not have: said at validate time, before
+    the query (or any model call) could fail on it."""
+    folder = entry.get("dataset") or entry.get("file_search_path")
+    if not folder or entry.get("type") != "duckdb":
+        return []
+    dataset = (root / folder).resolve()
+    if not dataset.is_dir():
+        return []  # config.yml's own check says so
+    from ._sqlsetup import absent_file
+    from ._sqlsyntax import file_references
 
-    Every query runs in a sandbox, whoever wrote it (a workflow's author, a
-    model through a workflow task or an agent tool): files are reachable only in
-    the database's ``dataset`` folder (absolute, ``~/``-relative or by the name
-    of a file there), extensions can be neither installed nor loaded, and the
-    configuration is locked so a query cannot lift those limits. One statement
-    per query; statements that write need ``read_only: false`` on the database,
-    and even then write only inside its dataset folder. Agent tools may run one
-    SELECT only (``select_only``).
+    out = []
+    for name in file_references(sql):
+        absent = absent_file(name, str(dataset), folder)
+        if absent:
+            out.append(f"database '{entry['name']}': {absent}")
+    return out
+
+
+class Databases:
+    """The project's databases, each queried through its own sandboxed worker process.
+
+    Every query runs in the sandbox, whoever wrote it (a workflow's author, a model
+    through a workflow task or an agent tool), in layers:
+
+    * the statement as DuckDB parses it: one per query, of a kind the database allows
+      (``EXPLAIN ANALYZE X`` is X; ``IMPORT DATABASE`` and PRAGMAs that are not reads
+      are refused; writes need ``read_only: false``); agent tools may run one SELECT;
+    * DuckDB's settings, fixed before the database file opens and then locked: files
+      only inside the dataset folder, no extension installed or loaded;
+    * the worker process: its working directory is the dataset folder (so a relative
+      name is a dataset file, never one in the user's folder), its environment holds no
+      secrets, and on Linux the kernel (Landlock) lets it write only inside the dataset
+      and database folders of a writable database and make no TCP connection;
+    * limits: a deadline per query (interrupted, then the worker killed), DuckDB's
+      memory limit and threads, and at most ``max_rows`` rows handed back.
     """
 
     def __init__(self, databases: dict[str, dict[str, Any]], root: Path) -> None:
         self.databases = databases
         self.root = root
-        self._connections: dict[str, Any] = {}
-        self._relative: dict[str, frozenset[str]] = {}  # cwd paths DuckDB allows (bare names)
-        self._shadowed: dict[str, list[str]] = {}  # ...not readable: the cwd has the same name
+        self._workers: dict[str, SqlWorker] = {}
         self._lock = threading.Lock()
-        self._spill: Path | None = None
+        self._closed = False
 
     def _entry(self, name: str) -> dict[str, Any]:
         entry = self.databases.get(name)
@@ -330,167 +293,45 @@ class Databases:
     def writable(self, name: str) -> bool:
         return self._entry(name).get("read_only", True) is False
 
-    def _dataset(self, name: str, entry: dict[str, Any]) -> Path | None:
+    def limit(self, name: str, key: str) -> Any:
+        """One of the database's limits (``SQL_DEFAULTS`` unless config.yml sets it)."""
+        return self._entry(name).get(key, SQL_DEFAULTS[key])
+
+    def _setup(self, name: str) -> dict[str, Any]:
+        """What the worker of this database is started with (paths absolute)."""
+        entry = self._entry(name)
         folder = entry.get("dataset") or entry.get("file_search_path")
-        if not folder:
-            return None
-        search = (self.root / folder).resolve()
-        if not search.is_dir():
-            raise ConfigError(f"database '{name}': dataset folder {search} does not exist")
-        return search
+        dataset = None
+        if folder:
+            search = (self.root / folder).resolve()
+            if not search.is_dir():
+                raise ConfigError(f"database '{name}': dataset folder {search} does not exist")
+            dataset = str(search)
+        path = entry.get("path")
+        db_file = (self.root / path).resolve() if path else None
+        writable = entry.get("read_only", True) is False
+        return {
+            "database": name,
+            "dataset": dataset,
+            "dataset_shown": folder,
+            "path": str(db_file) if db_file else None,
+            "path_dir": str(db_file.parent) if db_file else None,
+            "writable": writable,
+            "memory_limit": str(entry.get("memory_limit", SQL_DEFAULTS["memory_limit"])),
+            "threads": int(entry.get("threads", SQL_DEFAULTS["threads"])),
+            "max_temp": _MAX_TEMP,
+        }
 
-    @staticmethod
-    def _readable_names(search: Path) -> tuple[list[str], list[str]]:
-        """Dataset files a query may name bare (``FROM orders.csv``), and those it may not.
-
-        DuckDB checks a relative name as written, then opens it from the working
-        directory if it exists there, else from the dataset: a name that also
-        exists in the working directory (as another file) is left out (shadowed),
-        or the query would read that file instead.
-        """
-        cwd = Path.cwd()
-        names: list[str] = []
-        shadowed: list[str] = []
-        for file in search.rglob("*"):
-            if not file.is_file():
-                continue
-            real = file.resolve()
-            if not real.is_relative_to(search):
-                continue  # a link out of the dataset: DuckDB refuses it anyway
-            relative = file.relative_to(search).as_posix()
-            shadow = cwd / relative
-            if shadow.exists() and shadow.resolve() != real:
-                shadowed.append(relative)
-                continue
-            names.append(relative)
-        return names, shadowed
-
-    def _connect(self, name: str) -> Any:
+    def _worker(self, name: str) -> SqlWorker:
         with self._lock:
-            conn = self._connections.get(name)
-            if conn is not None:
-                return conn
-            entry = self._entry(name)
-            import duckdb
+            worker = self._workers.get(name)
+            if worker is None:
+                from ._sqlclient import acquire
 
-            path = entry.get("path")
-            writable = entry.get("read_only", True) is False
-            search = self._dataset(name, entry)
-            try:
-                conn = (
-                    duckdb.connect(str(self.root / path), read_only=not writable)
-                    if path
-                    else duckdb.connect()
-                )
-            except duckdb.Error as exc:
-                raise SqlError(
-                    f"database '{name}': cannot open {path}: {_first_line(exc)}"
-                ) from None
-            try:
-                names: list[str] = []
-                if search is not None:
-                    names, self._shadowed[name] = self._readable_names(search)
-                # DuckDB shares one instance per database file in a process: another Databases
-                # may have set up and locked this one already, with the same settings.
-                locked = conn.execute("SELECT current_setting('lock_configuration')").fetchone()
-                if locked and locked[0] is True:
-                    self._connections[name] = conn
-                    self._relative[name] = _cwd_paths(names)
-                    return conn
-                # Spill files go to a private folder (the default is .tmp in the working
-                # directory, which the sandbox would then have to let queries write to).
-                spill = self._spill = self._spill or Path(
-                    tempfile.mkdtemp(prefix="oxyeval-duckdb-")
-                )
-                conn.execute(f"SET GLOBAL temp_directory = {_quote(str(spill / name))}")
-                if search is not None:
-                    folder = _quote(str(search))
-                    conn.execute(f"SET GLOBAL file_search_path = {folder}")
-                    conn.execute(f"SET GLOBAL home_directory = {folder}")  # '~/x' is in it
-                    conn.execute(f"SET GLOBAL allowed_directories = [{_quote(str(search) + '/')}]")
-                    if names:
-                        conn.execute(
-                            f"SET GLOBAL allowed_paths = [{', '.join(_quote(n) for n in names)}]"
-                        )
-                for statement in _SANDBOX:
-                    conn.execute(statement)
-            except duckdb.Error as exc:
-                conn.close()
-                raise SqlError(f"database '{name}': {_first_line(exc)}") from None
-            except BaseException:
-                conn.close()
-                raise
-            self._connections[name] = conn
-            self._relative[name] = _cwd_paths(names)
-            return conn
-
-    def _check(self, name: str, sql: str, params: tuple[Any, ...], select_only: bool) -> str:
-        """The one statement's kind, or an SqlError saying why it may not run."""
-        kind = check_statement(name, sql, writable=self.writable(name), select_only=select_only)
-        if kind in _FILE_WRITE_KINDS:
-            # DuckDB allows a bare name (allowed_paths) as a path in the working directory,
-            # where it also writes it: a write must not name one, however it is spelt.
-            from .sqltemplate import string_literals
-
-            allowed = self._relative.get(name, frozenset())
-            cwd = os.getcwd()
-            texts = string_literals(sql) + [p for p in params if isinstance(p, str)]
-            for text in texts:
-                if not text or text.startswith("~") or "\x00" in text:
-                    continue
-                path = os.path.normpath(os.path.join(cwd, text))
-                if path in allowed or os.path.realpath(path) in allowed:
-                    raise SqlError(
-                        f"database '{name}': {kind} names {text!r}, which DuckDB would write in "
-                        f"the working directory {cwd}; to write in the dataset folder, name it "
-                        f"'~/{os.path.basename(path)}' (~ is the dataset folder)"
-                    )
-        return kind
-
-    def _run(
-        self,
-        name: str,
-        sql: str,
-        params: tuple[Any, ...],
-        limit: int | None,
-        select_only: bool,
-    ) -> SqlResult:
-        import duckdb
-
-        conn = self._connect(name)
-        kind = self._check(name, sql, params, select_only)
-        query = sql
-        if limit is not None and kind == "SELECT":
-            from .sqltemplate import strip_terminator
-
-            query = f"SELECT * FROM (\n{strip_terminator(sql)}\n) AS oxy_limited LIMIT {int(limit)}"
-        cursor = conn.cursor()  # one cursor per query: thread-safe
-        try:
-            result = cursor.execute(query, list(params) if params else None)
-            columns = [d[0] for d in result.description or []]
-            rows = result.fetchall() if columns else []
-        except duckdb.Error as exc:
-            message = f"database '{name}': {type(exc).__name__}: {_first_line(exc)}"
-            shadowed = [n for n in self._shadowed.get(name, []) if f'"{n}"' in str(exc)]
-            if isinstance(exc, duckdb.PermissionException) and shadowed:
-                message += (
-                    f"; the working directory {Path.cwd()} has a file named {shadowed[0]!r} too, "
-                    f"which DuckDB would open instead: name the dataset's file '~/{shadowed[0]}'"
-                )
-            elif isinstance(exc, duckdb.PermissionException):
-                message += (
-                    "; SQL may open files only inside the database's dataset folder (by the "
-                    "name of a file there, as '~/...', or by an absolute path inside it)"
-                )
-            elif "Parameter not supported" in str(exc) or 'at or near "$' in str(exc):
-                message += (
-                    "; a template value is bound as a parameter, which cannot stand for a name "
-                    "here: print names with {{ name | sql_identifier }}"
-                )
-            raise SqlError(message) from None
-        finally:
-            cursor.close()
-        return SqlResult(columns, rows, sql, params)
+                if self._closed:
+                    raise SqlError(f"database '{name}': the run's databases are closed")
+                worker = self._workers[name] = acquire(self._setup(name))
+            return worker
 
     async def query(
         self,
@@ -501,13 +342,47 @@ class Databases:
         limit: int | None = None,
         select_only: bool = False,
     ) -> SqlResult:
-        return await asyncio.to_thread(self._run, database, sql, tuple(params), limit, select_only)
+        """Rows of one statement; ``limit`` keeps only the first rows (a dry run)."""
+        from ._sqlclient import WorkerError, run_query
+
+        max_rows = int(self.limit(database, "max_rows"))
+        options = {
+            "writable": self.writable(database),
+            "select_only": select_only,
+            "timeout": float(self.limit(database, "timeout")),
+            "max_rows": min(max_rows, int(limit)) if limit is not None else max_rows,
+            "max_chars": _MAX_CHARS,
+        }
+        worker = self._worker(database)
+        try:
+            _kind, columns, rows, truncated = await run_query(worker, sql, list(params), options)
+        except WorkerError as exc:
+            raise SqlError(self._explain(database, exc)) from None
+        cut = truncated and (limit is None or int(limit) > max_rows)
+        return SqlResult(columns, [tuple(r) for r in rows], sql, params, truncated=cut)
+
+    def _explain(self, database: str, exc: Any) -> str:
+        message = _short(exc.message)
+        if exc.code == "refused" and "read_only: false" in message:
+            return f"database '{database}' is read-only: {message}"
+        if exc.code == "timeout":
+            return (
+                f"database '{database}': {message} (its timeout; set 'timeout' on the "
+                "database in config.yml to change it)"
+            )
+        return f"database '{database}': {message}"
+
+    def kernel_sandbox(self, database: str) -> int | None:
+        """The Landlock ABI the database's worker runs under (0: none), once it started."""
+        worker = self._workers.get(database)
+        return worker.abi if worker is not None else None
 
     def close(self) -> None:
+        from ._sqlclient import release
+
         with self._lock:
-            for conn in self._connections.values():
-                conn.close()
-            self._connections.clear()
-            if self._spill is not None:
-                shutil.rmtree(self._spill, ignore_errors=True)
-                self._spill = None
+            workers = list(self._workers.values())
+            self._workers.clear()
+            self._closed = True
+        for worker in workers:
+            release(worker)

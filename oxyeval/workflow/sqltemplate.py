@@ -34,6 +34,7 @@ jinjasql and, unlike it, also escape values the author put inside quotes.
 
 from __future__ import annotations
 
+import bisect
 import contextvars
 import datetime as _dt
 import decimal
@@ -51,18 +52,10 @@ if TYPE_CHECKING:
     from jinja2 import Template
     from jinja2.sandbox import SandboxedEnvironment
 
-__all__ = [
-    "BoundSql",
-    "SqlTemplateRef",
-    "render_sql",
-    "sql_segments",
-    "string_literals",
-    "strip_terminator",
-]
+__all__ = ["BoundSql", "SqlTemplateRef", "render_sql", "sql_segments"]
 
 _MARKER = re.compile(r"\x1a(\d+)-(\d+)\x1a")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-_DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
 _BLOCKS = {
     "Macro": "{% macro %}",
     "CallBlock": "{% call %}",
@@ -202,103 +195,53 @@ class SqlTemplateRef(TemplateRef):
         return self._compiled
 
 
-# -- the SQL lexer: only as much of DuckDB's as tells code from quotes and comments ----------
+# -- where values stand: DuckDB's own tokenizer decides ------------------------------------
 
 
 def _is_word(ch: str) -> bool:
-    return bool(ch) and (ch.isalnum() or ch in "_$")
+    """A character that continues a name or number to DuckDB (its scanner takes every
+    non-ASCII character as a letter)."""
+    return bool(ch) and (ch.isalnum() or ch in "_$" or not ch.isascii())
+
+
+def _token_kind(text: str, kind: str) -> str:
+    """What a token is, for placing a value in it."""
+    if kind == "comment":
+        return "line_comment" if text.startswith("--") else "block_comment"
+    if kind == "identifier" and text.startswith('"'):
+        return "identifier"
+    if kind == "string_const":
+        if text.startswith("'"):
+            return "string"
+        if text[:2] in ("E'", "e'"):
+            return "estring"
+        if text.startswith("$"):
+            return "dollar"
+        return "literal"  # X'..', B'..': no escape exists inside them
+    return "code"
 
 
 def sql_segments(text: str) -> Iterator[tuple[str, int, int]]:
-    """``(kind, start, end)`` pieces of SQL text, in order, covering all of it.
+    """``(kind, start, end)`` pieces of SQL text, in order, covering all of it, as DuckDB's
+    tokenizer reads it (never a lexer of ours, which would disagree somewhere).
 
     Kinds: ``code``, ``string`` ('...'), ``estring`` (E'...', backslash escapes),
-    ``identifier`` ("..."), ``line_comment``, ``block_comment`` (nested, as in
-    DuckDB), ``dollar`` ($tag$...$tag$). An unterminated piece runs to the end.
+    ``identifier`` ("..."), ``line_comment``, ``block_comment``, ``dollar``
+    ($tag$...$tag$), ``literal`` (X'..', B'..'). An unterminated piece runs to the end.
     """
-    n = len(text)
-    i = start = 0
-    while i < n:
-        ch = text[i]
-        kind = None
-        end = i
-        if ch == "'" or ch == '"':
-            escaped = (
-                ch == "'" and i > 0 and text[i - 1] in "eE" and (i < 2 or not _is_word(text[i - 2]))
-            )
-            kind = "identifier" if ch == '"' else ("estring" if escaped else "string")
-            j = i + 1
-            while j < n:
-                if escaped and text[j] == "\\":
-                    j += 2
-                    continue
-                if text[j] == ch:
-                    if j + 1 < n and text[j + 1] == ch:
-                        j += 2
-                        continue
-                    j += 1
-                    break
-                j += 1
-            end = min(j, n)
-        elif text.startswith("--", i):
-            kind = "line_comment"
-            newline = text.find("\n", i)
-            end = n if newline < 0 else newline
-        elif text.startswith("/*", i):
-            kind = "block_comment"
-            depth, j = 0, i
-            while j < n:
-                if text.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif text.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                    if depth == 0:
-                        break
-                else:
-                    j += 1
-            end = min(j, n)
-        elif ch == "$" and (i == 0 or not _is_word(text[i - 1])):
-            match = _DOLLAR_TAG.match(text, i)
-            if match is not None:
-                kind = "dollar"
-                close = text.find(match.group(0), match.end())
-                end = n if close < 0 else close + len(match.group(0))
-        if kind is None:
-            i += 1
+    from ._sqlsyntax import tokens
+
+    start = 0
+    for token in tokens(text):
+        kind = _token_kind(token.text(text), token.kind)
+        if kind == "code":
             continue
-        if start < i:
-            yield "code", start, i
-        yield kind, i, end
-        i = start = end
-    if start < n:
-        yield "code", start, n
-
-
-def string_literals(text: str) -> list[str]:
-    """The contents of the single-quoted strings and quoted identifiers of SQL text."""
-    out = []
-    for kind, a, b in sql_segments(text):
-        if kind in ("string", "estring", "identifier"):
-            quote = text[a]
-            out.append(text[a + 1 : b - 1].replace(quote * 2, quote))
-    return out
-
-
-def strip_terminator(text: str) -> str:
-    """One statement without its closing ``;`` (and the comments after it), for wrapping."""
-    pieces = list(sql_segments(text))
-    while pieces:
-        kind, a, b = pieces[-1]
-        if kind in ("line_comment", "block_comment") or not text[a:b].strip():
-            pieces.pop()
-            continue
-        if kind == "code" and text[a:b].rstrip().endswith(";"):
-            body = text[a:b].rstrip()
-            while body.endswith(";"):
-                body = body[:-1].rstrip()
-            return text[:a] + body
-        break
-    return text[: pieces[-1][2]] if pieces else ""
+        if start < token.start:
+            yield "code", start, token.start
+        yield kind, token.start, token.end
+        start = token.end
+    if start < len(text):
+        yield "code", start, len(text)
 
 
 # -- binding --------------------------------------------------------------------------------
@@ -345,10 +288,18 @@ class _BindError(Exception):
 def _bind(text: str, state: _Render) -> tuple[str, list[Any]]:
     out: list[str] = []
     params: list[Any] = []
+    size = 0  # characters in ``out`` so far
+    placed: list[tuple[str, int, int]] = []  # (segment kind, start, end) of each value
+
+    def emit(piece: str) -> None:
+        nonlocal size
+        out.append(piece)
+        size += len(piece)
+
     for kind, a, b in sql_segments(text):
         segment = text[a:b]
         if "\x1a" not in segment:
-            out.append(segment)
+            emit(segment)
             continue
         pos = 0
         for match in _MARKER.finditer(segment):
@@ -356,17 +307,22 @@ def _bind(text: str, state: _Render) -> tuple[str, list[Any]]:
             if entry is None:
                 continue
             what, value = entry
-            before = segment[pos : match.start()]
-            out.append(before)
+            emit(segment[pos : match.start()])
             pos = match.end()
             if kind == "dollar":
                 raise _BindError(
                     "a value inside a $$-quoted string cannot be escaped; put it in '...' quotes "
                     "or outside quotes"
                 )
+            if kind == "literal":
+                raise _BindError(
+                    "a value inside an X'...' or B'...' literal cannot be escaped; put it "
+                    "outside quotes (it is bound as a parameter)"
+                )
             if kind == "code":
                 if what == "identifier":
-                    out.append(value)
+                    placed.append(("identifier_code", size, size + len(value)))
+                    emit(value)
                     continue
                 previous = next((piece[-1] for piece in reversed(out) if piece), "")
                 following = segment[pos : pos + 1]
@@ -377,16 +333,66 @@ def _bind(text: str, state: _Render) -> tuple[str, list[Any]]:
                         "{{ name | sql_identifier }}"
                     )
                 params.append(_param(value))
-                out.append(f"${len(params)}")
+                placed.append(("param", size, size + 1))
+                emit(f"${len(params)}")
                 continue
-            if what == "identifier":
-                if kind in ("line_comment", "block_comment"):
-                    out.append(_escape(kind, value))
-                    continue
+            if what == "identifier" and kind not in ("line_comment", "block_comment"):
                 raise _BindError("sql_identifier prints a quoted name: use it outside quotes")
-            out.append(_escape(kind, _text(value)))
-        out.append(segment[pos:])
-    return "".join(out), params
+            escaped = _escape(kind, value if what == "identifier" else _text(value))
+            placed.append((kind, size, size + len(escaped)))
+            emit(escaped)
+        emit(segment[pos:])
+    sql = "".join(out)
+    if placed:
+        _verify(sql, placed)
+    return sql, params
+
+
+_TOKEN_FOR = {
+    "string": "string_const",
+    "estring": "string_const",
+    "identifier": "identifier",
+    "identifier_code": "identifier",
+    "line_comment": "comment",
+    "block_comment": "comment",
+}
+
+
+def _verify(sql: str, placed: list[tuple[str, int, int]]) -> None:
+    """Check, with DuckDB's tokenizer on the final text, that every value stayed where it
+    was put: a parameter starts a token of its own, and escaped text lies inside one
+    string, quoted name or comment token. Anything else means the text around a value
+    reads differently to DuckDB than it did to us: refused, never run."""
+    from ._sqlsyntax import tokens
+
+    found = tokens(sql)
+    starts = [t.start for t in found]
+    for kind, start, end in placed:
+        if start == end:
+            continue
+        i = bisect.bisect_right(starts, start) - 1
+        token = found[i] if i >= 0 else None
+        if kind == "param":
+            ok = token is not None and token.start == start
+        elif kind == "identifier_code":  # quoted names from sql_identifier ("a", "b")
+            inside = [t for t in found[max(i, 0) :] if t.start < end]
+            ok = bool(inside) and inside[0].start == start and inside[-1].end == end
+            ok = ok and all(
+                sql[t.start] == '"' if t.kind == "identifier" else t.text(sql) == ","
+                for t in inside
+            )
+        else:
+            ok = (
+                token is not None
+                and token.kind == _TOKEN_FOR[kind]
+                and token.start < start
+                and end <= token.end
+            )
+        if not ok:
+            raise _BindError(
+                "the SQL around a value reads differently to DuckDB than expected (a "
+                "value would not stay a value); the statement was not run"
+            )
 
 
 def _bind_upstream(sql: str, placeholders: Mapping[str, Any]) -> tuple[str, list[Any]]:

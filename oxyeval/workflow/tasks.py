@@ -181,9 +181,15 @@ async def _execute_sql(engine: Engine, task: Task, context: dict[str, Any]) -> S
     bound = render_sql(ref, scope, trusted=frozenset(engine.trusted | literal), placeholders=values)
     assert task.database is not None  # required by the schema, checked at load
     async with engine.slot():
-        return await engine.sql.query(
+        result = await engine.sql.query(
             task.database, bound.text, params=bound.params, limit=task.dry_run_limit
         )
+    if result.truncated:
+        engine.warn_once(
+            f"{task.where}: the query returned more than {len(result):,} rows; only "
+            f"the first {len(result):,} are kept (the database's max_rows in config.yml)"
+        )
+    return result
 
 
 # -- agents ------------------------------------------------------------------------------

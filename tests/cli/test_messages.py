@@ -34,6 +34,12 @@ TEMPLATE_ERROR = (
 )
 
 
+@pytest.fixture(autouse=True)
+def _dataset_folder(tmp_path: Path) -> None:
+    """config.yml's database names a dataset folder, which must exist to load."""
+    (tmp_path / "data").mkdir(exist_ok=True)
+
+
 def oxy(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as info:
         main(args)

@@ -40,6 +40,12 @@ databases:
 ENV = {"TEST_KEY": "sk-test-targets-123456"}
 
 
+@pytest.fixture(autouse=True)
+def _dataset_folder(tmp_path: Path) -> None:
+    """config.yml's database names a dataset folder, which must exist to load."""
+    (tmp_path / "data").mkdir(exist_ok=True)
+
+
 def test_prompt_target_renders_inputs_and_sends_its_params(make_project: MakeProject) -> None:
     with fake_openai("the answer") as server:
         root = make_project(CONFIG.format(url=server.url, emb_url=server.url))
@@ -124,7 +130,7 @@ def test_workflow_target_returns_the_task_output_for_its_inputs(make_project: Ma
 def test_a_context_shares_one_client_and_closes_everything(make_project: MakeProject) -> None:
     with fake_openai("x") as chat, fake_openai_embeddings() as emb:
         root = make_project(CONFIG.format(url=chat.url, emb_url=emb.url))
-        (Path(root) / "data").mkdir()
+        (Path(root) / "data").mkdir(exist_ok=True)
         (Path(root) / "data" / "t.csv").write_text("a\n1\n", encoding="utf-8")
         project = load_project(root)
 
@@ -139,9 +145,11 @@ def test_a_context_shares_one_client_and_closes_everything(make_project: MakePro
             assert context.databases is context.engine.sql  # one set of DuckDB connections
             rows = await context.databases.query("shop", "SELECT a FROM 't.csv'")
             assert rows.column("a") == [1]
+            worker = context.databases._workers["shop"]._proc  # the database's worker process
+            assert worker is not None and worker.poll() is None
             await context.aclose()
             assert client.is_closed
-            assert context.databases._connections == {}
+            assert context.databases._workers == {} and worker.poll() is not None
 
         asyncio.run(go())
 

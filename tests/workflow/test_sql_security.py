@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from oxyeval.cli._app import app
 from oxyeval.errors import LoadError
-from oxyeval.workflow.sqltemplate import SqlTemplateRef, render_sql, strip_terminator
+from oxyeval.workflow.sqltemplate import SqlTemplateRef, render_sql
 
 ORDERS = "region,amount\nNorth,10\nSouth,25\nNorth,5\n"
 ATTACK = "'; COPY (SELECT 'owned') TO '../outside.csv'; SELECT '1"
@@ -402,17 +402,19 @@ def test_writable_database_file(oxy, tmp_path: Path) -> None:
 def test_a_same_named_file_in_the_working_directory_is_not_read(
     oxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = make(tmp_path, sql_workflow("SELECT COUNT(*) AS n FROM orders.csv"))
+    # SQL runs in the dataset folder (the worker's working directory), never in the user's.
+    root = make(tmp_path, sql_workflow("SELECT COUNT(*) AS n, MIN(region) AS r FROM orders.csv"))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "orders.csv").write_text("region,amount\nFAKE,1\n")
     monkeypatch.chdir(elsewhere)
-    result = CliRunner().invoke(app, ["run", str(root / "w.workflow.yml")])
-    assert result.exit_code == 3
-    assert "has a file named 'orders.csv' too" in result.stderr and "FAKE" not in result.output
-    (root / "w.workflow.yml").write_text(sql_workflow("SELECT COUNT(*) AS n FROM '~/orders.csv'"))
-    result = CliRunner().invoke(app, ["run", str(root / "w.workflow.yml"), "--format", "json"])
-    assert json.loads(result.stdout)["output"]["rows"] == [{"n": 3}]
+    for sql in ("orders.csv", "'orders.csv'", "'~/orders.csv'"):
+        (root / "w.workflow.yml").write_text(
+            sql_workflow(f"SELECT COUNT(*) AS n, MIN(region) AS r FROM {sql}")
+        )
+        result = CliRunner().invoke(app, ["run", str(root / "w.workflow.yml"), "--format", "json"])
+        assert result.exit_code == 0, result.stderr
+        assert json.loads(result.stdout)["output"]["rows"] == [{"n": 3, "r": "North"}]
 
 
 def test_given_variables_are_not_rendered_as_templates(oxy, tmp_path: Path) -> None:
@@ -521,8 +523,3 @@ def test_sandbox_settings_hold_for_every_query(tmp_path: Path) -> None:
     assert row["home_directory"] == dataset
     assert dataset + "/" in row["allowed_directories"]
     assert not any(str(root) in d and "data" not in d for d in row["allowed_directories"])
-
-
-def test_strip_terminator() -> None:
-    assert strip_terminator("SELECT 1; -- done") == "SELECT 1"
-    assert strip_terminator("SELECT ';' ;; ") == "SELECT ';'"
