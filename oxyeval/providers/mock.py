@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ConfigError, ProviderError
+from ..patterns import Pattern, PatternError, compile_pattern
 from ._base import (
     ChatMessage,
     Completion,
@@ -69,7 +70,7 @@ __all__ = ["MockAPI", "MockEmbeddingAPI"]
 
 @dataclass(frozen=True)
 class _Rule:
-    regex: re.Pattern[str]
+    regex: Pattern  # RE2: a rule's match runs in linear time (see oxyeval.patterns)
     output: str | None = None
     error: str | None = None
     tool: str | None = None
@@ -80,7 +81,7 @@ class _Rule:
 _GROUP_REF = re.compile(r"\\g<(\w+)>")
 
 
-def _expand(text: str, match: re.Match[str]) -> str:
+def _expand(text: str, match: Any) -> str:
     """``\\g<name>`` / ``\\g<1>`` replaced by the group's text ('' when it did not take part)."""
 
     def group(ref: re.Match[str]) -> str:
@@ -115,7 +116,13 @@ class MockAPI(ModelAPI):
         self._cycles: dict[str, itertools.cycle[str]] = {}
 
     def _rule(self, rule: dict[str, Any]) -> _Rule:
-        regex = re.compile(rule["match"])
+        try:
+            regex = compile_pattern(rule["match"])
+        except PatternError as exc:  # config.yml's check says where; a direct caller gets this
+            raise ConfigError(
+                f"model '{self.spec.name}' (mock): invalid regular expression "
+                f"{rule['match']!r}: {exc}"
+            ) from None
         outputs = tuple(str(o) for o in rule.get("outputs") or ())
         for text in (rule.get("output") or "", *outputs):
             for ref in _GROUP_REF.findall(text):
