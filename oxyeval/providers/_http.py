@@ -38,6 +38,7 @@ from datetime import timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
+from ..inputs import JSONProblem, loads
 from ..redact import redact
 from ._base import AttemptTimeout, Usage
 
@@ -157,7 +158,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 def _body_retry_delay(response: httpx.Response) -> float | None:
     """Google APIs send no Retry-After header; the delay is in a RetryInfo error detail."""
     try:
-        body = response.json()
+        body = loads(response.content)
     except ValueError:
         return None
     err = body.get("error") if isinstance(body, dict) else None
@@ -176,8 +177,8 @@ def _server_message(response: httpx.Response) -> str:
     """The vendor's own error text when it sent one, else the start of the body."""
     text = response.text
     try:
-        body = response.json()
-    except ValueError:
+        body = loads(response.content)
+    except ValueError:  # not JSON, or JSON nested 100,000 deep: the start of the text
         body = None
     if isinstance(body, dict):
         err = body.get("error")
@@ -390,9 +391,9 @@ async def post_json(
     if response.status_code >= 300:
         raise _redirect_error(spec, url, response)
     try:
-        data = response.json()
-    except ValueError:
-        raise malformed(spec, url, "a JSON body", response.text) from None
+        data = loads(response.content, f"the answer of model '{spec.name}' ({spec.vendor})")
+    except JSONProblem as exc:
+        raise malformed(spec, url, f"a JSON body ({exc})", response.text) from None
     if not isinstance(data, dict):
         raise malformed(spec, url, "a JSON object", data)
     return data
