@@ -73,11 +73,24 @@ class JSONProblem(ValueError):
     take it as plain text.
     """
 
-    def __init__(self, message: str, line: int | None = None, *, syntax: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        line: int | None = None,
+        *,
+        column: int | None = None,
+        syntax: bool = False,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.line = line
+        self.column = column
         self.syntax = syntax
+
+    def where(self, source: str) -> str:
+        """``source:line:column`` as far as they are known."""
+        parts = [source] + [str(n) for n in (self.line, self.column) if n is not None]
+        return ":".join(parts if self.line is not None else [source])
 
 
 class _Number(ValueError):
@@ -119,7 +132,9 @@ def loads(data: str | bytes, where: str | None = None) -> Any:
     try:
         value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
-        raise JSONProblem(f"not valid JSON: {exc.msg}", exc.lineno, syntax=True) from None
+        raise JSONProblem(
+            f"not valid JSON: {exc.msg}", exc.lineno, column=exc.colno, syntax=True
+        ) from None
     except _Number as exc:
         raise JSONProblem(str(exc), _number_line(text)) from None
     except RecursionError:

@@ -400,8 +400,12 @@ async def post_json(
 
 
 def count(value: Any) -> int | None:
-    """A count a server sent (an int, not a bool), or None for anything else."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A count a server sent (an int, not a bool, 0 to 2**53), or None for anything else:
+    a negative or 30-digit token count is no count, and would not fit the history's
+    INTEGER column."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53:
+        return value
+    return None
 
 
 def usage_from(block: Any, input_key: str, output_key: str) -> Usage:

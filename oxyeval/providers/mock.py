@@ -237,7 +237,8 @@ class MockEmbeddingAPI(EmbeddingAPI):
     def vector(self, text: str) -> list[float]:
         dims = self.dims or 256
         counts = [0.0] * dims
-        for word in _WORD.findall(text.lower()):
+        # A text with no word ("?!") is its own one feature: a zero vector has no direction.
+        for word in _WORD.findall(text.lower()) or [text.strip()]:
             # blake2b, not hash(): the same word must land in the same slot in every process.
             digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
             counts[int.from_bytes(digest, "big") % dims] += 1.0
