@@ -26,7 +26,14 @@ import math
 import re
 from typing import Any
 
-__all__ = ["MAX_INT_DIGITS", "MAX_JSON_DEPTH", "JSONProblem", "loads", "valid_text"]
+__all__ = [
+    "MAX_INT_DIGITS",
+    "MAX_JSON_DEPTH",
+    "JSONProblem",
+    "loads",
+    "reset_warnings",
+    "valid_text",
+]
 
 log = logging.getLogger("oxyeval.inputs")
 
@@ -51,8 +58,14 @@ def valid_text(text: str, where: str | None = None) -> str:
     return fixed
 
 
+def reset_warnings() -> None:
+    """Forget the places already warned about: each command invocation says them anew."""
+    _said.clear()
+
+
 def _warn(where: str, count: int) -> None:
-    """One warning per place (a model answering 100 times says it once)."""
+    """One warning per place per invocation (a model answering 100 times says it once, a
+    file loaded twice once)."""
     if where in _said:
         return
     if len(_said) < 1000:

@@ -8,7 +8,8 @@ Options (the ``models:`` entry of config.yml):
 * ``outputs``: answers given in turn, one cycle per question (the last user
   message), or drawn at random with ``sample: random`` (and ``seed``);
 * ``rules``: tried in order before ``outputs``; the first whose ``match`` regex
-  is found in the last message that is not the model's own (the last user
+  (Python syntax, run by RE2 in linear time: see :mod:`oxyeval.patterns`) is found in
+  the last message that is not the model's own (the last user
   message, or the last tool result when the model has just called a tool) answers:
 
   - ``output: text`` answers with that text;
