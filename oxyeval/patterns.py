@@ -12,8 +12,8 @@ pattern can hang a run or exhaust memory. A time bound on a backtracking engine 
 (``(?:a{1000}){1000}`` alone allocates hundreds of MB there) and turns a slow machine
 into spurious failures.
 
-The price: RE2 has no lookarounds, backreferences, possessive quantifiers or atomic
-groups, and repeat counts stop at 1000. Such a pattern is refused where it is written
+The price: RE2 has no lookarounds, backreferences, possessive quantifiers, atomic
+groups or verbose mode, and repeat counts stop at 1000. Such a pattern is refused where it is written
 (``file:line: key``), with the reason. The rest is Python's syntax, with Python's
 meaning: ``\\w``, ``\\d`` and ``\\s`` match Unicode letters, digits and spaces as in
 ``re`` (they are rewritten into RE2's Unicode classes; RE2's own are ASCII), and
@@ -132,11 +132,12 @@ def compile_pattern(source: str) -> Pattern:
 
 def _hint(reason: str) -> str:
     """What the reader can do about a feature RE2 refuses."""
-    if any(word in reason for word in ("perl operator", "escape sequence", "repetition size")):
+    known = ("perl operator", "escape sequence", "repetition size", "repetition operator")
+    if any(word in reason for word in known):
         return (
             " (oxyeval matches patterns with RE2, in time linear in the text: lookarounds, "
-            "backreferences, possessive and atomic groups are not supported, nor repeat "
-            "counts above 1000, nested ones multiplied)"
+            "backreferences, possessive and atomic groups and verbose mode (?x) are not "
+            "supported, nor repeat counts above 1000, nested ones multiplied)"
         )
     if "too large" in reason:
         return " (the pattern compiles to more than RE2's memory budget; simplify it)"

@@ -30,6 +30,8 @@ def test_catastrophic_patterns_match_in_linear_time(pattern: str, text: str) -> 
         ("[", "missing ]"),
         ("(?=x)x", "lookarounds"),  # RE2 has none: refused with the reason, not mis-run
         (r"(a)\1", "backreferences"),
+        (r"(?P<x>a)(?P=x)", "backreferences"),
+        ("a++", "possessive"),
         ("(?:a{1000}){1000}", "repeat counts"),  # 270 MB in the regex package's compile
     ],
 )

@@ -360,6 +360,12 @@ async def post_json(
         ) from None
     except (asyncio.TimeoutError, httpx.TimeoutException) as exc:
         raise _timeout_error(spec, url, exc) from None
+    except UnicodeEncodeError:  # httpx sends header values as ASCII
+        raise ProviderError(
+            f"model '{spec.name}' ({spec.vendor}): a header value is not ASCII text, which "
+            "an HTTP header cannot carry; check `headers:` of this model in config.yml",
+            model=spec.name,
+        ) from None
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         raise ProviderError(
             f"model '{spec.name}' ({spec.vendor}): {url} is not a usable http(s) URL "

@@ -132,3 +132,14 @@ def test_a_header_value_from_the_environment_that_http_cannot_carry(value: str) 
     )
     with pytest.raises(MissingCredential, match="T holds characters"):
         resolve_api_key(spec, {"T": value})
+
+
+def test_a_literal_header_that_is_not_ascii_is_one_failed_call() -> None:
+    """httpx raised UnicodeEncodeError while building the request: an internal error."""
+    with fake_openai("ok") as server:
+        spec = ModelSpec(
+            name="m", vendor="openai", model_ref="x", api_url=server.url, headers={"X-T": "équipe"}
+        )
+        with pytest.raises(ProviderError, match="a header value is not ASCII"):
+            run_model(spec, MESSAGES)
+        assert server.requests == []
