@@ -22,7 +22,7 @@ import oxyeval
 #: never one after it.
 ORDER = ["providers", "project", "judge", "workflow", "store", "suites", "report", "cli"]
 #: Top-level modules every stage may import; they import no stage.
-SHARED = ["_lazy", "_tasks", "errors", "redact"]
+SHARED = ["_lazy", "_tasks", "errors", "inputs", "patterns", "redact"]
 #: What a stage may import from the root package, which itself imports every stage.
 ROOT_NAMES = {"__version__"}
 PACKAGE = Path(oxyeval.__file__).parent

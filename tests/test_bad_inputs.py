@@ -643,6 +643,174 @@ CORPUS: list[Bad] = [
     #
     # -- round 2: values, schemas and patterns -------------------------------------------
     #
+    Bad(
+        "backtracking pattern and a 40-character --var",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: '{{ v }}'}",
+                'variables:\n  v: {type: string, pattern: "(a+)+$", default: aaa}\n',
+            )
+        },
+        "run",
+        "variable 'v'",
+        args=("--var", "v=" + "a" * 40 + "!"),
+    ),
+    Bad(
+        "variable schema maximum 1e999",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: '{{ v }}'}",
+                "variables:\n  v: {type: number, maximum: 1e999, default: 1}\n",
+            )
+        },
+        "validate run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "variable schema pattern that is not a regex",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: '{{ v }}'}",
+                'variables:\n  v: {type: string, pattern: "[", default: x}\n',
+            )
+        },
+        "validate run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "variable schema pattern with a lookahead (not RE2)",
+        {"a.agent.yml": agent(extra="variables:\n  v: {type: string, pattern: '(?=x)x'}\n")},
+        "validate test run",
+        "a.agent.yml:8",
+    ),
+    Bad(
+        "variable schema recursive $ref",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: '{{ v }}'}",
+                'variables:\n  v: {type: object, $ref: "#", default: {}}\n',
+            )
+        },
+        "validate run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "variable schema $ref cycle through allOf",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: '{{ v }}'}",
+                "variables:\n  v:\n    $defs: {t: {allOf: [{$ref: '#/$defs/t'}]}}\n"
+                "    properties: {q: {$ref: '#/$defs/t'}}\n",
+            )
+        },
+        "validate run",
+        "w.workflow.yml:3",
+    ),
+    Bad(
+        "variable schema $ref to a URL (never fetched)",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: '{{ v }}'}",
+                "variables:\n  v: {$ref: 'http://127.0.0.1:9/s.json', default: 1}\n",
+            )
+        },
+        "validate run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "mock rule with a backreference (not RE2)",
+        {
+            "config.yml": CONFIG + "  - name: m2\n    vendor: mock\n    rules:\n"
+            "      - {match: '(a)\\1', output: x}\n",
+            "a.agent.yml": agent(),
+        },
+        "validate test",
+        "config.yml:13",
+    ),
+    Bad(
+        "--var 1e999 for a number",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: '{{ n }}'}",
+                "variables:\n  n: {type: number, default: 1}\n",
+            )
+        },
+        "run",
+        "variable 'n'",
+        args=("--var", "n=1e999"),
+    ),
+    Bad(
+        "--var NaN for a list",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: '{{ n }}'}",
+                "variables:\n  n: {type: array, default: []}\n",
+            )
+        },
+        "run",
+        "variable 'n'",
+        args=("--var", "n=[1, NaN]"),
+    ),
+    Bad(
+        "--vars file with an infinite number",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: '{{ n }}'}",
+                "variables:\n  n: {type: object, default: {}}\n",
+            ),
+            "v.yml": "n:\n  a: 1.0e+999\n",
+        },
+        "run",
+        "v.yml:2",
+        args=("--vars", "v.yml"),
+    ),
+    Bad(
+        "variable default .inf",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: '{{ n }}'}",
+                "variables:\n  n: {type: object, default: {a: .inf}}\n",
+            )
+        },
+        "validate run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "cases input .nan",
+        {
+            "c.cases.yml": "prompt: p.prompt.yml\ncases:\n  - name: x\n    input: {word: .nan}\n",
+            "p.prompt.yml": prompt(),
+        },
+        "validate cases",
+        "c.cases.yml:4",
+    ),
+    Bad(
+        "--var bytes that are not UTF-8 (a warning, the run goes on)",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: '{{ n }}'}",
+                "variables:\n  n: {type: string, default: x}\n",
+            )
+        },
+        "run",
+        "--var 'n': 2 invalid character(s)",
+        code=0,
+        args=("--var", "n=\udcff\udcfe"),  # what Python makes of argv bytes ff fe
+    ),
+    Bad(
+        "--vars file with a lone surrogate (a warning, the run goes on)",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: '{{ n }}'}",
+                "variables:\n  n: {type: string, default: x}\n",
+            ),
+            "v.json": '{"n": "Sales rose \\ud800"}\n',
+        },
+        "run",
+        "v.json:1: 1 invalid character(s)",
+        code=0,
+        args=("--vars", "v.json"),
+    ),
     #
     # -- round 2: history, judge prompts and what validate lets through ------------------
     #
@@ -661,7 +829,8 @@ REAL_PROCESS = [
     # round 2: templates
     #
     # round 2: values
-    #
+    "backtracking pattern and a 40-character --var",
+    "variable schema recursive $ref",
     # round 2: history and validate
     #
 ]

@@ -123,6 +123,9 @@ class _ConsoleHandler(logging.Handler):
 
 
 def setup_logging(console: Console, debug: bool) -> None:
+    from ..inputs import reset_warnings
+
+    reset_warnings()  # a new invocation: its invalid-text warnings are said again
     logger = logging.getLogger("oxyeval")
     logger.handlers[:] = [_ConsoleHandler(console)]
     logger.setLevel(logging.DEBUG if debug else logging.INFO)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import EXIT_INFRA, EXIT_OK
+from ..inputs import valid_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -46,7 +47,7 @@ def write_report(option: str, path: str, text: str, err: Console, code: int) -> 
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        target.write_text(valid_text(text), encoding="utf-8")  # never a UnicodeEncodeError
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         err.print(

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, TextIO
 
+from ..inputs import valid_text
 from ..redact import RedactingStream
 
 if TYPE_CHECKING:
@@ -42,8 +43,21 @@ def _current(stream: TextIO) -> TextIO:
     return getattr(stream, "rich_proxied_file", stream)
 
 
-class _TrackedStream(RedactingStream):
-    """A redacting stream that remembers whether anything was written to it."""
+class _ValidStream(RedactingStream):
+    """A redacting stream that writes only valid text.
+
+    Text is made valid where it enters (:mod:`oxyeval.inputs`); this is the defence
+    behind that: a lone surrogate that got through anyway (a path given in bytes that
+    are not UTF-8, a library caller's string) is written as U+FFFD instead of raising
+    UnicodeEncodeError halfway through a report, losing the rest of it.
+    """
+
+    def write(self, data: str) -> int:
+        return super().write(valid_text(data))
+
+
+class _TrackedStream(_ValidStream):
+    """A valid, redacting stream that remembers whether anything was written to it."""
 
     written = False
 
@@ -64,7 +78,7 @@ class Streams:
 
     def __init__(self) -> None:
         self.stdout = _TrackedStream(lambda: _current(sys.stdout))
-        self.stderr = RedactingStream(lambda: _current(sys.stderr))
+        self.stderr = _ValidStream(lambda: _current(sys.stderr))
 
     @property
     def wrote_stdout(self) -> bool:

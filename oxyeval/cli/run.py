@@ -30,6 +30,7 @@ __all__ = ["compile_command", "run_command"]
 def _parse_vars(pairs: list[str] | None, files: list[str] | None) -> dict[str, Any]:
     """--vars files first (in order), then --var pairs, later ones winning."""
     from ..errors import ConfigError
+    from ..inputs import valid_text
     from ..project.document import load_yaml
 
     values: dict[str, Any] = {}
@@ -40,6 +41,8 @@ def _parse_vars(pairs: list[str] | None, files: list[str] | None) -> dict[str, A
             raise ConfigError(f"--vars {file}: expected a mapping of variable names to values")
         values.update(data)
     for pair in pairs or []:
+        # Bytes that are not UTF-8 arrive as surrogate escapes, which no report can hold.
+        pair = valid_text(pair, f"--var {pair.partition('=')[0].strip()!r}")
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
             raise ConfigError(f"--var {pair!r}: expected NAME=VALUE")
@@ -252,6 +255,9 @@ def run_command(
                 raise OxyError('oxy run on an agent needs --question "..."')
             if not question.strip():
                 raise OxyError("--question is empty: give the agent something to answer")
+            from ..inputs import valid_text
+
+            question = valid_text(question, "--question")
             text = _ask(file, question, project, err, as_json, cache)
         elif kind == "workflow":
             if question is not None:

@@ -15,8 +15,9 @@ _EXPORTS = {
     "Agent": "agents",
     "ContextSpec": "agents",
     "load_agent": "agents",
-    "check_variable_defaults": "agents",
-    "variable_error": "agents",
+    "check_variables": "varschema",
+    "schema_problems": "varschema",
+    "variable_error": "varschema",
     "JudgeSettings": "config",
     "Project": "config",
     "load_project": "config",
@@ -77,7 +78,7 @@ __all__ = [
     "ScaffoldConflict",
     "TemplateRef",
     "TestSpec",
-    "check_variable_defaults",
+    "check_variables",
     "collect_case_files",
     "did_you_mean",
     "evaluate",
@@ -98,6 +99,7 @@ __all__ = [
     "render",
     "rewrite_expected_output",
     "schema_path",
+    "schema_problems",
     "template_diagnostics",
     "validate_document",
     "variable_error",
@@ -106,7 +108,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from .agents import Agent, ContextSpec, check_variable_defaults, load_agent, variable_error
+    from .agents import Agent, ContextSpec, load_agent
     from .config import JudgeSettings, Project, load_project
     from .document import Document, KeyPath, format_key_path, load_yaml, path_problem, read_text
     from .files import file_kind, find_config, outside_project, project_files
@@ -123,3 +125,4 @@ if TYPE_CHECKING:
     from .schema import SCHEMA_FILES, did_you_mean, schema_path, validate_document
     from .templates import TemplateRef, evaluate, referenced_names, render, template_diagnostics
     from .tests import DEFAULT_MIN_JUDGED, JudgeSpec, TestSpec, parse_tests
+    from .varschema import check_variables, schema_problems, variable_error

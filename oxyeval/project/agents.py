@@ -20,13 +20,12 @@ from .document import Document, load_yaml
 from .schema import did_you_mean, validate_document
 from .templates import TemplateRef, template_diagnostics
 from .tests import TestSpec, parse_tests
+from .varschema import check_variables
 
 __all__ = [
     "Agent",
     "ContextSpec",
-    "check_variable_defaults",
     "load_agent",
-    "variable_error",
 ]
 
 
@@ -94,35 +93,6 @@ class Agent:
         return {**self.variables, **(variables or {}), "context": dict(context or {})}
 
 
-def variable_error(schema: dict[str, Any], value: Any) -> str | None:
-    """Why ``value`` does not fit a variable's JSON Schema (None when it does)."""
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
-    check = {k: v for k, v in schema.items() if k not in ("default", "description")}
-    try:
-        error = next(iter(Draft202012Validator(check).iter_errors(value)), None)
-    except SchemaError as exc:
-        return f"invalid variable schema: {exc.message}"
-    return None if error is None else error.message
-
-
-def check_variable_defaults(doc: Document, variables: Any, problems: list[Diagnostic]) -> None:
-    """A variable's default must satisfy its own schema (a string default for an integer)."""
-    if not isinstance(variables, dict):
-        return
-    for name, spec in variables.items():
-        if isinstance(spec, dict) and "default" in spec:
-            error = variable_error(spec, spec["default"])
-            if error is not None:
-                problems.append(
-                    doc.diagnostic(
-                        ("variables", name, "default"),
-                        f"default does not match the variable's schema: {error}",
-                    )
-                )
-
-
 def _check_agent(
     doc: Document, project: Project, problems: list[Diagnostic]
 ) -> tuple[TemplateRef, list[ContextSpec], list[TestSpec]]:
@@ -167,7 +137,7 @@ def _check_agent(
                     f"{project.config.display}: {', '.join(names) or 'none'}",
                 )
             )
-    check_variable_defaults(doc, data.get("variables"), problems)
+    check_variables(doc, data.get("variables"), problems)
     tests = parse_tests(doc, project, problems, owner="agent")
     return system, context, tests
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, Diagnostic, LoadError, OxyError
+from ..patterns import PatternError, compile_pattern
 from ..providers import (
     GenerateParams,
     ModelSpec,
@@ -197,11 +198,9 @@ def load_project(
         model_keys[name] = ("models", i)
     for i, entry in enumerate(data["models"]):
         for rule_index, rule in enumerate(entry.get("rules") or []):
-            import re
-
-            try:
-                re.compile(rule["match"])
-            except re.error as exc:
+            try:  # matched with RE2, in linear time: see oxyeval.patterns
+                compile_pattern(rule["match"])
+            except PatternError as exc:
                 problems.append(
                     doc.diagnostic(
                         ("models", i, "rules", rule_index, "match"),

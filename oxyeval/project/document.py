@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import os
 import stat
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 import yaml
 
 from ..errors import Diagnostic, LoadError
+from ..inputs import valid_text
 from .limits import MAX_ALIAS_NODES, MAX_FILE_BYTES, MAX_YAML_DEPTH
 
 __all__ = [
@@ -264,11 +266,15 @@ def _walk(
     if id(node) in seen:  # an alias to a node we already walked
         return
     seen.add(id(node))
-    if isinstance(node, yaml.MappingNode):
+    if isinstance(node, yaml.ScalarNode):
+        _check_scalar(node, path, doc, problems)
+    elif isinstance(node, yaml.MappingNode):
         names: dict[Any, yaml.Node] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue
+            if isinstance(key_node, yaml.ScalarNode):
+                _check_scalar(key_node, (*path, key_node.value), doc, problems)
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
             if isinstance(key_node, yaml.ScalarNode) and key_node.tag == "tag:yaml.org,2002:int":
                 with contextlib.suppress(ValueError):
@@ -294,6 +300,47 @@ def _walk(
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             _walk(item, (*path, index), doc, problems, seen)
+
+
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+
+
+def _check_scalar(
+    node: yaml.ScalarNode, path: KeyPath, doc: Document, problems: list[Diagnostic]
+) -> None:
+    """Values as documented: numbers finite, text valid. ``.inf``, ``.nan`` and
+    ``1.0e+999`` are errors here, at their line, whatever key holds them; a double-quoted
+    ``"\\ud800"`` (a lone surrogate, which no file, report or database can hold) is
+    replaced by U+FFFD with a warning."""
+    line = node.start_mark.line + 1
+    if node.tag == _FLOAT_TAG and not _finite_yaml_float(str(node.value)):
+        problems.append(
+            Diagnostic(
+                doc.display,
+                f"{node.value} is not a finite number; numbers must be finite "
+                "(quote it if it is meant as text)",
+                line=line,
+                column=node.start_mark.column + 1,
+                key=format_key_path(path),
+                source_line=_clip(doc.source_line(line)),
+                span=max(1, len(str(node.value))),
+            )
+        )
+    elif isinstance(node.value, str):
+        node.value = valid_text(node.value, f"{doc.display}:{line}")
+
+
+def _finite_yaml_float(text: str) -> bool:
+    """A YAML 1.1 float as PyYAML reads it (``_`` separators, ``.inf``, ``1:30.5``) is finite."""
+    value = text.replace("_", "").lower().lstrip("+-")
+    if value in (".inf", ".nan"):
+        return False
+    if ":" in value:  # base 60: finite digits, finite value
+        return True
+    try:
+        return math.isfinite(float(value))
+    except ValueError:
+        return True  # not what PyYAML reads as a float either: its own error, if any
 
 
 def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:

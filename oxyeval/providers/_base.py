@@ -169,15 +169,15 @@ def json_object(text: str) -> dict[str, Any] | None:
 
     Never raises: a malformed or cut-off reply is the caller's cue to read the text.
     """
-    import json
+    from ..inputs import JSONProblem, loads
 
     body = text.strip()
     if body.startswith("```"):
         body = body.split("\n", 1)[1] if "\n" in body else ""
         body = body.rsplit("```", 1)[0] if body.rstrip().endswith("```") else body
     try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):
+        value = loads(body, "a structured answer")
+    except JSONProblem:
         return None
     return value if isinstance(value, dict) else None
 

@@ -38,6 +38,7 @@ from datetime import timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
+from ..inputs import JSONProblem, loads
 from ..redact import redact
 from ._base import AttemptTimeout, Usage
 
@@ -157,7 +158,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 def _body_retry_delay(response: httpx.Response) -> float | None:
     """Google APIs send no Retry-After header; the delay is in a RetryInfo error detail."""
     try:
-        body = response.json()
+        body = loads(response.content)
     except ValueError:
         return None
     err = body.get("error") if isinstance(body, dict) else None
@@ -176,8 +177,8 @@ def _server_message(response: httpx.Response) -> str:
     """The vendor's own error text when it sent one, else the start of the body."""
     text = response.text
     try:
-        body = response.json()
-    except ValueError:
+        body = loads(response.content)
+    except ValueError:  # not JSON, or JSON nested 100,000 deep: the start of the text
         body = None
     if isinstance(body, dict):
         err = body.get("error")
@@ -359,6 +360,12 @@ async def post_json(
         ) from None
     except (asyncio.TimeoutError, httpx.TimeoutException) as exc:
         raise _timeout_error(spec, url, exc) from None
+    except UnicodeEncodeError:  # httpx sends header values as ASCII
+        raise ProviderError(
+            f"model '{spec.name}' ({spec.vendor}): a header value is not ASCII text, which "
+            "an HTTP header cannot carry; check `headers:` of this model in config.yml",
+            model=spec.name,
+        ) from None
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         raise ProviderError(
             f"model '{spec.name}' ({spec.vendor}): {url} is not a usable http(s) URL "
@@ -390,17 +397,21 @@ async def post_json(
     if response.status_code >= 300:
         raise _redirect_error(spec, url, response)
     try:
-        data = response.json()
-    except ValueError:
-        raise malformed(spec, url, "a JSON body", response.text) from None
+        data = loads(response.content, f"the answer of model '{spec.name}' ({spec.vendor})")
+    except JSONProblem as exc:
+        raise malformed(spec, url, f"a JSON body ({exc})", response.text) from None
     if not isinstance(data, dict):
         raise malformed(spec, url, "a JSON object", data)
     return data
 
 
 def count(value: Any) -> int | None:
-    """A count a server sent (an int, not a bool), or None for anything else."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A count a server sent (an int, not a bool, 0 to 2**53), or None for anything else:
+    a negative or 30-digit token count is no count, and would not fit the history's
+    INTEGER column."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53:
+        return value
+    return None
 
 
 def usage_from(block: Any, input_key: str, output_key: str) -> Usage:

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from ..errors import ProviderError
+from ..inputs import valid_text
 from ..redact import redact, redact_data
 from ._base import AttemptTimeout, ChatMessage, Completion, GenerateParams, ModelAPI, ModelSpec
 from ._cache import ResponseCache, answer_key, cacheable, current_repeat
@@ -303,7 +304,8 @@ class Model:
         completion.model = self.spec.name
         # The one door every answer comes through: a key the model echoed is scrubbed
         # here, before it can reach a report, a file, the store or the next prompt.
-        completion.text = redact(completion.text)
+        # Valid text too: a plugin's class may hand over what no writer can encode.
+        completion.text = valid_text(redact(completion.text), f"the answer of model '{self.name}'")
         if completion.tool_calls:
             completion.tool_calls = [
                 replace(c, arguments=redact_data(c.arguments)) for c in completion.tool_calls

@@ -209,6 +209,8 @@ def missing_credentials(
                 where=("key_var",) if spec.key_var else (),
             )
         )
+    elif var is not None and not env.get(var, "").strip().isascii():
+        problems.append(_not_ascii(spec, var, ("key_var",) if spec.key_var else ()))
     for header, header_var in spec.header_vars.items():
         if env.get(header_var) is None:
             problems.append(
@@ -219,7 +221,22 @@ def missing_credentials(
                     where=("headers", header, "env_var"),
                 )
             )
+        elif not env[header_var].isascii():
+            problems.append(_not_ascii(spec, header_var, ("headers", header, "env_var")))
     return problems
+
+
+def _not_ascii(spec: ModelSpec, var: str, where: tuple[str, ...]) -> MissingCredential:
+    """An environment value an HTTP header cannot carry (httpx sends headers as ASCII, and
+    bytes that are not UTF-8 arrive as surrogate escapes): said before any call, naming
+    the variable, never shown (it is a secret)."""
+    return MissingCredential(
+        f"model '{spec.name}' ({spec.vendor}): the environment variable {var} holds "
+        "characters an HTTP header cannot carry (non-ASCII text, or bytes that are not "
+        f"UTF-8). Check the value exported in {var}.",
+        variable=var,
+        where=where,
+    )
 
 
 def resolve_api_key(

@@ -59,23 +59,43 @@ EmbeddingSpec = ModelSpec
 
 
 def cosine(u: Sequence[float], v: Sequence[float]) -> float:
-    """Raw cosine similarity in [-1, 1]; 0.0 when either vector is empty or all zeros.
+    """Raw cosine similarity in [-1, 1]; 0.0 when either vector is empty (a blank text).
 
-    A zero vector has no direction, so "no similarity" is the only honest answer
-    (and it is what a blank text embeds to, see :meth:`Embedder.embed`).
-    Vectors of different lengths come from different models: comparing them is a
-    bug, so it raises ValueError instead of returning a meaningless number.
+    Raises ValueError for vectors that cannot be compared: of different lengths (from
+    different models), holding a value that is not finite, or all zeros (no direction).
+    Any of these is an error for the case that asked, never a score: ``min(1.0, nan)``
+    is 1.0, so a NaN once scored as a perfect match. Each vector is divided by its
+    largest magnitude first, so squares of 1e200 cannot overflow (nor those of 1e-200
+    underflow) into a wrong answer; the cosine does not change with the scale.
     """
     if not u or not v:
         return 0.0
     if len(u) != len(v):
         raise ValueError(f"cannot compare vectors of {len(u)} and {len(v)} dimensions")
-    dot = math.fsum(a * b for a, b in zip(u, v, strict=True))
-    norm = math.sqrt(math.fsum(a * a for a in u)) * math.sqrt(math.fsum(b * b for b in v))
-    if norm == 0.0:
-        return 0.0
+    a, b = _unit_scale(u), _unit_scale(v)
+    dot = math.fsum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
     # Rounding can push the cosine of parallel vectors a hair past 1.
     return max(-1.0, min(1.0, dot / norm))
+
+
+def _unit_scale(vector: Sequence[float]) -> list[float]:
+    """``vector`` divided by its largest magnitude (ValueError: not finite, or all zeros)."""
+    problem = vector_problem(vector)
+    if problem is not None:
+        raise ValueError(f"cannot compare an embedding that {problem}")
+    largest = max(abs(x) for x in vector)
+    return [x / largest for x in vector]
+
+
+def vector_problem(vector: Sequence[float]) -> str | None:
+    """Why an embedding cannot stand for its text (None when it can)."""
+    if not all(math.isfinite(x) for x in vector):
+        bad = next(x for x in vector if not math.isfinite(x))
+        return f"holds a value that is not a finite number ({bad})"
+    if not any(vector):
+        return "is all zeros (a vector with no direction)"
+    return None
 
 
 class Embedder:
@@ -209,6 +229,14 @@ class Embedder:
                 f"embeddings, got {len(result.vectors)}",
                 model=self.spec.name,
             )
+        for index, vector in enumerate(result.vectors):
+            problem = vector_problem(vector) if vector else "is empty"
+            if problem is not None:  # an error for the cases that asked, never a score
+                raise ProviderError(
+                    f"model '{self.spec.name}' ({self.spec.vendor}): embedding {index + 1} of "
+                    f"{len(batch)} {problem}; it cannot be compared",
+                    model=self.spec.name,
+                )
         self.requests += 1
         if result.input_tokens is not None:
             self.input_tokens = (self.input_tokens or 0) + result.input_tokens

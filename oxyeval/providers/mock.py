@@ -8,7 +8,8 @@ Options (the ``models:`` entry of config.yml):
 * ``outputs``: answers given in turn, one cycle per question (the last user
   message), or drawn at random with ``sample: random`` (and ``seed``);
 * ``rules``: tried in order before ``outputs``; the first whose ``match`` regex
-  is found in the last message that is not the model's own (the last user
+  (Python syntax, run by RE2 in linear time: see :mod:`oxyeval.patterns`) is found in
+  the last message that is not the model's own (the last user
   message, or the last tool result when the model has just called a tool) answers:
 
   - ``output: text`` answers with that text;
@@ -48,6 +49,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ConfigError, ProviderError
+from ..patterns import Pattern, PatternError, compile_pattern
 from ._base import (
     ChatMessage,
     Completion,
@@ -69,7 +71,7 @@ __all__ = ["MockAPI", "MockEmbeddingAPI"]
 
 @dataclass(frozen=True)
 class _Rule:
-    regex: re.Pattern[str]
+    regex: Pattern  # RE2: a rule's match runs in linear time (see oxyeval.patterns)
     output: str | None = None
     error: str | None = None
     tool: str | None = None
@@ -80,7 +82,7 @@ class _Rule:
 _GROUP_REF = re.compile(r"\\g<(\w+)>")
 
 
-def _expand(text: str, match: re.Match[str]) -> str:
+def _expand(text: str, match: Any) -> str:
     """``\\g<name>`` / ``\\g<1>`` replaced by the group's text ('' when it did not take part)."""
 
     def group(ref: re.Match[str]) -> str:
@@ -115,7 +117,13 @@ class MockAPI(ModelAPI):
         self._cycles: dict[str, itertools.cycle[str]] = {}
 
     def _rule(self, rule: dict[str, Any]) -> _Rule:
-        regex = re.compile(rule["match"])
+        try:
+            regex = compile_pattern(rule["match"])
+        except PatternError as exc:  # config.yml's check says where; a direct caller gets this
+            raise ConfigError(
+                f"model '{self.spec.name}' (mock): invalid regular expression "
+                f"{rule['match']!r}: {exc}"
+            ) from None
         outputs = tuple(str(o) for o in rule.get("outputs") or ())
         for text in (rule.get("output") or "", *outputs):
             for ref in _GROUP_REF.findall(text):
@@ -230,7 +238,8 @@ class MockEmbeddingAPI(EmbeddingAPI):
     def vector(self, text: str) -> list[float]:
         dims = self.dims or 256
         counts = [0.0] * dims
-        for word in _WORD.findall(text.lower()):
+        # A text with no word ("?!") is its own one feature: a zero vector has no direction.
+        for word in _WORD.findall(text.lower()) or [text.strip()]:
             # blake2b, not hash(): the same word must land in the same slot in every process.
             digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
             counts[int.from_bytes(digest, "big") % dims] += 1.0

@@ -33,6 +33,7 @@ import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ProviderError
+from ..inputs import JSONProblem, loads
 from ._base import (
     ChatMessage,
     Completion,
@@ -100,9 +101,9 @@ def decode_tool_arguments(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         if not value.strip():
             return {}
-        try:
-            decoded = json.loads(value)
-        except ValueError:
+        try:  # bounded and strict: 100,000 levels of [ are broken JSON too, not a crash
+            decoded = loads(value, "a tool call's arguments")
+        except JSONProblem:
             return {"_raw": value}
         return decoded if isinstance(decoded, dict) else {"_raw": value}
     return {"_raw": json.dumps(value, ensure_ascii=False, default=str)}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EXIT_INFRA, EXIT_INPUT, ConfigError
+from ..inputs import JSONProblem, loads
 from ..store import CONSISTENCY_STATUSES
 from ..suites.results import OutputRecord, Previous, StoredRun, TestResult, TestRun
 
@@ -219,12 +220,8 @@ def load_saved_run(path: str | Path, text: str | None = None) -> SavedRun:
             raise ConfigError(f"{source}: not UTF-8 text, so not a JSON document") from None
         except OSError as exc:
             raise ConfigError(f"{source}: cannot be read ({exc.strerror or exc})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from None
-    except RecursionError:
-        raise ConfigError(f"{source}: JSON nested too deeply to be a saved result") from None
+    try:  # bounded: a 5,000-digit number or 100,000 levels of [ are bad input, said where
+        data = loads(text, source)
+    except JSONProblem as exc:
+        raise ConfigError(f"{exc.where(source)}: {exc} (not a saved `oxy test` result)") from None
     return parse_saved_run(data, source)

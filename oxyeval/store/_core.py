@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._engine import DEFAULT_TIMEOUT, Location, resolve_location, translate
 from ._errors import LocationError, StoreError
+from ._util import valid_params
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -40,12 +41,23 @@ if TYPE_CHECKING:
 __all__ = ["Store", "open_store"]
 
 
+def _valid_statement(
+    _conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool
+) -> tuple[str, Any]:
+    return statement, valid_params(parameters)
+
+
 class Store:
     """An open history database. Use :func:`open_store`; close it (or use ``with``)."""
 
     def __init__(
         self, engine: Engine, location: Location, *, read_only: bool, timeout: float
     ) -> None:
+        from sqlalchemy import event
+
+        # Every statement's text parameters made valid (see _util.valid_params).
+        if not event.contains(engine, "before_cursor_execute", _valid_statement):
+            event.listen(engine, "before_cursor_execute", _valid_statement, retval=True)
         self._engine: Engine | None = engine
         self.location = location
         self.read_only = read_only

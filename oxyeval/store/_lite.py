@@ -46,7 +46,7 @@ from ._result_rows import (
     finished_tasks,
     workflow_values,
 )
-from ._util import new_id, utc_timestamp
+from ._util import new_id, utc_timestamp, valid_params
 from .kinds import FINISHED_RUN_STATUSES
 
 if TYPE_CHECKING:
@@ -183,6 +183,22 @@ def _insert(table: str, row: dict[str, Any]) -> str:
     return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(f':{k}' for k in row)})"
 
 
+class _ValidCursor:
+    """A cursor whose statements get valid text only (see ``_util.valid_params``)."""
+
+    def __init__(self, cur: sqlite3.Cursor) -> None:
+        self._cur = cur
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        return self._cur.execute(sql, valid_params(params))
+
+    def executemany(self, sql: str, rows: Any) -> sqlite3.Cursor:
+        return self._cur.executemany(sql, (valid_params(r) for r in rows))
+
+    def __getattr__(self, name: str) -> Any:  # fetchone, fetchall, rowcount...
+        return getattr(self._cur, name)
+
+
 class _Row:
     def __init__(self, values: dict[str, Any]) -> None:
         self.__dict__.update(values)
@@ -226,7 +242,7 @@ class LiteStore:
             try:
                 cur.execute(begin)
                 try:
-                    yield cur
+                    yield _ValidCursor(cur)
                 except BaseException:
                     cur.execute("ROLLBACK")
                     raise

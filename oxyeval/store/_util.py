@@ -9,6 +9,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..inputs import valid_text
 from ..redact import redact
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "redact_json",
     "redact_text",
     "utc_timestamp",
+    "valid_params",
 ]
 
 
@@ -106,3 +108,21 @@ def redact_json(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [redact_json(v) for v in value]
     return value
+
+
+def valid_params(params: Any) -> Any:
+    """Statement parameters with every string made valid text (:mod:`oxyeval.inputs`).
+
+    Both stores pass every statement's parameters through here (the lean one in its
+    cursor, the SQLAlchemy one in a ``before_cursor_execute`` hook): text is made valid
+    where it enters the program, and this is the defence behind that, because a lone
+    surrogate in one column made the driver raise UnicodeEncodeError and the whole run's
+    results were lost.
+    """
+    if isinstance(params, str):
+        return valid_text(params)
+    if isinstance(params, dict):
+        return {k: valid_params(v) for k, v in params.items()}
+    if isinstance(params, (list, tuple)):
+        return type(params)(valid_params(v) for v in params)
+    return params

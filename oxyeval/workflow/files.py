@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..inputs import JSONProblem, loads, valid_text
 from ..project.files import outside_project
 from ..project.templates import render
 from ..redact import redact, redact_data
@@ -65,9 +66,9 @@ def read_cache(path: Path, task: Task) -> Any:
     except (OSError, UnicodeDecodeError):
         return UNUSABLE
     if path.suffix == ".json":
-        try:
-            data = json.loads(text)
-        except ValueError:
+        try:  # bounded: a cache file nested 100,000 deep is unusable, not a RecursionError
+            data = loads(text, str(path))
+        except JSONProblem:
             return UNUSABLE
         if isinstance(data, dict) and set(data) == {"columns", "rows"}:
             columns, rows = data["columns"], data["rows"]
@@ -103,7 +104,8 @@ def write_output(path: Path, output: Any, fmt: str | None) -> None:
         text = output.to_csv()
     else:
         text = str(output)
-    path.write_text(redact(text), "utf-8")  # the one writer of cache and export files
+    # The one writer of cache and export files; valid text, so a surrogate is never an error.
+    path.write_text(valid_text(redact(text)), "utf-8")
 
 
 def export(
@@ -117,7 +119,7 @@ def export(
     if task.export.format == "sql":
         sql = output.sql_text() if isinstance(output, SqlResult) else str(output)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(redact(sql), "utf-8")
+        path.write_text(valid_text(redact(sql)), "utf-8")
     else:
         write_output(path, output, task.export.format)
     record.details.setdefault("exports", []).append(str(path))

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Diagnostic, LoadError
-from ..project.agents import check_variable_defaults
 from ..project.config import Project
 from ..project.document import Document, KeyPath, format_key_path, load_yaml, read_text
 from ..project.files import outside_project
@@ -23,6 +22,7 @@ from ..project.limits import MAX_CONCURRENCY
 from ..project.schema import did_you_mean, validate_document
 from ..project.templates import TemplateRef, referenced_names, template_diagnostics
 from ..project.tests import TestSpec, parse_tests
+from ..project.varschema import check_variables
 from .sqltemplate import SqlTemplateRef
 
 __all__ = [
@@ -475,7 +475,7 @@ def load_workflow(project: Project, path: str | os.PathLike[str]) -> Workflow:
             )
             continue
         variables[name] = spec if isinstance(spec, dict) else {"default": spec}
-    check_variable_defaults(doc, data.get("variables"), problems)
+    check_variables(doc, data.get("variables"), problems)
     tests = parse_tests(doc, project, problems, owner="workflow")
     top = {t.name for t in tasks}
     for test in tests:

@@ -9,11 +9,11 @@ sub-workflows) hand their nested scopes back to the engine to schedule.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EXIT_INPUT, LoadError, OxyError
+from ..inputs import JSONProblem, loads
 from ..judge.consistency import assess
 from ..judge.judge import Judge
 from ..project.document import read_text
@@ -131,8 +131,10 @@ def _as_list(value: Any, task: Task) -> list[Any]:
     if isinstance(value, str):
         text = value.strip()
         try:
-            parsed = json.loads(text)
-        except (ValueError, RecursionError):
+            parsed = loads(text, f"{task.where}: values")
+        except JSONProblem as exc:
+            if not exc.syntax:  # JSON, but out of bounds (NaN, 1e999, too deep): say so
+                raise TaskFailed(f"{task.where}: values: {exc}") from None
             import ast
 
             try:

@@ -6,13 +6,13 @@ text an SQL template's ``raw_sql`` may print as SQL): see :func:`strings`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, LoadError
-from ..project.agents import variable_error
+from ..inputs import JSONProblem, loads
 from ..project.templates import TemplateRef, render
+from ..project.varschema import variable_error
 
 if TYPE_CHECKING:
     from .spec import Workflow
@@ -32,7 +32,14 @@ def resolve_variables(workflow: Workflow, given: Mapping[str, Any]) -> dict[str,
     missing = []
     for name, schema in workflow.variables.items():
         if name in given:
-            value = coerce(given[name], schema)
+            try:
+                value = coerce(given[name], schema, f"variable '{name}'")
+            except JSONProblem as exc:
+                shown = repr(given[name])
+                shown = shown if len(shown) <= 80 else shown[:77] + "..."
+                raise ConfigError(
+                    f"{workflow.doc.display}: variable '{name}' = {shown}: {exc}"
+                ) from None
         elif "default" in schema:
             value = schema["default"]
         else:
@@ -88,17 +95,21 @@ def strings(values: Iterable[Any]) -> set[str]:
     return out
 
 
-def coerce(value: Any, schema: Mapping[str, Any]) -> Any:
-    """A --var string as the declared type (numbers, booleans, lists and objects as JSON)."""
+def coerce(value: Any, schema: Mapping[str, Any], where: str | None = None) -> Any:
+    """A --var string as the declared type (numbers, booleans, lists and objects as JSON).
+
+    Raises JSONProblem for JSON out of bounds (``1e999``, ``NaN``, 5,000 digits, nesting
+    deeper than the project's files allow): numbers are finite, and such a value is bad
+    input rather than ``inf`` or a RecursionError."""
     if not isinstance(value, str):
         return value
     kind = schema.get("type")
     if kind in ("integer", "number", "boolean", "array", "object"):
         try:
-            parsed = json.loads(value)
-        except RecursionError:  # --var 'x=[[[[...' nested thousands deep
-            return value  # the schema check reports the mismatch
-        except ValueError:
+            parsed = loads(value, where)
+        except JSONProblem as exc:
+            if not exc.syntax:
+                raise
             if kind == "boolean" and value.lower() in ("yes", "no", "on", "off"):
                 return value.lower() in ("yes", "on")
             return value  # the schema check reports the mismatch

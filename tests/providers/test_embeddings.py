@@ -429,14 +429,33 @@ def test_mock_is_deterministic_offline_and_ranks_by_shared_words() -> None:
         ([1.0, 2.0], [2.0, 4.0], 1.0),  # scale does not matter
         ([1.0, 0.0], [0.0, 3.0], 0.0),
         ([1.0, -1.0], [-1.0, 1.0], -1.0),
-        ([0.0, 0.0], [1.0, 1.0], 0.0),  # zero vector: no direction
         ([], [1.0], 0.0),  # blank text
         ([3.0, 4.0], [4.0, 3.0], 24 / 25),
+        # Squares that overflow (inf/inf was nan, which min(1.0, nan) made 1.0) or underflow.
+        ([0.0, 1e200, 0.0], [1e200, 0.0, 0.0], 0.0),
+        ([1e200, 1e200, 0.0], [1e200, 0.0, 0.0], 2**-0.5),
+        ([1e-200, 0.0], [1e-200, 0.0], 1.0),
+        ([1e308, -1e308], [-1e308, 1e308], -1.0),
     ],
 )
 def test_cosine(u: list[float], v: list[float], expected: float) -> None:
     assert cosine(u, v) == pytest.approx(expected)
     assert -1.0 <= cosine(u, v) <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("u", "why"),
+    [
+        ([float("nan"), 1.0], "not a finite number"),
+        ([float("inf"), 0.0], "not a finite number"),
+        ([0.0, 0.0], "all zeros"),  # no direction: neither similar nor dissimilar
+    ],
+)
+def test_cosine_refuses_vectors_that_cannot_be_compared(u: list[float], why: str) -> None:
+    """An error for the case, never a score (min(1.0, nan) is 1.0: a NaN passed)."""
+    for a, b in ((u, [1.0, 0.0]), ([1.0, 0.0], u)):
+        with pytest.raises(ValueError, match=why):
+            cosine(a, b)
 
 
 def test_cosine_refuses_vectors_of_different_models() -> None:

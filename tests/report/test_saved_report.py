@@ -128,7 +128,10 @@ def test_strict_and_fail_on_drop_on_a_saved_result(saved: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("{not json", "not valid JSON (line 1, column 2"),
+        ("{not json", "bad.json:1:2: not valid JSON"),
+        ("[\n" + "9" * 5000 + "]", "bad.json:2: an integer of 5000 digits is out of range"),
+        ('{"tests": [],\n"x": NaN}', "bad.json:2: NaN is not a number JSON allows"),
+        ("[" * 100_000, "bad.json:1: nested more than 100 levels deep"),
         ("[1, 2]", "the top level is list, not an object"),
         ('{"executions": [], "summary": {}}', "this is an `oxy cases run` document"),
         ('{"accuracy": 1.0}', "no 'tests' key"),

@@ -564,7 +564,7 @@ def test_corrupt_cache_is_ignored_and_rewritten(make_project: MakeProject) -> No
 
 @pytest.mark.parametrize(("given", "ok"), [("5", True), ("5.0", False), ("1e3", False)])
 def test_an_integer_variable_takes_only_integers(given: str, ok: bool) -> None:
-    from oxyeval.project.agents import variable_error
+    from oxyeval.project.varschema import variable_error
     from oxyeval.workflow.variables import coerce
 
     schema = {"type": "integer"}

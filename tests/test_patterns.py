@@ -1,0 +1,76 @@
+"""oxyeval.patterns: project regexes run by RE2, in linear time, with Python's meaning."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from oxyeval.patterns import PatternError, compile_pattern
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [
+        ("(a+)+$", "a" * 100_000 + "!"),  # backtracking re: minutes for 40 characters
+        ("(a|aa)+$", "a" * 100_000 + "!"),
+        ("(.*a){20}", "a" * 10_000),
+        (r"(\w+\s?)+$", "word " * 20_000 + "!"),
+    ],
+)
+def test_catastrophic_patterns_match_in_linear_time(pattern: str, text: str) -> None:
+    started = time.perf_counter()
+    compile_pattern(pattern).search(text)
+    assert time.perf_counter() - started < 1.0
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("[", "missing ]"),
+        ("(?=x)x", "lookarounds"),  # RE2 has none: refused with the reason, not mis-run
+        (r"(a)\1", "backreferences"),
+        (r"(?P<x>a)(?P=x)", "backreferences"),
+        ("a++", "possessive"),
+        ("(?:a{1000}){1000}", "repeat counts"),  # 270 MB in the regex package's compile
+    ],
+)
+def test_what_re2_cannot_run_is_a_clear_error(pattern: str, why: str) -> None:
+    with pytest.raises(PatternError, match=why):
+        compile_pattern(pattern)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "found"),
+    [
+        (r"\w+", "März", "März"),  # Python's Unicode \w, not RE2's ASCII one
+        (r"[\w-]+", "é-x", "é-x"),
+        (r"\d+", "٣٤", "٣٤"),
+        (r"\s", "a\u00a0b", "\u00a0"),
+        (r"x\Z", "x", "x"),  # Python's \Z is RE2's \z
+        (r"\\w", "\\w", "\\w"),  # an escaped backslash is left alone
+        ("[]a]+", "]a", "]a"),  # ']' first in a class is a literal, in both
+        (r"\W+", "a, b", ", "),
+    ],
+)
+def test_python_meaning_is_kept(pattern: str, text: str, found: str) -> None:
+    match = compile_pattern(pattern).search(text)
+    assert match is not None and match.group() == found
+
+
+def test_groups_as_re_gives_them() -> None:
+    compiled = compile_pattern(r"for (?P<month>\w+) (\d+)")
+    assert compiled.groups == 2 and compiled.groupindex == {"month": 1}
+    match = compiled.search("sales for März 42")
+    assert match.group("month") == "März" and match.group(2) == "42"
+    assert compile_pattern("(a)?b").search("b").group(1) is None
+
+
+def test_a_lone_surrogate_in_the_text_is_matched_as_its_stand_in() -> None:
+    assert compile_pattern("rose .$").search("Sales rose \ud83d") is not None
+
+
+def test_re2_prints_nothing_of_its_own_on_a_bad_pattern(capfd: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(PatternError):
+        compile_pattern("(?<!x)y")
+    assert capfd.readouterr().err == ""  # RE2 logs to fd 2 unless told not to
