@@ -36,6 +36,7 @@ from jinja2.runtime import LoopContext, Undefined
 from jinja2.sandbox import SecurityError
 
 from .._tasks import stop_requested
+from . import limits
 from .limits import MAX_BUILT_FACTOR, MAX_TEMPLATE_ITEMS, render_limit, render_timeout
 
 __all__ = [
@@ -61,12 +62,13 @@ class _Ticker:
     """Batches of iterations, each granted after the checks (an iterator of iterators,
     flattened in C by ``chain.from_iterable``: the checks run once per batch)."""
 
-    __slots__ = ("budget", "granted", "limit")
+    __slots__ = ("budget", "flat", "granted", "limit")
 
     def __init__(self, budget: Budget, limit: int) -> None:
         self.budget = budget
         self.granted = 0
         self.limit = limit
+        self.flat: Iterator[bool] = chain.from_iterable(self)
 
     def __iter__(self) -> _Ticker:
         return self
@@ -77,7 +79,8 @@ class _Ticker:
                 f"more than {self.limit:,} loop iterations in one rendering "
                 "(nested loops over large lists?)"
             )
-        self.budget.checkpoint()
+        if self.granted:  # the first batch starts with the rendering: nothing to check yet
+            self.budget.checkpoint()
         n = min(_BATCH, self.limit - self.granted)
         self.granted += n
         return repeat(True, n)
@@ -101,36 +104,48 @@ class Counted:
 
 
 class Budget:
-    """What one rendering has used so far; limits that no single operation shows."""
+    """What one rendering has used so far; limits that no single operation shows.
+
+    Cheap to make (a rendering of a short prompt takes microseconds): the ticker and the
+    deadline are set up when a loop or a call first needs them."""
 
     __slots__ = (
         "_cache",
+        "_deadline",
+        "_iterations",
         "_ticker",
         "built",
         "calls",
         "chars",
-        "deadline",
         "range_items",
-        "ticker",
+        "started",
         "timeout",
     )
 
-    def __init__(self, chars: int, timeout: float, iterations: int) -> None:
+    def __init__(self, chars: int, iterations: int) -> None:
         self.chars = chars  # the most one string (or the rendered text) may have
         self.calls = 0
         self.range_items = 0
         self.built = 0  # characters and items made or walked by operations so far
-        self.timeout = timeout
-        self.deadline = time.monotonic() + timeout
-        self._ticker = _Ticker(self, iterations)
-        self.ticker: Iterator[bool] = chain.from_iterable(self._ticker)
+        self.started = time.monotonic()
+        self.timeout = 0.0
+        self._deadline: float | None = None
+        self._iterations = iterations
+        self._ticker: _Ticker | None = None
         # id -> (container, weight); the container is kept so that its id stays its own
         self._cache: dict[int, tuple[Any, int]] = {}
 
     @property
+    def ticker(self) -> Iterator[bool]:
+        """The iterator every loop of this rendering draws one item from per iteration."""
+        if self._ticker is None:
+            self._ticker = _Ticker(self, self._iterations)
+        return self._ticker.flat
+
+    @property
     def iterations(self) -> int:
         """Loop iterations granted so far (in batches: at most one batch ahead)."""
-        return self._ticker.granted
+        return 0 if self._ticker is None else self._ticker.granted
 
     @property
     def weight_limit(self) -> int:
@@ -156,7 +171,10 @@ class Budget:
             import asyncio
 
             raise asyncio.CancelledError  # what the command's cancellation would have raised
-        if time.monotonic() > self.deadline:
+        if self._deadline is None:
+            self.timeout = render_timeout()
+            self._deadline = self.started + self.timeout
+        if time.monotonic() > self._deadline:
             raise TemplateLimitError(
                 f"rendering took more than {self.timeout:g} s (an endless or very long loop?); "
                 "OXY_RENDER_TIMEOUT changes the limit"
@@ -292,15 +310,13 @@ _BUDGET: contextvars.ContextVar[Budget | None] = contextvars.ContextVar(
 
 def _new() -> Budget:
     # Read at each rendering: tests (and OXY_* variables set by a caller) take effect.
-    from . import limits
-
-    return Budget(render_limit(), render_timeout(), limits.MAX_TEMPLATE_ITERATIONS)
+    return Budget(render_limit(), limits.MAX_TEMPLATE_ITERATIONS)
 
 
 @contextlib.contextmanager
 def budget() -> Iterator[Budget]:
     """One rendering's budget: calls, iterations and work add up across loops and macros,
-    and its deadline starts now."""
+    and its wall time counts from now."""
     spent = _new()
     token = _BUDGET.set(spent)
     try:

@@ -135,7 +135,7 @@ def accounted(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)  # keeps jinja_pass_arg (pass_context and friends)
     def accounted(*args: Any, **kwargs: Any) -> Any:
-        if text and len(args) > skip:
+        if text and len(args) > skip and not isinstance(args[skip], str):
             check_text(args[skip], f"{name}(...)")
         result = func(*args, **kwargs)
         spent = current()
