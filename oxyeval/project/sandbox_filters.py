@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from jinja2 import filters as jinja_filters
@@ -102,7 +102,30 @@ def method_size(name: str, text: str | bytes, args: tuple[Any, ...], kwargs: dic
         if isinstance(items, (list, tuple)):
             parts = sum(len(i) for i in items if isinstance(i, (str, bytes)))
             return parts + len(text) * max(0, len(items) - 1)
+    if name == "translate" and args and isinstance(text, str):
+        return _translated_size(text, args[0])
     return len(text)
+
+
+def _translated_size(text: str, table: Any) -> int:
+    """``'aaa'.translate({97: big})`` replaces each ``a`` by ``big``: the characters
+    mapped to longer strings, counted (a few hundred at most, else the upper bound)."""
+    if isinstance(table, Mapping):
+        pairs: Iterable[tuple[Any, Any]] = table.items()
+    elif isinstance(table, (list, tuple)):
+        pairs = enumerate(table)
+    else:  # a str, range or bytes maps each character to at most one
+        return len(text)
+    growing = [(k, len(v)) for k, v in pairs if isinstance(v, str) and len(v) > 1]
+    if not growing:
+        return len(text)
+    if len(growing) > 256:
+        return len(text) * max(n for _, n in growing)
+    size = len(text)
+    for key, n in growing:
+        if is_int(key) and 0 <= key <= 0x10FFFF:  # str.translate looks up code points
+            size += text.count(chr(key)) * (n - 1)
+    return size
 
 
 # Filters that turn their value into text: a list or mapping is weighed first.

@@ -288,6 +288,8 @@ def _render(source: str, **context: object) -> str:
         ("{{ [1] | batch(999999999, 0) | list }}", "batch(...) would have"),
         ("{{ {'a': 1} | tojson(indent=999999999) }}", "tojson(indent)"),
         ("{{ 'a\tb'.expandtabs(999999999) }}", "the result of .expandtabs()"),
+        ("{{ ('a' * 1000).translate({97: 'x' * 100000}) }}", "the result of .translate()"),
+        ("{{ ('a' * 1000).translate(['x' * 10000] * 98) }}", "the result of .translate()"),
     ],
 )
 def test_sandbox_limits(source: str, message: str) -> None:
