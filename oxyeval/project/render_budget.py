@@ -62,25 +62,31 @@ class _Ticker:
     """Batches of iterations, each granted after the checks (an iterator of iterators,
     flattened in C by ``chain.from_iterable``: the checks run once per batch)."""
 
-    __slots__ = ("budget", "flat", "granted", "limit")
+    __slots__ = ("budget", "error", "flat", "granted", "limit")
 
     def __init__(self, budget: Budget, limit: int) -> None:
         self.budget = budget
         self.granted = 0
         self.limit = limit
+        self.error: BaseException | None = None
         self.flat: Iterator[bool] = chain.from_iterable(self)
 
     def __iter__(self) -> _Ticker:
         return self
 
     def __next__(self) -> Iterator[bool]:
-        if self.granted >= self.limit:
-            raise TemplateLimitError(
-                f"more than {self.limit:,} loop iterations in one rendering "
-                "(nested loops over large lists?)"
-            )
-        if self.granted:  # the first batch starts with the rendering: nothing to check yet
-            self.budget.checkpoint()
+        try:
+            if self.granted >= self.limit:
+                raise TemplateLimitError(
+                    f"more than {self.limit:,} loop iterations in one rendering "
+                    "(nested loops over large lists?)"
+                )
+            if self.granted:  # the first batch starts with the rendering: nothing to check
+                self.budget.checkpoint()
+        except BaseException as exc:
+            # chain() drops a source that raised: it would end every later loop at once.
+            self.error = exc
+            raise
         n = min(_BATCH, self.limit - self.granted)
         self.granted += n
         return repeat(True, n)
@@ -140,6 +146,8 @@ class Budget:
         """The iterator every loop of this rendering draws one item from per iteration."""
         if self._ticker is None:
             self._ticker = _Ticker(self, self._iterations)
+        elif self._ticker.error is not None:  # caught by something: no later loop runs
+            raise self._ticker.error
         return self._ticker.flat
 
     @property

@@ -188,3 +188,25 @@ def test_the_first_sigterm_interrupts_a_rendering_on_the_event_loop() -> None:
     assert info.value.signal_name == "SIGTERM"
     assert time.monotonic() - started < 2
     assert not _tasks.stop_requested()  # the next command starts unstopped
+
+
+def test_after_the_limit_no_loop_of_the_rendering_runs_silently_empty(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The ticker is spent once it refused: a later loop (had anything caught the error)
+    raises the same error rather than iterating nothing."""
+    from oxyeval.project.render_budget import TemplateLimitError, budget
+
+    monkeypatch.setattr(limits, "MAX_TEMPLATE_ITERATIONS", 10)
+    with budget() as spent:
+        with pytest.raises(TemplateLimitError):
+            list(iter(_counted(spent, range(11))))
+        with pytest.raises(TemplateLimitError, match="more than 10 loop iterations"):
+            _counted(spent, range(1))
+
+
+def _counted(spent: object, items: object) -> object:
+    from oxyeval.project.render_budget import Budget, Counted
+
+    assert isinstance(spent, Budget)
+    return Counted(items, spent.ticker)
