@@ -10,6 +10,13 @@ already listed it as "never finished", and the same test is reported and stored 
 :func:`gather_settled` is ``gather`` with the guarantee of Python 3.11's TaskGroup
 (which 3.10 lacks): when it raises, every child has finished. On a cancellation or a
 child's error the other children are cancelled and waited for, then the error is raised.
+
+A cancellation reaches a coroutine only when it next awaits: synchronous work on the
+event loop's thread (a template rendering for seconds) would hold the first Ctrl-C or
+SIGTERM until it ends. :func:`request_stop` is the flag the CLI's signal handler raises
+next to the cancellation; long synchronous loops poll :func:`stop_requested` and give up
+(raising ``asyncio.CancelledError``, as an await would have), so the command unwinds,
+keeps what finished and reports "interrupted" promptly.
 """
 
 from __future__ import annotations
@@ -18,9 +25,38 @@ import asyncio
 from collections.abc import Awaitable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["finish_shielded", "gather_settled", "run_sync"]
+__all__ = [
+    "clear_stop",
+    "finish_shielded",
+    "gather_settled",
+    "request_stop",
+    "run_sync",
+    "stop_requested",
+]
 
 T = TypeVar("T")
+
+# Set from a signal handler (main thread) and read by synchronous work in any thread: a
+# bool rebound under the GIL needs no lock, and reading it costs a global lookup.
+_stop_requested = False
+
+
+def request_stop() -> None:
+    """Ask synchronous work in progress to stop at its next check (see the docstring)."""
+    global _stop_requested
+    _stop_requested = True
+
+
+def stop_requested() -> bool:
+    """Whether the command is being interrupted: long synchronous loops check this."""
+    return _stop_requested
+
+
+def clear_stop() -> None:
+    """Forget a stop request: a new command (or a test running commands in-process)
+    starts unstopped."""
+    global _stop_requested
+    _stop_requested = False
 
 
 async def gather_settled(*aws: Awaitable[T]) -> list[T]:

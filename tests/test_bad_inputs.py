@@ -73,6 +73,16 @@ def deep_map(levels: int) -> str:
 
 
 SHOP = "databases:\n  - {name: shop, type: duckdb, dataset: data}\n"
+LOOPS_1E10 = "{% set r = range(100000) %}{% for i in r %}{% for j in r %}{% endfor %}{% endfor %}"
+# c and d: a thousand references to one list of a thousand references to one list
+SHARED = "{% set a = [0] * 1000 %}{% set b = [a] * 1000 %}{% set c = [b] * 1000 %}{% set d = [b] * 1000 %}"
+
+
+def nested_tags(tag: str, levels: int) -> str:
+    """``levels`` {% for %} or {% if %} blocks inside each other, on one line."""
+    opening = "{% for i in x %}" if tag == "for" else "{% if x %}"
+    return opening * levels + f"{{% end{tag} %}}" * levels
+
 
 BOMB = 'a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n' + "".join(
     f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n"
@@ -640,6 +650,109 @@ CORPUS: list[Bad] = [
     #
     # -- round 2: template CPU and memory ------------------------------------------------
     #
+    Bad(
+        "ten billion loop iterations (formatter)",
+        {"w.workflow.yml": workflow("{name: f, type: formatter, template: '" + LOOPS_1E10 + "'}")},
+        "run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "ten billion loop iterations (system_instructions)",
+        {"a.agent.yml": agent(system="'" + LOOPS_1E10 + "'")},
+        "test run",
+        "a.agent.yml:2",
+    ),
+    Bad(
+        "a million characters a hundred thousand times",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: "
+                "\"{% set s='x'*1000000 %}{% set a=[s]*100000 %}{{ a }}\"}"
+            )
+        },
+        "run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "comparing shared nested lists",
+        {
+            "w.workflow.yml": workflow(
+                f"{{name: f, type: formatter, template: '{SHARED} {{{{ c == d }}}}'}}"
+            )
+        },
+        "run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "shared nested lists as a string",
+        {
+            "w.workflow.yml": workflow(
+                f"{{name: f, type: formatter, template: '{SHARED} {{{{ c | string }}}}'}}"
+            )
+        },
+        "run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "25 nested for (formatter)",
+        {
+            "w.workflow.yml": workflow(
+                f"{{name: f, type: formatter, template: '{nested_tags('for', 25)}'}}"
+            )
+        },
+        "validate run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "150 nested if (system_instructions)",
+        {"a.agent.yml": agent(system="'" + nested_tags("if", 150) + "'")},
+        "validate test run",
+        "a.agent.yml:2",
+    ),
+    Bad(
+        "25 nested for (prompt template)",
+        {"p.prompt.yml": prompt().replace("'Say {{ word }}'", "'" + nested_tags("for", 25) + "'")},
+        "validate cases",
+        "p.prompt.yml:2",
+    ),
+    Bad(
+        "25 nested for (sql_query)",
+        {
+            "w.workflow.yml": workflow(
+                "{name: q, type: execute_sql, database: shop, sql_query: 'SELECT 1 "
+                + nested_tags("for", 25)
+                + "'}"
+            ),
+            "config.yml": CONFIG + "databases:\n  - {name: shop, type: duckdb, dataset: data}\n",
+            "data/t.csv": "a\n1\n",
+        },
+        "validate run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "501 elif",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: '{% if a %}"
+                + "{% elif a %}" * 501
+                + "{% endif %}'}"
+            )
+        },
+        "validate run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "expression 5000 additions deep",
+        {"a.agent.yml": agent(system="'{{ " + " + ".join(["a"] * 5000) + " }}'")},
+        "validate test",
+        "a.agent.yml:2",
+    ),
+    Bad(
+        "a literal of 30000 items",
+        {"a.agent.yml": agent(system="'{{ [" + ", ".join(["1"] * 30000) + "] | length }}'")},
+        "validate test",
+        "a.agent.yml:2",
+    ),
     #
     # -- round 2: values, schemas and patterns -------------------------------------------
     #
@@ -827,6 +940,9 @@ REAL_PROCESS = [
     "3,000 nested parentheses in SQL",
     #
     # round 2: templates
+    "ten billion loop iterations (formatter)",
+    "a million characters a hundred thousand times",
+    "150 nested if (system_instructions)",
     #
     # round 2: values
     "backtracking pattern and a 40-character --var",

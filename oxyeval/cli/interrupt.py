@@ -61,6 +61,11 @@ class _Stopper:
         if self.signal_name is not None or self.loop is None or self.task is None:
             raise Interrupted(name)  # a second signal, or none of our loop is running yet
         self.signal_name = name
+        # The cancellation waits for the next await; a synchronous template rendering
+        # on the loop's thread sees this flag at its next loop iteration or call instead.
+        from .._tasks import request_stop  # loaded already: run_interruptible imported it
+
+        request_stop()
         self.loop.call_soon_threadsafe(self.task.cancel)
 
     async def guard(self, main: Coroutine[Any, Any, T]) -> T:
@@ -84,7 +89,10 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
     signal the process was started to ignore (``nohup``, a background job's
     SIGINT) stays ignored.
     """
+    from .._tasks import clear_stop  # with asyncio: not at start-up (oxy --help)
+
     stopper = _Stopper()
+    clear_stop()
     previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in _SIGNALS:
@@ -97,6 +105,7 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        clear_stop()
 
 
 class SignalExit(SystemExit):

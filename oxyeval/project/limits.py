@@ -28,12 +28,19 @@ __all__ = [
     "MAX_RETRIES",
     "MAX_RUNS",
     "MAX_TEMPLATE_CALLS",
+    "MAX_TEMPLATE_ELIFS",
+    "MAX_TEMPLATE_EXPRESSION_DEPTH",
     "MAX_TEMPLATE_INT_BITS",
     "MAX_TEMPLATE_ITEMS",
+    "MAX_TEMPLATE_ITERATIONS",
+    "MAX_TEMPLATE_NESTING",
+    "MAX_TEMPLATE_TOKENS",
     "MAX_TIMEOUT_S",
     "MAX_TOOL_CALLS",
     "MAX_YAML_DEPTH",
+    "RENDER_TIMEOUT_S",
     "render_limit",
+    "render_timeout",
 ]
 
 # -- files ----------------------------------------------------------------------------
@@ -61,6 +68,15 @@ MAX_TEMPLATE_INT_BITS = 100_000  # an integer built by * or ** (about 30,000 dig
 MAX_RANGE = 100_000  # one range(...)
 MAX_RANGE_TOTAL = 1_000_000  # all range(...) items of one rendering (nested loops)
 MAX_TEMPLATE_CALLS = 200_000  # function, method and macro calls of one rendering
+MAX_TEMPLATE_ITERATIONS = 5_000_000  # {% for %} iterations of one rendering, all loops
+RENDER_TIMEOUT_S = 30.0  # wall time of one rendering; OXY_RENDER_TIMEOUT changes it
+# What a template may look like: past these, Jinja's parser or Python's compiler of the
+# code Jinja generates fails (20 nested for loops is Python's own limit, about 100
+# indentation levels, recursion), or compiling takes seconds per template.
+MAX_TEMPLATE_NESTING = 20  # {% for %}, {% if %}, {% macro %}... blocks inside each other
+MAX_TEMPLATE_ELIFS = 500  # {% elif %} branches of one {% if %} (Python nests each one)
+MAX_TEMPLATE_EXPRESSION_DEPTH = 50  # (((x))), a|f|g|..., a + b + ... nested in one expression
+MAX_TEMPLATE_TOKENS = 50_000  # names, literals, operators and text pieces of one template
 
 
 def render_limit() -> int:
@@ -73,3 +89,18 @@ def render_limit() -> int:
     if raw.isdigit() and int(raw) > 0:
         return int(raw)
     return MAX_RENDER_CHARS
+
+
+def render_timeout() -> float:
+    """Seconds one rendering may run before it is stopped as bad input.
+
+    Rendering is synchronous: while it runs, nothing else of the command does (model
+    calls wait). ``OXY_RENDER_TIMEOUT`` changes it (a positive number of seconds; any
+    other value is ignored).
+    """
+    raw = os.environ.get("OXY_RENDER_TIMEOUT", "").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        return RENDER_TIMEOUT_S
+    return value if 0 < value < float("inf") else RENDER_TIMEOUT_S

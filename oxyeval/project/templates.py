@@ -101,12 +101,14 @@ class TemplateRef:
         if self._compiled is None:
             from jinja2 import TemplateSyntaxError
 
+            from .template_shape import TemplateShapeError
+
             try:
                 self._compiled = environment().from_string(self.source)
+            except TemplateShapeError as exc:  # nested too deeply, too large: says so itself
+                raise self.error(str(exc.message), exc.lineno) from None
             except TemplateSyntaxError as exc:
                 raise self.error(f"template syntax error: {exc.message}", exc.lineno) from None
-            except RecursionError:  # {{ ((((...)))) }} thousands deep: Jinja parses recursively
-                raise self.error("template nested too deeply to parse") from None
         return self._compiled
 
 

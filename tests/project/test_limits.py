@@ -268,8 +268,9 @@ def _render(source: str, **context: object) -> str:
         ("{{ 'a\nb' | indent(999999999) }}", "indent(...)"),
         ("{% set s = 'x' * 100000 %}{{ s | replace('x', s) }}", "replace(...)"),
         ("{% set s = 'x' * 100000 %}{{ s.replace('x', s) }}", "the result of .replace()"),
-        ("{% set s = 'x' * 100000 %}{{ ([s] * 100000) | join }}", "join(...)"),
-        ("{% set s = 'x' * 100000 %}{{ ''.join([s] * 100000) }}", "the result of .join()"),
+        ("{% set s = 'x' * 100000 %}{{ ([s] * 400) | join }}", "join(...)"),
+        ("{% set s = 'x' * 100000 %}{{ ''.join([s] * 400) }}", "the result of .join()"),
+        ("{% set s = 'x' * 100000 %}{{ ([s] * 100000) | join }}", "a repeated list would be"),
         (
             "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
             "a ~ concatenation",
@@ -285,12 +286,14 @@ def _render(source: str, **context: object) -> str:
         ),
         (
             "{% set b = 'x' * 4000000 %}{% for i in range(1000) %}{% set c = b ~ i %}{% endfor %}",
-            "built more than 50,000,000 characters",
+            "built or walked more than 50,000,000 characters",
         ),
         ("{{ lipsum(1000000) }}", "lipsum(...) is limited"),
         ("{{ [1] | batch(999999999, 0) | list }}", "batch(...) would have"),
         ("{{ {'a': 1} | tojson(indent=999999999) }}", "tojson(indent)"),
         ("{{ 'a\tb'.expandtabs(999999999) }}", "the result of .expandtabs()"),
+        ("{{ ('a' * 1000).translate({97: 'x' * 100000}) }}", "the result of .translate()"),
+        ("{{ ('a' * 1000).translate(['x' * 10000] * 98) }}", "the result of .translate()"),
     ],
 )
 def test_sandbox_limits(source: str, message: str) -> None:
