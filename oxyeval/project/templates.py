@@ -101,15 +101,21 @@ class TemplateRef:
         if self._compiled is None:
             from jinja2 import TemplateSyntaxError
 
-            from .template_shape import TemplateShapeError
-
             try:
                 self._compiled = environment().from_string(self.source)
-            except TemplateShapeError as exc:  # nested too deeply, too large: says so itself
-                raise self.error(str(exc.message), exc.lineno) from None
             except TemplateSyntaxError as exc:
-                raise self.error(f"template syntax error: {exc.message}", exc.lineno) from None
+                raise self.syntax_error(exc) from None
         return self._compiled
+
+    def syntax_error(self, exc: Exception) -> LoadError:
+        """A compile failure, pointing at its line: a shape limit (nested too deeply, too
+        large) says so in its own words, other syntax errors say they are one."""
+        from .template_shape import TemplateShapeError
+
+        message = str(getattr(exc, "message", None) or exc)
+        if not isinstance(exc, TemplateShapeError):
+            message = f"template syntax error: {message}"
+        return self.error(message, getattr(exc, "lineno", None))
 
 
 def template_diagnostics(ref: TemplateRef) -> list[Diagnostic]:

@@ -191,7 +191,7 @@ class SqlTemplateRef(TemplateRef):
                         )
                 self._compiled = env.from_string(tree)
             except TemplateSyntaxError as exc:
-                raise self.error(f"template syntax error: {exc.message}", exc.lineno) from None
+                raise self.syntax_error(exc) from None
         return self._compiled
 
 

@@ -14,6 +14,7 @@ from ..project.test_sandbox_shape import nested, problem
 def test_sql_templates_too_deep_are_errors_at_their_line() -> None:
     found, line = problem(nested("SELECT 1 {% for i in x %}", "{% endfor %}", 25), SqlTemplateRef)
     assert "nested more than 20 deep" in found and line == 2 + 21
+    assert "template syntax error" not in found  # a limit, said as one (as for any template)
     found, _ = problem("SELECT {{ " + "(" * 5000 + "1" + ")" * 5000 + " }}", SqlTemplateRef)
     assert "nested too deeply to parse" in found
 
