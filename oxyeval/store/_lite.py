@@ -291,6 +291,8 @@ def open_results(location: Location, *, timeout: float = DEFAULT_TIMEOUT) -> Lit
     if location.backend != "sqlite" or location.path is None:
         return None
     if not location.path.exists():
+        if not location.make_folders and not location.path.parent.is_dir():
+            return None  # the full store refuses it, saying why (missing_folder)
         from ._fresh import create_from_snapshot
 
         if not create_from_snapshot(location.path):
