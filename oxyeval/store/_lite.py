@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from ._cache import Caches
 from ._engine import DEFAULT_TIMEOUT, Location, translate
 from ._errors import NotFoundError, StoreError
+from ._owner import current_owner
 from ._result_rows import (
     ConsistencyResult,
     NewConsistencyResult,
@@ -78,8 +79,8 @@ class _Runs:
         with self._store.write("starting a run") as cur:
             cur.execute(
                 "INSERT INTO runs (id, kind, group_id, subject, prompt_id, prompt_version, "
-                "started_at, status, total, done, pid, host) "
-                "VALUES (?, ?, ?, ?, NULL, NULL, ?, 'running', ?, 0, ?, ?)",
+                "started_at, status, total, done, pid, host, owner) "
+                "VALUES (?, ?, ?, ?, NULL, NULL, ?, 'running', ?, 0, ?, ?, ?)",
                 (
                     run_id,
                     kind,
@@ -89,6 +90,7 @@ class _Runs:
                     total,
                     os.getpid(),
                     self._store.host,
+                    current_owner().text(),
                 ),
             )
         self._store.own(run_id)
