@@ -576,6 +576,27 @@ CORPUS: list[Bad] = [
     #
     # -- round 2: history, judge prompts and what validate lets through ------------------
     #
+    Bad(
+        "history url in the home folder",
+        {
+            "a.agent.yml": agent(),
+            "config.yml": CONFIG + "history:\n  url: ~/.ssh/authorized_keys\n",
+        },
+        "validate test run",
+        "config.yml:11",
+    ),
+    Bad(
+        "history url leaves the project",
+        {"a.agent.yml": agent(), "config.yml": CONFIG + "history:\n  url: ../h.db\n"},
+        "validate test",
+        "config.yml:11",
+    ),
+    Bad(
+        "history url sqlite:// outside the project",
+        {"a.agent.yml": agent(), "config.yml": CONFIG + "history:\n  url: sqlite:////tmp/h.db\n"},
+        "validate test",
+        "config.yml:11",
+    ),
     #
 ]
 
@@ -592,6 +613,7 @@ REAL_PROCESS = [
     # round 2: values
     #
     # round 2: history and validate
+    "history url in the home folder",
     #
 ]
 

@@ -203,6 +203,10 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
             report.diagnostics.extend(exc.diagnostics)
         except ConfigError as exc:
             report.diagnostics.append(Diagnostic(str(target), str(exc)))
+    for project in report.projects.values():
+        # The commands that run a file open its project's history: a bad history.url is
+        # an error of every file of the project, as it is for them (oxy test a.agent.yml).
+        report.diagnostics.extend(d for d in history_problems(project) if d.severity == "error")
     # An agent's load re-reports its config's problems; keep each problem once.
     unique: dict[tuple[object, ...], Diagnostic] = {}
     for d in report.diagnostics:
