@@ -597,6 +597,36 @@ CORPUS: list[Bad] = [
         "validate test",
         "config.yml:11",
     ),
+    Bad(
+        "judge prompt without the answers (agent test)",
+        {"a.agent.yml": agent(extra="    prompt: 'Same facts? Answer: A or B'\n")},
+        "validate test",
+        "a.agent.yml:7",
+    ),
+    Bad(
+        "consistency_prompt without the answers (workflow)",
+        {
+            "w.workflow.yml": workflow(
+                "{name: t, type: agent, agent_ref: a.agent.yml, prompt: hi, consistency_run: 2}",
+                "consistency_prompt: 'Same facts? Answer: A or B'\n",
+            ),
+            "a.agent.yml": "model: agent_model\nsystem_instructions: hi\n",
+        },
+        "validate run",
+        "w.workflow.yml:1",
+    ),
+    Bad(
+        "consistency_prompt without the answers (task)",
+        {
+            "w.workflow.yml": workflow(
+                "{name: t, type: agent, agent_ref: a.agent.yml, prompt: hi, consistency_run: 2,"
+                " consistency_prompt: 'Only {{ submission_2 }}: A or B?'}"
+            ),
+            "a.agent.yml": "model: agent_model\nsystem_instructions: hi\n",
+        },
+        "validate run",
+        "w.workflow.yml:2",
+    ),
     #
 ]
 

@@ -24,6 +24,8 @@ _EXPORTS = {
     "TestSpec": "tests",
     "DEFAULT_MIN_JUDGED": "tests",
     "parse_tests": "tests",
+    "check_judge_prompt": "tests",
+    "unseen_submissions": "tests",
     "file_kind": "files",
     "find_config": "files",
     "project_files": "files",
@@ -77,6 +79,7 @@ __all__ = [
     "ScaffoldConflict",
     "TemplateRef",
     "TestSpec",
+    "check_judge_prompt",
     "check_variable_defaults",
     "collect_case_files",
     "did_you_mean",
@@ -99,6 +102,7 @@ __all__ = [
     "rewrite_expected_output",
     "schema_path",
     "template_diagnostics",
+    "unseen_submissions",
     "validate_document",
     "variable_error",
     "write_scaffold",
@@ -122,4 +126,11 @@ if TYPE_CHECKING:
     from .scaffold import SCAFFOLD, ScaffoldConflict, next_steps, write_scaffold
     from .schema import SCHEMA_FILES, did_you_mean, schema_path, validate_document
     from .templates import TemplateRef, evaluate, referenced_names, render, template_diagnostics
-    from .tests import DEFAULT_MIN_JUDGED, JudgeSpec, TestSpec, parse_tests
+    from .tests import (
+        DEFAULT_MIN_JUDGED,
+        JudgeSpec,
+        TestSpec,
+        check_judge_prompt,
+        parse_tests,
+        unseen_submissions,
+    )

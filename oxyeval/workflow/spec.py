@@ -22,7 +22,7 @@ from ..project.files import outside_project
 from ..project.limits import MAX_CONCURRENCY
 from ..project.schema import did_you_mean, validate_document
 from ..project.templates import TemplateRef, referenced_names, template_diagnostics
-from ..project.tests import TestSpec, parse_tests
+from ..project.tests import TestSpec, check_judge_prompt, parse_tests
 from .sqltemplate import SqlTemplateRef
 
 __all__ = [
@@ -89,6 +89,7 @@ class Task:
     cache: Cache | None = None
     export: Export | None = None
     consistency_run: int = 1  # agent
+    consistency_prompt: TemplateRef | None = None  # agent: its own judge prompt
     judge_model: str | None = None  # agent
     database: str | None = None  # execute_sql
     dry_run_limit: int | None = None  # execute_sql
@@ -293,14 +294,14 @@ def _check_task(task: Task, project: Project, problems: list[Diagnostic]) -> Non
                     f"{project.root})",
                 )
             )
-        if spec.get("consistency_prompt"):
-            _template(
-                task,
-                "consistency_prompt",
-                spec["consistency_prompt"],
-                (*key, "consistency_prompt"),
-                problems,
+        if isinstance(spec.get("consistency_prompt"), str) and spec["consistency_prompt"]:
+            # A judge prompt, rendered with the two answers: not a template over the
+            # workflow's tasks and variables (so not in task.templates, whose names the
+            # compiler resolves in the workflow).
+            task.consistency_prompt = TemplateRef(
+                spec["consistency_prompt"], doc, (*key, "consistency_prompt")
             )
+            check_judge_prompt(task.consistency_prompt, problems)
         _check_judge(doc, (*key, "judge_model"), task.judge_model, project, problems)
     elif task.type == "execute_sql":
         db = task.database
@@ -453,7 +454,7 @@ def load_workflow(project: Project, path: str | os.PathLike[str]) -> Workflow:
     prompt = None
     if data.get("consistency_prompt"):
         prompt = TemplateRef(data["consistency_prompt"], doc, ("consistency_prompt",))
-        problems.extend(template_diagnostics(prompt))
+        check_judge_prompt(prompt, problems)
     _check_judge(doc, ("judge_model",), data.get("judge_model"), project, problems)
     variables: dict[str, dict[str, Any]] = {}
     declared = data.get("variables") or {}
