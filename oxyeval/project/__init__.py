@@ -43,6 +43,10 @@ _EXPORTS = {
     "collect_case_files": "prompts",
     "rewrite_expected_output": "prompts",
     "TemplateRef": "templates",
+    "JINJA_NAMES": "templates",
+    "attribute_reads": "templates",
+    "subscripts": "templates",
+    "template_tree": "templates",
     "render": "templates",
     "evaluate": "templates",
     "referenced_names": "templates",
@@ -62,6 +66,7 @@ _EXPORTS = {
 __all__ = [
     "DEFAULT_MIN_JUDGED",
     "DEFAULT_THRESHOLD",
+    "JINJA_NAMES",
     "MAX_CONCURRENCY",
     "MAX_DAYS",
     "MAX_LOOP_VALUES",
@@ -79,6 +84,7 @@ __all__ = [
     "ScaffoldConflict",
     "TemplateRef",
     "TestSpec",
+    "attribute_reads",
     "check_judge_prompt",
     "check_variable_defaults",
     "collect_case_files",
@@ -101,7 +107,9 @@ __all__ = [
     "render",
     "rewrite_expected_output",
     "schema_path",
+    "subscripts",
     "template_diagnostics",
+    "template_tree",
     "unseen_submissions",
     "validate_document",
     "variable_error",
@@ -125,7 +133,17 @@ if TYPE_CHECKING:
     )
     from .scaffold import SCAFFOLD, ScaffoldConflict, next_steps, write_scaffold
     from .schema import SCHEMA_FILES, did_you_mean, schema_path, validate_document
-    from .templates import TemplateRef, evaluate, referenced_names, render, template_diagnostics
+    from .templates import (
+        JINJA_NAMES,
+        TemplateRef,
+        attribute_reads,
+        evaluate,
+        referenced_names,
+        render,
+        subscripts,
+        template_diagnostics,
+        template_tree,
+    )
     from .tests import (
         DEFAULT_MIN_JUDGED,
         JudgeSpec,

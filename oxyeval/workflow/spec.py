@@ -23,6 +23,7 @@ from ..project.limits import MAX_CONCURRENCY
 from ..project.schema import did_you_mean, validate_document
 from ..project.templates import TemplateRef, referenced_names, template_diagnostics
 from ..project.tests import TestSpec, check_judge_prompt, parse_tests
+from .shapes import shapes_of, task_ref_problem
 from .sqltemplate import SqlTemplateRef
 
 __all__ = [
@@ -476,6 +477,7 @@ def load_workflow(project: Project, path: str | os.PathLike[str]) -> Workflow:
     check_variable_defaults(doc, data.get("variables"), problems)
     tests = parse_tests(doc, project, problems, owner="workflow")
     top = {t.name for t in tasks}
+    shapes = shapes_of(tasks)
     for test in tests:
         if test.task_ref is None:
             test.task_ref = tasks[-1].name if tasks else None
@@ -487,6 +489,10 @@ def load_workflow(project: Project, path: str | os.PathLike[str]) -> Workflow:
                     f"{', '.join(t.name for t in tasks)}",
                 )
             )
+        else:
+            problem = task_ref_problem(test.task_ref, shapes)
+            if problem is not None:
+                problems.append(doc.diagnostic((*test.key, "task_ref"), problem))
     if any(p.severity == "error" for p in problems):
         raise LoadError(sorted(problems, key=lambda d: (d.line or 0, d.column or 0)))
     name = doc.path.name
