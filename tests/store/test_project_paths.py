@@ -61,8 +61,10 @@ def test_a_history_path_leaving_the_project_is_bad_input_everywhere(
         ["test", str(root / "a.agent.yml"), "--format", "json"],
         ["run", str(root / "a.agent.yml"), "--question", "hi"],
         ["history", "--project", str(root)],
-        # The file is bad even when the user's --db takes the history elsewhere.
+        # The file is bad even when the user's --db takes the history elsewhere, or
+        # when no history is used at all.
         ["test", str(root / "a.agent.yml"), "--db", str(root / "mine.db")],
+        ["test", str(root / "a.agent.yml"), "--no-history"],
     ):
         result = runner.invoke(app, argv)
         assert result.exit_code == 2, (argv, result.output)
