@@ -250,7 +250,10 @@ def _configured(history: Mapping[str, Any], root: Path, env: Mapping[str, str]) 
     unset_var = str(var) if var and not password else None
     if not _URL.match(text):
         return _project_sqlite(text, root)
-    written = _split(text).password
+    try:
+        written = _split(text).password
+    except LocationError as exc:  # at its line in config.yml
+        raise LocationError(str(exc), path=exc.path, key=("history", "url")) from None
     if written:
         # The error quotes config.yml's line, which holds it: scrub it from there too.
         register_secret(unquote(written))

@@ -146,3 +146,11 @@ def test_a_configured_path_is_resolved_inside_the_project(tmp_path: Path, home: 
         resolve_location(project_root=root, history={"url": "~/h.db"}, environ={})
     assert caught.value.key == ("history", "url")
     assert not (home / "h.db").exists() and os.listdir(home) == [".ssh"]
+
+
+def test_a_malformed_history_url_in_config_points_at_its_line(tmp_path: Path) -> None:
+    with pytest.raises(LocationError) as caught:
+        resolve_location(
+            project_root=tmp_path, history={"url": "postgresql://u@[::1/db"}, environ={}
+        )
+    assert caught.value.key == ("history", "url") and "not a valid URL" in str(caught.value)
