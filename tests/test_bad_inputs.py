@@ -927,6 +927,118 @@ CORPUS: list[Bad] = [
     #
     # -- round 2: history, judge prompts and what validate lets through ------------------
     #
+    Bad(
+        "history url in the home folder",
+        {
+            "a.agent.yml": agent(),
+            "config.yml": CONFIG + "history:\n  url: ~/.ssh/authorized_keys\n",
+        },
+        "validate test run",
+        "config.yml:11",
+    ),
+    Bad(
+        "history url leaves the project",
+        {"a.agent.yml": agent(), "config.yml": CONFIG + "history:\n  url: ../h.db\n"},
+        "validate test",
+        "config.yml:11",
+    ),
+    Bad(
+        "history url sqlite:// outside the project",
+        {"a.agent.yml": agent(), "config.yml": CONFIG + "history:\n  url: sqlite:////tmp/h.db\n"},
+        "validate test",
+        "config.yml:11",
+    ),
+    Bad(
+        "judge prompt without the answers (agent test)",
+        {"a.agent.yml": agent(extra="    prompt: 'Same facts? Answer: A or B'\n")},
+        "validate test",
+        "a.agent.yml:7",
+    ),
+    Bad(
+        "consistency_prompt without the answers (workflow)",
+        {
+            "w.workflow.yml": workflow(
+                "{name: t, type: agent, agent_ref: a.agent.yml, prompt: hi, consistency_run: 2}",
+                "consistency_prompt: 'Same facts? Answer: A or B'\n",
+            ),
+            "a.agent.yml": "model: agent_model\nsystem_instructions: hi\n",
+        },
+        "validate run",
+        "w.workflow.yml:1",
+    ),
+    Bad(
+        "consistency_prompt without the answers (task)",
+        {
+            "w.workflow.yml": workflow(
+                "{name: t, type: agent, agent_ref: a.agent.yml, prompt: hi, consistency_run: 2,"
+                " consistency_prompt: 'Only {{ submission_2 }}: A or B?'}"
+            ),
+            "a.agent.yml": "model: agent_model\nsystem_instructions: hi\n",
+        },
+        "validate run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "undefined variable in system_instructions",
+        {"a.agent.yml": agent(system="'Answer for {{ compny }}.'")},
+        "validate test run",
+        "a.agent.yml:2",
+    ),
+    Bad(
+        "context glob matching no file",
+        {
+            "a.agent.yml": agent(system="'{{ context.notes }}'")
+            + "context:\n  - {name: notes, type: file, src: notes/*.md}\n"
+        },
+        "validate test run",
+        "a.agent.yml:8",
+    ),
+    Bad(
+        "formatter reads a task its loop does not have",
+        {
+            "w.workflow.yml": workflow(
+                "{name: per_region, type: loop_sequential, values: [a, b], tasks: "
+                "[{name: line, type: formatter, template: '{{ per_region.value }}'}]}\n"
+                "  - {name: report, type: formatter, template: "
+                "'{% for i in per_region %}{{ i.blurp }}{% endfor %}'}"
+            )
+        },
+        "validate run",
+        "w.workflow.yml:3",
+    ),
+    Bad(
+        "task_ref into a loop's output",
+        {
+            "w.workflow.yml": workflow(
+                "{name: per_region, type: loop_sequential, values: [a], tasks: "
+                "[{name: line, type: formatter, template: x}]}",
+            )
+            + "tests:\n  - {type: consistency, n: 2, task_ref: per_region.line}\n"
+        },
+        "validate test",
+        "w.workflow.yml:4",
+    ),
+    Bad(
+        "header value with CR LF",
+        {
+            "a.agent.yml": agent(),
+            "config.yml": CONFIG.replace(
+                "    vendor: mock\n", '    vendor: mock\n    headers: {X-Trace: "a\\r\\nX: b"}\n', 1
+            ),
+        },
+        "validate test run",
+        "config.yml:4",
+    ),
+    Bad(
+        "api_url not a URL",
+        {
+            "a.agent.yml": agent(),
+            "config.yml": CONFIG + "  - {name: local, vendor: openai, model_ref: m, "
+            "api_url: 'http://[::1'}\n",
+        },
+        "validate test run",
+        "config.yml:10",
+    ),
     #
 ]
 
@@ -948,6 +1060,9 @@ REAL_PROCESS = [
     "backtracking pattern and a 40-character --var",
     "variable schema recursive $ref",
     # round 2: history and validate
+    "history url in the home folder",
+    "formatter reads a task its loop does not have",
+    "header value with CR LF",
     #
 ]
 

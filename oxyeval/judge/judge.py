@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ProviderError
+from ..errors import ConfigError, ProviderError
 from ..project.templates import TemplateRef, render
 from ..providers import ChatMessage, Completion, GenerateParams, ResponseSchema
 from .retractions import change_of_mind, settle
@@ -390,6 +390,18 @@ class Judge:
         settings: JudgeSettings | None = None,
         cache: VerdictCache | None = None,
     ) -> None:
+        if prompt is not None:
+            from ..project.tests import unseen_submissions
+
+            missing = unseen_submissions(prompt)
+            if missing:
+                # Files are checked when they load; this guards prompts built in code. A
+                # judge that cannot see the answers would call every pair consistent.
+                raise ConfigError(
+                    f"{prompt.name}: judge prompt never uses {{{{ "
+                    + " }} or {{ ".join(missing)
+                    + " }}, so the judge cannot see what it compares"
+                )
         self.model = model
         self.prompt = prompt or _DEFAULT_PROMPT
         self.params = params

@@ -25,6 +25,8 @@ _EXPORTS = {
     "TestSpec": "tests",
     "DEFAULT_MIN_JUDGED": "tests",
     "parse_tests": "tests",
+    "check_judge_prompt": "tests",
+    "unseen_submissions": "tests",
     "file_kind": "files",
     "find_config": "files",
     "project_files": "files",
@@ -42,6 +44,10 @@ _EXPORTS = {
     "collect_case_files": "prompts",
     "rewrite_expected_output": "prompts",
     "TemplateRef": "templates",
+    "JINJA_NAMES": "templates",
+    "attribute_reads": "templates",
+    "subscripts": "templates",
+    "template_tree": "templates",
     "render": "templates",
     "evaluate": "templates",
     "referenced_names": "templates",
@@ -61,6 +67,7 @@ _EXPORTS = {
 __all__ = [
     "DEFAULT_MIN_JUDGED",
     "DEFAULT_THRESHOLD",
+    "JINJA_NAMES",
     "MAX_CONCURRENCY",
     "MAX_DAYS",
     "MAX_LOOP_VALUES",
@@ -78,6 +85,8 @@ __all__ = [
     "ScaffoldConflict",
     "TemplateRef",
     "TestSpec",
+    "attribute_reads",
+    "check_judge_prompt",
     "check_variables",
     "collect_case_files",
     "did_you_mean",
@@ -100,7 +109,10 @@ __all__ = [
     "rewrite_expected_output",
     "schema_path",
     "schema_problems",
+    "subscripts",
     "template_diagnostics",
+    "template_tree",
+    "unseen_submissions",
     "validate_document",
     "variable_error",
     "write_scaffold",
@@ -123,6 +135,23 @@ if TYPE_CHECKING:
     )
     from .scaffold import SCAFFOLD, ScaffoldConflict, next_steps, write_scaffold
     from .schema import SCHEMA_FILES, did_you_mean, schema_path, validate_document
-    from .templates import TemplateRef, evaluate, referenced_names, render, template_diagnostics
-    from .tests import DEFAULT_MIN_JUDGED, JudgeSpec, TestSpec, parse_tests
+    from .templates import (
+        JINJA_NAMES,
+        TemplateRef,
+        attribute_reads,
+        evaluate,
+        referenced_names,
+        render,
+        subscripts,
+        template_diagnostics,
+        template_tree,
+    )
+    from .tests import (
+        DEFAULT_MIN_JUDGED,
+        JudgeSpec,
+        TestSpec,
+        check_judge_prompt,
+        parse_tests,
+        unseen_submissions,
+    )
     from .varschema import check_variables, schema_problems, variable_error

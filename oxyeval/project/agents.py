@@ -18,7 +18,13 @@ from ..providers import GenerateParams
 from .config import Project, check_model
 from .document import Document, load_yaml
 from .schema import did_you_mean, validate_document
-from .templates import TemplateRef, template_diagnostics
+from .templates import (
+    JINJA_NAMES,
+    TemplateRef,
+    attribute_reads,
+    referenced_names,
+    template_diagnostics,
+)
 from .tests import TestSpec, parse_tests
 from .varschema import check_variables
 
@@ -126,6 +132,9 @@ def _check_agent(
                     severity="warning",
                 )
             )
+        else:
+            _check_context_files(doc, project.root, i, ctx, problems)
+    _check_system_names(doc, system, data.get("variables"), context, problems)
     for i, tool in enumerate(data.get("tools") or []):
         db = tool.get("database")
         if tool.get("type") == "execute_sql" and db is not None and db not in project.databases:
@@ -140,6 +149,98 @@ def _check_agent(
     check_variables(doc, data.get("variables"), problems)
     tests = parse_tests(doc, project, problems, owner="agent")
     return system, context, tests
+
+
+def _check_system_names(
+    doc: Document,
+    system: TemplateRef,
+    variables: Any,
+    context: list[ContextSpec],
+    problems: list[Diagnostic],
+) -> None:
+    """``system_instructions`` renders with the agent's variables and ``context`` only
+    (:meth:`Agent.template_values`): any other name, or a context that is not declared,
+    fails every run, so it fails the file instead (as ``oxy test`` would, before any
+    model call)."""
+    if template_diagnostics(system):
+        return
+    declared = list(variables) if isinstance(variables, dict) else []
+    known = {*declared, "context"}
+    for name in sorted(referenced_names(system) - known - JINJA_NAMES):
+        listed = ", ".join(declared) or "none"
+        problems.append(
+            _at_line(
+                doc,
+                system,
+                name,
+                f"system_instructions uses '{name}', which is not a variable of this agent"
+                f"{did_you_mean(name, known)} (variables: {listed}; and context); declare it "
+                "under variables:",
+            )
+        )
+    names = [c.name for c in context]
+    for attr, line in attribute_reads(system, "context"):
+        if attr not in names:
+            where = doc.text_line(("system_instructions",), line)
+            problems.append(
+                doc.diagnostic(
+                    ("system_instructions",),
+                    f"system_instructions reads context.{attr}, but the agent has no context "
+                    f"'{attr}'{did_you_mean(attr, names)} (context: {', '.join(names) or 'none'})",
+                    line=where,
+                )
+            )
+
+
+def _at_line(doc: Document, ref: TemplateRef, name: str, message: str) -> Diagnostic:
+    """A diagnostic on the first line of ``ref`` that mentions ``name``."""
+    import re
+
+    pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+    line = None
+    for number, text in enumerate(ref.source.splitlines(), 1):
+        if pattern.search(text):
+            line = doc.text_line(ref.key, number)
+            break
+    return doc.diagnostic(ref.key, message, line=line)
+
+
+def _check_context_files(
+    doc: Document, root: Path, index: int, ctx: ContextSpec, problems: list[Diagnostic]
+) -> None:
+    """What reading a file context would refuse (``workflow.agent.read_context``), found
+    when the file loads: a glob leaving the project, one matching no file."""
+    root = root.resolve()
+    for pattern in ctx.src:
+        key = ("context", index, "src")
+        if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+            problems.append(
+                doc.diagnostic(
+                    key,
+                    f"context '{ctx.name}': {pattern!r} must stay inside the project folder "
+                    f"{root} (no absolute paths or '..')",
+                )
+            )
+            continue
+        try:
+            matches = [p for p in root.glob(pattern) if p.is_file()]
+        except (OSError, ValueError, NotImplementedError) as exc:
+            problems.append(doc.diagnostic(key, f"context '{ctx.name}': {pattern!r}: {exc}"))
+            continue
+        if not matches:
+            problems.append(
+                doc.diagnostic(
+                    key,
+                    f"context '{ctx.name}': {pattern!r} matches no file under {root} (paths "
+                    "are relative to the project folder)",
+                )
+            )
+        elif any(not p.resolve().is_relative_to(root) for p in matches):
+            problems.append(
+                doc.diagnostic(
+                    key, f"context '{ctx.name}': {pattern!r} reaches a file outside {root}"
+                )
+            )
 
 
 def load_agent(project: Project, path: str | os.PathLike[str]) -> Agent:

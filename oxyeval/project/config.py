@@ -196,6 +196,9 @@ def load_project(
             continue
         models[name] = _model_spec(entry)
         model_keys[name] = ("models", i)
+    for section in ("models", "embeddings"):
+        for i, entry in enumerate(data.get(section) or []):
+            _request_problems(doc, (section, i), entry, problems)
     for i, entry in enumerate(data["models"]):
         for rule_index, rule in enumerate(entry.get("rules") or []):
             try:  # matched with RE2, in linear time: see oxyeval.patterns
@@ -266,6 +269,36 @@ def load_project(
         model_keys=model_keys,
         judge=JudgeSettings(structured=structured, max_tokens=judge.get("max_tokens")),
     )
+
+
+def _request_problems(
+    doc: Document, key_path: KeyPath, entry: dict[str, Any], problems: list[Diagnostic]
+) -> None:
+    """What httpx could not send for this model: a header name or literal value it
+    cannot carry (a line break, a non-ASCII character) and an ``api_url`` it cannot
+    parse. Found when the file loads, at its line, instead of failing (or being retried
+    as a network error) at the first call; ``oxy validate`` reports them too."""
+    from ..providers import api_url_problem, header_problem, value_problem
+
+    for name, value in (entry.get("headers") or {}).items():
+        literal = value if isinstance(value, str) else ""
+        problem = header_problem(str(name), literal, "the value in config.yml")
+        if problem is not None:
+            problems.append(doc.diagnostic((*key_path, "headers", name), problem, at_key=True))
+    key = entry.get("api_key")
+    if isinstance(key, str) and value_problem(key) is not None:
+        problems.append(
+            doc.diagnostic(
+                (*key_path, "api_key"),
+                f"api_key holds {value_problem(key)}; an API key is one line of ASCII text",
+                at_key=True,
+            )
+        )
+    url = entry.get("api_url")
+    if isinstance(url, str):
+        problem = api_url_problem(url)
+        if problem is not None:
+            problems.append(doc.diagnostic((*key_path, "api_url"), problem))
 
 
 def _leaves(root: Path, text: str) -> bool:

@@ -22,13 +22,41 @@ if TYPE_CHECKING:
     from .sandbox import LimitedSandbox
 
 __all__ = [
+    "JINJA_NAMES",
     "TemplateRef",
+    "attribute_reads",
     "environment",
     "evaluate",
     "referenced_names",
     "render",
+    "subscripts",
     "template_diagnostics",
+    "template_tree",
 ]
+
+
+#: Names Jinja itself provides, so a template may use them without a variable or a task.
+JINJA_NAMES = frozenset(
+    {
+        "range",
+        "dict",
+        "lipsum",
+        "cycler",
+        "joiner",
+        "namespace",
+        "loop",
+        "true",
+        "false",
+        "none",
+        "True",
+        "False",
+        "None",
+        "self",
+        "varargs",
+        "kwargs",
+        "caller",
+    }
+)
 
 
 @functools.cache
@@ -137,6 +165,46 @@ def referenced_names(ref: TemplateRef) -> set[str]:
         except Exception:  # syntax errors are reported by template_diagnostics
             ref._names = frozenset()
     return set(ref._names)
+
+
+def template_tree(ref: TemplateRef) -> Any:
+    """The template's Jinja syntax tree, for static checks; None when it does not parse
+    (its syntax error is reported by :func:`template_diagnostics`)."""
+    try:
+        return environment().parse(ref.source)
+    except Exception:
+        return None
+
+
+def attribute_reads(ref: TemplateRef, name: str) -> list[tuple[str, int]]:
+    """The attributes a template reads of the variable ``name`` it is given (``name.x``,
+    ``name['x']``), with their template lines. Nothing when the template sets ``name``
+    itself (``{% set %}``, a loop or macro argument: it is then another value) or does
+    not parse (its syntax error is reported instead)."""
+    from jinja2 import nodes
+
+    tree = template_tree(ref)
+    if tree is None:
+        return []
+    if any(n.name == name and n.ctx in ("store", "param") for n in tree.find_all(nodes.Name)):
+        return []
+    return subscripts(tree, name)
+
+
+def subscripts(tree: Any, name: str) -> list[tuple[str, int]]:
+    """``name.x`` and ``name['x']`` read anywhere under the Jinja node ``tree``."""
+    from jinja2 import nodes
+
+    found = []
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
+        inner = node.node
+        if not (isinstance(inner, nodes.Name) and inner.name == name and inner.ctx == "load"):
+            continue
+        if isinstance(node, nodes.Getattr):
+            found.append((node.attr, node.lineno))
+        elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
+            found.append((node.arg.value, node.lineno))
+    return found
 
 
 def _template_line(exc: BaseException) -> int | None:

@@ -21,9 +21,12 @@ __all__ = [
     "DEFAULT_N",
     "DEFAULT_SCORES",
     "DEFAULT_TEST_CONCURRENCY",
+    "JUDGE_PROMPT_NAMES",
     "JudgeSpec",
     "TestSpec",
+    "check_judge_prompt",
     "parse_tests",
+    "unseen_submissions",
 ]
 
 DEFAULT_SCORES = {"A": 1.0, "B": 0.0}
@@ -68,24 +71,41 @@ class TestSpec:
     min_judged: float = DEFAULT_MIN_JUDGED  # share of run pairs that must get a verdict
 
 
-def _check_judge_prompt(ref: TemplateRef, problems: list[Diagnostic]) -> None:
+#: What a judge prompt renders with; it must read both submissions.
+JUDGE_PROMPT_NAMES = frozenset({"submission_1", "submission_2", "task_description"})
+
+
+def unseen_submissions(ref: TemplateRef) -> list[str]:
+    """The submissions a judge prompt never reads (``submission_1``, ``submission_2``).
+    A judge that cannot see the answers cannot compare them: it would call every pair
+    consistent (a false 100%). Empty for a prompt that does not compile (its syntax
+    error is reported instead)."""
+    if template_diagnostics(ref):
+        return []
+    names = referenced_names(ref)
+    return [v for v in ("submission_1", "submission_2") if v not in names]
+
+
+def check_judge_prompt(ref: TemplateRef, problems: list[Diagnostic]) -> None:
+    """A custom judge prompt (a test's ``prompt:``, a workflow's ``consistency_prompt:``):
+    it compiles, reads both submissions, and reads no name it will not be given. The
+    one check for every place a file declares one, so validate, compile and run agree."""
     found = template_diagnostics(ref)
     problems.extend(found)
     if found or ref.doc is None:
         return
-    names = referenced_names(ref)
-    missing = [v for v in ("submission_1", "submission_2") if v not in names]
+    missing = unseen_submissions(ref)
     if missing:
         problems.append(
             ref.doc.diagnostic(
                 ref.key,
                 "judge prompt never uses {{ "
                 + " }} or {{ ".join(missing)
-                + " }}, so the judge cannot see what it compares",
-                severity="warning",
+                + " }}, so the judge cannot see what it compares and every pair would "
+                "count as consistent; put both answers in the prompt",
             )
         )
-    unknown = names - {"submission_1", "submission_2", "task_description"}
+    unknown = referenced_names(ref) - JUDGE_PROMPT_NAMES
     if unknown:
         problems.append(
             ref.doc.diagnostic(
@@ -200,7 +220,7 @@ def _judge(
     prompt = None
     if entry.get("prompt"):
         prompt = TemplateRef(entry["prompt"], doc, (*key, "prompt"))
-        _check_judge_prompt(prompt, problems)
+        check_judge_prompt(prompt, problems)
     model = entry.get("model_ref") or project.default_judge
     check_model(doc, (*key, "model_ref"), entry.get("model_ref"), project, problems, "judge model")
     scores = {**DEFAULT_SCORES, **{k: float(v) for k, v in (entry.get("scores") or {}).items()}}

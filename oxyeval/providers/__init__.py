@@ -38,6 +38,9 @@ _EXPORTS = {
     "counting": "_cache",
     "current_repeat": "_cache",
     "repeat_scope": "_cache",
+    "api_url_problem": "_checks",
+    "header_problem": "_checks",
+    "value_problem": "_checks",
     "Model": "_model",
     "RetryPolicy": "_model",
     "ModelPool": "_pool",
@@ -81,6 +84,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "answer_key",
+    "api_url_problem",
     "cacheable",
     "canonical_vendor",
     "completion_data",
@@ -93,6 +97,7 @@ __all__ = [
     "default_key_var",
     "embedding_vendor_class",
     "embedding_vendors",
+    "header_problem",
     "json_object",
     "missing_credentials",
     "register_embedding_vendor",
@@ -100,6 +105,7 @@ __all__ = [
     "repeat_scope",
     "resolve_api_key",
     "stopped_at_token_limit",
+    "value_problem",
     "vendor_class",
     "vendors",
 ]
@@ -134,6 +140,7 @@ if TYPE_CHECKING:
         current_repeat,
         repeat_scope,
     )
+    from ._checks import api_url_problem, header_problem, value_problem
     from ._model import Model, RetryPolicy
     from ._pool import ModelPool
     from ._registry import (

@@ -239,6 +239,19 @@ def _not_ascii(spec: ModelSpec, var: str, where: tuple[str, ...]) -> MissingCred
     )
 
 
+def _check_header(spec: ModelSpec, header: str, variable: str, value: str) -> None:
+    """A header value from the environment that httpx cannot send (a line break, a
+    non-ASCII character) is bad input naming the variable, before any call: it used to
+    be retried as a network error."""
+    from ._checks import header_problem
+
+    problem = header_problem(header, value, f"the environment variable {variable}")
+    if problem is not None:
+        error = ConfigError(f"model '{spec.name}' ({spec.vendor}): {problem}")
+        error.where = ("headers", header, "env_var")  # type: ignore[attr-defined]
+        raise error
+
+
 def resolve_api_key(
     spec: ModelSpec,
     environ: Mapping[str, str] | None = None,
@@ -264,10 +277,21 @@ def resolve_api_key(
     for header, header_var in spec.header_vars.items():
         headers[header] = env[header_var]
         register_secret(headers[header])
+        _check_header(spec, header, header_var, headers[header])
     spec = replace(spec, headers=headers, header_vars={})
     var = _key_var(spec, api_class)
     if var is None:
         return spec
     key = env.get(var, "").strip()
     register_secret(key)
+    from ._checks import value_problem
+
+    problem = value_problem(key)
+    if problem is not None:  # sent as a header: it must be one line of ASCII
+        error = ConfigError(
+            f"model '{spec.name}' ({spec.vendor}): the API key in the environment variable "
+            f"{var} holds {problem}; an API key is one line of ASCII text"
+        )
+        error.where = ("key_var",) if spec.key_var else ()  # type: ignore[attr-defined]
+        raise error
     return replace(spec, api_key=key, key_var=var)

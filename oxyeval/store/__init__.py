@@ -29,7 +29,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
-from ._engine import DEFAULT_TIMEOUT, Location, resolve_location
+from ._engine import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_STATEMENT_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    Location,
+    missing_folder,
+    resolve_location,
+)
 from ._errors import AlreadyExistsError, EmptyHistoryError, LocationError, NotFoundError, StoreError
 from ._util import canonical_json, case_id, content_hash, utc_timestamp
 from .kinds import (
@@ -75,6 +82,7 @@ _EXPORTS = {
     "open_store": "_core",
     "LiteStore": "_lite",
     "open_results": "_lite",
+    "hurry_history": "_watchdog",
 }
 
 if TYPE_CHECKING:
@@ -103,9 +111,12 @@ if TYPE_CHECKING:
         WorkflowRunRecord,
         WorkflowTask,
     )
+    from ._watchdog import hurry_history
 
 __all__ = [
     "CONSISTENCY_STATUSES",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_STATEMENT_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "EXECUTION_STATUSES",
     "FINISHED_RUN_STATUSES",
@@ -146,6 +157,8 @@ __all__ = [
     "canonical_json",
     "case_id",
     "content_hash",
+    "hurry_history",
+    "missing_folder",
     "open_results",
     "open_store",
     "resolve_location",

@@ -16,23 +16,40 @@ password and let libpq look; only a refused login names the variable.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from ..redact import redact, register_secret
-from ._errors import LocationError, StoreError
+from ..redact import register_secret
+from ._errors import LocationError
+from ._translate import translate
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-__all__ = ["DEFAULT_TIMEOUT", "Location", "create_engine", "resolve_location", "translate"]
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_STATEMENT_TIMEOUT",
+    "DEFAULT_TIMEOUT",
+    "Location",
+    "create_engine",
+    "missing_folder",
+    "resolve_location",
+    "translate",
+]
 
 DEFAULT_TIMEOUT = 10.0  # seconds a writer waits for another process (or a lock) before giving up
+#: PostgreSQL: seconds one connection attempt may take (libpq's connect_timeout; with
+#: ``sslmode=prefer``, the default, libpq makes two attempts).
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: PostgreSQL: seconds one statement may take, server-side (statement_timeout) and, for a
+#: server that no longer answers at all, client-side (the connection is cut a second later).
+DEFAULT_STATEMENT_TIMEOUT = 30.0
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _PG_SCHEMES = {"postgresql", "postgres", "postgresql+psycopg", "postgres+psycopg"}
 _SQLITE_SCHEMES = {"sqlite", "sqlite+pysqlite"}
@@ -52,6 +69,15 @@ class Location:
     #: connect without a password of our own (libpq falls back to PGPASSWORD / ~/.pgpass),
     #: and a refused login names the variable.
     unset_password_var: str | None = None
+    #: Whether opening may create the SQLite file's missing folders: yes for the user's own
+    #: ``--db`` / ``OXY_DB`` and for the project's ``.oxy/``; no for any other path a
+    #: project file names (a shared config.yml must not make folders anywhere).
+    make_folders: bool = True
+    #: PostgreSQL: seconds to wait for a connection (per attempt, as libpq counts) and for
+    #: one statement (the server's ``statement_timeout``, and a client-side deadline for a
+    #: server that stopped answering); None means the defaults. Not part of the identity.
+    connect_timeout: float | None = field(default=None, compare=False)
+    statement_timeout: float | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return self.display
@@ -172,10 +198,18 @@ def resolve_location(
     else ``<project>/.oxy/oxyeval.db``.
 
     A relative path from ``--db`` or ``OXY_DB`` is relative to the working directory, like
-    any path a user types; one in config.yml is relative to the project folder.
-    ``history`` is config.yml's mapping: ``{url: ..., password_var: NAME}``.
+    any path a user types, and may point anywhere (``~`` expanded): that is the user's
+    choice. A path in config.yml is the project's: relative to the project folder, never
+    outside it (links followed), ``~`` not expanded, and its missing folders are not
+    created (only the project's own ``.oxy/`` is). ``history`` is config.yml's mapping
+    (``{url, password_var, connect_timeout, statement_timeout}``); its entry is checked
+    even when ``--db`` or ``OXY_DB`` wins, so a bad config.yml fails the same way
+    everywhere, and its timeouts apply to whichever history is used.
     """
     env = os.environ if environ is None else environ
+    root = Path(project_root) if project_root is not None else Path.cwd()
+    timeouts = _timeouts(history)
+    configured = _configured(history, root, env) if history and history.get("url") else None
     given: str | None = None
     if db is not None and str(db).strip():
         given = str(db).strip()
@@ -183,37 +217,128 @@ def resolve_location(
         given = env["OXY_DB"].strip()
     if given is not None:
         if _URL.match(given):
-            return _url_location(given, explicit=True, password=None, base=None)
-        return _sqlite_location(given, explicit=True)
-    if history and history.get("url"):
-        text = str(history["url"]).strip()
-        # An unset or empty variable is not an error here: a pull request from a fork gets
-        # no secrets, and PGPASSWORD or ~/.pgpass may hold the password anyway. We connect
-        # without one (libpq looks there itself); if the server then refuses, the error
-        # names the variable (translate), and `oxy test` runs on without history.
-        var = history.get("password_var")
-        password = (env.get(str(var)) or None) if var else None
-        unset_var = str(var) if var and not password else None
-        if _URL.match(text):
-            written = _split(text).password
-            if written:
-                # The error quotes config.yml's line, which holds it: scrub it from there too.
-                register_secret(unquote(written))
-                register_secret(written)
-                raise LocationError(
-                    "history.url contains a password; config.yml is shared, so put the password "
-                    "in an environment variable and name it in history.password_var",
-                    key=("history", "url"),
-                )
-            try:
-                return _url_location(
-                    text, explicit=True, password=password, base=project_root, unset_var=unset_var
-                )
-            except LocationError as exc:
-                raise LocationError(str(exc), path=exc.path, key=("history", "url")) from None
-        return _sqlite_location(text, explicit=True, base=project_root)
-    root = Path(project_root) if project_root is not None else Path.cwd()
-    return _sqlite_location(root / ".oxy" / "oxyeval.db", explicit=False)
+            found = _url_location(given, explicit=True, password=None, base=None)
+        else:
+            found = _sqlite_location(given, explicit=True)
+    elif configured is not None:
+        found = configured
+    else:
+        found = _default_location(root)
+    return replace(found, **timeouts) if timeouts else found
+
+
+def _timeouts(history: Mapping[str, Any] | None) -> dict[str, float]:
+    """config.yml's ``history.connect_timeout`` / ``statement_timeout`` (the schema has
+    checked them: positive numbers), as Location fields."""
+    out: dict[str, float] = {}
+    for name in ("connect_timeout", "statement_timeout"):
+        value = (history or {}).get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            out[name] = float(value)
+    return out
+
+
+def _configured(history: Mapping[str, Any], root: Path, env: Mapping[str, str]) -> Location:
+    """config.yml's ``history.url`` as a Location, or a LocationError at its key."""
+    text = str(history["url"]).strip()
+    # An unset or empty variable is not an error here: a pull request from a fork gets
+    # no secrets, and PGPASSWORD or ~/.pgpass may hold the password anyway. We connect
+    # without one (libpq looks there itself); if the server then refuses, the error
+    # names the variable (translate), and `oxy test` runs on without history.
+    var = history.get("password_var")
+    password = (env.get(str(var)) or None) if var else None
+    unset_var = str(var) if var and not password else None
+    if not _URL.match(text):
+        return _project_sqlite(text, root)
+    try:
+        written = _split(text).password
+    except LocationError as exc:  # at its line in config.yml
+        raise LocationError(str(exc), path=exc.path, key=("history", "url")) from None
+    if written:
+        # The error quotes config.yml's line, which holds it: scrub it from there too.
+        register_secret(unquote(written))
+        register_secret(written)
+        raise LocationError(
+            "history.url contains a password; config.yml is shared, so put the password "
+            "in an environment variable and name it in history.password_var",
+            key=("history", "url"),
+        )
+    try:
+        if _split(text).scheme.lower() in _SQLITE_SCHEMES:
+            # sqlite:///relative.db and sqlite:////absolute.db, held to the project's rule.
+            raw = text.split("://", 1)[1]
+            raw = unquote((raw[1:] if raw.startswith("/") else raw).split("?", 1)[0])
+            if not raw or raw == ":memory:":
+                return _sqlite_location(":memory:", explicit=True)
+            return _project_sqlite(raw, root)
+        return _url_location(text, explicit=True, password=password, base=root, unset_var=unset_var)
+    except LocationError as exc:
+        if exc.key:
+            raise
+        raise LocationError(str(exc), path=exc.path, key=("history", "url")) from None
+
+
+def _project_sqlite(text: str, root: Path) -> Location:
+    """An SQLite history named in config.yml, held to the rule for every path a project
+    file names: a shared file must not make oxyeval write outside the project (a history
+    at ``~/.ssh/authorized_keys`` would put test names into that file)."""
+    key = ("history", "url")
+    base = root.resolve()
+    if text.startswith("~"):
+        raise LocationError(
+            f"history.url {text!r}: '~' is not expanded in config.yml (a shared file must not "
+            "name a place in each user's home); give a path inside the project, or use --db "
+            "or OXY_DB for a history elsewhere",
+            key=key,
+        )
+    try:
+        target = (base / text).resolve()
+    except (OSError, RuntimeError, ValueError):  # a NUL byte, a link loop
+        target = None
+    if target is None or not target.is_relative_to(base):
+        raise LocationError(
+            f"history.url {text!r} leaves the project folder {base}; a history named in "
+            "config.yml must stay inside the project (use --db or OXY_DB for one elsewhere)",
+            key=key,
+        )
+    if target == base:
+        raise LocationError(f"history.url {text!r} is the project folder itself", key=key)
+    return Location(
+        "sqlite", str(target), target, True, "", make_folders=target.parent == base / ".oxy"
+    )
+
+
+def missing_folder(location: Location) -> str | None:
+    """Why the SQLite file's folder will not be created (None when it exists or may be):
+    a history named in config.yml gets no folders made for it, except the project's
+    ``.oxy/``. For ``oxy validate`` (a warning) and for opening (an error)."""
+    path = location.path
+    if location.make_folders or path is None or path.parent.is_dir():
+        return None
+    return (
+        f"history database {location.display}: the folder {path.parent} does not exist, and "
+        "oxyeval creates no folders for a history named in config.yml (only the project's "
+        ".oxy/); create it, or change history.url"
+    )
+
+
+def _default_location(root: Path) -> Location:
+    """``<project>/.oxy/oxyeval.db``; an ``.oxy`` that links out of the project is refused
+    (a cloned repository could ship such a link)."""
+    base = root.resolve()
+    path = base / ".oxy" / "oxyeval.db"
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError):
+        target = None
+    if target is None or not target.is_relative_to(base):
+        raise LocationError(
+            f"history database {path}: the project's .oxy folder links outside the project "
+            f"({target or 'a link loop'}); remove the link, or choose a history with --db, "
+            "OXY_DB or history.url in config.yml",
+            path=str(path),
+        )
+    return Location("sqlite", str(path), path, False, "")
 
 
 # --------------------------------------------------------------------------- engines
@@ -273,8 +398,11 @@ def create_engine(
     """An engine for ``location`` with our per-connection settings.
 
     SQLite: WAL (readers never block the writer), synchronous=NORMAL, foreign keys, a busy
-    timeout, and BEGIN IMMEDIATE for writes. PostgreSQL (psycopg 3): a connect timeout, a
-    lock timeout of the same length, and REPEATABLE READ for multi-query reads.
+    timeout, and BEGIN IMMEDIATE for writes. PostgreSQL (psycopg 3): a connect timeout
+    (the location's, else the URL's ``connect_timeout``, else 10 s), a lock timeout of
+    ``timeout``, a statement timeout (the location's, else 30 s) enforced by the server
+    and, a second later, by the client for a server that stopped answering at all
+    (:mod:`._watchdog`), and REPEATABLE READ for multi-query reads.
     """
     import sqlalchemy as sa
     from sqlalchemy import event
@@ -330,121 +458,23 @@ def create_engine(
     url = sa.engine.make_url(location.url)
     if location.password and not url.password:
         url = url.set(password=location.password)
-    lock_ms = int(timeout * 1000)
-    return sa.create_engine(
-        url,
-        connect_args={
-            "connect_timeout": max(1, int(timeout)),
-            "application_name": "oxyeval",
-            "options": f"-c lock_timeout={lock_ms}",
-        },
-        pool_size=4,
-        max_overflow=8,
-        pool_pre_ping=False,
+    statement = location.statement_timeout or DEFAULT_STATEMENT_TIMEOUT
+    options = f"-c lock_timeout={int(timeout * 1000)} -c statement_timeout={int(statement * 1000)}"
+    if url.query.get("options"):  # the URL's own libpq options come after ours (and win)
+        options += f" {url.query['options']}"
+    connect_args: dict[str, Any] = {"application_name": "oxyeval", "options": options}
+    if location.connect_timeout is not None or "connect_timeout" not in url.query:
+        # libpq's unit is whole seconds (and 1 is its minimum that means anything).
+        seconds = location.connect_timeout or DEFAULT_CONNECT_TIMEOUT
+        connect_args["connect_timeout"] = max(1, round(seconds))
+    engine = sa.create_engine(
+        url, connect_args=connect_args, pool_size=4, max_overflow=8, pool_pre_ping=False
     )
+    # psycopg logs what it could not clean up on a lost connection ("error ignored
+    # terminating Pipeline"); with no logging configured, Python would print that on
+    # stderr beside our own one-line error. Records still reach handlers a user set up.
+    logging.getLogger("psycopg").addHandler(logging.NullHandler())
+    from ._watchdog import guard_engine
 
-
-# --------------------------------------------------------------------------- errors
-
-
-def _scrub(text: str, location: Location) -> str:
-    if location.password:
-        text = text.replace(location.password, "***")
-    return redact(text)
-
-
-def translate(exc: BaseException, location: Location, action: str) -> StoreError:
-    """One sentence a user can act on, naming the database and never its password."""
-    where = location.display
-    orig = getattr(exc, "orig", None) or exc
-    msg = " ".join(_scrub(str(orig), location).split())
-    low = msg.lower()
-    backend = location.backend
-    if isinstance(exc, StoreError):
-        return exc
-    if backend == "postgresql":
-        text = _translate_pg(orig, msg, low, where, action, location.unset_password_var)
-    elif "locked" in low or "busy" in low:
-        text = (
-            f"history database {where} is locked by another process (gave up while {action}); "
-            "wait for the other oxy process to finish, or point --db/OXY_DB at another file"
-        )
-    elif "not a database" in low or "malformed" in low or "corrupt" in low:
-        text = (
-            f"history database {where} is not a valid SQLite database or is corrupt ({msg}); "
-            "move it aside, or point --db/OXY_DB at another file"
-        )
-    elif "unable to open" in low or "cannot open" in low:
-        text = (
-            f"history database {where} cannot be opened ({msg}); check that the path is a file "
-            "and that its folder exists and is writable"
-        )
-    elif "readonly" in low or "read-only" in low:
-        text = f"history database {where} is read-only ({msg}); check file permissions"
-    elif "disk" in low and ("full" in low or "i/o" in low):
-        text = f"history database {where}: {msg} while {action}"
-    else:
-        text = f"history database {where}: {action} failed: {msg}"
-    return StoreError(text, path=where)
-
-
-def _translate_pg(
-    orig: BaseException, msg: str, low: str, where: str, action: str, unset_var: str | None
-) -> str:
-    sqlstate = getattr(orig, "sqlstate", None) or ""
-    refused = sqlstate == "28P01" or "password authentication failed" in low
-    if unset_var and ("no password supplied" in low or refused):
-        # The variable is what the user configured: name it first. libpq looked in
-        # PGPASSWORD and ~/.pgpass (and found none, or a wrong one): say that too.
-        how = (
-            "refused the password from PGPASSWORD or ~/.pgpass"
-            if refused
-            else "asks for a password and neither PGPASSWORD nor ~/.pgpass has one"
-        )
-        return (
-            f"history database {where}: history.password_var in config.yml names "
-            f"{unset_var}, which is not set (or is empty), and the server {how} ({msg}); "
-            f"export {unset_var} with the database password"
-        )
-    if "no password supplied" in low:
-        return (
-            f"history database {where}: the server asks for a password and none was given; "
-            "set it in the variable named by history.password_var in config.yml, or in "
-            "PGPASSWORD or ~/.pgpass"
-        )
-    if refused:
-        return (
-            f"history database {where}: the server refused the password ({msg}); set it in the "
-            "variable named by history.password_var in config.yml, or in PGPASSWORD or ~/.pgpass"
-        )
-    if (
-        sqlstate == "28000"
-        or "no pg_hba.conf entry" in low
-        or ("role" in low and "does not exist" in low)
-    ):
-        return f"history database {where}: the server refused the connection ({msg})"
-    if sqlstate == "3D000" or ("database" in low and "does not exist" in low):
-        return (
-            f"history database {where} does not exist on that server ({msg}); create it "
-            "(createdb, or CREATE DATABASE) and run again"
-        )
-    if sqlstate in ("55P03", "40P01") or "lock timeout" in low or "deadlock" in low:
-        return (
-            f"history database {where} is locked by another process (gave up while {action}); "
-            "try again when the other oxy process has finished"
-        )
-    if (
-        "connection refused" in low
-        or "could not connect" in low
-        or "connection failed" in low
-        or "timeout expired" in low
-        or "could not translate host name" in low
-        or "failed to resolve host" in low
-    ):
-        return (
-            f"history database {where} cannot be reached ({msg}); check that the PostgreSQL "
-            "server is running and that host and port are right"
-        )
-    if sqlstate == "42501" or "permission denied" in low:
-        return f"history database {where}: permission denied while {action} ({msg})"
-    return f"history database {where}: {action} failed: {msg}"
+    guard_engine(engine, statement + 1.0)
+    return engine

@@ -21,6 +21,9 @@ class StoreError(OxyError):
     """
 
     exit_code = EXIT_INFRA
+    #: The server cannot be reached or stopped answering: opening it again in the same
+    #: command (read-only, say) would only wait out the same timeouts again.
+    unreachable: bool = False
 
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(message)

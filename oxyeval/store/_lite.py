@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from ._cache import Caches
 from ._engine import DEFAULT_TIMEOUT, Location, translate
 from ._errors import NotFoundError, StoreError
+from ._owner import current_owner
 from ._result_rows import (
     ConsistencyResult,
     NewConsistencyResult,
@@ -78,8 +79,8 @@ class _Runs:
         with self._store.write("starting a run") as cur:
             cur.execute(
                 "INSERT INTO runs (id, kind, group_id, subject, prompt_id, prompt_version, "
-                "started_at, status, total, done, pid, host) "
-                "VALUES (?, ?, ?, ?, NULL, NULL, ?, 'running', ?, 0, ?, ?)",
+                "started_at, status, total, done, pid, host, owner) "
+                "VALUES (?, ?, ?, ?, NULL, NULL, ?, 'running', ?, 0, ?, ?, ?)",
                 (
                     run_id,
                     kind,
@@ -89,6 +90,7 @@ class _Runs:
                     total,
                     os.getpid(),
                     self._store.host,
+                    current_owner().text(),
                 ),
             )
         self._store.own(run_id)
@@ -307,6 +309,8 @@ def open_results(location: Location, *, timeout: float = DEFAULT_TIMEOUT) -> Lit
     if location.backend != "sqlite" or location.path is None:
         return None
     if not location.path.exists():
+        if not location.make_folders and not location.path.parent.is_dir():
+            return None  # the full store refuses it, saying why (missing_folder)
         from ._fresh import create_from_snapshot
 
         if not create_from_snapshot(location.path):

@@ -3,23 +3,28 @@
 A run is 'running' until its process finishes it. A process that dies leaves it 'running';
 the next process to look marks it 'interrupted' if the run is provably dead:
 
-* on this host, its pid no longer exists (a live pid is a live run, whichever Store in
-  that process owns it: a Store that closes without finishing its runs marks them
+* in this host's kernel and PID namespace (see :mod:`._owner`: host name, boot id, PID
+  namespace and process start time are recorded with the run), its pid no longer exists
+  or now belongs to another process (a live pid is a live run, whichever Store in that
+  process owns it: a Store that closes without finishing its runs marks them
   interrupted itself, see ``Store.close``);
-* on another host (a shared PostgreSQL history, a synced file), its pid cannot be probed,
-  so it is presumed dead after :data:`FOREIGN_RUN_STALE_AFTER`.
+* anywhere else (another host sharing a PostgreSQL history or a synced file, another
+  container on this host, a run recorded before owners were), its pid cannot be
+  probed, so it is presumed dead only after :data:`FOREIGN_RUN_STALE_AFTER`.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from ._errors import NotFoundError
+from ._owner import DEAD, UNKNOWN, current_owner, run_state
 from ._rows import Run
 from ._tables import executions, runs
 from ._util import new_id, utc_timestamp
@@ -162,6 +167,7 @@ class Runs:
                     done=0,
                     pid=os.getpid(),
                     host=self._store.host,
+                    owner=current_owner().text(),
                 )
             )
         self._store.own_run(run_id)
@@ -207,19 +213,15 @@ class Runs:
         return [_run(r, counts.get(r.id)) for r in rows]
 
     def _stale(self, conn: Connection) -> list[str]:
-        me = os.getpid()
+        me = replace(current_owner(), host=self._store.host)
         cutoff = utc_timestamp(datetime.now(timezone.utc) - FOREIGN_RUN_STALE_AFTER)
         rows = conn.execute(
-            sa.select(_R.id, _R.pid, _R.host, _R.started_at).where(_R.status == "running")
+            sa.select(_R.id, _R.pid, _R.host, _R.owner, _R.started_at).where(_R.status == "running")
         ).all()
         stale = []
         for r in rows:
-            pid = r.pid or 0
-            if r.host == self._store.host:
-                dead = False if pid == me else not pid_alive(pid)
-            else:
-                dead = r.started_at < cutoff
-            if dead:
+            state = run_state(r.host, r.pid, r.owner, me)
+            if state == DEAD or (state == UNKNOWN and r.started_at < cutoff):
                 stale.append(r.id)
         return stale
 

@@ -73,7 +73,7 @@ CREATE TABLE oxyeval_schema_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT oxyeval_schema_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "oxyeval_schema_version" VALUES('0002');
+INSERT INTO "oxyeval_schema_version" VALUES('0003');
 CREATE TABLE prompt_versions (
 	prompt_id TEXT NOT NULL, 
 	version INTEGER NOT NULL, 
@@ -107,6 +107,7 @@ CREATE TABLE runs (
 	done INTEGER DEFAULT '0' NOT NULL, 
 	pid INTEGER, 
 	host TEXT, 
+	owner TEXT, 
 	PRIMARY KEY (seq), 
 	CONSTRAINT ck_runs_status CHECK (status IN ('running', 'completed', 'interrupted', 'failed')), 
 	CONSTRAINT ck_runs_kind CHECK (kind IN ('cases', 'consistency', 'workflow', 'ab', 'passfail')), 

@@ -121,6 +121,7 @@ runs = sa.Table(
     sa.Column("done", sa.Integer, nullable=False, server_default="0"),
     sa.Column("pid", sa.Integer),
     sa.Column("host", sa.Text),
+    sa.Column("owner", sa.Text),  # the process's identity beyond its pid (_owner.Owner)
     sa.CheckConstraint(_in("status", RUN_STATUSES), name="ck_runs_status"),
     sa.CheckConstraint(_in("kind", RUN_KINDS + RESERVED_RUN_KINDS), name="ck_runs_kind"),
     sa.Index("ix_runs_started", "started_at", "seq"),

@@ -163,6 +163,9 @@ class ConsistencyHistory:
             store = await book.history.store()
             assert store is not None
         except Exception as exc:
+            if getattr(exc, "unreachable", False):  # a read-only open would wait again
+                book.unread(exc)
+                return None
             book.fail(exc)
             return await self._read_only(book)
         files = book.files[:_SUBJECT_FILES]

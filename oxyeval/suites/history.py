@@ -22,6 +22,7 @@ the recorder of a run share one store per database, closed once at the end.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -129,12 +130,19 @@ class Histories:
     ) -> None:
         self.db, self.environ, self.enabled = db, environ, enabled
         self._where: dict[Path, Location] = {}  # project root -> its history's location
+        self._checked: set[Path] = set()  # roots whose history: entry was checked (disabled)
         self._open: dict[Location, History] = {}
 
     def location(self, project: Project) -> Location | None:
         """Where ``project`` keeps its history this run (None: disabled); resolved once per
         project, a bad location is bad input (:func:`history_location`)."""
         if not self.enabled:
+            if project.root not in self._checked:
+                # Not opened, but config.yml's history: entry is still checked: a file
+                # oxy validate rejects is rejected with --no-history too.
+                env = os.environ if self.environ is None else self.environ
+                history_location(project, None, {k: v for k, v in env.items() if k != "OXY_DB"})
+                self._checked.add(project.root)
             return None
         where = self._where.get(project.root)
         if where is None:

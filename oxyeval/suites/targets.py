@@ -160,6 +160,15 @@ def task_output(run: WorkflowRun, ref: str) -> Any:
         why = f": {record.error}" if record is not None and record.error else ""
         raise TaskFailed(f"task '{head}' produced no output{why}")
     value = run.outputs[head]
-    for part in rest:
-        value = value[part] if isinstance(value, Mapping) else getattr(value, part)
+    for depth, part in enumerate(rest, 1):
+        try:
+            value = value[part] if isinstance(value, Mapping) else getattr(value, part)
+        except (KeyError, AttributeError):
+            # A part the output does not have (a sub-workflow's task, a SQL column): bad
+            # input, named, never an internal error.
+            path = ".".join([head, *rest[:depth]])
+            raise ConfigError(
+                f"task_ref '{ref}': the output of '{'.'.join([head, *rest[: depth - 1]])}' "
+                f"has no part '{part}' (reading {path})"
+            ) from None
     return value

@@ -50,8 +50,9 @@ def _project_or_own_schema(
 
 def history_problems(project: Project) -> list[Diagnostic]:
     """config.yml's ``history:`` checked as the commands that use it check it: an
-    unsupported URL or a password written into it is an error; an unset ``password_var``
-    a warning (validating needs no secrets, like an unset key_var; the commands connect
+    unsupported URL, a password written into it or a path leaving the project is an
+    error; a folder that does not exist (and will not be created) or an unset
+    ``password_var`` a warning (validating needs no secrets, like an unset key_var; the commands connect
     without it, so PGPASSWORD or ~/.pgpass may still do)."""
     from .history import history_location
 
@@ -61,15 +62,23 @@ def history_problems(project: Project) -> list[Diagnostic]:
         location = history_location(project, environ=environ)
     except LoadError as exc:
         return list(exc.diagnostics)
+    from ..store import missing_folder
+
+    found = []
+    folder = missing_folder(location)
+    if folder is not None:  # the folder may be made before the run (CI): a warning
+        found.append(project.config.diagnostic(("history", "url"), folder, severity="warning"))
     var = location.unset_password_var
-    if var is None:
-        return []
-    message = (
-        f"history.password_var names the environment variable {var}, which is not set; "
-        "commands will connect without it (PGPASSWORD or ~/.pgpass may supply the password), "
-        "and oxy test / oxy run go on without history if the server refuses"
-    )
-    return [project.config.diagnostic(("history", "password_var"), message, severity="warning")]
+    if var is not None:
+        message = (
+            f"history.password_var names the environment variable {var}, which is not set; "
+            "commands will connect without it (PGPASSWORD or ~/.pgpass may supply the "
+            "password), and oxy test / oxy run go on without history if the server refuses"
+        )
+        found.append(
+            project.config.diagnostic(("history", "password_var"), message, severity="warning")
+        )
+    return found
 
 
 def credential_warnings(
@@ -194,6 +203,10 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
             report.diagnostics.extend(exc.diagnostics)
         except ConfigError as exc:
             report.diagnostics.append(Diagnostic(str(target), str(exc)))
+    for project in report.projects.values():
+        # The commands that run a file open its project's history: a bad history.url is
+        # an error of every file of the project, as it is for them (oxy test a.agent.yml).
+        report.diagnostics.extend(d for d in history_problems(project) if d.severity == "error")
     # An agent's load re-reports its config's problems; keep each problem once.
     unique: dict[tuple[object, ...], Diagnostic] = {}
     for d in report.diagnostics:

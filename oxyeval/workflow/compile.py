@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, Diagnostic, LoadError
 from ..project.schema import did_you_mean
-from ..project.templates import TemplateRef, referenced_names, template_diagnostics
+from ..project.templates import (
+    JINJA_NAMES,
+    TemplateRef,
+    referenced_names,
+    template_diagnostics,
+)
+from .shapes import Shape, body_shapes, scope_shapes, shape_problems
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -37,29 +43,6 @@ __all__ = [
     "render_mermaid",
     "render_plan",
 ]
-
-# Names Jinja itself provides, so a template may use them without a task or variable.
-JINJA_NAMES = frozenset(
-    {
-        "range",
-        "dict",
-        "lipsum",
-        "cycler",
-        "joiner",
-        "namespace",
-        "loop",
-        "true",
-        "false",
-        "none",
-        "True",
-        "False",
-        "None",
-        "self",
-        "varargs",
-        "kwargs",
-        "caller",
-    }
-)
 
 
 @dataclass(repr=False)
@@ -160,6 +143,7 @@ def _compile_scope(
     visible: set[str],
     variables: set[str],
     problems: list[Diagnostic],
+    shapes: dict[str, Shape] | None = None,
 ) -> Scope:
     import networkx as nx
 
@@ -168,10 +152,13 @@ def _compile_scope(
     graph.add_nodes_from(t.name for t in tasks)
     known = local | visible | variables
     scope = Scope(tasks=tasks, graph=graph, levels=[])
+    seen = scope_shapes(shapes or {}, tasks)  # outputs whose parts are known
     for task in tasks:
         inner_visible = visible | local
         if task.type == "loop_sequential":
             inner_visible = inner_visible | {task.name}
+        for field_name, ref, _refs in _field_refs(task):
+            problems.extend(shape_problems(task, field_name, ref, seen))
         # An execute_sql task's own variables are names its SQL may use.
         own = set(task.variables) if task.type == "execute_sql" else set()
         for field_name, ref, refs in _field_refs(task):
@@ -200,7 +187,7 @@ def _compile_scope(
                         )
                     )
         children = [
-            _compile_scope(scope_tasks, inner_visible, variables, problems)
+            _compile_scope(scope_tasks, inner_visible, variables, problems, body_shapes(task, seen))
             for scope_tasks in task.scopes()
         ]
         external = _external_refs(task)

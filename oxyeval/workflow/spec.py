@@ -21,8 +21,9 @@ from ..project.files import outside_project
 from ..project.limits import MAX_CONCURRENCY
 from ..project.schema import did_you_mean, validate_document
 from ..project.templates import TemplateRef, referenced_names, template_diagnostics
-from ..project.tests import TestSpec, parse_tests
+from ..project.tests import TestSpec, check_judge_prompt, parse_tests
 from ..project.varschema import check_variables
+from .shapes import shapes_of, task_ref_problem
 from .sqltemplate import SqlTemplateRef
 
 __all__ = [
@@ -89,6 +90,7 @@ class Task:
     cache: Cache | None = None
     export: Export | None = None
     consistency_run: int = 1  # agent
+    consistency_prompt: TemplateRef | None = None  # agent: its own judge prompt
     judge_model: str | None = None  # agent
     database: str | None = None  # execute_sql
     dry_run_limit: int | None = None  # execute_sql
@@ -293,14 +295,14 @@ def _check_task(task: Task, project: Project, problems: list[Diagnostic]) -> Non
                     f"{project.root})",
                 )
             )
-        if spec.get("consistency_prompt"):
-            _template(
-                task,
-                "consistency_prompt",
-                spec["consistency_prompt"],
-                (*key, "consistency_prompt"),
-                problems,
+        if isinstance(spec.get("consistency_prompt"), str) and spec["consistency_prompt"]:
+            # A judge prompt, rendered with the two answers: not a template over the
+            # workflow's tasks and variables (so not in task.templates, whose names the
+            # compiler resolves in the workflow).
+            task.consistency_prompt = TemplateRef(
+                spec["consistency_prompt"], doc, (*key, "consistency_prompt")
             )
+            check_judge_prompt(task.consistency_prompt, problems)
         _check_judge(doc, (*key, "judge_model"), task.judge_model, project, problems)
     elif task.type == "execute_sql":
         db = task.database
@@ -456,7 +458,7 @@ def load_workflow(project: Project, path: str | os.PathLike[str]) -> Workflow:
     prompt = None
     if data.get("consistency_prompt"):
         prompt = TemplateRef(data["consistency_prompt"], doc, ("consistency_prompt",))
-        problems.extend(template_diagnostics(prompt))
+        check_judge_prompt(prompt, problems)
     _check_judge(doc, ("judge_model",), data.get("judge_model"), project, problems)
     variables: dict[str, dict[str, Any]] = {}
     declared = data.get("variables") or {}
@@ -478,6 +480,7 @@ def load_workflow(project: Project, path: str | os.PathLike[str]) -> Workflow:
     check_variables(doc, data.get("variables"), problems)
     tests = parse_tests(doc, project, problems, owner="workflow")
     top = {t.name for t in tasks}
+    shapes = shapes_of(tasks)
     for test in tests:
         if test.task_ref is None:
             test.task_ref = tasks[-1].name if tasks else None
@@ -489,6 +492,10 @@ def load_workflow(project: Project, path: str | os.PathLike[str]) -> Workflow:
                     f"{', '.join(t.name for t in tasks)}",
                 )
             )
+        else:
+            problem = task_ref_problem(test.task_ref, shapes)
+            if problem is not None:
+                problems.append(doc.diagnostic((*test.key, "task_ref"), problem))
     if any(p.severity == "error" for p in problems):
         raise LoadError(sorted(problems, key=lambda d: (d.line or 0, d.column or 0)))
     name = doc.path.name

@@ -210,7 +210,7 @@ def _warn_token_limit(
 
 
 def _judge(engine: Engine, task: Task, workflow: Workflow) -> Judge:
-    prompt = task.templates.get("consistency_prompt") or workflow.consistency_prompt
+    prompt = task.consistency_prompt or workflow.consistency_prompt
     model = task.judge_model or workflow.judge_model or engine.project.default_judge
     return Judge(
         engine.pool.get(model), prompt, settings=engine.project.judge, cache=engine.verdicts

@@ -114,9 +114,9 @@ def test_inputs_the_agent_does_not_declare_stay_out_of_its_system_prompt(
     # prompt that reads it is an error, found at load.
     agent = 'model: m\nsystem_instructions: "Echo {{ question }}"\n'
     root = make_project(config(server), {"a.agent.yml": agent, "a.cases.yml": CASES})
-    with pytest.raises(LoadError, match="'question' is undefined"):
+    with pytest.raises(LoadError, match="uses 'question', which is not a variable of this agent"):
         run_cases(project_dir=str(root))
-    with pytest.raises(LoadError, match="'question' is undefined"):
+    with pytest.raises(LoadError, match="uses 'question', which is not a variable of this agent"):
         asyncio.run(ask_agent(root / "a.agent.yml", "How many?"))
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._engine import Location, create_engine, translate
+from .._engine import Location, create_engine, missing_folder, translate
 from .._errors import EmptyHistoryError, LocationError, StoreError
 
 if TYPE_CHECKING:
@@ -40,8 +40,8 @@ __all__ = [
     "upgrade",
 ]
 
-HEAD = "0002"
-REVISIONS = ("0001", "0002")
+HEAD = "0003"
+REVISIONS = ("0001", "0002", "0003")
 VERSION_TABLE = "oxyeval_schema_version"
 APPLICATION_ID = 0x4F585945  # "OXYE": marks SQLite files as ours (0.1.0 set it too)
 SQLITE_MARKER = 100  # PRAGMA user_version of files under Alembic; > 0.1.0's latest (2)
@@ -200,6 +200,9 @@ def open_engine(
         if read_only and (not path.is_file() or path.stat().st_size == 0):
             raise EmptyHistoryError(f"history database {where} does not exist", path=where)
         if not read_only:
+            problem = missing_folder(location)
+            if problem is not None:
+                raise LocationError(problem, path=where)
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
