@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError, LoadError
 from ..project.agents import variable_error
 from ..project.templates import TemplateRef, render
+from ..redact import clip
 
 if TYPE_CHECKING:
     from .spec import Workflow
@@ -43,7 +44,7 @@ def resolve_variables(workflow: Workflow, given: Mapping[str, Any]) -> dict[str,
             shown = repr(value)
             if len(shown) > 80:  # a long value once, not twice (jsonschema repeats it)
                 error = error.replace(shown, "the value")
-                shown = shown[:77] + "..."
+                shown = clip(shown, 80, total=True)  # redacted, then cut: never split a key
             raise ConfigError(f"{workflow.doc.display}: variable '{name}' = {shown}: {error}")
         values[name] = value
     if missing:
