@@ -318,9 +318,10 @@ def mask_credentials(address: str) -> str:
 
 # --------------------------------------------------------------------------- cutting
 
-#: The shortest piece of a secret masked at the edge of a text (a shorter one is also
-#: the start or end of too many ordinary words to say anything about the secret).
-_EDGE_MIN = 4
+#: The shortest piece of a secret masked at the edge of a text: as short as the shortest
+#: secret scrubbed at all (a shorter piece is also the start or end of too many ordinary
+#: words, and says next to nothing about the secret).
+_EDGE_MIN = _MIN_LEN
 
 
 def clip(text: str, limit: int, ellipsis: str = "...", *, total: bool = False) -> str:

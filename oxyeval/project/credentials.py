@@ -59,6 +59,10 @@ def register_literal_secrets(text: str) -> None:
                 expect = "value"
             elif isinstance(token, yaml.ScalarToken):
                 _scalar(token.value, key if expect == "value" else None)
+                if expect == "value" and token.start_mark.line != token.end_mark.line:
+                    # A quote left open swallows the lines after it; the line it opened on
+                    # is what a diagnostic would quote.
+                    _scalar(_first_line(text, token.start_mark), key)
                 if expect == "key":
                     key = token.value
                 expect = None
@@ -73,6 +77,12 @@ def register_literal_secrets(text: str) -> None:
     if stopped_at is not None:
         for line in text.splitlines()[stopped_at:]:
             _line(line)
+
+
+def _first_line(text: str, mark: yaml.Mark) -> str:
+    """What follows ``mark`` on its line, without the opening quote."""
+    line = text[mark.index :].split("\n", 1)[0]
+    return line.lstrip("'\"|>-+ ").strip()
 
 
 def _scalar(value: str, key: str | None) -> None:
