@@ -641,7 +641,7 @@ CORPUS: list[Bad] = [
         {
             "a.agent.yml": agent(),
             "config.yml": CONFIG.replace(
-                "  - name: agent_model\n    vendor: mock\n    outputs: [\"The total is 42.\"]\n",
+                '  - name: agent_model\n    vendor: mock\n    outputs: ["The total is 42."]\n',
                 "  - {name: agent_model, vendor: mock, outputs: [x], "
                 "api_key: sk-lit-0a1b2c3d4e5f6a7b, temprature: 1}\n",
             ),
