@@ -666,6 +666,16 @@ CORPUS: list[Bad] = [
         "connection string",
         args=("--db", "host=127.0.0.1 dbname=h password='a b c'"),
     ),
+    Bad(
+        "a libpq connection string as history url",
+        {
+            "a.agent.yml": agent(),
+            "config.yml": CONFIG + "history: {url: 'host=h dbname=d password=pw-0a1b2c'}\n",
+        },
+        "validate",  # (oxy test here would use the harness's OXY_DB)
+        "config.yml:10",
+        target="config.yml",
+    ),
     #
     # -- round 2: template CPU and memory ------------------------------------------------
     #

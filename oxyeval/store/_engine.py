@@ -104,11 +104,11 @@ def _query_password(url: str) -> str | None:
     return None
 
 
-def _sqlite_location(path: str | Path, *, explicit: bool, base: Path | None = None) -> Location:
-    text = str(path)
+def _refuse_connection_string(text: str, key: tuple[str, ...] = ()) -> None:
+    """libpq's keyword/value form (``host=... dbname=... password=...``) is not a file name,
+    and taken as one it would create a file named after the password: a LocationError,
+    masked (and the password registered), for every path a history can come from."""
     if _DSN.match(text):
-        # libpq's keyword/value form (host=... dbname=... password=...): not a file name,
-        # and as one it would create a file named after the password.
         register_credentials(text)
         shown = mask_credentials(text)
         raise LocationError(
@@ -116,7 +116,13 @@ def _sqlite_location(path: str | Path, *, explicit: bool, base: Path | None = No
             "PostgreSQL URL: postgresql://user@host:5432/dbname (the password in "
             "history.password_var, PGPASSWORD or ~/.pgpass)",
             path=shown,
+            key=key,
         )
+
+
+def _sqlite_location(path: str | Path, *, explicit: bool, base: Path | None = None) -> Location:
+    text = str(path)
+    _refuse_connection_string(text)
     if text == ":memory:":
         return Location("sqlite", ":memory:", None, explicit, "sqlite://")
     p = Path(text).expanduser()
@@ -240,6 +246,7 @@ def resolve_location(
                 )
             except LocationError as exc:
                 raise LocationError(str(exc), path=exc.path, key=("history", "url")) from None
+        _refuse_connection_string(text, key=("history", "url"))
         return _sqlite_location(text, explicit=True, base=project_root)
     root = Path(project_root) if project_root is not None else Path.cwd()
     return _sqlite_location(root / ".oxy" / "oxyeval.db", explicit=False)
