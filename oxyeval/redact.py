@@ -26,6 +26,23 @@ A key is scrubbed verbatim and in its JSON-escaped and URL-encoded forms (which
 differ only for keys with unusual characters); a key re-encoded otherwise (base64,
 split across lines) is not recognised.
 
+**One rule for what a secret is made of** (:func:`register_secret`, whoever registers:
+an API key, ``key_var``, a header from config.yml or from ``env_var``, a database
+password, a credential in a URL): the value itself, and the credential inside it: the
+token of ``Bearer <token>`` (any ``<scheme> <credential>`` header value) and, for
+``Basic``, also the decoded ``user:password`` and its password, since a server that
+refuses a header echoes the bare token, not the header. :func:`register_credentials`
+finds the credentials in a URL or a libpq connection string (URL userinfo, query
+parameters whose name says credential, ``password=``/``sslpassword=`` keywords) and
+registers them by the same rule; :func:`mask_credentials` is how such an address is
+shown; :func:`is_secret_name` is the one list of names that say "credential" (headers,
+query parameters, config.yml keys).
+
+**Redact, then cut** (:func:`clip`): every place that shortens text for display or
+storage redacts it first, so a cut can never leave most of a key behind, and masks a
+piece of a secret left at either edge of what it keeps (text that arrived already cut,
+by a server or an older version).
+
 Who owns the set: the ``oxy`` process registers for its whole life (one command, one
 project, and its report is printed after the run). A long-lived caller (a server, a
 notebook, a test suite) that loads many projects scopes it with :func:`secret_scope`:
@@ -41,18 +58,25 @@ must still be scrubbed.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TextIO
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 __all__ = [
     "RedactingStream",
+    "clip",
+    "is_secret_name",
+    "mask_credentials",
     "redact",
     "redact_data",
+    "register_credentials",
     "register_secret",
     "registered_secret_count",
     "secret_scope",
@@ -89,7 +113,41 @@ def _rebuild() -> None:
 
 
 def register_secret(value: str | None) -> None:
-    if not value or len(value) < _MIN_LEN:
+    """Scrub ``value`` and the credential inside it (see the module docstring's one rule)
+    from everything printed, logged or stored from now on."""
+    if not value:
+        return
+    for part in _parts(value):
+        _register(part)
+
+
+def _parts(value: str) -> set[str]:
+    """``value``, stripped, plus what an HTTP auth header value carries: ``Bearer <token>``
+    -> the token; ``Basic <base64>`` -> also ``user:password`` and the password."""
+    value = value.strip()
+    parts = {value}
+    match = _SCHEME.match(value)
+    if match:
+        credential = match.group(2).strip()
+        parts.add(credential)
+        if match.group(1).lower() == "basic":
+            try:
+                decoded = base64.b64decode(credential + "=" * (-len(credential) % 4), validate=True)
+                plain = decoded.decode("utf-8")
+            except (binascii.Error, ValueError):
+                plain = ""
+            if ":" in plain:
+                parts.update((plain, plain.split(":", 1)[1]))
+    return parts
+
+
+#: ``<scheme> <credential>`` as an Authorization header spells it (RFC 9110: a token,
+#: then the credentials); scheme names are short words.
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]{0,30})\s+(\S.*)$", re.S)
+
+
+def _register(value: str) -> None:
+    if len(value) < _MIN_LEN:
         return
     scope = _scope.get()
     if scope is None:
@@ -164,6 +222,145 @@ def redact_data(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [redact_data(v) for v in value]
     return value
+
+
+# --------------------------------------------------------------------------- names
+
+
+_SECRET_NAME = re.compile(
+    r"(?i)auth|key|token|secret|passw|pwd|cookie|signature|credential|session|(?:^|[_-])sig$"
+)
+#: Names that match the above but hold no secret: the name of a variable holding one
+#: (``key_var``, ``password_var``), a path or id (``key_path``, ``key_id``, libpq's
+#: ``sslkey`` file), a count (``max_tokens``).
+_NOT_SECRET_NAME = re.compile(
+    r"(?i)[_-](?:var|path|file|type|id|url|name|method|tokens)$|^max_tokens$"
+    r"|^ssl(?:key|cert|rootcert|crl|crldir)$"
+)
+
+
+def is_secret_name(name: object) -> bool:
+    """Whether a header, query parameter or config.yml key of this name holds a credential
+    (``Authorization``, ``X-Api-Key``, ``api_key``, ``password``, ``sslpassword``, ``sig``):
+    the one list every registration and every mask uses."""
+    text = str(name)
+    return bool(_SECRET_NAME.search(text)) and not _NOT_SECRET_NAME.search(text)
+
+
+# --------------------------------------------------------------------------- addresses
+
+_URL_START = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.\-]*://")
+#: One ``keyword = value`` of a libpq connection string; a value may be single-quoted,
+#: with backslash escapes.
+_DSN_PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*=\s*('(?:[^'\\]|\\.)*'?|[^\s']*)")
+_DSN = re.compile(r"\s*" + _DSN_PAIR.pattern + r"(?:\s+" + _DSN_PAIR.pattern + r")*\s*")
+
+
+def _credential_spans(text: str) -> list[tuple[int, int, str]]:
+    """Where the credentials of a URL or a libpq keyword/value string are in ``text``:
+    ``(start, end, value as the server gets it)``."""
+    spans: list[tuple[int, int, str]] = []
+    start = _URL_START.match(text)
+    if start is None:
+        if "=" not in text or not _DSN.fullmatch(text):
+            return spans
+        for m in _DSN_PAIR.finditer(text):
+            raw = m.group(2)
+            if raw and is_secret_name(m.group(1)):
+                value = raw
+                if raw.startswith("'"):  # quoted: backslash escapes a quote or a backslash
+                    value = re.sub(r"\\(.)", r"\1", raw[1:].removesuffix("'"))
+                spans.append((m.start(2), m.end(2), value))
+        return spans
+    at = start.end()
+    end = len(text)
+    for stop in "/?#":
+        found = text.find(stop, at)
+        if found != -1:
+            end = min(end, found)
+    userinfo_end = text.rfind("@", at, end)
+    if userinfo_end != -1:
+        colon = text.find(":", at, userinfo_end)
+        if colon != -1 and colon + 1 < userinfo_end:
+            spans.append((colon + 1, userinfo_end, unquote(text[colon + 1 : userinfo_end])))
+    query = text.find("?", at)
+    if query != -1:
+        fragment = text.find("#", query)
+        stop = len(text) if fragment == -1 else fragment
+        offset = query + 1
+        for item in re.split(r"[&;]", text[query + 1 : stop]):
+            name, sep, value = item.partition("=")
+            if sep and value and is_secret_name(unquote_plus(name)):
+                first = offset + len(name) + 1
+                spans.append((first, first + len(value), unquote_plus(value)))
+            offset += len(item) + 1
+    return spans
+
+
+def register_credentials(address: str | None) -> None:
+    """Register the credentials written into a URL (``http://alice:secret@host``,
+    ``?password=...``, ``?key=...``) or a libpq connection string (``password='x y'``),
+    as written and as the server gets them, by :func:`register_secret`'s rule."""
+    if not address:
+        return
+    for begin, end, value in _credential_spans(address):
+        register_secret(address[begin:end])
+        register_secret(value)
+
+
+def mask_credentials(address: str) -> str:
+    """A URL or libpq connection string as it may be shown: every credential in it as
+    ``***``, user, host, port, database and other parameters readable."""
+    for begin, end, _value in reversed(_credential_spans(address)):
+        address = address[:begin] + "***" + address[end:]
+    return address
+
+
+# --------------------------------------------------------------------------- cutting
+
+#: The shortest piece of a secret masked at the edge of a text: as short as the shortest
+#: secret scrubbed at all (a shorter piece is also the start or end of too many ordinary
+#: words, and says next to nothing about the secret).
+_EDGE_MIN = _MIN_LEN
+
+
+def clip(text: str, limit: int, ellipsis: str = "...", *, total: bool = False) -> str:
+    """``text`` redacted, then, when longer than ``limit``, cut to its first ``limit``
+    characters followed by ``ellipsis`` (``{more}`` in it: how many characters were cut;
+    ``total=True``: ``limit`` counts the ellipsis too). Never the reverse: a cut made
+    first could split a key and leave most of it readable. A piece of a secret left at
+    either edge (text that came already cut) is masked as well, and a cut never splits
+    the ``***`` of a redacted key."""
+    text = redact(text)
+    if len(text) <= limit:
+        return _mask_edges(text)
+    cut = max(0, limit - len(ellipsis) if total else limit)
+    mark = text.rfind("***", max(0, cut - 2), cut + 2)
+    if mark != -1 and mark < cut < mark + 3:
+        cut = mark
+    return _mask_edges(text[:cut]) + ellipsis.replace("{more}", f"{len(text) - cut:,}")
+
+
+def _mask_edges(text: str) -> str:
+    """``text`` without a piece of a registered secret at its start or its end.
+
+    Forms with a space in them (``Bearer <token>``) are left out: their pieces start
+    with ordinary words, and the token in them is registered on its own."""
+    forms = _forms
+    if not forms or len(text) < _EDGE_MIN:
+        return text
+    for form in forms:
+        if " " in form:
+            continue
+        for size in range(min(len(form) - 1, len(text)), _EDGE_MIN - 1, -1):
+            if text.endswith(form[:size]):
+                text = text[:-size] + "***"
+                break
+        for size in range(min(len(form) - 1, len(text)), _EDGE_MIN - 1, -1):
+            if text.startswith(form[-size:]):
+                text = "***" + text[size:]
+                break
+    return text
 
 
 class RedactingStream:

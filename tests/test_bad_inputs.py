@@ -646,7 +646,46 @@ CORPUS: list[Bad] = [
     ),
     #
     # -- round 2: secrets ----------------------------------------------------------------
-    #
+    Bad(
+        "literal api_key on a line with a schema error",
+        {
+            "a.agent.yml": agent(),
+            "config.yml": CONFIG.replace(
+                '  - name: agent_model\n    vendor: mock\n    outputs: ["The total is 42."]\n',
+                "  - {name: agent_model, vendor: mock, outputs: [x], "
+                "api_key: sk-lit-0a1b2c3d4e5f6a7b, temprature: 1}\n",
+            ),
+        },
+        "validate test",
+        "config.yml:2",
+    ),
+    Bad(
+        "history url with a password in its query",
+        {
+            "a.agent.yml": agent(),
+            "config.yml": CONFIG + "history: {url: 'postgresql://bob@h/db?password=pw-0a1b2c'}\n",
+        },
+        "validate",  # (oxy test here would use the harness's OXY_DB)
+        "config.yml:10",
+        target="config.yml",
+    ),
+    Bad(
+        "a libpq connection string as --db",
+        {"a.agent.yml": agent()},
+        "test",
+        "connection string",
+        args=("--db", "host=127.0.0.1 dbname=h password='a b c'"),
+    ),
+    Bad(
+        "a libpq connection string as history url",
+        {
+            "a.agent.yml": agent(),
+            "config.yml": CONFIG + "history: {url: 'host=h dbname=d password=pw-0a1b2c'}\n",
+        },
+        "validate",  # (oxy test here would use the harness's OXY_DB)
+        "config.yml:10",
+        target="config.yml",
+    ),
     #
     # -- round 2: template CPU and memory ------------------------------------------------
     #
@@ -1050,6 +1089,9 @@ REAL_PROCESS = [
     "symlink loop",
     # round 2: SQL
     "3,000 nested parentheses in SQL",
+    #
+    # round 2: secrets
+    "literal api_key on a line with a schema error",
     #
     # round 2: templates
     "ten billion loop iterations (formatter)",

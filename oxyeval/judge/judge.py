@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError, ProviderError
 from ..project.templates import TemplateRef, render
 from ..providers import ChatMessage, Completion, GenerateParams, ResponseSchema
+from ..redact import clip
 from .retractions import change_of_mind, settle
 from .verdicts import VerdictCache, verdict_key
 
@@ -502,7 +503,7 @@ class Judge:
         return "the server's limit (no max_tokens set)" if limit is None else f"max_tokens={limit}"
 
     def _no_verdict(self, first: Completion, retry: Completion) -> str:
-        snippet = " ".join(_raw(retry).split())[:160] or "(empty reply)"
+        snippet = clip(" ".join(_raw(retry).split()), 160, "") or "(empty reply)"
         if retry.truncated:
             return (
                 f"no verdict: the judge's reply was cut off at {self._limit()} (finish reason "

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ..redact import mask_credentials
+
 if TYPE_CHECKING:
     from ..providers import GenerateParams, Model
     from .judge import JudgeResult
@@ -41,8 +43,8 @@ def verdict_key(
 ) -> dict[str, Any]:
     """The key of one verdict: the judge model (vendor, model id, endpoint, options), the
     parameters its calls are sent with, the ``judge.structured`` mode, the rendered prompt
-    and how replies are read (:data:`READING`). No key, header or config.yml name of the
-    model."""
+    and how replies are read (:data:`READING`). No key, header, password in the URL or
+    config.yml name of the model."""
     import json
 
     spec = model.spec
@@ -58,7 +60,7 @@ def verdict_key(
                 "kind": "verdict",
                 "vendor": spec.vendor,
                 "model": spec.model_ref,
-                "base_url": getattr(api, "base_url", "") or "",
+                "base_url": mask_credentials(getattr(api, "base_url", "") or ""),
                 "options": spec.options,
                 "params": sampling,
                 "structured": structured,

@@ -9,7 +9,6 @@ plain specs: nothing here opens a connection or holds a client.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from ..providers import (
     default_embedding_model,
     default_key_var,
 )
-from ..redact import register_secret
+from ..redact import is_secret_name, register_credentials, register_secret
 from .databases import database_problems
 from .document import Document, KeyPath, load_yaml
 from .files import CONFIG_NAMES, find_config
@@ -36,7 +35,6 @@ __all__ = [
     "load_project",
 ]
 
-_SECRET_HEADER = re.compile(r"(?i)auth|key|token|secret|password|cookie|signature")
 #: Entry keys handed to the vendor class as ``ModelSpec.options``: the mock's script,
 #: and the embedding options (batch_size, task_type, dims).
 _OPTION_KEYS = (
@@ -113,13 +111,13 @@ def _model_spec(entry: dict[str, Any]) -> ModelSpec:
             register_secret(os.environ.get(value["env_var"]))
         else:
             headers[name] = str(value)
-            if _SECRET_HEADER.search(name):
+            if is_secret_name(name):
                 # A literal credential in config.yml: scrub it like a key from key_var.
                 register_secret(headers[name])
-                register_secret(headers[name].split(" ", 1)[-1])
     api_key = entry.get("api_key")
     if api_key:
         register_secret(api_key)
+    register_credentials(entry.get("api_url"))  # http://user:password@host/v1
     # Known from the start, not only once a call resolves it: commands that never call
     # a model (oxy cases show|list|accept, oxy history) print stored text too.
     key_var = entry.get("key_var") or (None if entry.get("api_url") else default_key_var(vendor))

@@ -22,6 +22,7 @@ import yaml
 
 from ..errors import Diagnostic, LoadError
 from ..inputs import valid_text
+from ..redact import clip
 from .limits import MAX_ALIAS_NODES, MAX_FILE_BYTES, MAX_YAML_DEPTH
 
 __all__ = [
@@ -399,9 +400,7 @@ def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:
 
 def _clip(line: str | None, width: int = 200) -> str | None:
     """A source line short enough to quote (a 5,000-bracket line is no help to anyone)."""
-    if line is None or len(line) <= width:
-        return line
-    return line[:width] + "..."
+    return None if line is None else clip(line, width)
 
 
 def path_problem(path: str | os.PathLike[str]) -> str | None:
@@ -465,6 +464,14 @@ def load_yaml(path: str | os.PathLike[str]) -> Document:
     """Read and parse one file; raise LoadError with every syntax problem found."""
     file = Path(path)
     text = read_text(file)
+    from .files import CONFIG_NAMES  # files imports this module
+
+    if file.name in CONFIG_NAMES:
+        # The one project file that holds credentials (API keys, Authorization headers,
+        # URLs with a password): registered before any diagnostic can quote a line.
+        from .credentials import register_literal_secrets
+
+        register_literal_secrets(text)
     doc, problems = parse_yaml(text, file.resolve())
     if problems:
         raise LoadError(problems)

@@ -18,6 +18,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Diagnostic
+from ..redact import clip
 from .document import Document, KeyPath
 
 if TYPE_CHECKING:
@@ -140,8 +141,7 @@ def _describe(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
     if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"string {shown!r}"
+        return f"string {clip(value, 40, total=True)!r}"
     import datetime as _dt
 
     if isinstance(value, (_dt.date, _dt.datetime)):

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ..redact import mask_credentials
 from ._base import ChatMessage, Completion, GenerateParams, ToolCall, Usage
 
 if TYPE_CHECKING:
@@ -161,15 +162,15 @@ def answer_key(
 
     ``params`` are the merged parameters actually sent. The spec's ``options`` are in it
     (a mock's scripted outputs, embedding settings: never secrets); its ``api_key``,
-    ``key_var`` and ``headers`` never are, nor the config.yml name of the model (renaming
-    a model does not change what it answers).
+    ``key_var``, ``headers`` and a password in ``api_url`` never are, nor the config.yml
+    name of the model (renaming a model does not change what it answers).
     """
     return _plain(
         {
             "kind": "answer",
             "vendor": spec.vendor,
             "model": spec.model_ref,
-            "base_url": base_url,
+            "base_url": mask_credentials(base_url),
             "options": spec.options,
             "params": _params(params),
             "tools": [asdict(t) for t in params.tools or ()],

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..inputs import JSONProblem, loads
-from ..redact import redact
+from ..redact import clip, mask_credentials, redact
 from ._base import AttemptTimeout, Usage
 
 if TYPE_CHECKING:
@@ -57,6 +57,7 @@ __all__ = [
     "parse_retry_after",
     "post_json",
     "require_client",
+    "shown_url",
     "usage_from",
 ]
 
@@ -173,8 +174,21 @@ def _body_retry_delay(response: httpx.Response) -> float | None:
     return None
 
 
+#: Characters of a server's error text shown in a message (redacted first, then cut).
+_SHOWN_ERROR = 300
+#: Characters of a malformed body shown (redacted first, then cut).
+_SHOWN_BODY = 200
+
+
+def shown_url(url: str) -> str:
+    """A request URL as messages show it: ``http://alice:***@host/v1`` (``api_url`` may
+    carry a password, which httpx sends as Basic auth and which must not be printed)."""
+    return mask_credentials(url)
+
+
 def _server_message(response: httpx.Response) -> str:
-    """The vendor's own error text when it sent one, else the start of the body."""
+    """The vendor's own error text when it sent one, else the body, whole: the caller
+    redacts, then cuts (:func:`oxyeval.redact.clip`)."""
     text = response.text
     try:
         body = loads(response.content)
@@ -188,13 +202,13 @@ def _server_message(response: httpx.Response) -> str:
             return err
         if isinstance(body.get("message"), str):
             return body["message"]
-    text = " ".join(text.split())
-    return text[:300] + ("..." if len(text) > 300 else "")
+    return " ".join(text.split())
 
 
 def _status_error(spec: ModelSpec, url: str, response: httpx.Response) -> ProviderError:
     status = response.status_code
-    detail = redact(_server_message(response))
+    detail = clip(_server_message(response), _SHOWN_ERROR)
+    url = shown_url(url)
     who = f"model '{spec.name}' ({spec.vendor}, {spec.model_ref or 'no model_ref'})"
     suffix = f": {detail}" if detail else ""
     if status in (401, 403):
@@ -224,7 +238,8 @@ def _status_error(spec: ModelSpec, url: str, response: httpx.Response) -> Provid
 def _redirect_error(spec: ModelSpec, url: str, response: httpx.Response) -> ProviderError:
     """A 3xx: not followed (see the module docstring), so say where it pointed."""
     target = response.headers.get("location")
-    where = f" to {redact(str(response.url.join(target)))}" if target else ""
+    where = f" to {shown_url(redact(str(response.url.join(target))))}" if target else ""
+    url = shown_url(url)
     return ProviderError(
         f"model '{spec.name}' ({spec.vendor}): HTTP {response.status_code} from {url} "
         f"redirects{where}. oxyeval does not follow redirects (they would carry the API "
@@ -243,10 +258,11 @@ def _retry_after(response: httpx.Response) -> float | None:
 def malformed(spec: ModelSpec, url: str, expected: str, body: Any = None) -> ProviderError:
     shown = ""
     if body is not None:
-        shown = json.dumps(body)[:200] if not isinstance(body, str) else body[:200]
-        shown = f"; got: {redact(shown)}"
+        text = body if isinstance(body, str) else json.dumps(body, default=str)
+        shown = f"; got: {clip(text, _SHOWN_BODY)}"
     return ProviderError(
-        f"model '{spec.name}' ({spec.vendor}): malformed response from {url}: expected {expected}{shown}",
+        f"model '{spec.name}' ({spec.vendor}): malformed response from {shown_url(url)}: "
+        f"expected {expected}{shown}",
         model=spec.name,
     )
 
@@ -257,6 +273,7 @@ def _timeout_error(spec: ModelSpec, url: str, exc: BaseException) -> ProviderErr
     import httpx
 
     who = f"model '{spec.name}' ({spec.vendor})"
+    url = shown_url(url)
     if isinstance(exc, httpx.ConnectTimeout):
         what = f"could not connect to {url} within {spec.timeout:g}s (ConnectTimeout)"
         hint = "Is the server up and api_url right? Or raise `timeout`"
@@ -345,6 +362,7 @@ async def post_json(
 
     import httpx
 
+    where = shown_url(url)
     try:
         # wait_for, not asyncio.timeout: the latter is Python 3.11+.
         response = await asyncio.wait_for(
@@ -353,7 +371,7 @@ async def post_json(
         )
     except _TooLarge:
         raise ProviderError(
-            f"model '{spec.name}' ({spec.vendor}): the response from {url} is larger than "
+            f"model '{spec.name}' ({spec.vendor}): the response from {where} is larger than "
             f"{max_bytes // 1_000_000} MB, the most oxyeval reads; check the server (or the "
             "model's max_tokens)",
             model=spec.name,
@@ -368,27 +386,27 @@ async def post_json(
         ) from None
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         raise ProviderError(
-            f"model '{spec.name}' ({spec.vendor}): {url} is not a usable http(s) URL "
+            f"model '{spec.name}' ({spec.vendor}): {where} is not a usable http(s) URL "
             f"({redact(str(exc)) or type(exc).__name__}). Check api_url in config.yml.",
             model=spec.name,
         ) from None
     except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
         raise ProviderError(
-            f"model '{spec.name}' ({spec.vendor}): the connection to {url} dropped before the "
+            f"model '{spec.name}' ({spec.vendor}): the connection to {where} dropped before the "
             f"whole response arrived ({redact(str(exc)) or type(exc).__name__})",
             model=spec.name,
             retryable=True,
         ) from None
     except httpx.TransportError as exc:
         raise ProviderError(
-            f"model '{spec.name}' ({spec.vendor}): could not reach {url}: "
+            f"model '{spec.name}' ({spec.vendor}): could not reach {where}: "
             f"{redact(str(exc)) or type(exc).__name__}. Is the server running and api_url right?",
             model=spec.name,
             retryable=True,
         ) from None
     except httpx.HTTPError as exc:  # undecodable body, redirect loop: a retry will not help
         raise ProviderError(
-            f"model '{spec.name}' ({spec.vendor}): request to {url} failed: "
+            f"model '{spec.name}' ({spec.vendor}): request to {where} failed: "
             f"{redact(str(exc)) or type(exc).__name__}",
             model=spec.name,
         ) from None

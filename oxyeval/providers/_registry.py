@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from ..redact import register_secret
+from ..redact import is_secret_name, register_credentials, register_secret
 
 if TYPE_CHECKING:
     from ._base import EmbeddingAPI, ModelAPI, ModelSpec, VendorAPI
@@ -269,6 +269,13 @@ def resolve_api_key(
     model is about to be called, not when config.yml loads, so a command that never
     calls a model needs none of its secrets.
     """
+    # Every credential the spec holds, by the one rule (a spec may be built in code, not
+    # from config.yml): the literal key, literal credential headers, the URL's userinfo.
+    register_secret(spec.api_key)
+    register_credentials(spec.api_url)
+    for header, value in spec.headers.items():
+        if is_secret_name(header):
+            register_secret(value)
     problems = missing_credentials(spec, environ, api_class)
     if problems:
         raise problems[0]
@@ -276,7 +283,7 @@ def resolve_api_key(
     headers = dict(spec.headers)
     for header, header_var in spec.header_vars.items():
         headers[header] = env[header_var]
-        register_secret(headers[header])
+        register_secret(headers[header])  # and "Bearer <token>"'s token
         _check_header(spec, header, header_var, headers[header])
     spec = replace(spec, headers=headers, header_vars={})
     var = _key_var(spec, api_class)

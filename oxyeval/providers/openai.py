@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ProviderError
 from ..inputs import JSONProblem, loads
+from ..redact import clip
 from ._base import (
     ChatMessage,
     Completion,
@@ -54,6 +55,7 @@ from ._http import (
     malformed,
     post_json,
     require_client,
+    shown_url,
     usage_from,
 )
 
@@ -313,10 +315,7 @@ def describe_value(value: Any, limit: int = 120) -> str:
         shape = f"an object with keys {', '.join(list(map(str, value))[:8]) or 'none'}"
     else:
         shape = "null" if value is None else f"a {type(value).__name__}"
-    text = json.dumps(value, default=str)
-    if len(text) > limit:
-        text = text[:limit] + "..."
-    return f"{shape}: {text}"
+    return f"{shape}: {clip(json.dumps(value, default=str), limit)}"
 
 
 _NO_EMBEDDINGS = re.compile(
@@ -335,7 +334,7 @@ def _not_serving_embeddings(spec: ModelSpec, error: ProviderError) -> ProviderEr
     if error.status is None or not _NO_EMBEDDINGS.search(str(error)):
         return None
     return ProviderError(
-        f"{error}. The server at {spec.api_url or 'api_url'} is not serving embeddings: "
+        f"{error}. The server at {shown_url(spec.api_url or 'api_url')} is not serving embeddings: "
         "start a server for the embedding model with embeddings on (llama-cpp-python: "
         "python -m llama_cpp.server --model MODEL.gguf --embedding true; llama.cpp: "
         "llama-server -m MODEL.gguf --embeddings --pooling mean) and point this "
@@ -426,7 +425,7 @@ class OpenAIEmbeddingAPI(EmbeddingAPI):
                 if vector is None:
                     raise ProviderError(
                         f"model '{self.spec.name}' ({self.spec.vendor}): malformed response "
-                        f"from {url}: expected 'data[{position}].embedding' to be a list of "
+                        f"from {shown_url(url)}: expected 'data[{position}].embedding' to be a list of "
                         f"numbers (or per-token lists of numbers), got {describe_value(raw)}",
                         model=self.spec.name,
                     )

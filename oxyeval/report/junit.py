@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from ..redact import clip
 from .text import shown
 
 if TYPE_CHECKING:
@@ -51,9 +52,8 @@ def xml_text(value: object) -> str:
 
 
 def _clip(text: str, limit: int = _MAX_TEXT) -> str:
-    return (
-        text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
-    )
+    """Redacted, then cut (:func:`oxyeval.redact.clip`): a cut must not split a key."""
+    return clip(text, limit, "... ({more} more characters)")
 
 
 def _seconds(value: float | None) -> str:

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..errors import EXIT_INFRA
+from ..redact import clip
 from .text import shown
 
 if TYPE_CHECKING:
@@ -34,8 +35,7 @@ def _pct(value: float | None) -> str:
 
 
 def _clip(text: str, limit: int = 600) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return clip(text.strip(), limit, total=True)
 
 
 def points(change: float) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import EXIT_INFRA, EXIT_INPUT, ConfigError
 from ..inputs import JSONProblem, loads
+from ..redact import clip
 from ..store import CONSISTENCY_STATUSES
 from ..suites.results import OutputRecord, Previous, StoredRun, TestResult, TestRun
 
@@ -43,7 +44,7 @@ class _Doc:
     def fail(self, key: str, expected: str) -> ConfigError:
         return ConfigError(
             f"{self.source}: {self.where}{key}: expected {expected}, got "
-            f"{json.dumps(self.data.get(key))[:60]}; oxy report reads what "
+            f"{clip(json.dumps(self.data.get(key)), 60, '')}; oxy report reads what "
             "`oxy test --format json` writes"
         )
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from ..redact import register_secret
+from ..redact import mask_credentials, register_credentials, register_secret
 from ._errors import LocationError
 from ._translate import translate
 
@@ -53,6 +53,13 @@ DEFAULT_STATEMENT_TIMEOUT = 30.0
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _PG_SCHEMES = {"postgresql", "postgres", "postgresql+psycopg", "postgres+psycopg"}
 _SQLITE_SCHEMES = {"sqlite", "sqlite+pysqlite"}
+#: A libpq keyword/value connection string: ``host=... dbname=...`` (a file name never
+#: starts with one of libpq's keywords followed by ``=``).
+_DSN = re.compile(
+    r"^\s*(?:host|hostaddr|port|dbname|user|password|passfile|service|sslmode|sslpassword"
+    r"|connect_timeout|application_name|options)\s*=",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -89,11 +96,14 @@ class Location:
 
 def _split(url: str) -> Any:
     """``urlsplit``, with a malformed URL (``postgresql://u@[::1/db``) a LocationError
-    naming it (its password, if one can be found, masked) instead of a ValueError."""
+    naming it (its credentials masked) instead of a ValueError. Every URL of a history
+    passes here first: the credentials in it (``user:pw@``, ``?password=``,
+    ``?sslpassword=``) are registered before anything can show them."""
+    register_credentials(url)
     try:
         parts = urlsplit(url)
     except ValueError as exc:
-        shown = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+        shown = mask_credentials(url)
         raise LocationError(
             f"history database {shown}: not a valid URL ({exc}); use a file path (SQLite) or "
             "postgresql://user@host:5432/dbname",
@@ -103,17 +113,42 @@ def _split(url: str) -> Any:
 
 
 def _mask(url: str) -> str:
-    """The URL with its password as ``***`` (user, host, port and database stay readable)."""
-    parts = _split(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return url.replace(parts.netloc, f"{user}:***@{netloc[1]}", 1)
+    """The URL with every credential libpq reads from it as ``***`` (the userinfo password,
+    ``password=`` and ``sslpassword=`` parameters); user, host, port and database stay
+    readable."""
+    _split(url)
+    return mask_credentials(url)
+
+
+def _query_password(url: str) -> str | None:
+    """A ``password=`` or ``sslpassword=`` written in the URL's query, as libpq reads it."""
+    from urllib.parse import parse_qsl
+
+    for name, value in parse_qsl(_split(url).query, keep_blank_values=False):
+        if name.lower() in ("password", "sslpassword"):
+            return value
+    return None
+
+
+def _refuse_connection_string(text: str, key: tuple[str, ...] = ()) -> None:
+    """libpq's keyword/value form (``host=... dbname=... password=...``) is not a file name,
+    and taken as one it would create a file named after the password: a LocationError,
+    masked (and the password registered), for every path a history can come from."""
+    if _DSN.match(text):
+        register_credentials(text)
+        shown = mask_credentials(text)
+        raise LocationError(
+            f"history database {shown!r} is a libpq connection string; oxyeval takes a "
+            "PostgreSQL URL: postgresql://user@host:5432/dbname (the password in "
+            "history.password_var, PGPASSWORD or ~/.pgpass)",
+            path=shown,
+            key=key,
+        )
 
 
 def _sqlite_location(path: str | Path, *, explicit: bool, base: Path | None = None) -> Location:
     text = str(path)
+    _refuse_connection_string(text)
     if text == ":memory:":
         return Location("sqlite", ":memory:", None, explicit, "sqlite://")
     p = Path(text).expanduser()
@@ -251,7 +286,7 @@ def _configured(history: Mapping[str, Any], root: Path, env: Mapping[str, str]) 
     if not _URL.match(text):
         return _project_sqlite(text, root)
     try:
-        written = _split(text).password
+        written = _split(text).password or _query_password(text)
     except LocationError as exc:  # at its line in config.yml
         raise LocationError(str(exc), path=exc.path, key=("history", "url")) from None
     if written:
@@ -283,6 +318,7 @@ def _project_sqlite(text: str, root: Path) -> Location:
     file names: a shared file must not make oxyeval write outside the project (a history
     at ``~/.ssh/authorized_keys`` would put test names into that file)."""
     key = ("history", "url")
+    _refuse_connection_string(text, key=key)
     base = root.resolve()
     if text.startswith("~"):
         raise LocationError(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..redact import clip
 from ._util import canonical_json, loads, new_id, redact_json, redact_text, utc_timestamp
 from .kinds import CONSISTENCY_STATUSES
 
@@ -38,7 +39,7 @@ MAX_STORED_CHARS = 1_000_000
 def _bounded_text(text: str | None) -> str | None:
     if text is None or len(text) <= MAX_STORED_CHARS:
         return text
-    return f"{text[:MAX_STORED_CHARS]}\n[... cut: {len(text):,} characters in all]"
+    return clip(text, MAX_STORED_CHARS, f"\n[... cut: {len(text):,} characters in all]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,7 +194,8 @@ def _json(value: Any) -> str | None:
     text = canonical_json(redact_json(value))
     if len(text) <= MAX_STORED_CHARS:
         return text
-    return canonical_json({"oxy_cut": True, "chars": len(text), "head": text[:MAX_STORED_CHARS]})
+    head = clip(text, MAX_STORED_CHARS, "")
+    return canonical_json({"oxy_cut": True, "chars": len(text), "head": head})
 
 
 def finished_tasks(result: NewWorkflowRun) -> int:

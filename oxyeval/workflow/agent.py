@@ -27,6 +27,7 @@ from ..providers import (
     Usage,
     stopped_at_token_limit,
 )
+from ..redact import clip
 
 if TYPE_CHECKING:
     from ..project.agents import Agent, ContextSpec
@@ -198,10 +199,9 @@ class AgentRunner:
             )
         except (SqlError, ConfigError) as exc:
             return f"Error: {exc}"
-        text = str(result)
-        if len(text) > _MAX_TOOL_RESULT_CHARS:
-            text = text[:_MAX_TOOL_RESULT_CHARS] + f"\n(truncated; {len(result)} rows in all)"
-        return text
+        return clip(
+            str(result), _MAX_TOOL_RESULT_CHARS, f"\n(truncated; {len(result)} rows in all)"
+        )
 
     async def ask(
         self, question: str, variables: dict[str, Any] | None = None, *, run: int = 1

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from ..redact import clip
+
 __all__ = ["ConsistentOutput", "LoopOutput", "LoopValue", "ScopeOutput", "to_jsonable"]
 
 
@@ -41,7 +43,7 @@ class ConsistentOutput(str):
         return f"the agent's answer has no attribute {name!r} (it has value, score and details)"
 
     def __repr__(self) -> str:
-        return f"ConsistentOutput(score={self.score!r}, value={self.value[:40]!r})"
+        return f"ConsistentOutput(score={self.score!r}, value={clip(self.value, 40, '')!r})"
 
 
 class ScopeOutput(Mapping[str, Any]):

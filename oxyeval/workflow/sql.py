@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EXIT_INFRA, ConfigError, OxyError
-from ..redact import redact
+from ..redact import clip
 
 if TYPE_CHECKING:
     from ._sqlclient import SqlWorker
@@ -206,10 +206,7 @@ class SqlResult:
 
 def _short(text: str) -> str:
     """One line of an error, redacted before it is cut (a cut must not split a key)."""
-    text = redact(text)
-    if len(text) > _SHOWN_ERROR_CHARS:
-        text = text[: _SHOWN_ERROR_CHARS - 3] + "..."
-    return text
+    return clip(text, _SHOWN_ERROR_CHARS, total=True)
 
 
 def check_statement(database: str, sql: str, *, writable: bool, select_only: bool = False) -> str:

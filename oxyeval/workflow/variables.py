@@ -13,6 +13,7 @@ from ..errors import ConfigError, LoadError
 from ..inputs import JSONProblem, loads
 from ..project.templates import TemplateRef, render
 from ..project.varschema import variable_error
+from ..redact import clip
 
 if TYPE_CHECKING:
     from .spec import Workflow
@@ -35,8 +36,7 @@ def resolve_variables(workflow: Workflow, given: Mapping[str, Any]) -> dict[str,
             try:
                 value = coerce(given[name], schema, f"variable '{name}'")
             except JSONProblem as exc:
-                shown = repr(given[name])
-                shown = shown if len(shown) <= 80 else shown[:77] + "..."
+                shown = clip(repr(given[name]), 80, total=True)
                 raise ConfigError(
                     f"{workflow.doc.display}: variable '{name}' = {shown}: {exc}"
                 ) from None
@@ -50,7 +50,7 @@ def resolve_variables(workflow: Workflow, given: Mapping[str, Any]) -> dict[str,
             shown = repr(value)
             if len(shown) > 80:  # a long value once, not twice (jsonschema repeats it)
                 error = error.replace(shown, "the value")
-                shown = shown[:77] + "..."
+                shown = clip(shown, 80, total=True)  # redacted, then cut: never split a key
             raise ConfigError(f"{workflow.doc.display}: variable '{name}' = {shown}: {error}")
         values[name] = value
     if missing:
