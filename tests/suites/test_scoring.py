@@ -145,3 +145,33 @@ def test_precedence_keeps_all_types_most_severe_first() -> None:
     r2 = base(score=0.5, length=20, recent_scores=[1.0], recent_lengths=[10])
     assert r2.type == "SCORE_DROP" and r2.types == ["SCORE_DROP", "LENGTH_CHANGE"]
     assert len(r2.reasons) == 2
+
+
+def test_output_diff_work_is_bounded_on_repeated_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many short repeated lines made difflib's matcher run for minutes, in a thread that
+    SIGTERM cannot stop. The matcher now gets a budget of positions to visit: measured
+    here by counting what each search may visit, not by timing it."""
+    import difflib
+
+    from oxyeval.suites.cases import scoring
+
+    visited = 0
+    real = difflib.SequenceMatcher.find_longest_match
+
+    def counting(self, alo=0, ahi=None, blo=0, bhi=None):  # type: ignore[no-untyped-def]
+        nonlocal visited
+        visited += sum(len(self.b2j.get(line, ())) for line in self.a[alo:ahi])
+        return real(self, alo, ahi, blo, bhi)
+
+    monkeypatch.setattr(difflib.SequenceMatcher, "find_longest_match", counting)
+    expected = "".join("a\n" if i % 2 else "b\n" for i in range(10_000))
+    actual = "".join("a\n" if i % 3 else "b\n" for i in range(10_000))
+    ops = output_diff(expected, actual)
+    assert apply_diff(ops) == (expected, actual)  # coarse where the budget ran out, still right
+    assert visited <= scoring._MATCH_BUDGET
+    # An ordinary change in a long output is still found line by line.
+    base = "".join(f"line {i}\n" for i in range(2000))
+    edited = base.replace("line 1000\n", "line 1000 changed\n")
+    ops = output_diff(base, edited)
+    assert [o["op"] for o in ops] == ["equal", "insert", "equal"]
+    assert ops[1]["text"] == " changed"

@@ -68,7 +68,7 @@ def output_diff(expected: str, actual: str) -> list[dict[str, str]]:
     """
     ops: list[dict[str, str]] = []
     a, b = expected.splitlines(keepends=True), actual.splitlines(keepends=True)
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in _opcodes(a, b):
         old, new = "".join(a[i1:i2]), "".join(b[j1:j2])
         if tag == "equal":
             _append(ops, "equal", old)
@@ -79,6 +79,58 @@ def output_diff(expected: str, actual: str) -> list[dict[str, str]]:
         else:
             _word_diff(old, new, ops)
     return ops
+
+
+_MATCH_BUDGET = 8_000_000  # line positions the matcher may visit, in all, for one diff
+
+
+def _opcodes(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, int, int, int, int]]:
+    """``SequenceMatcher.get_opcodes()`` of ``a`` and ``b`` with bounded work.
+
+    difflib's matcher is quadratic and worse on outputs of many short repeated lines
+    (10,000 of them took minutes, in a thread nothing can stop). Here the common head and
+    tail are matched first, then the longest-match search runs only on regions whose cost
+    (how many positions of ``b`` its lines occur at) fits what is left of the budget; a
+    region past it stays one replacement. The result is still a correct diff, only a
+    coarser one where the budget ran out."""
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    # What one search over a[alo:ahi] costs at most: the b positions of each of its lines.
+    seen = [0]
+    for line in a:
+        seen.append(seen[-1] + len(matcher.b2j.get(line, ())))
+    blocks: list[tuple[int, int, int]] = [(0, 0, head)] if head else []
+    budget = _MATCH_BUDGET
+    regions = [(head, len(a) - tail, head, len(b) - tail)]
+    while regions:
+        alo, ahi, blo, bhi = regions.pop()
+        cost = seen[ahi] - seen[alo]
+        if alo >= ahi or blo >= bhi or cost > budget:
+            continue
+        budget -= cost
+        i, j, k = matcher.find_longest_match(alo, ahi, blo, bhi)
+        if k:
+            blocks.append((i, j, k))
+            regions.append((alo, i, blo, j))
+            regions.append((i + k, ahi, j + k, bhi))
+    if tail:
+        blocks.append((len(a) - tail, len(b) - tail, tail))
+    blocks.sort()
+    out: list[tuple[str, int, int, int, int]] = []
+    i = j = 0
+    for ai, bj, size in [*blocks, (len(a), len(b), 0)]:
+        tag = "replace" if i < ai and j < bj else "delete" if i < ai else "insert" if j < bj else ""
+        if tag:
+            out.append((tag, i, ai, j, bj))
+        if size:
+            out.append(("equal", ai, ai + size, bj, bj + size))
+        i, j = ai + size, bj + size
+    return out
 
 
 def _word_diff(expected: str, actual: str, ops: list[dict[str, str]]) -> None:
