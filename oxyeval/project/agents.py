@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import Diagnostic, LoadError
 from ..providers import GenerateParams
 from .config import Project, check_model
+from .databases import database_use_problem
 from .document import Document, load_yaml
 from .schema import did_you_mean, validate_document
 from .templates import (
@@ -137,15 +138,10 @@ def _check_agent(
     _check_system_names(doc, system, data.get("variables"), context, problems)
     for i, tool in enumerate(data.get("tools") or []):
         db = tool.get("database")
-        if tool.get("type") == "execute_sql" and db is not None and db not in project.databases:
-            names = list(project.databases)
-            problems.append(
-                doc.diagnostic(
-                    ("tools", i, "database"),
-                    f"unknown database '{db}'{did_you_mean(db, names)}; databases in "
-                    f"{project.config.display}: {', '.join(names) or 'none'}",
-                )
-            )
+        if tool.get("type") == "execute_sql" and db is not None:
+            problem = database_use_problem(project.databases, str(db), project.config.display)
+            if problem:
+                problems.append(doc.diagnostic(("tools", i, "database"), problem))
     check_variables(doc, data.get("variables"), problems)
     tests = parse_tests(doc, project, problems, owner="agent")
     return system, context, tests

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["database_problems"]
+__all__ = ["database_problems", "database_use_problem"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _DUCKDB_MAGIC = b"DUCK"  # at offset 8 of every DuckDB file
@@ -48,12 +48,46 @@ def database_problems(entry: dict[str, Any], root: Path) -> list[tuple[str, str]
         if isinstance(value, str) and not (root / value).is_dir():
             what = "is not a folder" if (root / value).exists() else "does not exist"
             out.append((key, f"database '{name}': dataset folder {value!r} {what} in {root}"))
+    for key in ("dataset", "file_search_path"):
+        value = entry.get(key)
+        if isinstance(value, str) and (root / value).resolve() == root:
+            out.append(
+                (
+                    key,
+                    f"database '{name}': the dataset folder is the project folder itself; SQL "
+                    "(model-written SQL too) could read every file in it (.env, config.yml) and, "
+                    "with read_only: false, rewrite them. Put the data files in a folder of "
+                    "their own (dataset: data)",
+                )
+            )
     path = entry.get("path")
-    if isinstance(path, str):
+    if isinstance(path, str) and "://" in path:
+        out.append(("path", f"database '{name}': path {path!r} is not a local DuckDB file"))
+    elif isinstance(path, str):
         problem = _file_problem(root / path, path, writable=entry.get("read_only", True) is False)
         if problem:
             out.append(("path", f"database '{name}': {problem}"))
     return out
+
+
+def database_use_problem(databases: dict[str, dict[str, Any]], name: str, config: str) -> str:
+    """Why a task or tool cannot query database ``name`` ('' when it can): unknown, or of
+    a type oxyeval cannot run. Said where the file names it, before any model call."""
+    from .schema import did_you_mean
+
+    entry = databases.get(name)
+    if entry is None:
+        names = list(databases)
+        return (
+            f"unknown database '{name}'{did_you_mean(name, names)}; databases in "
+            f"{config}: {', '.join(names) or 'none'}"
+        )
+    if entry.get("type") != "duckdb":
+        return (
+            f"database '{name}' is of type {entry.get('type')}, which oxyeval cannot query "
+            "yet (only duckdb runs embedded)"
+        )
+    return ""
 
 
 def _file_problem(path: Path, shown: str, *, writable: bool) -> str:
@@ -61,8 +95,10 @@ def _file_problem(path: Path, shown: str, *, writable: bool) -> str:
         with path.open("rb") as handle:
             head = handle.read(16)
     except FileNotFoundError:
-        if writable:
+        if writable and path.parent.is_dir():
             return ""  # SQL creates it
+        if writable:
+            return f"the folder of {shown} does not exist (SQL creates the file, not its folder)"
         return (
             f"{shown} does not exist (a read-only database must exist; set read_only: false "
             "to let SQL create it)"

@@ -75,8 +75,9 @@ def to_json(
 def write_json(doc: dict[str, Any], out: TextIO) -> None:
     """Every JSON document a command prints, onto the stream it is given (the CLI's
     redacting stdout); secrets are scrubbed from the data first, so JSON escaping can
-    never hide one from a stream's redaction."""
-    out.write(json.dumps(redact_data(doc), indent=2, ensure_ascii=False))
+    never hide one from a stream's redaction. A value JSON has no type for is written as
+    its text rather than lose the document (and with it the run's report)."""
+    out.write(json.dumps(redact_data(doc), indent=2, ensure_ascii=False, default=str))
     out.write("\n")
     out.flush()
 

@@ -40,6 +40,38 @@ _START_SECONDS = 60.0
 _ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SYSTEMROOT")
 
 
+_PREFIX = "oxyeval-sql-"  # then the parent's pid: oxyeval-sql-1234-abcd
+
+
+def _sweep() -> None:
+    """Remove private folders left by processes that were killed (SIGKILL, the OOM
+    killer): their workers emptied them on the way out, but could not remove them."""
+    root = Path(tempfile.gettempdir())
+    try:
+        entries = list(root.glob(f"{_PREFIX}*-*"))
+    except OSError:
+        return
+    for folder in entries:
+        pid = folder.name[len(_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        try:
+            if folder.stat().st_uid == getattr(os, "getuid", lambda: -1)():
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive, and not our folder anyway
+        return True
+    return True
+
+
 class WorkerError(Exception):
     """A query the worker did not answer with rows: ``code`` says why (``refused``,
     ``duckdb``, ``timeout``, ``cancelled``, ``too_large``, ``stopped``...)."""
@@ -91,12 +123,14 @@ class SqlWorker:
         self._pending: dict[int, concurrent.futures.Future[Any]] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()  # the process, its pipe and the pending map
+        self._killed: str | None = None  # why we killed the current process, if we did
 
     # -- the process ---------------------------------------------------------------
 
     def _start(self) -> subprocess.Popen[bytes]:
         """Start the worker and wait for its 'ready' (under ``_lock``)."""
-        private = Path(tempfile.mkdtemp(prefix="oxyeval-sql-"))
+        _sweep()
+        private = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
         for sub in ("spill", "extensions", "cwd"):
             (private / sub).mkdir()
         setup = {**self.setup, "private": str(private)}
@@ -106,6 +140,7 @@ class SqlWorker:
         setup["writable_dirs"] = writable_dirs
         setup["cwd"] = setup.get("dataset") or str(private / "cwd")
         env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
+        env["MALLOC_ARENA_MAX"] = "2"  # glibc's per-thread arenas would spend the address space
         boot = _BOOT.format(roots=_import_roots())
         try:
             proc = subprocess.Popen(
@@ -183,10 +218,17 @@ class SqlWorker:
                 self._proc = None
             pending = list(self._pending.values())
             self._pending.clear()
-        reason = why or f"exit code {code}" + (" (killed: out of memory?)" if code == -9 else "")
+        killed, self._killed = self._killed, None
+        if killed:
+            error = WorkerError("killed", killed)
+        else:
+            reason = why or f"exit code {code}" + (
+                " (killed: out of memory?)" if code == -9 else ""
+            )
+            error = WorkerError("stopped", f"the SQL worker stopped ({reason})")
         for future in pending:
             if not future.done():
-                future.set_exception(WorkerError("stopped", f"the SQL worker stopped ({reason})"))
+                future.set_exception(error)
 
     # -- queries -------------------------------------------------------------------
 
@@ -218,10 +260,13 @@ class SqlWorker:
             with contextlib.suppress(OSError):
                 write_frame(proc.stdin, pickle.dumps(("cancel", qid)))
 
-    def kill(self) -> None:
-        """Stop the process now (a query past its grace); the reader fails what is left."""
+    def kill(self, reason: str = "") -> None:
+        """Stop the process now (a query past its grace); the reader fails what is left
+        with ``reason`` (what the queries cut short with it are told)."""
         with self._lock:
             proc = self._proc
+            if proc is not None and reason:
+                self._killed = reason
         if proc is not None:
             proc.kill()
 
@@ -286,7 +331,10 @@ async def run_query(
             asyncio.wrap_future(future), options["timeout"] + GRACE_SECONDS
         )
     except asyncio.TimeoutError:
-        worker.kill()
+        worker.kill(
+            f"another query on this database ran past its {options['timeout']:g} s and did "
+            "not stop, so its worker was stopped, cutting this one short"
+        )
         raise WorkerError(
             "timeout", f"the query ran past {options['timeout']:g} s and did not stop"
         ) from None

@@ -83,7 +83,13 @@ def explain_error(exc: BaseException, setup: dict[str, Any]) -> str:
         absent = absent_file(missing.group(1), dataset, setup.get("dataset_shown") or dataset)
         if absent:
             return absent
-    if isinstance(exc, duckdb.PermissionException):
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        message = (
+            f"the query needs more memory than the database's memory_limit "
+            f"({setup.get('memory_limit')}) allows: raise it in config.yml, or ask for less "
+            f"({type(exc).__name__}: {first})"
+        )
+    elif isinstance(exc, duckdb.PermissionException):
         message += (
             "; SQL may open files only inside the database's dataset folder (by the "
             "name of a file there, as '~/...', or by an absolute path inside it)"

@@ -10,12 +10,14 @@ checks. Only parsing happens here; nothing is executed.
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "MAX_SQL_CHARS",
     "READ_KINDS",
     "WRITE_KINDS",
     "Refused",
@@ -24,6 +26,7 @@ __all__ = [
     "first_line",
     "statement_kind",
     "tokens",
+    "too_long",
 ]
 
 # DuckDB's StatementType names, by what they may do. Anything else (PREPARE, EXECUTE,
@@ -73,6 +76,9 @@ _READ_PRAGMAS = frozenset(
     }
 )
 _WRITE_CALLS = frozenset({"checkpoint", "force_checkpoint"})
+#: Characters of one SQL statement. DuckDB's parser takes about 1 KB of memory per
+#: character (1 MB of SQL: over 800 MB, in the unsandboxed process too, for validate).
+MAX_SQL_CHARS = 200_000
 _MAX_EXPLAIN = 8  # EXPLAIN EXPLAIN ... nested deeper is refused, not unwrapped forever
 
 
@@ -165,14 +171,29 @@ def statement_kind(sql: str) -> str:
     return _kind(sql, 0)
 
 
+def too_long(sql: str) -> str:
+    """Why ``sql`` is too long to parse ('' when it is not)."""
+    if len(sql) <= MAX_SQL_CHARS:
+        return ""
+    return (
+        f"an SQL statement of {len(sql):,} characters; statements are limited to {MAX_SQL_CHARS:,}"
+    )
+
+
 def _kind(sql: str, depth: int) -> str:
     import duckdb
 
+    if too_long(sql):
+        raise Refused(too_long(sql))
+
     try:
         statements = duckdb.extract_statements(sql)
-    except (duckdb.Error, ValueError) as exc:  # ValueError: a kind this client cannot name
+        kinds = [_kind_name(st) for st in statements]
+    except duckdb.Error as exc:
         raise Refused(f"{type(exc).__name__}: {first_line(exc)}") from None
-    kinds = [_kind_name(st) for st in statements]
+    except ValueError:  # a kind DuckDB parses but its Python client cannot name
+        words = " ".join(w for _, w in itertools.islice(_words(sql), 2)).upper()
+        raise Refused(f"{words or 'this'} statements are not allowed here") from None
     if len(kinds) != 1:
         raise Refused(
             f"one SQL statement per task, got {len(kinds)}"
@@ -186,10 +207,18 @@ def _kind(sql: str, depth: int) -> str:
     if kind == "PRAGMA":
         return _pragma(sql)
     if kind == "CALL":
-        words = [w for _, w in _words(sql)]
-        name = words[1] if len(words) > 1 else ""
-        return "CHECKPOINT" if words[0] == "checkpoint" or name in _WRITE_CALLS else "CALL"
+        return "CHECKPOINT" if _called(sql) in _WRITE_CALLS else "CALL"
     return kind
+
+
+def _called(sql: str) -> str:
+    """The function a CALL names, without its schema (``CALL main.checkpoint()``), or
+    ``checkpoint`` for the CHECKPOINT statement, which DuckDB runs as a CALL."""
+    words = [w for _, w in _words(sql)]
+    if "checkpoint" in words[:2] and words[0] != "call":
+        return "checkpoint"  # CHECKPOINT, FORCE CHECKPOINT
+    name = words[1 : words.index("(")] if "(" in words else words[1:]
+    return "".join(name).rsplit(".", 1)[-1].strip('"')
 
 
 def _explained(sql: str, depth: int) -> str:
@@ -214,6 +243,8 @@ def _explained(sql: str, depth: int) -> str:
 
 def _pragma(sql: str) -> str:
     words = [w for _, w in _words(sql)]
+    if words[:3] == ["copy", "from", "database"]:
+        return "COPY_DATABASE"  # DuckDB runs it as its copy_database pragma: a write
     if words[:2] == ["import", "database"] or (len(words) > 1 and words[1] == "import_database"):
         raise Refused(
             "IMPORT DATABASE is not allowed: it runs every statement of a folder's "
@@ -265,6 +296,8 @@ def file_references(sql: str) -> list[str]:
 
     import duckdb
 
+    if len(sql) > MAX_SQL_CHARS // 4:  # serialised, its tree takes several times the parse
+        return []
     try:
         with _parser_lock:
             row = _parser().execute("SELECT json_serialize_sql(?)", [sql]).fetchone()

@@ -79,10 +79,34 @@ def write_frame(stream: BinaryIO, body: bytes) -> None:
 # -- values -----------------------------------------------------------------------------
 
 
-def _portable(value: Any, depth: int = 0) -> Any:
-    """``value`` made of :data:`SAFE_CLASSES` and plain containers only: a TIMESTAMPTZ's
-    zone becomes its fixed offset, anything unexpected its text."""
+_MAX_DEPTH = 100  # lists, structs and maps inside each other in one value
+
+
+class _OverBudget(Exception):
+    """The rows so far hold more characters than a result may."""
+
+
+class _Budget:
+    """Characters a result may still hand over, spent as its values are converted: the
+    size counted is the size sent, however deep a value nests."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, chars: int) -> None:
+        self.left = chars
+
+    def spend(self, size: int) -> None:
+        self.left -= size
+        if self.left < 0:
+            raise _OverBudget
+
+
+def _portable(value: Any, budget: _Budget, depth: int = 0) -> Any:
+    """``value`` made of :data:`SAFE_CLASSES` and plain containers only (a TIMESTAMPTZ's
+    zone becomes its fixed offset, anything unexpected its text), its size spent from
+    ``budget`` as it goes."""
     if value is None or isinstance(value, _PLAIN):
+        budget.spend(len(value) + 8 if isinstance(value, (str, bytes)) else 8)
         zone = getattr(value, "tzinfo", None)
         if zone is not None and not isinstance(zone, _dt.timezone):
             if isinstance(value, _dt.datetime):
@@ -90,24 +114,19 @@ def _portable(value: Any, depth: int = 0) -> Any:
                 return value.replace(tzinfo=_dt.timezone(offset))
             return value.replace(tzinfo=None)
         return value
-    if depth > 50:
-        return str(value)
+    budget.spend(8)
+    if depth >= _MAX_DEPTH:
+        raise _TooDeep
     if isinstance(value, (list, tuple)):
-        return [_portable(v, depth + 1) for v in value]
+        return [_portable(v, budget, depth + 1) for v in value]
     if isinstance(value, dict):
-        return {_portable(k, depth + 1): _portable(v, depth + 1) for k, v in value.items()}
-    return str(value)
-
-
-def _size(value: Any, depth: int = 0) -> int:
-    """About how many characters a value costs to hand over (text and bytes count whole)."""
-    if isinstance(value, (str, bytes)):
-        return len(value) + 8
-    if depth < 50 and isinstance(value, (list, tuple)):
-        return 8 + sum(_size(v, depth + 1) for v in value)
-    if depth < 50 and isinstance(value, dict):
-        return 8 + sum(_size(k, depth + 1) + _size(v, depth + 1) for k, v in value.items())
-    return 8
+        return {
+            _portable(k, budget, depth + 1): _portable(v, budget, depth + 1)
+            for k, v in value.items()
+        }
+    text = str(value)
+    budget.spend(len(text))
+    return text
 
 
 # -- the worker -------------------------------------------------------------------------
@@ -132,6 +151,7 @@ class _Worker:
         from ._landlock import restrict
 
         self.setup = setup
+        _bound_memory(setup.get("address_space"))
         abi = restrict(setup["writable_dirs"]) if setup.get("landlock", True) else 0
         import duckdb
 
@@ -189,7 +209,8 @@ class _Worker:
             self.send(("error", qid, "duckdb", explain_error(exc, self.setup)))
             return
         except MemoryError as exc:
-            text = str(exc) if isinstance(exc, _TooLarge) else "the result did not fit in memory"
+            mine = isinstance(exc, (_TooLarge, _TooDeep))
+            text = str(exc) if mine else "the result did not fit in the worker's memory"
             self.send(("error", qid, "too_large", text))
             return
         finally:
@@ -204,20 +225,19 @@ class _Worker:
     def _fetch(result: Any, options: dict[str, Any]) -> tuple[list[Any], bool]:
         """Rows up to the caps: ``max_rows`` rows and ``max_chars`` characters."""
         wanted = options["max_rows"]
-        budget = options["max_chars"]
+        budget = _Budget(options["max_chars"])
         rows: list[Any] = []
-        used = 0
         while len(rows) <= wanted:
             chunk = result.fetchmany(min(2048, wanted + 1 - len(rows)))
             if not chunk:
                 return rows, False
             for row in chunk:
-                used += _size(row)
-                if used > budget:
+                try:
+                    rows.append(_portable(list(row), budget))
+                except _OverBudget:
                     if not rows:
-                        raise _TooLarge(budget)
+                        raise _TooLarge(options["max_chars"]) from None
                     return rows, True
-                rows.append(_portable(list(row)))
         return rows[:wanted], True
 
     def cancel(self, qid: int) -> None:
@@ -230,6 +250,29 @@ class _Worker:
 class _TooLarge(MemoryError):
     def __init__(self, budget: int) -> None:
         super().__init__(f"one row is larger than {budget:,} characters")
+
+
+class _TooDeep(MemoryError):
+    def __init__(self) -> None:
+        super().__init__(f"a value nests lists, structs or maps more than {_MAX_DEPTH} deep")
+
+
+def _bound_memory(limit: int | None) -> None:
+    """The kernel's cap on the worker's address space: DuckDB's memory_limit covers its
+    buffer manager only (list functions, the parser and the Python objects of a result
+    allocate outside it), so without this one query could take the machine's memory.
+    Past the cap an allocation fails inside DuckDB, as one failed query."""
+    if not limit:
+        return
+    try:
+        import resource
+    except ImportError:  # not on this platform: DuckDB's own limit is what is left
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    if soft == resource.RLIM_INFINITY or soft > limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
 def permitted(kind: str, options: dict[str, Any]) -> str:
@@ -298,7 +341,20 @@ def main() -> None:
             worker.send(("fatal", _message(exc)))
     finally:
         sys.stdout.flush()
+        _empty(worker.setup.get("private"))
         os._exit(0)  # queries still running end with the process; nothing waits for them
+
+
+def _empty(private: str | None) -> None:
+    """Remove the spill files and folders of the private folder (the parent removes the
+    folder itself, which the kernel sandbox keeps this process from doing): when the
+    parent was killed, nobody else would, and spill files can be gigabytes."""
+    if not private:
+        return
+    import shutil
+
+    for name in ("spill", "extensions", "cwd"):
+        shutil.rmtree(os.path.join(private, name), ignore_errors=True)
 
 
 def _guarded(worker: _Worker, qid: int, sql: str, params: list[Any], opts: dict) -> None:

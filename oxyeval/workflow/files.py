@@ -92,7 +92,9 @@ def read_cache(path: Path, task: Task) -> Any:
 def write_output(path: Path, output: Any, fmt: str | None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "json":
-        text = json.dumps(redact_data(to_jsonable(output)), indent=2, ensure_ascii=False)
+        text = json.dumps(
+            redact_data(to_jsonable(output)), indent=2, ensure_ascii=False, default=str
+        )
     elif fmt == "csv":
         if isinstance(output, SqlResult):
             text = output.to_csv()

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import Diagnostic, LoadError
 from ..project.config import Project
+from ..project.databases import database_use_problem
 from ..project.document import Document, KeyPath, format_key_path, load_yaml, read_text
 from ..project.files import outside_project
 from ..project.limits import MAX_CONCURRENCY
@@ -305,16 +306,11 @@ def _check_task(task: Task, project: Project, problems: list[Diagnostic]) -> Non
             check_judge_prompt(task.consistency_prompt, problems)
         _check_judge(doc, (*key, "judge_model"), task.judge_model, project, problems)
     elif task.type == "execute_sql":
-        db = task.database
-        if db not in project.databases:
-            names = list(project.databases)
-            problems.append(
-                doc.diagnostic(
-                    (*key, "database"),
-                    f"unknown database '{db}'{did_you_mean(db, names)}; databases in "
-                    f"{project.config.display}: {', '.join(names) or 'none'}",
-                )
-            )
+        problem = database_use_problem(
+            project.databases, str(task.database), project.config.display
+        )
+        if problem:
+            problems.append(doc.diagnostic((*key, "database"), problem))
         if spec.get("sql_query") is not None:
             _template(
                 task, "sql_query", spec["sql_query"], (*key, "sql_query"), problems, SqlTemplateRef

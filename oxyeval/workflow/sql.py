@@ -16,6 +16,8 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import json
+import math
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,9 +58,17 @@ class SqlError(OxyError):
 
 
 def _plain(value: Any) -> Any:
-    """JSON-friendly form of a DuckDB value."""
+    """JSON-friendly form of a DuckDB value: numbers JSON can write (a NaN or an infinity
+    is its name as a string: JSON has no such numbers, and Node's parser refuses them),
+    text for anything else JSON has no type for (UUID, dates, blobs as hex)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, decimal.Decimal):
-        return float(value)
+        return _plain(float(value)) if value.is_finite() else str(value)
     if isinstance(value, (_dt.date, _dt.datetime, _dt.time)):
         return value.isoformat()
     if isinstance(value, _dt.timedelta):
@@ -69,7 +79,7 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
-    return value
+    return str(value)  # UUID, and whatever a later DuckDB hands back
 
 
 class SqlResult:
@@ -204,6 +214,21 @@ class SqlResult:
         return f"SqlResult(columns={self._columns!r}, rows={len(self._rows)})"
 
 
+_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_UNITS.update({"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40})
+#: What the worker may hold besides DuckDB's memory_limit: Python, the result being
+#: converted, and the stacks of its threads.
+WORKER_HEADROOM = 1536 * 2**20
+
+
+def _address_space(memory_limit: str, threads: int) -> int:
+    """The worker's address-space cap: memory_limit (as DuckDB reads it: "2GB", "512MiB")
+    plus the headroom and 16 MB per DuckDB thread."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?I?B)\s*", memory_limit.upper())
+    size = int(float(match.group(1)) * _UNITS[match.group(2)]) if match else 2 * 10**9
+    return size + WORKER_HEADROOM + threads * 16 * 2**20
+
+
 def _short(text: str) -> str:
     """One line of an error, redacted before it is cut (a cut must not split a key)."""
     return clip(text, _SHOWN_ERROR_CHARS, total=True)
@@ -307,6 +332,8 @@ class Databases:
         path = entry.get("path")
         db_file = (self.root / path).resolve() if path else None
         writable = entry.get("read_only", True) is False
+        memory = str(entry.get("memory_limit", SQL_DEFAULTS["memory_limit"]))
+        threads = int(entry.get("threads", SQL_DEFAULTS["threads"]))
         return {
             "database": name,
             "dataset": dataset,
@@ -314,8 +341,9 @@ class Databases:
             "path": str(db_file) if db_file else None,
             "path_dir": str(db_file.parent) if db_file else None,
             "writable": writable,
-            "memory_limit": str(entry.get("memory_limit", SQL_DEFAULTS["memory_limit"])),
-            "threads": int(entry.get("threads", SQL_DEFAULTS["threads"])),
+            "memory_limit": memory,
+            "threads": threads,
+            "address_space": _address_space(memory, threads),
             "max_temp": _MAX_TEMP,
         }
 
@@ -352,9 +380,17 @@ class Databases:
         }
         worker = self._worker(database)
         try:
-            _kind, columns, rows, truncated = await run_query(worker, sql, list(params), options)
+            try:
+                reply = await run_query(worker, sql, list(params), options)
+            except WorkerError as exc:
+                # Cut short by another query's kill: on a read-only database every query
+                # is a read, safe to run again, once, on the new worker.
+                if exc.code != "killed" or options["writable"]:
+                    raise
+                reply = await run_query(worker, sql, list(params), options)
         except WorkerError as exc:
             raise SqlError(self._explain(database, exc)) from None
+        _kind, columns, rows, truncated = reply
         cut = truncated and (limit is None or int(limit) > max_rows)
         return SqlResult(columns, [tuple(r) for r in rows], sql, params, truncated=cut)
 

@@ -45,6 +45,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..inputs import valid_text
 from ..project.templates import TemplateRef, render
 from .sql import SqlError
 
@@ -248,14 +249,15 @@ def sql_segments(text: str) -> Iterator[tuple[str, int, int]]:
 
 
 def _text(value: Any) -> str:
-    """A value as a template would print it."""
-    return str(value)
+    """A value as a template would print it (a lone surrogate, which neither DuckDB nor
+    any writer can encode, replaced as everywhere text enters)."""
+    return valid_text(str(value), "a value in SQL")
 
 
 def _param(value: Any) -> Any:
     """A value as DuckDB binds it: plain data as is, task outputs as the text they read as."""
     if isinstance(value, str):
-        return str(value)  # Markup and other str subclasses: their plain text
+        return _text(value)  # Markup and other str subclasses: their plain text
     if value is None or isinstance(
         value, (bool, int, float, bytes, decimal.Decimal, _dt.date, _dt.time, _dt.timedelta)
     ):
@@ -436,14 +438,21 @@ def render_sql(
     state = _Render(trusted)
     token = _STATE.set(state)
     try:
-        text = render(ref, context)
+        text = valid_text(render(ref, context), ref.name)  # "{{ '\\ud800' }}" is text too
     finally:
         _STATE.reset(token)
+    from ._sqlsyntax import too_long
+
+    if too_long(text):
+        raise ref.error(f"SQL: {too_long(text)}")
     whole = _MARKER.fullmatch(text.strip())
     entry = state.lookup(whole) if whole is not None else None
     if entry is not None and entry[0] == "value":
+        upstream = _text(entry[1])
+        if too_long(upstream):  # SQL a model wrote: a failed task, not bad input
+            raise SqlError(f"{ref.name}: SQL: {too_long(upstream)}")
         try:
-            sql, params = _bind_upstream(_text(entry[1]), placeholders or {})
+            sql, params = _bind_upstream(upstream, placeholders or {})
         except _BindError as exc:  # the statement came from a run (a model): not bad input
             raise SqlError(f"{ref.name}: SQL: {exc}") from None
         return BoundSql(sql, tuple(params), upstream=True)

@@ -404,7 +404,10 @@ def test_variables_defaults_coercion_and_errors(make_project: MakeProject) -> No
         asyncio.run(run_workflow(path, {"regoin": "N"}))
 
 
-def test_unsupported_database_type_fails_at_run_time(make_project: MakeProject) -> None:
+def test_a_task_on_an_unsupported_database_type_is_a_load_error(
+    make_project: MakeProject,
+) -> None:
+    # Before any task runs (an agent task first would otherwise spend its calls).
     config = CONFIG + "  - {name: wh, type: snowflake}\n"
     root = make_project(
         config,
@@ -413,8 +416,9 @@ def test_unsupported_database_type_fails_at_run_time(make_project: MakeProject) 
             "w.workflow.yml": "tasks:\n  - {name: q, type: execute_sql, database: wh, sql_query: 'select 1'}\n",
         },
     )
-    with pytest.raises(WorkflowFailed, match="not supported yet"):
+    with pytest.raises(LoadError, match="of type snowflake, which oxyeval cannot query yet") as e:
         asyncio.run(run_workflow(root / "w.workflow.yml"))
+    assert "w.workflow.yml:2:" in str(e.value) and "tasks[0].database" in str(e.value)
 
 
 def test_engine_shares_one_pool(make_project: MakeProject) -> None:

@@ -571,3 +571,185 @@ def test_a_worker_killed_mid_query_fails_that_query_only(tmp_path: Path) -> None
         databases.close()
     assert "the SQL worker stopped" in message
     assert n == 3  # a new worker took over
+
+
+# -- second pass: what an attacker's review of the above found ---------------------------------
+
+
+def test_the_worker_address_space_is_capped_by_the_kernel(tmp_path: Path) -> None:
+    """memory_limit bounds DuckDB's buffer manager only; list functions and the Python
+    objects of a result allocate outside it, so the kernel caps the whole worker."""
+    from oxyeval.workflow.sql import WORKER_HEADROOM
+
+    root = project(tmp_path, cfg=config(memory_limit="100MB", threads=1))
+    from oxyeval.project import load_project
+
+    databases = Databases(load_project(root).databases, root)
+    try:
+        asyncio.run(databases.query("shop", "SELECT 1"))
+        pid = databases._workers["shop"]._proc.pid  # type: ignore[union-attr]
+        limits = Path(f"/proc/{pid}/limits")
+        if not limits.exists():
+            pytest.skip("no /proc here to read the worker's limits from")
+        line = next(x for x in limits.read_text().splitlines() if x.startswith("Max address space"))
+        assert int(line.split()[3]) == 100 * 10**6 + WORKER_HEADROOM + 16 * 2**20
+        with pytest.raises(Exception, match="more memory than the database's memory_limit"):
+            asyncio.run(databases.query("shop", "SELECT range(30000000) AS r"))
+        assert asyncio.run(databases.query("shop", "SELECT 2 AS v")).rows == [{"v": 2}]
+    finally:
+        databases.close()
+
+
+def test_the_character_cap_counts_what_is_sent_however_deep(tmp_path: Path) -> None:
+    worker = _sqlclient.SqlWorker(_setup(tmp_path))
+    deep = "[" * 60 + "range(200000)" + "]" * 60
+    try:
+        _qid, future = worker.submit(f"SELECT {deep} AS d FROM range(5)", [], _options())
+        with pytest.raises(_sqlclient.WorkerError, match="one row is larger than 1,000,000"):
+            future.result(timeout=30)
+        deeper = "[" * 101 + "1" + "]" * 101
+        _qid, future = worker.submit(f"SELECT {deeper} AS d", [], _options())
+        with pytest.raises(_sqlclient.WorkerError, match="more than 100 deep"):
+            future.result(timeout=30)
+    finally:
+        worker.close()
+
+
+def test_values_json_has_no_type_for_are_written_as_text(oxy, tmp_path: Path) -> None:
+    root = project(tmp_path)
+    sql = "SELECT uuid() AS u, 'nan'::DOUBLE AS n, 'inf'::DOUBLE AS i, [-'inf'::FLOAT] AS l"
+    result = oxy("run", str(root / "w.workflow.yml"), "--format", "json", "--var", f"sql={sql}")
+    assert result.exit_code == 0, result.output
+
+    def strict(name: str) -> None:
+        raise AssertionError(f"{name} is not JSON")
+
+    row = json.loads(result.stdout, parse_constant=strict)["output"]["rows"][0]
+    assert len(row["u"]) == 36 and row["n"] == "NaN" and row["i"] == "Infinity"
+    assert row["l"] == ["-Infinity"]
+
+
+def test_a_query_cut_short_by_another_query_s_kill_runs_again(tmp_path: Path) -> None:
+    """The worker is shared: stopping it for one query past its deadline cuts short the
+    others; on a read-only database they are reads, and run again on the new worker."""
+    root = project(tmp_path)
+    from oxyeval.project import load_project
+
+    databases = Databases(load_project(root).databases, root)
+
+    async def go() -> tuple[int, int, int]:
+        await databases.query("shop", "SELECT 1")
+        worker = databases._workers["shop"]
+        first = worker._proc.pid  # type: ignore[union-attr]
+        sibling = asyncio.ensure_future(
+            databases.query("shop", "SELECT sum(range) AS n FROM range(2000000000)")
+        )
+        await asyncio.sleep(0.3)
+        worker.kill("another query ran past its deadline")
+        n = (await sibling).rows[0]["n"]
+        return first, worker._proc.pid, n  # type: ignore[union-attr]
+
+    try:
+        first, second, n = asyncio.run(go())
+    finally:
+        databases.close()
+    assert n == 1999999999 * 2000000000 // 2 and first != second
+
+
+@pytest.mark.parametrize(
+    ("database", "where", "message"),
+    [
+        ("type: postgres", "w.workflow.yml:2:", "of type postgres, which oxyeval cannot query yet"),
+        (
+            "type: duckdb, dataset: data, path: sub/new.duckdb, read_only: false",
+            "config.yml:4:",
+            "the folder of sub/new.duckdb does not exist",
+        ),
+        ("type: duckdb, path: 's3://b/x.duckdb'", "config.yml:4:", "is not a local DuckDB file"),
+        ("type: duckdb, dataset: ., read_only: false", "config.yml:4:", "is the project folder"),
+    ],
+)
+def test_database_settings_a_run_would_reject_fail_validate(
+    oxy, tmp_path: Path, database: str, where: str, message: str
+) -> None:
+    root = project(tmp_path, sql="SELECT 1")
+    (root / "config.yml").write_text(config().replace("type: duckdb, dataset: data", database))
+    result = oxy("validate", str(root / "w.workflow.yml"))
+    assert result.exit_code == 2, result.output
+    assert where in result.stderr and message in result.stderr
+
+
+def test_an_invalid_character_in_sql_is_replaced_like_any_text(oxy, tmp_path: Path) -> None:
+    root = project(tmp_path, sql="SELECT '{{ \"\\ud800\" }}' AS s")
+    result = oxy("run", str(root / "w.workflow.yml"), "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["output"]["rows"] == [{"s": "\ufffd"}]
+    assert "replaced by U+FFFD" in result.stderr
+
+
+def test_a_killed_run_leaves_no_spill_files(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import asyncio, os, signal
+        from pathlib import Path
+        from oxyeval.workflow.sql import Databases
+        d = Databases({{"shop": {{"name": "shop", "type": "duckdb"}}}}, Path({str(tmp_path)!r}))
+        asyncio.run(d.query("shop", "SELECT 1"))
+        os.kill(os.getpid(), signal.SIGKILL)  # no cleanup of ours runs
+        """
+    )
+    import tempfile
+
+    before = set(Path(tempfile.gettempdir()).glob("oxyeval-sql-*"))
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert done.returncode == -signal.SIGKILL
+    left = set(Path(tempfile.gettempdir()).glob("oxyeval-sql-*")) - before
+    assert len(left) == 1
+    (folder,) = left
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(folder.iterdir()):
+        time.sleep(0.05)  # the worker saw its stdin close and empties its folder
+    assert list(folder.iterdir()) == []
+    _sqlclient._sweep()  # the next worker started removes what a dead process left
+    assert not folder.exists()
+
+
+def test_sql_longer_than_the_limit_is_refused_before_parsing(oxy, tmp_path: Path) -> None:
+    from oxyeval.workflow._sqlsyntax import MAX_SQL_CHARS
+
+    root = project(tmp_path)
+    (root / "q.sql").write_text("SELECT " + ",".join(["1"] * (MAX_SQL_CHARS // 2)))
+    (root / "w.workflow.yml").write_text(
+        "tasks:\n  - {name: q, type: execute_sql, database: shop, sql_file: q.sql}\n"
+    )
+    result = oxy("validate", str(root / "w.workflow.yml"))
+    assert result.exit_code == 2
+    assert f"statements are limited to {MAX_SQL_CHARS:,}" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("sql", "kind"),
+    [
+        ("COPY FROM DATABASE a TO b", "COPY_DATABASE"),
+        ("CALL main.force_checkpoint()", "CHECKPOINT"),
+        ('CALL "main"."checkpoint"()', "CHECKPOINT"),
+        ("FORCE CHECKPOINT", "CHECKPOINT"),
+        ("CALL pragma_version()", "CALL"),
+    ],
+)
+def test_statement_kinds_by_what_they_do(sql: str, kind: str) -> None:
+    from oxyeval.workflow._sqlsyntax import statement_kind
+
+    assert statement_kind(sql) == kind
+
+
+def test_a_kind_the_client_cannot_name_is_refused_in_words() -> None:
+    from oxyeval.workflow._sqlsyntax import Refused, statement_kind
+
+    with pytest.raises(Refused, match="UPDATE EXTENSIONS statements are not allowed"):
+        statement_kind("UPDATE EXTENSIONS")
