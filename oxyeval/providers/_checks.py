@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from ..redact import split_userinfo
+
 __all__ = ["api_url_problem", "header_problem", "value_problem"]
 
 # RFC 9110 token characters: what a header name may be made of.
@@ -61,6 +63,13 @@ def api_url_problem(url: str) -> str | None:
         parts = urlsplit(url)
         port = parts.port  # raises ValueError for a port that is not a number in range
     except ValueError as exc:
+        if split_userinfo(url) is not None:
+            # urllib's words quote the "port", which here is a piece of the password
+            # (httpx, like urllib, ends the host at the first '/', '?' or '#').
+            return (
+                "api_url is not a valid URL: its user name or password seems to hold a raw "
+                "'/', '?', '#' or '@'; percent-encode them (%2F, %3F, %23, %40)"
+            )
         return f"api_url is not a valid URL ({exc})"
     if parts.scheme.lower() not in ("http", "https"):
         return "api_url must start with http:// or https://"
