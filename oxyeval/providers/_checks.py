@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ..redact import split_userinfo
+from ..redact import redact, split_userinfo
 
 __all__ = ["api_url_problem", "header_problem", "value_problem"]
 
@@ -63,14 +63,15 @@ def api_url_problem(url: str) -> str | None:
         parts = urlsplit(url)
         port = parts.port  # raises ValueError for a port that is not a number in range
     except ValueError as exc:
-        if split_userinfo(url) is not None:
-            # urllib's words quote the "port", which here is a piece of the password
-            # (httpx, like urllib, ends the host at the first '/', '?' or '#').
+        authority = re.split(r"[/?#]", url.partition("://")[2], maxsplit=1)[0]
+        if split_userinfo(url) is not None and "@" not in authority:
+            # The credentials run past the first '/', '?' or '#', where httpx and urllib
+            # end the host: urllib's words would quote a piece of the password as "port".
             return (
-                "api_url is not a valid URL: its user name or password seems to hold a raw "
-                "'/', '?', '#' or '@'; percent-encode them (%2F, %3F, %23, %40)"
+                "api_url is not a valid URL: its user name or password holds a raw '/', "
+                "'?' or '#'; percent-encode them (%2F, %3F, %23)"
             )
-        return f"api_url is not a valid URL ({exc})"
+        return f"api_url is not a valid URL ({redact(str(exc))})"
     if parts.scheme.lower() not in ("http", "https"):
         return "api_url must start with http:// or https://"
     if not parts.hostname:
