@@ -32,10 +32,12 @@ password, a credential in a URL): the value itself, and the credential inside it
 token of ``Bearer <token>`` (any ``<scheme> <credential>`` header value) and, for
 ``Basic``, also the decoded ``user:password`` and its password, since a server that
 refuses a header echoes the bare token, not the header. :func:`register_credentials`
-finds the credentials in a URL or a libpq connection string (URL userinfo, query
-parameters whose name says credential, ``password=``/``sslpassword=`` keywords) and
-registers them by the same rule; :func:`mask_credentials` is how such an address is
-shown; :func:`is_secret_name` is the one list of names that say "credential" (headers,
+finds the credentials in a URL or a libpq connection string (a URL's whole userinfo,
+user name included, since ``https://TOKEN@host`` is a common way to write a token; for
+the history's database URLs only the password; query parameters whose name says
+credential; ``password=``/``sslpassword=`` keywords) and registers them by the same rule;
+:func:`mask_credentials` is how such an address is shown (a credential holding a raw
+``/``, ``?``, ``#`` or ``@`` is masked as far as any library reads it); :func:`is_secret_name` is the one list of names that say "credential" (headers,
 query parameters, config.yml keys).
 
 **Redact, then cut** (:func:`clip`): every place that shortens text for display or
@@ -80,6 +82,7 @@ __all__ = [
     "register_secret",
     "registered_secret_count",
     "secret_scope",
+    "split_userinfo",
 ]
 
 _lock = threading.Lock()
@@ -249,17 +252,86 @@ def is_secret_name(name: object) -> bool:
 
 # --------------------------------------------------------------------------- addresses
 
-_URL_START = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.\-]*://")
+_URL_START = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.\-]*)://")
+#: The history's database URLs: their user name is not a secret (it is shown, so a user
+#: can tell which role a message is about); every other URL's whole userinfo is.
+_DB_SCHEME = re.compile(r"(?i)(?:postgres(?:ql)?|sqlite)(?:\+[a-z0-9_]+)?")
+#: What may follow the ``@`` that ends a userinfo: a host (a name or an address, possibly
+#: empty, or a bracketed IPv6 address), an optional numeric port, then the end of the URL
+#: or its path, query or fragment.
+_HOST_AFTER = re.compile(r"(?:\[[^\]/?#@]*\]|[^\s:/?#@\[\]]*)(?::[0-9]*)?(?=[/?#]|\Z)")
+#: SQLAlchemy's reading of a userinfo (``make_url``): a user holding no ``:`` or ``/``,
+#: then ``:`` and a password up to the first ``@``.
+_SQLA_USERINFO = re.compile(r"[^:/]*(?::[^@]*)?@")
 #: One ``keyword = value`` of a libpq connection string; a value may be single-quoted,
 #: with backslash escapes.
 _DSN_PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*=\s*('(?:[^'\\]|\\.)*'?|[^\s']*)")
 _DSN = re.compile(r"\s*" + _DSN_PAIR.pattern + r"(?:\s+" + _DSN_PAIR.pattern + r")*\s*")
 
+#: ``(start, end, the values to register)`` of one credential in a text.
+_Span = tuple[int, int, tuple[str, ...]]
 
-def _credential_spans(text: str) -> list[tuple[int, int, str]]:
-    """Where the credentials of a URL or a libpq keyword/value string are in ``text``:
-    ``(start, end, value as the server gets it)``."""
-    spans: list[tuple[int, int, str]] = []
+
+def _authority_end(text: str, at: int) -> int:
+    """Where the authority starting at ``at`` ends as httpx and ``urllib`` read it: at
+    the first ``/``, ``?`` or ``#``."""
+    ends = [text.find(stop, at) for stop in "/?#"]
+    return min((e for e in ends if e != -1), default=len(text))
+
+
+def _userinfo_end(text: str, at: int) -> int:
+    """The index of the ``@`` that ends the userinfo of the URL whose authority starts at
+    ``at``, or -1 when it has none.
+
+    Libraries disagree on a credential holding a raw ``/``, ``?``, ``#`` or ``@``:
+    httpx and ``urllib`` end the authority at the first ``/?#`` (``alice:pa/ss@host``
+    is host ``alice``, port ``pa``), SQLAlchemy takes everything up to the first ``@``
+    after the password's ``:`` (password ``pa/ss``), and a user may mean the last ``@``
+    before the host. The userinfo ends at the furthest of these readings, so a
+    credential is masked however any of them splits it; the price is that an ``@`` in a
+    path or query followed by something host-like (``/v1?mail=a@b.org``) masks the
+    host and path before it too.
+    """
+    ends = [text.rfind("@", at, _authority_end(text, at))]  # httpx, urllib
+    sqla = _SQLA_USERINFO.match(text, at)
+    if sqla is not None:
+        ends.append(sqla.end() - 1)
+    found = text.rfind("@", at)
+    while found != -1:  # the last '@' followed by a host (then a path, query or the end)
+        if _HOST_AFTER.match(text, found + 1):
+            ends.append(found)
+            break
+        found = text.rfind("@", at, found)
+    return max(ends)
+
+
+def _url_userinfo(text: str) -> tuple[int, int] | None:
+    """``(start, end)`` of the userinfo of URL ``text`` (``text[end]`` is its ``@``), by
+    :func:`_userinfo_end`'s reading; None when it has none or is not a URL."""
+    start = _URL_START.match(text)
+    if start is None:
+        return None
+    end = _userinfo_end(text, start.end())
+    return None if end == -1 else (start.end(), end)
+
+
+def split_userinfo(url: str) -> tuple[str, str | None, str] | None:
+    """``(user, password, url without its userinfo)`` of ``url``, its userinfo read as
+    :func:`mask_credentials` reads it (a password may hold a raw ``/``, ``?``, ``#`` or
+    ``@``), both as written (percent-encoded); None when ``url`` has no userinfo. For a
+    caller that checks a URL's host, port and path without ever seeing its credentials."""
+    found = _url_userinfo(url)
+    if found is None:
+        return None
+    begin, end = found
+    user, colon, password = url[begin:end].partition(":")
+    return user, (password if colon else None), url[:begin] + url[end + 1 :]
+
+
+def _credential_spans(text: str) -> list[_Span]:
+    """Where the credentials of a URL or a libpq keyword/value string are in ``text``,
+    with the values to register for each: as written and as the server gets them."""
+    spans: list[_Span] = []
     start = _URL_START.match(text)
     if start is None:
         if "=" not in text or not _DSN.fullmatch(text):
@@ -270,48 +342,83 @@ def _credential_spans(text: str) -> list[tuple[int, int, str]]:
                 value = raw
                 if raw.startswith("'"):  # quoted: backslash escapes a quote or a backslash
                     value = re.sub(r"\\(.)", r"\1", raw[1:].removesuffix("'"))
-                spans.append((m.start(2), m.end(2), value))
+                spans.append((m.start(2), m.end(2), (raw, value)))
         return spans
     at = start.end()
-    end = len(text)
-    for stop in "/?#":
-        found = text.find(stop, at)
-        if found != -1:
-            end = min(end, found)
-    userinfo_end = text.rfind("@", at, end)
-    if userinfo_end != -1:
-        colon = text.find(":", at, userinfo_end)
-        if colon != -1 and colon + 1 < userinfo_end:
-            spans.append((colon + 1, userinfo_end, unquote(text[colon + 1 : userinfo_end])))
-    query = text.find("?", at)
-    if query != -1:
-        fragment = text.find("#", query)
-        stop = len(text) if fragment == -1 else fragment
-        offset = query + 1
-        for item in re.split(r"[&;]", text[query + 1 : stop]):
-            name, sep, value = item.partition("=")
-            if sep and value and is_secret_name(unquote_plus(name)):
-                first = offset + len(name) + 1
-                spans.append((first, first + len(value), unquote_plus(value)))
-            offset += len(item) + 1
+    database = _DB_SCHEME.fullmatch(start.group(1)) is not None
+    end = _userinfo_end(text, at)
+    if end != -1:
+        spans.extend(_userinfo_spans(text, at, end, database))
+    # Query parameters, as the standard reading finds the query and as it starts past a
+    # userinfo that holds a '?'.
+    for query in {text.find("?", at), text.find("?", max(at, end))}:
+        if query != -1:
+            spans.extend(_query_spans(text, query))
+    return spans
+
+
+def _userinfo_spans(text: str, at: int, end: int, database: bool) -> list[_Span]:
+    """The credential in ``text[at:end]``: the whole userinfo (a token written as a user
+    name, ``https://TOKEN@host``, is as secret as a password), or for a database URL the
+    password alone. Registered with it: its user and password, and, when httpx and
+    ``urllib`` read the start of the userinfo as a host and a port (a password holding a
+    raw ``/``, ``?`` or ``#``), what they read, which their errors quote."""
+    userinfo = text[at:end]
+    user, colon, password = userinfo.partition(":")
+    values = [password, unquote(password)]
+    if not database:
+        values += [userinfo, unquote(userinfo), user, unquote(user)]
+    authority = text[at : _authority_end(text, at)]
+    if len(authority) < len(userinfo) and not _HOST_AFTER.fullmatch(authority):
+        host, _, port = authority.partition(":")
+        values += [port, port.rpartition(":")[2]]
+        if not database:
+            values.append(host)
+    if database:
+        return [(at + len(user) + 1, end, tuple(values))] if colon and password else []
+    return [(at, end, tuple(values))] if userinfo else []
+
+
+def _query_spans(text: str, query: int) -> list[_Span]:
+    """The values of the credential-named parameters of the query starting at ``text[query]``."""
+    spans: list[_Span] = []
+    fragment = text.find("#", query)
+    stop = len(text) if fragment == -1 else fragment
+    offset = query + 1
+    for item in re.split(r"[&;]", text[query + 1 : stop]):
+        name, sep, value = item.partition("=")
+        if sep and value and is_secret_name(unquote_plus(name)):
+            first = offset + len(name) + 1
+            spans.append((first, first + len(value), (value, unquote_plus(value))))
+        offset += len(item) + 1
     return spans
 
 
 def register_credentials(address: str | None) -> None:
-    """Register the credentials written into a URL (``http://alice:secret@host``,
-    ``?password=...``, ``?key=...``) or a libpq connection string (``password='x y'``),
-    as written and as the server gets them, by :func:`register_secret`'s rule."""
+    """Register the credentials written into a URL (``http://TOKEN@host``,
+    ``http://alice:secret@host``, ``?password=...``, ``?key=...``) or a libpq connection
+    string (``password='x y'``), as written and as the server gets them, by
+    :func:`register_secret`'s rule."""
     if not address:
         return
-    for begin, end, value in _credential_spans(address):
-        register_secret(address[begin:end])
-        register_secret(value)
+    for _begin, _end, values in _credential_spans(address):
+        for value in values:
+            register_secret(value)
 
 
 def mask_credentials(address: str) -> str:
     """A URL or libpq connection string as it may be shown: every credential in it as
-    ``***``, user, host, port, database and other parameters readable."""
-    for begin, end, _value in reversed(_credential_spans(address)):
+    ``***``. A URL's whole userinfo is a credential (``https://***@host/v1``), but for the
+    history's database URLs (``postgresql://``, ``sqlite://``) only the password is: the
+    user name stays readable (``postgresql://bob:***@host/db``), as do host, port,
+    database and the other parameters."""
+    merged: list[list[int]] = []
+    for begin, end, _values in sorted(_credential_spans(address)):
+        if merged and begin <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([begin, end])
+    for begin, end in reversed(merged):
         address = address[:begin] + "***" + address[end:]
     return address
 

@@ -686,6 +686,45 @@ CORPUS: list[Bad] = [
         "config.yml:10",
         target="config.yml",
     ),
+    Bad(
+        "api_url password with a raw slash",
+        {
+            "a.agent.yml": agent(),
+            "config.yml": CONFIG
+            + "  - {name: hosted, vendor: openai, model_ref: x, "
+            + "api_url: 'http://alice:pw/sk-0a1b2c3d4e5f@127.0.0.1:9/v1'}\n",
+        },
+        "validate test",
+        "config.yml:10",
+    ),
+    Bad(
+        "history url password with a raw slash",
+        {
+            "a.agent.yml": agent(),
+            "config.yml": CONFIG + "history: {url: 'postgresql://bob:pa/ss-0a1b2c@h/db'}\n",
+        },
+        "validate",  # (oxy test here would use the harness's OXY_DB)
+        "config.yml:10",
+        target="config.yml",
+    ),
+    Bad(
+        "--db password with a raw @",
+        {"a.agent.yml": agent()},
+        "test",
+        "percent-encode",
+        args=("--db", "postgresql://bob:pa@ss-0a1b2c@127.0.0.1:1/db"),
+    ),
+    Bad(
+        "literal key through a YAML alias, anchor line quoted",
+        {
+            "a.agent.yml": agent(),
+            "config.yml": 'defaults: &k "sk-alias-0a1b2c3d4e5f"\n'
+            + CONFIG
+            + "  - {name: hosted, vendor: openai, model_ref: x, api_key: *k}\n",
+        },
+        "validate test",
+        "config.yml:1",
+    ),
     #
     # -- round 2: template CPU and memory ------------------------------------------------
     #
@@ -1092,6 +1131,7 @@ REAL_PROCESS = [
     #
     # round 2: secrets
     "literal api_key on a line with a schema error",
+    "api_url password with a raw slash",
     #
     # round 2: templates
     "ten billion loop iterations (formatter)",

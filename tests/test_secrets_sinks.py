@@ -15,6 +15,14 @@ database's bytes (the SQLite file and its WAL). None may hold the secret, nor an
 11. ``api_url: http://alice:<password>@host/v1``: every error naming the URL.
 12. A literal ``api_key:`` / ``Authorization`` in config.yml on a line that a diagnostic
     quotes (a schema error, a duplicate key, a YAML syntax error).
+
+Second pass (the attack review of the fixes):
+
+F4. A token written as a URL's user name (``http://TOKEN@host/v1``): the whole userinfo
+    of a model's URL is masked and registered; a PostgreSQL URL's user stays readable.
+F5. A URL password holding a raw ``/``, ``?``, ``#``, ``@`` or ``:``: masked as far as
+    any library (httpx, urllib, SQLAlchemy) reads it, and never quoted in pieces.
+F11. A literal key reached through a YAML alias (``api_key: *k``) or a merge key.
 """
 
 from __future__ import annotations
@@ -87,14 +95,19 @@ def oxy(*args: str, cwd: Path, env: Mapping[str, str] | None = None) -> Any:
 
 
 def run_sinks(
-    root: Path, args: tuple[str, ...], env: Mapping[str, str] | None = None
+    root: Path,
+    args: tuple[str, ...],
+    env: Mapping[str, str] | None = None,
+    command: tuple[str, ...] = ("test",),
 ) -> tuple[dict[str, str | bytes], list[Any]]:
-    """``oxy test ARGS`` twice at once, pretty (with --debug) and as JSON with a JUnit
-    file; every sink they wrote, by name, and the two processes (pretty, json)."""
+    """``oxy test ARGS`` (or another ``command``) twice at once, pretty (with --debug for
+    ``oxy test``) and as JSON with a JUnit file; every sink they wrote, by name, and the
+    two processes (pretty, json)."""
     junit = root / "report.xml"
+    debug = ("--debug",) if command == ("test",) else ()
     runs = [
-        ("test", *args, "--debug"),
-        ("test", *args, "--format", "json", "--junit", str(junit)),
+        (*command, *args, *debug),
+        (*command, *args, "--format", "json", "--junit", str(junit)),
     ]
     with ThreadPoolExecutor(2) as pool:
         pretty, as_json = pool.map(lambda a: oxy(*a, cwd=root, env=env), runs)
@@ -320,7 +333,8 @@ URL_PASSWORD = "url-" + "Hk3Pq8Wz5Ty1Mn6B"
 
 def test_a_password_in_api_url_is_never_shown(make_project: MakeProject) -> None:
     """Every error naming the model's URL (a retried 503, a 404, a malformed answer, a
-    redirect) shows it as ``alice:***@``; httpx still sends the password (Basic auth)."""
+    redirect) shows its whole userinfo as ``***@``; httpx still sends the password (Basic
+    auth)."""
     responses = iter(
         [
             (503, openai_error("busy"), {"Retry-After": "0"}),
@@ -350,7 +364,7 @@ def test_a_password_in_api_url_is_never_shown(make_project: MakeProject) -> None
     assert sent and sent[0].headers.get("authorization") == basic
     assert pretty.returncode == as_json.returncode == 3, pretty.stderr
     errors = " ".join(e["error"] for e in json_doc(as_json)["tests"][0]["run_errors"])
-    assert "alice:***@127.0.0.1" in errors, errors
+    assert "http://***@127.0.0.1" in errors and "alice" not in errors, errors
     assert "retrying model 'hosted'" in pretty.stderr + as_json.stderr
     assert_nowhere(URL_PASSWORD, sinks)
 
@@ -367,7 +381,7 @@ def test_model_errors_mask_the_url_of_a_spec_built_in_code() -> None:
         spec = ModelSpec("m", "openai", "gpt-x", api_url=url, max_retries=0)
         with pytest.raises(ProviderError) as info:
             run_model(spec, [ChatMessage("user", "hi")], environ={})
-    assert "alice:***@127.0.0.1" in str(info.value)
+    assert "http://***@127.0.0.1" in str(info.value)
     assert URL_PASSWORD not in str(info.value) and URL_PASSWORD not in repr(info.value.args)
 
 
@@ -421,6 +435,224 @@ def test_the_line_an_unclosed_quote_opens_on_is_scrubbed() -> None:
     text = f'models:\n  - name: m\n    api_key: "{LITERAL}\n    vendor: openai\n'
     register_literal_secrets(text)
     assert redact(text.splitlines()[2]) == '    api_key: "***'
+
+
+# ------------------------------------------------------------------ F4: a token as the user name
+
+URL_TOKEN = "tok-" + "Vb7Hn2Qw9Er4Ty6Ui1"
+
+
+def _echo_basic_user(request: RecordedRequest) -> Any:
+    """Refuse, echoing the user name httpx sent as Basic auth (``TOKEN:``)."""
+    header = request.headers.get("authorization", "")
+    user = base64.b64decode(header.split()[1]).decode().split(":", 1)[0] if header else "?"
+    return (401, openai_error(f"unknown user {user}"))
+
+
+@pytest.mark.parametrize("kind", ["chat", "embedding", "unreachable"])
+def test_a_token_written_as_the_user_name_of_api_url_is_never_shown(
+    make_project: MakeProject, kind: str
+) -> None:
+    """``http://TOKEN@host/v1`` (httpx sends ``Basic TOKEN:``): the whole userinfo is the
+    credential, masked in every message and registered, for chat and embedding models."""
+    with FakeServer(_echo_basic_user) as server:
+        port = free_port() if kind == "unreachable" else server.port
+        url = f"http://{URL_TOKEN}@127.0.0.1:{port}/v1"
+        if kind == "embedding":
+            config = (
+                "models:\n  - {name: m, vendor: mock, outputs: ['hi']}\n"
+                f"embeddings:\n  - {{name: emb, vendor: openai, model_ref: e, api_url: '{url}', "
+                "max_retries: 0}\n"
+            )
+            prompt = (
+                "model: m\ntemplate: 'Say {{ word }}'\nsimilarity: emb\nthreshold: 0.5\n"
+                "cases:\n  - {name: one, input: {word: hi}, expected_output: hello there}\n"
+            )
+            root = make_project(config, {"s.prompt.yml": prompt})
+            sinks, procs = run_sinks(root, ("s.prompt.yml",), command=("cases", "run"))
+        else:
+            entry = (
+                "  - name: hosted\n    vendor: openai\n    model_ref: gpt-x\n"
+                f"    api_url: {url}\n    max_retries: 0\n"
+            )
+            root = make_project(_config(entry), {"a.agent.yml": AGENT})
+            sinks, procs = run_sinks(root, ("a.agent.yml",))
+        sent = server.requests
+    assert [p.returncode for p in procs] == [3, 3], procs[0].stderr
+    shown = procs[0].stdout + procs[0].stderr + procs[1].stdout
+    assert "http://***@127.0.0.1" in shown, shown
+    if kind != "unreachable":
+        assert sent and sent[0].headers["authorization"].startswith("Basic ")
+        assert "unknown user ***" in shown, shown
+    assert_nowhere(URL_TOKEN, sinks)
+
+
+# ------------------------------------------------------------------ F5: '/?#@:' in a password
+
+#: Both halves are long enough that either one shown alone is a 12-character piece.
+HALVES = ("Ab3De6Gh9Jk2", "Zq8Xc3Vb6Nm1Lk4J")
+SEPARATORS = ["/", "?", "#", "@", ":", "%2F", "%40"]
+
+
+def _password(sep: str) -> tuple[str, str]:
+    """The password as written in the URL, and as the server gets it."""
+    from urllib.parse import unquote
+
+    written = HALVES[0] + sep + HALVES[1]
+    return written, unquote(written)
+
+
+@pytest.mark.parametrize("sep", SEPARATORS)
+def test_a_history_password_holding_url_delimiters_is_never_shown(
+    make_project: MakeProject, sep: str
+) -> None:
+    """``--db postgresql://bob:<password>@host/db`` with a raw delimiter in the password
+    (SQLAlchemy takes ``/?#:`` into it; a raw ``@`` is refused as ambiguous), and the same
+    URL in config.yml (refused: config.yml holds no passwords), quoted by validate."""
+    written, sent = _password(sep)
+    db = f"postgresql://bob:{written}@127.0.0.1:{free_port()}/hist"
+    root = make_project(None, {"a.agent.yml": AGENT.replace("hosted", "agent_model")})
+    config = (
+        "models:\n  - name: agent_model\n    vendor: mock\n    outputs: ['The total is 42.']\n"
+        + JUDGE.replace("hosted", "agent_model")
+    )
+    (root / "config.yml").write_text(config, "utf-8")
+    sinks, (pretty, as_json) = run_sinks(root, ("a.agent.yml", "--db", db))
+    listed = oxy("history", "--format", "json", cwd=root, env={"OXY_DB": db})
+    sinks["stdout (history)"], sinks["stderr (history)"] = listed.stdout, listed.stderr
+    (root / "config.yml").write_text(config + f"history: {{url: '{db}'}}\n", "utf-8")
+    checked = oxy("validate", "--format", "json", cwd=root)
+    sinks["stdout (validate)"], sinks["stderr (validate)"] = checked.stdout, checked.stderr
+    assert "postgresql://bob:***@127.0.0.1:" in json_doc(listed)["error"], listed.stdout
+    if sep == "@":  # SQLAlchemy would read the host from the password
+        assert pretty.returncode == as_json.returncode == 2, pretty.stderr
+        assert "percent-encode" in json_doc(as_json)["error"]
+    else:
+        assert pretty.returncode == as_json.returncode == 0, pretty.stderr
+        shown = json_doc(as_json)["history"][0]["db"]
+        assert shown.startswith("postgresql://bob:***@127.0.0.1:") and shown.endswith("/hist")
+    assert checked.returncode == 2 and "config.yml" in checked.stdout + checked.stderr
+    assert_nowhere(HALVES[0] + HALVES[1][0], sinks)  # the part before the delimiter...
+    assert_nowhere(HALVES[1], sinks)  # ...the part after it
+    assert_nowhere(written, sinks)
+    assert_nowhere(sent, sinks)
+
+
+def test_api_url_passwords_holding_url_delimiters_are_never_shown(
+    make_project: MakeProject,
+) -> None:
+    """A model's ``api_url`` with a delimiter in its password. httpx ends the host at the
+    first ``/?#``, so those URLs are refused at load (the quoted line masked, no "port"
+    piece in the message); with ``@``, ``:`` or percent-encoded ones httpx sends the
+    password, and a server echoing it shows ``***``."""
+    models = "".join(
+        f"  - {{name: m{i}, vendor: openai, model_ref: x, "
+        f"api_url: 'http://alice:{_password(sep)[0]}@127.0.0.1:9/v1'}}\n"
+        for i, sep in enumerate(SEPARATORS)
+    )
+    root = make_project("models:\n" + models, {"a.agent.yml": AGENT.replace("hosted", "m0")})
+    sinks: dict[str, str | bytes] = {}
+    procs = [oxy("validate", cwd=root), oxy("test", "a.agent.yml", "--format", "json", cwd=root)]
+    for i, proc in enumerate(procs):
+        sinks[f"stdout {i}"], sinks[f"stderr {i}"] = proc.stdout, proc.stderr
+    assert [p.returncode for p in procs] == [2, 2], procs[0].stderr
+    refused = procs[0].stdout + procs[0].stderr
+    for i, sep in enumerate(SEPARATORS):
+        assert (f"models[{i}].api_url" in refused) == (sep in "/?#"), refused
+    assert "percent-encode" in refused and "http://***@127.0.0.1:9/v1" in refused, refused
+
+    def refuse(request: RecordedRequest) -> Any:
+        password = base64.b64decode(request.headers["authorization"].split()[1]).decode()
+        return (401, openai_error(f"bad password {password.split(':', 1)[1]}"))
+
+    with FakeServer(refuse) as server:
+        usable = [sep for sep in SEPARATORS if sep not in "/?#"]
+        models = "".join(
+            f"  - {{name: m{i}, vendor: openai, model_ref: x, max_retries: 0, "
+            f"api_url: 'http://alice:{_password(sep)[0]}@127.0.0.1:{server.port}/v1'}}\n"
+            for i, sep in enumerate(usable)
+        )
+        agents = {f"a{i}.agent.yml": AGENT.replace("hosted", f"m{i}") for i in range(len(usable))}
+        (root / "config.yml").write_text("models:\n" + models + JUDGE.split("defaults:")[0])
+        for name, text in agents.items():
+            (root / name).write_text(text)
+        more, runs = run_sinks(root, tuple(agents))
+        sent = [r.headers["authorization"] for r in server.requests]
+    assert [p.returncode for p in runs] == [3, 3], runs[0].stderr
+    assert "bad password ***" in runs[0].stdout + runs[0].stderr
+    basics = {base64.b64decode(h.split()[1]).decode() for h in sent}
+    assert {f"alice:{_password(sep)[1]}" for sep in usable} <= basics
+    sinks.update(more)
+    for sep in SEPARATORS:
+        for password in _password(sep):
+            assert_nowhere(password, sinks)
+        assert_nowhere(HALVES[0] + HALVES[1][0], sinks)
+        assert_nowhere(HALVES[1], sinks)
+
+
+# ------------------------------------------------------------------ F11: keys through YAML aliases
+
+ALIASED = "sk-alias-" + "5f4e3d2c1b0a9f8e7d6c"
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        # the anchor's own line fails the schema and is quoted
+        'defaults: &k "{s}"\nmodels:\n  - {{name: hosted, vendor: openai, model_ref: x, '
+        "api_key: *k}}\n",
+        # the anchor inside a list, the alias under a header
+        "shared: &h ['Bearer {s}']\nmodels:\n  - name: hosted\n    vendor: openai\n"
+        "    model_ref: x\n    headers: {{Authorization: *h}}\n",
+        # a merge key brings the credential-named key in, its value a second alias
+        'shared: &t "{s}"\nbase: &b {{api_key: *t, vendor: openai}}\nmodels:\n'
+        "  - {{<<: *b, name: hosted, model_ref: x}}\n",
+        # the anchor on a line an unclosed quote swallowed (read by eye)
+        'models:\n  - name: hosted\n    vendor: openai\n    x: "\ndefaults: &k "{s}"\n'
+        "    api_key: *k\n",
+    ],
+    ids=["scalar", "list", "merge", "swallowed"],
+)
+def test_a_literal_key_reached_through_an_alias_is_scrubbed(
+    make_project: MakeProject, config: str
+) -> None:
+    root = make_project(config.format(s=ALIASED), {"a.agent.yml": AGENT})
+    sinks, procs = run_sinks(root, ("a.agent.yml",))
+    checked = [oxy("validate", cwd=root), oxy("validate", "--format", "json", cwd=root)]
+    for i, proc in enumerate(checked):
+        sinks[f"stdout (validate {i})"], sinks[f"stderr (validate {i})"] = proc.stdout, proc.stderr
+    assert [p.returncode for p in (*procs, *checked)] == [2, 2, 2, 2], procs[0].stderr
+    quoted = procs[0].stderr + checked[0].stdout + checked[0].stderr
+    assert " | " in quoted, quoted  # a line was quoted
+    assert_nowhere(ALIASED, sinks)
+
+
+def test_aliases_register_values_not_keys_and_stay_bounded() -> None:
+    """An alias to a mapping under a credential key registers its values, not its keys
+    (``vendor`` would vanish from every message); an alias bomb stays fast."""
+    import time
+
+    from oxyeval.project.credentials import register_literal_secrets
+    from oxyeval.redact import redact
+
+    register_literal_secrets(
+        "a: &m {vendor: 'sk-alias-value-0123456789'}\nb: {api_key: *m}\nc: &n api_key\n"
+        "d: {*n : sk-alias-by-key-9876543210}\n"
+    )
+    assert redact("vendor sk-alias-value-0123456789") == "vendor ***"
+    assert redact("sk-alias-by-key-9876543210") == "***"
+    # In a flow list left open, the scanner marks no key: the scalar before ':' is one.
+    register_literal_secrets("models: [\ndefaults: &k 'sk-alias-open-flow-13579'\n  x: *k\n")
+    assert redact("sk-alias-open-flow-13579") == "sk-alias-open-flow-13579"  # x: no credential
+    register_literal_secrets("models: [\n  api_key: sk-alias-open-flow-24680\n")
+    assert redact("sk-alias-open-flow-24680") == "***"
+    bomb = "a: &a [x0, x1]\n" + "".join(
+        f"b{i}: &b{i} [*{'a' if i == 0 else f'b{i - 1}'}, *{'a' if i == 0 else f'b{i - 1}'}]\n"
+        for i in range(40)
+    )
+    started = time.monotonic()
+    register_literal_secrets(bomb + "api_key: *b39\n")
+    assert time.monotonic() - started < 1.0
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from ..redact import redact, split_userinfo
+
 __all__ = ["api_url_problem", "header_problem", "value_problem"]
 
 # RFC 9110 token characters: what a header name may be made of.
@@ -61,7 +63,15 @@ def api_url_problem(url: str) -> str | None:
         parts = urlsplit(url)
         port = parts.port  # raises ValueError for a port that is not a number in range
     except ValueError as exc:
-        return f"api_url is not a valid URL ({exc})"
+        authority = re.split(r"[/?#]", url.partition("://")[2], maxsplit=1)[0]
+        if split_userinfo(url) is not None and "@" not in authority:
+            # The credentials run past the first '/', '?' or '#', where httpx and urllib
+            # end the host: urllib's words would quote a piece of the password as "port".
+            return (
+                "api_url is not a valid URL: its user name or password holds a raw '/', "
+                "'?' or '#'; percent-encode them (%2F, %3F, %23)"
+            )
+        return f"api_url is not a valid URL ({redact(str(exc))})"
     if parts.scheme.lower() not in ("http", "https"):
         return "api_url must start with http:// or https://"
     if not parts.hostname:

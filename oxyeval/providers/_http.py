@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..inputs import JSONProblem, loads
-from ..redact import clip, mask_credentials, redact
+from ..redact import clip, mask_credentials, redact, split_userinfo
 from ._base import AttemptTimeout, Usage
 
 if TYPE_CHECKING:
@@ -181,8 +181,9 @@ _SHOWN_BODY = 200
 
 
 def shown_url(url: str) -> str:
-    """A request URL as messages show it: ``http://alice:***@host/v1`` (``api_url`` may
-    carry a password, which httpx sends as Basic auth and which must not be printed)."""
+    """A request URL as messages show it: ``http://***@host/v1`` (``api_url`` may carry a
+    user name and a password, which httpx sends as Basic auth: a token is often written
+    as the user name alone, so the whole userinfo is masked)."""
     return mask_credentials(url)
 
 
@@ -385,9 +386,12 @@ async def post_json(
             model=spec.name,
         ) from None
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        # httpx's words quote the part it could not read ("Invalid port: 'pa'"), which
+        # in a URL with credentials may be a piece of the password: not shown then.
+        why = type(exc).__name__ if split_userinfo(url) else redact(str(exc))
         raise ProviderError(
             f"model '{spec.name}' ({spec.vendor}): {where} is not a usable http(s) URL "
-            f"({redact(str(exc)) or type(exc).__name__}). Check api_url in config.yml.",
+            f"({why or type(exc).__name__}). Check api_url in config.yml.",
             model=spec.name,
         ) from None
     except (httpx.RemoteProtocolError, httpx.ReadError) as exc:

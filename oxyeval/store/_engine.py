@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from ..redact import mask_credentials, register_credentials, register_secret
+from ..redact import (
+    mask_credentials,
+    redact,
+    register_credentials,
+    register_secret,
+    split_userinfo,
+)
 from ._errors import LocationError
 from ._translate import translate
 
@@ -94,19 +100,48 @@ class Location:
         return self.backend == "sqlite" and self.path is None
 
 
+#: SQLAlchemy's reading of a URL's userinfo (``make_url``, which the engine is built
+#: from): a user name holding no ``:`` or ``/``, then ``:`` and a password up to the
+#: first ``@``.
+_SQLA_USERINFO = re.compile(r"([^:/]*)(?::([^@]*))?@")
+
+
+def _userinfo(url: str) -> tuple[str | None, str | None, str]:
+    """``(user, password, the URL without them)`` as SQLAlchemy reads ``url``; user and
+    password as written (percent-encoded), None when absent."""
+    at = url.index("://") + 3
+    m = _SQLA_USERINFO.match(url, at)
+    if m is None:
+        return None, None, url
+    return m.group(1) or None, m.group(2), url[:at] + url[m.end() :]
+
+
 def _split(url: str) -> Any:
-    """``urlsplit``, with a malformed URL (``postgresql://u@[::1/db``) a LocationError
-    naming it (its credentials masked) instead of a ValueError. Every URL of a history
-    passes here first: the credentials in it (``user:pw@``, ``?password=``,
-    ``?sslpassword=``) are registered before anything can show them."""
+    """``urlsplit`` of the URL without its userinfo as SQLAlchemy reads it (a password may
+    hold a raw ``/``, ``?`` or ``#``: ``bob:pa/ss@host`` is password ``pa/ss`` there, port
+    ``pa`` for ``urlsplit``), so no check of the host, port or database quotes a piece
+    of it; a malformed URL (``postgresql://u@[::1/db``) is a LocationError naming it
+    (its credentials masked) instead of a ValueError. Every URL of a history passes
+    here first: the credentials in it (``user:pw@``, ``?password=``, ``?sslpassword=``)
+    are registered before anything can show them."""
     register_credentials(url)
-    try:
-        parts = urlsplit(url)
-    except ValueError as exc:
-        shown = mask_credentials(url)
+    shown = mask_credentials(url)
+    read = split_userinfo(url)
+    if _userinfo(url)[1] != (None if read is None else read[1]):
+        # A raw '@' in the password (SQLAlchemy ends it at the first), or a '/' before
+        # the password's ':' (SQLAlchemy then finds no user): it would connect to a host
+        # named by a piece of the password.
         raise LocationError(
-            f"history database {shown}: not a valid URL ({exc}); use a file path (SQLite) or "
-            "postgresql://user@host:5432/dbname",
+            f"history database {shown}: the password (or the user name) holds a raw '@' "
+            "or '/' that makes the URL ambiguous; percent-encode it ('@' as %40, '/' as %2F)",
+            path=shown,
+        )
+    try:
+        parts = urlsplit(_userinfo(url)[2])
+    except ValueError as exc:
+        raise LocationError(
+            f"history database {shown}: not a valid URL ({redact(str(exc))}); use a file "
+            "path (SQLite) or postgresql://user@host:5432/dbname",
             path=shown,
         ) from None
     return parts
@@ -212,8 +247,9 @@ def _url_location(
     port = _port_problem(parts.netloc)
     if port is not None:
         raise LocationError(f"history database {shown}: {port}", path=shown)
-    if parts.password:
-        password = unquote(parts.password)
+    written = _userinfo(text)[1]
+    if written:
+        password = unquote(written)
     url = "postgresql+psycopg://" + text.split("://", 1)[1]
     if password:
         register_secret(password)
@@ -285,8 +321,11 @@ def _configured(history: Mapping[str, Any], root: Path, env: Mapping[str, str]) 
     unset_var = str(var) if var and not password else None
     if not _URL.match(text):
         return _project_sqlite(text, root)
+    register_credentials(text)
+    read = split_userinfo(text)  # a password however it is read (not only SQLAlchemy's)
+    written = _userinfo(text)[1] or (read[1] if read else None)
     try:
-        written = _split(text).password or _query_password(text)
+        written = written or _query_password(text)
     except LocationError as exc:  # at its line in config.yml
         raise LocationError(str(exc), path=exc.path, key=("history", "url")) from None
     if written:
