@@ -122,6 +122,7 @@ def test_sigterm_after_the_handshake_reports_promptly(
     assert code == 3, err
     assert "interrupted (SIGTERM)" in err
     assert document["summary"]["interrupted"] is True
+    assert "stopped answering" in (document["history"][0]["error"] or ""), document["history"]
     assert took < 8, took  # HURRY_GRACE (2 s) after the signal, not the minute
 
 
