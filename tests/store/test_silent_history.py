@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -152,6 +153,24 @@ def test_sigterm_in_a_command_without_an_event_loop_does_not_wait_for_a_cancel(
     assert took < 3, took
     time.sleep(0.2)  # a cancel request would have arrived by now
     assert silent.cancels == 0
+
+
+def test_sigterm_while_another_process_holds_the_sqlite_write_lock(tmp_path: Path) -> None:
+    root = _project(tmp_path, None)
+    open_store(root / ".oxy" / "oxyeval.db").close()  # a history at the current schema
+    holder = sqlite3.connect(root / ".oxy" / "oxyeval.db", isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # held for longer than the 10 s busy timeout
+        proc = _start(root, "test", "a.agent.yml")
+        time.sleep(1.5)  # started, waiting for the lock
+        proc.send_signal(signal.SIGTERM)
+        code, document, err, took = _finish(proc, within=30)
+    finally:
+        holder.close()
+    assert code == 3, err
+    assert document["summary"]["interrupted"] is True
+    assert "locked by another process" in (document["history"][0]["error"] or ""), err
+    assert took < 6, took  # it waited 10 s at each write (about 19 s in all)
 
 
 # ----------------------------------------------------------------- every phase of opening
