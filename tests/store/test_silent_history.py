@@ -39,6 +39,15 @@ AGENT = (
     "  - {type: consistency, n: 2, task_description: q, model_ref: judge}\n"
 )
 
+WORKFLOW = (
+    "tasks:\n  - {name: say, type: agent, agent_ref: a.agent.yml, prompt: q, "
+    "consistency_run: 2, judge_model: judge}\n"
+)
+PROMPT = (
+    "name: greet\nmodel: agent_model\ntemplate: 'Say {{ word }}'\nsimilarity: lexical\n"
+    "cases:\n  - {name: one, input: {word: a}, expected_output: same}\n"
+)
+
 
 def _project(root: Path, url: str | None, *, connect: float = 1, statement: float = 1) -> Path:
     history = (
@@ -53,6 +62,8 @@ def _project(root: Path, url: str | None, *, connect: float = 1, statement: floa
         encoding="utf-8",
     )
     (root / "a.agent.yml").write_text(AGENT, encoding="utf-8")
+    (root / "w.workflow.yml").write_text(WORKFLOW, encoding="utf-8")
+    (root / "g.prompt.yml").write_text(PROMPT, encoding="utf-8")
     return root
 
 
@@ -125,6 +136,19 @@ def test_sigterm_after_the_handshake_reports_promptly(
     assert document["summary"]["interrupted"] is True
     assert "stopped answering" in (document["history"][0]["error"] or ""), document["history"]
     assert took < 8, took  # HURRY_GRACE (2 s) after the signal, not the minute
+
+
+@pytest.mark.parametrize("command", [["run", "w.workflow.yml"], ["cases", "run", "g.prompt.yml"]])
+def test_sigterm_after_the_handshake_reports_promptly_in_every_command(
+    tmp_path: Path, silent: SilentPostgres, command: list[str]
+) -> None:
+    proc = _start(_project(tmp_path, silent.url(), statement=60), *command)
+    _when(silent.query_seen.is_set, proc)
+    proc.send_signal(signal.SIGTERM)
+    code, document, err, took = _finish(proc, within=20)
+    assert code == 3, err
+    assert "interrupted (SIGTERM)" in err and "interrupted" in json.dumps(document)
+    assert took < 8, took
 
 
 def test_sigterm_during_the_handshake_reports_promptly(tmp_path: Path) -> None:
