@@ -112,13 +112,14 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
 
 
 def _hurry_history(grace: float | None) -> None:
-    """A stopping command reports promptly even when a PostgreSQL history stopped
-    answering: its statements get ``grace`` seconds, not the whole statement timeout
-    (``store.hurry_history``). Nothing to do when no history engine was ever made."""
-    if "oxyeval.store._watchdog" in sys.modules:
-        from ..store import hurry_history
+    """A stopping command reports promptly even when its history stopped answering (a
+    PostgreSQL server, another process holding SQLite's write lock): its waits get
+    ``grace`` seconds in all, not their whole timeouts (``store.hurry_history``). Also
+    when no history was opened yet: one may still be opening in a worker thread, and
+    would otherwise wait its full timeouts (the module is small, stdlib only)."""
+    from ..store import hurry_history
 
-        hurry_history(grace)
+    hurry_history(grace)
 
 
 class SignalExit(SystemExit):

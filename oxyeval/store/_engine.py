@@ -425,22 +425,13 @@ def _enable_wal(cur: Any, timeout: float) -> None:
     The switch needs an exclusive lock, and SQLite returns "database is locked" for it
     at once, without its busy handler, when another connection is opening the same new
     file: several processes starting on a fresh history would fail. Retry until the
-    busy timeout instead.
+    busy timeout instead (or the command's stop request).
     """
-    import sqlite3
-    import time
+    from ._lockwait import retry_locked
 
     if str(cur.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
         return
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            cur.execute("PRAGMA journal_mode = WAL").fetchone()
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.02)
+    retry_locked(lambda: cur.execute("PRAGMA journal_mode = WAL").fetchone(), timeout)
 
 
 def _sqlite_connect(location: Location, timeout: float, read_only: bool, immutable: bool) -> Any:
@@ -518,8 +509,13 @@ def create_engine(
 
         @event.listens_for(engine, "begin")
         def _on_begin(conn: Any) -> None:
-            write = conn.get_execution_options().get("oxy_write", False)
-            conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+            if conn.get_execution_options().get("oxy_write", False):
+                from ._lockwait import begin_write
+
+                # In slices, so a command asked to stop stops waiting for the lock.
+                begin_write(conn.exec_driver_sql, timeout)
+            else:
+                conn.exec_driver_sql("BEGIN")
 
         return engine
     try:

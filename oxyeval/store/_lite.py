@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from ._cache import Caches
 from ._engine import DEFAULT_TIMEOUT, Location, translate
 from ._errors import NotFoundError, StoreError
+from ._lockwait import begin_write
 from ._owner import current_owner
 from ._result_rows import (
     ConsistencyResult,
@@ -212,9 +213,12 @@ class LiteStore:
     ``cache``, ``close``), on one sqlite3 connection shared by worker threads under a
     lock."""
 
-    def __init__(self, conn: sqlite3.Connection, location: Location) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, location: Location, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
         self._conn: sqlite3.Connection | None = conn
         self.location = location
+        self.timeout = timeout  # seconds a write waits for another process's lock
         self.host = socket.gethostname()
         self._lock = threading.Lock()
         self._mine: set[str] = set()
@@ -234,7 +238,7 @@ class LiteStore:
         self._mine.discard(run_id)
 
     @contextmanager
-    def _transaction(self, begin: str, action: str) -> Iterator[sqlite3.Cursor]:
+    def _transaction(self, write: bool, action: str) -> Iterator[sqlite3.Cursor]:
         import sqlite3
 
         with self._lock:
@@ -242,7 +246,10 @@ class LiteStore:
                 raise StoreError(f"history database {self.path} is closed", path=self.path)
             cur = self._conn.cursor()
             try:
-                cur.execute(begin)
+                if write:
+                    begin_write(cur.execute, self.timeout)
+                else:
+                    cur.execute("BEGIN")
                 try:
                     yield _ValidCursor(cur)
                 except BaseException:
@@ -258,10 +265,10 @@ class LiteStore:
                 cur.close()
 
     def write(self, action: str) -> Any:
-        return self._transaction("BEGIN IMMEDIATE", action)
+        return self._transaction(True, action)
 
     def read(self, action: str) -> Any:
-        return self._transaction("BEGIN", action)
+        return self._transaction(False, action)
 
     @staticmethod
     def _sql(transaction: Any) -> Any:
@@ -283,7 +290,7 @@ class LiteStore:
         try:
             if mine:
                 with suppress(Exception):  # best effort, as Store.close
-                    conn.execute("BEGIN IMMEDIATE")
+                    begin_write(conn.execute, self.timeout)
                     conn.executemany(
                         "UPDATE runs SET status = 'interrupted', finished_at = ? "
                         "WHERE id = ? AND status = 'running'",
@@ -337,4 +344,4 @@ def open_results(location: Location, *, timeout: float = DEFAULT_TIMEOUT) -> Lit
     except sqlite3.Error:
         conn.close()
         return None
-    return LiteStore(conn, location)
+    return LiteStore(conn, location, timeout)

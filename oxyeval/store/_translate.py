@@ -130,6 +130,7 @@ def _unreachable(low: str) -> str | None:
             "timeout expired",
             "could not translate host name",
             "failed to resolve host",
+            "gave up connecting",  # the command was asked to stop (_watchdog)
         )
     ):
         return "connect"
@@ -137,6 +138,7 @@ def _unreachable(low: str) -> str | None:
         phrase in low
         for phrase in (
             "stopped answering",
+            "no reply within",  # the client-side deadline (_watchdog)
             "server closed the connection unexpectedly",
             "connection is lost",
         )

@@ -491,7 +491,9 @@ async def run_tests_async(
             if item.tests:
                 counts = [(t.display, t.index, len(t.judges)) for t in item.tests]
                 recorder.add(item.project, item.file, counts)
-        async with RunContexts(retry=retry, environ=environ, cache=caches) as contexts:
+        # The recorder closes last whatever happens: stopped while the cache is flushed,
+        # its run rows still get their final word (it closes once).
+        async with recorder, RunContexts(retry=retry, environ=environ, cache=caches) as contexts:
             jobs.extend(_plan(subjects, contexts, run))
             # Every check passed (files, keys): only now may the history be created. It
             # opens in the background while the first answers come in.
@@ -523,7 +525,6 @@ async def run_tests_async(
                 raise
             finally:
                 run.cached_calls = caches.total_served
-        await recorder.close()
     _in_file_order(run, jobs)
     return run
 

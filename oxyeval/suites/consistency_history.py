@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._tasks import finish_shielded
 from ..project.config import Project
 from .results import Previous, StoredRun, TestResult, TestRun
 
@@ -237,9 +238,31 @@ class ConsistencyHistory:
 
     async def close(self, *, interrupted: bool = False, failed: bool = False) -> None:
         """Store what is left (tests an interruption cut short or never started), finish
-        the run rows and close the stores."""
+        the run rows and close the stores.
+
+        A cancellation (Ctrl-C, SIGTERM) arriving meanwhile does not cut this short: it
+        is re-raised once the history has its final word, so the report says what was
+        stored and why not (every history wait is bounded, and shortened once the
+        command is asked to stop: ``store.hurry_history``). Cut short, an opening that
+        failed would be forgotten and the report would claim a history it never had.
+        """
         if not self._books:
             return
+        _, cancelled = await finish_shielded(self._close(interrupted=interrupted, failed=failed))
+        if cancelled:
+            raise asyncio.CancelledError
+
+    async def __aenter__(self) -> ConsistencyHistory:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        """:meth:`close`, the run marked interrupted or failed by what ended it."""
+        stopped = exc_type is not None and issubclass(
+            exc_type, (asyncio.CancelledError, KeyboardInterrupt)
+        )
+        await self.close(interrupted=stopped, failed=exc_type is not None and not stopped)
+
+    async def _close(self, *, interrupted: bool, failed: bool) -> None:
         self.finished(self.run.tests)
         while self._writes:
             writes, self._writes = self._writes, []
