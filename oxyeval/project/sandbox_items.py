@@ -79,7 +79,8 @@ class _Walk:
 def walked(value: Any, what: str, *, hold: bool = False) -> Any:
     """``value`` as a filter walks it (see the module docstring). Refused at once: a
     string of more characters than the item limit, and with ``hold`` any input whose
-    length is known to be over it."""
+    length is known to be over it. A list, tuple or mapping within the limit that the
+    filter holds is given as it is: what is done with it is bounded by its length."""
     if isinstance(value, (str, bytes)):
         if len(value) > limits.MAX_TEMPLATE_ITEMS:
             raise TemplateLimitError(
@@ -90,6 +91,8 @@ def walked(value: Any, what: str, *, hold: bool = False) -> Any:
         size = len(value)
         if size > limits.MAX_TEMPLATE_ITEMS:
             raise _too_many(what, size)
+        if isinstance(value, (list, tuple, dict)):
+            return value
     return _Walk(value, what, hold)
 
 

@@ -209,11 +209,15 @@ def _wordwrap(
     )
     spent = current()
     paragraphs = []
+    chars = joins = 0  # of the result: characters of the lines, wrapstrings between them
     for line in s.splitlines():
-        paragraphs.append(wrapper.wrap(line) if line else [])  # textwrap's [] for ""
+        lines = wrapper.wrap(line) if line else []  # textwrap's [] for ""
+        paragraphs.append(lines)
+        if lines:
+            joins += len(lines) - 1
+            chars += sum(map(len, lines))
         spent.tick(len(line) + 16)
-    joins = sum(max(len(p) - 1, 0) for p in paragraphs) + max(len(paragraphs) - 1, 0)
-    chars = sum(len(x) for p in paragraphs for x in p)
+    joins += max(len(paragraphs) - 1, 0)
     check_chars(chars + joins * len(wrapstring), "wordwrap(...)")
     return wrapstring.join([wrapstring.join(p) for p in paragraphs])
 
