@@ -831,6 +831,48 @@ CORPUS: list[Bad] = [
         "validate test",
         "a.agent.yml:2",
     ),
+    Bad(
+        "to_bytes of a billion bytes",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: \"{{ (1).to_bytes(10**9, 'big') }}\"}"
+            )
+        },
+        "run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "a string of five million characters sorted",
+        {
+            "w.workflow.yml": workflow(
+                "{name: f, type: formatter, template: \"{{ ('x' * 5000000) | sort | length }}\"}"
+            )
+        },
+        "run",
+        "w.workflow.yml:2",
+    ),
+    Bad(
+        "round to -100,000,000 digits",
+        {"a.agent.yml": agent(system="'{{ 5 | round(-100000000) }}'")},
+        "test run",
+        "a.agent.yml:2",
+    ),
+    Bad(
+        "punycode of 2,000,000 characters",
+        {
+            "a.agent.yml": agent(
+                system="\"{{ ('xn--' ~ 'a' * 2000000).encode().decode('idna') | length }}\""
+            )
+        },
+        "test",
+        "a.agent.yml:2",
+    ),
+    Bad(
+        "an integer of four million bits from hex digits",
+        {"a.agent.yml": agent(system="\"{{ (('f' * 1000000) | int(base=16)) // 7 }}\"")},
+        "test",
+        "a.agent.yml:2",
+    ),
     #
     # -- round 2: values, schemas and patterns -------------------------------------------
     #
@@ -1137,6 +1179,7 @@ REAL_PROCESS = [
     "ten billion loop iterations (formatter)",
     "a million characters a hundred thousand times",
     "150 nested if (system_instructions)",
+    "a string of five million characters sorted",
     #
     # round 2: values
     "backtracking pattern and a 40-character --var",

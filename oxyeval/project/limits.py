@@ -16,6 +16,7 @@ __all__ = [
     "MAX_ALIAS_NODES",
     "MAX_ALL_PAIRS_RUNS",
     "MAX_BUILT_FACTOR",
+    "MAX_CODEC_CHARS",
     "MAX_CONCURRENCY",
     "MAX_CONSISTENCY_RUN",
     "MAX_DAYS",
@@ -63,12 +64,13 @@ MAX_TIMEOUT_S = 86_400  # a model's timeout per attempt: one day; larger is a ty
 # -- templates (the Jinja sandbox) ----------------------------------------------------
 MAX_RENDER_CHARS = 5_000_000  # one rendered text or string; OXY_MAX_RENDER_CHARS changes it
 MAX_BUILT_FACTOR = 10  # all strings an operation of one rendering makes: 10 x the above
-MAX_TEMPLATE_ITEMS = 100_000  # a list built by * or + in a template
+MAX_TEMPLATE_ITEMS = 100_000  # a list a template makes: *, +, list, sort, split, map... of it
 MAX_TEMPLATE_INT_BITS = 100_000  # an integer built by * or ** (about 30,000 digits)
 MAX_RANGE = 100_000  # one range(...)
 MAX_RANGE_TOTAL = 1_000_000  # all range(...) items of one rendering (nested loops)
 MAX_TEMPLATE_CALLS = 200_000  # function, method and macro calls of one rendering
-MAX_TEMPLATE_ITERATIONS = 5_000_000  # {% for %} iterations of one rendering, all loops
+MAX_TEMPLATE_ITERATIONS = 5_000_000  # {% for %} iterations and items filters walk, all loops
+MAX_CODEC_CHARS = 10_000  # text for the idna and punycode codecs, whose work is quadratic
 RENDER_TIMEOUT_S = 30.0  # wall time of one rendering; OXY_RENDER_TIMEOUT changes it
 # What a template may look like: past these, Jinja's parser or Python's compiler of the
 # code Jinja generates fails (20 nested for loops is Python's own limit, about 100

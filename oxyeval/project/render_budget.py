@@ -11,7 +11,13 @@ renderings in other threads or tasks keep their own):
   ``compress(items, ticker)``, where the ticker yields batches of ``True`` and, between
   batches, checks the iteration limit, the deadline and the stop flag of
   :mod:`oxyeval._tasks` (set by the CLI's first SIGINT/SIGTERM, which then cancels the
-  rendering as an ``await`` would have been);
+  rendering as an ``await`` would have been); the items that filters such as ``map``,
+  ``select`` or ``sort`` walk go through the same ticker (``sandbox_items``);
+* the work of calls: a filter or method call runs in C (or in library code) that nothing
+  can interrupt between operations, so no single call may do much more work than its
+  input and result show (``sandbox_text``), and the work done so far (characters built,
+  lines wrapped, characters stripped) checks the deadline and the stop flag as it adds
+  up (:meth:`Budget.tick`), whether or not any loop is running;
 * the **weight** of every list, tuple or mapping a template builds: its size once
   unfolded, about the characters of its text (shared references counted each time), so
   that printing, comparing, sorting or serialising it is bounded by construction, for
@@ -37,7 +43,7 @@ from jinja2.sandbox import SecurityError
 
 from .._tasks import stop_requested
 from . import limits
-from .limits import MAX_BUILT_FACTOR, MAX_TEMPLATE_ITEMS, render_limit, render_timeout
+from .limits import MAX_BUILT_FACTOR, render_limit, render_timeout
 
 __all__ = [
     "Budget",
@@ -45,12 +51,16 @@ __all__ = [
     "TemplateLimitError",
     "budget",
     "check_chars",
+    "check_int",
     "check_items",
+    "check_result",
+    "check_text",
     "current",
     "over_weight",
 ]
 
 _BATCH = 1024  # iterations between two checks of the deadline and the stop flag
+_CHECK_EVERY = 1 << 18  # characters built (or other work) between two such checks
 _CACHE_MAX = 200_000  # containers whose weight one rendering remembers
 
 
@@ -78,8 +88,9 @@ class _Ticker:
         try:
             if self.granted >= self.limit:
                 raise TemplateLimitError(
-                    f"more than {self.limit:,} loop iterations in one rendering "
-                    "(nested loops over large lists?)"
+                    f"more than {self.limit:,} loop iterations in one rendering, counting "
+                    "the items filters such as map and select walk (nested loops over "
+                    "large lists?)"
                 )
             if self.granted:  # the first batch starts with the rendering: nothing to check
                 self.budget.checkpoint()
@@ -117,6 +128,7 @@ class Budget:
 
     __slots__ = (
         "_cache",
+        "_clock",
         "_deadline",
         "_iterations",
         "_ticker",
@@ -133,6 +145,7 @@ class Budget:
         self.calls = 0
         self.range_items = 0
         self.built = 0  # characters and items made or walked by operations so far
+        self._clock = 0  # work done since the last checkpoint (see tick)
         self.started = time.monotonic()
         self.timeout = 0.0
         self._deadline: float | None = None
@@ -172,6 +185,19 @@ class Budget:
                 f"characters and items ({MAX_BUILT_FACTOR} times the {self.chars:,}-character "
                 "limit)"
             )
+        self._clock += size  # self.tick(size), inlined: account runs for every result
+        if self._clock >= _CHECK_EVERY:
+            self._clock = 0
+            self.checkpoint()
+
+    def tick(self, steps: int) -> None:
+        """Work done (characters built, lines wrapped...): every ``_CHECK_EVERY`` of it, the
+        deadline and the stop flag are checked, so a rendering of a few large calls and
+        no loop stops as promptly as one of many small iterations."""
+        self._clock += steps
+        if self._clock >= _CHECK_EVERY:
+            self._clock = 0
+            self.checkpoint()
 
     def checkpoint(self) -> None:
         """Stop a rendering that was interrupted or has run past its deadline."""
@@ -350,10 +376,52 @@ def check_chars(size: int, what: str) -> None:
     spent.account(size)
 
 
+def check_text(value: Any, what: str) -> None:
+    """A list or mapping about to become text (printed, ``~``, ``string``, ``%s``): its
+    weight is about the text's length, known before the text is made."""
+    if isinstance(value, (list, tuple, dict, set, frozenset)):
+        spent = current()
+        weight = spent.weigh(value, spent.chars)
+        if weight > spent.chars:
+            raise TemplateLimitError(
+                f"{what} would be more than {spent.chars:,} characters; templates are "
+                f"limited to {spent.chars:,} (set OXY_MAX_RENDER_CHARS to change it)"
+            )
+
+
+def check_result(result: Any, given: Any, what: str) -> None:
+    """What a filter, method or operator returned, paid for: a string longer than the
+    render limit (and than the string it was given: a long text passed through is not
+    built here) or an integer past the bit limit is refused. These are the results whose
+    size the checks before the call bound only by a small factor (``escape`` writes six
+    characters for one ``<``, ``urlencode`` twelve for an emoji) or not at all
+    (``int(s, 16)``, ``int.from_bytes``), so they are measured once made."""
+    if isinstance(result, (str, bytes)):
+        size = len(result)
+        spent = current()
+        if size > spent.chars and not (isinstance(given, (str, bytes)) and size <= len(given)):
+            check_chars(size, what)
+        spent.account(size)
+    elif isinstance(result, int):
+        check_int(result, what)
+
+
+def check_int(value: int, what: str) -> None:
+    """An integer made by a call (``int(s, 16)``, ``from_bytes``): within the bit limit,
+    so that what a template computes with it next stays fast."""
+    bits = value.bit_length()
+    if bits > limits.MAX_TEMPLATE_INT_BITS:
+        raise TemplateLimitError(
+            f"{what} is an integer of {bits:,} bits; templates are limited to "
+            f"{limits.MAX_TEMPLATE_INT_BITS:,}"
+        )
+
+
 def check_items(size: int, what: str) -> None:
     """A list of ``size`` items is about to be made: within the limit, and paid for."""
-    if size > MAX_TEMPLATE_ITEMS:
+    if size > limits.MAX_TEMPLATE_ITEMS:
         raise TemplateLimitError(
-            f"{what} would have {size:,} items; templates are limited to {MAX_TEMPLATE_ITEMS:,}"
+            f"{what} would have {size:,} items; templates are limited to "
+            f"{limits.MAX_TEMPLATE_ITEMS:,}"
         )
     current().account(size)

@@ -17,7 +17,9 @@ sort; and every ``{% for %}`` iterates through the rendering's ticker, which cou
 iterations in C and, between batches, checks the deadline and whether the command is
 being interrupted (``render_budget.py``). Compiling a template first checks its shape
 (``template_shape.py``): what Jinja's parser or Python's compiler would choke on is a
-template error with a line.
+template error with a line. The filters and methods that walk items keep to the item
+limit and walk through the ticker (``sandbox_items.py``); those whose work could outgrow
+their input run in linear time or are bounded before they run (``sandbox_text.py``).
 
 A limit breached raises :class:`TemplateLimitError` (a ``SecurityError``), which
 ``templates.render`` turns into an error naming the template's file, key and line.
@@ -29,7 +31,7 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from string import Formatter
-from types import CodeType
+from types import BuiltinFunctionType, CodeType
 from typing import Any
 
 from jinja2 import nodes
@@ -39,6 +41,7 @@ from jinja2.runtime import Context, LoopContext, markup_join, str_join
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
 from markupsafe import EscapeFormatter, Markup, soft_str
 
+from . import limits
 from .limits import MAX_TEMPLATE_CALLS, MAX_TEMPLATE_INT_BITS
 from .render_budget import (
     Counted,
@@ -46,6 +49,8 @@ from .render_budget import (
     budget,
     check_chars,
     check_items,
+    check_result,
+    check_text,
     current,
     over_weight,
 )
@@ -55,11 +60,13 @@ from .sandbox_filters import (
     bounded_lipsum,
     bounded_range,
     check_printf,
-    check_text,
     filter_guards,
     is_int,
     method_size,
+    template_json,
 )
+from .sandbox_items import check_split
+from .sandbox_text import check_method, strip_text
 from .template_shape import TemplateShapeError, check_shape, check_size, python_failure
 
 __all__ = ["LimitedSandbox", "TemplateLimitError", "TemplateShapeError", "budget"]
@@ -106,6 +113,12 @@ class _BoundedFormatter(SandboxedFormatter):
 
 class _BoundedEscapeFormatter(_BoundedFormatter, EscapeFormatter):
     pass
+
+
+# Methods of str, bytes and int with checks of their own (sandbox_text, sandbox_items).
+_WATCHED_METHODS = frozenset(
+    {"strip", "lstrip", "rstrip", "encode", "decode", "to_bytes", "split", "rsplit", "splitlines"}
+)
 
 
 def _is_constant(items: Iterable[nodes.Node]) -> bool:
@@ -183,6 +196,9 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
         self.globals["lipsum"] = bounded_lipsum
         self.globals["namespace"] = BoundedNamespace
         self.filters.update(filter_guards())
+        # tojson writes the engine's values (an SQL result...) through their own protocol
+        dumps = {**self.policies["json.dumps_kwargs"], "default": template_json}
+        self.policies = {**self.policies, "json.dumps_kwargs": dumps}
         for name, func in list(self.filters.items()):
             self.filters[name] = accounted(name, func)
 
@@ -282,7 +298,10 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
                     raise TemplateLimitError(over_weight("a + concatenated list", limit))
         elif operator == "%" and isinstance(left, str):
             check_printf(left, right)
-        return super().call_binop(context, operator, left, right)
+        result = super().call_binop(context, operator, left, right)
+        if isinstance(result, str) and len(result) > current().chars:  # Markup escapes
+            check_chars(len(result), f"the result of {operator}")
+        return result
 
     @staticmethod
     def _check_repeat(seq: list[Any] | tuple[Any, ...], times: int) -> None:
@@ -304,16 +323,34 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
             )
         spent.tick_call()
         owner = getattr(__obj, "__self__", None)
-        if isinstance(owner, (str, bytes)):
+        what = "the value returned by a call"
+        result: Any = None
+        if isinstance(owner, (str, bytes, int)):
             name = getattr(__obj, "__name__", "")
-            check_chars(method_size(name, owner, args, kwargs), f"the result of .{name}()")
+            what = f"the result of .{name}()"
+            if name in _WATCHED_METHODS:
+                check_method(name, owner, args, kwargs)
+                check_split(name, owner, args, kwargs)
+                if name.endswith("strip") and len(args) == 1 and not kwargs:
+                    result = strip_text(name, owner, args[0])  # None: Python's own is linear
+            if not isinstance(owner, int):
+                check_chars(method_size(name, owner, args, kwargs), what)
         elif isinstance(__obj, LoopContext) and args:  # loop(children) of a recursive loop
             args = (Counted(args[0], spent.ticker), *args[1:])
-        result = super().call(__context, __obj, *args, **kwargs)
-        if isinstance(result, (str, bytes)):
+        if result is None:
+            result = super().call(__context, __obj, *args, **kwargs)
+        if type(result) is str and len(result) <= spent.chars:  # the usual case, quickly
             spent.account(len(result))
+        elif isinstance(result, (str, bytes, int)):
+            check_result(result, owner, what)
         else:
-            spent.check_weight(result, "the value returned by a call")
+            if (
+                isinstance(result, (list, tuple, dict))
+                and (isinstance(__obj, BuiltinFunctionType) or __obj is dict)
+                and len(result) > limits.MAX_TEMPLATE_ITEMS
+            ):  # dict.fromkeys(...), dict(...) of a large mapping, list.copy()
+                check_items(len(result), what)
+            spent.check_weight(result, what)
         return result
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:

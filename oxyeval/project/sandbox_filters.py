@@ -15,13 +15,17 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from jinja2 import filters as jinja_filters
-from jinja2 import pass_environment, pass_eval_context
+from jinja2 import pass_eval_context
+from jinja2.exceptions import TemplateRuntimeError
 from jinja2.nodes import EvalContext
+from jinja2.runtime import Undefined
 from jinja2.utils import Namespace, generate_lorem_ipsum, htmlsafe_json_dumps
 from markupsafe import Markup, soft_str
 
 from .limits import MAX_RANGE, MAX_RANGE_TOTAL
-from .render_budget import TemplateLimitError, check_chars, check_items, current
+from .render_budget import TemplateLimitError, check_chars, check_result, check_text, current
+from .sandbox_items import item_guards
+from .sandbox_text import text_guards
 
 __all__ = [
     "BoundedNamespace",
@@ -33,6 +37,7 @@ __all__ = [
     "filter_guards",
     "is_int",
     "method_size",
+    "template_json",
 ]
 
 
@@ -42,19 +47,6 @@ def is_int(value: Any) -> bool:
 
 def _is_container(value: Any) -> bool:
     return isinstance(value, (list, tuple, dict, set, frozenset))
-
-
-def check_text(value: Any, what: str) -> None:
-    """A list or mapping about to become text (printed, ``~``, ``string``, ``%s``): its
-    weight is about the text's length, known before the text is made."""
-    if _is_container(value):
-        spent = current()
-        weight = spent.weigh(value, spent.chars)
-        if weight > spent.chars:
-            raise TemplateLimitError(
-                f"{what} would be more than {spent.chars:,} characters; templates are "
-                f"limited to {spent.chars:,} (set OXY_MAX_RENDER_CHARS to change it)"
-            )
 
 
 _PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
@@ -162,8 +154,10 @@ def accounted(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
             check_text(args[skip], f"{name}(...)")
         result = func(*args, **kwargs)
         spent = current()
-        if isinstance(result, (str, bytes)):
+        if type(result) is str and len(result) <= spent.chars:  # the usual case, quickly
             spent.account(len(result))
+        elif isinstance(result, (str, bytes, int)):
+            check_result(result, args[skip] if len(args) > skip else None, f"{name}(...)")
         else:
             spent.check_weight(result, f"the result of {name}(...)")
         return result
@@ -242,38 +236,28 @@ def _replace(eval_ctx: EvalContext, s: Any, old: Any, new: Any, count: int | Non
     return jinja_filters.do_replace(eval_ctx, s, old, new, count)
 
 
-@pass_eval_context
-def _join(eval_ctx: EvalContext, value: Any, d: str = "", attribute: Any = None) -> str:
-    items = list(value)
-    if attribute is not None:
-        items = list(map(jinja_filters.make_attrgetter(eval_ctx.environment, attribute), items))
-    limit = current().chars
-    size = len(soft_str(d)) * max(0, len(items) - 1)
-    for item in items:  # each item's text, stopping at the first that crosses the limit
-        check_text(item, "join(...)")
-        size += len(soft_str(item))
-        if size > limit:
-            break
-    check_chars(size, "join(...)")
-    return jinja_filters.sync_do_join(eval_ctx, items, d)
-
-
-@pass_environment
-def _wordwrap(
-    environment: Any,
-    s: str,
-    width: int = 79,
-    break_long_words: bool = True,
-    wrapstring: str | None = None,
-    break_on_hyphens: bool = True,
-) -> str:
-    check_text(s, "wordwrap(...)")
-    if wrapstring is not None:
-        text = soft_str(s)
-        check_chars(len(text) + (len(text) + 1) * len(soft_str(wrapstring)), "wordwrap(...)")
-    return jinja_filters.do_wordwrap(
-        environment, s, width, break_long_words, wrapstring, break_on_hyphens
-    )
+def template_json(value: Any) -> Any:
+    """JSON's ``default`` in templates (``tojson``): a value the engine puts into
+    templates (an SQL result, a loop's or a branch's outputs) as the plain data its
+    ``_template_json()`` method gives (templates cannot call it: its name starts with an
+    underscore), weighed like anything a template prints; another mapping as a dict;
+    anything else an error worded for the template's author, not Python's "Object of type
+    X is not JSON serializable"."""
+    if isinstance(value, Undefined):
+        value._fail_with_undefined_error()
+    method = getattr(type(value), "_template_json", None)
+    if method is not None:
+        data = method(value)
+    elif isinstance(value, Mapping):
+        data = dict(value)
+    else:
+        kind = "namespace" if isinstance(value, Namespace) else type(value).__name__
+        raise TemplateRuntimeError(
+            f"tojson cannot write a {kind} value (text, numbers, true, false, none, lists "
+            "and mappings can be written as JSON)"
+        )
+    check_text(data, "tojson(...)")
+    return data
 
 
 @pass_eval_context
@@ -320,40 +304,6 @@ def _depth(value: Any, limit: int = 10_000) -> int:
     return deepest
 
 
-def _batch(value: Any, linecount: int, fill_with: Any = None) -> Any:
-    if is_int(linecount):
-        check_items(linecount, "batch(...)")
-        if fill_with is not None:  # the last batch holds fill_with up to linecount-1 times
-            spent = current()
-            limit = spent.weight_limit
-            if spent.weigh(fill_with) * linecount > limit:
-                raise TemplateLimitError(f"batch(...) would repeat fill_with past {limit:,}")
-    return jinja_filters.do_batch(value, linecount, fill_with)
-
-
-def _slice(value: Any, slices: int, fill_with: Any = None) -> Any:
-    if is_int(slices):
-        check_items(slices, "slice(...)")
-        if fill_with is not None:  # each slice may end with fill_with
-            spent = current()
-            limit = spent.weight_limit
-            if spent.weigh(fill_with) * slices > limit:
-                raise TemplateLimitError(f"slice(...) would repeat fill_with past {limit:,}")
-    return jinja_filters.sync_do_slice(value, slices, fill_with)
-
-
-@pass_environment
-def _sum(environment: Any, iterable: Any, attribute: Any = None, start: Any = 0) -> Any:
-    items = list(iterable)
-    if attribute is not None:
-        items = list(map(jinja_filters.make_attrgetter(environment, attribute), items))
-    if isinstance(start, (list, tuple)):
-        check_items(
-            len(start) + sum(len(i) for i in items if isinstance(i, (list, tuple))), "sum(...)"
-        )
-    return sum(items, start)
-
-
 def filter_guards() -> dict[str, Callable[..., Any]]:
     """The guarded filters, by name, to replace Jinja's own."""
     return {
@@ -361,11 +311,8 @@ def filter_guards() -> dict[str, Callable[..., Any]]:
         "indent": _indent,
         "format": _format,
         "replace": _replace,
-        "join": _join,
-        "wordwrap": _wordwrap,
         "tojson": _tojson,
         "pprint": _pprint,
-        "batch": _batch,
-        "slice": _slice,
-        "sum": _sum,
+        **item_guards(),
+        **text_guards(),
     }

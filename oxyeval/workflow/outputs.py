@@ -94,6 +94,11 @@ class ScopeOutput(Mapping[str, Any]):
     def __str__(self) -> str:
         return str(self.last)
 
+    def _template_json(self) -> dict[str, Any]:
+        """What ``| tojson`` writes (project/sandbox_filters.template_json): the task
+        outputs by name (each written by its own rule)."""
+        return dict(self._outputs)
+
 
 class LoopValue:
     """What a loop's body sees under the loop's name: the current value and its index."""
@@ -104,6 +109,10 @@ class LoopValue:
 
     def __str__(self) -> str:
         return str(self.value)
+
+    def _template_json(self) -> Any:
+        """What ``| tojson`` writes: the current value, as the loop's item reads."""
+        return self.value
 
     def _template_missing(self, name: object) -> str:
         """What a template reading a missing attribute is told (see project/templates.py)."""
@@ -124,6 +133,10 @@ class LoopIteration(ScopeOutput):
         super().__init__(outputs, known, last)
         self.value = value
         self.index = index
+
+    def _template_json(self) -> dict[str, Any]:
+        """What ``| tojson`` writes: the value it ran for and its task outputs."""
+        return {"value": self.value, **self._outputs}
 
     def _template_missing(self, name: object) -> str:
         """What a template reading a missing task is told (see project/templates.py)."""

@@ -160,6 +160,10 @@ class SqlResult:
     def to_json(self) -> list[dict[str, Any]]:
         return [{k: _plain(v) for k, v in row.items()} for row in self.rows]
 
+    def _template_json(self) -> list[dict[str, Any]]:
+        """What ``{{ q | tojson }}`` writes: the rows, as a loop over ``q`` sees them."""
+        return self.to_json()
+
     def to_csv(self) -> str:
         import csv
         import io

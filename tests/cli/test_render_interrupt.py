@@ -69,3 +69,40 @@ def test_a_signal_during_a_long_rendering_stops_it_and_stores_the_run(
         (run,) = store.runs.list(5)
     assert run.kind == "workflow" and run.status == "interrupted"
     assert (run.done, run.total) == (1, 2)
+
+
+# Long single calls and no loop iterations to count between them: a hundred wordwraps
+# of a million-character word at width 1, each a fraction of a second now (seconds to
+# minutes before, quadratic), so the signal arrives inside one (attack F6).
+LONG_CALLS = "{% for i in range(100) %}{{ ('a' * 1000000) | wordwrap(1) | length }}{% endfor %}"
+
+
+def test_sigterm_during_long_single_calls_ends_the_process_promptly(
+    make_project: MakeProject,
+) -> None:
+    workflow = WORKFLOW.replace(SLOW, LONG_CALLS)
+    root = make_project(files={"w.workflow.yml": workflow})
+    proc = start(["run", "w.workflow.yml", "--format", "json"], root)
+    deadline = time.monotonic() + 30
+    while not (root / "ready.txt").exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            out, err = proc.communicate(timeout=5)
+            pytest.fail(f"never got ready (exit {proc.returncode}):\n{out}\n{err}")
+        time.sleep(0.02)
+    time.sleep(0.5)  # inside a wordwrap call
+    proc.send_signal(signal.SIGTERM)
+    signalled = time.monotonic()
+    try:
+        out, err = proc.communicate(timeout=20)
+    except Exception:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"SIGTERM did not stop the call:\n{out}\n{err}")
+    assert time.monotonic() - signalled < 3, err
+    assert proc.returncode == 3, err
+    doc = json.loads(out)
+    assert doc["status"] == "interrupted"
+    assert {t["name"]: t["status"] for t in doc["tasks"]} == {
+        "intro": "succeeded",
+        "slow": "interrupted",
+    }
