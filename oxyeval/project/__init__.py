@@ -18,6 +18,7 @@ _EXPORTS = {
     "check_variables": "varschema",
     "schema_problems": "varschema",
     "variable_error": "varschema",
+    "database_problems": "databases",
     "database_use_problem": "databases",
     "JudgeSettings": "config",
     "Project": "config",
@@ -90,6 +91,7 @@ __all__ = [
     "check_judge_prompt",
     "check_variables",
     "collect_case_files",
+    "database_problems",
     "database_use_problem",
     "did_you_mean",
     "evaluate",
@@ -124,7 +126,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:
     from .agents import Agent, ContextSpec, load_agent
     from .config import JudgeSettings, Project, load_project
-    from .databases import database_use_problem
+    from .databases import database_problems, database_use_problem
     from .document import Document, KeyPath, format_key_path, load_yaml, path_problem, read_text
     from .files import file_kind, find_config, outside_project, project_files
     from .limits import MAX_CONCURRENCY, MAX_DAYS, MAX_LOOP_VALUES

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EXIT_INFRA, ConfigError, OxyError
+from ..project import database_problems, database_use_problem
 from ..redact import clip
 
 if TYPE_CHECKING:
@@ -305,16 +306,10 @@ class Databases:
         self._closed = False
 
     def _entry(self, name: str) -> dict[str, Any]:
-        entry = self.databases.get(name)
-        if entry is None:
-            known = ", ".join(self.databases) or "none"
-            raise ConfigError(f"unknown database '{name}'; databases in config.yml: {known}")
-        if entry.get("type") != "duckdb":
-            raise ConfigError(
-                f"database '{name}' is of type {entry.get('type')}, which oxyeval cannot "
-                "query yet (not supported yet: only duckdb runs embedded)"
-            )
-        return entry
+        problem = database_use_problem(self.databases, name, "config.yml")
+        if problem:  # checked when the files load; here for entries built in code
+            raise ConfigError(problem)
+        return self.databases[name]
 
     def writable(self, name: str) -> bool:
         return self._entry(name).get("read_only", True) is False
@@ -326,13 +321,11 @@ class Databases:
     def _setup(self, name: str) -> dict[str, Any]:
         """What the worker of this database is started with (paths absolute)."""
         entry = self._entry(name)
+        problems = database_problems(entry, self.root.resolve())
+        if problems:  # the load-time checks, for entries built in code or files since moved
+            raise ConfigError(problems[0][1])
         folder = entry.get("dataset") or entry.get("file_search_path")
-        dataset = None
-        if folder:
-            search = (self.root / folder).resolve()
-            if not search.is_dir():
-                raise ConfigError(f"database '{name}': dataset folder {search} does not exist")
-            dataset = str(search)
+        dataset = str((self.root / folder).resolve()) if folder else None
         path = entry.get("path")
         db_file = (self.root / path).resolve() if path else None
         writable = entry.get("read_only", True) is False
