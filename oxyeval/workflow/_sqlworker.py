@@ -290,8 +290,8 @@ def permitted(kind: str, options: dict[str, Any]) -> str:
         return "SET/USE/RESET statements are not allowed (the sandbox's configuration is locked)"
     if kind in WRITE_KINDS and not options.get("writable"):
         return (
-            f"{kind} statements need 'read_only: false' on the database in config.yml "
-            "(writes then stay inside its dataset folder)"
+            f"is read-only: {kind} statements need 'read_only: false' on the database in "
+            "config.yml (writes then stay inside its dataset folder)"
         )
     if kind not in READ_KINDS and kind not in WRITE_KINDS:
         return f"{kind} statements are not allowed here"

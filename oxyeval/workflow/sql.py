@@ -243,19 +243,24 @@ def check_statement(database: str, sql: str, *, writable: bool, select_only: boo
     """The kind of the one statement in ``sql`` as DuckDB parses it, or an SqlError saying
     why it may not run. ``oxy validate`` uses it on SQL written without templates; the
     worker makes the same check before every query, whoever wrote it."""
-    from ._sqlsyntax import WRITE_KINDS, Refused, statement_kind
+    from ._sqlsyntax import Refused, statement_kind
     from ._sqlworker import permitted
 
     try:
         kind = statement_kind(sql)
     except Refused as exc:
-        raise SqlError(f"database '{database}': {_short(exc.worded(select_only))}") from None
+        raise SqlError(_about(database, exc.worded(select_only))) from None
     problem = permitted(kind, {"writable": writable, "select_only": select_only})
-    if problem and kind in WRITE_KINDS and not writable and not select_only:
-        raise SqlError(f"database '{database}' is read-only: {problem}")
     if problem:
-        raise SqlError(f"database '{database}': {problem}")
+        raise SqlError(_about(database, problem))
     return kind
+
+
+def _about(database: str, problem: str) -> str:
+    """``database 'x': why`` (``database 'x' is read-only: ...`` reads as one sentence),
+    redacted and cut to one short line."""
+    problem = _short(problem)
+    return f"database '{database}'{'' if problem.startswith('is ') else ':'} {problem}"
 
 
 def missing_files(entry: dict[str, Any], root: Path, sql: str) -> list[str]:
@@ -392,15 +397,13 @@ class Databases:
         return SqlResult(columns, [tuple(r) for r in rows], sql, params, truncated=cut)
 
     def _explain(self, database: str, exc: Any) -> str:
-        message = _short(exc.message)
-        if exc.code == "refused" and "read_only: false" in message:
-            return f"database '{database}' is read-only: {message}"
         if exc.code == "timeout":
-            return (
-                f"database '{database}': {message} (its timeout; set 'timeout' on the "
-                "database in config.yml to change it)"
+            return _about(
+                database,
+                f"{exc.message} (its timeout; set 'timeout' on the database in config.yml "
+                "to change it)",
             )
-        return f"database '{database}': {message}"
+        return _about(database, exc.message)
 
     def kernel_sandbox(self, database: str) -> int | None:
         """The Landlock ABI the database's worker runs under (0: none), once it started."""
