@@ -317,7 +317,7 @@ def release(worker: SqlWorker) -> None:
 async def run_query(
     worker: SqlWorker, sql: str, params: list[Any], options: dict[str, Any]
 ) -> tuple[Any, ...]:
-    """``(kind, columns, rows, truncated)`` of one query, or a :class:`WorkerError`.
+    """``(columns, rows, truncated)`` of one query, or a :class:`WorkerError`.
 
     Cancelled (SIGINT, SIGTERM): the worker is told to interrupt the query and this
     returns at once. Past its deadline and the grace: the worker is killed."""

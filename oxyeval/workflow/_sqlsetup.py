@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["absent_file", "connect", "explain_error", "sql_quote"]
+__all__ = ["absent_file", "connect", "explain_error"]
 
 _MISSING = re.compile(r'No files found that match the pattern "([^"]*)"')
 _DENIED = re.compile(r'Cannot access (?:file|directory) "([^"]*)"')
@@ -25,7 +25,7 @@ _NO_TABLE = re.compile(r"Table with name ([^ ]*[./][^ ]*) does not exist")  # 'o
 _SUGGESTION_FILES = 10_000  # a dataset with more files gets no "did you mean"
 
 
-def sql_quote(text: str) -> str:
+def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -54,10 +54,10 @@ def connect(setup: dict[str, Any]) -> Any:
     try:
         dataset = setup.get("dataset")
         if dataset:
-            folder = sql_quote(dataset)
+            folder = _quote(dataset)
             conn.execute(f"SET GLOBAL file_search_path = {folder}")
             conn.execute(f"SET GLOBAL home_directory = {folder}")  # '~/x' is in it
-            conn.execute(f"SET GLOBAL allowed_directories = [{sql_quote(dataset + '/')}]")
+            conn.execute(f"SET GLOBAL allowed_directories = [{_quote(dataset + '/')}]")
         # enable_external_access last but one: after it only the dataset can be opened;
         # GLOBAL, or the settings would hold for this connection only, not its cursors.
         conn.execute("SET GLOBAL enable_external_access = false")

@@ -137,7 +137,6 @@ class _Worker:
         self.out = out
         self.write_lock = threading.Lock()
         self.cursors: dict[int, Any] = {}
-        self.cancelled: set[int] = set()
         self.lock = threading.Lock()
         self.conn: Any = None
         self.setup: dict[str, Any] = {}
@@ -152,14 +151,11 @@ class _Worker:
 
         self.setup = setup
         _bound_memory(setup.get("address_space"))
-        abi = restrict(setup["writable_dirs"]) if setup.get("landlock", True) else 0
+        abi = restrict(setup["writable_dirs"])
         import duckdb
 
-        from ._sqlsetup import connect, explain_error
-        from ._sqlsyntax import statement_kind
+        from ._sqlsetup import connect
 
-        statement_kind("SELECT 1")  # imports done here, before the working folder changes
-        explain_error(ValueError(), {})
         os.chdir(setup["cwd"])  # relative names in SQL mean the dataset's files
         try:
             self.conn = connect(setup)
@@ -219,7 +215,7 @@ class _Worker:
                 self.cursors.pop(qid, None)
             with contextlib.suppress(duckdb.Error):
                 cursor.close()
-        self.send(("rows", qid, kind, columns, rows, truncated))
+        self.send(("rows", qid, columns, rows, truncated))
 
     @staticmethod
     def _fetch(result: Any, options: dict[str, Any]) -> tuple[list[Any], bool]:

@@ -392,7 +392,7 @@ class Databases:
                 reply = await run_query(worker, sql, list(params), options)
         except WorkerError as exc:
             raise SqlError(self._explain(database, exc)) from None
-        _kind, columns, rows, truncated = reply
+        columns, rows, truncated = reply
         cut = truncated and (limit is None or int(limit) > max_rows)
         return SqlResult(columns, [tuple(r) for r in rows], sql, params, truncated=cut)
 
@@ -404,11 +404,6 @@ class Databases:
                 "to change it)",
             )
         return _about(database, exc.message)
-
-    def kernel_sandbox(self, database: str) -> int | None:
-        """The Landlock ABI the database's worker runs under (0: none), once it started."""
-        worker = self._workers.get(database)
-        return worker.abi if worker is not None else None
 
     def close(self) -> None:
         from ._sqlclient import release

@@ -324,7 +324,7 @@ def test_the_worker_environment_holds_no_secrets(
     worker = _sqlclient.SqlWorker(_setup(tmp_path))
     try:
         _qid, future = worker.submit("SELECT 1 AS one", [], _options())
-        assert future.result(timeout=30)[2] == [[1]]
+        assert future.result(timeout=30)[1] == [[1]]  # (columns, rows, truncated)
         assert worker._proc is not None
         environ = Path(f"/proc/{worker._proc.pid}/environ")
         if environ.exists():
