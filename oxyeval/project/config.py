@@ -299,14 +299,6 @@ def _request_problems(
             problems.append(doc.diagnostic((*key_path, "api_url"), problem))
 
 
-def _leaves(root: Path, text: str) -> bool:
-    """Whether a project-relative path points outside the project (links followed)."""
-    try:
-        return not (root / text).resolve().is_relative_to(root)
-    except (OSError, ValueError):
-        return True
-
-
 def check_model(
     doc: Document, path: KeyPath, name: Any, project: Project, problems: list[Diagnostic], what: str
 ) -> None:

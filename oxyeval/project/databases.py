@@ -12,18 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .files import inside_project
+
 __all__ = ["database_problems", "database_use_problem"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _DUCKDB_MAGIC = b"DUCK"  # at offset 8 of every DuckDB file
-
-
-def _leaves(root: Path, text: str) -> bool:
-    """Whether a project-relative path points outside the project (links followed)."""
-    try:
-        return not (root / text).resolve().is_relative_to(root)
-    except (OSError, ValueError):
-        return True
 
 
 def database_problems(entry: dict[str, Any], root: Path) -> list[tuple[str, str]]:
@@ -33,7 +27,7 @@ def database_problems(entry: dict[str, Any], root: Path) -> list[tuple[str, str]
     for key in ("dataset", "file_search_path", "path"):
         # The sandbox opens the dataset folder to every query, model-written ones too.
         value = entry.get(key)
-        if isinstance(value, str) and _leaves(root, value):
+        if isinstance(value, str) and inside_project(root, value) is None:
             out.append(
                 (
                     key,

@@ -13,6 +13,7 @@ __all__ = [
     "SKIP_DIRS",
     "file_kind",
     "find_config",
+    "inside_project",
     "outside_project",
     "project_files",
 ]
@@ -70,3 +71,17 @@ def outside_project(what: str, text: str, root: Path) -> str:
         f"{what} path {text!r} leaves the project folder {root}; paths in project files "
         "must stay inside it"
     )
+
+
+def inside_project(root: Path, text: str) -> Path | None:
+    """``text`` resolved against ``root`` (links followed), or None when it leaves ``root``.
+
+    The one rule for every path a project file names (datasets, exports, caches, an SQLite
+    history): a shared file must not make oxyeval read or write outside the project.
+    A path that cannot be resolved (a NUL byte, a link loop) counts as leaving.
+    """
+    try:
+        path = (root / text).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return path if path.is_relative_to(root) else None

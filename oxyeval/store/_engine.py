@@ -356,6 +356,8 @@ def _project_sqlite(text: str, root: Path) -> Location:
     """An SQLite history named in config.yml, held to the rule for every path a project
     file names: a shared file must not make oxyeval write outside the project (a history
     at ``~/.ssh/authorized_keys`` would put test names into that file)."""
+    from ..project.files import inside_project  # not at import: it brings in the YAML reader
+
     key = ("history", "url")
     _refuse_connection_string(text, key=key)
     base = root.resolve()
@@ -366,11 +368,8 @@ def _project_sqlite(text: str, root: Path) -> Location:
             "or OXY_DB for a history elsewhere",
             key=key,
         )
-    try:
-        target = (base / text).resolve()
-    except (OSError, RuntimeError, ValueError):  # a NUL byte, a link loop
-        target = None
-    if target is None or not target.is_relative_to(base):
+    target = inside_project(base, text)
+    if target is None:
         raise LocationError(
             f"history.url {text!r} leaves the project folder {base}; a history named in "
             "config.yml must stay inside the project (use --db or OXY_DB for one elsewhere)",

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..inputs import JSONProblem, loads, valid_text
-from ..project.files import outside_project
+from ..project.files import inside_project, outside_project
 from ..project.templates import render
 from ..redact import redact, redact_data
 from .outputs import ConsistentOutput, to_jsonable
@@ -37,11 +37,8 @@ UNUSABLE: Any = object()
 
 def project_path(root: Path, task: Task, text: str, what: str) -> Path:
     """A rendered path, resolved; a task fails rather than touch a file outside ``root``."""
-    try:
-        path = (root / text).resolve()
-    except (OSError, ValueError):  # a NUL byte, a link loop
-        path = None
-    if path is None or not path.is_relative_to(root):
+    path = inside_project(root, text)
+    if path is None:
         raise TaskFailed(f"{task.where}: {outside_project(what, text, root)}")
     return path
 

@@ -18,7 +18,7 @@ from ..errors import Diagnostic, LoadError
 from ..project.config import Project
 from ..project.databases import database_use_problem
 from ..project.document import Document, KeyPath, format_key_path, load_yaml, read_text
-from ..project.files import outside_project
+from ..project.files import inside_project, outside_project
 from ..project.limits import MAX_CONCURRENCY
 from ..project.schema import did_you_mean, validate_document
 from ..project.templates import TemplateRef, referenced_names, template_diagnostics
@@ -158,12 +158,7 @@ def _leaves_project(project: Project, text: str) -> bool:
         fixed = fixed.split(tag, 1)[0]
     if fixed != text:
         fixed = fixed.rsplit("/", 1)[0] if "/" in fixed else ""
-    if not fixed:
-        return False
-    try:
-        return not (project.root / fixed).resolve().is_relative_to(project.root)
-    except (OSError, ValueError):  # a NUL byte, a link loop: no path we would open
-        return True
+    return bool(fixed) and inside_project(project.root, fixed) is None
 
 
 def _check_path(
