@@ -209,8 +209,9 @@ def missing_credentials(
                 where=("key_var",) if spec.key_var else (),
             )
         )
-    elif var is not None and not env.get(var, "").strip().isascii():
-        problems.append(_not_ascii(spec, var, ("key_var",) if spec.key_var else ()))
+    elif var is not None:
+        where = ("key_var",) if spec.key_var else ()
+        problems.extend(filter(None, [_unsendable(spec, var, env[var].strip(), where)]))
     for header, header_var in spec.header_vars.items():
         if env.get(header_var) is None:
             problems.append(
@@ -221,35 +222,38 @@ def missing_credentials(
                     where=("headers", header, "env_var"),
                 )
             )
-        elif not env[header_var].isascii():
-            problems.append(_not_ascii(spec, header_var, ("headers", header, "env_var")))
+        else:
+            where = ("headers", header, "env_var")
+            found = _unsendable(spec, header_var, env[header_var], where, header)
+            problems.extend(filter(None, [found]))
     return problems
 
 
-def _not_ascii(spec: ModelSpec, var: str, where: tuple[str, ...]) -> MissingCredential:
-    """An environment value an HTTP header cannot carry (httpx sends headers as ASCII, and
-    bytes that are not UTF-8 arrive as surrogate escapes): said before any call, naming
-    the variable, never shown (it is a secret)."""
+def _unsendable(
+    spec: ModelSpec, var: str, value: str, where: tuple[str, ...], header: str | None = None
+) -> MissingCredential | None:
+    """An environment value an HTTP header cannot carry (a line break, a control or
+    non-ASCII character; bytes that are not UTF-8 arrive as surrogate escapes), said
+    before any call, naming the variable and never showing the value (it is a secret).
+    The one check for API keys and ``headers: {X: {env_var: NAME}}`` alike: it used to
+    surface mid-call as an internal error or be retried as a network error."""
+    from ._checks import header_problem, value_problem
+
+    problem = header_problem(header, "") if header is not None else None
+    if problem is not None:  # a spec built in code; config.yml's names are checked at load
+        message = f"model '{spec.name}' ({spec.vendor}): {problem}"
+        return MissingCredential(message, variable=var, where=where)
+    problem = value_problem(value)
+    if problem is None:
+        return None
+    whose = "the API key in " if header is None else ""
     return MissingCredential(
-        f"model '{spec.name}' ({spec.vendor}): the environment variable {var} holds "
-        "characters an HTTP header cannot carry (non-ASCII text, or bytes that are not "
-        f"UTF-8). Check the value exported in {var}.",
+        f"model '{spec.name}' ({spec.vendor}): {whose}the environment variable {var} holds "
+        f"{problem}, which an HTTP header cannot carry (a key or header value is one line of "
+        f"ASCII text). Check the value exported in {var}.",
         variable=var,
         where=where,
     )
-
-
-def _check_header(spec: ModelSpec, header: str, variable: str, value: str) -> None:
-    """A header value from the environment that httpx cannot send (a line break, a
-    non-ASCII character) is bad input naming the variable, before any call: it used to
-    be retried as a network error."""
-    from ._checks import header_problem
-
-    problem = header_problem(header, value, f"the environment variable {variable}")
-    if problem is not None:
-        error = ConfigError(f"model '{spec.name}' ({spec.vendor}): {problem}")
-        error.where = ("headers", header, "env_var")  # type: ignore[attr-defined]
-        raise error
 
 
 def resolve_api_key(
@@ -284,21 +288,10 @@ def resolve_api_key(
     for header, header_var in spec.header_vars.items():
         headers[header] = env[header_var]
         register_secret(headers[header])  # and "Bearer <token>"'s token
-        _check_header(spec, header, header_var, headers[header])
     spec = replace(spec, headers=headers, header_vars={})
     var = _key_var(spec, api_class)
     if var is None:
         return spec
     key = env.get(var, "").strip()
     register_secret(key)
-    from ._checks import value_problem
-
-    problem = value_problem(key)
-    if problem is not None:  # sent as a header: it must be one line of ASCII
-        error = ConfigError(
-            f"model '{spec.name}' ({spec.vendor}): the API key in the environment variable "
-            f"{var} holds {problem}; an API key is one line of ASCII text"
-        )
-        error.where = ("key_var",) if spec.key_var else ()  # type: ignore[attr-defined]
-        raise error
     return replace(spec, api_key=key, key_var=var)
