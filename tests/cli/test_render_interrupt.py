@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -39,25 +40,7 @@ def test_a_signal_during_a_long_rendering_stops_it_and_stores_the_run(
     make_project: MakeProject, sig: signal.Signals
 ) -> None:
     root = make_project(files={"w.workflow.yml": WORKFLOW})
-    proc = start(["run", "w.workflow.yml", "--format", "json"], root)
-    deadline = time.monotonic() + 30
-    while not (root / "ready.txt").exists():  # intro has finished: slow renders next
-        if proc.poll() is not None or time.monotonic() > deadline:
-            out, err = proc.communicate(timeout=5)
-            pytest.fail(f"never got ready (exit {proc.returncode}):\n{out}\n{err}")
-        time.sleep(0.02)
-    time.sleep(0.3)  # well inside the rendering, which takes seconds
-    proc.send_signal(sig)
-    signalled = time.monotonic()
-    try:
-        out, err = proc.communicate(timeout=20)
-    except Exception:
-        proc.kill()
-        out, err = proc.communicate()
-        pytest.fail(f"{sig.name} did not stop the rendering:\n{out}\n{err}")
-    assert time.monotonic() - signalled < 3, err  # at once, not when the loop ends
-
-    assert proc.returncode == 3, err
+    out, err = _signal_when_ready(root, sig, settle=0.3)  # well inside the rendering
     doc = json.loads(out)  # one JSON document, nothing else on stdout
     assert doc["status"] == "interrupted" and doc["exit_code"] == 3
     tasks = {t["name"]: t for t in doc["tasks"]}
@@ -82,6 +65,19 @@ def test_sigterm_during_long_single_calls_ends_the_process_promptly(
 ) -> None:
     workflow = WORKFLOW.replace(SLOW, LONG_CALLS)
     root = make_project(files={"w.workflow.yml": workflow})
+    out, _err = _signal_when_ready(root, signal.SIGTERM, settle=0.5)  # inside a wordwrap
+    doc = json.loads(out)
+    assert doc["status"] == "interrupted"
+    assert {t["name"]: t["status"] for t in doc["tasks"]} == {
+        "intro": "succeeded",
+        "slow": "interrupted",
+    }
+
+
+def _signal_when_ready(root: Path, sig: signal.Signals, settle: float) -> tuple[str, str]:
+    """Start ``oxy run``, send ``sig`` ``settle`` seconds after the first task exported its
+    file (the slow one is then running), and return its output; the process must end
+    within 3 s of the signal, not when the work it was doing would have ended."""
     proc = start(["run", "w.workflow.yml", "--format", "json"], root)
     deadline = time.monotonic() + 30
     while not (root / "ready.txt").exists():
@@ -89,20 +85,15 @@ def test_sigterm_during_long_single_calls_ends_the_process_promptly(
             out, err = proc.communicate(timeout=5)
             pytest.fail(f"never got ready (exit {proc.returncode}):\n{out}\n{err}")
         time.sleep(0.02)
-    time.sleep(0.5)  # inside a wordwrap call
-    proc.send_signal(signal.SIGTERM)
+    time.sleep(settle)
+    proc.send_signal(sig)
     signalled = time.monotonic()
     try:
         out, err = proc.communicate(timeout=20)
     except Exception:
         proc.kill()
         out, err = proc.communicate()
-        pytest.fail(f"SIGTERM did not stop the call:\n{out}\n{err}")
+        pytest.fail(f"{sig.name} did not stop the work:\n{out}\n{err}")
     assert time.monotonic() - signalled < 3, err
     assert proc.returncode == 3, err
-    doc = json.loads(out)
-    assert doc["status"] == "interrupted"
-    assert {t["name"]: t["status"] for t in doc["tasks"]} == {
-        "intro": "succeeded",
-        "slow": "interrupted",
-    }
+    return out, err
