@@ -414,12 +414,7 @@ def test_a_literal_secret_on_a_quoted_line_is_scrubbed(
     make_project: MakeProject, entry: str, request: pytest.FixtureRequest
 ) -> None:
     root = make_project(_config(entry.format(s=LITERAL)), {"a.agent.yml": AGENT})
-    sinks, procs = run_sinks(root, ("a.agent.yml",))
-    checked = [oxy("validate", cwd=root), oxy("validate", "--format", "json", cwd=root)]
-    for i, proc in enumerate(checked):
-        sinks[f"stdout (validate {i})"], sinks[f"stderr (validate {i})"] = proc.stdout, proc.stderr
-    assert [p.returncode for p in (*procs, *checked)] == [2, 2, 2, 2], procs[0].stderr
-    quoted = procs[0].stderr + checked[0].stdout + checked[0].stderr
+    sinks, quoted = _refused_everywhere(root)
     assert " | " in quoted, quoted  # a line was quoted...
     if "unclosed" not in request.node.name:  # (the parser stops on a later line)
         assert "***" in quoted, quoted  # ...the secret's, masked
@@ -617,12 +612,7 @@ def test_a_literal_key_reached_through_an_alias_is_scrubbed(
     make_project: MakeProject, config: str
 ) -> None:
     root = make_project(config.format(s=ALIASED), {"a.agent.yml": AGENT})
-    sinks, procs = run_sinks(root, ("a.agent.yml",))
-    checked = [oxy("validate", cwd=root), oxy("validate", "--format", "json", cwd=root)]
-    for i, proc in enumerate(checked):
-        sinks[f"stdout (validate {i})"], sinks[f"stderr (validate {i})"] = proc.stdout, proc.stderr
-    assert [p.returncode for p in (*procs, *checked)] == [2, 2, 2, 2], procs[0].stderr
-    quoted = procs[0].stderr + checked[0].stdout + checked[0].stderr
+    sinks, quoted = _refused_everywhere(root)
     assert " | " in quoted, quoted  # a line was quoted
     assert_nowhere(ALIASED, sinks)
 
@@ -660,3 +650,14 @@ def _no_oxy_db(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The runs here pick their history themselves."""
     monkeypatch.delenv("OXY_DB", raising=False)
     yield
+
+
+def _refused_everywhere(root: Path) -> tuple[dict[str, str], str]:
+    """Every sink of ``oxy test``/``run`` and both forms of ``oxy validate`` on a project
+    they must all refuse as bad input (exit 2), and what they quoted of config.yml."""
+    sinks, procs = run_sinks(root, ("a.agent.yml",))
+    checked = [oxy("validate", cwd=root), oxy("validate", "--format", "json", cwd=root)]
+    for i, proc in enumerate(checked):
+        sinks[f"stdout (validate {i})"], sinks[f"stderr (validate {i})"] = proc.stdout, proc.stderr
+    assert [p.returncode for p in (*procs, *checked)] == [2, 2, 2, 2], procs[0].stderr
+    return sinks, procs[0].stderr + checked[0].stdout + checked[0].stderr
