@@ -29,6 +29,7 @@ from oxyeval.store import hurry_history
 from oxyeval.store._watchdog import _WATCHDOG, _Tripped
 
 from ..pgcluster import PASSWORD, PgCluster, PgUnavailable
+from .test_silent_history import _finish as finish_timed
 
 AGENT = (
     "model: agent_model\nsystem_instructions: hi\ntests:\n"
@@ -65,14 +66,9 @@ def _start(root: Path) -> subprocess.Popen[str]:
 
 
 def _finish(proc: subprocess.Popen[str], within: float) -> tuple[int, dict, str]:
-    try:
-        out, err = proc.communicate(timeout=within)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        raise AssertionError(f"still running after {within} s; stderr:\n{err}") from None
-    assert "Traceback" not in err, err
-    return proc.returncode, json.loads(out), err
+    """Exit code, JSON document and stderr of a command that must end ``within`` seconds."""
+    code, document, err, _took = finish_timed(proc, within)
+    return code, document, err
 
 
 # ----------------------------------------------------------------- the watchdog itself
