@@ -20,7 +20,17 @@ import oxyeval
 
 #: Dependency order: each package may import the ones before it (and the shared modules),
 #: never one after it.
-ORDER = ["providers", "project", "judge", "workflow", "store", "suites", "report", "cli"]
+ORDER = [
+    "providers",
+    "project",
+    "judge",
+    "evaluation",
+    "workflow",
+    "store",
+    "suites",
+    "report",
+    "cli",
+]
 #: Top-level modules every stage may import; they import no stage.
 SHARED = ["_lazy", "_tasks", "errors", "inputs", "patterns", "redact"]
 #: What a stage may import from the root package, which itself imports every stage.

@@ -32,6 +32,7 @@ _EXPORTS = {
     "file_kind": "files",
     "find_config": "files",
     "project_files": "files",
+    "inside_project": "files",
     "outside_project": "files",
     "Document": "document",
     "load_yaml": "document",
@@ -98,6 +99,7 @@ __all__ = [
     "file_kind",
     "find_config",
     "format_key_path",
+    "inside_project",
     "load_agent",
     "load_project",
     "load_prompts",
@@ -128,7 +130,7 @@ if TYPE_CHECKING:
     from .config import JudgeSettings, Project, load_project
     from .databases import database_problems, database_use_problem
     from .document import Document, KeyPath, format_key_path, load_yaml, path_problem, read_text
-    from .files import file_kind, find_config, outside_project, project_files
+    from .files import file_kind, find_config, inside_project, outside_project, project_files
     from .limits import MAX_CONCURRENCY, MAX_DAYS, MAX_LOOP_VALUES
     from .prompts import (
         DEFAULT_THRESHOLD,

@@ -1,4 +1,4 @@
-"""Stage 7, reports: a suite's results as a CI verdict (threshold, exit code), as text
+"""Stage 8, reports: a suite's results as a CI verdict (threshold, exit code), as text
 for people (pretty) and as JSON for machines.
 
 One module per concern: ``threshold`` (accuracy thresholds, drops, exit codes),

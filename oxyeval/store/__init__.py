@@ -1,4 +1,4 @@
-"""Stage 5, the history store: prompts, versions, test cases, runs, executions, test and workflow results.
+"""Stage 6, the history store: prompts, versions, test cases, runs, executions, test and workflow results.
 
 SQLite by default (``.oxy/oxyeval.db`` in the project: embedded, WAL, nothing to set up);
 PostgreSQL for a team's shared history (``--db postgresql://user@host:5432/db``,

@@ -1,4 +1,4 @@
-"""Stage 6, suites: what gets run and scored.
+"""Stage 7, suites: what gets run and scored.
 
 Consistency tests (``oxy test``: n runs of a target, judged in pairs) and test cases
 (``oxy cases``: a prompt version against expected outputs, with regressions), each

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..evaluation import DropResult, Previous, Result, ResultKind, ThresholdResult, register_kind
 from ..redact import redact
 
 __all__ = [
@@ -44,25 +45,30 @@ class OutputRecord:
         }
 
 
+def _unscored_line(result: Result) -> str:
+    what = "" if result.status == "interrupted" else "not scored: "  # its error says so
+    return f"{what}{result.subject}: {result.error or 'no accuracy'}"
+
+
+#: Consistency tests as a kind of result: scored against ``--min-accuracy``, never by a
+#: threshold of their own.
+CONSISTENCY = register_kind(
+    ResultKind(
+        "consistency",
+        ("scored", "error", "interrupted"),
+        metric="accuracy",
+        noun="test",
+        unknown_line=_unscored_line,
+    )
+)
+
+
 def _redacted(comparison: dict[str, Any]) -> dict[str, Any]:
     return {k: (redact(v) if isinstance(v, str) else v) for k, v in comparison.items()}
 
 
 def _round(value: float | None, digits: int = 6) -> float | None:
     return None if value is None else round(value, digits)
-
-
-@dataclass(frozen=True)
-class Previous:
-    """The latest earlier scored result of the same test (file and name) in the history:
-    what this run's accuracy is compared with."""
-
-    accuracy: float
-    at: str  # when it was stored: ISO-8601 UTC
-    run_id: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"accuracy": _round(self.accuracy), "at": self.at, "run_id": self.run_id}
 
 
 @dataclass(repr=False)
@@ -195,56 +201,6 @@ class TestResult:
 
 
 @dataclass
-class ThresholdResult:
-    min_accuracy: float
-    mode: str
-    passed: bool
-    value: float | None  # the mean (average mode) or the minimum (all mode)
-    failing: list[tuple[str, float | None]]
-    message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "min_accuracy": self.min_accuracy,
-            "mode": self.mode,
-            "passed": self.passed,
-            "value": _round(self.value),
-            "failing": [{"name": n, "accuracy": _round(a)} for n, a in self.failing],
-            "message": self.message,
-        }
-
-
-@dataclass
-class DropResult:
-    """``--fail-on-drop``: the tests whose accuracy fell by more than ``max_drop`` points
-    against their previous run. ``checked`` is False when the history could not be read,
-    so a drop cannot be ruled out."""
-
-    max_drop: float
-    passed: bool
-    dropped: list[tuple[str, float, Previous]]  # label, accuracy now, the previous result
-    checked: bool
-    message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "max_drop": self.max_drop,
-            "passed": self.passed,
-            "checked": self.checked,
-            "dropped": [
-                {
-                    "name": name,
-                    "accuracy": _round(accuracy),
-                    "previous": previous.to_dict(),
-                    "change": round((accuracy - previous.accuracy) * 100, 4),
-                }
-                for name, accuracy, previous in self.dropped
-            ],
-            "message": self.message,
-        }
-
-
-@dataclass
 class StoredRun:
     """Where a run's results went: one history database, its run row, how many results
     it holds, and why not all (the history failed; the results are still reported)."""
@@ -313,3 +269,19 @@ class TestRun:
         """Test name, qualified by file when several files ran."""
         files = {t.file for t in self.tests}
         return f"{test.file}: {test.name}" if len(files) > 1 else test.name
+
+    def as_results(self) -> list[Result]:
+        """The tests as the evaluation core's results, for the one decision."""
+        return [
+            Result(
+                kind="consistency",
+                subject=self.label(t),
+                status=t.status,
+                score=t.accuracy,
+                error=t.error,
+                previous=t.previous,
+                run_errors=len(t.run_errors),
+                judge_errors=len(t.judge_errors),
+            )
+            for t in self.tests
+        ]

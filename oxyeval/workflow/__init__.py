@@ -1,4 +1,4 @@
-"""Stage 4, workflows: a workflow file -> a DAG of tasks (compile) -> concurrent execution.
+"""Stage 5, workflows: a workflow file -> a DAG of tasks (compile) -> concurrent execution.
 
 spec (files parsed into typed tasks) -> compile (the DAG, every static check) ->
 engine (scheduling) with tasks (what each task type does), files (cache, exports),

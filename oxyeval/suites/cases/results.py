@@ -8,10 +8,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
-from ...redact import redact
+from ...evaluation import Gates, Result, ResultKind, decide, register_kind
 
 __all__ = ["CaseResult", "CaseRun"]
+
+
+def _failed_line(result: Result) -> str:
+    score = "-" if result.score is None else f"{result.score:.3f}"
+    return f"failed: {result.subject}: score {score} below its threshold {result.details['threshold']:g}"
+
+
+#: Test cases as a kind of result: each judged against its own threshold; a case with no
+#: expected output yet is pending, neither pass nor failure.
+CASES = register_kind(
+    ResultKind(
+        "cases",
+        ("passed", "failed", "pending", "error"),
+        unknown=frozenset({"error"}),
+        neutral=frozenset({"pending"}),
+        metric="score",
+        noun="case",
+        unknown_line=lambda r: f"error: {r.subject}: {r.error or ''}",
+        failed_line=_failed_line,
+    )
+)
 
 
 @dataclass
@@ -88,27 +108,42 @@ class CaseRun:
     def passed(self) -> list[CaseResult]:
         return [r for r in self.results if r.passed and r.error is None]
 
+    def as_results(self) -> list[Result]:
+        """The cases as the evaluation core's results, for the one decision."""
+        out = []
+        for r in self.results:
+            status = "error" if r.error is not None else "pending" if r.pending else None
+            judged = status is None
+            out.append(
+                Result(
+                    kind="cases",
+                    subject=r.case_id,
+                    status=status or ("passed" if r.passed else "failed"),
+                    passed=r.passed if judged else None,
+                    score=r.score,
+                    error=r.error,
+                    regressions=(
+                        tuple(r.regression_reasons) or (", ".join(r.regression_types),)
+                        if r.is_regression
+                        else ()
+                    ),
+                    details={"threshold": r.threshold},
+                )
+            )
+        return out
+
     def exit_code(self, *, fail_on_regression: bool = False) -> int:
-        """The run's verdict for CI. A case that could not run, or an interrupted run,
-        leaves the outcome unknown: 3, whatever else failed. Else 1 when a case failed
-        (or regressed, with ``fail_on_regression``), else 0. Pending cases (no expected
-        output yet) never fail a run."""
-        if self.errors or self.interrupted:
-            return EXIT_INFRA
-        if self.failed or (fail_on_regression and self.regressions):
-            return EXIT_FAILED
-        return EXIT_OK
+        """The run's verdict for CI (the one decision): a case that could not run, or an
+        interrupted run, leaves the outcome unknown: 3, whatever else failed. Else 1 when
+        a case failed (or regressed, with ``fail_on_regression``), else 0. Pending cases
+        (no expected output yet) never fail a run."""
+        gates = Gates(fail_on_regression=fail_on_regression)
+        return decide(self.as_results(), gates, interrupted=self.interrupted).code
 
     def failure_reasons(self, *, fail_on_regression: bool = False) -> list[str]:
         """Why :meth:`exit_code` is not 0, one line per case (secrets scrubbed): what a
         CI log shows on stderr whatever the output format. An interruption is the
         caller's to describe (it knows the signal)."""
-        lines = [f"error: {r.case_id}: {redact(r.error or '')}" for r in self.errors]
-        for r in self.failed:
-            score = "-" if r.score is None else f"{r.score:.3f}"
-            lines.append(f"failed: {r.case_id}: score {score} below its threshold {r.threshold:g}")
-        if fail_on_regression:
-            for r in self.regressions:
-                why = "; ".join(r.regression_reasons) or ", ".join(r.regression_types)
-                lines.append(f"regression: {r.case_id}: {redact(why)}")
-        return lines
+        gates = Gates(fail_on_regression=fail_on_regression)
+        decision = decide(self.as_results(), gates, interrupted=self.interrupted)
+        return [*decision.unscored, *decision.failed]

@@ -1,0 +1,386 @@
+"""One decision for every kind of test: results and gates in, an exit code and its reasons out.
+
+Below the reports on purpose: the CLI's pretty, JSON and JUnit output render a
+:class:`Decision`; the SDK's ``assert_test`` and a pytest plugin call :func:`decide`
+without importing any reporting. Precedence, the same for every kind: 3 when an outcome
+is unknown (a result that could not be scored, an interrupted run, a drop check that
+could not read the history, errors under ``--strict``); else 1 when a gate failed (the
+threshold, a drop, a result's own check, a regression under ``fail_on_regression``);
+else 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK, OxyError
+from ..redact import redact
+from .kinds import result_kind
+from .results import Previous, Result
+
+__all__ = [
+    "Decision",
+    "DropResult",
+    "Gates",
+    "Outcome",
+    "ThresholdResult",
+    "check_drop",
+    "check_threshold",
+    "decide",
+    "gate_option_error",
+    "gated_code",
+]
+
+_EPS = 1e-9
+
+
+def _round(value: float | None, digits: int = 6) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+@dataclass(frozen=True)
+class Gates:
+    """What a run must meet: ``--min-accuracy``/``--threshold-mode``, ``--strict``,
+    ``--fail-on-drop`` (points), ``--fail-on-regression``."""
+
+    min_accuracy: float | None = None
+    threshold_mode: str = "average"
+    strict: bool = False
+    fail_on_drop: float | None = None
+    fail_on_regression: bool = False
+
+
+@dataclass
+class ThresholdResult:
+    min_accuracy: float
+    mode: str
+    passed: bool
+    value: float | None  # the mean (average mode) or the minimum (all mode)
+    failing: list[tuple[str, float | None]]
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "min_accuracy": self.min_accuracy,
+            "mode": self.mode,
+            "passed": self.passed,
+            "value": _round(self.value),
+            "failing": [{"name": n, "accuracy": _round(a)} for n, a in self.failing],
+            "message": self.message,
+        }
+
+
+@dataclass
+class DropResult:
+    """``--fail-on-drop``: the results whose score fell by more than ``max_drop`` points
+    against their previous run. ``checked`` is False when the history could not be read,
+    so a drop cannot be ruled out."""
+
+    max_drop: float
+    passed: bool
+    dropped: list[tuple[str, float, Previous]]  # subject, score now, the previous result
+    checked: bool
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_drop": self.max_drop,
+            "passed": self.passed,
+            "checked": self.checked,
+            "dropped": [
+                {
+                    "name": name,
+                    "accuracy": _round(accuracy),
+                    "previous": previous.to_dict(),
+                    "change": round((accuracy - previous.accuracy) * 100, 4),
+                }
+                for name, accuracy, previous in self.dropped
+            ],
+            "message": self.message,
+        }
+
+
+def _words(results: Sequence[Result], kind: str | None) -> tuple[str, str]:
+    """The metric and the noun messages use: the kind's (one kind per decision), named
+    by the caller when there may be no results to tell it."""
+    name = kind or (results[0].kind if results else None)
+    if name is None:
+        return "score", "result"
+    found = result_kind(name)
+    return found.metric, found.noun
+
+
+def check_threshold(
+    results: Sequence[Result],
+    min_accuracy: float,
+    mode: str = "average",
+    *,
+    kind: str | None = None,
+) -> ThresholdResult | None:
+    """Apply ``--min-accuracy`` to the results' scores; None when there is nothing to
+    compare (a warning, not a failure)."""
+    if mode not in ("average", "all"):
+        raise ValueError(f"threshold mode must be 'average' or 'all', not {mode!r}")
+    if not results:
+        return None
+    metric, noun = _words(results, kind)
+    labelled = [(r.subject, r.score) for r in results]
+    unscored = [(name, score) for name, score in labelled if score is None]
+    scored = [score for _name, score in labelled if score is not None]
+    failing = [(n, s) for n, s in labelled if s is None or s + _EPS < min_accuracy]
+
+    def fmt(items: list[tuple[str, float | None]]) -> str:
+        return ", ".join(f"{n}: {s:.4f}" if s is not None else f"{n}: no score" for n, s in items)
+
+    if mode == "average":
+        value = sum(scored) / len(scored) if scored else None
+        passed = value is not None and value + _EPS >= min_accuracy and not unscored
+        if value is None:
+            message = (
+                f"No {noun} could be scored, threshold {min_accuracy:.4f} not met: {fmt(unscored)}"
+            )
+        else:
+            verb = "meets" if value + _EPS >= min_accuracy else "below"
+            message = f"Average {metric} {value:.4f} {verb} threshold {min_accuracy:.4f}"
+            if unscored:
+                message += f", but {len(unscored)} {noun}(s) could not be scored: {fmt(unscored)}"
+        return ThresholdResult(min_accuracy, mode, passed, value, failing, message)
+
+    value = min(scored) if scored and not unscored else None
+    passed = not failing
+    if passed:
+        message = f"All {len(labelled)} {noun}(s) meet threshold {min_accuracy:.4f}"
+    else:
+        message = f"{len(failing)} {noun}(s) below threshold {min_accuracy:.4f}: {fmt(failing)}"
+    return ThresholdResult(min_accuracy, mode, passed, value, failing, message)
+
+
+def check_drop(
+    results: Sequence[Result],
+    max_drop: float,
+    *,
+    history_ok: bool = True,
+    why: str | None = None,
+    kind: str | None = None,
+) -> DropResult:
+    """Apply ``--fail-on-drop``: fail the results whose score is more than ``max_drop``
+    points (0-100) below their previous run's. A result with no previous scored run, or
+    without a score now (reported as not scored anyway), never counts as a drop.
+    ``history_ok=False``: the earlier results could not be read (``why``), so drops
+    cannot be ruled out. A history read but not written still decides."""
+    if not 0.0 <= max_drop <= 100.0:
+        raise ValueError(f"a drop is in points between 0 and 100, not {max_drop!r}")
+    _metric, noun = _words(results, kind)
+    dropped: list[tuple[str, float, Previous]] = []
+    compared = 0
+    for r in results:
+        if r.score is None or r.previous is None or r.status == "interrupted":
+            continue
+        compared += 1
+        if (r.previous.accuracy - r.score) * 100 > max_drop + _EPS:
+            dropped.append((r.subject, r.score, r.previous))
+    if not history_ok:
+        message = (
+            f"--fail-on-drop {max_drop:g}: cannot compare with the previous runs, the history "
+            "could not be read" + (f" ({why})" if why else "")
+        )
+        return DropResult(max_drop, False, dropped, False, message)
+    if dropped:
+        shown = ", ".join(
+            f"{name}: {prev.accuracy * 100:.1f}% -> {score * 100:.1f}% "
+            f"({(score - prev.accuracy) * 100:+.1f} pts vs {prev.at[:10]})"
+            for name, score, prev in dropped
+        )
+        message = f"{len(dropped)} {noun}(s) dropped more than {max_drop:g} pts: {shown}"
+    elif compared:
+        message = f"No {noun} dropped more than {max_drop:g} pts ({compared} compared)"
+    else:
+        message = f"--fail-on-drop {max_drop:g}: no earlier run to compare with; nothing dropped"
+    return DropResult(max_drop, not dropped, dropped, True, message)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the decision made of one result: ``passed``, ``failed``, ``unknown`` (not
+    scored, interrupted) or ``neutral`` (pending: neither); ``reasons`` say why it failed."""
+
+    subject: str
+    state: str
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The exit code of a gated run and why, in the order a CI log prints them:
+    ``warnings`` (a gate that could not apply), ``strict_note`` (errors that --strict
+    turned into exit 3), ``unscored`` (one line per result whose outcome is unknown),
+    ``failed`` (results that failed their own check or regressed), then the threshold's
+    and the drop's own messages when they failed."""
+
+    code: int
+    threshold: ThresholdResult | None = None
+    drop: DropResult | None = None
+    warnings: tuple[str, ...] = ()
+    strict_note: str | None = None
+    unscored: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    outcomes: tuple[Outcome, ...] = ()
+    interrupted: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.code == EXIT_OK
+
+    @property
+    def reasons(self) -> list[str]:
+        """Every sentence that explains a non-zero code, in print order."""
+        lines = [self.strict_note] if self.strict_note else []
+        lines += self.unscored
+        lines += self.failed
+        for check in (self.threshold, self.drop):
+            if check is not None and not check.passed:
+                lines.append(check.message)
+        return lines
+
+    @property
+    def failures(self) -> dict[str, list[str]]:
+        """Per subject, the reasons it failed besides the threshold, for JUnit."""
+        return {o.subject: list(o.reasons) for o in self.outcomes if o.reasons}
+
+
+def gated_code(base: int, threshold: ThresholdResult | None, drop: DropResult | None) -> int:
+    """The precedence every kind shares: ``base`` (3 unknown outcome, 1 a result failed
+    its own check, else 0) with the run-wide gates over it. 3 wins (a drop check that
+    could not read the history is an unknown outcome too), then any failure, then 0."""
+    if base == EXIT_INFRA or (drop is not None and not drop.checked):
+        return EXIT_INFRA
+    if base == EXIT_FAILED:
+        return EXIT_FAILED
+    if (threshold is not None and not threshold.passed) or (drop is not None and not drop.passed):
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def gate_option_error(gates: Gates) -> str | None:
+    """Why the gate options are unusable (exit 2), or None."""
+    if gates.min_accuracy is not None and not 0.0 <= gates.min_accuracy <= 1.0:
+        return (
+            "--min-accuracy must be between 0 and 1 (a share, e.g. 0.8 for 80%), "
+            f"got {gates.min_accuracy:g}"
+        )
+    if gates.fail_on_drop is not None and not 0.0 <= gates.fail_on_drop <= 100.0:
+        return (
+            "--fail-on-drop is in percentage points between 0 and 100 (e.g. 5 fails a test "
+            f"that falls from 90% to under 85%), got {gates.fail_on_drop:g}"
+        )
+    return None
+
+
+def _regression_line(result: Result) -> str:
+    return f"regression: {result.subject}: {redact('; '.join(result.regressions))}"
+
+
+def _outcome(result: Result, gates: Gates, dropped: dict[str, str]) -> Outcome:
+    kind = result_kind(result.kind)
+    if result.status in kind.unknown:
+        return Outcome(result.subject, "unknown")
+    if result.status in kind.neutral:
+        return Outcome(result.subject, "neutral")
+    reasons: list[str] = []
+    if result.passed is False:
+        reasons.append(kind.failed_line(result))
+    if result.subject in dropped:
+        reasons.append(dropped[result.subject])
+    if gates.fail_on_regression and result.regressions:
+        reasons.append(_regression_line(result))
+    return Outcome(result.subject, "failed" if reasons else "passed", tuple(reasons))
+
+
+def decide(
+    results: Sequence[Result],
+    gates: Gates,
+    *,
+    interrupted: bool = False,
+    history_unread: Sequence[str] = (),
+    error: BaseException | None = None,
+    kind: str | None = None,
+) -> Decision:
+    """Gate ``results`` (of one kind). ``history_unread``: why earlier results could not
+    be read (a drop check then cannot decide); ``error``: what stopped the run after
+    some results finished, whose exit code wins (2 bad input, else 3); ``kind``: the
+    kind of result, for the wording when there may be none."""
+    warnings: list[str] = []
+    threshold = None
+    if gates.min_accuracy is not None:
+        threshold = check_threshold(results, gates.min_accuracy, gates.threshold_mode, kind=kind)
+        if threshold is None:
+            metric, _noun = _words(results, kind)
+            warnings.append(
+                f"warning: --min-accuracy given but no {metric} metrics were produced; not gating"
+            )
+    drop = None
+    dropped: dict[str, str] = {}
+    if gates.fail_on_drop is not None:
+        drop = check_drop(
+            results,
+            gates.fail_on_drop,
+            history_ok=not history_unread,
+            why="; ".join(history_unread) or None,
+            kind=kind,
+        )
+        metric, _noun = _words(results, kind)
+        for name, score, previous in drop.dropped:
+            change = (score - previous.accuracy) * 100
+            dropped[name] = (
+                f"{metric} fell {-change:.1f} points against its previous run "
+                f"(--fail-on-drop {gates.fail_on_drop:g})"
+            )
+    outcomes = tuple(_outcome(r, gates, dropped) for r in results)
+    unknown = [r for r, o in zip(results, outcomes, strict=True) if o.state == "unknown"]
+    soft = gates.strict and any(r.run_errors or r.judge_errors for r in results)
+    # Failed on its own (its check, a regression), not only by a drop: the drop decides apart.
+    own_failure = any(
+        r.passed is False or (gates.fail_on_regression and bool(r.regressions))
+        for r, o in zip(results, outcomes, strict=True)
+        if o.state == "failed"
+    )
+    base = EXIT_INFRA if interrupted or unknown or soft else EXIT_FAILED if own_failure else EXIT_OK
+    code = gated_code(base, threshold, drop)
+    strict_note = None
+    if soft and not interrupted and not unknown and (drop is None or drop.checked):
+        runs = sum(r.run_errors for r in results)
+        judges = sum(r.judge_errors for r in results)
+        strict_note = (
+            f"strict: {runs} run error(s) and {judges} judge error(s) -> exit {EXIT_INFRA} "
+            "(without --strict they are reported and the scores stand)"
+        )
+    if error is not None:
+        code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
+    unscored: tuple[str, ...] = ()
+    if code != EXIT_OK:  # every non-zero exit says why, once per result
+        unscored = tuple(redact(result_kind(r.kind).unknown_line(r)) for r in unknown)
+    # Own checks first, then regressions (a CI log groups them); a drop is said once, by
+    # the drop's own message.
+    kinds = [result_kind(r.kind) for r in results]
+    failed = tuple(
+        k.failed_line(r)
+        for r, k, o in zip(results, kinds, outcomes, strict=True)
+        if o.state == "failed" and r.passed is False
+    ) + tuple(
+        _regression_line(r)
+        for r, o in zip(results, outcomes, strict=True)
+        if o.state == "failed" and gates.fail_on_regression and r.regressions
+    )
+    return Decision(
+        code=code,
+        threshold=threshold,
+        drop=drop,
+        warnings=tuple(warnings),
+        strict_note=strict_note,
+        unscored=unscored,
+        failed=failed,
+        outcomes=outcomes,
+        interrupted=interrupted,
+    )
