@@ -150,7 +150,6 @@ def _workflow(
     """Run the workflow (stored in the history unless ``history`` is False); the JSON
     document of every task (or its final output) is printed by the caller. A failed or
     interrupted run prints its document here and exits."""
-    from ..suites.cache import cache_factory
     from ..suites.workflows import run_workflow
     from ..workflow.engine import WorkflowFailed, WorkflowRun
     from .interrupt import interrupt_reason
@@ -167,7 +166,7 @@ def _workflow(
                 concurrency=concurrency,
                 on_event=None if quiet else _TaskLines(err),
                 into=wf_run,
-                cache=cache_factory(cache),  # kept in the run's history (db; none: no cache)
+                cache=cache,  # kept in the run's history (db; none: no cache)
                 db=db,
                 history=history,
             ),

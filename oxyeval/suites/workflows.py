@@ -24,7 +24,6 @@ from ..workflow.records import TaskRecord, WorkflowRun
 from .history import Histories, History
 
 if TYPE_CHECKING:
-    from ..workflow.context import CacheFactory
     from .history import RunStore
 
 __all__ = ["new_workflow_run", "run_workflow"]
@@ -86,25 +85,25 @@ async def run_workflow(
     into: WorkflowRun | None = None,
     db: str | Path | None = None,
     history: bool = True,
-    cache: CacheFactory | None = None,
+    cache: bool | None = None,
 ) -> WorkflowRun:
     """Run one workflow (as :func:`oxyeval.workflow.engine.run_workflow`, same errors) and
     store the run in its project's history (``db``: another SQLite file or a PostgreSQL
     URL; ``history=False``: nothing is stored and the store is never opened).
 
-    ``cache`` (:func:`oxyeval.suites.cache.cache_factory`) keeps its answers and verdicts
-    in the same store as the run, and caches nothing with ``history=False``.
+    ``cache`` is ``--cache`` (True: answers and verdicts replayed), ``--no-cache`` (False)
+    or neither (None: verdicts replayed, answers kept), as for :func:`run_tests`; the cache
+    lives in the same store as the run, and nothing is cached with ``history=False``.
 
     A run that never started (a file that does not load, a missing key) is not stored;
     one that failed or was interrupted is, with its status.
     """
     from ..workflow.engine import run_workflow as run_engine
-    from .cache import RunCaches
+    from .cache import cache_factory
 
     run = into if into is not None else WorkflowRun()
     async with Histories(db, environ, enabled=history) as histories:
-        if isinstance(cache, RunCaches):
-            cache.share(histories)  # one store per database for the run and its cache
+        caches = cache_factory(cache, histories=histories)  # one store for run and cache
         kept: tuple[History, Project] | None = None
         if history:
             project = load_project(path, project_dir=project_dir)
@@ -123,7 +122,7 @@ async def run_workflow(
                 on_event=on_event,
                 environ=environ,
                 into=run,
-                cache=cache,
+                cache=caches,
             )
             status = "completed"
             return result

@@ -12,7 +12,6 @@ import pytest
 from oxyeval.project.config import load_project
 from oxyeval.store import LiteStore, open_store
 from oxyeval.suites import history as history_module
-from oxyeval.suites.cache import cache_factory
 from oxyeval.suites.consistency import run_tests
 from oxyeval.suites.history import Histories
 from oxyeval.suites.workflows import run_workflow
@@ -115,11 +114,10 @@ def test_oxy_run_shares_its_store_with_the_engine_cache(
     )
     for _ in range(2):
         opened.clear()
-        caches = cache_factory()
-        result = asyncio.run(run_workflow(root / "w.workflow.yml", cache=caches))
+        result = asyncio.run(run_workflow(root / "w.workflow.yml"))  # the default cache
         assert opened == [(str(_db(root)), "LiteStore")]
         assert result.ok
-    assert caches.total_served > 0  # the second run replayed the verdicts of the first
+    assert result.cached_calls > 0  # the second run replayed the verdicts of the first
     with open_store(_db(root), read_only=True) as store:
         stored = store.workflows.history("w.workflow.yml")
     assert [r.run.status for r in stored] == ["completed", "completed"]
@@ -136,11 +134,14 @@ def test_without_history_nothing_opens_and_nothing_is_cached(
             "b.agent.yml": AGENT,
         },
     )
-    caches = cache_factory(True)
-    asyncio.run(run_workflow(root / "w.workflow.yml", history=False, cache=caches))
+    twice = [
+        asyncio.run(run_workflow(root / "w.workflow.yml", history=False, cache=True))
+        for _ in range(2)
+    ]
     run = run_tests([root / "b.agent.yml"], history=False, cache=True)
     assert opened == [] and not (root / ".oxy").exists()
-    assert caches.made == [] and run.cached_calls == 0 and run.history == []
+    assert [w.cached_calls for w in twice] == [0, 0]  # nothing kept, so nothing replayed
+    assert run.cached_calls == 0 and run.history == []
 
 
 def test_histories_resolve_each_project_once_and_hand_out_one_history_per_database(
@@ -166,3 +167,20 @@ def test_histories_resolve_each_project_once_and_hand_out_one_history_per_databa
         await off.aclose()
 
     asyncio.run(go())
+
+
+def test_the_top_level_run_workflow_takes_the_same_cache_flag_as_run_tests(
+    make_project: MakeProject,
+) -> None:
+    """It took a cache factory built by the CLI: ``cache=True`` raised TypeError."""
+    import oxyeval
+
+    root = make_project(
+        CONFIG,
+        {"a.agent.yml": "model: analyst\nsystem_instructions: x\n", "w.workflow.yml": WORKFLOW},
+    )
+    first = asyncio.run(oxyeval.run_workflow(root / "w.workflow.yml", cache=True))
+    again = asyncio.run(oxyeval.run_workflow(root / "w.workflow.yml", cache=True))
+    assert first.ok and again.ok and first.cached_calls == 0
+    assert again.cached_calls > first.cached_calls  # answers and verdicts replayed
+    assert str(again.output) == str(first.output)
