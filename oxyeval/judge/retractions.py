@@ -1,9 +1,10 @@
 """A judge changing its mind after a verdict: "Answer: A? No, B." is B.
 
-The verdict parser (:func:`oxyeval.judge.judge.parse_verdict`) takes the last verdict in a
-reply. A retraction after a verdict ("No, B", "Actually, B", "Wait, no: Answer: B") is
-one, on the verdict's line or below; a passing mention of the other letter, the article
-"A" or a letter inside prose ("There is no A", "No B-tier store") is not.
+The verdict parser (:mod:`oxyeval.judge.reading`) takes the last verdict in a reply. A
+retraction after a verdict ("No, B", "Actually, B", "Wait, no: Answer: B") is one, on
+the verdict's line or below; a passing mention of the other letter, the article "A" or
+a letter inside prose ("There is no A", "No B-tier store") is not. The labels are a
+rubric's (:func:`correction_pattern`): "Verdict: PASS. Actually, FAIL." is FAIL.
 """
 
 from __future__ import annotations
