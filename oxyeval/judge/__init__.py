@@ -1,8 +1,11 @@
-"""Stage 3, the judge: an LLM compares two outputs; its verdicts add up to a consistency score.
+"""Stage 3, the judge: an LLM gives a verdict under a rubric; consistency verdicts add up
+to a consistency score.
 
-One default prompt, one verdict parser (text, or a structured answer where the vendor
-supports one), one pairing and scoring rule, used by every consistency measurement:
-``oxy test`` and a workflow task's ``consistency_run`` alike.
+A rubric (:mod:`.rubrics`: A/B consistency, PASS/FAIL, a 1-5 scale) names the labels,
+their values, the prompt and its variables; one verdict parser (text, or a structured
+answer where the vendor supports one) reads every rubric. One pairing and scoring rule
+serves every consistency measurement: ``oxy test`` and a workflow task's
+``consistency_run`` alike.
 """
 
 from __future__ import annotations
@@ -12,12 +15,19 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
-    "DEFAULT_CONSISTENCY_PROMPT": "judge",
+    "CONSISTENCY": "rubrics",
+    "DEFAULT_CONSISTENCY_PROMPT": "rubrics",
+    "PASS_FAIL": "rubrics",
+    "SCALE_1_5": "rubrics",
+    "Label": "rubrics",
+    "Rubric": "rubrics",
     "Judge": "judge",
     "JudgeResult": "judge",
-    "Verdict": "judge",
+    "JudgeSession": "judge",
+    "Verdict": "reading",
     "parse_verdict": "judge",
     "VerdictCache": "verdicts",
+    "key_labels": "verdicts",
     "verdict_data": "verdicts",
     "verdict_from_data": "verdicts",
     "verdict_key": "verdicts",
@@ -30,20 +40,29 @@ _EXPORTS = {
     "assess": "consistency",
     "normalize": "consistency",
     "pair_count": "consistency",
+    "pair_order": "consistency",
 }
 __all__ = [
+    "CONSISTENCY",
     "DEFAULT_CONSISTENCY_PROMPT",
+    "PASS_FAIL",
+    "SCALE_1_5",
     "Assessment",
     "Comparison",
     "ConsistencyScore",
     "Judge",
     "JudgeResult",
+    "JudgeSession",
+    "Label",
+    "Rubric",
     "Verdict",
     "VerdictCache",
     "assess",
     "evaluate",
+    "key_labels",
     "normalize",
     "pair_count",
+    "pair_order",
     "parse_verdict",
     "plan_comparisons",
     "score_comparisons",
@@ -62,8 +81,18 @@ if TYPE_CHECKING:
         evaluate,
         normalize,
         pair_count,
+        pair_order,
         plan_comparisons,
         score_comparisons,
     )
-    from .judge import DEFAULT_CONSISTENCY_PROMPT, Judge, JudgeResult, Verdict, parse_verdict
-    from .verdicts import VerdictCache, verdict_data, verdict_from_data, verdict_key
+    from .judge import Judge, JudgeResult, JudgeSession, parse_verdict
+    from .reading import Verdict
+    from .rubrics import (
+        CONSISTENCY,
+        DEFAULT_CONSISTENCY_PROMPT,
+        PASS_FAIL,
+        SCALE_1_5,
+        Label,
+        Rubric,
+    )
+    from .verdicts import VerdictCache, key_labels, verdict_data, verdict_from_data, verdict_key

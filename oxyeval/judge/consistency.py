@@ -8,7 +8,8 @@ only fans judge calls out under a concurrency limit.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import hashlib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING
@@ -30,6 +31,7 @@ __all__ = [
     "judge_comparisons",
     "normalize",
     "pair_count",
+    "pair_order",
     "plan_comparisons",
     "plan_pairs",
     "score_comparisons",
@@ -39,6 +41,22 @@ __all__ = [
 def normalize(text: str) -> str:
     """Whitespace-insensitive form: outputs equal under it need no judge."""
     return " ".join(text.split())
+
+
+def _text_rank(normalised: str) -> str:
+    return hashlib.sha256(normalised.encode("utf-8")).hexdigest()
+
+
+def pair_order(runs: tuple[int, int], norm: Mapping[int, str]) -> tuple[int, int]:
+    """Two runs with different texts in the order the judge sees them: by a hash of the
+    normalised texts, whichever run produced which. A rerun whose runs finish in the
+    other order then renders the same judge prompt, and its verdict is served from the
+    cache (no judge call). The hash, unlike the texts' own order, favours no kind of
+    answer (shorter, or starting with a digit) with the first position. Equal texts
+    (never judged) keep run order."""
+    i, j = sorted(runs)
+    rank_i, rank_j = _text_rank(norm[i]), _text_rank(norm[j])
+    return (j, i) if rank_j < rank_i else (i, j)
 
 
 def plan_pairs(runs: Sequence[int], pairing: str = "all") -> list[tuple[int, int]]:
@@ -77,6 +95,13 @@ class Comparison:
     error: str | None = None
     judge_calls: int = 0
     cached: bool = False  # the verdict was served from the cache (no judge call made)
+    #: The judge sees ``runs[1]``'s text as submission 1 (:func:`pair_order`).
+    swapped: bool = False
+
+    @property
+    def judged_order(self) -> tuple[int, int]:
+        """The runs in the order the judge sees their texts (submission 1, submission 2)."""
+        return (self.runs[1], self.runs[0]) if self.swapped else self.runs
 
     def add_pair(self, i: int, j: int, times: int = 1) -> None:
         self.weight += times
@@ -87,18 +112,24 @@ class Comparison:
 _IDENTICAL = "identical outputs (after whitespace normalisation); not sent to the judge"
 
 
-def _new(runs: tuple[int, int], identical: bool) -> Comparison:
+def _new(runs: tuple[int, int], identical: bool, norm: Mapping[int, str]) -> Comparison:
+    runs = (min(runs), max(runs))
     comp = Comparison(runs=runs, identical=identical)
     if identical:
         comp.choice, comp.reasoning = "A", _IDENTICAL
+    else:
+        comp.swapped = pair_order(runs, norm) != runs
     return comp
 
 
 def plan_comparisons(texts: dict[int, str], pairing: str = "all") -> list[Comparison]:
     """Group planned pairs by their (normalised) texts; identical texts are consistent.
 
-    For ``all`` the groups are built from text multiplicities in O(distinct²), not
-    by listing n(n-1)/2 pairs, so n=200 costs no more than n=20.
+    The judge sees each pair in canonical order (:func:`pair_order`,
+    :attr:`Comparison.judged_order`), so the same outputs make the same judge prompts in
+    any run; ``runs`` stays in run order for reports. For ``all`` the groups are built from text
+    multiplicities in O(distinct²), not by listing n(n-1)/2 pairs, so n=200 costs no
+    more than n=20.
     """
     norm = {run: normalize(text) for run, text in texts.items()}
     if pairing == "all":
@@ -109,13 +140,13 @@ def plan_comparisons(texts: dict[int, str], pairing: str = "all") -> list[Compar
         out: list[Comparison] = []
         for a, runs_a in enumerate(groups):
             if len(runs_a) > 1:
-                comp = _new((runs_a[0], runs_a[1]), True)
+                comp = _new((runs_a[0], runs_a[1]), True, norm)
                 m = len(runs_a)
                 comp.weight = m * (m - 1) // 2
                 comp.counts = dict.fromkeys(runs_a, m - 1)
                 out.append(comp)
             for runs_b in groups[a + 1 :]:
-                comp = _new((runs_a[0], runs_b[0]), False)
+                comp = _new((runs_a[0], runs_b[0]), False, norm)
                 comp.weight = len(runs_a) * len(runs_b)
                 comp.counts = {
                     **dict.fromkeys(runs_a, len(runs_b)),
@@ -130,7 +161,7 @@ def plan_comparisons(texts: dict[int, str], pairing: str = "all") -> list[Compar
         key = (a, b) if a <= b else (b, a)
         comp = found.get(key)
         if comp is None:
-            comp = found[key] = _new((min(i, j), max(i, j)), a == b)
+            comp = found[key] = _new((i, j), a == b, norm)
         comp.add_pair(i, j)
     return list(found.values())
 
@@ -148,7 +179,7 @@ async def judge_comparisons(
 
     async def one(comp: Comparison) -> None:
         async with semaphore:
-            i, j = comp.runs
+            i, j = comp.judged_order
             r = await compare(texts[i], texts[j])
         comp.choice, comp.reasoning, comp.error, comp.judge_calls = (
             r.choice,

@@ -11,7 +11,7 @@ without a verdict even when asked again) is tried afresh on the next run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..redact import mask_credentials
@@ -19,8 +19,16 @@ from ..redact import mask_credentials
 if TYPE_CHECKING:
     from ..providers import GenerateParams, Model
     from .judge import JudgeResult
+    from .rubrics import Rubric
 
-__all__ = ["READING", "VerdictCache", "verdict_data", "verdict_from_data", "verdict_key"]
+__all__ = [
+    "READING",
+    "VerdictCache",
+    "key_labels",
+    "verdict_data",
+    "verdict_from_data",
+    "verdict_key",
+]
 
 #: The version of how a reply is read into a verdict (``parse_verdict``), part of every key:
 #: a cached verdict keeps the choice the parser of its day made, so when the reading changes
@@ -39,13 +47,26 @@ class VerdictCache(Protocol):
 
 
 def verdict_key(
-    model: Model, params: GenerateParams, structured: str, prompt: str
+    model: Model,
+    params: GenerateParams,
+    structured: str,
+    prompt: str,
+    rubric: Rubric | None = None,
 ) -> dict[str, Any]:
     """The key of one verdict: the judge model (vendor, model id, endpoint, options), the
-    parameters its calls are sent with, the ``judge.structured`` mode, the rendered prompt
-    and how replies are read (:data:`READING`). No key, header, password in the URL or
-    config.yml name of the model."""
+    parameters its calls are sent with, the ``judge.structured`` mode, the rendered prompt,
+    how replies are read (:data:`READING`) and the rubric (its name, labels and prompt), so
+    a PASS/FAIL verdict never answers an A/B question. No key, header, password in the URL
+    or config.yml name of the model.
+
+    The consistency rubric (and None) adds nothing: keys of verdicts kept before rubrics
+    existed stay the same, and those verdicts are replayed. A pair of submissions is in
+    the rendered prompt in the order it was sent, which pair planning makes canonical
+    (:func:`oxyeval.judge.plan_comparisons`): the same two outputs give the same key
+    whichever run produced which."""
     import json
+
+    from .rubrics import CONSISTENCY
 
     spec = model.spec
     api = getattr(model, "api", None)
@@ -54,22 +75,20 @@ def verdict_key(
         for name in ("temperature", "max_tokens", "top_p", "seed", "stop")
         if getattr(params, name) is not None
     }
-    return json.loads(
-        json.dumps(
-            {
-                "kind": "verdict",
-                "vendor": spec.vendor,
-                "model": spec.model_ref,
-                "base_url": mask_credentials(getattr(api, "base_url", "") or ""),
-                "options": spec.options,
-                "params": sampling,
-                "structured": structured,
-                "prompt": prompt,
-                "reading": READING,
-            },
-            default=str,
-        )
-    )
+    key: dict[str, Any] = {
+        "kind": "verdict",
+        "vendor": spec.vendor,
+        "model": spec.model_ref,
+        "base_url": mask_credentials(getattr(api, "base_url", "") or ""),
+        "options": spec.options,
+        "params": sampling,
+        "structured": structured,
+        "prompt": prompt,
+        "reading": READING,
+    }
+    if rubric is not None and rubric.identity() != CONSISTENCY.identity():
+        key["rubric"] = rubric.identity()
+    return json.loads(json.dumps(key, default=str))
 
 
 def verdict_data(result: JudgeResult) -> dict[str, Any]:
@@ -83,13 +102,26 @@ def verdict_data(result: JudgeResult) -> dict[str, Any]:
     }
 
 
-def verdict_from_data(data: Mapping[str, Any]) -> JudgeResult | None:
+def key_labels(key: Mapping[str, Any]) -> tuple[str, ...]:
+    """The labels a verdict kept under ``key`` may have: its rubric's (A/B when the key
+    names none: the consistency rubric's)."""
+    rubric = key.get("rubric")
+    labels = rubric.get("labels") if isinstance(rubric, Mapping) else None
+    if isinstance(labels, list):
+        return tuple(str(item[0]) for item in labels if isinstance(item, list) and item)
+    return ("A", "B")
+
+
+def verdict_from_data(
+    data: Mapping[str, Any], labels: Collection[str] = ("A", "B")
+) -> JudgeResult | None:
     """The kept verdict as a JudgeResult served from the cache (no call made), or None
-    when the entry is not a verdict."""
+    when the entry is not a verdict: its choice is not one of ``labels`` (the rubric's,
+    :func:`key_labels`)."""
     from .judge import JudgeResult
 
     choice = data.get("choice")
-    if choice not in ("A", "B"):
+    if not isinstance(choice, str) or choice not in labels:
         return None
     reasoning, raw, calls = data.get("reasoning"), data.get("raw"), data.get("calls")
     return JudgeResult(

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import OxyError
-from ..judge.verdicts import verdict_data, verdict_from_data
+from ..judge.verdicts import key_labels, verdict_data, verdict_from_data
 from ..providers import Tally, completion_data, completion_from_data, count_served, counting
 from ..store import content_hash, utc_timestamp
 from .history import Histories, History
@@ -122,7 +122,8 @@ class _Verdicts:
 
     async def get(self, key: Mapping[str, Any]) -> JudgeResult | None:
         value = await self._cache.lookup("verdict", key)
-        result = verdict_from_data(value) if isinstance(value, dict) else None
+        labels = key_labels(key)  # the key's rubric: a PASS/FAIL entry holds PASS or FAIL
+        result = verdict_from_data(value, labels) if isinstance(value, dict) else None
         if result is not None:
             self._cache.served("verdict", result.cached_calls)
         return result

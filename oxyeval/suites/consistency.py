@@ -27,7 +27,7 @@ from ..judge.consistency import (
     plan_comparisons,
     score_comparisons,
 )
-from ..judge.judge import Judge
+from ..judge.judge import Judge, JudgeSession
 from ..project.agents import Agent, load_agent
 from ..project.config import Project, load_project
 from ..project.document import path_problem
@@ -116,6 +116,7 @@ class _Job:
     question: str
     models: ModelPool
     verdicts: VerdictCache | None = None  # earlier verdicts, replayed (see suites.cache)
+    session: JudgeSession | None = None  # what the run's judges learnt (a RunContext's)
 
 
 def _load_all(files: list[Path], project_dir: str | None) -> tuple[list[_Subject], list[str]]:
@@ -210,6 +211,7 @@ async def _judge_outputs(
     started: float,
     judged: list[Comparison] | None = None,
     verdicts: VerdictCache | None = None,
+    session: JudgeSession | None = None,
 ) -> TestResult:
     """Judge and score one metric; ``judged`` collects each verdict as it comes, so an
     interrupted test keeps the ones it has."""
@@ -226,7 +228,11 @@ async def _judge_outputs(
         result.duration = time.perf_counter() - started
         return result
     judge = Judge(
-        pool.get(judge_spec.model), judge_spec.prompt, settings=judge_spec.settings, cache=verdicts
+        pool.get(judge_spec.model),
+        judge_spec.prompt,
+        settings=judge_spec.settings,
+        cache=verdicts,
+        session=session,
     )
 
     def done(comparison: Comparison) -> None:
@@ -361,6 +367,7 @@ async def _run_test(job: _Job, progress: ProgressSink, into: list[TestResult]) -
                 started,
                 judged[k],
                 job.verdicts,
+                job.session,
             )
 
     # Settled gathers: on Ctrl-C every run and judge has stopped before ``finished`` and
@@ -437,18 +444,17 @@ def _plan(subjects: list[_Subject], contexts: RunContexts, run: TestRun) -> list
             sorted({*target.models, *(j.model for t in item.tests for j in t.judges)})
         )
         target.check()
-        verdicts = context.verdicts
+        verdicts, session = context.verdicts, context.judging
         for spec in item.tests:
             if item.agent is not None:
                 question = spec.task_description or ""
-                jobs.append(
-                    _Job(spec, target, {"question": question}, question, context.models, verdicts)
-                )
+                inputs: dict[str, Any] = {"question": question}
+                job_target: Target = target
             else:
                 assert item.plan is not None
-                ref_target = WorkflowTarget(context, item.plan, spec.task_ref)
-                question = _workflow_question(item.plan, spec)
-                jobs.append(_Job(spec, ref_target, {}, question, context.models, verdicts))
+                job_target = WorkflowTarget(context, item.plan, spec.task_ref)
+                question, inputs = _workflow_question(item.plan, spec), {}
+            jobs.append(_Job(spec, job_target, inputs, question, context.models, verdicts, session))
     return jobs
 
 

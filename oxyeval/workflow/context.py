@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..providers import ModelPool
 
 if TYPE_CHECKING:
+    from ..judge import JudgeSession
     from ..judge.verdicts import VerdictCache
     from ..project.agents import Agent
     from ..project.config import Project
@@ -76,6 +77,10 @@ class RunContext:
         self.models = ModelPool(
             project.models, locate=project.model_error, retry=retry, environ=environ
         )
+        from ..judge import JudgeSession
+
+        #: What this run's judges learn about their models (structured output refused).
+        self.judging: JudgeSession = JudgeSession()
         self._on_event = on_event
         self._databases: Databases | None = None
         self._embeddings: EmbeddingPool | None = None
@@ -133,6 +138,7 @@ class RunContext:
                 on_event=self._on_event,
                 runners=self.agent,
                 verdicts=self.verdicts,
+                judging=self.judging,
             )
         return self._engine
 

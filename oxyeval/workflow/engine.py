@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EXIT_INFRA, ConfigError, LoadError, OxyError, ProviderError
+from ..judge import JudgeSession
 from ..project.agents import Agent, load_agent
 from ..project.config import Project
 from ..providers import ModelPool
@@ -59,13 +60,17 @@ class Engine:
         on_event: Callable[[TaskRecord], None] | None = None,
         runners: Callable[[Agent], AgentRunner] | None = None,
         verdicts: VerdictCache | None = None,
+        judging: JudgeSession | None = None,
     ) -> None:
         """``runners`` makes the agent runner for an agent (a RunContext's, so agents the
         suites and the engine both run share one); by default the engine makes its own.
-        ``verdicts``: where consistency_run judges replay earlier verdicts."""
+        ``verdicts``: where consistency_run judges replay earlier verdicts; ``judging``:
+        what the run's judges learn about their models (a RunContext's; by default the
+        engine's own)."""
         self.project = project
         self.pool = pool
         self.verdicts = verdicts
+        self.judging = judging if judging is not None else JudgeSession()
         self.sql = sql or Databases(project.databases, project.root)
         self._slots = asyncio.Semaphore(max(1, concurrency))
         self._compiled = CompileCache()  # workflows and agents, each loaded once

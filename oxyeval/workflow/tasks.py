@@ -213,7 +213,11 @@ def _judge(engine: Engine, task: Task, workflow: Workflow) -> Judge:
     prompt = task.consistency_prompt or workflow.consistency_prompt
     model = task.judge_model or workflow.judge_model or engine.project.default_judge
     return Judge(
-        engine.pool.get(model), prompt, settings=engine.project.judge, cache=engine.verdicts
+        engine.pool.get(model),
+        prompt,
+        settings=engine.project.judge,
+        cache=engine.verdicts,
+        session=engine.judging,
     )
 
 
