@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..evaluation import DropResult, Previous, Result, ResultKind, ThresholdResult, register_kind
+from ..evaluation import (
+    DropResult,
+    Previous,
+    Result,
+    ResultKind,
+    Score,
+    ThresholdResult,
+    register_kind,
+)
 from ..redact import redact
 
 __all__ = [
@@ -282,6 +290,8 @@ class TestRun:
                 previous=t.previous,
                 run_errors=len(t.run_errors),
                 judge_errors=len(t.judge_errors),
+                scores=[Score(metric, value) for metric, value in t.scores.items()],
+                output=None if t.selected_output is None else t.selected_output.text,
             )
             for t in self.tests
         ]

@@ -81,3 +81,18 @@ def test_failure_reasons_scrub_secrets() -> None:
     leaky = case("leak", error=f"server said: bad key {key}")
     (line,) = run_of(leaky).failure_reasons()
     assert key not in line and line.endswith("bad key ***")
+
+
+def test_a_case_run_is_the_evaluation_core_s_results_with_their_scores() -> None:
+    judged = case("ok", passed=True, score=0.9, semantic_score=0.93, similarity_method="lexical")
+    results = run_of(judged, PENDING, ERRORED).as_results()
+    assert [(r.kind, r.subject, r.status, r.passed) for r in results] == [
+        ("cases", "p::ok", "passed", True),
+        ("cases", "p::new", "pending", None),
+        ("cases", "p::down", "error", None),
+    ]
+    scores = {s.metric: s for s in results[0].scores}
+    assert scores["score"].value == 0.9 and scores["score"].passed is True
+    assert scores["score"].threshold == judged.threshold
+    assert scores["similarity"].value == 0.93 and scores["similarity"].label == "lexical"
+    assert results[1].scores == [] and results[2].scores == []  # nothing measured

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...evaluation import Gates, Result, ResultKind, decide, register_kind
+from ...evaluation import Gates, Result, ResultKind, Score, decide, register_kind
 
 __all__ = ["CaseResult", "CaseRun"]
 
@@ -32,6 +32,16 @@ CASES = register_kind(
         failed_line=_failed_line,
     )
 )
+
+
+def _scores(r: CaseResult) -> list[Score]:
+    """A judged case's measurements: its score against its threshold (what passes it),
+    and the exact and semantic comparisons it is made of."""
+    scores = [Score("score", r.score, passed=r.passed, threshold=r.threshold)]
+    scores.append(Score("exact_match", 1.0 if r.exact_match else 0.0))
+    if r.semantic_score is not None:
+        scores.append(Score("similarity", r.semantic_score, label=r.similarity_method or None))
+    return scores
 
 
 @dataclass
@@ -128,6 +138,11 @@ class CaseRun:
                         else ()
                     ),
                     details={"threshold": r.threshold},
+                    scores=_scores(r) if judged else [],
+                    latency_ms=r.latency_ms,
+                    input_tokens=r.input_tokens,
+                    output_tokens=r.output_tokens,
+                    output=r.actual_output,
                 )
             )
         return out
