@@ -72,6 +72,7 @@ from typing import Any, TextIO
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 __all__ = [
+    "RedactingPieces",
     "RedactingStream",
     "clip",
     "is_secret_name",
@@ -489,3 +490,40 @@ class RedactingStream:
 
     def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding...
         return getattr(self._target(), name)
+
+
+class RedactingPieces:
+    """Text that arrives in pieces (a streamed answer), passed on redacted.
+
+    A key may be split across two pieces, so the end of what arrived is held back, as
+    much as the longest scrubbed form less one character: complete keys are already
+    replaced in what goes out, and a key's beginning waits for its end. :meth:`flush`
+    passes on the rest when the text is complete. With no secret registered nothing is
+    held back.
+    """
+
+    __slots__ = ("_held", "_target")
+
+    def __init__(self, target: Callable[[str], object]) -> None:
+        self._target = target
+        self._held = ""
+
+    def write(self, piece: str) -> None:
+        text = redact(self._held + piece)
+        forms = _forms
+        hold = len(forms[0]) - 1 if forms else 0
+        cut = len(text) - hold
+        if cut <= 0:
+            self._held = text
+            return
+        mark = text.rfind("***", max(0, cut - 2), cut + 2)  # never split a "***"
+        if mark != -1 and mark < cut < mark + 3:
+            cut = mark
+        self._held = text[cut:]
+        if cut:
+            self._target(text[:cut])
+
+    def flush(self) -> None:
+        text, self._held = redact(self._held), ""
+        if text:
+            self._target(text)

@@ -13,7 +13,9 @@ This module imports nothing heavy (no httpx): the store and the reports read
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -23,11 +25,14 @@ from ..errors import ProviderError
 if TYPE_CHECKING:
     import httpx
 
+    from .pricing import Price
+
 __all__ = [
     "TRUNCATED_REASONS",
     "AttemptTimeout",
     "ChatMessage",
     "Completion",
+    "Deltas",
     "EmbeddingAPI",
     "EmbeddingResult",
     "GenerateParams",
@@ -36,10 +41,12 @@ __all__ = [
     "ResponseSchema",
     "ToolCall",
     "ToolSpec",
+    "ToolStep",
     "Usage",
     "VendorAPI",
     "json_object",
     "stopped_at_token_limit",
+    "with_extra",
 ]
 
 #: Finish reasons that mean "stopped at the token limit", lower-cased: OpenAI's
@@ -121,13 +128,33 @@ class GenerateParams:
     stop: tuple[str, ...] | None = None
     tools: tuple[ToolSpec, ...] | None = None  # offered to the model; None/empty = no tools
     response_schema: ResponseSchema | None = None  # structured output; vendors may ignore it
+    #: Vendor-specific request fields sent as given (``{"top_k": 40}``, Gemini's
+    #: ``{"generationConfig": {"topK": 40}}``): merged into the request body, an object
+    #: value one level deep into the object the class built. Part of the cache key.
+    extra: Mapping[str, Any] | None = None
 
     def merged(self, override: GenerateParams | None) -> GenerateParams:
-        """Fields set in ``override`` win; used to layer call params over model defaults."""
+        """Fields set in ``override`` win; used to layer call params over model defaults.
+        ``extra`` is merged key by key, the override's keys winning."""
         if override is None:
             return self
         values = {k: v for k, v in override.__dict__.items() if v is not None}
+        if self.extra and override.extra:
+            values["extra"] = {**self.extra, **override.extra}
         return GenerateParams(**{**self.__dict__, **values})
+
+
+def with_extra(body: dict[str, Any], extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``body`` with :attr:`GenerateParams.extra` merged in (objects one level deep), so
+    an extra ``generationConfig`` adds to the one built from the sampling settings
+    instead of replacing it."""
+    for key, value in (extra or {}).items():
+        current = body.get(key)
+        if isinstance(current, dict) and isinstance(value, Mapping):
+            body[key] = {**current, **value}
+        else:
+            body[key] = value
+    return body
 
 
 @dataclass(frozen=True)
@@ -140,6 +167,24 @@ class Usage:
         if self.input_tokens is None and self.output_tokens is None:
             return None
         return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+
+@dataclass(frozen=True)
+class ToolStep:
+    """One tool call an agent made while answering, with what came back: ``output`` when
+    the tool ran, ``error`` (the text the model was shown) when it did not."""
+
+    call: ToolCall
+    output: str | None = None
+    error: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.call.name
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return self.call.arguments
 
 
 @dataclass
@@ -157,11 +202,31 @@ class Completion:
     #: Served from an answer cache (see :class:`~oxyeval.providers.ResponseCache`): no
     #: request was made, ``latency`` is 0 and ``attempts`` 0.
     cached: bool = False
+    #: Seconds from the start of the successful attempt to the first content (text, a
+    #: tool call's arguments) of a streamed answer; None when the answer was not
+    #: streamed or came from a cache.
+    time_to_first_token: float | None = None
+    #: USD, from ``usage`` and the model's price (see :mod:`oxyeval.providers.pricing`);
+    #: None when the price or a token count is unknown, never a made-up 0. A cached
+    #: answer keeps the cost its tokens had (``cached`` says nothing was spent again).
+    cost: float | None = None
+    #: Every tool call an agent made for this answer, in order, with its result (the
+    #: agent loop fills it; a single model call leaves it empty).
+    tool_trace: list[ToolStep] = field(default_factory=list)
 
     @property
     def truncated(self) -> bool:
         """Stopped at the token limit (see :data:`TRUNCATED_REASONS`)."""
         return stopped_at_token_limit(self.finish_reason)
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Output tokens over the generation time after the first token (``latency`` minus
+        ``time_to_first_token``); None when either is unknown or that time is not positive."""
+        tokens, first = self.usage.output_tokens, self.time_to_first_token
+        if tokens is None or first is None or self.latency - first <= 0:
+            return None
+        return tokens / (self.latency - first)
 
 
 def json_object(text: str) -> dict[str, Any] | None:
@@ -201,6 +266,9 @@ class ModelSpec:
     #: Headers whose value is read from an environment variable (header -> variable)
     #: when the model is called (``headers: {X: {env_var: NAME}}``), like the key.
     header_vars: dict[str, str] = field(default_factory=dict)
+    #: USD per million tokens (config.yml ``pricing:``); None: the built-in table by
+    #: ``model_ref`` (:func:`oxyeval.providers.pricing.price_for`).
+    price: Price | None = None
 
     def __repr__(self) -> str:  # keep the key out of reprs and tracebacks
         return (
@@ -281,6 +349,47 @@ class ModelAPI(VendorAPI, ABC):
     @abstractmethod
     async def generate(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:
         """Make one attempt; raise ProviderError (retryable or not) on failure."""
+
+    async def stream(
+        self, messages: list[ChatMessage], params: GenerateParams, deltas: Deltas
+    ) -> Completion:
+        """One streamed attempt: report each piece of content to ``deltas`` as it arrives,
+        return the whole answer at the end.
+
+        This default (for a class that cannot stream, a registered plugin vendor say)
+        makes the ordinary request and reports its whole text at once when it arrives,
+        so the time to first token it gives is the time to the whole answer.
+        """
+        completion = await self.generate(messages, params)
+        deltas.text(completion.text)
+        if completion.tool_calls or completion.structured is not None:
+            deltas.content()
+        return completion
+
+
+class Deltas:
+    """What one streamed attempt reports as it goes: when its first content arrived
+    (text, or a tool call's arguments), and each piece of text, for ``on_text``.
+
+    :class:`~oxyeval.providers.Model` reads :attr:`first` to time the first token and to
+    refuse a retry once content has arrived (a consumer may have shown it already).
+    """
+
+    __slots__ = ("first", "on_text")
+
+    def __init__(self, on_text: Callable[[str], object] | None = None) -> None:
+        self.first: float | None = None  # time.perf_counter() of the first content
+        self.on_text = on_text
+
+    def content(self) -> None:
+        if self.first is None:
+            self.first = time.perf_counter()
+
+    def text(self, piece: str) -> None:
+        if piece:
+            self.content()
+            if self.on_text is not None:
+                self.on_text(piece)
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,8 @@ def _params(params: GenerateParams) -> dict[str, Any]:
         value = getattr(params, name)
         if value is not None:
             out[name] = list(value) if isinstance(value, tuple) else value
+    if params.extra:
+        out["extra"] = dict(params.extra)
     return out
 
 

@@ -50,12 +50,17 @@ if TYPE_CHECKING:
     from ._base import ModelSpec, VendorAPI
 
 __all__ = [
+    "MAX_ANSWER_BYTES",
+    "TooLarge",
     "count",
+    "decoded_response",
+    "error_response",
     "float_vector",
     "malformed",
     "new_client",
     "parse_retry_after",
     "post_json",
+    "request_error",
     "require_client",
     "shown_url",
     "usage_from",
@@ -309,8 +314,8 @@ MAX_ANSWER_BYTES = 8_000_000
 MAX_EMBEDDING_BYTES = 128_000_000
 
 
-class _TooLarge(Exception):
-    pass
+class TooLarge(Exception):
+    """A body over the size limit; :func:`request_error` words it."""
 
 
 async def _post(
@@ -323,20 +328,15 @@ async def _post(
 ) -> httpx.Response:
     """POST and read the body, refusing more than ``max_bytes`` (decoded, so a compressed
     bomb stops there too) instead of holding whatever a server sends in memory."""
-    import httpx
-
     async with client.stream("POST", url, json=body, headers=headers, timeout=timeout) as r:
         chunks: list[bytes] = []
         size = 0
         async for chunk in r.aiter_bytes():
             size += len(chunk)
             if size > max_bytes:
-                raise _TooLarge
+                raise TooLarge
             chunks.append(chunk)
-        kept = [(k, v) for k, v in r.headers.multi_items() if k.lower() not in _DECODED]
-        return httpx.Response(
-            r.status_code, headers=kept, content=b"".join(chunks), request=r.request
-        )
+        return decoded_response(r.status_code, r.headers.multi_items(), b"".join(chunks), r.request)
 
 
 # The body is kept decoded: headers that describe its encoding on the wire do not apply.
@@ -361,63 +361,20 @@ async def post_json(
     """
     import asyncio
 
-    import httpx
-
-    where = shown_url(url)
     try:
         # wait_for, not asyncio.timeout: the latter is Python 3.11+.
         response = await asyncio.wait_for(
             _post(client, url, body, {**headers, **spec.headers}, spec.timeout, max_bytes),
             spec.timeout,
         )
-    except _TooLarge:
-        raise ProviderError(
-            f"model '{spec.name}' ({spec.vendor}): the response from {where} is larger than "
-            f"{max_bytes // 1_000_000} MB, the most oxyeval reads; check the server (or the "
-            "model's max_tokens)",
-            model=spec.name,
-        ) from None
-    except (asyncio.TimeoutError, httpx.TimeoutException) as exc:
-        raise _timeout_error(spec, url, exc) from None
-    except UnicodeEncodeError:  # httpx sends header values as ASCII
-        raise ProviderError(
-            f"model '{spec.name}' ({spec.vendor}): a header value is not ASCII text, which "
-            "an HTTP header cannot carry; check `headers:` of this model in config.yml",
-            model=spec.name,
-        ) from None
-    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-        # httpx's words quote the part it could not read ("Invalid port: 'pa'"), which
-        # in a URL with credentials may be a piece of the password: not shown then.
-        why = type(exc).__name__ if split_userinfo(url) else redact(str(exc))
-        raise ProviderError(
-            f"model '{spec.name}' ({spec.vendor}): {where} is not a usable http(s) URL "
-            f"({why or type(exc).__name__}). Check api_url in config.yml.",
-            model=spec.name,
-        ) from None
-    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-        raise ProviderError(
-            f"model '{spec.name}' ({spec.vendor}): the connection to {where} dropped before the "
-            f"whole response arrived ({redact(str(exc)) or type(exc).__name__})",
-            model=spec.name,
-            retryable=True,
-        ) from None
-    except httpx.TransportError as exc:
-        raise ProviderError(
-            f"model '{spec.name}' ({spec.vendor}): could not reach {where}: "
-            f"{redact(str(exc)) or type(exc).__name__}. Is the server running and api_url right?",
-            model=spec.name,
-            retryable=True,
-        ) from None
-    except httpx.HTTPError as exc:  # undecodable body, redirect loop: a retry will not help
-        raise ProviderError(
-            f"model '{spec.name}' ({spec.vendor}): request to {where} failed: "
-            f"{redact(str(exc)) or type(exc).__name__}",
-            model=spec.name,
-        ) from None
-    if response.status_code >= 400:
-        raise _status_error(spec, url, response)
-    if response.status_code >= 300:
-        raise _redirect_error(spec, url, response)
+    except Exception as exc:  # classified below; anything else is re-raised
+        error = request_error(spec, url, exc, max_bytes)
+        if error is None:
+            raise
+        raise error from None
+    failed = error_response(spec, url, response)
+    if failed is not None:
+        raise failed
     try:
         data = loads(response.content, f"the answer of model '{spec.name}' ({spec.vendor})")
     except JSONProblem as exc:
@@ -425,6 +382,83 @@ async def post_json(
     if not isinstance(data, dict):
         raise malformed(spec, url, "a JSON object", data)
     return data
+
+
+def request_error(
+    spec: ModelSpec, url: str, exc: BaseException, max_bytes: int = MAX_ANSWER_BYTES
+) -> ProviderError | None:
+    """The ProviderError for ``exc``, raised while sending a request or reading its answer
+    (whole or streamed), saying whether a retry can help; None when ``exc`` is not about
+    the request (the caller re-raises it)."""
+    import asyncio
+
+    import httpx
+
+    where = shown_url(url)
+    if isinstance(exc, TooLarge):
+        return ProviderError(
+            f"model '{spec.name}' ({spec.vendor}): the response from {where} is larger than "
+            f"{max_bytes // 1_000_000} MB, the most oxyeval reads; check the server (or the "
+            "model's max_tokens)",
+            model=spec.name,
+        )
+    if isinstance(exc, (asyncio.TimeoutError, httpx.TimeoutException)):
+        return _timeout_error(spec, url, exc)
+    if isinstance(exc, UnicodeEncodeError):  # httpx sends header values as ASCII
+        return ProviderError(
+            f"model '{spec.name}' ({spec.vendor}): a header value is not ASCII text, which "
+            "an HTTP header cannot carry; check `headers:` of this model in config.yml",
+            model=spec.name,
+        )
+    if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
+        # httpx's words quote the part it could not read ("Invalid port: 'pa'"), which
+        # in a URL with credentials may be a piece of the password: not shown then.
+        why = type(exc).__name__ if split_userinfo(url) else redact(str(exc))
+        return ProviderError(
+            f"model '{spec.name}' ({spec.vendor}): {where} is not a usable http(s) URL "
+            f"({why or type(exc).__name__}). Check api_url in config.yml.",
+            model=spec.name,
+        )
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+        return ProviderError(
+            f"model '{spec.name}' ({spec.vendor}): the connection to {where} dropped before the "
+            f"whole response arrived ({redact(str(exc)) or type(exc).__name__})",
+            model=spec.name,
+            retryable=True,
+        )
+    if isinstance(exc, httpx.TransportError):
+        return ProviderError(
+            f"model '{spec.name}' ({spec.vendor}): could not reach {where}: "
+            f"{redact(str(exc)) or type(exc).__name__}. Is the server running and api_url right?",
+            model=spec.name,
+            retryable=True,
+        )
+    if isinstance(exc, httpx.HTTPError):  # undecodable body, redirect loop: a retry won't help
+        return ProviderError(
+            f"model '{spec.name}' ({spec.vendor}): request to {where} failed: "
+            f"{redact(str(exc)) or type(exc).__name__}",
+            model=spec.name,
+        )
+    return None
+
+
+def error_response(spec: ModelSpec, url: str, response: httpx.Response) -> ProviderError | None:
+    """The error a 3xx, 4xx or 5xx answer means; None for a success."""
+    if response.status_code >= 400:
+        return _status_error(spec, url, response)
+    if response.status_code >= 300:
+        return _redirect_error(spec, url, response)
+    return None
+
+
+def decoded_response(
+    status: int, headers: list[tuple[str, str]], content: bytes, request: httpx.Request
+) -> httpx.Response:
+    """A response holding a body already read and decoded (its encoding headers dropped)."""
+    import httpx
+
+    kept = [(k, v) for k, v in headers if k.lower() not in _DECODED]
+    return httpx.Response(status, headers=kept, content=content, request=request)
 
 
 def count(value: Any) -> int | None:

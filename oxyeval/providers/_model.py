@@ -1,22 +1,40 @@
-"""Retries, backoff, per-endpoint concurrency and timing, once for every vendor."""
+"""Retries, backoff, per-endpoint concurrency and timing, once for every vendor.
+
+A :class:`Model` answers whole (:meth:`Model.generate`) or streamed
+(``generate(..., stream=True)``, or :meth:`Model.stream` to read the text as it comes).
+Both go through the same retries, limiter, answer cache and secret scrubbing; a streamed
+attempt is retried only while no content has arrived (a consumer may have shown it), and
+its answer carries ``time_to_first_token``. Every answer carries its ``cost`` when the
+model's price is known (:mod:`oxyeval.providers.pricing`).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
 from ..errors import ProviderError
 from ..inputs import valid_text
-from ..redact import redact, redact_data
-from ._base import AttemptTimeout, ChatMessage, Completion, GenerateParams, ModelAPI, ModelSpec
+from ..redact import RedactingPieces, redact, redact_data
+from ._base import (
+    AttemptTimeout,
+    ChatMessage,
+    Completion,
+    Deltas,
+    GenerateParams,
+    ModelAPI,
+    ModelSpec,
+)
 from ._cache import ResponseCache, answer_key, cacheable, current_repeat
 from ._limiter import AdaptiveLimiter, Outcome
+from .pricing import cost_of, price_for
 
 __all__ = ["OVERLOAD_STATUS", "Model", "Retrier", "RetryPolicy", "deterministic_500", "timed_out"]
 
@@ -232,7 +250,11 @@ class Retrier:
 
 
 class Model:
-    """A configured model: a vendor API plus the policy for calling it."""
+    """A configured model: a vendor API plus the policy for calling it.
+
+    ``price`` is the spec's (config.yml ``pricing:``) or else the built-in one for its
+    ``model_ref``; None when neither knows the model (its answers' cost is None).
+    """
 
     def __init__(
         self,
@@ -245,7 +267,28 @@ class Model:
         self.api = api
         self.spec: ModelSpec = api.spec
         self._calls = Retrier(self.spec, retry=retry, sleep=sleep, limiter=limiter)
+        self._sleep = sleep
         self.retry = self._calls.retry
+        self.price = (
+            self.spec.price if self.spec.price is not None else price_for(self.spec.model_ref)
+        )
+
+    def variant(self, params: GenerateParams, *, name: str | None = None) -> Model:
+        """This model with ``params`` laid over its own sampling settings: the same
+        endpoint limiter, HTTP client, retry policy and price, no config.yml entry.
+
+        ``name`` (default: this model's name and the settings changed, ``gpt[temperature=0.9]``)
+        is what messages and ``Completion.model`` call it.
+        """
+        if name is None:
+            changed = {k: v for k, v in params.__dict__.items() if v is not None}
+            shown = ", ".join(f"{k}={v}" for k, v in changed.items())
+            name = f"{self.spec.name}[{shown}]" if shown else self.spec.name
+        spec = replace(
+            self.spec, name=name, params=self.spec.params.merged(params), price=self.price
+        )
+        api = type(self.api)(spec, self.api.client)
+        return Model(api, retry=self.retry, sleep=self._sleep, limiter=self.limiter)
 
     @property
     def limiter(self) -> AdaptiveLimiter:
@@ -271,11 +314,19 @@ class Model:
         *,
         run: int = 1,
         cache: ResponseCache | None = None,
+        stream: bool = False,
+        on_text: Callable[[str], object] | None = None,
     ) -> Completion:
         """One answer, retried as the policy says. With a ``cache``, an identical earlier
         call (same messages, parameters, model, endpoint and run index ``run`` within
         any :func:`~oxyeval.providers.repeat_scope`) is replayed without a request, and
-        a new answer is kept unless it is empty or cut off (see :func:`cacheable`)."""
+        a new answer is kept unless it is empty or cut off (see :func:`cacheable`).
+
+        ``stream=True`` (or an ``on_text``) asks the vendor for a streamed answer, to time
+        its first token; ``on_text`` gets the text piece by piece, redacted, as it
+        arrives. Streamed and whole calls share cache entries: a replayed answer has no
+        ``time_to_first_token`` and its whole text goes to ``on_text`` at once.
+        """
         merged = self.spec.params.merged(params)
         key = None
         if cache is not None:
@@ -285,10 +336,17 @@ class Model:
             hit = await cache.get(key)
             if hit is not None:
                 hit.latency, hit.attempts, hit.cached = 0.0, 0, True
-                return self._scrubbed(hit)
-        completion, attempts, latency = await self._calls.call(
-            lambda: self.api.generate(list(messages), merged)
-        )
+                hit.time_to_first_token = None
+                hit = self._scrubbed(hit)
+                if on_text is not None and hit.text:
+                    on_text(hit.text)
+                return hit
+        if stream or on_text is not None:
+            completion, attempts, latency = await self._streamed(list(messages), merged, on_text)
+        else:
+            completion, attempts, latency = await self._calls.call(
+                lambda: self.api.generate(list(messages), merged)
+            )
         completion.latency = latency
         completion.attempts = attempts
         completion = self._scrubbed(completion)
@@ -300,6 +358,71 @@ class Model:
             await cache.put(key, completion)
         return completion
 
+    async def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        params: GenerateParams | None = None,
+        *,
+        run: int = 1,
+        cache: ResponseCache | None = None,
+    ) -> AsyncIterator[str | Completion]:
+        """The answer as it arrives: text pieces (``str``, redacted), then the whole
+        :class:`Completion` as the last item (``isinstance(item, Completion)``).
+
+        The same call as ``generate(..., stream=True)``: retries (only before content
+        arrived), limiter, cache and errors alike; an error is raised from the loop.
+        Leaving the loop early cancels the request.
+        """
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        task = asyncio.ensure_future(
+            self.generate(
+                messages, params, run=run, cache=cache, stream=True, on_text=queue.put_nowait
+            )
+        )
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (piece := await queue.get()) is not None:
+                yield piece
+            yield task.result()
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, ProviderError):
+                    await task
+
+    async def _streamed(
+        self,
+        messages: list[ChatMessage],
+        params: GenerateParams,
+        on_text: Callable[[str], object] | None,
+    ) -> tuple[Completion, int, float]:
+        """Streamed attempts through the retry loop; the answer's first-token time set."""
+        pieces = RedactingPieces(on_text) if on_text is not None else None
+        last: list[tuple[float, Deltas]] = []
+
+        async def attempt() -> Completion:
+            deltas = Deltas(pieces.write if pieces is not None else None)
+            last[:] = [(time.perf_counter(), deltas)]
+            try:
+                return await self.api.stream(messages, params, deltas)
+            except ProviderError as exc:
+                if deltas.first is None or not exc.retryable:
+                    raise
+                raise ProviderError(
+                    f"{exc} (part of the answer had already arrived, so the call is not "
+                    "retried: a reader may have seen it)",
+                    model=exc.model,
+                    status=exc.status,
+                ) from None
+
+        completion, attempts, latency = await self._calls.call(attempt)
+        if pieces is not None:
+            pieces.flush()
+        started, deltas = last[0]
+        if deltas.first is not None:
+            completion.time_to_first_token = deltas.first - started
+        return completion, attempts, latency
+
     def _scrubbed(self, completion: Completion) -> Completion:
         completion.model = self.spec.name
         # The one door every answer comes through: a key the model echoed is scrubbed
@@ -310,4 +433,7 @@ class Model:
             completion.tool_calls = [
                 replace(c, arguments=redact_data(c.arguments)) for c in completion.tool_calls
             ]
+        completion.cost = cost_of(
+            self.price, completion.usage.input_tokens, completion.usage.output_tokens
+        )
         return completion

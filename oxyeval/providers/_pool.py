@@ -147,6 +147,25 @@ class ModelPool(VendorPool[Model]):
                 f"{', '.join(vendors())}"
             ) from None
 
+    def variant(self, base: str, params: GenerateParams, *, name: str | None = None) -> Model:
+        """Model ``base`` with ``params`` laid over its own settings, sharing its endpoint
+        limiter and this pool's client (see :meth:`Model.variant`)."""
+        return self.get(base).variant(params, name=name)
+
+    def add(self, spec: ModelSpec) -> Model:
+        """The model for a spec config.yml does not list (see
+        :func:`~oxyeval.providers.model_spec`): its key resolved now, the pool's client,
+        the endpoint's limiter. Adding the same spec again returns the same model; another
+        spec under a name already used is a ConfigError."""
+        known = self.specs.get(spec.name)
+        if known is not None and known != spec:
+            raise ConfigError(
+                f"model '{spec.name}' is already defined (in config.yml or added before) "
+                "with other settings; give this one another name"
+            )
+        self.specs[spec.name] = spec
+        return self.get(spec.name)
+
     def max_tokens(self, name: str, params: GenerateParams | None = None) -> int | None:
         """The answer-length limit a call of model ``name`` with ``params`` goes out with
         (None: the server's own), as :meth:`Model.max_tokens` says, without resolving

@@ -27,14 +27,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ._base import (
     ChatMessage,
     Completion,
+    Deltas,
     GenerateParams,
     ModelAPI,
     ModelSpec,
     ToolCall,
     ToolSpec,
     Usage,
+    with_extra,
 )
 from ._http import malformed, post_json, require_client, usage_from
+from ._sse import stream_events
+from ._streams import AnthropicStream
 from .openai import decode_tool_arguments, synthetic_call_id
 
 if TYPE_CHECKING:
@@ -137,7 +141,7 @@ def build_anthropic_body(
     }
     # The Messages API has no seed; sending one would be rejected as an unknown field.
     body.update({k: v for k, v in optional.items() if v is not None})
-    return body
+    return with_extra(body, params.extra)
 
 
 def parse_anthropic_response(data: dict[str, Any]) -> tuple[str, str | None, Usage] | str:
@@ -195,6 +199,25 @@ class AnthropicAPI(ModelAPI):
         url = f"{self.base_url}/messages"
         body = build_anthropic_body(self.spec.model_ref, messages, params)
         data = await post_json(require_client(self), self.spec, url, body, self._headers)
+        return self._completion(data, url, params)
+
+    async def stream(
+        self, messages: list[ChatMessage], params: GenerateParams, deltas: Deltas
+    ) -> Completion:
+        """``stream: true``: Messages events; tool input (and the forced tool of structured
+        output) arrives as ``input_json_delta`` pieces and is decoded at the end."""
+        url = f"{self.base_url}/messages"
+        body = {**build_anthropic_body(self.spec.model_ref, messages, params), "stream": True}
+        events = AnthropicStream(self.spec, url, deltas)
+        client = require_client(self)
+        whole = await stream_events(client, self.spec, url, body, self._headers, events.feed)
+        if whole is not None:  # the server did not stream
+            completion = self._completion(whole, url, params)
+            deltas.text(completion.text)
+            return completion
+        return self._completion(events.body(), url, params)
+
+    def _completion(self, data: dict[str, Any], url: str, params: GenerateParams) -> Completion:
         parsed = parse_anthropic_response(data)
         if isinstance(parsed, str):
             raise malformed(self.spec, url, parsed, data)

@@ -44,6 +44,7 @@ from ..errors import ProviderError
 from ._base import (
     ChatMessage,
     Completion,
+    Deltas,
     EmbeddingAPI,
     EmbeddingResult,
     GenerateParams,
@@ -53,6 +54,7 @@ from ._base import (
     ToolSpec,
     Usage,
     json_object,
+    with_extra,
 )
 from ._http import (
     MAX_EMBEDDING_BYTES,
@@ -63,6 +65,8 @@ from ._http import (
     require_client,
     usage_from,
 )
+from ._sse import stream_events
+from ._streams import GeminiStream
 from .openai import decode_tool_arguments, synthetic_call_id
 
 if TYPE_CHECKING:
@@ -274,7 +278,7 @@ def build_gemini_body(
         config["responseSchema"] = schema
     if config:
         body["generationConfig"] = config
-    return body
+    return with_extra(body, params.extra)
 
 
 def _usage(data: dict[str, Any]) -> Usage:
@@ -372,6 +376,25 @@ class GoogleAPI(ModelAPI):
         url = _model_url(self.base_url, self.spec, "generateContent")
         body = build_gemini_body(messages, params, self._memory)
         data = await post_json(require_client(self), self.spec, url, body, self._headers)
+        return self._completion(data, url, params)
+
+    async def stream(
+        self, messages: list[ChatMessage], params: GenerateParams, deltas: Deltas
+    ) -> Completion:
+        """``:streamGenerateContent?alt=sse``: each event holds the next parts; function
+        calls come as whole parts, structured output as JSON text pieces."""
+        url = _model_url(self.base_url, self.spec, "streamGenerateContent") + "?alt=sse"
+        body = build_gemini_body(messages, params, self._memory)
+        events = GeminiStream(self.spec, url, deltas)
+        client = require_client(self)
+        whole = await stream_events(client, self.spec, url, body, self._headers, events.feed)
+        if whole is not None:  # the server did not stream
+            completion = self._completion(whole, url, params)
+            deltas.text(completion.text)
+            return completion
+        return self._completion(events.body(), url, params)
+
+    def _completion(self, data: dict[str, Any], url: str, params: GenerateParams) -> Completion:
         feedback = data.get("promptFeedback")
         block = feedback.get("blockReason") if isinstance(feedback, dict) else None
         if block and not data.get("candidates"):

@@ -26,7 +26,9 @@ Options (the ``models:`` entry of config.yml):
     applies when the request offers a tool of that name; otherwise the next rule
     is tried. A rule like ``{match: '^\\[\\{', output: ...}`` then reacts to the
     tool's result;
-* ``latency_ms``: simulated latency per call.
+* ``latency_ms``: simulated latency per call; a streamed call
+  (:meth:`~oxyeval.providers.Model.stream`) waits that long before its first piece,
+  then gives the answer word by word.
 
 Structured output (``GenerateParams.response_schema``) is not enforced: the scripted
 text is the answer, and when it is a JSON object it is also ``Completion.structured``,
@@ -53,6 +55,7 @@ from ..patterns import Pattern, PatternError, compile_pattern
 from ._base import (
     ChatMessage,
     Completion,
+    Deltas,
     EmbeddingAPI,
     EmbeddingResult,
     GenerateParams,
@@ -192,6 +195,26 @@ class MockAPI(ModelAPI):
         return next(cycle)
 
     async def generate(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:
+        completion = self._completion(messages, params)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        return completion
+
+    async def stream(
+        self, messages: list[ChatMessage], params: GenerateParams, deltas: Deltas
+    ) -> Completion:
+        """The scripted answer word by word, the first word after ``latency_ms``."""
+        completion = self._completion(messages, params)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        if completion.tool_calls:
+            deltas.content()
+        for piece in _PIECE.findall(completion.text):
+            deltas.text(piece)
+            await asyncio.sleep(0)  # let a consumer see each piece as it comes
+        return completion
+
+    def _completion(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:
         # Rules look at what the model is answering: the user, or a tool it called.
         target = next((m.content for m in reversed(messages) if m.role in ("user", "tool")), "")
         question = next((m.content for m in reversed(messages) if m.role == "user"), "")
@@ -203,8 +226,6 @@ class MockAPI(ModelAPI):
             # Numbered across the conversation, so every call in it has its own id.
             earlier = sum(len(m.tool_calls) for m in messages)
             calls.append(ToolCall(f"call_{earlier}_{name}", name, arguments))
-        if self.latency:
-            await asyncio.sleep(self.latency)
         words_in = sum(len(m.content.split()) for m in messages)
         return Completion(
             text=answer.text,
@@ -216,6 +237,8 @@ class MockAPI(ModelAPI):
 
 
 _WORD = re.compile(r"\w+")
+#: A streamed piece: a word with the space after it (or leading space alone).
+_PIECE = re.compile(r"\s*\S+\s*|\s+")
 
 
 class MockEmbeddingAPI(EmbeddingAPI):

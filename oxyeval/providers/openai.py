@@ -38,6 +38,7 @@ from ..redact import clip
 from ._base import (
     ChatMessage,
     Completion,
+    Deltas,
     EmbeddingAPI,
     EmbeddingResult,
     GenerateParams,
@@ -47,6 +48,7 @@ from ._base import (
     ToolSpec,
     Usage,
     json_object,
+    with_extra,
 )
 from ._http import (
     MAX_EMBEDDING_BYTES,
@@ -58,6 +60,8 @@ from ._http import (
     shown_url,
     usage_from,
 )
+from ._sse import stream_events
+from ._streams import OpenAIStream
 
 if TYPE_CHECKING:
     import httpx
@@ -178,7 +182,7 @@ def build_openai_body(
         "stop": list(params.stop) if params.stop else None,
     }
     body.update({k: v for k, v in optional.items() if v is not None})
-    return body
+    return with_extra(body, params.extra)
 
 
 def _content_text(content: Any) -> str | None:
@@ -262,6 +266,27 @@ class OpenAIAPI(ModelAPI):
         url = f"{self.base_url}/chat/completions"
         body = build_openai_body(self.spec.model_ref, messages, params)
         data = await post_json(require_client(self), self.spec, url, body, self._headers)
+        return self._completion(data, url, params)
+
+    async def stream(
+        self, messages: list[ChatMessage], params: GenerateParams, deltas: Deltas
+    ) -> Completion:
+        """``stream: true`` with ``stream_options.include_usage``, so the last chunk
+        carries the token counts; tool calls and structured output stream too."""
+        url = f"{self.base_url}/chat/completions"
+        body = build_openai_body(self.spec.model_ref, messages, params)
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+        events = OpenAIStream(self.spec, url, deltas)
+        client = require_client(self)
+        whole = await stream_events(client, self.spec, url, body, self._headers, events.feed)
+        if whole is not None:  # the server did not stream
+            completion = self._completion(whole, url, params)
+            deltas.text(completion.text)
+            return completion
+        return self._completion(events.body(), url, params)
+
+    def _completion(self, data: dict[str, Any], url: str, params: GenerateParams) -> Completion:
         parsed = parse_openai_response(data)
         if isinstance(parsed, str):
             raise malformed(self.spec, url, parsed, data)
