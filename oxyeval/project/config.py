@@ -9,7 +9,7 @@ plain specs: nothing here opens a connection or holds a client.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +18,11 @@ from ..patterns import PatternError, compile_pattern
 from ..providers import (
     GenerateParams,
     ModelSpec,
+    Price,
     canonical_vendor,
     default_embedding_model,
     default_key_var,
+    price_for,
 )
 from ..redact import is_secret_name, register_credentials, register_secret
 from .databases import database_problems
@@ -78,6 +80,9 @@ class Project:
     embeddings: dict[str, ModelSpec] = field(default_factory=dict)
     model_keys: dict[str, KeyPath] = field(default_factory=dict)  # name -> place in config.yml
     judge: JudgeSettings = field(default_factory=JudgeSettings)  # config.yml's judge: section
+    #: config.yml's ``pricing:`` (model id -> price); look prices up with
+    #: ``oxyeval.providers.price_for(model_id, project.pricing)``, which adds the built-ins.
+    pricing: dict[str, Price] = field(default_factory=dict)
 
     def model_error(self, name: str, message: str, where: KeyPath = ()) -> OxyError:
         """An error about model ``name`` (its missing API key, say) pointing at its entry in
@@ -230,6 +235,15 @@ def load_project(
         databases[entry["name"]] = entry
         for key, message in database_problems(entry, config_path.parent.resolve()):
             problems.append(doc.diagnostic(("databases", i, key), message))
+    # Shape and bounds checked by the schema (the YAML loader refuses .nan and .inf).
+    pricing = {
+        str(model_id): Price(float(entry["input"]), float(entry["output"]))
+        for model_id, entry in (data.get("pricing") or {}).items()
+    }
+    models = {
+        name: replace(spec, price=price_for(spec.model_ref, pricing))
+        for name, spec in models.items()
+    }
     defaults = data.get("defaults") or {}
     names = list(models)
     for key in ("model", "judge_model"):
@@ -266,6 +280,7 @@ def load_project(
         embeddings=embeddings,
         model_keys=model_keys,
         judge=JudgeSettings(structured=structured, max_tokens=judge.get("max_tokens")),
+        pricing=pricing,
     )
 
 

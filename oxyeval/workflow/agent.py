@@ -24,6 +24,7 @@ from ..providers import (
     GenerateParams,
     ToolCall,
     ToolSpec,
+    ToolStep,
     Usage,
     stopped_at_token_limit,
 )
@@ -178,19 +179,26 @@ class AgentRunner:
             )
         return tuple(specs)
 
-    async def _run_tool(self, call: ToolCall) -> str:
+    async def _run_tool(self, call: ToolCall) -> ToolStep:
+        """The call with its result: ``output`` when the tool ran, else ``error``, the text
+        the model is shown (``Error: ...``) so it can correct itself."""
         tool = self.tools.get(call.name)
         if tool is None:
-            return f"Error: there is no tool named {call.name!r}; tools: {', '.join(self.tools) or 'none'}."
+            return ToolStep(
+                call,
+                error=f"Error: there is no tool named {call.name!r}; tools: "
+                f"{', '.join(self.tools) or 'none'}.",
+            )
         if "_raw" in call.arguments:
-            return (
-                'Error: the arguments were not valid JSON; call the tool again with {"sql": "..."}.'
+            return ToolStep(
+                call,
+                error='Error: the arguments were not valid JSON; call the tool again with {"sql": "..."}.',
             )
         sql = call.arguments.get("sql")
         if not isinstance(sql, str) or not sql.strip():
-            return "Error: missing argument 'sql' (a SQL query string)."
+            return ToolStep(call, error="Error: missing argument 'sql' (a SQL query string).")
         if self.sql is None:
-            return "Error: no database is available to this agent here."
+            return ToolStep(call, error="Error: no database is available to this agent here.")
         from .sql import SqlError
 
         try:
@@ -198,10 +206,11 @@ class AgentRunner:
                 tool["database"], sql, limit=tool.get("dry_run_limit"), select_only=True
             )
         except (SqlError, ConfigError) as exc:
-            return f"Error: {exc}"
-        return clip(
+            return ToolStep(call, error=f"Error: {exc}")
+        output = clip(
             str(result), _MAX_TOOL_RESULT_CHARS, f"\n(truncated; {len(result)} rows in all)"
         )
+        return ToolStep(call, output=output)
 
     async def ask(
         self, question: str, variables: dict[str, Any] | None = None, *, run: int = 1
@@ -218,7 +227,9 @@ class AgentRunner:
         params: GenerateParams = replace(self.agent.params, tools=specs or None)
         limit = self.agent.max_tool_calls
         made: list[ToolCall] = []
+        trace: list[ToolStep] = []
         inputs = outputs = 0
+        costs: list[float | None] = []
         started = time.perf_counter()
         replayed = True  # every model call came from the cache (then the answer took no time)
         extra_rounds = 0
@@ -227,6 +238,7 @@ class AgentRunner:
             replayed = replayed and completion.cached
             inputs += completion.usage.input_tokens or 0
             outputs += completion.usage.output_tokens or 0
+            costs.append(completion.cost)
             if not completion.tool_calls:
                 break
             if len(made) >= limit:
@@ -242,14 +254,19 @@ class AgentRunner:
             )
             for call in completion.tool_calls:
                 if len(made) >= limit:
-                    result = (
-                        f"Tool call limit reached ({limit} calls, max_tool_calls). Do not call "
-                        "tools again; answer now with what you have."
+                    step = ToolStep(
+                        call,
+                        error=f"Tool call limit reached ({limit} calls, max_tool_calls). Do not "
+                        "call tools again; answer now with what you have.",
                     )
                 else:
-                    result = await self._run_tool(call)
+                    step = await self._run_tool(call)
                 made.append(call)
-                messages.append(ChatMessage("tool", result, tool_call_id=call.id, name=call.name))
+                trace.append(step)
+                result = step.output if step.error is None else step.error
+                messages.append(
+                    ChatMessage("tool", result or "", tool_call_id=call.id, name=call.name)
+                )
         if not completion.text.strip():
             # An empty or blocked answer is not an answer: n empty runs would otherwise be
             # "identical", hence perfectly consistent, and pass any threshold.
@@ -265,6 +282,10 @@ class AgentRunner:
         # it up; with tools, their time still counts.
         completion.latency = 0.0 if replayed and not made else time.perf_counter() - started
         completion.tool_calls = made
+        completion.tool_trace = trace
+        # The whole answer's cost: every model call of the loop, unknown if any one is.
+        known = [c for c in costs if c is not None]
+        completion.cost = sum(known) if len(known) == len(costs) else None
         return completion
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..providers import ToolStep
     from .context import CacheFactory
 
 __all__ = ["AgentAnswer", "ask_agent"]
@@ -36,6 +37,9 @@ class AgentAnswer:
     output_tokens: int | None = None
     duration_s: float | None = None
     cached_calls: int = 0  # model calls the cache (--cache) answered instead of the model
+    #: Every tool call with its result, in order (not in :meth:`to_dict`, whose keys are
+    #: ``oxy run``'s JSON output).
+    tool_trace: list[ToolStep] = field(default_factory=list)
 
     def __repr__(self) -> str:  # short: asyncio may repr results
         return f"AgentAnswer({self.agent!r}, {self.status})"
@@ -106,6 +110,7 @@ async def ask_agent(
     answer.status = "succeeded"
     answer.output = completion.text
     answer.tool_calls = describe_calls(completion.tool_calls)
+    answer.tool_trace = list(completion.tool_trace)
     answer.input_tokens = completion.usage.input_tokens
     answer.output_tokens = completion.usage.output_tokens
     answer.duration_s = round(completion.latency, 4)
