@@ -495,11 +495,10 @@ class RedactingStream:
 class RedactingPieces:
     """Text that arrives in pieces (a streamed answer), passed on redacted.
 
-    A key may be split across two pieces, so the end of what arrived is held back, as
-    much as the longest scrubbed form less one character: complete keys are already
-    replaced in what goes out, and a key's beginning waits for its end. :meth:`flush`
-    passes on the rest when the text is complete. With no secret registered nothing is
-    held back.
+    A key may be split across two pieces, so an end of what arrived that could be the
+    beginning of a scrubbed form is held back until the next piece says whether it is:
+    complete keys are already replaced in what goes out, and a key's beginning waits
+    for its end. :meth:`flush` passes on the rest when the text is complete.
     """
 
     __slots__ = ("_held", "_target")
@@ -510,15 +509,7 @@ class RedactingPieces:
 
     def write(self, piece: str) -> None:
         text = redact(self._held + piece)
-        forms = _forms
-        hold = len(forms[0]) - 1 if forms else 0
-        cut = len(text) - hold
-        if cut <= 0:
-            self._held = text
-            return
-        mark = text.rfind("***", max(0, cut - 2), cut + 2)  # never split a "***"
-        if mark != -1 and mark < cut < mark + 3:
-            cut = mark
+        cut = len(text) - _open_prefix(text)
         self._held = text[cut:]
         if cut:
             self._target(text[:cut])
@@ -527,3 +518,14 @@ class RedactingPieces:
         text, self._held = redact(self._held), ""
         if text:
             self._target(text)
+
+
+def _open_prefix(text: str) -> int:
+    """The length of the longest end of ``text`` that begins a scrubbed form."""
+    longest = 0
+    for form in _forms:
+        for size in range(min(len(form) - 1, len(text)), longest, -1):
+            if text.endswith(form[:size]):
+                longest = size
+                break
+    return longest

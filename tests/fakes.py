@@ -60,6 +60,7 @@ __all__ = [
     "Responder",
     "ResponseLike",
     "SleepRecorder",
+    "StreamBody",
     "anthropic_error",
     "anthropic_message_response",
     "anthropic_tool_problem",
@@ -120,6 +121,17 @@ class FakeResponse:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to wait before answering
+
+
+@dataclass
+class StreamBody:
+    """A body sent piece by piece (HTTP chunked encoding), each piece after its own delay
+    (seconds after the previous one): server-sent events for streaming tests. ``cut``
+    drops the connection after the last piece instead of ending the body properly."""
+
+    chunks: list[tuple[float, bytes]]
+    content_type: str = "text/event-stream"
+    cut: bool = False
 
 
 #: A FakeResponse or a tuple ``(status, body[, headers[, delay]])``.
@@ -230,6 +242,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _write(self, response: FakeResponse) -> None:
         body = response.body
+        if isinstance(body, StreamBody):
+            self._write_stream(response.status, body, response.headers)
+            return
         if body is None:
             data, ctype = b"", None
         elif isinstance(body, bytes):
@@ -248,6 +263,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+    def _write_stream(self, status: int, body: StreamBody, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", body.content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        stopping = self.server.owner._stopping
+        for delay, data in body.chunks:
+            if delay > 0 and stopping.wait(delay):
+                self.close_connection = True
+                return
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        if body.cut:
+            self.close_connection = True  # no terminating chunk: the client sees a cut body
+            return
+        self.wfile.write(b"0\r\n\r\n")
 
 
 class FakeServer:
