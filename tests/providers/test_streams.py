@@ -31,6 +31,18 @@ from tests.fakes import FakeResponse, FakeServer, SleepRecorder, StreamBody, sta
 from .streamfakes import Event, anthropic_events, gemini_events, openai_events, sse, timed
 
 HI = [ChatMessage("user", "hi")]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _async_stack_loaded() -> None:
+    """httpx loads anyio's asyncio backend at a process's first request (~20 ms of
+    imports, measured): a one-time cost of the client, not part of any server's time to
+    first token, so it is paid before the timing tests, whichever test runs first."""
+    import anyio
+
+    asyncio.run(anyio.sleep(0))
+
+
 PIECES = ["Hello", " streamed", " world"]
 KEY = "sk-stream-test-123456"
 
