@@ -30,12 +30,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ._http import count, malformed, shown_url
-from ._sse import stream_error
+from ._sse import stream_error, stream_events
 
 if TYPE_CHECKING:
-    from ._base import Deltas, ModelSpec
+    from collections.abc import Callable
 
-__all__ = ["AnthropicStream", "GeminiStream", "OpenAIStream", "cut_short"]
+    import httpx
+
+    from ._base import Completion, Deltas, ModelSpec
+
+__all__ = ["AnthropicStream", "GeminiStream", "OpenAIStream", "cut_short", "streamed_answer"]
 
 
 def cut_short(spec: ModelSpec, url: str, missing: str) -> ProviderError:
@@ -48,12 +52,40 @@ def cut_short(spec: ModelSpec, url: str, missing: str) -> ProviderError:
     )
 
 
+async def streamed_answer(
+    client: httpx.AsyncClient,
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    events: _Stream,
+    completion: Callable[[dict[str, Any]], Completion],
+) -> Completion:
+    """One streamed attempt of any vendor: its events gathered into the body a whole
+    answer would have had, read by the vendor's own parser (``completion``). A server
+    that ignored ``stream`` and sent the whole body is read as it is, its text reported
+    as one piece."""
+    whole = await stream_events(client, events.spec, url, body, headers, events.feed)
+    if whole is not None:
+        done = completion(whole)
+        events.deltas.text(done.text)
+        return done
+    return completion(events.body())
+
+
 class _Stream:
     def __init__(self, spec: ModelSpec, url: str, deltas: Deltas) -> None:
         self.spec, self.url, self.deltas = spec, url, deltas
 
     def bad(self, expected: str, data: Any = None) -> ProviderError:
         return malformed(self.spec, self.url, expected, data)
+
+    def feed(self, event: str, data: dict[str, Any] | None) -> bool:
+        """Take one event; True when it ends the stream."""
+        raise NotImplementedError
+
+    def body(self) -> dict[str, Any]:
+        """The whole answer the events add up to, in the vendor's non-streamed shape."""
+        raise NotImplementedError
 
 
 def _text_of(content: Any) -> str | None:

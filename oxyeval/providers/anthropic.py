@@ -37,8 +37,7 @@ from ._base import (
     with_extra,
 )
 from ._http import malformed, post_json, require_client, usage_from
-from ._sse import stream_events
-from ._streams import AnthropicStream
+from ._streams import AnthropicStream, streamed_answer
 from .openai import decode_tool_arguments, synthetic_call_id
 
 if TYPE_CHECKING:
@@ -209,13 +208,14 @@ class AnthropicAPI(ModelAPI):
         url = f"{self.base_url}/messages"
         body = {**build_anthropic_body(self.spec.model_ref, messages, params), "stream": True}
         events = AnthropicStream(self.spec, url, deltas)
-        client = require_client(self)
-        whole = await stream_events(client, self.spec, url, body, self._headers, events.feed)
-        if whole is not None:  # the server did not stream
-            completion = self._completion(whole, url, params)
-            deltas.text(completion.text)
-            return completion
-        return self._completion(events.body(), url, params)
+        return await streamed_answer(
+            require_client(self),
+            url,
+            body,
+            self._headers,
+            events,
+            lambda data: self._completion(data, url, params),
+        )
 
     def _completion(self, data: dict[str, Any], url: str, params: GenerateParams) -> Completion:
         parsed = parse_anthropic_response(data)

@@ -65,8 +65,7 @@ from ._http import (
     require_client,
     usage_from,
 )
-from ._sse import stream_events
-from ._streams import GeminiStream
+from ._streams import GeminiStream, streamed_answer
 from .openai import decode_tool_arguments, synthetic_call_id
 
 if TYPE_CHECKING:
@@ -386,13 +385,14 @@ class GoogleAPI(ModelAPI):
         url = _model_url(self.base_url, self.spec, "streamGenerateContent") + "?alt=sse"
         body = build_gemini_body(messages, params, self._memory)
         events = GeminiStream(self.spec, url, deltas)
-        client = require_client(self)
-        whole = await stream_events(client, self.spec, url, body, self._headers, events.feed)
-        if whole is not None:  # the server did not stream
-            completion = self._completion(whole, url, params)
-            deltas.text(completion.text)
-            return completion
-        return self._completion(events.body(), url, params)
+        return await streamed_answer(
+            require_client(self),
+            url,
+            body,
+            self._headers,
+            events,
+            lambda data: self._completion(data, url, params),
+        )
 
     def _completion(self, data: dict[str, Any], url: str, params: GenerateParams) -> Completion:
         feedback = data.get("promptFeedback")

@@ -60,8 +60,7 @@ from ._http import (
     shown_url,
     usage_from,
 )
-from ._sse import stream_events
-from ._streams import OpenAIStream
+from ._streams import OpenAIStream, streamed_answer
 
 if TYPE_CHECKING:
     import httpx
@@ -278,13 +277,14 @@ class OpenAIAPI(ModelAPI):
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
         events = OpenAIStream(self.spec, url, deltas)
-        client = require_client(self)
-        whole = await stream_events(client, self.spec, url, body, self._headers, events.feed)
-        if whole is not None:  # the server did not stream
-            completion = self._completion(whole, url, params)
-            deltas.text(completion.text)
-            return completion
-        return self._completion(events.body(), url, params)
+        return await streamed_answer(
+            require_client(self),
+            url,
+            body,
+            self._headers,
+            events,
+            lambda data: self._completion(data, url, params),
+        )
 
     def _completion(self, data: dict[str, Any], url: str, params: GenerateParams) -> Completion:
         parsed = parse_openai_response(data)
