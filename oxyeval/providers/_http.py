@@ -34,8 +34,9 @@ import functools
 import json
 import re
 import time
+from collections.abc import Awaitable
 from datetime import timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ProviderError
 from ..inputs import JSONProblem, loads
@@ -49,21 +50,25 @@ if TYPE_CHECKING:
 
     from ._base import ModelSpec, VendorAPI
 
+T = TypeVar("T")
+
 __all__ = [
     "MAX_ANSWER_BYTES",
     "TooLarge",
     "count",
-    "decoded_response",
     "error_response",
     "float_vector",
+    "json_body",
     "malformed",
     "new_client",
     "parse_retry_after",
     "post_json",
+    "read_response",
     "request_error",
     "require_client",
     "shown_url",
     "usage_from",
+    "within_deadline",
 ]
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
@@ -326,21 +331,64 @@ async def _post(
     timeout: float,
     max_bytes: int,
 ) -> httpx.Response:
-    """POST and read the body, refusing more than ``max_bytes`` (decoded, so a compressed
-    bomb stops there too) instead of holding whatever a server sends in memory."""
     async with client.stream("POST", url, json=body, headers=headers, timeout=timeout) as r:
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in r.aiter_bytes():
-            size += len(chunk)
-            if size > max_bytes:
-                raise TooLarge
-            chunks.append(chunk)
-        return decoded_response(r.status_code, r.headers.multi_items(), b"".join(chunks), r.request)
+        return await read_response(r, max_bytes)
 
 
-# The body is kept decoded: headers that describe its encoding on the wire do not apply.
+async def read_response(response: httpx.Response, max_bytes: int) -> httpx.Response:
+    """The response with its body read, refusing more than ``max_bytes`` (decoded, so a
+    compressed bomb stops there too) instead of holding whatever a server sends in memory.
+    The body is kept decoded: headers that describe its encoding on the wire are dropped."""
+    import httpx
+
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > max_bytes:
+            raise TooLarge
+        chunks.append(chunk)
+    kept = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DECODED]
+    return httpx.Response(
+        response.status_code, headers=kept, content=b"".join(chunks), request=response.request
+    )
+
+
 _DECODED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+async def within_deadline(
+    spec: ModelSpec, url: str, attempt: Awaitable[T], max_bytes: int = MAX_ANSWER_BYTES
+) -> T:
+    """Run one attempt (a request and the reading of its answer, whole or streamed) under
+    ``spec.timeout`` for the whole of it, not per read: httpx's own timeouts restart with
+    every byte, so a server that drips its answer would otherwise hold the call for as
+    long as it likes. What goes wrong becomes a classified ProviderError
+    (:func:`request_error`); anything else is re-raised."""
+    import asyncio
+
+    try:
+        # wait_for, not asyncio.timeout: the latter is Python 3.11+.
+        return await asyncio.wait_for(attempt, spec.timeout)
+    except Exception as exc:
+        error = request_error(spec, url, exc, max_bytes)
+        if error is None:
+            raise
+        raise error from None
+
+
+def json_body(
+    spec: ModelSpec, url: str, content: bytes, expected: str = "a JSON body"
+) -> dict[str, Any]:
+    """The JSON object an answer's body holds, or a malformed-answer ProviderError."""
+    try:
+        data = loads(content, f"the answer of model '{spec.name}' ({spec.vendor})")
+    except JSONProblem as exc:
+        shown = content.decode("utf-8", "replace")
+        raise malformed(spec, url, f"{expected} ({exc})", shown) from None
+    if not isinstance(data, dict):
+        raise malformed(spec, url, "a JSON object", data)
+    return data
 
 
 async def post_json(
@@ -353,35 +401,14 @@ async def post_json(
     max_bytes: int = MAX_ANSWER_BYTES,
 ) -> dict[str, Any]:
     """POST ``body`` and return the decoded JSON object, or raise a classified ProviderError.
-
-    ``spec.timeout`` bounds the whole attempt (connect, send, headers and body),
-    not each read: httpx's own timeouts restart with every byte, so a server that
-    drips its answer would otherwise hold the call for as long as it likes. A body
-    over ``max_bytes`` is an error, not a MemoryError.
-    """
-    import asyncio
-
-    try:
-        # wait_for, not asyncio.timeout: the latter is Python 3.11+.
-        response = await asyncio.wait_for(
-            _post(client, url, body, {**headers, **spec.headers}, spec.timeout, max_bytes),
-            spec.timeout,
-        )
-    except Exception as exc:  # classified below; anything else is re-raised
-        error = request_error(spec, url, exc, max_bytes)
-        if error is None:
-            raise
-        raise error from None
+    ``spec.timeout`` bounds the whole attempt (:func:`within_deadline`); a body over
+    ``max_bytes`` is an error, not a MemoryError."""
+    sent = _post(client, url, body, {**headers, **spec.headers}, spec.timeout, max_bytes)
+    response = await within_deadline(spec, url, sent, max_bytes)
     failed = error_response(spec, url, response)
     if failed is not None:
         raise failed
-    try:
-        data = loads(response.content, f"the answer of model '{spec.name}' ({spec.vendor})")
-    except JSONProblem as exc:
-        raise malformed(spec, url, f"a JSON body ({exc})", response.text) from None
-    if not isinstance(data, dict):
-        raise malformed(spec, url, "a JSON object", data)
-    return data
+    return json_body(spec, url, response.content)
 
 
 def request_error(
@@ -449,16 +476,6 @@ def error_response(spec: ModelSpec, url: str, response: httpx.Response) -> Provi
     if response.status_code >= 300:
         return _redirect_error(spec, url, response)
     return None
-
-
-def decoded_response(
-    status: int, headers: list[tuple[str, str]], content: bytes, request: httpx.Request
-) -> httpx.Response:
-    """A response holding a body already read and decoded (its encoding headers dropped)."""
-    import httpx
-
-    kept = [(k, v) for k, v in headers if k.lower() not in _DECODED]
-    return httpx.Response(status, headers=kept, content=content, request=request)
 
 
 def count(value: Any) -> int | None:

@@ -17,21 +17,21 @@ accepted: the body is handed back for the vendor's ordinary parser.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..inputs import JSONProblem, loads
-from ..redact import clip, redact
+from ..redact import clip
 from ._http import (
     MAX_ANSWER_BYTES,
     TooLarge,
-    decoded_response,
     error_response,
+    json_body,
     malformed,
-    request_error,
+    read_response,
     shown_url,
+    within_deadline,
 )
 
 if TYPE_CHECKING:
@@ -61,18 +61,8 @@ async def stream_events(
     Returns None after a stream, or the JSON object a server sent instead of one.
     Raises a classified ProviderError as :func:`~oxyeval.providers._http.post_json` does.
     """
-    try:
-        return await asyncio.wait_for(
-            _read(client, spec, url, body, {**headers, **spec.headers}, on_event, max_bytes),
-            spec.timeout,
-        )
-    except ProviderError:
-        raise
-    except Exception as exc:  # classified below; anything else is re-raised
-        error = request_error(spec, url, exc, max_bytes)
-        if error is None:
-            raise
-        raise error from None
+    read = _read(client, spec, url, body, {**headers, **spec.headers}, on_event, max_bytes)
+    return await within_deadline(spec, url, read, max_bytes)
 
 
 async def _read(
@@ -88,12 +78,14 @@ async def _read(
     async with client.stream("POST", url, json=body, headers=headers, timeout=spec.timeout) as r:
         kind = r.headers.get("content-type", "").lower()
         if r.status_code >= 300 or "text/event-stream" not in kind:
-            content = await _bounded(r, max_bytes)
-            response = decoded_response(r.status_code, r.headers.multi_items(), content, r.request)
+            # An error status, or a server that ignored stream (some local servers) and
+            # sent the whole answer as one JSON body: the vendor's ordinary parser reads it.
+            response = await read_response(r, max_bytes)
             failed = error_response(spec, url, response)
             if failed is not None:
                 raise failed
-            return _whole(spec, url, response.content)
+            expected = "an event stream (text/event-stream) or a JSON body"
+            return json_body(spec, url, response.content, expected)
         events = _Events(spec, url, on_event)
         size = 0
         pending = ""
@@ -112,30 +104,6 @@ async def _read(
             events.line(pending.removesuffix("\r"))
         events.line("")  # a last event without its blank line still counts
     return None
-
-
-async def _bounded(response: httpx.Response, max_bytes: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > max_bytes:
-            raise TooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _whole(spec: ModelSpec, url: str, content: bytes) -> dict[str, Any]:
-    """A server that answered ``stream: true`` with one JSON body (some local servers)."""
-    try:
-        data = loads(content, f"the answer of model '{spec.name}' ({spec.vendor})")
-    except JSONProblem as exc:
-        raise malformed(
-            spec, url, f"an event stream (text/event-stream) or a JSON body ({exc})", content[:200]
-        ) from None
-    if not isinstance(data, dict):
-        raise malformed(spec, url, "a JSON object", data)
-    return data
 
 
 class _Events:
@@ -207,7 +175,7 @@ def stream_error(spec: ModelSpec, url: str, error: Any) -> ProviderError:
     elif isinstance(error, str):
         message = error
     final = kind in _FINAL_ERRORS or (code is not None and 400 <= code < 500 and code != 429)
-    detail = clip(redact(message or kind or "no message"), 300)
+    detail = clip(message or kind or "no message", 300)  # clip scrubs secrets first
     return ProviderError(
         f"model '{spec.name}' ({spec.vendor}): the stream from {shown_url(url)} reported an "
         f"error{f' ({kind})' if kind else ''}: {detail}",
