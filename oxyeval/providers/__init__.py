@@ -68,7 +68,6 @@ _EXPORTS = {
     "cost_of": "pricing",
     "price_for": "pricing",
     "model_spec": "variants",
-    "variant": "variants",
 }
 __all__ = [
     "BUILTIN_PRICES",
@@ -123,7 +122,6 @@ __all__ = [
     "resolve_api_key",
     "stopped_at_token_limit",
     "value_problem",
-    "variant",
     "vendor_class",
     "vendors",
 ]
@@ -179,4 +177,4 @@ if TYPE_CHECKING:
     )
     from .embeddings import Embedder, EmbeddingPool, EmbeddingSpec, cosine
     from .pricing import BUILTIN_PRICES, PRICES_DATE, Price, cost_of, price_for
-    from .variants import model_spec, variant
+    from .variants import model_spec

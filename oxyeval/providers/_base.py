@@ -186,6 +186,11 @@ class ToolStep:
     def arguments(self) -> dict[str, Any]:
         return self.call.arguments
 
+    @property
+    def reply(self) -> str:
+        """What the model is shown as the tool's result."""
+        return (self.output if self.error is None else self.error) or ""
+
 
 @dataclass
 class Completion:

@@ -337,7 +337,7 @@ class Model:
             if hit is not None:
                 hit.latency, hit.attempts, hit.cached = 0.0, 0, True
                 hit.time_to_first_token = None
-                hit = self._scrubbed(hit)
+                hit = self._delivered(hit)
                 if on_text is not None and hit.text:
                     on_text(hit.text)
                 return hit
@@ -349,7 +349,7 @@ class Model:
             )
         completion.latency = latency
         completion.attempts = attempts
-        completion = self._scrubbed(completion)
+        completion = self._delivered(completion)
         if (
             key is not None
             and cache is not None
@@ -423,7 +423,8 @@ class Model:
             completion.time_to_first_token = deltas.first - started
         return completion, attempts, latency
 
-    def _scrubbed(self, completion: Completion) -> Completion:
+    def _delivered(self, completion: Completion) -> Completion:
+        """Every answer, fresh or replayed, leaves through here: named, scrubbed, priced."""
         completion.model = self.spec.name
         # The one door every answer comes through: a key the model echoed is scrubbed
         # here, before it can reach a report, a file, the store or the next prompt.

@@ -1,5 +1,6 @@
-"""Models without a config.yml entry: a configured model with other sampling settings,
-and a model named by vendor and model id alone.
+"""Models without a config.yml entry: a model named by vendor and model id alone (and,
+through :meth:`Model.variant` / :meth:`ModelPool.variant`, a configured model with other
+sampling settings).
 
 An A/B comparison runs one prompt on several configurations (GPT at temperature 0.2
 and 0.9, or a vendor's model that config.yml does not list). A variant shares its base
@@ -18,16 +19,9 @@ from ._base import GenerateParams, ModelSpec
 from ._registry import canonical_vendor, vendors
 
 if TYPE_CHECKING:
-    from ._model import Model
     from .pricing import Price
 
-__all__ = ["model_spec", "variant"]
-
-
-def variant(model: Model, params: GenerateParams, *, name: str | None = None) -> Model:
-    """``model`` with ``params`` laid over its sampling settings (temperature, max_tokens,
-    top_p, seed, vendor-specific ``extra``); see :meth:`Model.variant`."""
-    return model.variant(params, name=name)
+__all__ = ["model_spec"]
 
 
 def model_spec(

@@ -226,10 +226,9 @@ class AgentRunner:
         specs = self.tool_specs()
         params: GenerateParams = replace(self.agent.params, tools=specs or None)
         limit = self.agent.max_tool_calls
-        made: list[ToolCall] = []
-        trace: list[ToolStep] = []
+        trace: list[ToolStep] = []  # every call made, with its result
         inputs = outputs = 0
-        costs: list[float | None] = []
+        cost: float | None = 0.0  # every model call's, unknown once any one is
         started = time.perf_counter()
         replayed = True  # every model call came from the cache (then the answer took no time)
         extra_rounds = 0
@@ -238,10 +237,10 @@ class AgentRunner:
             replayed = replayed and completion.cached
             inputs += completion.usage.input_tokens or 0
             outputs += completion.usage.output_tokens or 0
-            costs.append(completion.cost)
+            cost = None if cost is None or completion.cost is None else cost + completion.cost
             if not completion.tool_calls:
                 break
-            if len(made) >= limit:
+            if len(trace) >= limit:
                 extra_rounds += 1
                 if extra_rounds > 1:
                     raise ProviderError(
@@ -253,7 +252,7 @@ class AgentRunner:
                 ChatMessage("assistant", completion.text, tool_calls=tuple(completion.tool_calls))
             )
             for call in completion.tool_calls:
-                if len(made) >= limit:
+                if len(trace) >= limit:
                     step = ToolStep(
                         call,
                         error=f"Tool call limit reached ({limit} calls, max_tool_calls). Do not "
@@ -261,11 +260,9 @@ class AgentRunner:
                     )
                 else:
                     step = await self._run_tool(call)
-                made.append(call)
                 trace.append(step)
-                result = step.output if step.error is None else step.error
                 messages.append(
-                    ChatMessage("tool", result or "", tool_call_id=call.id, name=call.name)
+                    ChatMessage("tool", step.reply, tool_call_id=call.id, name=call.name)
                 )
         if not completion.text.strip():
             # An empty or blocked answer is not an answer: n empty runs would otherwise be
@@ -280,12 +277,10 @@ class AgentRunner:
         completion.usage = Usage(input_tokens=inputs or None, output_tokens=outputs or None)
         # A replayed answer reports latency 0 (README, "Cache"), not the time spent looking
         # it up; with tools, their time still counts.
-        completion.latency = 0.0 if replayed and not made else time.perf_counter() - started
-        completion.tool_calls = made
+        completion.latency = 0.0 if replayed and not trace else time.perf_counter() - started
+        completion.tool_calls = [step.call for step in trace]
         completion.tool_trace = trace
-        # The whole answer's cost: every model call of the loop, unknown if any one is.
-        known = [c for c in costs if c is not None]
-        completion.cost = sum(known) if len(known) == len(costs) else None
+        completion.cost = cost
         return completion
 
 

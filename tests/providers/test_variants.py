@@ -15,7 +15,6 @@ from oxyeval.providers import (
     ModelPool,
     ModelSpec,
     model_spec,
-    variant,
 )
 from tests.fakes import fake_gemini, fake_openai
 
@@ -53,8 +52,8 @@ def test_a_variant_keeps_its_base_settings_and_names_what_changed() -> None:
         async def go() -> tuple[str, str, dict[str, object]]:
             async with ModelPool({"gpt": spec}) as pool:
                 base = pool.get("gpt")
-                named = variant(base, GenerateParams(seed=7), name="gpt-seeded")
-                default = variant(base, GenerateParams(temperature=1.1))
+                named = base.variant(GenerateParams(seed=7), name="gpt-seeded")
+                default = base.variant(GenerateParams(temperature=1.1))
                 answer = await named.generate(HI)
                 await default.generate(HI)
                 assert "gpt-seeded" not in pool.specs  # no config.yml entry was needed
