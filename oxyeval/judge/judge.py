@@ -111,6 +111,15 @@ class JudgeSession:
         return True
 
 
+def _pair(task_description: str, submission_1: str, submission_2: str) -> dict[str, str]:
+    """The consistency rubric's variables."""
+    return {
+        "task_description": task_description,
+        "submission_1": submission_1,
+        "submission_2": submission_2,
+    }
+
+
 def _raw(completion: Completion) -> str:
     if completion.text.strip() or completion.structured is None:
         return completion.text
@@ -158,13 +167,7 @@ class Judge:
 
     def render(self, task_description: str, submission_1: str, submission_2: str) -> str:
         """The consistency prompt for two submissions."""
-        return self.render_variables(
-            {
-                "task_description": task_description,
-                "submission_1": submission_1,
-                "submission_2": submission_2,
-            }
-        )
+        return self.render_variables(_pair(task_description, submission_1, submission_2))
 
     def render_variables(self, variables: Mapping[str, Any]) -> str:
         """The prompt with the rubric's variables; a missing one is a ConfigError naming it
@@ -288,13 +291,7 @@ class Judge:
     ) -> JudgeResult:
         """The consistency verdict on two submissions, in the order given (the pair
         planning puts them in a canonical order: :func:`oxyeval.judge.plan_comparisons`)."""
-        return await self.judge(
-            {
-                "task_description": task_description,
-                "submission_1": submission_1,
-                "submission_2": submission_2,
-            }
-        )
+        return await self.judge(_pair(task_description, submission_1, submission_2))
 
     async def judge(self, variables: Mapping[str, Any]) -> JudgeResult:
         """The verdict on the rubric's variables; with a cache, an earlier verdict on the

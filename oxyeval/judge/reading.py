@@ -73,9 +73,7 @@ class _Grammar:
     5") and refuses ranges and decimals ("1-5", "4.5")."""
 
     def __init__(self, rubric: Rubric) -> None:
-        self.rubric = rubric
         names = sorted(rubric.names, key=lambda n: (-len(n), n))
-        self.names = tuple(rubric.names)
         self.scale = all(n.isdigit() for n in names)
         label = "(?:" + "|".join(_label_regex(n) for n in names) + ")"
         if names == ["A", "B"]:

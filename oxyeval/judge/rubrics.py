@@ -191,8 +191,10 @@ class Rubric:
         folded = text.casefold()
         return next((n for n in self.names if n.casefold() == folded), None)
 
-    def _listed(self, items: list[str]) -> str:
-        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+    @staticmethod
+    def _listed(items: list[str], last: str = " or ") -> str:
+        """``a, b or c`` (``last`` joins the final two)."""
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + last + items[-1]
 
     # -- what the judge is told ----------------------------------------------------------
 
@@ -200,9 +202,7 @@ class Rubric:
     def reask(self) -> str:
         """The message sent once when a reply has no verdict."""
         options = [f"'{self.keyword}: {label.name}' if {label.meaning}" for label in self.labels]
-        listed = (
-            options[0] if len(options) == 1 else ", ".join(options[:-1]) + ", or " + options[-1]
-        )
+        listed = self._listed(options, ", or ")
         return f"Your reply did not end with a verdict. Reply with exactly one line: {listed}."
 
     @property
