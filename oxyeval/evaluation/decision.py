@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK, OxyError
 from ..redact import redact
 from .kinds import result_kind
-from .results import Previous, Result
+from .results import Previous, Result, _round
 
 __all__ = [
     "Decision",
@@ -34,10 +34,6 @@ __all__ = [
 ]
 
 _EPS = 1e-9
-
-
-def _round(value: float | None, digits: int = 6) -> float | None:
-    return None if value is None else round(value, digits)
 
 
 @dataclass(frozen=True)
@@ -204,11 +200,18 @@ def check_drop(
 @dataclass(frozen=True)
 class Outcome:
     """What the decision made of one result: ``passed``, ``failed``, ``unknown`` (not
-    scored, interrupted) or ``neutral`` (pending: neither); ``reasons`` say why it failed."""
+    scored, interrupted) or ``neutral`` (pending: neither); for a failure, the line of
+    each check it failed (its own, a drop, a regression under ``fail_on_regression``)."""
 
     subject: str
     state: str
-    reasons: tuple[str, ...] = ()
+    failed: str | None = None
+    dropped: str | None = None
+    regression: str | None = None
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(r for r in (self.failed, self.dropped, self.regression) if r)
 
 
 @dataclass(frozen=True)
@@ -278,24 +281,19 @@ def gate_option_error(gates: Gates) -> str | None:
     return None
 
 
-def _regression_line(result: Result) -> str:
-    return f"regression: {result.subject}: {redact('; '.join(result.regressions))}"
-
-
 def _outcome(result: Result, gates: Gates, dropped: dict[str, str]) -> Outcome:
     kind = result_kind(result.kind)
     if result.status in kind.unknown:
         return Outcome(result.subject, "unknown")
     if result.status in kind.neutral:
         return Outcome(result.subject, "neutral")
-    reasons: list[str] = []
-    if result.passed is False:
-        reasons.append(kind.failed_line(result))
-    if result.subject in dropped:
-        reasons.append(dropped[result.subject])
+    failed = kind.failed_line(result) if result.passed is False else None
+    regression = None
     if gates.fail_on_regression and result.regressions:
-        reasons.append(_regression_line(result))
-    return Outcome(result.subject, "failed" if reasons else "passed", tuple(reasons))
+        regression = f"regression: {result.subject}: {redact('; '.join(result.regressions))}"
+    drop = dropped.get(result.subject)
+    state = "failed" if failed or drop or regression else "passed"
+    return Outcome(result.subject, state, failed, drop, regression)
 
 
 def decide(
@@ -311,12 +309,12 @@ def decide(
     be read (a drop check then cannot decide); ``error``: what stopped the run after
     some results finished, whose exit code wins (2 bad input, else 3); ``kind``: the
     kind of result, for the wording when there may be none."""
+    metric, _noun = _words(results, kind)
     warnings: list[str] = []
     threshold = None
     if gates.min_accuracy is not None:
         threshold = check_threshold(results, gates.min_accuracy, gates.threshold_mode, kind=kind)
         if threshold is None:
-            metric, _noun = _words(results, kind)
             warnings.append(
                 f"warning: --min-accuracy given but no {metric} metrics were produced; not gating"
             )
@@ -330,7 +328,6 @@ def decide(
             why="; ".join(history_unread) or None,
             kind=kind,
         )
-        metric, _noun = _words(results, kind)
         for name, score, previous in drop.dropped:
             change = (score - previous.accuracy) * 100
             dropped[name] = (
@@ -341,11 +338,7 @@ def decide(
     unknown = [r for r, o in zip(results, outcomes, strict=True) if o.state == "unknown"]
     soft = gates.strict and any(r.run_errors or r.judge_errors for r in results)
     # Failed on its own (its check, a regression), not only by a drop: the drop decides apart.
-    own_failure = any(
-        r.passed is False or (gates.fail_on_regression and bool(r.regressions))
-        for r, o in zip(results, outcomes, strict=True)
-        if o.state == "failed"
-    )
+    own_failure = any(o.failed or o.regression for o in outcomes)
     base = EXIT_INFRA if interrupted or unknown or soft else EXIT_FAILED if own_failure else EXIT_OK
     code = gated_code(base, threshold, drop)
     strict_note = None
@@ -363,15 +356,8 @@ def decide(
         unscored = tuple(redact(result_kind(r.kind).unknown_line(r)) for r in unknown)
     # Own checks first, then regressions (a CI log groups them); a drop is said once, by
     # the drop's own message.
-    kinds = [result_kind(r.kind) for r in results]
-    failed = tuple(
-        k.failed_line(r)
-        for r, k, o in zip(results, kinds, outcomes, strict=True)
-        if o.state == "failed" and r.passed is False
-    ) + tuple(
-        _regression_line(r)
-        for r, o in zip(results, outcomes, strict=True)
-        if o.state == "failed" and gates.fail_on_regression and r.regressions
+    failed = tuple(o.failed for o in outcomes if o.failed) + tuple(
+        o.regression for o in outcomes if o.regression
     )
     return Decision(
         code=code,
