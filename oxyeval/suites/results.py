@@ -15,6 +15,7 @@ from ..evaluation import (
     register_kind,
 )
 from ..redact import redact
+from ..store.kinds import CONSISTENCY_STATUSES
 
 __all__ = [
     "DropResult",
@@ -63,7 +64,7 @@ def _unscored_line(result: Result) -> str:
 CONSISTENCY = register_kind(
     ResultKind(
         "consistency",
-        ("scored", "error", "interrupted"),
+        CONSISTENCY_STATUSES,
         metric="accuracy",
         noun="test",
         unknown_line=_unscored_line,

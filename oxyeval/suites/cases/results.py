@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...evaluation import Gates, Result, ResultKind, Score, decide, register_kind
+from ...store.kinds import EXECUTION_STATUSES
 
 __all__ = ["CaseResult", "CaseRun"]
 
@@ -23,7 +24,7 @@ def _failed_line(result: Result) -> str:
 CASES = register_kind(
     ResultKind(
         "cases",
-        ("passed", "failed", "pending", "error"),
+        EXECUTION_STATUSES,
         unknown=frozenset({"error"}),
         neutral=frozenset({"pending"}),
         metric="score",
