@@ -118,8 +118,9 @@ def cases_run(
         stopped_by = str(exc)
     for warning in run.warnings:
         err.print(f"warning: {warning}", style="yellow", markup=False)
-    code = run.exit_code(fail_on_regression=fail_on_regression)
-    for reason in run.failure_reasons(fail_on_regression=fail_on_regression):
+    decision = run.decision(fail_on_regression=fail_on_regression)
+    code = decision.code
+    for reason in decision.reasons:
         err.print(reason, style="red", markup=False)  # whatever the format: CI logs show it
     if junit is not None:
         from ..report.junit import cases_junit

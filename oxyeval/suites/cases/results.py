@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...evaluation import Gates, Result, ResultKind, Score, decide, register_kind
+from ...evaluation import Decision, Gates, Result, ResultKind, Score, decide, register_kind
 from ...store.kinds import EXECUTION_STATUSES
 
 __all__ = ["CaseResult", "CaseRun"]
@@ -148,18 +148,20 @@ class CaseRun:
             )
         return out
 
-    def exit_code(self, *, fail_on_regression: bool = False) -> int:
+    def decision(self, *, fail_on_regression: bool = False) -> Decision:
         """The run's verdict for CI (the one decision): a case that could not run, or an
         interrupted run, leaves the outcome unknown: 3, whatever else failed. Else 1 when
         a case failed (or regressed, with ``fail_on_regression``), else 0. Pending cases
         (no expected output yet) never fail a run."""
         gates = Gates(fail_on_regression=fail_on_regression)
-        return decide(self.as_results(), gates, interrupted=self.interrupted).code
+        return decide(self.as_results(), gates, interrupted=self.interrupted)
+
+    def exit_code(self, *, fail_on_regression: bool = False) -> int:
+        """:meth:`decision`'s exit code."""
+        return self.decision(fail_on_regression=fail_on_regression).code
 
     def failure_reasons(self, *, fail_on_regression: bool = False) -> list[str]:
         """Why :meth:`exit_code` is not 0, one line per case (secrets scrubbed): what a
         CI log shows on stderr whatever the output format. An interruption is the
         caller's to describe (it knows the signal)."""
-        gates = Gates(fail_on_regression=fail_on_regression)
-        decision = decide(self.as_results(), gates, interrupted=self.interrupted)
-        return [*decision.unscored, *decision.failed]
+        return self.decision(fail_on_regression=fail_on_regression).reasons
