@@ -344,12 +344,6 @@ class RunCaches:
         self.histories = histories
         self.made: list[RunCache] = []
 
-    def share(self, histories: Histories) -> RunCaches:
-        """Keep the caches of the run about to start in its histories (one store per
-        database for the whole run, closed by the run)."""
-        self.histories = histories
-        return self
-
     def __call__(self, project: Project) -> RunCache | None:
         policy = CachePolicy.for_project(project, self.flag)
         if not policy.enabled:
