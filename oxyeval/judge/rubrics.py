@@ -220,12 +220,9 @@ class Rubric:
 
     def identity(self) -> dict[str, Any]:
         """What a cached verdict must agree on besides the rendered prompt: a PASS/FAIL
-        verdict can never answer an A/B question (see :func:`oxyeval.judge.verdict_key`)."""
-        return {
-            "name": self.name,
-            "labels": [[label.name, label.meaning] for label in self.labels],
-            "prompt": hashlib.sha256(self.prompt.encode("utf-8")).hexdigest(),
-        }
+        verdict can never answer an A/B question (see :func:`oxyeval.judge.verdict_key`).
+        Worked out once per rubric: every cached judge call asks for it."""
+        return dict(_identity(self))
 
     # -- checks --------------------------------------------------------------------------
 
@@ -259,6 +256,15 @@ class Rubric:
         from .reading import structured_reading
 
         return structured_reading(data, self)
+
+
+@lru_cache(maxsize=32)
+def _identity(rubric: Rubric) -> tuple[tuple[str, Any], ...]:
+    return (
+        ("name", rubric.name),
+        ("labels", [[label.name, label.meaning] for label in rubric.labels]),
+        ("prompt", hashlib.sha256(rubric.prompt.encode("utf-8")).hexdigest()),
+    )
 
 
 @lru_cache(maxsize=32)
