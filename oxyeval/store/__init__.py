@@ -13,8 +13,11 @@ opened for writing.
             print(case.name, case.pass_rate)
 
 A :class:`Store` has one repository per concern: ``prompts``, ``cases``, ``executions``,
-``runs``, ``stats``, ``tests`` (consistency results of ``oxy test``), ``workflows`` and
-``cache`` (model answers and judge verdicts kept for reruns).
+``runs``, ``stats``, ``tests`` (consistency results of ``oxy test``), ``workflows``,
+``cache`` (model answers and judge verdicts kept for reruns) and ``results``: every
+kind's results with named scores and a daily rollup (the spine a new kind of test
+writes to alone, registered with :func:`oxyeval.evaluation.register_kind`; the older
+kinds write their detail tables and it together).
 Rows are frozen dataclasses with snake_case fields; the seed API's camelCase shaping is
 :mod:`oxyeval.report.cases`. Calls are synchronous: from async code, use
 ``asyncio.to_thread``.
@@ -78,6 +81,7 @@ _EXPORTS = {
         "_result_rows",
     ),
     **dict.fromkeys(("CacheEntry", "CacheKindStats", "CacheStats", "NewCacheEntry"), "_cache"),
+    **dict.fromkeys(("DailyTotals", "Results", "StoredResult", "StoredScore"), "_results"),
     "Store": "_core",
     "open_store": "_core",
     "LiteStore": "_lite",
@@ -95,6 +99,7 @@ if TYPE_CHECKING:
         NewWorkflowRun,
         NewWorkflowTask,
     )
+    from ._results import DailyTotals, Results, StoredResult, StoredScore
     from ._rows import (
         CaseHistory,
         CaseStats,
@@ -132,6 +137,7 @@ __all__ = [
     "CaseStats",
     "ConsistencyResult",
     "ConsistencyRunSummary",
+    "DailyTotals",
     "EmptyHistoryError",
     "Execution",
     "ExecutionSummary",
@@ -147,9 +153,12 @@ __all__ = [
     "NotFoundError",
     "Prompt",
     "PromptVersion",
+    "Results",
     "Run",
     "Store",
     "StoreError",
+    "StoredResult",
+    "StoredScore",
     "TestCase",
     "TrendPoint",
     "WorkflowRunRecord",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
+from ._core import _SaSql
 from ._errors import NotFoundError
 from ._result_rows import (
     ConsistencyResult,
@@ -20,6 +21,7 @@ from ._result_rows import (
     consistency_from_row,
     consistency_values,
 )
+from ._results import consistency_result, write_results
 from ._rows import ConsistencyRunSummary
 from ._tables import runs, test_results
 
@@ -50,6 +52,7 @@ class ConsistencyResults:
                     f"no run {run_id!r} in {self._store.path}", path=self._store.path
                 )
             conn.execute(test_results.insert().values(**values))
+            write_results(_SaSql(conn), [consistency_result(values)])
         return _row(SimpleNamespace(**values))
 
     def for_run(self, run_id: str) -> list[ConsistencyResult]:

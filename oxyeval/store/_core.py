@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ._consistency import ConsistencyResults
     from ._executions import Executions
     from ._prompts import Prompts
+    from ._results import Results
     from ._runs import Runs
     from ._stats import Stats
     from ._workflows import WorkflowRuns
@@ -112,6 +113,12 @@ class Store:
         from ._workflows import WorkflowRuns
 
         return WorkflowRuns(self)
+
+    @cached_property
+    def results(self) -> Results:
+        from ._results import Results
+
+        return Results(partial(_as_sql, self.read), partial(_as_sql, self.write), self.path)
 
     @cached_property
     def cache(self) -> Caches:

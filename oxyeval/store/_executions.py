@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from ._core import _SaSql
 from ._errors import NotFoundError
 from ._prompts import _upsert
+from ._results import execution_result, write_results
 from ._rows import Execution, NewExecution
 from ._tables import EXECUTION_STATUSES, case_baselines, case_daily, executions, runs, test_cases
 from ._util import (
@@ -217,6 +219,7 @@ def write_executions(
         if done.rowcount == 0:
             raise NotFoundError(f"no run {run_id!r} in {store_path}", path=store_path)
     conn.execute(executions.insert(), rows)
+    write_results(_SaSql(conn), [execution_result(v) for v in rows])
     _add_up(conn, case_daily, "day", per_day, ("runs", "passes", "score_sum", "scored"))
     _add_up(
         conn,

@@ -48,6 +48,14 @@ from ._result_rows import (
     finished_tasks,
     workflow_values,
 )
+from ._results import (
+    Results,
+    check_run_kind,
+    consistency_result,
+    workflow_result,
+    workflow_status,
+    write_results,
+)
 from ._util import new_id, utc_timestamp, valid_params
 from .kinds import FINISHED_RUN_STATUSES
 
@@ -57,8 +65,10 @@ if TYPE_CHECKING:
 __all__ = ["LiteStore", "open_results"]
 
 #: The kinds of run this store starts: of :data:`~oxyeval.store.kinds.RUN_KINDS`, those
-#: whose results it has a writer for (``oxy test``'s and ``oxy run``'s).
+#: whose results it has a writer for (``oxy test``'s and ``oxy run``'s), and any kind
+#: registered with the evaluation core (its results go to ``results`` alone).
 _LEAN_KINDS = ("consistency", "workflow")
+RUN_KINDS_ELSEWHERE = ("cases",)
 
 
 class _Runs:
@@ -75,7 +85,7 @@ class _Runs:
         started_at: str | None = None,
     ) -> str:
         if kind not in _LEAN_KINDS:
-            raise ValueError(f"this writer starts {' and '.join(_LEAN_KINDS)} runs, not {kind!r}")
+            check_run_kind(kind, RUN_KINDS_ELSEWHERE)
         run_id = new_id()
         with self._store.write("starting a run") as cur:
             cur.execute(
@@ -127,6 +137,7 @@ class _Tests:
                     f"no run {run_id!r} in {self._store.path}", path=self._store.path
                 )
             cur.execute(_insert("test_results", values), values)
+            write_results(_LiteSql(cur), [consistency_result(values)])
         return consistency_from_row(_Row(values))
 
     def previous(
@@ -162,6 +173,8 @@ class _Workflows:
             cur.execute(_insert("workflow_runs", row), row)
             if tasks:
                 cur.executemany(_insert("workflow_tasks", tasks[0]), tasks)
+            status = workflow_status(result)
+            write_results(_LiteSql(cur), [workflow_result(row, status=status)])
 
 
 class _LiteSql:
@@ -226,6 +239,7 @@ class LiteStore:
         self.tests = _Tests(self)
         self.workflows = _Workflows(self)
         self.cache = Caches(self._sql(self.read), self._sql(self.write))
+        self.results = Results(self._sql(self.read), self._sql(self.write), self.path)
 
     @property
     def path(self) -> str:

@@ -25,10 +25,11 @@ import sqlalchemy as sa
 
 from ._errors import NotFoundError
 from ._owner import DEAD, UNKNOWN, current_owner, run_state
+from ._results import check_run_kind
 from ._rows import Run
 from ._tables import executions, runs
 from ._util import new_id, utc_timestamp
-from .kinds import FINISHED_RUN_STATUSES, RUN_KINDS
+from .kinds import FINISHED_RUN_STATUSES
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -149,8 +150,7 @@ class Runs:
         started_at: str | None = None,
     ) -> str:
         """Record a run as 'running' by this process; returns its id."""
-        if kind not in RUN_KINDS:
-            raise ValueError(f"run kind must be one of {', '.join(RUN_KINDS)}, not {kind!r}")
+        check_run_kind(kind)
         run_id = new_id()
         with self._store.write("starting a run") as conn:
             conn.execute(

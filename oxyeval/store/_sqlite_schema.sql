@@ -73,7 +73,7 @@ CREATE TABLE oxyeval_schema_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT oxyeval_schema_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "oxyeval_schema_version" VALUES('0003');
+INSERT INTO "oxyeval_schema_version" VALUES('0004');
 CREATE TABLE prompt_versions (
 	prompt_id TEXT NOT NULL, 
 	version INTEGER NOT NULL, 
@@ -91,6 +91,49 @@ CREATE TABLE prompts (
 	source TEXT DEFAULT '' NOT NULL, 
 	created_at TEXT NOT NULL, 
 	PRIMARY KEY (id)
+);
+CREATE TABLE result_daily (
+	kind TEXT NOT NULL, 
+	subject TEXT NOT NULL, 
+	day TEXT NOT NULL, 
+	results INTEGER NOT NULL, 
+	passes INTEGER NOT NULL, 
+	failures INTEGER NOT NULL, 
+	errors INTEGER NOT NULL, 
+	scored INTEGER NOT NULL, 
+	score_sum FLOAT NOT NULL, 
+	latency_n INTEGER NOT NULL, 
+	latency_sum FLOAT NOT NULL, 
+	cost_n INTEGER NOT NULL, 
+	cost_sum FLOAT NOT NULL, 
+	input_tokens BIGINT NOT NULL, 
+	output_tokens BIGINT NOT NULL, 
+	PRIMARY KEY (kind, subject, day)
+);
+CREATE TABLE results (
+	seq INTEGER NOT NULL, 
+	id TEXT NOT NULL, 
+	run_id TEXT, 
+	kind TEXT NOT NULL, 
+	subject TEXT NOT NULL, 
+	case_id TEXT, 
+	branch TEXT, 
+	repeat INTEGER DEFAULT '0' NOT NULL, 
+	status TEXT NOT NULL, 
+	passed BOOLEAN, 
+	score FLOAT, 
+	latency_ms FLOAT, 
+	ttft_ms FLOAT, 
+	input_tokens INTEGER, 
+	output_tokens INTEGER, 
+	cost_usd FLOAT, 
+	output TEXT, 
+	error_message TEXT, 
+	details TEXT DEFAULT '{}' NOT NULL, 
+	created_at TEXT NOT NULL, 
+	PRIMARY KEY (seq), 
+	UNIQUE (id), 
+	FOREIGN KEY(run_id) REFERENCES runs (id)
 );
 CREATE TABLE runs (
 	seq INTEGER NOT NULL, 
@@ -110,8 +153,19 @@ CREATE TABLE runs (
 	owner TEXT, 
 	PRIMARY KEY (seq), 
 	CONSTRAINT ck_runs_status CHECK (status IN ('running', 'completed', 'interrupted', 'failed')), 
-	CONSTRAINT ck_runs_kind CHECK (kind IN ('cases', 'consistency', 'workflow', 'ab', 'passfail')), 
 	UNIQUE (id)
+);
+CREATE TABLE scores (
+	seq INTEGER NOT NULL, 
+	result_id TEXT NOT NULL, 
+	metric TEXT NOT NULL, 
+	value FLOAT, 
+	label TEXT, 
+	passed BOOLEAN, 
+	threshold FLOAT, 
+	reason TEXT, 
+	PRIMARY KEY (seq), 
+	FOREIGN KEY(result_id) REFERENCES results (id)
 );
 CREATE TABLE test_cases (
 	seq INTEGER NOT NULL, 
@@ -196,10 +250,13 @@ CREATE INDEX ix_executions_case_baseline ON executions (test_case_id, baseline_k
 CREATE INDEX ix_executions_case_created ON executions (test_case_id, created_at, seq);
 CREATE INDEX ix_executions_case_regression ON executions (test_case_id, is_regression, created_at, seq);
 CREATE INDEX ix_executions_run ON executions (run_id);
+CREATE INDEX ix_results_run ON results (run_id, seq);
+CREATE INDEX ix_results_subject ON results (kind, subject, created_at, seq);
 CREATE INDEX ix_runs_group ON runs (group_id);
 CREATE INDEX ix_runs_kind_started ON runs (kind, started_at, seq);
 CREATE INDEX ix_runs_started ON runs (started_at, seq);
 CREATE INDEX ix_runs_status ON runs (status);
+CREATE INDEX ix_scores_result ON scores (result_id, seq);
 CREATE INDEX ix_test_cases_prompt ON test_cases (prompt_id, created_at, seq);
 CREATE INDEX ix_test_results_run ON test_results (run_id);
 CREATE INDEX ix_test_results_test ON test_results (file, name, created_at, seq);

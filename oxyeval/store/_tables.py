@@ -23,7 +23,7 @@ import sqlalchemy as sa
 # Defined beside the code that checks them, which must not need SQLAlchemy (the lean store).
 from ._cache import CACHE_KINDS
 from .kinds import CONSISTENCY_STATUSES as TEST_STATUSES
-from .kinds import EXECUTION_STATUSES, RESERVED_RUN_KINDS, RUN_KINDS, RUN_STATUSES
+from .kinds import EXECUTION_STATUSES, RUN_KINDS, RUN_STATUSES
 
 __all__ = [
     "CACHE_KINDS",
@@ -38,7 +38,10 @@ __all__ = [
     "metadata",
     "prompt_versions",
     "prompts",
+    "result_daily",
+    "results",
     "runs",
+    "scores",
     "test_cases",
     "test_results",
     "workflow_runs",
@@ -123,7 +126,6 @@ runs = sa.Table(
     sa.Column("host", sa.Text),
     sa.Column("owner", sa.Text),  # the process's identity beyond its pid (_owner.Owner)
     sa.CheckConstraint(_in("status", RUN_STATUSES), name="ck_runs_status"),
-    sa.CheckConstraint(_in("kind", RUN_KINDS + RESERVED_RUN_KINDS), name="ck_runs_kind"),
     sa.Index("ix_runs_started", "started_at", "seq"),
     sa.Index("ix_runs_kind_started", "kind", "started_at", "seq"),
     sa.Index("ix_runs_status", "status"),
@@ -277,4 +279,74 @@ cache_entries = sa.Table(
     sa.CheckConstraint(_in("kind", CACHE_KINDS), name="ck_cache_entries_kind"),
     sa.Index("ix_cache_entries_created", "created_at"),
     sa.Index("ix_cache_entries_kind_created", "kind", "created_at"),
+)
+
+# The results spine (revision 0004, ``_results``): one row per result of any kind, with
+# what only its kind has in ``details`` (JSON). A kind is a registered name, not a CHECK:
+# adding one needs no migration. The older kinds keep their detail tables above and write
+# here too, in the same transaction; an execution's or a consistency result's row has the
+# same id here.
+results = sa.Table(
+    "results",
+    metadata,
+    sa.Column("seq", Seq, primary_key=True, autoincrement=True),
+    sa.Column("id", sa.Text, nullable=False, unique=True),
+    sa.Column("run_id", sa.Text, sa.ForeignKey("runs.id")),  # None: recorded outside a run
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("subject", sa.Text, nullable=False),  # what was tested: a case id, file::test
+    sa.Column("case_id", sa.Text),
+    sa.Column("branch", sa.Text),  # a model configuration (A/B branches)
+    sa.Column("repeat", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("status", sa.Text, nullable=False),  # one of its kind's statuses
+    sa.Column("passed", sa.Boolean),  # None: no own check, or could not be judged
+    sa.Column("score", sa.Float),  # the headline score, 0..1
+    sa.Column("latency_ms", sa.Float),
+    sa.Column("ttft_ms", sa.Float),
+    sa.Column("input_tokens", sa.Integer),
+    sa.Column("output_tokens", sa.Integer),
+    sa.Column("cost_usd", sa.Float),  # None: no known price (never 0 for unknown)
+    sa.Column("output", sa.Text),
+    sa.Column("error_message", sa.Text),
+    sa.Column("details", sa.Text, nullable=False, server_default="{}"),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Index("ix_results_subject", "kind", "subject", "created_at", "seq"),
+    sa.Index("ix_results_run", "run_id", "seq"),
+    implicit_returning=False,
+)
+
+scores = sa.Table(
+    "scores",
+    metadata,
+    sa.Column("seq", Seq, primary_key=True, autoincrement=True),
+    sa.Column("result_id", sa.Text, sa.ForeignKey("results.id"), nullable=False),
+    sa.Column("metric", sa.Text, nullable=False),
+    sa.Column("value", sa.Float),
+    sa.Column("label", sa.Text),
+    sa.Column("passed", sa.Boolean),
+    sa.Column("threshold", sa.Float),
+    sa.Column("reason", sa.Text),
+    sa.Index("ix_scores_result", "result_id", "seq"),
+    implicit_returning=False,
+)
+
+# Per (kind, subject, UTC day), kept in the same transaction as each result: trend charts
+# and dashboards read this, never a scan of ``results``.
+result_daily = sa.Table(
+    "result_daily",
+    metadata,
+    sa.Column("kind", sa.Text, primary_key=True),
+    sa.Column("subject", sa.Text, primary_key=True),
+    sa.Column("day", sa.Text, primary_key=True),
+    sa.Column("results", sa.Integer, nullable=False),
+    sa.Column("passes", sa.Integer, nullable=False),
+    sa.Column("failures", sa.Integer, nullable=False),
+    sa.Column("errors", sa.Integer, nullable=False),
+    sa.Column("scored", sa.Integer, nullable=False),
+    sa.Column("score_sum", sa.Float, nullable=False),
+    sa.Column("latency_n", sa.Integer, nullable=False),
+    sa.Column("latency_sum", sa.Float, nullable=False),
+    sa.Column("cost_n", sa.Integer, nullable=False),
+    sa.Column("cost_sum", sa.Float, nullable=False),
+    sa.Column("input_tokens", sa.BigInteger, nullable=False),
+    sa.Column("output_tokens", sa.BigInteger, nullable=False),
 )

@@ -6,8 +6,10 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
+from ._core import _SaSql
 from ._errors import NotFoundError
 from ._result_rows import NewWorkflowRun, finished_tasks, workflow_values
+from ._results import workflow_result, workflow_status, write_results
 from ._rows import WorkflowRunRecord, WorkflowTask
 from ._runs import _run
 from ._tables import runs, workflow_runs, workflow_tasks
@@ -43,6 +45,7 @@ class WorkflowRuns:
             conn.execute(workflow_runs.insert().values(**row))
             if tasks:
                 conn.execute(workflow_tasks.insert(), tasks)
+            write_results(_SaSql(conn), [workflow_result(row, status=workflow_status(result))])
 
     def get(self, run_id: str) -> WorkflowRunRecord | None:
         with self._store.read("reading a workflow run") as conn:

@@ -18,13 +18,14 @@ __all__ = [
     "RUN_STATUSES",
 ]
 
-#: The kinds of run a command writes, so the kinds a history can hold rows of: ``oxy cases
-#: run`` (cases), ``oxy test`` (consistency) and ``oxy run`` (workflow). A new test type
-#: that records its runs adds its kind here (the schema already allows the reserved ones).
+#: The kinds of run the built-in commands write: ``oxy cases run`` (cases), ``oxy test``
+#: (consistency) and ``oxy run`` (workflow). Since revision 0004 the schema does not
+#: constrain a run's kind: a new kind of test registers itself with the evaluation core
+#: (``oxyeval.evaluation.register_kind``) and the store takes its runs and results.
 RUN_KINDS = ("cases", "consistency", "workflow")
-#: Kinds the schema's ``ck_runs_kind`` has allowed since the first migration for test types
-#: not written yet (A/B comparisons, judged pass/fail tests). Only the CHECK constraint
-#: uses them: a run of these kinds cannot be started, and none is offered to a reader.
+#: Names kept for test types not written yet (A/B comparisons, judged pass/fail tests):
+#: until they are registered, a run of these kinds cannot be started, and none is
+#: offered to a reader.
 RESERVED_RUN_KINDS = ("ab", "passfail")
 #: Other names a reader may give a kind: ``oxy test``'s runs are "tests" in its report.
 RUN_KIND_ALIASES = {"test": "consistency"}

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..evaluation import ResultKind, register_kind
 from ..project.config import Project, load_project
 from ..store import NewWorkflowRun, NewWorkflowTask, StoreError, utc_timestamp
 from ..workflow.outputs import to_jsonable
@@ -29,6 +30,17 @@ if TYPE_CHECKING:
 __all__ = ["new_workflow_run", "run_workflow"]
 
 log = logging.getLogger("oxyeval.history")
+
+#: A workflow run as a kind of result (one per run, in the history's ``results``): it has
+#: no score; a failed or interrupted run leaves its outcome unknown.
+WORKFLOW = register_kind(
+    ResultKind(
+        "workflow",
+        ("completed", "failed", "interrupted"),
+        unknown=frozenset({"failed", "interrupted"}),
+        noun="workflow",
+    )
+)
 
 
 def new_workflow_run(file: str, variables: Mapping[str, Any], run: WorkflowRun) -> NewWorkflowRun:
