@@ -2,8 +2,10 @@
 
 A :class:`Result` per subject with named :class:`Score`s, the registry of result kinds,
 and the one :func:`decide` that turns results and gates into an exit code and its
-reasons. Consistency tests and test cases are kinds on it; a new kind of test registers
-itself (:func:`register_kind`) instead of adding a sixth place that decides pass or fail.
+reasons, and the :class:`Event` stream a run tells its subscribers (progress bars, the
+history, a dashboard, a pytest plugin). Consistency tests, test cases and workflow runs
+are kinds on it; a new kind of test registers itself (:func:`register_kind`) instead of
+adding a sixth place that decides pass or fail.
 """
 
 from __future__ import annotations
@@ -30,17 +32,41 @@ _EXPORTS = {
     "decide": "decision",
     "gate_option_error": "decision",
     "gated_code": "decision",
+    "CacheServed": "events",
+    "Event": "events",
+    "EventSink": "events",
+    "EventStream": "events",
+    "ResultRecorded": "events",
+    "RunFinished": "events",
+    "RunStarted": "events",
+    "SampleFinished": "events",
+    "ScoreRecorded": "events",
+    "StepsPlanned": "events",
+    "SubjectStarted": "events",
+    "Warned": "events",
 }
 __all__ = [
+    "CacheServed",
     "Decision",
     "DropResult",
+    "Event",
+    "EventSink",
+    "EventStream",
     "Gates",
     "Outcome",
     "Previous",
     "Result",
     "ResultKind",
+    "ResultRecorded",
+    "RunFinished",
+    "RunStarted",
+    "SampleFinished",
     "Score",
+    "ScoreRecorded",
+    "StepsPlanned",
+    "SubjectStarted",
     "ThresholdResult",
+    "Warned",
     "check_drop",
     "check_threshold",
     "decide",
@@ -64,6 +90,20 @@ if TYPE_CHECKING:
         decide,
         gate_option_error,
         gated_code,
+    )
+    from .events import (
+        CacheServed,
+        Event,
+        EventSink,
+        EventStream,
+        ResultRecorded,
+        RunFinished,
+        RunStarted,
+        SampleFinished,
+        ScoreRecorded,
+        StepsPlanned,
+        SubjectStarted,
+        Warned,
     )
     from .kinds import ResultKind, kind_names, register_kind, result_kind
     from .results import Previous, Result, Score

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import OxyError
+from ..evaluation import CacheServed, EventSink
 from ..judge.verdicts import key_labels, verdict_data, verdict_from_data
 from ..providers import Tally, completion_data, completion_from_data, count_served, counting
 from ..store import content_hash, utc_timestamp
@@ -174,6 +175,10 @@ class RunCache:
         self._writes: set[asyncio.Task[None]] = set()
         #: Calls served from the cache this run, by kind ("answer", "verdict").
         self.served_calls: dict[str, int] = {"answer": 0, "verdict": 0}
+        #: Told of every call served (:class:`~oxyeval.evaluation.CacheServed`), as
+        #: ``run_kind``'s events: set by the run that made the cache.
+        self.events: EventSink | None = None
+        self.run_kind = ""
 
     # -- the contracts the earlier stages see
 
@@ -198,6 +203,8 @@ class RunCache:
     def served(self, kind: str, calls: int) -> None:
         self.served_calls[kind] = self.served_calls.get(kind, 0) + calls
         count_served(calls)
+        if self.events is not None and calls:
+            self.events(CacheServed(kind=self.run_kind, cache=kind, calls=calls))
 
     # -- lookups, batched
 
@@ -339,9 +346,12 @@ class RunCaches:
         db: str | Path | None = None,
         environ: Mapping[str, str] | None = None,
         eager: bool = False,
+        events: EventSink | None = None,
+        kind: str = "",
     ) -> None:
         self.flag, self.db, self.environ, self.eager = flag, db, environ, eager
         self.histories = histories
+        self.events, self.kind = events, kind
         self.made: list[RunCache] = []
 
     def __call__(self, project: Project) -> RunCache | None:
@@ -355,8 +365,10 @@ class RunCaches:
             if history is None:  # the cache lives in the history: none, nothing cached
                 return None
             cache = RunCache(policy, history, owns_history=False)
+            cache.events, cache.run_kind = self.events, self.kind
             self.made.append(cache)
             return cache  # opened when the run starts its histories, or at first use
+        cache.events, cache.run_kind = self.events, self.kind
         if self.eager or policy.answers:
             cache.start()
         self.made.append(cache)
@@ -375,6 +387,8 @@ def cache_factory(
     db: str | Path | None = None,
     environ: Mapping[str, str] | None = None,
     eager: bool = False,
+    events: EventSink | None = None,
+    kind: str = "",
 ) -> RunCaches:
     """What a RunContext needs to make each project's cache: ``flag`` is ``--cache``
     (True), ``--no-cache`` (False) or neither (None); ``histories`` the run's (else
@@ -382,4 +396,6 @@ def cache_factory(
     ``eager`` starts opening the history as each cache is made (a run that will judge
     needs it soon; one that replays answers always starts at once); otherwise it opens at
     the first lookup. With them, the run starts them (:meth:`Histories.start`)."""
-    return RunCaches(flag, histories=histories, db=db, environ=environ, eager=eager)
+    return RunCaches(
+        flag, histories=histories, db=db, environ=environ, eager=eager, events=events, kind=kind
+    )

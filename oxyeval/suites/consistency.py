@@ -14,10 +14,11 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .._tasks import gather_settled, run_sync
 from ..errors import ConfigError, Diagnostic, LoadError, ProviderError
+from ..evaluation import EventSink, SampleFinished, ScoreRecorded, StepsPlanned, SubjectStarted
 from ..judge.consistency import (
     Comparison,
     ConsistencyScore,
@@ -40,10 +41,10 @@ from ..workflow.context import RunContexts
 from ..workflow.engine import TaskFailed
 from ..workflow.spec import load_workflow
 from ..workflow.sql import SqlError
-from .cache import Tally, cache_factory, counting
+from .cache import Tally, counting
 from .consistency_history import ConsistencyHistory
-from .history import Histories
-from .results import OutputRecord, TestResult, TestRun
+from .results import OutputRecord, TestResult, TestRun, test_result
+from .suite import ProgressSink, SuiteRun, progress_events
 from .targets import AgentTarget, Target, WorkflowTarget
 
 if TYPE_CHECKING:
@@ -51,24 +52,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ProgressSink", "collect_files", "run_tests", "run_tests_async"]
 
+_KIND = "consistency"
+
 log = logging.getLogger("oxyeval.runner")
-
-
-class ProgressSink(Protocol):
-    def start(self, key: str, label: str, total: int) -> None: ...
-    def add_total(self, key: str, amount: int) -> None: ...
-    def advance(self, key: str, amount: int = 1) -> None: ...
-
-
-class _NoProgress:
-    def start(self, key: str, label: str, total: int) -> None:
-        pass
-
-    def add_total(self, key: str, amount: int) -> None:
-        pass
-
-    def advance(self, key: str, amount: int = 1) -> None:
-        pass
 
 
 def collect_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -207,7 +193,7 @@ async def _judge_outputs(
     model: str,
     question: str,
     pool: ModelPool,
-    progress: ProgressSink,
+    emit: EventSink,
     started: float,
     judged: list[Comparison] | None = None,
     verdicts: VerdictCache | None = None,
@@ -238,7 +224,15 @@ async def _judge_outputs(
     def done(comparison: Comparison) -> None:
         if judged is not None:
             judged.append(comparison)
-        progress.advance(key)
+        emit(
+            ScoreRecorded(
+                kind=_KIND,
+                subject=key,
+                metric=label,
+                value=result.scores.get(comparison.choice) if comparison.choice else None,
+                label=comparison.choice,
+            )
+        )
 
     outcome = await assess(
         texts,
@@ -248,7 +242,7 @@ async def _judge_outputs(
         scores=result.scores,
         min_judged=spec.min_judged,
         concurrency=spec.concurrency,
-        on_planned=lambda count: progress.add_total(key, count),
+        on_planned=lambda count: emit(StepsPlanned(kind=_KIND, subject=key, steps=count)),
         on_done=done,
     )
     _apply_score(result, outcome.comparisons, outcome.score, texts)
@@ -317,13 +311,15 @@ def _interrupted_result(
     return result
 
 
-async def _run_test(job: _Job, progress: ProgressSink, into: list[TestResult]) -> None:
+async def _run_test(job: _Job, emit: EventSink, into: list[TestResult]) -> None:
     """Run a test n times and judge it, adding one result per metric to ``into``; when
     cancelled, what finished is added too (see :func:`_interrupted_result`)."""
     spec, question, model = job.spec, job.question, job.target.model
     started = time.perf_counter()
     key = f"{spec.display}#{spec.index}"
-    progress.start(key, f"{spec.display} · {spec.name}", spec.n)
+    emit(
+        SubjectStarted(kind=_KIND, subject=key, label=f"{spec.display} · {spec.name}", steps=spec.n)
+    )
     # Runs of this test in flight; each model endpoint's own adaptive limit applies inside.
     semaphore = asyncio.Semaphore(spec.concurrency)
     finished: dict[int, OutputRecord] = {}
@@ -335,14 +331,23 @@ async def _run_test(job: _Job, progress: ProgressSink, into: list[TestResult]) -
 
     async def one(run: int) -> None:
         async with semaphore:
+            served = run_tally.calls
             try:
                 with counting(run_tally):
                     c = await job.target.complete(job.inputs, run=run)
             except (ProviderError, TaskFailed, SqlError) as exc:
                 finished[run] = OutputRecord(run=run, text=None, error=str(exc))
+                emit(SampleFinished(kind=_KIND, subject=key, index=run, error=str(exc)))
                 return
-            finally:
-                progress.advance(key)
+            emit(
+                SampleFinished(
+                    kind=_KIND,
+                    subject=key,
+                    index=run,
+                    latency_ms=None if c.latency is None else c.latency * 1000,
+                    cached=run_tally.calls > served,
+                )
+            )
             if stopped_at_token_limit(c.finish_reason):
                 cut.append(run)
             finished[run] = OutputRecord(
@@ -363,7 +368,7 @@ async def _run_test(job: _Job, progress: ProgressSink, into: list[TestResult]) -
                 model,
                 question,
                 job.models,
-                progress,
+                emit,
                 started,
                 judged[k],
                 job.verdicts,
@@ -469,6 +474,7 @@ async def run_tests_async(
     cache: bool | None = None,
     db: str | Path | None = None,
     history: bool = True,
+    events: EventSink | None = None,
 ) -> TestRun:
     """Run the consistency tests of the given agent and workflow files.
 
@@ -486,13 +492,15 @@ async def run_tests_async(
     run = into if into is not None else TestRun()
     subjects, warnings = _load_all(collect_files(paths), project_dir)
     run.warnings.extend(warnings)
-    progress = progress or _NoProgress()
+    sinks = [events, progress_events(progress) if progress is not None else None]
     jobs: list[_Job] = []
     # One store per history database for the whole run, shared by the cache and the
     # recorder of results, closed last; without a history nothing is cached either.
-    async with Histories(db, environ, enabled=history) as histories:
-        caches = cache_factory(cache, histories=histories)
-        recorder = ConsistencyHistory(run, histories)
+    async with SuiteRun(
+        "consistency", db=db, environ=environ, history=history, cache=cache, events=sinks
+    ) as suite:
+        caches = suite.caches
+        recorder = ConsistencyHistory(run, suite.histories)
         for item in subjects:  # where each project's history is: bad input, before any call
             if item.tests:
                 counts = [(t.display, t.index, len(t.judges)) for t in item.tests]
@@ -503,16 +511,19 @@ async def run_tests_async(
             jobs.extend(_plan(subjects, contexts, run))
             # Every check passed (files, keys): only now may the history be created. It
             # opens in the background while the first answers come in.
-            histories.start()
+            suite.start(len(jobs))
+            for warning in run.warnings:
+                suite.warn(warning)
 
             async def one(job: _Job) -> None:
                 mine: list[TestResult] = []
                 began = time.perf_counter()
                 try:
-                    await _run_test(job, progress, mine)
+                    await _run_test(job, suite.emit, mine)
                 finally:
                     for result in mine:
                         result.started = began
+                        suite.record(test_result(result))
                     run.tests.extend(mine)
                     recorder.finished(mine)  # stored in the background as each test ends
 
@@ -546,6 +557,7 @@ def run_tests(
     cache: bool | None = None,
     db: str | Path | None = None,
     history: bool = True,
+    events: EventSink | None = None,
 ) -> TestRun:
     """:func:`run_tests_async` for scripts; in a notebook or async code, await that."""
     return run_sync(
@@ -559,6 +571,7 @@ def run_tests(
             cache=cache,
             db=db,
             history=history,
+            events=events,
         ),
         "run_tests_async",
     )

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from .._tasks import finish_shielded
 from ..project.config import Project
 from .results import Previous, StoredRun, TestResult, TestRun
+from .suite import final_status
 
 if TYPE_CHECKING:
     # Imported where used: with history off, ``oxy test`` never loads the store package.
@@ -268,10 +269,8 @@ class ConsistencyHistory:
             writes, self._writes = self._writes, []
             await asyncio.gather(*writes)
         errors = any(not t.ok for t in self.run.tests)
-        status = (
-            "interrupted"
-            if interrupted or self.run.interrupted
-            else ("failed" if failed or errors else "completed")
+        status = final_status(
+            interrupted=interrupted or self.run.interrupted, failed=failed or errors
         )
         for book in self._books.values():
             opened = None if book.ready is None else await asyncio.shield(book.ready)

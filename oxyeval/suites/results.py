@@ -25,6 +25,7 @@ __all__ = [
     "TestResult",
     "TestRun",
     "ThresholdResult",
+    "test_result",
 ]
 
 
@@ -280,19 +281,24 @@ class TestRun:
         return f"{test.file}: {test.name}" if len(files) > 1 else test.name
 
     def as_results(self) -> list[Result]:
-        """The tests as the evaluation core's results, for the one decision."""
-        return [
-            Result(
-                kind="consistency",
-                subject=self.label(t),
-                status=t.status,
-                score=t.accuracy,
-                error=t.error,
-                previous=t.previous,
-                run_errors=len(t.run_errors),
-                judge_errors=len(t.judge_errors),
-                scores=[Score(metric, value) for metric, value in t.scores.items()],
-                output=None if t.selected_output is None else t.selected_output.text,
-            )
-            for t in self.tests
-        ]
+        """The tests as the evaluation core's results, for the one decision (named as the
+        report names them: by file too when several files ran)."""
+        return [test_result(t, self.label(t)) for t in self.tests]
+
+
+def test_result(t: TestResult, subject: str | None = None) -> Result:
+    """One consistency test as the evaluation core's result; ``subject`` defaults to the
+    stable ``file::name`` the history stores it under."""
+    return Result(
+        kind="consistency",
+        subject=subject or f"{t.file}::{t.name}",
+        status=t.status,
+        score=t.accuracy,
+        error=t.error,
+        previous=t.previous,
+        run_errors=len(t.run_errors),
+        judge_errors=len(t.judge_errors),
+        scores=[Score(metric, value) for metric, value in t.scores.items()],
+        output=None if t.selected_output is None else t.selected_output.text,
+        latency_ms=round(t.duration * 1000, 3),
+    )

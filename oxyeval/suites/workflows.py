@@ -17,12 +17,20 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..evaluation import ResultKind, register_kind
+from ..evaluation import (
+    EventSink,
+    Result,
+    ResultKind,
+    SampleFinished,
+    SubjectStarted,
+    register_kind,
+)
 from ..project.config import Project, load_project
 from ..store import NewWorkflowRun, NewWorkflowTask, StoreError, utc_timestamp
 from ..workflow.outputs import to_jsonable
 from ..workflow.records import TaskRecord, WorkflowRun
-from .history import Histories, History
+from .history import History
+from .suite import SuiteRun
 
 if TYPE_CHECKING:
     from .history import RunStore
@@ -98,6 +106,7 @@ async def run_workflow(
     db: str | Path | None = None,
     history: bool = True,
     cache: bool | None = None,
+    events: EventSink | None = None,
 ) -> WorkflowRun:
     """Run one workflow (as :func:`oxyeval.workflow.engine.run_workflow`, same errors) and
     store the run in its project's history (``db``: another SQLite file or a PostgreSQL
@@ -108,21 +117,22 @@ async def run_workflow(
     lives in the same store as the run, and nothing is cached with ``history=False``.
 
     A run that never started (a file that does not load, a missing key) is not stored;
-    one that failed or was interrupted is, with its status.
+    one that failed or was interrupted is, with its status. ``events`` hears the run as
+    it happens (:mod:`oxyeval.evaluation.events`): each finished task is a sample.
     """
     from ..workflow.engine import run_workflow as run_engine
-    from .cache import cache_factory
 
     run = into if into is not None else WorkflowRun()
-    async with Histories(db, environ, enabled=history) as histories:
-        caches = cache_factory(cache, histories=histories)  # one store for run and cache
+    async with SuiteRun(
+        "workflow", db=db, environ=environ, history=history, cache=cache, events=events
+    ) as suite:
         kept: tuple[History, Project] | None = None
         if history:
             project = load_project(path, project_dir=project_dir)
-            book = histories.for_project(project)  # a bad location: bad input, now
+            book = suite.histories.for_project(project)  # a bad location: bad input, now
             assert book is not None
             kept = book, project
-            on_event = _starting(book, on_event)
+        subject = str(path)
         started_at = utc_timestamp()
         status = "failed"
         try:
@@ -131,10 +141,10 @@ async def run_workflow(
                 variables,
                 project_dir=project_dir,
                 concurrency=concurrency,
-                on_event=on_event,
+                on_event=_starting(suite, subject, on_event),
                 environ=environ,
                 into=run,
-                cache=caches,
+                cache=suite.caches,
             )
             status = "completed"
             return result
@@ -144,18 +154,47 @@ async def run_workflow(
         finally:
             if kept is not None:
                 await _keep(*kept, path, variables or {}, run, status, started_at)
+            if suite.started:
+                suite.record(workflow_result(subject, run, status))
+
+
+def workflow_result(subject: str, run: WorkflowRun, status: str) -> Result:
+    """A workflow run as the evaluation core's result (kind ``workflow``)."""
+    error = run.summary() or ("interrupted" if run.interrupted else None)
+    return Result(
+        kind="workflow",
+        subject=subject,
+        status=status,
+        output=None if run.output is None else str(run.output),
+        error=error or None,
+        latency_ms=max(0.0, (run.ended - run.started) * 1000) if run.started else None,
+        details={"tasks": len(run.records)},
+    )
 
 
 def _starting(
-    book: History, on_event: Callable[[TaskRecord], None] | None
+    suite: SuiteRun, subject: str, on_event: Callable[[TaskRecord], None] | None
 ) -> Callable[[TaskRecord], None]:
-    """``on_event``, and the history starts opening as the first task starts: after the
-    engine's checks (the workflow loaded, every model key found, the variables valid),
-    so a run that cannot start creates no database, while the store still opens in the
-    background during the first tasks."""
+    """``on_event``, and the suite starts as the first task starts: after the engine's
+    checks (the workflow loaded, every model key found, the variables valid), so a run
+    that cannot start creates no database, while the store still opens in the
+    background during the first tasks. Each finished task is a sample of the run."""
 
     def event(record: TaskRecord) -> None:
-        book.start()  # once; later calls do nothing
+        if not suite.started:
+            suite.start(1)
+            suite.emit(SubjectStarted(kind="workflow", subject=subject, label=subject))
+        if record.status not in ("running", "pending"):
+            suite.emit(
+                SampleFinished(
+                    kind="workflow",
+                    subject=subject,
+                    index=0,
+                    latency_ms=None if record.duration is None else record.duration * 1000,
+                    error=record.error,
+                    cached=record.status == "cached",
+                )
+            )
         if on_event is not None:
             on_event(record)
 
