@@ -106,11 +106,12 @@ def cases_run(
     except OxyError as exc:
         if not run.results:
             if junit is not None:  # CI still gets a report, saying why nothing ran
+                from ..evaluation import Gates, decide
                 from ..report.junit import cases_junit
 
-                text = cases_junit(
-                    run, code=exc.exit_code, error=json_error(exc), timestamp=started
-                )
+                gates = Gates(fail_on_regression=fail_on_regression)
+                decision = decide([], gates, error=exc, kind="cases")  # the error's code
+                text = cases_junit(run, decision, error=json_error(exc), timestamp=started)
                 write_report("--junit", junit, text, err, exc.exit_code)
             raise fail(err, exc, as_json) from None
         err.print(f"error: {exc}", style="red", markup=False)
@@ -125,13 +126,7 @@ def cases_run(
     if junit is not None:
         from ..report.junit import cases_junit
 
-        text = cases_junit(
-            run,
-            fail_on_regression=fail_on_regression,
-            code=code,
-            error=stopped_by,
-            timestamp=started,
-        )
+        text = cases_junit(run, decision, error=stopped_by, timestamp=started)
         code = write_report("--junit", junit, text, err, code)
     if as_json:
         print_json(case_run_json(run, code=code))

@@ -140,8 +140,10 @@ def test_command(
             print_error(err, error, debug)
         if junit is not None:
             from ..report.junit import consistency_junit
+            from ..report.verdict import decide
 
-            text = consistency_junit(run, code=code, error=json_error(error), timestamp=started)
+            decision = decide(run, gates, error=error)  # no test: the error's code
+            text = consistency_junit(run, decision, error=json_error(error), timestamp=started)
             code = write_report("--junit", junit, text, err, code)
         if as_json:
             write_json(to_json(run, code=code, error=json_error(error)), out)

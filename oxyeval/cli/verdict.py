@@ -6,6 +6,7 @@ same exit code and the same messages as the run that produced it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
@@ -61,21 +62,15 @@ def finish_run(
         from .artifacts import write_report
 
         stopped = None if error is None else json_error(error)
-        text = consistency_junit(
-            run,
-            threshold,
-            strict=gates.strict,
-            code=code,
-            error=stopped,
-            failures=verdict.failures,
-            timestamp=started,
-        )
+        text = consistency_junit(run, verdict, error=stopped, timestamp=started)
         code = write_report("--junit", junit, text, err, code)
     if as_json:
         message = None if error is None else json_error(error)
         write_json(to_json(run, threshold, code=code, error=message, drop=drop), out)
     else:
-        render_pretty(run, threshold, stdout_console(), quiet=quiet, code=code, drop=drop)
+        # The code the command ends with (a report that could not be written makes it 3).
+        shown = verdict if code == verdict.code else replace(verdict, code=code)
+        render_pretty(run, shown, stdout_console(), quiet=quiet)
     if threshold is not None and not threshold.passed:
         err.print(threshold.message, style="red", markup=False)
     if drop is not None and not drop.passed:

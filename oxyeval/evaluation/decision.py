@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK, OxyError
 from ..redact import redact
@@ -24,6 +24,7 @@ __all__ = [
     "Decision",
     "DropResult",
     "Gates",
+    "Headline",
     "Outcome",
     "ThresholdResult",
     "check_drop",
@@ -34,6 +35,20 @@ __all__ = [
 ]
 
 _EPS = 1e-9
+
+#: :attr:`Decision.headline`'s values.
+Headline = Literal[
+    "interrupted",
+    "unknown",
+    "infra",
+    "history_unread",
+    "below",
+    "dropped",
+    "failed",
+    "met",
+    "no_drop",
+    "ungated",
+]
 
 
 @dataclass(frozen=True)
@@ -201,13 +216,21 @@ def check_drop(
 class Outcome:
     """What the decision made of one result: ``passed``, ``failed``, ``unknown`` (not
     scored, interrupted) or ``neutral`` (pending: neither); for a failure, the line of
-    each check it failed (its own, a drop, a regression under ``fail_on_regression``)."""
+    each check it failed (its own, a drop, a regression under ``fail_on_regression``).
+
+    ``below`` (under a failed ``--min-accuracy``, the result is one of those below it)
+    and ``strict`` (its run or judge errors under ``--strict``) fail the result too, but
+    are said run-wide by the threshold's message and the strict note, so they are not
+    among :attr:`reasons`: a report that shows one result (a JUnit testcase) reads them
+    here instead of working them out again."""
 
     subject: str
     state: str
     failed: str | None = None
     dropped: str | None = None
     regression: str | None = None
+    below: str | None = None
+    strict: str | None = None
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -231,10 +254,41 @@ class Decision:
     failed: tuple[str, ...] = ()
     outcomes: tuple[Outcome, ...] = ()
     interrupted: bool = False
+    #: The gates decided on, so a report can say which rules applied.
+    gates: Gates = Gates()
 
     @property
     def passed(self) -> bool:
         return self.code == EXIT_OK
+
+    @property
+    def headline(self) -> Headline:
+        """What a report's first line says, in the order the exit code's causes win:
+        ``interrupted``; ``unknown`` (a result could not be scored); ``infra`` (exit 3
+        for another cause: errors under ``--strict``, a run stopped by a provider);
+        ``history_unread`` (a drop check that could not read the history); ``below``
+        (the threshold failed); ``dropped``; ``failed`` (exit 1 for a result's own
+        check); then, passing, ``met`` (a threshold), ``no_drop`` (a drop check only) or
+        ``ungated``. Read by the pretty report so it never contradicts the code."""
+        if self.interrupted:
+            return "interrupted"
+        if any(o.state == "unknown" for o in self.outcomes):
+            return "unknown"
+        if self.code == EXIT_INFRA:
+            return "infra"
+        if self.drop is not None and not self.drop.checked:
+            return "history_unread"
+        if self.threshold is not None and not self.threshold.passed:
+            return "below"
+        if self.drop is not None and not self.drop.passed:
+            return "dropped"
+        if self.code == EXIT_FAILED:
+            return "failed"
+        if self.threshold is not None:
+            return "met"
+        if self.drop is not None:
+            return "no_drop"
+        return "ungated"
 
     @property
     def reasons(self) -> list[str]:
@@ -281,7 +335,27 @@ def gate_option_error(gates: Gates) -> str | None:
     return None
 
 
-def _outcome(result: Result, gates: Gates, dropped: dict[str, str]) -> Outcome:
+def _below_line(result: Result, threshold: ThresholdResult | None, metric: str) -> str | None:
+    """Why ``result`` fails a failed threshold: it is one of those below it (in average
+    mode only when the average failed too, which the line then quotes)."""
+    if threshold is None or threshold.passed:
+        return None
+    if result.subject not in {name for name, _score in threshold.failing}:
+        return None
+    score = "no score" if result.score is None else f"{result.score:.4f}"
+    line = f"{metric} {score} below threshold {threshold.min_accuracy:.4f}"
+    if threshold.mode == "average":
+        line += f" (--threshold-mode average: {threshold.message})"
+    return line
+
+
+def _outcome(
+    result: Result,
+    gates: Gates,
+    dropped: dict[str, str],
+    threshold: ThresholdResult | None,
+    metric: str,
+) -> Outcome:
     kind = result_kind(result.kind)
     if result.status in kind.unknown:
         return Outcome(result.subject, "unknown")
@@ -292,8 +366,14 @@ def _outcome(result: Result, gates: Gates, dropped: dict[str, str]) -> Outcome:
     if gates.fail_on_regression and result.regressions:
         regression = f"regression: {result.subject}: {redact('; '.join(result.regressions))}"
     drop = dropped.get(result.subject)
-    state = "failed" if failed or drop or regression else "passed"
-    return Outcome(result.subject, state, failed, drop, regression)
+    below = _below_line(result, threshold, metric)
+    strict = None
+    if gates.strict and (result.run_errors or result.judge_errors):
+        strict = (
+            f"--strict: {result.run_errors} run error(s) and {result.judge_errors} judge error(s)"
+        )
+    state = "failed" if failed or drop or regression or below or strict else "passed"
+    return Outcome(result.subject, state, failed, drop, regression, below, strict)
 
 
 def decide(
@@ -334,7 +414,7 @@ def decide(
                 f"{metric} fell {-change:.1f} points against its previous run "
                 f"(--fail-on-drop {gates.fail_on_drop:g})"
             )
-    outcomes = tuple(_outcome(r, gates, dropped) for r in results)
+    outcomes = tuple(_outcome(r, gates, dropped, threshold, metric) for r in results)
     unknown = [r for r, o in zip(results, outcomes, strict=True) if o.state == "unknown"]
     soft = gates.strict and any(r.run_errors or r.judge_errors for r in results)
     # Failed on its own (its check, a regression), not only by a drop: the drop decides apart.
@@ -369,4 +449,5 @@ def decide(
         failed=failed,
         outcomes=outcomes,
         interrupted=interrupted,
+        gates=gates,
     )

@@ -74,54 +74,42 @@ def case_json(c: TestCase) -> dict[str, Any]:
     }
 
 
-def case_result_json(r: CaseResult) -> dict[str, Any]:
-    """One execution of a cases run as the seed's TestCaseExecution (what ``oxy cases run
-    --format json`` lists), with this run's extras: ``pending``, ``cached``, ``threshold``."""
-    return {
-        "testCaseId": r.case_id,
-        "name": r.name,
-        "promptId": r.prompt_id,
-        "testCaseExecutionId": r.execution_id,
-        "executionId": r.execution_id,
-        "passed": r.passed,
-        "score": r.score,
-        "actualOutput": r.actual_output,
-        "expectedOutput": r.expected_output,
-        "outputDiff": r.output_diff,
-        "exactMatch": r.exact_match,
-        "semanticScore": r.semantic_score,
-        "similarityMethod": r.similarity_method,
-        "lengthDiff": r.length_diff,
-        "tokenDiff": r.token_diff,
-        "tokenMethod": r.token_method,
-        "latencyMs": r.latency_ms,
-        "costUsd": None,
-        "inputTokens": r.input_tokens,
-        "outputTokens": r.output_tokens,
-        "isRegression": r.is_regression,
-        "regressionType": r.regression_type,
-        "regressionTypes": r.regression_types,
-        "regressionReasons": r.regression_reasons,
-        "promptVersion": r.prompt_version,
-        "runDuration": r.run_duration_ms,
-        "threshold": r.threshold,
-        "error": r.error,
-        "pending": r.pending,
-        "finishReason": r.finish_reason,
-        "cached": r.cached,
-        "createdAt": r.created_at,
-    }
+def execution_json(e: Execution, live: CaseResult | None = None) -> dict[str, Any]:
+    """One test-case execution, the seed's TestCaseExecution: the one shape for a stored
+    row (the history read back) and a live result (``oxy cases run --format json``, which
+    passes ``live.as_execution(run_id)`` and ``live``), so every key means the same in
+    both.
 
-
-def execution_json(e: Execution) -> dict[str, Any]:
+    - ``id``: this execution's record id (the seed's ``TestCaseExecution.id``);
+      ``testCaseExecutionId``: the same id, the key the seed's ``runTestCase`` answers with.
+    - ``executionId``: the prompt execution it checked (the seed's reference); an
+      execution recorded by ``oxy cases run`` is its own, so it equals ``id``.
+    - ``testCaseId``, ``runId`` (the run of its prompt version), ``status`` (passed,
+      failed, pending, error), ``passed``, ``pending``, ``score`` (0..1),
+      ``actualOutput``, ``expectedOutput``, ``outputDiff``, ``exactMatch``,
+      ``semanticScore``, ``similarityMethod``, ``lengthDiff``, ``tokenDiff``,
+      ``tokenMethod``, ``isRegression``, ``regressionType`` (the most severe),
+      ``regressionTypes``, ``promptVersion``, ``runDuration`` and ``latencyMs`` (ms),
+      ``inputTokens``, ``outputTokens``, ``finishReason``, ``truncated`` (stopped at the
+      token limit), ``error``, ``createdAt``.
+    - Known to the run only, null when read back from the history: ``name`` and
+      ``promptId`` (of the case), ``threshold`` (the score that passes it),
+      ``regressionReasons``, ``cached`` (the answer was replayed by ``--cache``).
+      ``costUsd`` is null until prices are known.
+    """
     return {
-        "id": e.id,
+        "id": e.id or None,
+        "testCaseExecutionId": e.id or None,
         "testCaseId": e.test_case_id,
+        "name": None if live is None else live.name,
+        "promptId": None if live is None else live.prompt_id,
         "runId": e.run_id,
-        "executionId": e.execution_id,
+        "executionId": e.execution_id or None,
         "status": e.status,
         "passed": e.passed,
+        "pending": e.pending,
         "score": e.score,
+        "threshold": None if live is None else live.threshold,
         "actualOutput": e.actual_output,
         "expectedOutput": e.expected_output,
         "outputDiff": e.output_diff,
@@ -134,16 +122,26 @@ def execution_json(e: Execution) -> dict[str, Any]:
         "isRegression": e.is_regression,
         "regressionType": e.regression_type,
         "regressionTypes": list(e.regression_types),
+        "regressionReasons": None if live is None else list(live.regression_reasons),
         "promptVersion": e.prompt_version,
         "runDuration": e.run_duration_ms,
         "latencyMs": e.latency_ms,
+        "costUsd": None,
         "inputTokens": e.input_tokens,
         "outputTokens": e.output_tokens,
         "finishReason": e.finish_reason,
         "truncated": e.truncated,
+        "cached": None if live is None else live.cached,
         "error": e.error,
-        "createdAt": e.created_at,
+        "createdAt": e.created_at or None,
     }
+
+
+def case_result_json(r: CaseResult, *, run_id: str | None = None) -> dict[str, Any]:
+    """One execution of a live cases run: :func:`execution_json` of the row it was
+    recorded as (``run_id``: its run, see :attr:`CaseRun.runs`), with what only the run
+    knows."""
+    return execution_json(r.as_execution(run_id), r)
 
 
 def _summary(s: ExecutionSummary, *, regression: bool = False) -> dict[str, Any]:
@@ -258,7 +256,9 @@ def case_run_json(run: CaseRun, *, code: int | None = None) -> dict[str, Any]:
     """``oxy cases run --format json``: every execution (seed field names) and a summary;
     ``code`` is the exit code the run ends with (see :meth:`CaseRun.exit_code`)."""
     return {
-        "executions": [case_result_json(r) for r in run.results],
+        "executions": [
+            case_result_json(r, run_id=run.runs.get(r.prompt_id) or None) for r in run.results
+        ],
         "summary": {
             "cases": len(run.results),
             "planned": run.planned,

@@ -10,12 +10,13 @@ on ``<testsuites>`` (Ant's own aggregate has none): each ``<testsuite>`` carries
 counts, and the run's figures (exit code, wall time, calls served from the cache) are
 ``oxy.*`` properties repeated in every suite.
 
-Which element a test gets follows the run's own rules, so the XML never disagrees
-with the exit code: ``<error>`` where the exit code says "could not tell" (a test not
-scored, a test cut short, a case that could not run), ``<failure>`` where it says
-"failed" (below ``--min-accuracy``, a regression with ``--fail-on-regression``, run
-or judge errors with ``--strict``, reasons the caller adds), ``<skipped>`` for a case
-with no expected output yet.
+Which element a test gets is read from the run's :class:`~oxyeval.evaluation.Decision`
+(the one that gives the exit code), never worked out here, so the XML cannot disagree
+with the exit code: ``<error>`` for an unknown outcome (a test not scored, a test cut
+short, a case that could not run), ``<failure>`` for a failed one (below
+``--min-accuracy``, a drop, a regression with ``--fail-on-regression``, run or judge
+errors with ``--strict``), ``<skipped>`` for a neutral one (a case with no expected
+output yet).
 
 Every string is redacted (API keys never reach a file) and stripped of characters
 XML 1.0 cannot hold (model output may contain ANSI escapes or NULs): such a character
@@ -27,7 +28,7 @@ from __future__ import annotations
 import re
 import socket
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -36,8 +37,9 @@ from ..redact import clip
 from .text import shown
 
 if TYPE_CHECKING:
+    from ..evaluation import Decision, Outcome
     from ..suites.cases.results import CaseResult, CaseRun
-    from ..suites.results import TestResult, TestRun, ThresholdResult
+    from ..suites.results import TestResult, TestRun
 
 __all__ = ["cases_junit", "consistency_junit", "xml_text"]
 
@@ -207,42 +209,50 @@ def _failure(reasons: Sequence[tuple[str, str]]) -> tuple[str, str, str] | None:
     return reasons[0][0], reasons[0][1], "\n".join(message for _kind, message in reasons)
 
 
+def _outcomes(subjects: Sequence[str], decision: Decision) -> list[Outcome | None]:
+    """The decision's outcome of each subject, in the run's order: by position when the
+    decision was made on these very results, else by subject (a decision built by hand)."""
+    outcomes = decision.outcomes
+    if [o.subject for o in outcomes] == list(subjects):
+        return list(outcomes)
+    by_subject = {o.subject: o for o in outcomes}
+    return [by_subject.get(subject) for subject in subjects]
+
+
 def consistency_junit(
     run: TestRun,
-    threshold: ThresholdResult | None = None,
+    decision: Decision | None = None,
     *,
-    strict: bool = False,
-    code: int | None = None,
     error: str | None = None,
-    failures: Mapping[str, Sequence[str]] | None = None,
     timestamp: datetime | None = None,
     hostname: str | None = None,
 ) -> str:
     """``oxy test --junit``: one suite per file, one testcase per consistency test.
 
-    ``threshold`` and ``strict`` are the run's rules (as given to
-    :func:`~oxyeval.report.threshold.exit_code`); ``code`` is the exit code the run ends
-    with; ``error`` what stopped it (a run that failed before any test finished still
-    gets a file, with one error testcase saying why); ``failures`` more reasons a test
-    failed, by :meth:`TestRun.label` (an accuracy drop against an earlier run, say).
+    ``decision`` is the run's (:func:`oxyeval.report.verdict.decide`): each testcase's
+    error or failure is its outcome's, the exit code and threshold properties are its
+    (None: the run ungated, and no exit code is written). ``error`` is what stopped the
+    run (a run that failed before any test finished still gets a file, with one error
+    testcase saying why).
     """
-    failing: set[str] = set()
-    if threshold is not None and not threshold.passed:
-        failing = {name for name, _accuracy in threshold.failing}
-    extra = failures or {}
-    by_file: dict[str, list[TestResult]] = {}
-    for test in run.tests:
-        by_file.setdefault(test.file, []).append(test)
+    given = decision is not None
+    if decision is None:
+        from .verdict import Gates, decide
+
+        decision = decide(run, Gates())
+    threshold = decision.threshold
+    outcomes = _outcomes([run.label(t) for t in run.tests], decision)
+    by_file: dict[str, list[tuple[TestResult, Outcome | None]]] = {}
+    for test, found in zip(run.tests, outcomes, strict=True):
+        by_file.setdefault(test.file, []).append((test, found))
     files: dict[str, _Suite] = {}
-    for file, tests in by_file.items():
+    for file, pairs in by_file.items():
+        tests = [test for test, _found in pairs]
         suite = files[file] = _Suite(
             name=file, package="oxy.test", time=_span((t.started, t.duration) for t in tests)
         )
-        for test, name in zip(tests, _unique(t.name for t in tests), strict=True):
-            label = run.label(test)
-            suite.cases.append(
-                _test_case(test, name, label in failing, threshold, strict, extra.get(label, ()))
-            )
+        for (test, found), name in zip(pairs, _unique(t.name for t in tests), strict=True):
+            suite.cases.append(_test_case(test, name, found))
             suite.properties.extend(_test_properties(name, test))
             suite.out.append(_test_summary(name, test))
             suite.err.extend(
@@ -274,8 +284,8 @@ def consistency_junit(
         ("oxy.duration_s", _run_time(suites, _span((t.started, t.duration) for t in run.tests))),
         ("oxy.cached_calls", str(run.cached_calls)),
     ]
-    if code is not None:
-        run_props.append(("oxy.exit_code", str(code)))
+    if given:
+        run_props.append(("oxy.exit_code", str(decision.code)))
     if threshold is not None:
         run_props += [
             ("oxy.threshold.min_accuracy", _number(threshold.min_accuracy)),
@@ -291,37 +301,25 @@ def consistency_junit(
     return _render(suites, timestamp, hostname)
 
 
-def _test_case(
-    test: TestResult,
-    name: str,
-    below: bool,
-    threshold: ThresholdResult | None,
-    strict: bool,
-    regressions: Sequence[str],
-) -> _Case:
+def _test_case(test: TestResult, name: str, outcome: Outcome | None) -> _Case:
+    """The testcase of one test as its outcome says: an unknown outcome is an
+    ``<error>``, a failed one a ``<failure>`` naming every check it failed."""
     case = _Case(name=name, classname=_classname(test.file), time=test.duration)
-    if not test.ok:
+    if outcome is None:
+        return case
+    if outcome.state == "unknown":
         kind = "Interrupted" if test.interrupted else "NotScored"
         message = test.error or ("interrupted" if test.interrupted else "no accuracy")
         case.error = (kind, message, _test_detail(test))
         return case
     reasons: list[tuple[str, str]] = []
-    if below and threshold is not None:
-        reasons.append(("BelowThreshold", _below(test, threshold)))
-    if strict and (test.run_errors or test.judge_errors):
-        counts = f"{len(test.run_errors)} run error(s) and {len(test.judge_errors)} judge error(s)"
-        reasons.append(("RunErrors" if test.run_errors else "JudgeErrors", f"--strict: {counts}"))
-    reasons.extend(("Regression", reason) for reason in regressions)
+    if outcome.below is not None:
+        reasons.append(("BelowThreshold", outcome.below))
+    if outcome.strict is not None:
+        reasons.append(("RunErrors" if test.run_errors else "JudgeErrors", outcome.strict))
+    reasons.extend(("Regression", reason) for reason in outcome.reasons)
     case.failure = _failure(reasons)
     return case
-
-
-def _below(test: TestResult, threshold: ThresholdResult) -> str:
-    accuracy = "no score" if test.accuracy is None else f"{test.accuracy:.4f}"
-    message = f"accuracy {accuracy} below threshold {threshold.min_accuracy:.4f}"
-    if threshold.mode == "average":
-        message += f" (--threshold-mode average: {threshold.message})"
-    return message
 
 
 def _test_properties(prefix: str, test: TestResult) -> list[tuple[str, str]]:
@@ -367,33 +365,39 @@ def _test_detail(test: TestResult) -> str:
 
 def cases_junit(
     run: CaseRun,
+    decision: Decision | None = None,
     *,
-    fail_on_regression: bool = False,
-    code: int | None = None,
     error: str | None = None,
     timestamp: datetime | None = None,
     hostname: str | None = None,
 ) -> str:
     """``oxy cases run --junit``: one suite per prompt version, one testcase per case.
 
-    ``fail_on_regression`` is the run's rule (as given to :meth:`CaseRun.exit_code`):
-    with it a regression is a ``<failure>``, without it only a property. A pending case
-    (no expected output yet) is ``<skipped>``; an interrupted run gets an error testcase
-    naming how many planned cases never ran.
+    ``decision`` is the run's (:meth:`CaseRun.decision`): a case whose outcome is
+    unknown is an ``<error>``, a neutral one (pending: no expected output yet)
+    ``<skipped>``, a failed one a ``<failure>`` (a regression only under
+    ``--fail-on-regression``, which the decision applied); the exit code property is
+    its code (None: the run ungated, and no exit code is written). An interrupted run
+    gets an error testcase naming how many planned cases never ran.
     """
-    by_prompt: dict[str, list[CaseResult]] = {}
-    for result in run.results:
-        by_prompt.setdefault(result.prompt_id, []).append(result)
+    given = decision is not None
+    if decision is None:
+        decision = run.decision()
+    outcomes = _outcomes([r.case_id for r in run.results], decision)
+    by_prompt: dict[str, list[tuple[CaseResult, Outcome | None]]] = {}
+    for result, found in zip(run.results, outcomes, strict=True):
+        by_prompt.setdefault(result.prompt_id, []).append((result, found))
     suites = []
-    for prompt_id, results in by_prompt.items():
+    for prompt_id, pairs in by_prompt.items():
+        results = [result for result, _found in pairs]
         version = results[0].prompt_version
         suite = _Suite(
             name=f"{prompt_id} v{version}",
             package="oxy.cases",
             time=_span(_case_interval(r) for r in results),
         )
-        for result, name in zip(results, _unique(r.name for r in results), strict=True):
-            suite.cases.append(_case(result, name, fail_on_regression))
+        for (result, found), name in zip(pairs, _unique(r.name for r in results), strict=True):
+            suite.cases.append(_case(result, name, found))
             suite.properties.extend(_case_properties(name, result))
             if result.actual_output is not None:
                 suite.out.append(f"{name}: {_clip(result.actual_output)}")
@@ -416,14 +420,14 @@ def cases_junit(
     run_props = [
         ("oxy.command", "oxy cases run"),
         ("oxy.interrupted", str(run.interrupted).lower()),
-        ("oxy.fail_on_regression", str(fail_on_regression).lower()),
+        ("oxy.fail_on_regression", str(decision.gates.fail_on_regression).lower()),
         ("oxy.planned", str(run.planned)),
         ("oxy.history", str(run.db)),
         ("oxy.duration_s", _run_time(suites, _span(_case_interval(r) for r in run.results))),
         ("oxy.cached_calls", str(run.cached_calls)),
     ]
-    if code is not None:
-        run_props.append(("oxy.exit_code", str(code)))
+    if given:
+        run_props.append(("oxy.exit_code", str(decision.code)))
     for suite in suites:
         suite.properties[:0] = run_props
         suite.err.extend(run.warnings)
@@ -434,25 +438,29 @@ def _case_interval(result: CaseResult) -> tuple[float | None, float]:
     return result.started, result.run_duration_ms / 1000
 
 
-def _case(result: CaseResult, name: str, fail_on_regression: bool) -> _Case:
+def _case(result: CaseResult, name: str, outcome: Outcome | None) -> _Case:
+    """The testcase of one case as its outcome says (see :func:`cases_junit`)."""
     case = _Case(
         name=name,
         classname=_classname(result.prompt_id),
         time=result.run_duration_ms / 1000,
     )
-    if result.error is not None:
-        case.error = ("CaseError", result.error, result.error)
+    if outcome is None:
         return case
-    if result.pending:
+    if outcome.state == "unknown":
+        message = result.error or "the case could not run"
+        case.error = ("CaseError", message, message)
+        return case
+    if outcome.state == "neutral":
         case.skipped = "no expected output yet: run `oxy cases accept` to adopt one"
         return case
     reasons: list[tuple[str, str]] = []
-    if not result.passed:
+    if outcome.failed is not None:
         score = "-" if result.score is None else f"{result.score:.3f}"
         reasons.append(
             ("BelowThreshold", f"score {score} below its threshold {result.threshold:g}")
         )
-    if fail_on_regression and result.is_regression:
+    if outcome.regression is not None:
         why = "; ".join(result.regression_reasons) or ", ".join(result.regression_types)
         reasons.append(("Regression", f"regression: {why}"))
     failure = _failure(reasons)

@@ -15,7 +15,8 @@ from .text import shown
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..suites.results import DropResult, TestResult, TestRun, ThresholdResult
+    from ..evaluation import Decision
+    from ..suites.results import TestResult, TestRun
 
 __all__ = ["cached_calls_line", "change_text", "points", "render_pretty"]
 
@@ -138,54 +139,57 @@ def _grouped(items: Iterable[tuple[str, str]], shown: int = 5) -> list[tuple[str
     return out
 
 
-def _headline(
-    run: TestRun,
-    threshold: ThresholdResult | None,
-    code: int | None,
-    drop: DropResult | None = None,
-) -> str:
-    """The first line: a green tick only for a passed threshold, a cross for any failure."""
-    if run.interrupted:
+def _headline(run: TestRun, decision: Decision) -> str:
+    """The first line, as the decision's :attr:`~Decision.headline` says: a green tick
+    only for a passed gate, a cross for any failure; the run gives the counts shown."""
+    state = decision.headline
+    if state == "interrupted":
         cut = sum(1 for t in run.tests if t.interrupted)
         return f"⚠ Eval interrupted; {len(run.tests) - cut} of {len(run.tests)} test(s) finished:"
-    bad = sum(1 for t in run.tests if not t.ok)
-    if bad:
+    if state == "unknown":
+        bad = sum(1 for o in decision.outcomes if o.state == "unknown")
         return f"❌ Eval finished; {bad} of {len(run.tests)} test(s) could not be scored:"
-    if code == EXIT_INFRA:
+    if state == "infra":
         runs = sum(len(t.run_errors) for t in run.tests)
         judges = sum(len(t.judge_errors) for t in run.tests)
         return (
             f"❌ Eval finished with {runs} run error(s) and {judges} judge error(s) "
             f"(--strict: exit {EXIT_INFRA}); metrics:"
         )
-    if drop is not None and not drop.checked:
+    if state == "history_unread":
         return "❌ Eval finished, but --fail-on-drop could not read the history; metrics:"
-    if threshold is not None and not threshold.passed:
+    if state == "below":
         return "❌ Eval finished below the threshold:"
-    if drop is not None and not drop.passed:
+    if state == "dropped":
         return "❌ Eval finished; accuracy dropped against the previous run:"
-    if threshold is not None:
+    if state == "failed":
+        bad = sum(1 for o in decision.outcomes if o.state == "failed")
+        return f"❌ Eval finished; {bad} of {len(run.tests)} test(s) failed:"
+    if state == "met":
         return "✅ Eval finished; threshold met:"
-    if drop is not None:
+    if state == "no_drop":
         return "✅ Eval finished; no accuracy dropped against the previous run:"
     return "Eval finished with metrics (no --min-accuracy threshold to pass):"
 
 
 def render_pretty(
     run: TestRun,
-    threshold: ThresholdResult | None,
+    decision: Decision | None,
     console: Console,
     *,
     quiet: bool = False,
-    code: int | None = None,
-    drop: DropResult | None = None,
 ) -> None:
-    """``code`` is the exit code the run ends with, so the headline never contradicts it;
-    ``drop`` the ``--fail-on-drop`` check."""
+    """``decision`` is the run's (:func:`oxyeval.report.verdict.decide`), with the exit
+    code the command ends with, so the headline and the gate lines never contradict it;
+    None: the run ungated (``Gates()``)."""
     if not run.tests:
         console.print("No consistency tests found.")
         return
-    console.print(_headline(run, threshold, code, drop))
+    if decision is None:
+        from .verdict import Gates, decide
+
+        decision = decide(run, Gates())
+    console.print(_headline(run, decision))
     for test in run.tests:
         _render_test(console, run, test, quiet)
     if len(run.tests) > 1:
@@ -196,7 +200,7 @@ def render_pretty(
             )
     if run.cached_calls:
         console.print(cached_calls_line(run.cached_calls), style="dim", markup=False)
-    for check in (threshold, drop):
+    for check in (decision.threshold, decision.drop):
         if check is not None:
             style = "green" if check.passed else "bold red"
             mark = "✓" if check.passed else "✗"

@@ -23,7 +23,7 @@ from oxyeval.judge.consistency import (
 )
 from oxyeval.judge.judge import JudgeResult
 from oxyeval.project.config import JudgeSettings, load_project
-from oxyeval.report import check_threshold, exit_code, render_pretty
+from oxyeval.report import Gates, decide, render_pretty
 from oxyeval.suites.consistency import run_tests
 from oxyeval.suites.results import OutputRecord, TestResult, TestRun
 
@@ -239,11 +239,9 @@ def _result(accuracy: float | None, **kw) -> TestResult:
 
 
 def _headline(run: TestRun, min_accuracy: float | None = None, strict: bool = False) -> str:
-    threshold = check_threshold(run, min_accuracy) if min_accuracy is not None else None
     console = Console(file=io.StringIO(), width=200)
-    render_pretty(
-        run, threshold, console, quiet=True, code=exit_code(run, threshold, strict=strict)
-    )
+    decision = decide(run, Gates(min_accuracy=min_accuracy, strict=strict))
+    render_pretty(run, decision, console, quiet=True)
     return console.file.getvalue().splitlines()[0]
 
 

@@ -8,7 +8,9 @@ from rich.console import Console
 
 from oxyeval.errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
 from oxyeval.report import (
+    Gates,
     check_threshold,
+    decide,
     exit_code,
     render_pretty,
     to_json,
@@ -112,7 +114,9 @@ def test_secrets_are_scrubbed_from_json_and_pretty() -> None:
 
 def test_pretty_shows_accuracy_line_like_oxy() -> None:
     console = Console(file=io.StringIO(), width=100)
-    render_pretty(run_of(0.855), check_threshold(run_of(0.855), 0.9), console, quiet=True)
+    render_pretty(
+        run_of(0.855), decide(run_of(0.855), Gates(min_accuracy=0.9)), console, quiet=True
+    )
     text = console.file.getvalue()
     assert "Accuracy: 85.50%" in text
     assert "Average accuracy 0.8550 below threshold 0.9000" in text

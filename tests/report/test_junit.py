@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from oxyeval.evaluation import Decision, Outcome
 from oxyeval.redact import register_secret
 from oxyeval.report.junit import cases_junit, consistency_junit, xml_text
-from oxyeval.report.threshold import check_threshold
+from oxyeval.report.verdict import Gates, decide
 from oxyeval.suites.cases.run import CaseResult, CaseRun
 from oxyeval.suites.results import OutputRecord, TestResult, TestRun
 
@@ -98,8 +99,9 @@ def test_consistency_run_with_every_outcome(schema) -> None:
             result("other file", 0.9, file="workflows/w.workflow.yml"),
         ]
     )
-    threshold = check_threshold(run, 0.8, "all")
-    root = check(schema, consistency_junit(run, threshold, code=3, timestamp=WHEN, hostname="ci"))
+    decision = decide(run, Gates(min_accuracy=0.8, threshold_mode="all"))
+    assert decision.code == 3  # the unscored test
+    root = check(schema, consistency_junit(run, decision, timestamp=WHEN, hostname="ci"))
     suites = root.findall("testsuite")
     assert [s.get("name") for s in suites] == ["agents/a.agent.yml", "workflows/w.workflow.yml"]
     assert suites[0].get("timestamp") == "2026-11-20T09:30:05" and suites[0].get("hostname") == "ci"
@@ -120,10 +122,10 @@ def test_consistency_run_with_every_outcome(schema) -> None:
 
 def test_average_mode_fails_the_tests_below_only_when_the_average_fails(schema) -> None:
     run = TestRun(tests=[result("high", 1.0), result("low", 0.7)])
-    passed = check_threshold(run, 0.8, "average")  # mean 0.85: the run passes
+    passed = decide(run, Gates(min_accuracy=0.8))  # mean 0.85: the run passes
     root = check(schema, consistency_junit(run, passed, timestamp=WHEN, hostname="h"))
     assert outcome(root, "low") == (None, None)
-    failed = check_threshold(run, 0.9, "average")  # mean 0.85: the run fails
+    failed = decide(run, Gates(min_accuracy=0.9))  # mean 0.85: the run fails
     root = check(schema, consistency_junit(run, failed, timestamp=WHEN, hostname="h"))
     kind, element = outcome(root, "low")
     assert kind == "failure" and "Average accuracy 0.8500 below threshold" in element.get("message")
@@ -142,7 +144,8 @@ def test_strict_makes_run_and_judge_errors_failures(schema) -> None:
     lenient = check(schema, consistency_junit(run, timestamp=WHEN, hostname="h"))
     assert outcome(lenient, "flaky judge") == (None, None)
     assert props(lenient)["flaky judge.judge_errors"] == "1"
-    strict = check(schema, consistency_junit(run, strict=True, timestamp=WHEN, hostname="h"))
+    decision = decide(run, Gates(strict=True))
+    strict = check(schema, consistency_junit(run, decision, timestamp=WHEN, hostname="h"))
     kind, element = outcome(strict, "flaky judge")
     assert kind == "failure" and element.get("type") == "JudgeErrors"
     assert "judge down" in strict.find("testsuite/system-err").text
@@ -150,11 +153,16 @@ def test_strict_makes_run_and_judge_errors_failures(schema) -> None:
 
 def test_caller_reasons_are_failures_and_every_reason_is_in_the_text(schema) -> None:
     run = TestRun(tests=[result("dropped", 0.5)])
-    threshold = check_threshold(run, 0.8, "all")
-    drops = {"dropped": ["accuracy fell 30.0 pts against the previous run"]}
-    root = check(
-        schema, consistency_junit(run, threshold, failures=drops, timestamp=WHEN, hostname="h")
+    gated = decide(run, Gates(min_accuracy=0.8, threshold_mode="all"))
+    (found,) = gated.outcomes
+    dropped = Outcome(
+        found.subject,
+        "failed",
+        dropped="accuracy fell 30.0 pts against the previous run",
+        below=found.below,
     )
+    decision = Decision(code=1, threshold=gated.threshold, outcomes=(dropped,))
+    root = check(schema, consistency_junit(run, decision, timestamp=WHEN, hostname="h"))
     kind, element = outcome(root, "dropped")
     assert kind == "failure" and element.get("type") == "BelowThreshold"
     assert "accuracy fell 30.0 pts" in element.text and "below threshold" in element.text
@@ -163,7 +171,9 @@ def test_caller_reasons_are_failures_and_every_reason_is_in_the_text(schema) -> 
 def test_interrupted_runs(schema) -> None:
     cut = result("cut short", 0.5, error="interrupted: 2 of 3 run(s) finished", interrupted=True)
     run = TestRun(tests=[result("finished", 1.0), cut], interrupted=True)
-    root = check(schema, consistency_junit(run, code=3, timestamp=WHEN, hostname="h"))
+    decision = decide(run, Gates())
+    assert decision.code == 3
+    root = check(schema, consistency_junit(run, decision, timestamp=WHEN, hostname="h"))
     kind, element = outcome(root, "cut short")
     assert kind == "error" and element.get("type") == "Interrupted"
     assert outcome(root, "finished") == (None, None)
@@ -181,7 +191,7 @@ def test_a_run_that_failed_before_any_test_still_gets_a_report(schema) -> None:
         schema,
         consistency_junit(
             TestRun(),
-            code=2,
+            Decision(code=2),
             error="a.agent.yml:3: unknown model 'gpt'",
             timestamp=WHEN,
             hostname="h",
@@ -281,7 +291,7 @@ def case_run(**kw) -> CaseRun:
 
 def test_case_run_with_every_outcome(schema) -> None:
     run = case_run()
-    root = check(schema, cases_junit(run, code=run.exit_code(), timestamp=WHEN, hostname="h"))
+    root = check(schema, cases_junit(run, run.decision(), timestamp=WHEN, hostname="h"))
     assert [s.get("name") for s in root.findall("testsuite")] == ["p v2", "q v2"]
     assert outcome(root, "ok") == (None, None)
     kind, low = outcome(root, "low")
@@ -299,9 +309,9 @@ def test_case_run_with_every_outcome(schema) -> None:
 
 
 def test_fail_on_regression_makes_a_regression_a_failure(schema) -> None:
-    root = check(
-        schema, cases_junit(case_run(), fail_on_regression=True, timestamp=WHEN, hostname="h")
-    )
+    run = case_run()
+    decision = run.decision(fail_on_regression=True)
+    root = check(schema, cases_junit(run, decision, timestamp=WHEN, hostname="h"))
     kind, element = outcome(root, "slower")
     assert kind == "failure" and element.get("type") == "Regression"
     assert "output 3x longer" in element.get("message")
@@ -310,7 +320,7 @@ def test_fail_on_regression_makes_a_regression_a_failure(schema) -> None:
 def test_interrupted_or_failed_case_runs(schema) -> None:
     run = case_run(interrupted=True)
     run.planned = 9
-    root = check(schema, cases_junit(run, code=3, timestamp=WHEN, hostname="h"))
+    root = check(schema, cases_junit(run, run.decision(), timestamp=WHEN, hostname="h"))
     kind, element = outcome(root, "interrupted")
     assert kind == "error" and element.get("message") == (
         "interrupted: 6 of 9 case(s) finished, 3 never ran"
@@ -318,7 +328,9 @@ def test_interrupted_or_failed_case_runs(schema) -> None:
     nothing = CaseRun(db=Path("."))
     root = check(
         schema,
-        cases_junit(nothing, code=2, error="no *.prompt.yml files", timestamp=WHEN, hostname="h"),
+        cases_junit(
+            nothing, Decision(code=2), error="no *.prompt.yml files", timestamp=WHEN, hostname="h"
+        ),
     )
     kind, element = outcome(root, "oxy cases run")
     assert kind == "error" and element.get("message") == "no *.prompt.yml files"

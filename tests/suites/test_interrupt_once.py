@@ -170,6 +170,7 @@ def test_the_json_and_junit_reports_list_each_test_once(
 
     from oxyeval.report.json import to_json
     from oxyeval.report.junit import consistency_junit
+    from oxyeval.report.verdict import Gates, decide
 
     root = make_project(CONFIG, {"a.agent.yml": AGENT_FAST, "b.agent.yml": AGENT_SLOW})
     run = TestRun()
@@ -181,6 +182,6 @@ def test_the_json_and_junit_reports_list_each_test_once(
         ("fast", "interrupted"),
         ("slow", "interrupted"),
     ]
-    suites = ET.fromstring(consistency_junit(run, code=3))
+    suites = ET.fromstring(consistency_junit(run, decide(run, Gates())))
     names = [c.get("name") for c in suites.iter("testcase")]
     assert sorted(names) == ["fast", "slow"]

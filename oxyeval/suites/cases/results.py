@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...evaluation import Decision, Gates, Result, ResultKind, Score, decide, register_kind
 from ...store.kinds import EXECUTION_STATUSES
+
+if TYPE_CHECKING:
+    from ...store import Execution
 
 __all__ = ["CaseResult", "CaseRun"]
 
@@ -47,8 +51,9 @@ def _scores(r: CaseResult) -> list[Score]:
 
 @dataclass
 class CaseResult:
-    """One TestCaseExecution of this run, or an error (its seed camelCase shape is
-    :func:`oxyeval.report.cases.case_result_json`)."""
+    """One TestCaseExecution of this run, or an error. Its JSON is the stored row's
+    (:meth:`as_execution`, then :func:`oxyeval.report.cases.execution_json`), so a live
+    run and the history say the same of it."""
 
     case_id: str
     name: str
@@ -83,6 +88,54 @@ class CaseResult:
     #: ``time.perf_counter()`` when the case began: with ``run_duration_ms``, its span in
     #: the run (cases run concurrently, so a report's total is not the sum). Not stored.
     started: float | None = None
+
+    @property
+    def status(self) -> str:
+        """One of the store's ``EXECUTION_STATUSES``, as this result is recorded."""
+        if self.error is not None:
+            return "error"
+        if self.pending:
+            return "pending"
+        return "passed" if self.passed else "failed"
+
+    def as_execution(self, run_id: str | None = None) -> Execution:
+        """This result as the history row it was recorded as (``run_id``: its run's, see
+        :attr:`CaseRun.runs`): one shape for a live execution and a stored one. A run of
+        ``oxy cases`` is its own prompt execution, so ``execution_id`` (the seed's
+        reference to the prompt execution) is the execution's id, as the store records
+        it; neither is known before the result is committed (empty then)."""
+        from ...store import Execution
+
+        own_id = self.execution_id or ""
+        return Execution(
+            id=own_id,
+            test_case_id=self.case_id,
+            run_id=run_id,
+            execution_id=own_id,
+            status=self.status,
+            score=self.score,
+            actual_output=self.actual_output,
+            expected_output=self.expected_output,
+            # An execution that errored is recorded without a diff: none was made.
+            output_diff=None if self.error is not None else self.output_diff,
+            exact_match=self.exact_match,
+            semantic_score=self.semantic_score,
+            similarity_method=self.similarity_method,
+            length_diff=self.length_diff,
+            token_diff=self.token_diff,
+            token_method=self.token_method,
+            is_regression=self.is_regression,
+            regression_type=self.regression_type,
+            regression_types=tuple(self.regression_types),
+            prompt_version=self.prompt_version,
+            run_duration_ms=self.run_duration_ms,
+            latency_ms=self.latency_ms,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            finish_reason=self.finish_reason,
+            error=self.error,
+            created_at=self.created_at or "",
+        )
 
 
 @dataclass(repr=False)
@@ -123,13 +176,12 @@ class CaseRun:
         """The cases as the evaluation core's results, for the one decision."""
         out = []
         for r in self.results:
-            status = "error" if r.error is not None else "pending" if r.pending else None
-            judged = status is None
+            judged = r.status in ("passed", "failed")
             out.append(
                 Result(
                     kind="cases",
                     subject=r.case_id,
-                    status=status or ("passed" if r.passed else "failed"),
+                    status=r.status,
                     passed=r.passed if judged else None,
                     score=r.score,
                     error=r.error,
