@@ -2,12 +2,12 @@
 
 Every suite records what it ran (test-case executions, consistency results, workflow
 runs) and reads what it ran before (baselines, the previous accuracy, cached answers
-and verdicts). :class:`History` is the one place ``oxy test`` and ``oxy run`` open "the
-store for this run" (``oxy cases run`` opens its store itself, for now):
-it opens in a worker thread as the run begins, so it overlaps the first model
+and verdicts). :class:`History` is the one place every suite opens "the store for this
+run": it opens in a worker thread as the run begins, so it overlaps the first model
 calls instead of adding to the wall time, and hands the same store to everyone who asks
-(the cache, the recorder of results). A run starts it only once its checks have passed
-(files loaded, every model key found): a run that stops on bad input creates no database.
+(the cache, the recorder of results, the test cases' run). A run starts it only once its
+checks have passed (files loaded, every model key found): a run that stops on bad input
+creates no database.
 
 Which store: an SQLite history already at the current schema (every run after a
 project's first) opens as the store's lean sqlite3 store (``open_results``: results and
@@ -72,8 +72,13 @@ class History:
     in a :class:`Histories`, the run).
     """
 
-    def __init__(self, location: Location | None, *, enabled: bool = True) -> None:
+    def __init__(
+        self, location: Location | None, *, enabled: bool = True, full: bool = False
+    ) -> None:
         self.location = location if enabled else None
+        #: Open the full store even where the lean one would do (test cases need prompts
+        #: and cases, which the lean store does not have).
+        self.full = full
         self._opening: asyncio.Future[RunStore] | None = None
 
     @classmethod
@@ -95,7 +100,13 @@ class History:
         """Begin opening the store (import, connect, maybe migrate) in a worker thread."""
         if self.location is None or self._opening is not None:
             return
-        self._opening = asyncio.ensure_future(asyncio.to_thread(open_for_run, self.location))
+        if self.full:
+            from ..store import open_store
+
+            opener = asyncio.to_thread(open_store, self.location)
+        else:
+            opener = asyncio.to_thread(open_for_run, self.location)
+        self._opening = asyncio.ensure_future(opener)
 
     async def store(self) -> RunStore | None:
         """The open store (None when disabled); raises StoreError when it cannot open."""
@@ -156,15 +167,20 @@ class Histories:
         for history in self._open.values():
             history.start()
 
-    def for_project(self, project: Project) -> History | None:
+    def for_project(self, project: Project, *, full: bool = False) -> History | None:
         """The history ``project`` shares with the rest of the run (None: disabled);
-        not opened until the run starts it (:meth:`start`) or something needs it."""
+        not opened until the run starts it (:meth:`start`) or something needs it.
+        ``full``: the full store, not the lean one (asked before it starts opening)."""
         location = self.location(project)
         if location is None:
             return None
         history = self._open.get(location)
         if history is None:
-            history = self._open[location] = History(location)
+            history = self._open[location] = History(location, full=full)
+        elif full and not history.full:
+            if history._opening is not None:
+                raise RuntimeError("the full store was asked for after the lean one opened")
+            history.full = True
         return history
 
     async def aclose(self) -> None:

@@ -98,6 +98,30 @@ class CaseResult:
             return "pending"
         return "passed" if self.passed else "failed"
 
+    def as_result(self) -> Result:
+        """This execution as the evaluation core's result (kind ``cases``)."""
+        judged = self.status in ("passed", "failed")
+        return Result(
+            kind="cases",
+            subject=self.case_id,
+            case=self.case_id,
+            status=self.status,
+            passed=self.passed if judged else None,
+            score=self.score,
+            error=self.error,
+            regressions=(
+                tuple(self.regression_reasons) or (", ".join(self.regression_types),)
+                if self.is_regression
+                else ()
+            ),
+            details={"threshold": self.threshold},
+            scores=_scores(self) if judged else [],
+            latency_ms=self.latency_ms,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            output=self.actual_output,
+        )
+
     def as_execution(self, run_id: str | None = None) -> Execution:
         """This result as the history row it was recorded as (``run_id``: its run's, see
         :attr:`CaseRun.runs`): one shape for a live execution and a stored one. A run of
@@ -174,31 +198,7 @@ class CaseRun:
 
     def as_results(self) -> list[Result]:
         """The cases as the evaluation core's results, for the one decision."""
-        out = []
-        for r in self.results:
-            judged = r.status in ("passed", "failed")
-            out.append(
-                Result(
-                    kind="cases",
-                    subject=r.case_id,
-                    status=r.status,
-                    passed=r.passed if judged else None,
-                    score=r.score,
-                    error=r.error,
-                    regressions=(
-                        tuple(r.regression_reasons) or (", ".join(r.regression_types),)
-                        if r.is_regression
-                        else ()
-                    ),
-                    details={"threshold": r.threshold},
-                    scores=_scores(r) if judged else [],
-                    latency_ms=r.latency_ms,
-                    input_tokens=r.input_tokens,
-                    output_tokens=r.output_tokens,
-                    output=r.actual_output,
-                )
-            )
-        return out
+        return [r.as_result() for r in self.results]
 
     def decision(self, *, fail_on_regression: bool = False) -> Decision:
         """The run's verdict for CI (the one decision): a case that could not run, or an

@@ -12,10 +12,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..._tasks import gather_settled, run_sync
 from ...errors import ConfigError, LoadError, ProviderError
+from ...evaluation import EventSink, SampleFinished, ScoreRecorded
 from ...project.config import Project, load_project
 from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...project.templates import TemplateRef
@@ -24,8 +25,8 @@ from ...redact import redact
 from ...store import NewExecution, TestCase
 from ...workflow.agent import counted, token_limit_warning
 from ...workflow.context import RunContext
-from ..cache import CachePolicy, RunCache
 from ..history import history_location
+from ..suite import SuiteRun, final_status
 from ..targets import AgentTarget, PromptTarget, Target
 from .commit import CommittedThenCancelled, commit
 from .results import CaseResult, CaseRun
@@ -316,6 +317,130 @@ def sync_files(store: Store, project: Project, paths: Sequence[str]) -> list[Pro
     return prompts
 
 
+async def _run_plans(
+    run: CaseRun,
+    plans: list[_VersionRun],
+    store: Store,
+    project: Project,
+    prompts: Sequence[PromptDef],
+    context: RunContext,
+    scorer: _Scorer,
+    suite: SuiteRun,
+    *,
+    cases: Sequence[str] | None,
+    version: int | None,
+    only_files: set[str] | None,
+    concurrency: int,
+    on_result: Callable[[CaseResult], None] | None,
+) -> None:
+    """Sync the prompts, plan each prompt version's cases, and run them: one run row per
+    prompt version, finished by the one status rule."""
+    stale = store.runs.mark_stale()
+    if stale:
+        run.warnings.append(
+            f"{len(stale)} earlier run(s) had been interrupted; their finished results are kept"
+        )
+    all_names: dict[str, TestCase] = {}
+    found: set[str] = set()
+    for prompt in prompts:
+        current = sync_prompt(store, project, prompt)
+        chosen_version = current if version is None else version
+        content = (
+            prompt.content(project)
+            if version is None
+            else store.prompts.get_version(prompt.id, version)
+        )
+        if content is None:
+            raise no_version_error(
+                prompt, version or 0, [v.version for v in store.prompts.versions(prompt.id)]
+            )
+        stored_cases = store.cases.list(prompt.id)
+        all_names.update(by_name(stored_cases))
+        selected = select_cases(stored_cases, cases, only_files, found)
+        if not selected:
+            continue
+        if content["model"] not in project.models:
+            raise ConfigError(
+                f"prompt '{prompt.id}' version {chosen_version} uses model '{content['model']}', "
+                "which config.yml no longer defines"
+            )
+        context.models.check([content["model"]])
+        scorer.check(prompt.similarity)
+        plans.append(_VersionRun.build(prompt, selected, chosen_version, content, context))
+    error = unknown_names_error(cases, found, all_names, only_files)
+    if error is not None:
+        raise error
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+
+    def keep(result: CaseResult) -> None:
+        run.results.append(result)
+        told = result.as_result()
+        suite.emit(
+            SampleFinished(
+                kind="cases",
+                subject=result.case_id,
+                latency_ms=result.latency_ms,
+                error=result.error,
+                cached=result.cached,
+            )
+        )
+        for score in told.scores:
+            suite.emit(
+                ScoreRecorded(
+                    kind="cases",
+                    subject=result.case_id,
+                    metric=score.metric,
+                    value=score.value,
+                    label=score.label,
+                )
+            )
+        suite.record(told)
+        if on_result is not None:
+            on_result(result)
+
+    async def one(plan: _VersionRun, case: TestCase) -> None:
+        async with semaphore:
+            try:
+                result = await _run_one(plan, case, scorer=scorer, store=store)
+            except CommittedThenCancelled as stop:  # stored: reported too
+                keep(stop.result)
+                raise
+        keep(result)
+
+    jobs = []
+    group = store.runs.new_group_id() if len(plans) > 1 else None
+    for plan in plans:
+        plan.run_id = store.runs.start(
+            "cases",
+            prompt_id=plan.prompt.id,
+            prompt_version=plan.version,
+            total=len(plan.cases),
+            group_id=group,
+            subject=run_subject(plan.prompt, project.root),
+        )
+        run.runs[plan.prompt.id] = plan.run_id
+        run.versions[plan.prompt.id] = plan.version
+        run.planned += len(plan.cases)
+        jobs.extend(one(plan, case) for case in plan.cases)
+    suite.start(len(jobs))
+    for warning in run.warnings:
+        suite.warn(warning)
+    aborted = False
+    try:
+        await gather_settled(*jobs)  # every case stopped before the store closes
+        _warn_token_limits(run, plans)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        run.interrupted = True
+        raise
+    except BaseException:
+        aborted = True
+        raise
+    finally:
+        for prompt_id, run_id in run.runs.items():
+            errors = aborted or any(r.error for r in run.results if r.prompt_id == prompt_id)
+            store.runs.finish(run_id, final_status(interrupted=run.interrupted, failed=errors))
+
+
 async def run_cases_async(
     paths: Sequence[str | Path] = (),
     *,
@@ -328,20 +453,22 @@ async def run_cases_async(
     into: CaseRun | None = None,
     on_result: Callable[[CaseResult], None] | None = None,
     cache: bool | None = None,
+    events: EventSink | None = None,
 ) -> CaseRun:
     """Run the test cases of the given prompt/cases files (default: the whole project).
 
     ``cache=True`` (``--cache``) replays answers kept in the history from an identical
     earlier call; by default every case calls its model and keeps the answer for a later
-    ``cache=True`` run; with False nothing is kept (see :mod:`oxyeval.suites.cache`)."""
+    ``cache=True`` run; with False nothing is kept (see :mod:`oxyeval.suites.cache`).
+    ``events`` hears the run as it happens (:mod:`oxyeval.evaluation.events`)."""
     start = Path(paths[0]) if paths else None
     project = load_project(start, project_dir=project_dir)
     prompts = load_prompts(project, collect_case_files(project, [str(p) for p in paths]))
     if not prompts:
         raise ConfigError(f"no *.prompt.yml or *.cases.yml files under {project.root}")
-    from ...store import open_store
-
-    location = history_location(project, db, environ)
+    suite = SuiteRun("cases", db=db, environ=environ, cache=cache, events=events)
+    location = suite.histories.location(project)
+    assert location is not None  # a bad location raised: bad input
     db_shown: Path | str = location.path if location.path is not None else location.display
     run = into if into is not None else CaseRun(db=db_shown)
     run.db = db_shown
@@ -354,108 +481,42 @@ async def run_cases_async(
     models, similarities = await asyncio.to_thread(
         precheck, location, project, prompts, cases, version, only_files
     )
-    context = RunContext(project, environ=environ)
-    scorer = _Scorer(context)
-    try:  # every key the run needs, found before the history is created or changed
-        context.models.check(sorted(m for m in models if m in project.models))
-        for method in sorted(similarities):
-            scorer.check(method)
-        store = await asyncio.to_thread(open_store, location)
-    except BaseException:
-        await context.aclose()
-        raise
-    policy = CachePolicy.for_project(project, cache)
-    answers = RunCache(policy, store=store) if policy.enabled else None  # kept; replayed on --cache
-    context.cache = answers
     plans: list[_VersionRun] = []
-    try:
-        stale = store.runs.mark_stale()
-        if stale:
-            run.warnings.append(
-                f"{len(stale)} earlier run(s) had been interrupted; their finished results are kept"
-            )
-        all_names: dict[str, TestCase] = {}
-        found: set[str] = set()
-        for prompt in prompts:
-            current = sync_prompt(store, project, prompt)
-            chosen_version = current if version is None else version
-            content = (
-                prompt.content(project)
-                if version is None
-                else store.prompts.get_version(prompt.id, version)
-            )
-            if content is None:
-                raise no_version_error(
-                    prompt, version or 0, [v.version for v in store.prompts.versions(prompt.id)]
-                )
-            stored_cases = store.cases.list(prompt.id)
-            all_names.update(by_name(stored_cases))
-            selected = select_cases(stored_cases, cases, only_files, found)
-            if not selected:
-                continue
-            if content["model"] not in project.models:
-                raise ConfigError(
-                    f"prompt '{prompt.id}' version {chosen_version} uses model '{content['model']}', "
-                    "which config.yml no longer defines"
-                )
-            context.models.check([content["model"]])
-            scorer.check(prompt.similarity)
-            plans.append(_VersionRun.build(prompt, selected, chosen_version, content, context))
-        error = unknown_names_error(cases, found, all_names, only_files)
-        if error is not None:
-            raise error
-        semaphore = asyncio.Semaphore(max(1, concurrency))
-
-        def keep(result: CaseResult) -> None:
-            run.results.append(result)
-            if on_result is not None:
-                on_result(result)
-
-        async def one(plan: _VersionRun, case: TestCase) -> None:
-            async with semaphore:
-                try:
-                    result = await _run_one(plan, case, scorer=scorer, store=store)
-                except CommittedThenCancelled as stop:  # stored: reported too
-                    keep(stop.result)
-                    raise
-            keep(result)
-
-        jobs = []
-        group = store.runs.new_group_id() if len(plans) > 1 else None
-        for plan in plans:
-            plan.run_id = store.runs.start(
-                "cases",
-                prompt_id=plan.prompt.id,
-                prompt_version=plan.version,
-                total=len(plan.cases),
-                group_id=group,
-                subject=run_subject(plan.prompt, project.root),
-            )
-            run.runs[plan.prompt.id] = plan.run_id
-            run.versions[plan.prompt.id] = plan.version
-            run.planned += len(plan.cases)
-            jobs.extend(one(plan, case) for case in plan.cases)
-        aborted = False
+    async with suite:
+        book = suite.histories.for_project(project, full=True)
+        assert book is not None
+        context = RunContext(project, environ=environ)
         try:
-            await gather_settled(*jobs)  # every case stopped before the store closes
-            _warn_token_limits(run, plans)
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            run.interrupted = True
-            raise
-        except BaseException:
-            aborted = True
-            raise
+            scorer = _Scorer(context)
+            # every key the run needs, found before the history is created or changed
+            context.models.check(sorted(m for m in models if m in project.models))
+            for method in sorted(similarities):
+                scorer.check(method)
+            suite.histories.start()
+            store = cast("Store", await book.store())
+            # kept; replayed on --cache; in the run's store, told as the run's events
+            context.cache = suite.caches(project)
+            await _run_plans(
+                run,
+                plans,
+                store,
+                project,
+                prompts,
+                context,
+                scorer,
+                suite,
+                cases=cases,
+                version=version,
+                only_files=only_files,
+                concurrency=concurrency,
+                on_result=on_result,
+            )
         finally:
-            for prompt_id, run_id in run.runs.items():
-                errors = aborted or any(r.error for r in run.results if r.prompt_id == prompt_id)
-                status = "interrupted" if run.interrupted else ("failed" if errors else "completed")
-                store.runs.finish(run_id, status)
-    finally:
-        try:
-            await context.aclose()
-        finally:
-            run.cached_calls = answers.total_served if answers is not None else 0
-            store.close()
+            try:
+                await context.aclose()
+            finally:
+                cached = suite.caches.total_served
+                run.cached_calls = cached
     order = {
         (plan.prompt.id, c.name): (k, i)
         for k, plan in enumerate(plans)
@@ -477,6 +538,7 @@ def run_cases(
     into: CaseRun | None = None,
     on_result: Callable[[CaseResult], None] | None = None,
     cache: bool | None = None,
+    events: EventSink | None = None,
 ) -> CaseRun:
     """:func:`run_cases_async` for scripts; in a notebook or async code, await that."""
     return run_sync(
@@ -491,6 +553,7 @@ def run_cases(
             into=into,
             on_result=on_result,
             cache=cache,
+            events=events,
         ),
         "run_cases_async",
     )
