@@ -2,10 +2,13 @@
 
 Consistency tests (``oxy test``: n runs of a target, judged in pairs) and test cases
 (``oxy cases``: a prompt version against expected outputs, with regressions), each
-stored in the history as it finishes, as are workflow runs (``oxy run``). Later A/B
-branches and judged pass/fail tests plug in beside them: they call a :class:`Target`
-(an agent, a prompt version or a workflow task) inside an
-:class:`oxyeval.workflow.RunContext` and score with :func:`oxyeval.judge.assess`.
+stored in the history as it finishes, as are workflow runs (``oxy run``). Each runs
+inside a :class:`SuiteRun` (its histories, its cache, its event stream, the final status
+rule). Later A/B branches and judged pass/fail tests plug in beside them: a
+:class:`SuiteRun` of their registered kind, a :class:`Target` (an agent, a prompt
+version or a workflow task) called inside an :class:`oxyeval.workflow.RunContext`,
+scored with :func:`oxyeval.judge.assess` or a rubric, results recorded and decided by
+the evaluation core.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from .._lazy import lazy_exports
 _EXPORTS = {
     "ValidationReport": "validate",
     "validate_paths": "validate",
-    "ProgressSink": "consistency",
+    "ProgressSink": "suite",
+    "SuiteRun": "suite",
+    "final_status": "suite",
+    "progress_events": "suite",
     "collect_files": "consistency",
     "run_tests": "consistency",
     "run_tests_async": "consistency",
@@ -57,6 +63,7 @@ __all__ = [
     "ProgressSink",
     "PromptTarget",
     "StoredRun",
+    "SuiteRun",
     "Target",
     "TestHistory",
     "TestResult",
@@ -68,10 +75,12 @@ __all__ = [
     "cache_factory",
     "check_accept",
     "collect_files",
+    "final_status",
     "find_case",
     "history_location",
     "history_of_test",
     "preview_cases",
+    "progress_events",
     "recent_runs",
     "run_cases",
     "run_cases_async",
@@ -94,7 +103,7 @@ if TYPE_CHECKING:
         run_cases_async,
     )
     from .cases.selection import preview_cases
-    from .consistency import ProgressSink, collect_files, run_tests, run_tests_async
+    from .consistency import collect_files, run_tests, run_tests_async
     from .history import history_location
     from .history_queries import TestHistory, history_of_test, recent_runs
     from .results import (
@@ -106,6 +115,7 @@ if TYPE_CHECKING:
         TestRun,
         ThresholdResult,
     )
+    from .suite import ProgressSink, SuiteRun, final_status, progress_events
     from .targets import AgentTarget, PromptTarget, Target, WorkflowTarget
     from .validate import ValidationReport, validate_paths
     from .workflows import run_workflow

@@ -103,6 +103,7 @@ class _Job:
     models: ModelPool
     verdicts: VerdictCache | None = None  # earlier verdicts, replayed (see suites.cache)
     session: JudgeSession | None = None  # what the run's judges learnt (a RunContext's)
+    file: str = ""  # relative to its project: with the test's name, its stored subject
 
 
 def _load_all(files: list[Path], project_dir: str | None) -> tuple[list[_Subject], list[str]]:
@@ -459,7 +460,18 @@ def _plan(subjects: list[_Subject], contexts: RunContexts, run: TestRun) -> list
                 assert item.plan is not None
                 job_target = WorkflowTarget(context, item.plan, spec.task_ref)
                 question, inputs = _workflow_question(item.plan, spec), {}
-            jobs.append(_Job(spec, job_target, inputs, question, context.models, verdicts, session))
+            jobs.append(
+                _Job(
+                    spec,
+                    job_target,
+                    inputs,
+                    question,
+                    context.models,
+                    verdicts,
+                    session,
+                    item.project.relative(item.file),
+                )
+            )
     return jobs
 
 
@@ -523,7 +535,7 @@ async def run_tests_async(
                 finally:
                     for result in mine:
                         result.started = began
-                        suite.record(test_result(result))
+                        suite.record(test_result(result, f"{job.file}::{result.name}"))
                     run.tests.extend(mine)
                     recorder.finished(mine)  # stored in the background as each test ends
 

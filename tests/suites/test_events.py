@@ -1,0 +1,202 @@
+"""The event stream of a run, as a subscriber sees it: the full sequence of a consistency
+test, a test-cases run and a workflow run, first cold and then replayed from the cache,
+and a subscriber that fails never fails the run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from oxyeval.evaluation import (
+    CacheServed,
+    Event,
+    ResultRecorded,
+    RunFinished,
+    RunStarted,
+    SampleFinished,
+    ScoreRecorded,
+    StepsPlanned,
+    SubjectStarted,
+)
+from oxyeval.suites.cases.run import run_cases
+from oxyeval.suites.consistency import run_tests
+from oxyeval.suites.workflows import run_workflow
+
+from ..conftest import MakeProject
+
+CONFIG = """\
+models:
+  - name: analyst
+    vendor: mock
+    outputs: ["Total: 42", "Total is 42", "Total: 99 (XYZ)"]
+  - name: judge
+    vendor: mock
+    rules:
+      - {match: "XYZ", output: "They differ.\\nAnswer: B"}
+      - {match: ".", output: "Same.\\nAnswer: A"}
+  - name: m
+    vendor: mock
+    rules:
+      - {match: "love", output: "positive"}
+      - {match: ".", output: "neutral"}
+"""
+AGENT = """\
+model: analyst
+system_instructions: Be brief.
+tests:
+  - {type: consistency, name: totals, n: 3, task_description: "total?", model_ref: judge}
+"""
+PROMPT = """\
+name: mood
+model: m
+template: "Feedback: {{ text }}"
+similarity: lexical
+cases:
+  - {name: happy, input: {text: "I love it"}, expected_output: positive}
+  - {name: flat, input: {text: "It is a thing"}, expected_output: positive}
+"""
+WORKFLOW = """\
+tasks:
+  - {name: ask, type: agent, agent_ref: w.agent.yml, prompt: "about love"}
+  - {name: report, type: formatter, template: "Report: {{ ask }}"}
+"""
+
+
+@pytest.fixture
+def root(make_project: MakeProject) -> Path:
+    return make_project(
+        CONFIG,
+        {
+            "a.agent.yml": AGENT,
+            "w.agent.yml": "model: m\nsystem_instructions: x\n",
+            "mood.prompt.yml": PROMPT,
+            "w.workflow.yml": WORKFLOW,
+        },
+    )
+
+
+def _names(events: list[Event]) -> list[str]:
+    return [type(e).__name__ for e in events]
+
+
+def _check_frame(events: list[Event], kind: str, results: int, status: str) -> None:
+    """Every run: RunStarted first, RunFinished last, each once; every event of the run's
+    kind, in time order."""
+    assert isinstance(events[0], RunStarted) and isinstance(events[-1], RunFinished)
+    assert _names(events).count("RunStarted") == _names(events).count("RunFinished") == 1
+    assert {e.kind for e in events} == {kind}
+    assert [e.at for e in events] == sorted(e.at for e in events)
+    assert events[-1].status == status and events[-1].results == results  # type: ignore[attr-defined]
+    assert sum(isinstance(e, ResultRecorded) for e in events) == results
+
+
+def test_a_consistency_test_tells_its_whole_run_then_its_cache_hits(root: Path) -> None:
+    cold: list[Event] = []
+    run = run_tests([root / "a.agent.yml"], cache=True, events=cold.append)
+    assert run.tests[0].accuracy == pytest.approx(1 / 3)
+    _check_frame(cold, "consistency", 1, "completed")
+    assert cold[0].subjects == 1  # type: ignore[attr-defined]
+    (started,) = [e for e in cold if isinstance(e, SubjectStarted)]
+    assert started.steps == 3 and "totals" in started.label
+    samples = [e for e in cold if isinstance(e, SampleFinished)]
+    assert sorted(s.index for s in samples) == [1, 2, 3]
+    assert not any(s.cached for s in samples) and all(s.error is None for s in samples)
+    planned = [e for e in cold if isinstance(e, StepsPlanned)]
+    verdicts = [e for e in cold if isinstance(e, ScoreRecorded)]
+    assert sum(p.steps for p in planned) == len(verdicts) == 3  # three pairs judged
+    assert sorted(v.label or "" for v in verdicts) == ["A", "B", "B"]
+    # Samples come before the verdicts on them, and the result after both.
+    names = _names(cold)
+    assert names.index("ScoreRecorded") > max(
+        i for i, n in enumerate(names) if n == "SampleFinished"
+    )
+    (result,) = [e.result for e in cold if isinstance(e, ResultRecorded)]
+    assert result.kind == "consistency" and result.subject == "a.agent.yml::totals"
+    assert result.score == pytest.approx(1 / 3)
+    assert names.index("ResultRecorded") > names.index("ScoreRecorded")
+    assert not any(isinstance(e, CacheServed) for e in cold)
+
+    warm: list[Event] = []
+    again = run_tests([root / "a.agent.yml"], cache=True, events=warm.append)
+    assert again.cached_calls == 6  # three answers and three verdicts, no model call
+    _check_frame(warm, "consistency", 1, "completed")
+    served = [e for e in warm if isinstance(e, CacheServed)]
+    assert sum(e.calls for e in served if e.cache == "answer") == 3
+    assert sum(e.calls for e in served if e.cache == "verdict") == 3
+    assert all(s.cached for s in warm if isinstance(s, SampleFinished))
+
+
+def test_a_cases_run_tells_each_case_and_its_scores(root: Path) -> None:
+    cold: list[Event] = []
+    run = run_cases([root / "mood.prompt.yml"], cache=True, events=cold.append)
+    assert sorted((r.name, r.passed) for r in run.results) == [("flat", False), ("happy", True)]
+    _check_frame(cold, "cases", 2, "completed")  # a failed case: the run still completed
+    assert cold[0].subjects == 2  # type: ignore[attr-defined]
+    by_case: dict[str, list[str]] = {}
+    for e in cold[1:-1]:
+        subject = e.result.subject if isinstance(e, ResultRecorded) else getattr(e, "subject", "")
+        by_case.setdefault(subject, []).append(type(e).__name__)
+    assert set(by_case) == {"mood::happy", "mood::flat"}
+    for names in by_case.values():  # each case: its answer, its scores, its result
+        assert names[0] == "SampleFinished" and names[-1] == "ResultRecorded"
+        assert set(names[1:-1]) == {"ScoreRecorded"}
+    happy = [e for e in cold if isinstance(e, ScoreRecorded) and e.subject == "mood::happy"]
+    assert ("score", 1.0) in [(s.metric, s.value) for s in happy]
+    results = {e.result.subject: e.result for e in cold if isinstance(e, ResultRecorded)}
+    assert results["mood::happy"].passed is True and results["mood::flat"].passed is False
+
+    warm: list[Event] = []
+    run_cases([root / "mood.prompt.yml"], cache=True, events=warm.append)
+    _check_frame(warm, "cases", 2, "completed")
+    served = [e for e in warm if isinstance(e, CacheServed)]
+    assert [(e.cache, e.calls) for e in served] == [("answer", 1), ("answer", 1)]
+    assert all(e.cached for e in warm if isinstance(e, SampleFinished))
+
+
+def test_a_workflow_run_tells_each_task_and_its_result(root: Path) -> None:
+    cold: list[Event] = []
+    out = asyncio.run(run_workflow(root / "w.workflow.yml", cache=True, events=cold.append))
+    assert out.output == "Report: positive"
+    _check_frame(cold, "workflow", 1, "completed")
+    assert _names(cold)[:2] == ["RunStarted", "SubjectStarted"]
+    tasks = [e for e in cold if isinstance(e, SampleFinished)]
+    assert len(tasks) == 2 and not any(t.cached or t.error for t in tasks)
+    (result,) = [e.result for e in cold if isinstance(e, ResultRecorded)]
+    assert (result.kind, result.status, result.output) == (
+        "workflow",
+        "completed",
+        "Report: positive",
+    )
+
+    warm: list[Event] = []
+    asyncio.run(run_workflow(root / "w.workflow.yml", cache=True, events=warm.append))
+    _check_frame(warm, "workflow", 1, "completed")
+    assert [(e.cache, e.calls) for e in warm if isinstance(e, CacheServed)] == [("answer", 1)]
+
+
+def test_a_failing_subscriber_is_dropped_and_the_run_goes_on(
+    root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    seen: list[Event] = []
+
+    def broken(event: Event) -> None:
+        seen.append(event)
+        raise RuntimeError("subscriber bug")
+
+    run = run_tests([root / "a.agent.yml"], events=broken, history=False)
+    assert run.tests[0].accuracy == pytest.approx(1 / 3)
+    assert len(seen) == 1  # told once, then dropped
+    assert "event subscriber failed" in caplog.text
+
+
+def test_a_run_stopped_by_its_checks_tells_nothing(root: Path) -> None:
+    (root / "bad.agent.yml").write_text(
+        "model: nowhere\nsystem_instructions: x\ntests:\n"
+        "  - {type: consistency, name: t, n: 2, task_description: q}\n"
+    )
+    seen: list[Event] = []
+    with pytest.raises(Exception):  # noqa: B017  (bad input: the model is not defined)
+        run_tests([root / "bad.agent.yml"], events=seen.append)
+    assert seen == [] and not (root / ".oxy").exists()
