@@ -2,7 +2,8 @@
 
 A :class:`Result` per subject with named :class:`Score`s, the registry of result kinds,
 and the one :func:`decide` that turns results and gates into an exit code and its
-reasons, and the :class:`Event` stream a run tells its subscribers (progress bars, the
+reasons, the :class:`OutputScorer` and :class:`SetScorer` protocols every measurement
+goes through, and the :class:`Event` stream a run tells its subscribers (progress bars, the
 history, a dashboard, a pytest plugin). Consistency tests, test cases and workflow runs
 are kinds on it; a new kind of test registers itself (:func:`register_kind`) instead of
 adding a sixth place that decides pass or fail.
@@ -32,6 +33,16 @@ _EXPORTS = {
     "decide": "decision",
     "gate_option_error": "decision",
     "gated_code": "decision",
+    "Consistency": "scorers",
+    "ExactMatch": "scorers",
+    "Expected": "scorers",
+    "Judged": "scorers",
+    "OutputScorer": "scorers",
+    "SetScore": "scorers",
+    "SetScorer": "scorers",
+    "Similarity": "scorers",
+    "LENGTH_TOLERANCE": "similarity",
+    "lexical_similarity": "similarity",
     "CacheServed": "events",
     "Event": "events",
     "EventSink": "events",
@@ -46,14 +57,20 @@ _EXPORTS = {
     "Warned": "events",
 }
 __all__ = [
+    "LENGTH_TOLERANCE",
     "CacheServed",
+    "Consistency",
     "Decision",
     "DropResult",
     "Event",
     "EventSink",
     "EventStream",
+    "ExactMatch",
+    "Expected",
     "Gates",
+    "Judged",
     "Outcome",
+    "OutputScorer",
     "Previous",
     "Result",
     "ResultKind",
@@ -63,6 +80,9 @@ __all__ = [
     "SampleFinished",
     "Score",
     "ScoreRecorded",
+    "SetScore",
+    "SetScorer",
+    "Similarity",
     "StepsPlanned",
     "SubjectStarted",
     "ThresholdResult",
@@ -73,6 +93,7 @@ __all__ = [
     "gate_option_error",
     "gated_code",
     "kind_names",
+    "lexical_similarity",
     "register_kind",
     "result_kind",
 ]
@@ -107,3 +128,14 @@ if TYPE_CHECKING:
     )
     from .kinds import ResultKind, kind_names, register_kind, result_kind
     from .results import Previous, Result, Score
+    from .scorers import (
+        Consistency,
+        ExactMatch,
+        Expected,
+        Judged,
+        OutputScorer,
+        SetScore,
+        SetScorer,
+        Similarity,
+    )
+    from .similarity import LENGTH_TOLERANCE, lexical_similarity

@@ -18,11 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 from .._tasks import gather_settled, run_sync
 from ..errors import ConfigError, Diagnostic, LoadError, ProviderError
-from ..evaluation import EventSink, SampleFinished, ScoreRecorded, StepsPlanned, SubjectStarted
+from ..evaluation import (
+    Consistency,
+    EventSink,
+    SampleFinished,
+    ScoreRecorded,
+    StepsPlanned,
+    SubjectStarted,
+)
 from ..judge.consistency import (
     Comparison,
     ConsistencyScore,
-    assess,
     normalize,
     pair_count,
     plan_comparisons,
@@ -235,8 +241,7 @@ async def _judge_outputs(
             )
         )
 
-    outcome = await assess(
-        texts,
+    consistency = Consistency(
         judge.comparer(question),
         n=spec.n,
         pairing=spec.pairing,
@@ -246,6 +251,7 @@ async def _judge_outputs(
         on_planned=lambda count: emit(StepsPlanned(kind=_KIND, subject=key, steps=count)),
         on_done=done,
     )
+    outcome = (await consistency.score_set(texts)).detail
     _apply_score(result, outcome.comparisons, outcome.score, texts)
     result.error = outcome.error
     result.accuracy, result.selected = outcome.accuracy, outcome.selected

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..._tasks import gather_settled, run_sync
 from ...errors import ConfigError, LoadError, ProviderError
-from ...evaluation import EventSink, SampleFinished, ScoreRecorded
+from ...evaluation import EventSink, ExactMatch, Expected, SampleFinished, ScoreRecorded, Similarity
 from ...project.config import Project, load_project
 from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...project.templates import TemplateRef
@@ -33,8 +33,6 @@ from .results import CaseResult, CaseRun
 from .scoring import (
     TokenCounter,
     detect_regression,
-    exact_match,
-    lexical_similarity,
     output_diff,
     token_counter,
 )
@@ -113,6 +111,9 @@ class _VersionRun:
         )
 
 
+_EXACT = ExactMatch()
+
+
 class _Scorer:
     """Similarity by the prompt's method: an embedding model, or the lexical stand-in."""
 
@@ -129,11 +130,13 @@ class _Scorer:
         model_ref = self.context.project.embeddings[method].model_ref
         return f"embedding:{method} ({model_ref})" if model_ref else f"embedding:{method}"
 
-    async def similarity(self, method: str, a: str, b: str) -> tuple[float, str]:
+    def scorer(self, method: str) -> Similarity:
+        """The similarity scorer of a prompt's method, its label naming the method."""
         if method == "lexical":
-            return lexical_similarity(a, b), "lexical"
-        similarity = await self.context.embeddings.get(method).similarity(a, b)
-        return similarity, self.method_name(method)
+            return Similarity(method="lexical")
+        return Similarity(
+            self.context.embeddings.get(method).similarity, method=self.method_name(method)
+        )
 
 
 async def _store_error(
@@ -194,14 +197,11 @@ async def _run_one(
     result.input_tokens = completion.usage.input_tokens
     result.output_tokens = completion.usage.output_tokens
     if expected is not None:
-        result.exact_match = exact_match(actual, expected)
+        against = Expected(output=expected)
+        result.exact_match = (await _EXACT.score(actual, against)).value == 1.0
         try:
-            if result.exact_match:  # equal texts: similarity 1 by definition, no embedding call
-                similarity, result.similarity_method = 1.0, scorer.method_name(prompt.similarity)
-            else:
-                similarity, result.similarity_method = await scorer.similarity(
-                    prompt.similarity, actual, expected
-                )
+            # Equal texts: similarity 1 by definition, no embedding call.
+            similar = await scorer.scorer(prompt.similarity).score(actual, against)
         except (ProviderError, ValueError) as exc:
             result.error = redact(f"scoring case {result.case_id!r} failed: {exc}")
             result.run_duration_ms = (time.perf_counter() - started) * 1000
@@ -215,9 +215,9 @@ async def _run_one(
                 output_tokens=result.output_tokens,
                 finish_reason=completion.finish_reason,
             )
-        # A cosine can be negative; the spec's score is 0..1, and "opposite" is not better
-        # than "unrelated" for a test, so negatives count as 0.
-        result.semantic_score = min(1.0, max(0.0, similarity))
+        # In 0..1 (a negative cosine counts as 0: see the Similarity scorer).
+        result.semantic_score = similar.value
+        result.similarity_method = similar.label or ""
         result.score = 1.0 if result.exact_match else result.semantic_score
         result.passed = result.exact_match or result.score >= threshold
         result.length_diff = len(actual) - len(expected)
