@@ -231,7 +231,7 @@ def test_every_package_is_in_the_order() -> None:
 def test_the_walk_sees_imports_in_functions() -> None:
     """A sanity check on the walk itself: cli imports most stages inside its commands."""
     lazy = [u for u in FOUND if u.file == "cli/run.py" and u.module == "oxyeval.report.text"]
-    assert lazy and all(u.line > 50 for u in lazy)
+    assert lazy and all(u.line > 40 for u in lazy)  # below the module-level imports
 
 
 def test_stages_import_only_earlier_stages() -> None:

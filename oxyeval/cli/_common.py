@@ -67,25 +67,10 @@ def fail(err: Console, exc: BaseException, as_json: bool) -> typer.Exit:
 def open_history(
     project_dir: str | None, db: str | None, *, write: bool
 ) -> tuple[Project, Location, Store | None]:
-    """The project, where its history is, and the history. Read commands open it read-only
-    and never create one: no history yet gives ``None``, unless the user named a file that
-    does not exist."""
-    from ..project.config import load_project
-    from ..store import EmptyHistoryError, LocationError, open_store
-    from ..suites.history import history_location
+    """:func:`oxyeval.suites.open_history` (the library's; kept here for the commands)."""
+    from ..suites import open_history as library_open_history
 
-    project = load_project(project_dir=project_dir) if project_dir else load_project()
-    location = history_location(project, db)
-    if write:
-        return project, location, open_store(location)
-    if location.explicit and location.path is not None and not location.path.exists():
-        raise LocationError(
-            f"history database {location.display} does not exist", path=location.display
-        )
-    try:
-        return project, location, open_store(location, read_only=True)
-    except EmptyHistoryError:
-        return project, location, None
+    return library_open_history(project_dir, db, write=write)
 
 
 def read_history(

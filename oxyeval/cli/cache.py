@@ -85,25 +85,13 @@ def cache_clear(
     the models again. A project with no history yet has nothing to clear (none is made)."""
     out, err = consoles()
     as_json = as_json or format is Format.json
-    cutoff = None
     if older_than is not None and older_than != older_than:  # NaN passes min/max checks
         raise typer.BadParameter("must be a number of days", param_hint="--older-than")
-    if older_than is not None:
-        from datetime import datetime, timedelta, timezone
-
-        from ..store import utc_timestamp
-
-        cutoff = utc_timestamp(datetime.now(timezone.utc) - timedelta(days=older_than))
-    cleared = 0
     try:
-        _proj, location, existing = open_history(project, db, write=False)  # never creates one
-        if existing is not None:
-            existing.close()
-            from ..store import open_store
+        from ..suites.cache import clear_cache
 
-            with open_store(location) as store:  # it exists: open it for writing
-                kind_name = kind.value if kind is not None else None
-                cleared = store.cache.clear(kind=kind_name, older_than=cutoff)
+        kind_name = kind.value if kind is not None else None
+        location, cleared = clear_cache(project, db, kind=kind_name, older_than_days=older_than)
     except OxyError as exc:
         raise fail(err, exc, as_json) from None
     where = location.display

@@ -27,29 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["compile_command", "run_command"]
 
 
-def _parse_vars(pairs: list[str] | None, files: list[str] | None) -> dict[str, Any]:
-    """--vars files first (in order), then --var pairs, later ones winning."""
-    from ..errors import ConfigError
-    from ..inputs import valid_text
-    from ..project.document import load_yaml
-
-    values: dict[str, Any] = {}
-    for file in files or []:
-        # The project's loader: positions in errors, and the same size, depth and alias limits.
-        data = load_yaml(file).data
-        if not isinstance(data, dict):
-            raise ConfigError(f"--vars {file}: expected a mapping of variable names to values")
-        values.update(data)
-    for pair in pairs or []:
-        # Bytes that are not UTF-8 arrive as surrogate escapes, which no report can hold.
-        pair = valid_text(pair, f"--var {pair.partition('=')[0].strip()!r}")
-        name, sep, value = pair.partition("=")
-        if not sep or not name.strip():
-            raise ConfigError(f"--var {pair!r}: expected NAME=VALUE")
-        values[name.strip()] = value
-    return values
-
-
 class _TaskLines:
     """One stderr line per finished task, so a long run never looks stuck."""
 
@@ -103,15 +80,13 @@ def _ask(
 ) -> str:
     """Ask the agent; its answer document (JSON) or its answer (pretty) is printed by
     the caller, an interrupted ask prints the same document, marked."""
-    from ..suites.cache import cache_factory
-    from ..workflow.ask import AgentAnswer, ask_agent
+    from ..suites import ask
+    from ..workflow import AgentAnswer
     from .interrupt import interrupt_reason, run_interruptible
 
     answer = AgentAnswer()
     try:
-        run_interruptible(
-            ask_agent(file, question, project_dir=project, into=answer, cache=cache_factory(cache))
-        )
+        run_interruptible(ask(file, question, project_dir=project, into=answer, cache=cache))
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the same document, marked
         why = f"{interrupt_reason(exc)} before the agent answered"
         raise _interrupted(err, as_json, answer.to_dict(), why) from None
@@ -261,7 +236,9 @@ def run_command(
         elif kind == "workflow":
             if question is not None:
                 raise OxyError("--question is for agent files; a workflow takes --var NAME=VALUE")
-            variables = _parse_vars(var, vars_file)
+            from ..project import parse_variables
+
+            variables = parse_variables(var, vars_file)
             text = _workflow(
                 file,
                 variables,

@@ -36,6 +36,7 @@ _EXPORTS = {
     "outside_project": "files",
     "Document": "document",
     "load_yaml": "document",
+    "parse_variables": "variables",
     "read_text": "document",
     "KeyPath": "document",
     "format_key_path": "document",
@@ -107,6 +108,7 @@ __all__ = [
     "next_steps",
     "outside_project",
     "parse_tests",
+    "parse_variables",
     "path_problem",
     "project_files",
     "read_text",
@@ -161,4 +163,5 @@ if TYPE_CHECKING:
         parse_tests,
         unseen_submissions,
     )
+    from .variables import parse_variables
     from .varschema import check_variables, schema_problems, variable_error

@@ -42,12 +42,15 @@ _EXPORTS = {
     "check_accept": "cases",
     "find_case": "cases",
     "run_workflow": "workflows",
+    "ask": "workflows",
     "AgentTarget": "targets",
     "PromptTarget": "targets",
     "Target": "targets",
     "WorkflowTarget": "targets",
     "cache_factory": "cache",
     "history_location": "history",
+    "open_history": "history",
+    "clear_cache": "cache",
     "TestHistory": "history_queries",
     "history_of_test": "history_queries",
     "recent_runs": "history_queries",
@@ -72,13 +75,16 @@ __all__ = [
     "ValidationReport",
     "WorkflowTarget",
     "accept_baseline",
+    "ask",
     "cache_factory",
     "check_accept",
+    "clear_cache",
     "collect_files",
     "final_status",
     "find_case",
     "history_location",
     "history_of_test",
+    "open_history",
     "preview_cases",
     "progress_events",
     "recent_runs",
@@ -92,7 +98,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from .cache import cache_factory
+    from .cache import cache_factory, clear_cache
     from .cases import (
         CaseResult,
         CaseRun,
@@ -104,7 +110,7 @@ if TYPE_CHECKING:
     )
     from .cases.selection import preview_cases
     from .consistency import collect_files, run_tests, run_tests_async
-    from .history import history_location
+    from .history import history_location, open_history
     from .history_queries import TestHistory, history_of_test, recent_runs
     from .results import (
         DropResult,
@@ -118,4 +124,4 @@ if TYPE_CHECKING:
     from .suite import ProgressSink, SuiteRun, final_status, progress_events
     from .targets import AgentTarget, PromptTarget, Target, WorkflowTarget
     from .validate import ValidationReport, validate_paths
-    from .workflows import run_workflow
+    from .workflows import ask, run_workflow

@@ -39,15 +39,25 @@ from ..evaluation import CacheServed, EventSink
 from ..judge.verdicts import key_labels, verdict_data, verdict_from_data
 from ..providers import Tally, completion_data, completion_from_data, count_served, counting
 from ..store import content_hash, utc_timestamp
-from .history import Histories, History
+from .history import Histories, History, open_history
 
 if TYPE_CHECKING:
     from ..judge.judge import JudgeResult
     from ..project.config import Project
     from ..providers import Completion
+    from ..store import Location
     from .history import RunStore
 
-__all__ = ["CachePolicy", "RunCache", "RunCaches", "Tally", "cache_factory", "counting"]
+__all__ = [
+    "CachePolicy",
+    "RunCache",
+    "RunCaches",
+    "Tally",
+    "cache_cutoff",
+    "cache_factory",
+    "clear_cache",
+    "counting",
+]
 
 log = logging.getLogger("oxyeval.cache")
 
@@ -399,3 +409,35 @@ def cache_factory(
     return RunCaches(
         flag, histories=histories, db=db, environ=environ, eager=eager, events=events, kind=kind
     )
+
+
+def cache_cutoff(older_than_days: float | None, now: datetime | None = None) -> str | None:
+    """The timestamp before which entries are older than ``older_than_days`` (None: no
+    age limit); NaN or a negative age is a ValueError."""
+    if older_than_days is None:
+        return None
+    if older_than_days != older_than_days or older_than_days < 0:
+        raise ValueError("an age in days must be a number, 0 or more")
+    moment = now or datetime.now(timezone.utc)
+    return utc_timestamp(moment - timedelta(days=older_than_days))
+
+
+def clear_cache(
+    project_dir: str | Path | None = None,
+    db: str | Path | None = None,
+    *,
+    kind: str | None = None,
+    older_than_days: float | None = None,
+) -> tuple[Location, int]:
+    """Delete a project's cached answers and verdicts (of one kind; older than some days):
+    where the history is, and how many went. A project with no history has nothing to
+    clear, and none is created."""
+    cutoff = cache_cutoff(older_than_days)
+    _project, location, existing = open_history(project_dir, db, write=False)
+    if existing is None:
+        return location, 0
+    existing.close()
+    from ..store import open_store
+
+    with open_store(location) as store:  # it exists: open it for writing
+        return location, store.cache.clear(kind=kind, older_than=cutoff)

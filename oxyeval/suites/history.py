@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     #: What a run's history opens as: the full store, or the lean one.
     RunStore = Store | LiteStore
 
-__all__ = ["Histories", "History", "history_location"]
+__all__ = ["Histories", "History", "history_location", "open_history"]
 
 
 def history_location(
@@ -194,3 +194,27 @@ class Histories:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def open_history(
+    project_dir: str | Path | None = None, db: str | Path | None = None, *, write: bool = False
+) -> tuple[Project, Location, Store | None]:
+    """A project's history for reading (or, ``write``, writing) outside a run: what ``oxy
+    history``, ``oxy cases show`` and ``oxy cache`` open, and what a server or the SDK
+    opens the same way. Reading never creates one: no history yet gives ``None``, unless
+    ``db`` names a file that does not exist (an error: a typo must not read as empty)."""
+    from ..project.config import load_project
+    from ..store import EmptyHistoryError, open_store
+
+    project = load_project(project_dir=str(project_dir)) if project_dir else load_project()
+    location = history_location(project, db)
+    if write:
+        return project, location, open_store(location)
+    if location.explicit and location.path is not None and not location.path.exists():
+        raise LocationError(
+            f"history database {location.display} does not exist", path=location.display
+        )
+    try:
+        return project, location, open_store(location, read_only=True)
+    except EmptyHistoryError:
+        return project, location, None

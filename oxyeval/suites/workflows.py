@@ -29,13 +29,15 @@ from ..project.config import Project, load_project
 from ..store import NewWorkflowRun, NewWorkflowTask, StoreError, utc_timestamp
 from ..workflow.outputs import to_jsonable
 from ..workflow.records import TaskRecord, WorkflowRun
+from .cache import cache_factory
 from .history import History
 from .suite import SuiteRun
 
 if TYPE_CHECKING:
+    from ..workflow.ask import AgentAnswer
     from .history import RunStore
 
-__all__ = ["new_workflow_run", "run_workflow"]
+__all__ = ["ask", "new_workflow_run", "run_workflow"]
 
 log = logging.getLogger("oxyeval.history")
 
@@ -222,3 +224,27 @@ async def _keep(
     except Exception as exc:  # never lose the run over its history
         why = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
         log.warning("history not stored in %s: %s", book.location, why)
+
+
+async def ask(
+    path: str | Path,
+    question: str,
+    *,
+    project_dir: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    into: AgentAnswer | None = None,
+    cache: bool | None = None,
+) -> AgentAnswer:
+    """``oxy run AGENT --question``: ask an agent one question, its answers kept in (and,
+    with ``cache=True``, replayed from) the project's history, as for every other run
+    (:func:`oxyeval.workflow.ask_agent`, whose errors it raises)."""
+    from ..workflow.ask import ask_agent
+
+    return await ask_agent(
+        path,
+        question,
+        project_dir=project_dir,
+        environ=environ,
+        into=into,
+        cache=cache_factory(cache),
+    )
