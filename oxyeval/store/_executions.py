@@ -219,7 +219,13 @@ def write_executions(
         if done.rowcount == 0:
             raise NotFoundError(f"no run {run_id!r} in {store_path}", path=store_path)
     conn.execute(executions.insert(), rows)
-    write_results(_SaSql(conn), [execution_result(v) for v in rows])
+    write_results(
+        _SaSql(conn),
+        [
+            execution_result(v, cost_usd=e.cost_usd, ttft_ms=e.ttft_ms)
+            for v, e in zip(rows, items, strict=True)
+        ],
+    )
     _add_up(conn, case_daily, "day", per_day, ("runs", "passes", "score_sum", "scored"))
     _add_up(
         conn,

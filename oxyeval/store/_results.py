@@ -255,9 +255,12 @@ def consistency_result(v: Mapping[str, Any]) -> ResultRow:
     )
 
 
-def execution_result(v: Mapping[str, Any]) -> ResultRow:
+def execution_result(
+    v: Mapping[str, Any], *, cost_usd: float | None = None, ttft_ms: float | None = None
+) -> ResultRow:
     """The result of an ``executions`` row (kind cases), under the same id: passed is
-    known only for a judged execution (pending and errors are neither)."""
+    known only for a judged execution (pending and errors are neither). Cost and time to
+    first token live only here."""
     judged = v["status"] in ("passed", "failed")
     scores: list[tuple[str, Any, str | None]] = []
     if judged:
@@ -278,6 +281,8 @@ def execution_result(v: Mapping[str, Any]) -> ResultRow:
             "latency_ms": v["latency_ms"],
             "input_tokens": v["input_tokens"],
             "output_tokens": v["output_tokens"],
+            "cost_usd": _number("cost", cost_usd),
+            "ttft_ms": _number("time to first token", ttft_ms),
             "output": v["actual_output"],
             "error_message": v["error_message"],
             "created_at": v["created_at"],

@@ -130,6 +130,10 @@ class NewExecution:
     error: str | None = None
     created_at: str | None = None
     id: str | None = None
+    #: Kept in the execution's ``results`` row (the spine), not in ``executions``: what
+    #: the call cost (None: no known price) and its time to first token (streamed calls).
+    cost_usd: float | None = None
+    ttft_ms: float | None = None
 
 
 @dataclass(frozen=True)

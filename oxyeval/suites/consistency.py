@@ -363,6 +363,8 @@ async def _run_test(job: _Job, emit: EventSink, into: list[TestResult]) -> None:
                 latency=c.latency,
                 input_tokens=c.usage.input_tokens,
                 output_tokens=c.usage.output_tokens,
+                cost=c.cost,
+                ttft=c.time_to_first_token,
             )
 
     async def judge(k: int, judge_spec: JudgeSpec, outputs: list[OutputRecord]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,10 @@ class OutputRecord:
     output_tokens: int | None = None
     consistency: float | None = None
     group: int | None = None  # distinct (normalised) text number; comparisons name groups
+    #: What the answer cost (None: no known price) and its time to first token (s): in
+    #: the test's result (the evaluation core's), not in this record's JSON.
+    cost: float | None = None
+    ttft: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Every key always present (null when it does not apply), so consumers need no guards."""
@@ -288,7 +293,9 @@ class TestRun:
 
 def test_result(t: TestResult, subject: str | None = None) -> Result:
     """One consistency test as the evaluation core's result; ``subject`` defaults to the
-    stable ``file::name`` the history stores it under."""
+    stable ``file::name`` the history stores it under. Tokens and cost are its answers'
+    (the judge's calls are the judge's)."""
+    answered = [o for o in t.outputs if o.error is None]
     return Result(
         kind="consistency",
         subject=subject or f"{t.file}::{t.name}",
@@ -301,4 +308,15 @@ def test_result(t: TestResult, subject: str | None = None) -> Result:
         scores=[Score(metric, value) for metric, value in t.scores.items()],
         output=None if t.selected_output is None else t.selected_output.text,
         latency_ms=round(t.duration * 1000, 3),
+        input_tokens=_total(o.input_tokens for o in answered),
+        output_tokens=_total(o.output_tokens for o in answered),
+        cost_usd=_total(o.cost for o in answered),
     )
+
+
+def _total(values: Iterable[float | int | None]) -> Any:
+    """The sum, or None when any part is unknown (an unknown price is never 0)."""
+    items = list(values)
+    if not items or any(v is None for v in items):
+        return None
+    return sum(items)

@@ -200,3 +200,41 @@ def test_a_run_stopped_by_its_checks_tells_nothing(root: Path) -> None:
     with pytest.raises(Exception):  # noqa: B017  (bad input: the model is not defined)
         run_tests([root / "bad.agent.yml"], events=seen.append)
     assert seen == [] and not (root / ".oxy").exists()
+
+
+def test_cost_and_tokens_reach_the_result_and_the_history(make_project: MakeProject) -> None:
+    """A priced model (config.yml pricing:, USD per million tokens): each case's result
+    and its row in the history's results carry the cost of its call; an unpriced one, none."""
+    from oxyeval.store import open_store
+
+    from ..fakes import fake_openai, openai_chat_response
+
+    body = openai_chat_response("positive", prompt_tokens=1200, completion_tokens=300)
+    with fake_openai(lambda _request: body) as server:
+        root = make_project(
+            "models:\n"
+            f"  - {{name: m, vendor: openai, model_ref: priced-1, api_url: {server.url}, "
+            "api_key: k, max_retries: 0}\n"
+            f"  - {{name: free, vendor: openai, model_ref: unknown-9, api_url: {server.url}, "
+            "api_key: k, max_retries: 0}\n"
+            "pricing:\n  priced-1: {input: 2, output: 10}\n",
+            {
+                "mood.prompt.yml": PROMPT,
+                "other.prompt.yml": PROMPT.replace("mood", "other").replace(
+                    "model: m", "model: free"
+                ),
+            },
+        )
+        seen: list[Event] = []
+        run_cases([root], project_dir=str(root), events=seen.append)
+    results = {e.result.subject: e.result for e in seen if isinstance(e, ResultRecorded)}
+    expected = (1200 * 2 + 300 * 10) / 1_000_000
+    assert results["mood::happy"].cost_usd == pytest.approx(expected)
+    assert results["mood::happy"].input_tokens == 1200
+    assert results["other::happy"].cost_usd is None  # unknown price: null, never 0
+    with open_store(root / ".oxy" / "oxyeval.db", read_only=True) as store:
+        (stored,) = store.results.history("cases", "mood::happy")
+        (daily,) = store.results.daily("cases", "mood::happy")
+        (unpriced,) = store.results.history("cases", "other::happy")
+    assert stored.cost_usd == pytest.approx(expected) and unpriced.cost_usd is None
+    assert (daily.cost_n, daily.cost_sum) == (1, pytest.approx(expected))

@@ -85,6 +85,10 @@ class CaseResult:
     pending: bool = False  # no expected output yet: shown and kept, not judged
     finish_reason: str | None = None  # why the model stopped, as the vendor spelled it
     cached: bool = False  # the answer was replayed from the cache (--cache), no call made
+    #: What the call cost (None: no known price) and its time to first token (a streamed
+    #: call): kept in the history's results row and the result, not in the execution JSON.
+    cost_usd: float | None = None
+    ttft_ms: float | None = None
     #: ``time.perf_counter()`` when the case began: with ``run_duration_ms``, its span in
     #: the run (cases run concurrently, so a report's total is not the sum). Not stored.
     started: float | None = None
@@ -117,6 +121,8 @@ class CaseResult:
             details={"threshold": self.threshold},
             scores=_scores(self) if judged else [],
             latency_ms=self.latency_ms,
+            ttft_ms=self.ttft_ms,
+            cost_usd=self.cost_usd,
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             output=self.actual_output,

@@ -196,6 +196,9 @@ async def _run_one(
     result.latency_ms = round(completion.latency * 1000, 3)
     result.input_tokens = completion.usage.input_tokens
     result.output_tokens = completion.usage.output_tokens
+    result.cost_usd = completion.cost
+    if completion.time_to_first_token is not None:
+        result.ttft_ms = round(completion.time_to_first_token * 1000, 3)
     if expected is not None:
         against = Expected(output=expected)
         result.exact_match = (await _EXACT.score(actual, against)).value == 1.0
@@ -276,6 +279,8 @@ async def _run_one(
             input_tokens=result.input_tokens,
             output_tokens=result.output_tokens,
             finish_reason=completion.finish_reason,
+            cost_usd=result.cost_usd,
+            ttft_ms=result.ttft_ms,
         ),
     )
 
