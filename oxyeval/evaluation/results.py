@@ -91,3 +91,28 @@ class Result:
     #: gave no verdict): reported, and fatal only under ``--strict``.
     run_errors: int = 0
     judge_errors: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The one JSON shape of a result of any kind (live, read back from the history,
+        and later the API's): camelCase like the seed's API, every key always present.
+        Texts are scrubbed of secrets by whoever prints it (the history stores them
+        scrubbed already)."""
+        return {
+            "kind": self.kind,
+            "subject": self.subject,
+            "caseId": self.case,
+            "branch": self.branch,
+            "repeat": self.repeat,
+            "status": self.status,
+            "passed": self.passed,
+            "score": _round(self.score),
+            "latencyMs": _round(self.latency_ms, 3),
+            "timeToFirstTokenMs": _round(self.ttft_ms, 3),
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "costUsd": _round(self.cost_usd, 8),
+            "output": self.output,
+            "error": self.error,
+            "scores": [s.to_dict() for s in self.scores],
+            "details": dict(self.details),
+        }

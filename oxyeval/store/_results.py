@@ -398,6 +398,16 @@ class StoredResult:
     created_at: str
     scores: tuple[StoredScore, ...]
 
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`Result.to_dict <oxyeval.evaluation.Result.to_dict>` with where it is
+        stored: the same shape as a live result, plus ``id``, ``runId``, ``createdAt``."""
+        return {
+            "id": self.id,
+            "runId": self.run_id,
+            **self.to_result().to_dict(),
+            "createdAt": self.created_at,
+        }
+
     def to_result(self) -> Result:
         from ..evaluation import Result, Score
 

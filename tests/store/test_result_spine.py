@@ -69,6 +69,19 @@ def test_a_new_kind_is_stored_read_aggregated_and_decided_without_a_migration(
     back = store.results.for_run(run)
     assert [r.id for r in back] == ids
     assert [r.to_result() for r in back] == written  # every field, scores in order
+    # One JSON shape, live or stored: the stored one adds where it is kept.
+    stored_json = back[0].to_dict()
+    assert {k: v for k, v in stored_json.items() if k not in ("id", "runId", "createdAt")} == (
+        written[0].to_dict()
+    )
+    assert stored_json["scores"][0] == {
+        "metric": "grade",
+        "value": 0.9,
+        "label": None,
+        "passed": True,
+        "threshold": 0.7,
+        "reason": "clear thesis",
+    }
     assert store.runs.get(run).done == 3  # type: ignore[union-attr]
     assert [r.repeat for r in store.results.history("toy-essay", "rivers")] == [1, 0]
     assert store.results.subjects("toy-essay") == ["mountains", "rivers"]
