@@ -15,6 +15,8 @@ __all__ = [
     "Agent",
     "CaseRun",
     "ConfigError",
+    "ConsistencyRun",
+    "ConsistencyTestResult",
     "LoadError",
     "OxyError",
     "Project",
@@ -45,8 +47,10 @@ _LAZY = {
     "OxyError": "oxyeval.errors",
     "ProviderError": "oxyeval.errors",
     "CaseRun": "oxyeval.suites.cases.results",
+    "ConsistencyTestResult": "oxyeval.suites.results",
     "TestResult": "oxyeval.suites.results",
     "TestRun": "oxyeval.suites.results",
+    "ConsistencyRun": "oxyeval.suites.results",
     "check_threshold": "oxyeval.report.threshold",
     "open_store": "oxyeval.store",
     "parse_verdict": "oxyeval.judge.judge",
@@ -68,7 +72,7 @@ if TYPE_CHECKING:
     from .suites.cases.results import CaseRun
     from .suites.cases.run import run_cases, run_cases_async
     from .suites.consistency import run_tests, run_tests_async
-    from .suites.results import TestResult, TestRun
+    from .suites.results import ConsistencyRun, ConsistencyTestResult
     from .suites.validate import validate_paths
     from .suites.workflows import run_workflow
 

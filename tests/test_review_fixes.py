@@ -148,7 +148,7 @@ def test_interrupted_tests_are_listed_unscored() -> None:
 
     from oxyeval.project.tests import JudgeSpec, TestSpec
     from oxyeval.suites.consistency import _Job, _mark_unfinished
-    from oxyeval.suites.results import TestRun
+    from oxyeval.suites.results import ConsistencyRun
 
     spec = TestSpec(
         0,
@@ -163,7 +163,7 @@ def test_interrupted_tests_are_listed_unscored() -> None:
         "all",
         [JudgeSpec(None, "j", {"A": 1.0, "B": 0.0}, ())],
     )
-    run = TestRun()
+    run = ConsistencyRun()
     target = SimpleNamespace(model="m")  # never called: the test had not started
     _mark_unfinished(run, [_Job(spec, target, {}, "q", None)])  # type: ignore[arg-type]
     (test,) = run.tests

@@ -50,7 +50,7 @@ def report_command(
     """
     from ..report.json import to_json, write_json
     from ..report.saved import load_saved_run
-    from ..suites.results import TestRun
+    from ..suites.results import ConsistencyRun
     from .verdict import Gates, finish_run, gate_option_error
 
     err = stderr_console()
@@ -61,7 +61,7 @@ def report_command(
     if message is not None:
         err.print(f"error: {message}", style="red", markup=False)
         if as_json:
-            write_json(to_json(TestRun(), code=EXIT_INPUT, error=message), out)
+            write_json(to_json(ConsistencyRun(), code=EXIT_INPUT, error=message), out)
         raise typer.Exit(EXIT_INPUT)
     try:
         text = None
@@ -73,7 +73,7 @@ def report_command(
     except OxyError as exc:
         print_error(err, exc, debug)
         if as_json:
-            write_json(to_json(TestRun(), code=exc.exit_code, error=json_error(exc)), out)
+            write_json(to_json(ConsistencyRun(), code=exc.exit_code, error=json_error(exc)), out)
         raise typer.Exit(exc.exit_code) from None
     run = saved.run
     if saved.error is not None and not run.tests:  # the saved run itself failed

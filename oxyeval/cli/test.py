@@ -75,7 +75,7 @@ def test_command(
     """
     from ..report.json import to_json, write_json
     from ..suites.consistency import run_tests_async
-    from ..suites.results import TestRun
+    from ..suites.results import ConsistencyRun
     from .interrupt import interrupt_reason, run_interruptible
     from .verdict import Gates, finish_run, gate_option_error
 
@@ -85,7 +85,7 @@ def test_command(
     as_json = format is Format.json
     show_progress = not quiet and sys.stderr.isatty()
     progress = RichProgress(err) if show_progress else None
-    run = TestRun()
+    run = ConsistencyRun()
     started = datetime.now(timezone.utc)  # the JUnit suites' timestamp
     error: BaseException | None = None
     gates = Gates(min_accuracy, threshold_mode.value, strict, fail_on_drop)

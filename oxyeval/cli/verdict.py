@@ -1,4 +1,4 @@
-"""The end of ``oxy test`` and ``oxy report``: gate a TestRun, say why on stderr, print it.
+"""The end of ``oxy test`` and ``oxy report``: gate a ConsistencyRun, say why on stderr, print it.
 
 Both commands end the same way, so a saved result re-gated with ``oxy report`` gets the
 same exit code and the same messages as the run that produced it.
@@ -16,13 +16,13 @@ from .console import json_error, print_error
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..suites.results import DropResult, TestRun, ThresholdResult
+    from ..suites.results import ConsistencyRun, DropResult, ThresholdResult
 
 __all__ = ["Gates", "finish_run", "gate_option_error"]
 
 
 def finish_run(
-    run: TestRun,
+    run: ConsistencyRun,
     gates: Gates,
     *,
     err: Console,

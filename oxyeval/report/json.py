@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..redact import redact, redact_data
 
 if TYPE_CHECKING:
-    from ..suites.results import DropResult, TestResult, TestRun, ThresholdResult
+    from ..suites.results import ConsistencyRun, ConsistencyTestResult, DropResult, ThresholdResult
     from ..suites.validate import ValidationReport
 
 __all__ = ["result_json", "to_json", "validation_json", "write_json"]
 
 
-def result_json(test: TestResult) -> dict[str, Any]:
+def result_json(test: ConsistencyTestResult) -> dict[str, Any]:
     """One test's entry: its result, and after its accuracy the previous run's (from the
     history; null when there is none or history is off)."""
     doc: dict[str, Any] = {}
@@ -34,7 +34,7 @@ def result_json(test: TestResult) -> dict[str, Any]:
 
 
 def to_json(
-    run: TestRun,
+    run: ConsistencyRun,
     threshold: ThresholdResult | None = None,
     *,
     code: int | None = None,

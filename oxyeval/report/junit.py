@@ -39,7 +39,7 @@ from .text import shown
 if TYPE_CHECKING:
     from ..evaluation import Decision, Outcome
     from ..suites.cases.results import CaseResult, CaseRun
-    from ..suites.results import TestResult, TestRun
+    from ..suites.results import ConsistencyRun, ConsistencyTestResult
 
 __all__ = ["cases_junit", "consistency_junit", "xml_text"]
 
@@ -220,7 +220,7 @@ def _outcomes(subjects: Sequence[str], decision: Decision) -> list[Outcome | Non
 
 
 def consistency_junit(
-    run: TestRun,
+    run: ConsistencyRun,
     decision: Decision | None = None,
     *,
     error: str | None = None,
@@ -242,7 +242,7 @@ def consistency_junit(
         decision = decide(run, Gates())
     threshold = decision.threshold
     outcomes = _outcomes([run.label(t) for t in run.tests], decision)
-    by_file: dict[str, list[tuple[TestResult, Outcome | None]]] = {}
+    by_file: dict[str, list[tuple[ConsistencyTestResult, Outcome | None]]] = {}
     for test, found in zip(run.tests, outcomes, strict=True):
         by_file.setdefault(test.file, []).append((test, found))
     files: dict[str, _Suite] = {}
@@ -301,7 +301,7 @@ def consistency_junit(
     return _render(suites, timestamp, hostname)
 
 
-def _test_case(test: TestResult, name: str, outcome: Outcome | None) -> _Case:
+def _test_case(test: ConsistencyTestResult, name: str, outcome: Outcome | None) -> _Case:
     """The testcase of one test as its outcome says: an unknown outcome is an
     ``<error>``, a failed one a ``<failure>`` naming every check it failed."""
     case = _Case(name=name, classname=_classname(test.file), time=test.duration)
@@ -322,7 +322,7 @@ def _test_case(test: TestResult, name: str, outcome: Outcome | None) -> _Case:
     return case
 
 
-def _test_properties(prefix: str, test: TestResult) -> list[tuple[str, str]]:
+def _test_properties(prefix: str, test: ConsistencyTestResult) -> list[tuple[str, str]]:
     figures: list[tuple[str, Any]] = [
         ("accuracy", _number(test.accuracy)),
         ("status", test.status),
@@ -347,7 +347,7 @@ def _test_properties(prefix: str, test: TestResult) -> list[tuple[str, str]]:
     return [(f"{prefix}.{key}", str(value)) for key, value in figures]
 
 
-def _test_summary(prefix: str, test: TestResult) -> str:
+def _test_summary(prefix: str, test: ConsistencyTestResult) -> str:
     accuracy = "not scored" if test.accuracy is None else f"accuracy {test.accuracy:.4f}"
     line = f"{prefix}: {accuracy}, {test.judged_pairs}/{test.total_pairs} pairs judged"
     selected = test.selected_output
@@ -356,7 +356,7 @@ def _test_summary(prefix: str, test: TestResult) -> str:
     return line
 
 
-def _test_detail(test: TestResult) -> str:
+def _test_detail(test: ConsistencyTestResult) -> str:
     done = sum(1 for o in test.outputs if o.error is None)
     lines = [test.error or "", f"{done} of {test.n} run(s) succeeded"]
     lines += [f"run {o.run}: {_clip(o.error or '', 500)}" for o in test.run_errors[:20]]

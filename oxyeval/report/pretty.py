@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..evaluation import Decision
-    from ..suites.results import TestResult, TestRun
+    from ..suites.results import ConsistencyRun, ConsistencyTestResult
 
 __all__ = ["cached_calls_line", "change_text", "points", "render_pretty"]
 
@@ -45,7 +45,7 @@ def points(change: float) -> str:
     return f"{shown} pts"
 
 
-def change_text(test: TestResult) -> str:
+def change_text(test: ConsistencyTestResult) -> str:
     """`` (−6.1 pts vs 2026-11-20)``: the accuracy's change against the previous run of
     the same test (empty without one)."""
     change = test.change
@@ -54,7 +54,9 @@ def change_text(test: TestResult) -> str:
     return f" ({points(change)} vs {test.previous.at[:10]})"
 
 
-def _render_test(console: Console, run: TestRun, test: TestResult, quiet: bool) -> None:
+def _render_test(
+    console: Console, run: ConsistencyRun, test: ConsistencyTestResult, quiet: bool
+) -> None:
     from rich.markup import escape
 
     label = escape(run.label(test))
@@ -139,7 +141,7 @@ def _grouped(items: Iterable[tuple[str, str]], shown: int = 5) -> list[tuple[str
     return out
 
 
-def _headline(run: TestRun, decision: Decision) -> str:
+def _headline(run: ConsistencyRun, decision: Decision) -> str:
     """The first line, as the decision's :attr:`~Decision.headline` says: a green tick
     only for a passed gate, a cross for any failure; the run gives the counts shown."""
     state = decision.headline
@@ -173,7 +175,7 @@ def _headline(run: TestRun, decision: Decision) -> str:
 
 
 def render_pretty(
-    run: TestRun,
+    run: ConsistencyRun,
     decision: Decision | None,
     console: Console,
     *,

@@ -1,4 +1,4 @@
-"""A saved ``oxy test --format json`` document read back into a TestRun, so it can be
+"""A saved ``oxy test --format json`` document read back into a ConsistencyRun, so it can be
 gated again (``oxy report``) without a single model call.
 
 Everything the verdict needs is in the document: each test's accuracy and status, its
@@ -19,7 +19,13 @@ from ..errors import EXIT_INFRA, EXIT_INPUT, ConfigError
 from ..inputs import JSONProblem, loads
 from ..redact import clip
 from ..store import CONSISTENCY_STATUSES
-from ..suites.results import OutputRecord, Previous, StoredRun, TestResult, TestRun
+from ..suites.results import (
+    ConsistencyRun,
+    ConsistencyTestResult,
+    OutputRecord,
+    Previous,
+    StoredRun,
+)
 
 __all__ = ["SavedRun", "load_saved_run", "parse_saved_run"]
 
@@ -27,9 +33,9 @@ MAX_BYTES = 256 * 1024 * 1024  # a saved document larger than this is not ours
 
 
 class SavedRun:
-    """A saved document as a TestRun, plus what the original run ended with."""
+    """A saved document as a ConsistencyRun, plus what the original run ended with."""
 
-    def __init__(self, run: TestRun, *, error: str | None, code: int | None) -> None:
+    def __init__(self, run: ConsistencyRun, *, error: str | None, code: int | None) -> None:
         self.run = run
         self.error = error  # what stopped the original run before any test finished
         self.code = code  # the exit code the original run ended with
@@ -95,7 +101,7 @@ def _previous(doc: _Doc) -> Previous | None:
     return Previous(accuracy, prev.text("at", ""), prev.text("run_id", ""))
 
 
-def _test(doc: _Doc) -> TestResult:
+def _test(doc: _Doc) -> ConsistencyTestResult:
     name = doc.text("name")
     if not name:
         raise doc.fail("name", "the test's name")
@@ -131,7 +137,7 @@ def _test(doc: _Doc) -> TestResult:
         given = {c.get("verdict"): c.get("score") for c in comparisons if c.get("verdict")}
     scores = {str(k): float(v) for k, v in given.items() if _number(v) is not None}
     selected = doc.get("selected", (dict,), "an object or null")
-    result = TestResult(
+    result = ConsistencyTestResult(
         name=name,
         file=doc.text("file", ""),
         index=0,
@@ -160,7 +166,7 @@ def _test(doc: _Doc) -> TestResult:
 
 
 def parse_saved_run(data: Any, source: str = "<json>") -> SavedRun:
-    """A TestRun from an ``oxy test --format json`` document (already decoded)."""
+    """A ConsistencyRun from an ``oxy test --format json`` document (already decoded)."""
     if not isinstance(data, dict):
         raise ConfigError(
             f"{source}: not an `oxy test --format json` document (the top level is "
@@ -178,7 +184,9 @@ def parse_saved_run(data: Any, source: str = "<json>") -> SavedRun:
         )
     top = _Doc(source, data, "")
     summary = _Doc(source, top.get("summary", (dict,), "an object", {}), "summary.")
-    run = TestRun(interrupted=bool(summary.get("interrupted", (bool,), "true or false", False)))
+    run = ConsistencyRun(
+        interrupted=bool(summary.get("interrupted", (bool,), "true or false", False))
+    )
     for k, item in enumerate(top.objects("tests")):
         test = _test(_Doc(source, item, f"tests[{k}]."))
         test.index = k

@@ -1,7 +1,7 @@
-"""``oxy test``'s gates on a TestRun: the evaluation core's checks, applied to its tests.
+"""``oxy test``'s gates on a ConsistencyRun: the evaluation core's checks, applied to its tests.
 
 The rule itself is :mod:`oxyeval.evaluation.decision`'s, shared by every kind of test;
-these wrappers take a TestRun (a saved report re-gated by ``oxy report``, a Python caller
+these wrappers take a ConsistencyRun (a saved report re-gated by ``oxy report``, a Python caller
 gating its own pipeline) and name the tests as its reports do.
 """
 
@@ -9,20 +9,20 @@ from __future__ import annotations
 
 from .. import evaluation
 from ..evaluation import DropResult, Gates, ThresholdResult
-from ..suites.results import TestRun
+from ..suites.results import ConsistencyRun
 
 __all__ = ["check_drop", "check_threshold", "exit_code"]
 
 
 def check_threshold(
-    run: TestRun, min_accuracy: float, mode: str = "average"
+    run: ConsistencyRun, min_accuracy: float, mode: str = "average"
 ) -> ThresholdResult | None:
     """Apply ``--min-accuracy``; None when there is no accuracy to compare (a warning, exit 0)."""
     return evaluation.check_threshold(run.as_results(), min_accuracy, mode, kind="consistency")
 
 
 def check_drop(
-    run: TestRun, max_drop: float, *, history_ok: bool = True, why: str | None = None
+    run: ConsistencyRun, max_drop: float, *, history_ok: bool = True, why: str | None = None
 ) -> DropResult:
     """Apply ``--fail-on-drop`` (points, 0-100) against each test's previous run."""
     return evaluation.check_drop(
@@ -31,7 +31,7 @@ def check_drop(
 
 
 def exit_code(
-    run: TestRun,
+    run: ConsistencyRun,
     threshold: ThresholdResult | None,
     *,
     strict: bool = False,

@@ -1,7 +1,7 @@
 """``oxy test``'s decision on a run, as a library call: the exit code and every reason.
 
 The rule is the evaluation core's (:func:`oxyeval.evaluation.decide`), shared by every
-kind of test; this names a TestRun's tests as its reports do. The CLI (``oxy test``,
+kind of test; this names a ConsistencyRun's tests as its reports do. The CLI (``oxy test``,
 ``oxy report``) prints what :func:`decide` returns; a Python caller gets the same code
 and sentences: ``decide(run, Gates(min_accuracy=0.8, strict=True))``.
 """
@@ -14,7 +14,7 @@ from .. import evaluation
 from ..evaluation import Decision, Gates, gate_option_error
 
 if TYPE_CHECKING:
-    from ..suites.results import TestRun
+    from ..suites.results import ConsistencyRun
 
 __all__ = ["Decision", "Gates", "Verdict", "decide", "gate_option_error"]
 
@@ -22,7 +22,7 @@ __all__ = ["Decision", "Gates", "Verdict", "decide", "gate_option_error"]
 Verdict = Decision
 
 
-def decide(run: TestRun, gates: Gates, *, error: BaseException | None = None) -> Decision:
+def decide(run: ConsistencyRun, gates: Gates, *, error: BaseException | None = None) -> Decision:
     """Gate ``run``. ``error`` is what stopped the run after some tests finished: its
     exit code wins (2 bad input, else 3). A history read but not written still decides
     a drop; one that could not be read leaves it unknown."""

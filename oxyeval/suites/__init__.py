@@ -28,8 +28,8 @@ _EXPORTS = {
     "run_tests": "consistency",
     "run_tests_async": "consistency",
     "OutputRecord": "results",
-    "TestResult": "results",
-    "TestRun": "results",
+    "ConsistencyTestResult": "results",
+    "ConsistencyRun": "results",
     "ThresholdResult": "results",
     "DropResult": "results",
     "Previous": "results",
@@ -60,6 +60,8 @@ __all__ = [
     "AgentTarget",
     "CaseResult",
     "CaseRun",
+    "ConsistencyRun",
+    "ConsistencyTestResult",
     "DropResult",
     "OutputRecord",
     "Previous",
@@ -69,8 +71,6 @@ __all__ = [
     "SuiteRun",
     "Target",
     "TestHistory",
-    "TestResult",
-    "TestRun",
     "ThresholdResult",
     "ValidationReport",
     "WorkflowTarget",
@@ -113,12 +113,12 @@ if TYPE_CHECKING:
     from .history import history_location, open_history
     from .history_queries import TestHistory, history_of_test, recent_runs
     from .results import (
+        ConsistencyRun,
+        ConsistencyTestResult,
         DropResult,
         OutputRecord,
         Previous,
         StoredRun,
-        TestResult,
-        TestRun,
         ThresholdResult,
     )
     from .suite import ProgressSink, SuiteRun, final_status, progress_events

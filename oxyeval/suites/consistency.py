@@ -1,4 +1,4 @@
-"""``oxy test`` as a library call: load files, run their tests, return a TestRun.
+"""``oxy test`` as a library call: load files, run their tests, return a ConsistencyRun.
 
 All files are loaded (and every model key resolved) before the first model call,
 so bad input fails fast with every problem listed, and a run never dies halfway
@@ -49,7 +49,7 @@ from ..workflow.spec import load_workflow
 from ..workflow.sql import SqlError
 from .cache import Tally, counting
 from .consistency_history import ConsistencyHistory
-from .results import OutputRecord, TestResult, TestRun, test_result
+from .results import ConsistencyRun, ConsistencyTestResult, OutputRecord, test_result
 from .suite import ProgressSink, SuiteRun, progress_events
 from .targets import AgentTarget, Target, WorkflowTarget
 
@@ -175,9 +175,11 @@ def _label(spec: TestSpec, k: int) -> str:
     return f"{spec.name} [metric {k + 1}]" if len(spec.judges) > 1 else spec.name
 
 
-def _result(spec: TestSpec, judge: JudgeSpec, label: str, question: str, model: str) -> TestResult:
+def _result(
+    spec: TestSpec, judge: JudgeSpec, label: str, question: str, model: str
+) -> ConsistencyTestResult:
     total = pair_count(spec.n, spec.pairing)
-    return TestResult(
+    return ConsistencyTestResult(
         name=label,
         file=spec.display,
         index=spec.index,
@@ -205,7 +207,7 @@ async def _judge_outputs(
     judged: list[Comparison] | None = None,
     verdicts: VerdictCache | None = None,
     session: JudgeSession | None = None,
-) -> TestResult:
+) -> ConsistencyTestResult:
     """Judge and score one metric; ``judged`` collects each verdict as it comes, so an
     interrupted test keeps the ones it has."""
     key = f"{spec.display}#{spec.index}"
@@ -260,7 +262,7 @@ async def _judge_outputs(
 
 
 def _apply_score(
-    result: TestResult,
+    result: ConsistencyTestResult,
     comparisons: list[Comparison],
     score: ConsistencyScore,
     texts: Mapping[int, str],
@@ -289,7 +291,7 @@ def _interrupted_result(
     finished: Mapping[int, OutputRecord],
     judged: list[Comparison],
     started: float,
-) -> TestResult:
+) -> ConsistencyTestResult:
     """A test cut short keeps what it finished: its runs, and a (partial) score when at
     least two runs succeeded and the judge gave at least one verdict."""
     result = _result(spec, judge_spec, label, question, model)
@@ -318,7 +320,7 @@ def _interrupted_result(
     return result
 
 
-async def _run_test(job: _Job, emit: EventSink, into: list[TestResult]) -> None:
+async def _run_test(job: _Job, emit: EventSink, into: list[ConsistencyTestResult]) -> None:
     """Run a test n times and judge it, adding one result per metric to ``into``; when
     cancelled, what finished is added too (see :func:`_interrupted_result`)."""
     spec, question, model = job.spec, job.question, job.target.model
@@ -331,7 +333,7 @@ async def _run_test(job: _Job, emit: EventSink, into: list[TestResult]) -> None:
     semaphore = asyncio.Semaphore(spec.concurrency)
     finished: dict[int, OutputRecord] = {}
     judged: list[list[Comparison]] = [[] for _ in spec.judges]
-    results: dict[int, TestResult] = {}
+    results: dict[int, ConsistencyTestResult] = {}
     cut: list[int] = []  # runs whose answer stopped at the token limit
     # Calls served from the cache: the runs' (shared by every metric) and each judge's.
     run_tally, judge_tallies = Tally(), [Tally() for _ in spec.judges]
@@ -407,7 +409,7 @@ async def _run_test(job: _Job, emit: EventSink, into: list[TestResult]) -> None:
         into.extend(results[k] for k in sorted(results))
 
 
-def _mark_unfinished(run: TestRun, jobs: list[_Job]) -> None:
+def _mark_unfinished(run: ConsistencyRun, jobs: list[_Job]) -> None:
     """On Ctrl-C, a test that had not even started is listed (interrupted, unscored), not
     silently dropped; tests under way list their own finished runs (``_run_test``)."""
     done = {(t.file, t.index) for t in run.tests}
@@ -423,7 +425,7 @@ def _mark_unfinished(run: TestRun, jobs: list[_Job]) -> None:
     _in_file_order(run, jobs)
 
 
-def _in_file_order(run: TestRun, jobs: list[_Job]) -> None:
+def _in_file_order(run: ConsistencyRun, jobs: list[_Job]) -> None:
     """Report in file order, whatever order the tests finished in."""
     order = {(j.spec.display, j.spec.index): k for k, j in enumerate(jobs)}
     run.tests.sort(key=lambda t: (order.get((t.file, t.index), 0), t.name))
@@ -439,7 +441,7 @@ def _workflow_question(plan: CompiledWorkflow, spec: TestSpec) -> str:
     return f"the output of task '{ref}' in {plan.workflow.doc.display}"
 
 
-def _plan(subjects: list[_Subject], contexts: RunContexts, run: TestRun) -> list[_Job]:
+def _plan(subjects: list[_Subject], contexts: RunContexts, run: ConsistencyRun) -> list[_Job]:
     """Every test to run, its target checked before any call: a missing key or a template
     error is bad input (exit 2), once, not n failed runs."""
     jobs: list[_Job] = []
@@ -488,14 +490,14 @@ async def run_tests_async(
     *,
     project_dir: str | None = None,
     progress: ProgressSink | None = None,
-    into: TestRun | None = None,
+    into: ConsistencyRun | None = None,
     retry: RetryPolicy | None = None,
     environ: Mapping[str, str] | None = None,
     cache: bool | None = None,
     db: str | Path | None = None,
     history: bool = True,
     events: EventSink | None = None,
-) -> TestRun:
+) -> ConsistencyRun:
     """Run the consistency tests of the given agent and workflow files.
 
     ``into`` is filled as tests finish, so a caller that is interrupted still has
@@ -509,7 +511,7 @@ async def run_tests_async(
     result of the same test. A history that cannot be opened or written never fails the
     run: ``run.history`` says what was stored and why not.
     """
-    run = into if into is not None else TestRun()
+    run = into if into is not None else ConsistencyRun()
     subjects, warnings = _load_all(collect_files(paths), project_dir)
     run.warnings.extend(warnings)
     sinks = [events, progress_events(progress) if progress is not None else None]
@@ -536,7 +538,7 @@ async def run_tests_async(
                 suite.warn(warning)
 
             async def one(job: _Job) -> None:
-                mine: list[TestResult] = []
+                mine: list[ConsistencyTestResult] = []
                 began = time.perf_counter()
                 try:
                     await _run_test(job, suite.emit, mine)
@@ -571,14 +573,14 @@ def run_tests(
     *,
     project_dir: str | None = None,
     progress: ProgressSink | None = None,
-    into: TestRun | None = None,
+    into: ConsistencyRun | None = None,
     retry: RetryPolicy | None = None,
     environ: Mapping[str, str] | None = None,
     cache: bool | None = None,
     db: str | Path | None = None,
     history: bool = True,
     events: EventSink | None = None,
-) -> TestRun:
+) -> ConsistencyRun:
     """:func:`run_tests_async` for scripts; in a notebook or async code, await that."""
     return run_sync(
         run_tests_async(

@@ -6,7 +6,7 @@ several projects with different histories get one row in each, sharing a group i
 A test is identified by its file (relative to its project) and its name.
 
 The history is a by-product of a test run, never a reason to lose one: a store that
-cannot be opened or written is noted on the run (:attr:`TestRun.history`) and the tests
+cannot be opened or written is noted on the run (:attr:`ConsistencyRun.history`) and the tests
 carry on. Each database's store is the run's :class:`~oxyeval.suites.history.History`
 (shared with the cache; the lean sqlite3 store once the project has a history), opened
 in a worker thread while the models answer, and every write is off the event loop.
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from .._tasks import finish_shielded
 from ..project.config import Project
-from .results import Previous, StoredRun, TestResult, TestRun
+from .results import ConsistencyRun, ConsistencyTestResult, Previous, StoredRun
 from .suite import final_status
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ __all__ = ["ConsistencyHistory", "new_result"]
 _SUBJECT_FILES = 5  # files named in a run row's subject before "and N more"
 
 
-def new_result(file: str, test: TestResult) -> NewConsistencyResult:
+def new_result(file: str, test: ConsistencyTestResult) -> NewConsistencyResult:
     """The row a test result becomes (``file`` relative to the project)."""
     from ..store import NewConsistencyResult
 
@@ -119,7 +119,7 @@ class ConsistencyHistory:
     each test ends, and always :meth:`close`.
     """
 
-    def __init__(self, run: TestRun, histories: Histories) -> None:
+    def __init__(self, run: ConsistencyRun, histories: Histories) -> None:
         self.run = run
         self._histories = histories
         self._books: dict[Location, _Book] = {}
@@ -204,10 +204,10 @@ class ConsistencyHistory:
         book.own_reader = reader
         return _Opened(reader, None)
 
-    def finished(self, results: Sequence[TestResult]) -> None:
+    def finished(self, results: Sequence[ConsistencyTestResult]) -> None:
         """Store these results (one test's metrics) in the background, and find each
         one's previous result."""
-        by_book: dict[_Book, list[tuple[str, TestResult]]] = {}
+        by_book: dict[_Book, list[tuple[str, ConsistencyTestResult]]] = {}
         for result in results:
             where = self._tests.get((result.file, result.index))
             if where is None or id(result) in self._seen:
@@ -217,7 +217,7 @@ class ConsistencyHistory:
         for book, items in by_book.items():
             self._writes.append(asyncio.ensure_future(self._write(book, items)))
 
-    async def _write(self, book: _Book, items: list[tuple[str, TestResult]]) -> None:
+    async def _write(self, book: _Book, items: list[tuple[str, ConsistencyTestResult]]) -> None:
         if book.ready is None:
             return
         opened = await asyncio.shield(book.ready)
@@ -288,7 +288,7 @@ class ConsistencyHistory:
 def _record(
     store: RunStore | Store | None,
     run_id: str | None,
-    items: list[tuple[str, TestResult]],
+    items: list[tuple[str, ConsistencyTestResult]],
     write: bool,
 ) -> tuple[list[Previous | None], int, Exception | None]:
     """In a worker thread: each result's previous scored result outside run ``run_id``

@@ -19,6 +19,8 @@ from ..redact import redact
 from ..store.kinds import CONSISTENCY_STATUSES
 
 __all__ = [
+    "ConsistencyRun",
+    "ConsistencyTestResult",
     "DropResult",
     "OutputRecord",
     "Previous",
@@ -87,11 +89,11 @@ def _round(value: float | None, digits: int = 6) -> float | None:
 
 
 @dataclass(repr=False)
-class TestResult:
+class ConsistencyTestResult:
     """One consistency test (one metric of it) in one file."""
 
     def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
-        return f"TestResult({self.name!r})"
+        return f"ConsistencyTestResult({self.name!r})"
 
     __test__ = False  # not a pytest class
 
@@ -240,15 +242,15 @@ class StoredRun:
 
 
 @dataclass(repr=False)
-class TestRun:
+class ConsistencyRun:
     """Everything ``oxy test`` produced: per-test results plus the files' warnings."""
 
     def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
-        return f"TestRun({len(self.tests)!r})"
+        return f"ConsistencyRun({len(self.tests)!r})"
 
     __test__ = False
 
-    tests: list[TestResult] = field(default_factory=list)
+    tests: list[ConsistencyTestResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     interrupted: bool = False
@@ -280,7 +282,7 @@ class TestRun:
     def accuracies(self) -> list[float | None]:
         return [t.accuracy for t in self.tests]
 
-    def label(self, test: TestResult) -> str:
+    def label(self, test: ConsistencyTestResult) -> str:
         """Test name, qualified by file when several files ran."""
         files = {t.file for t in self.tests}
         return f"{test.file}: {test.name}" if len(files) > 1 else test.name
@@ -291,7 +293,7 @@ class TestRun:
         return [test_result(t, self.label(t)) for t in self.tests]
 
 
-def test_result(t: TestResult, subject: str | None = None) -> Result:
+def test_result(t: ConsistencyTestResult, subject: str | None = None) -> Result:
     """One consistency test as the evaluation core's result; ``subject`` defaults to the
     stable ``file::name`` the history stores it under. Tokens and cost are its answers'
     (the judge's calls are the judge's)."""
@@ -320,3 +322,8 @@ def _total(values: Iterable[float | int | None]) -> Any:
     if not items or any(v is None for v in items):
         return None
     return sum(items)
+
+
+#: The names of 0.2 (when "test" meant a consistency test), kept for callers' code.
+TestRun = ConsistencyRun
+TestResult = ConsistencyTestResult

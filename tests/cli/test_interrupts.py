@@ -253,7 +253,7 @@ def test_oxy_test_pretty_says_interrupted_and_keeps_partial_runs(
 def test_a_test_cut_short_while_judging_keeps_its_verdicts(make_project: MakeProject) -> None:
     """Interrupted after some verdicts: a partial score, marked interrupted, not 'scored'."""
     from oxyeval.suites.consistency import run_tests_async
-    from oxyeval.suites.results import TestRun
+    from oxyeval.suites.results import ConsistencyRun
 
     config = """\
     models:
@@ -279,7 +279,7 @@ def test_a_test_cut_short_while_judging_keeps_its_verdicts(make_project: MakePro
         text = next(verdicts, None)
         return stall(60.0) if text is None else (200, openai_chat_response(text))
 
-    run = TestRun()
+    run = ConsistencyRun()
     with FakeServer(respond) as server:
         root = make_project(config.format(url=server.url), {"a.agent.yml": agent})
 

@@ -25,7 +25,7 @@ from oxyeval.judge.judge import JudgeResult
 from oxyeval.project.config import JudgeSettings, load_project
 from oxyeval.report import Gates, decide, render_pretty
 from oxyeval.suites.consistency import run_tests
-from oxyeval.suites.results import OutputRecord, TestResult, TestRun
+from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult, OutputRecord
 
 from ..conftest import MakeProject
 from ..fakes import fake_openai, judge_reply, openai_error
@@ -221,8 +221,8 @@ def test_failed_run_has_text_null() -> None:
 # -- the headline (items 14 and 19) -----------------------------------------------------
 
 
-def _result(accuracy: float | None, **kw) -> TestResult:
-    return TestResult(
+def _result(accuracy: float | None, **kw) -> ConsistencyTestResult:
+    return ConsistencyTestResult(
         name="t",
         file="a.agent.yml",
         index=0,
@@ -238,7 +238,7 @@ def _result(accuracy: float | None, **kw) -> TestResult:
     )
 
 
-def _headline(run: TestRun, min_accuracy: float | None = None, strict: bool = False) -> str:
+def _headline(run: ConsistencyRun, min_accuracy: float | None = None, strict: bool = False) -> str:
     console = Console(file=io.StringIO(), width=200)
     decision = decide(run, Gates(min_accuracy=min_accuracy, strict=strict))
     render_pretty(run, decision, console, quiet=True)
@@ -246,7 +246,7 @@ def _headline(run: TestRun, min_accuracy: float | None = None, strict: bool = Fa
 
 
 def test_no_green_tick_without_a_passed_threshold() -> None:
-    run = TestRun(tests=[_result(0.4667)])
+    run = ConsistencyRun(tests=[_result(0.4667)])
     assert "✅" not in _headline(run)
     assert _headline(run).startswith("Eval finished with metrics (no --min-accuracy")
     assert _headline(run, 0.4).startswith("✅")
@@ -255,7 +255,7 @@ def test_no_green_tick_without_a_passed_threshold() -> None:
 
 def test_strict_exit_3_has_no_green_tick() -> None:
     failed_run = OutputRecord(run=3, text=None, error="timeout")
-    run = TestRun(tests=[_result(1.0, outputs=[failed_run])])
+    run = ConsistencyRun(tests=[_result(1.0, outputs=[failed_run])])
     line = _headline(run, 0.5, strict=True)
     assert "✅" not in line and line.startswith("❌") and "--strict" in line
     assert _headline(run, 0.5).startswith("✅")  # without --strict the score stands

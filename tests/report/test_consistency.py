@@ -16,11 +16,13 @@ from oxyeval.report import (
     to_json,
     write_json,
 )
-from oxyeval.suites.results import OutputRecord, TestResult, TestRun
+from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult, OutputRecord
 
 
-def result(name: str, accuracy: float | None, file: str = "a.agent.yml", **kw) -> TestResult:
-    return TestResult(
+def result(
+    name: str, accuracy: float | None, file: str = "a.agent.yml", **kw
+) -> ConsistencyTestResult:
+    return ConsistencyTestResult(
         name=name,
         file=file,
         index=0,
@@ -36,8 +38,8 @@ def result(name: str, accuracy: float | None, file: str = "a.agent.yml", **kw) -
     )
 
 
-def run_of(*accuracies: float | None) -> TestRun:
-    return TestRun(tests=[result(f"Test {k + 1}", a) for k, a in enumerate(accuracies)])
+def run_of(*accuracies: float | None) -> ConsistencyRun:
+    return ConsistencyRun(tests=[result(f"Test {k + 1}", a) for k, a in enumerate(accuracies)])
 
 
 def test_average_mode_uses_the_mean() -> None:
@@ -69,7 +71,7 @@ def test_unscored_test_never_passes() -> None:
 
 
 def test_no_tests_means_no_threshold() -> None:
-    assert check_threshold(TestRun(), 0.8) is None
+    assert check_threshold(ConsistencyRun(), 0.8) is None
 
 
 def test_exit_code_precedence() -> None:
@@ -77,16 +79,18 @@ def test_exit_code_precedence() -> None:
     assert exit_code(run_of(0.9), None) == EXIT_OK
     assert exit_code(run_of(0.5), below) == EXIT_FAILED
     assert exit_code(run_of(0.5, None), below) == EXIT_INFRA  # unscored beats below-threshold
-    partial = TestRun(tests=[result("t", 1.0, outputs=[OutputRecord(run=1, text=None, error="x")])])
+    partial = ConsistencyRun(
+        tests=[result("t", 1.0, outputs=[OutputRecord(run=1, text=None, error="x")])]
+    )
     assert exit_code(partial, None) == EXIT_OK
     assert exit_code(partial, None, strict=True) == EXIT_INFRA
-    assert exit_code(TestRun(interrupted=True), None) == EXIT_INFRA
+    assert exit_code(ConsistencyRun(interrupted=True), None) == EXIT_INFRA
 
 
 def test_json_accuracy_shape_and_labels_across_files() -> None:
     one = to_json(run_of(0.5))
     assert one["accuracy"] == 0.5
-    many = TestRun(
+    many = ConsistencyRun(
         tests=[result("Test 1", 0.5, "a.agent.yml"), result("Test 1", None, "b.agent.yml")]
     )
     doc = to_json(many, check_threshold(many, 0.4, "all"), code=3)
@@ -104,7 +108,7 @@ def test_secrets_are_scrubbed_from_json_and_pretty() -> None:
     bad = result(
         "t", None, outputs=[OutputRecord(run=1, text=None, error="401 for sk-report-secret-999")]
     )
-    run = TestRun(tests=[bad])
+    run = ConsistencyRun(tests=[bad])
     assert "sk-report-secret-999" not in json.dumps(to_json(run))
     console = Console(file=io.StringIO(), width=120)
     render_pretty(run, None, console)
@@ -127,7 +131,7 @@ def test_identical_run_errors_print_once_naming_the_runs() -> None:
     outputs = [OutputRecord(run=r, text=None, error=hint) for r in range(1, 8)]
     outputs.append(OutputRecord(run=8, text=None, error="HTTP 500"))
     console = Console(file=io.StringIO(), width=400)
-    render_pretty(TestRun(tests=[result("t", None, outputs=outputs)]), None, console)
+    render_pretty(ConsistencyRun(tests=[result("t", None, outputs=outputs)]), None, console)
     text = console.file.getvalue()
     assert text.count(hint) == 1
     assert "run 1, run 2, run 3, run 4, run 5 and 2 more: " + hint in text

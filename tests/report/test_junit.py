@@ -15,7 +15,7 @@ from oxyeval.redact import register_secret
 from oxyeval.report.junit import cases_junit, consistency_junit, xml_text
 from oxyeval.report.verdict import Gates, decide
 from oxyeval.suites.cases.run import CaseResult, CaseRun
-from oxyeval.suites.results import OutputRecord, TestResult, TestRun
+from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult, OutputRecord
 
 XSD = Path(__file__).with_name("JUnit.xsd")  # windyroad/JUnit-Schema, vendored
 WHEN = datetime(2026, 11, 20, 9, 30, 5)
@@ -55,9 +55,11 @@ def props(root: ET.Element) -> dict[str, str]:
     return {p.get("name"): p.get("value") for p in root.iter("property")}
 
 
-def result(name: str, accuracy: float | None, file: str = "agents/a.agent.yml", **kw) -> TestResult:
+def result(
+    name: str, accuracy: float | None, file: str = "agents/a.agent.yml", **kw
+) -> ConsistencyTestResult:
     kw.setdefault("error", None if accuracy is not None else "no valid verdicts")
-    return TestResult(
+    return ConsistencyTestResult(
         name=name,
         file=file,
         index=0,
@@ -76,7 +78,7 @@ def result(name: str, accuracy: float | None, file: str = "agents/a.agent.yml", 
 def test_the_schema_rejects_what_ant_does_not_allow(schema) -> None:
     """The XSD is a real check: a testcase with two outcomes, properties inside a testcase
     and a timestamp with a time zone are all invalid."""
-    good = consistency_junit(TestRun(tests=[result("t", 1.0)]), timestamp=WHEN, hostname="h")
+    good = consistency_junit(ConsistencyRun(tests=[result("t", 1.0)]), timestamp=WHEN, hostname="h")
     schema.validate(good)
     two = good.replace(
         'time="1.250" />', 'time="1.250"><failure type="x"/><error type="y"/></testcase>'
@@ -91,7 +93,7 @@ def test_the_schema_rejects_what_ant_does_not_allow(schema) -> None:
 
 
 def test_consistency_run_with_every_outcome(schema) -> None:
-    run = TestRun(
+    run = ConsistencyRun(
         tests=[
             result("passes", 0.95),
             result("below", 0.5),
@@ -121,7 +123,7 @@ def test_consistency_run_with_every_outcome(schema) -> None:
 
 
 def test_average_mode_fails_the_tests_below_only_when_the_average_fails(schema) -> None:
-    run = TestRun(tests=[result("high", 1.0), result("low", 0.7)])
+    run = ConsistencyRun(tests=[result("high", 1.0), result("low", 0.7)])
     passed = decide(run, Gates(min_accuracy=0.8))  # mean 0.85: the run passes
     root = check(schema, consistency_junit(run, passed, timestamp=WHEN, hostname="h"))
     assert outcome(root, "low") == (None, None)
@@ -140,7 +142,7 @@ def test_strict_makes_run_and_judge_errors_failures(schema) -> None:
             {"runs": [1, 2], "weight": 1, "verdict": None, "score": 0.0, "error": "judge down"}
         ],
     )
-    run = TestRun(tests=[judged])
+    run = ConsistencyRun(tests=[judged])
     lenient = check(schema, consistency_junit(run, timestamp=WHEN, hostname="h"))
     assert outcome(lenient, "flaky judge") == (None, None)
     assert props(lenient)["flaky judge.judge_errors"] == "1"
@@ -152,7 +154,7 @@ def test_strict_makes_run_and_judge_errors_failures(schema) -> None:
 
 
 def test_caller_reasons_are_failures_and_every_reason_is_in_the_text(schema) -> None:
-    run = TestRun(tests=[result("dropped", 0.5)])
+    run = ConsistencyRun(tests=[result("dropped", 0.5)])
     gated = decide(run, Gates(min_accuracy=0.8, threshold_mode="all"))
     (found,) = gated.outcomes
     dropped = Outcome(
@@ -170,7 +172,7 @@ def test_caller_reasons_are_failures_and_every_reason_is_in_the_text(schema) -> 
 
 def test_interrupted_runs(schema) -> None:
     cut = result("cut short", 0.5, error="interrupted: 2 of 3 run(s) finished", interrupted=True)
-    run = TestRun(tests=[result("finished", 1.0), cut], interrupted=True)
+    run = ConsistencyRun(tests=[result("finished", 1.0), cut], interrupted=True)
     decision = decide(run, Gates())
     assert decision.code == 3
     root = check(schema, consistency_junit(run, decision, timestamp=WHEN, hostname="h"))
@@ -180,7 +182,7 @@ def test_interrupted_runs(schema) -> None:
     assert props(root)["oxy.interrupted"] == "true"
     # Stopped between tests (or before any finished): the interruption is a testcase itself.
     between = check(
-        schema, consistency_junit(TestRun(interrupted=True), timestamp=WHEN, hostname="h")
+        schema, consistency_junit(ConsistencyRun(interrupted=True), timestamp=WHEN, hostname="h")
     )
     kind, element = outcome(between, "interrupted")
     assert kind == "error" and element.get("type") == "Interrupted"
@@ -190,7 +192,7 @@ def test_a_run_that_failed_before_any_test_still_gets_a_report(schema) -> None:
     root = check(
         schema,
         consistency_junit(
-            TestRun(),
+            ConsistencyRun(),
             Decision(code=2),
             error="a.agent.yml:3: unknown model 'gpt'",
             timestamp=WHEN,
@@ -200,7 +202,7 @@ def test_a_run_that_failed_before_any_test_still_gets_a_report(schema) -> None:
     kind, element = outcome(root, "oxy test")
     assert kind == "error" and element.get("message") == "a.agent.yml:3: unknown model 'gpt'"
     # No tests and nothing wrong: an empty suite, still valid.
-    empty = check(schema, consistency_junit(TestRun(), timestamp=WHEN, hostname="h"))
+    empty = check(schema, consistency_junit(ConsistencyRun(), timestamp=WHEN, hostname="h"))
     assert [s.get("tests") for s in empty.iter("testsuite")] == ["0"]
 
 
@@ -213,7 +215,7 @@ def test_control_characters_unicode_and_markup_survive_as_valid_xml(schema) -> N
         OutputRecord(run=1, text=text, consistency=1.0),
         OutputRecord(run=2, text=None, error=f"boom {CONTROL}"),
     ]
-    run = TestRun(
+    run = ConsistencyRun(
         tests=[result(f"name {CONTROL} ✓ <&>", 0.9, outputs=outputs, selected=1)],
         warnings=[f"warning {CONTROL}"],
     )
@@ -236,7 +238,7 @@ def test_secrets_never_reach_the_file(schema) -> None:
         result(f"echo {key}", 0.9, outputs=outputs, selected=1),
         result("broken", None, error=f"401 for key {key}"),
     ]
-    run = TestRun(tests=tests, warnings=[f"warn {key}"])
+    run = ConsistencyRun(tests=tests, warnings=[f"warn {key}"])
     xml = consistency_junit(run, error=f"stopped {key}", timestamp=WHEN, hostname="h")
     check(schema, xml)
     assert key not in xml and "***" in xml
@@ -355,7 +357,9 @@ def test_the_timestamp_is_the_start_in_utc_without_a_zone(schema) -> None:
     from datetime import timedelta, timezone
 
     paris = datetime(2026, 11, 20, 10, 30, 5, tzinfo=timezone(timedelta(hours=1)))
-    root = check(schema, consistency_junit(TestRun(tests=[result("t", 1.0)]), timestamp=paris))
+    root = check(
+        schema, consistency_junit(ConsistencyRun(tests=[result("t", 1.0)]), timestamp=paris)
+    )
     suite = root.find("testsuite")
     assert suite.get("timestamp") == "2026-11-20T09:30:05"
     assert suite.get("hostname")  # this machine's name when none is given

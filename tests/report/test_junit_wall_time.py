@@ -12,7 +12,7 @@ import pytest
 
 from oxyeval.report.junit import cases_junit, consistency_junit
 from oxyeval.suites.cases.run import CaseResult, CaseRun
-from oxyeval.suites.results import TestResult, TestRun
+from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult
 
 XSD = Path(__file__).with_name("JUnit.xsd")
 WHEN = datetime(2026, 11, 20, 9, 30, 5)
@@ -40,8 +40,10 @@ def case(name: str, prompt: str, started: float | None, seconds: float) -> CaseR
     )
 
 
-def consistency(name: str, file: str, started: float | None, seconds: float) -> TestResult:
-    return TestResult(
+def consistency(
+    name: str, file: str, started: float | None, seconds: float
+) -> ConsistencyTestResult:
+    return ConsistencyTestResult(
         name=name,
         file=file,
         index=0,
@@ -93,7 +95,7 @@ def test_cases_run_side_by_side_make_a_suite_as_long_as_the_run(schema) -> None:
 
 
 def test_consistency_tests_side_by_side_make_a_suite_as_long_as_the_run(schema) -> None:
-    run = TestRun(
+    run = ConsistencyRun(
         tests=[
             consistency("one", "a.agent.yml", 10.0, 1.5),
             consistency("two", "a.agent.yml", 10.0, 1.25),
@@ -113,7 +115,7 @@ def test_consistency_tests_side_by_side_make_a_suite_as_long_as_the_run(schema) 
 
 
 def test_without_start_times_a_suite_is_the_sum_of_its_cases(schema) -> None:
-    run = TestRun(
+    run = ConsistencyRun(
         tests=[
             consistency("one", "a.agent.yml", None, 1.5),
             consistency("two", "a.agent.yml", None, 1.25),

@@ -16,11 +16,11 @@ from oxyeval.report.junit import cases_junit, consistency_junit
 from oxyeval.report.pretty import render_pretty
 from oxyeval.report.verdict import Gates, decide
 from oxyeval.suites.cases.results import CaseResult, CaseRun
-from oxyeval.suites.results import TestResult, TestRun
+from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult
 
 
-def _test(name: str, accuracy: float | None = 1.0) -> TestResult:
-    return TestResult(
+def _test(name: str, accuracy: float | None = 1.0) -> ConsistencyTestResult:
+    return ConsistencyTestResult(
         name=name,
         file="a.agent.yml",
         index=0,
@@ -35,7 +35,7 @@ def _test(name: str, accuracy: float | None = 1.0) -> TestResult:
     )
 
 
-def _headline(run: TestRun, decision: Decision) -> str:
+def _headline(run: ConsistencyRun, decision: Decision) -> str:
     console = Console(file=io.StringIO(), width=200)
     render_pretty(run, decision, console, quiet=True)
     return console.file.getvalue().splitlines()[0]
@@ -54,7 +54,7 @@ def _outcomes(xml: str) -> dict[str, tuple[str | None, str | None]]:
 
 
 def test_a_failed_decision_is_a_cross_even_when_every_test_scored_full_marks() -> None:
-    run = TestRun(tests=[_test("perfect", 1.0)])
+    run = ConsistencyRun(tests=[_test("perfect", 1.0)])
     assert _headline(run, decide(run, Gates())).startswith("Eval finished with metrics")
     failed = Decision(code=EXIT_FAILED, outcomes=(Outcome("perfect", "failed", failed="x"),))
     line = _headline(run, failed)
@@ -63,20 +63,20 @@ def test_a_failed_decision_is_a_cross_even_when_every_test_scored_full_marks() -
 
 
 def test_the_headline_follows_the_decision_not_the_run() -> None:
-    run = TestRun(tests=[_test("fine", 1.0)])
+    run = ConsistencyRun(tests=[_test("fine", 1.0)])
     # The run alone scored every test; the decision says one could not be: ❌.
     unknown = Decision(code=EXIT_INFRA, outcomes=(Outcome("fine", "unknown"),))
     assert _headline(run, unknown) == "❌ Eval finished; 1 of 1 test(s) could not be scored:"
     # A code of 3 for another cause: the errors line, whatever the run's errors are.
     assert _headline(run, Decision(code=EXIT_INFRA)).startswith("❌ Eval finished with 0 run")
     # And the other way round: a run with an unscored test, decided passing, is no cross.
-    bad = TestRun(tests=[_test("broken", None)])
+    bad = ConsistencyRun(tests=[_test("broken", None)])
     passing = Decision(code=EXIT_OK, outcomes=(Outcome("broken", "passed"),))
     assert _headline(bad, passing).startswith("Eval finished with metrics")
 
 
 def test_the_headline_state_of_every_gate() -> None:
-    run = TestRun(tests=[_test("t", 0.9)])
+    run = ConsistencyRun(tests=[_test("t", 0.9)])
     cases = {
         "met": Gates(min_accuracy=0.5),
         "below": Gates(min_accuracy=0.95),
@@ -86,13 +86,15 @@ def test_the_headline_state_of_every_gate() -> None:
     for state, gates in cases.items():
         decision = decide(run, gates)
         assert decision.headline == state
-    assert decide(TestRun(tests=run.tests, interrupted=True), Gates()).headline == "interrupted"
+    assert (
+        decide(ConsistencyRun(tests=run.tests, interrupted=True), Gates()).headline == "interrupted"
+    )
     assert _headline(run, decide(run, Gates(min_accuracy=0.95))).startswith("❌")
     assert _headline(run, decide(run, Gates(min_accuracy=0.5))).startswith("✅")
 
 
 def test_junit_writes_the_failure_the_decision_names_on_a_test_that_scored_full_marks() -> None:
-    run = TestRun(tests=[_test("perfect", 1.0), _test("also", 1.0)])
+    run = ConsistencyRun(tests=[_test("perfect", 1.0), _test("also", 1.0)])
     assert _outcomes(consistency_junit(run, decide(run, Gates()), hostname="h")) == {
         "perfect": (None, None),
         "also": (None, None),
@@ -112,7 +114,7 @@ def test_junit_writes_the_failure_the_decision_names_on_a_test_that_scored_full_
 
 def test_junit_shows_no_failure_the_decision_does_not_make() -> None:
     # An unscored test decided passing (say by a caller that knows better) is no error.
-    run = TestRun(tests=[_test("broken", None)])
+    run = ConsistencyRun(tests=[_test("broken", None)])
     passing = Decision(code=EXIT_OK, outcomes=(Outcome("broken", "passed"),))
     assert _outcomes(consistency_junit(run, passing, hostname="h")) == {"broken": (None, None)}
 

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from oxyeval.report.pretty import render_pretty
 from oxyeval.report.text import shown
-from oxyeval.suites.results import OutputRecord, TestResult, TestRun
+from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult, OutputRecord
 
 HOSTILE = "\x1b]0;PWNED\x07\x1b[2J\x1b[31mred\x1b[0m \x00nul \x9b1m\ud800 tab\there\nline"
 
@@ -25,7 +25,7 @@ def test_control_characters_become_visible_escapes() -> None:
 
 def test_the_pretty_report_never_prints_a_models_escape_sequences() -> None:
     outputs = [OutputRecord(run=1, text=HOSTILE), OutputRecord(run=2, text=HOSTILE)]
-    test = TestResult(
+    test = ConsistencyTestResult(
         name="t",
         file="a.agent.yml",
         index=0,
@@ -51,7 +51,7 @@ def test_the_pretty_report_never_prints_a_models_escape_sequences() -> None:
         ],
     )
     console = Console(file=io.StringIO(), width=200, force_terminal=False)
-    render_pretty(TestRun(tests=[test]), None, console)
+    render_pretty(ConsistencyRun(tests=[test]), None, console)
     text = console.file.getvalue()
     assert "PWNED" in text and "\x1b" not in text and "\x07" not in text
     # JSON keeps the exact text (escaped by JSON itself).

@@ -8,15 +8,15 @@ from rich.console import Console
 
 from oxyeval.report import render_pretty, to_json
 from oxyeval.report.saved import parse_saved_run
-from oxyeval.suites.results import OutputRecord, TestResult, TestRun
+from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult, OutputRecord
 
 
-def cut_test(finished: int, *, interrupted: bool = True, failed: int = 0) -> TestResult:
+def cut_test(finished: int, *, interrupted: bool = True, failed: int = 0) -> ConsistencyTestResult:
     outputs = [OutputRecord(run=r, text=f"answer {r}") for r in range(1, finished + 1)]
     outputs += [
         OutputRecord(run=finished + k, text=None, error="HTTP 500") for k in range(1, failed + 1)
     ]
-    return TestResult(
+    return ConsistencyTestResult(
         name="slow",
         file="a.agent.yml",
         index=0,
@@ -35,9 +35,9 @@ def cut_test(finished: int, *, interrupted: bool = True, failed: int = 0) -> Tes
     )
 
 
-def pretty(test: TestResult) -> str:
+def pretty(test: ConsistencyTestResult) -> str:
     console = Console(file=io.StringIO(), width=200, no_color=True)
-    render_pretty(TestRun(tests=[test], interrupted=test.interrupted), None, console)
+    render_pretty(ConsistencyRun(tests=[test], interrupted=test.interrupted), None, console)
     return console.file.getvalue()  # type: ignore[attr-defined]
 
 
@@ -60,11 +60,11 @@ def test_a_test_that_was_not_interrupted_has_no_cut_short_runs() -> None:
 
 
 def test_json_says_how_many_runs_did_not_finish_and_a_saved_report_keeps_it() -> None:
-    doc = to_json(TestRun(tests=[cut_test(2, failed=1)], interrupted=True), code=3)
+    doc = to_json(ConsistencyRun(tests=[cut_test(2, failed=1)], interrupted=True), code=3)
     (test,) = doc["tests"]
     assert (test["n"], test["successful_runs"], test["unfinished_runs"]) == (8, 2, 5)
     assert len(test["run_errors"]) == 1  # the run that failed, not the ones cut short
     (again,) = parse_saved_run(doc).run.tests
     assert again.unfinished_runs == 5
-    finished = to_json(TestRun(tests=[cut_test(2, interrupted=False, failed=6)]))["tests"][0]
+    finished = to_json(ConsistencyRun(tests=[cut_test(2, interrupted=False, failed=6)]))["tests"][0]
     assert finished["unfinished_runs"] == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from oxyeval.errors import EXIT_FAILED, EXIT_INFRA, EXIT_INPUT, EXIT_OK, ConfigError
 from oxyeval.report import Gates, decide
-from oxyeval.suites.results import OutputRecord, TestRun
+from oxyeval.suites.results import ConsistencyRun, OutputRecord
 
 from .test_consistency import result, run_of
 
@@ -22,7 +22,7 @@ def test_a_threshold_failure_gives_its_message() -> None:
 
 
 def test_a_threshold_with_nothing_to_gate_warns_and_passes() -> None:
-    verdict = decide(TestRun(tests=[]), Gates(min_accuracy=0.8))
+    verdict = decide(ConsistencyRun(tests=[]), Gates(min_accuracy=0.8))
     assert verdict.code == EXIT_OK and verdict.threshold is None
     assert verdict.warnings == (
         "warning: --min-accuracy given but no accuracy metrics were produced; not gating",
@@ -39,7 +39,7 @@ def test_strict_turns_run_errors_into_exit_3_and_says_so() -> None:
             OutputRecord(3, "a"),
         ],
     )
-    run = TestRun(tests=[flaky])
+    run = ConsistencyRun(tests=[flaky])
     assert decide(run, Gates()).code == EXIT_OK  # reported, the score stands
     verdict = decide(run, Gates(strict=True))
     assert verdict.code == EXIT_INFRA

@@ -17,7 +17,7 @@ from oxyeval.store import open_store
 from oxyeval.suites.cache import CachePolicy, RunCache, Tally, counting
 from oxyeval.suites.cases.run import run_cases
 from oxyeval.suites.consistency import run_tests
-from oxyeval.suites.results import TestRun
+from oxyeval.suites.results import ConsistencyRun
 
 from ..conftest import MakeProject
 from ..fakes import (
@@ -74,11 +74,11 @@ def _project(make_project: MakeProject, url: str, n: int = 3, extra: str = "") -
     return make_project(config, {"a.agent.yml": agent})
 
 
-def _run(root: Path, **kwargs: Any) -> TestRun:
+def _run(root: Path, **kwargs: Any) -> ConsistencyRun:
     return run_tests([root / "a.agent.yml"], **kwargs)
 
 
-def _texts(run: TestRun) -> list[str | None]:
+def _texts(run: ConsistencyRun) -> list[str | None]:
     return [o.text for o in run.tests[0].outputs]
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from oxyeval.suites.consistency import run_tests
-from oxyeval.suites.results import TestRun
+from oxyeval.suites.results import ConsistencyRun
 
 from ..conftest import MakeProject
 from ..fakes import RecordedRequest, fake_openai
@@ -62,7 +62,7 @@ def _project(make_project: MakeProject, url: str, pairing: str) -> Path:
     return make_project(config, {"a.agent.yml": agent})
 
 
-def _by_text(run: TestRun) -> dict[str, float | None]:
+def _by_text(run: ConsistencyRun) -> dict[str, float | None]:
     return {o.text or "": o.consistency for o in run.tests[0].outputs}
 
 

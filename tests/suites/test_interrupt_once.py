@@ -21,7 +21,7 @@ import pytest
 from oxyeval.providers.mock import MockAPI
 from oxyeval.store import open_store
 from oxyeval.suites.consistency import run_tests_async
-from oxyeval.suites.results import TestRun
+from oxyeval.suites.results import ConsistencyRun
 
 from ..conftest import MakeProject
 
@@ -107,7 +107,7 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Gate:
     return gate
 
 
-def interrupt_while_judging(root: Path, gate: Gate, run: TestRun) -> None:
+def interrupt_while_judging(root: Path, gate: Gate, run: ConsistencyRun) -> None:
     """Run both tests; cancel once 'fast' has one verdict and waits for the other two,
     and all four runs of 'slow' wait for an answer; wait for the run to stop."""
 
@@ -135,7 +135,7 @@ def test_a_test_cut_short_while_judged_is_reported_and_stored_once(
     make_project: MakeProject, gate: Gate
 ) -> None:
     root = make_project(CONFIG, {"a.agent.yml": AGENT_FAST, "b.agent.yml": AGENT_SLOW})
-    run = TestRun()
+    run = ConsistencyRun()
     interrupt_while_judging(root, gate, run)
 
     assert gate.judge_cleaned_up  # the judge call was under way and was cancelled
@@ -173,7 +173,7 @@ def test_the_json_and_junit_reports_list_each_test_once(
     from oxyeval.report.verdict import Gates, decide
 
     root = make_project(CONFIG, {"a.agent.yml": AGENT_FAST, "b.agent.yml": AGENT_SLOW})
-    run = TestRun()
+    run = ConsistencyRun()
     interrupt_while_judging(root, gate, run)
     run.interrupted = True
 

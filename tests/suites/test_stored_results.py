@@ -10,7 +10,7 @@ import pytest
 
 from oxyeval.store import open_store
 from oxyeval.suites.consistency import run_tests, run_tests_async
-from oxyeval.suites.results import TestRun
+from oxyeval.suites.results import ConsistencyRun
 from oxyeval.suites.workflows import run_workflow
 from oxyeval.workflow.engine import WorkflowFailed
 
@@ -190,7 +190,7 @@ def test_an_interrupted_run_keeps_what_finished_marked_interrupted(
         seen.append(1)
         return stall(60.0) if len(seen) > 1 else (200, openai_chat_response("answer"))
 
-    run = TestRun()
+    run = ConsistencyRun()
     with FakeServer(respond) as server:
         root = make_project(
             config.replace("{url}", server.url), {"a.agent.yml": quick, "b.agent.yml": slow}

@@ -1,4 +1,4 @@
-"""A consistency test's status is decided once (``TestResult.status``) and said the same
+"""A consistency test's status is decided once (``ConsistencyTestResult.status``) and said the same
 in the JSON report, the JUnit properties and the history row (review 4, section 2.4)."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import pytest
 from oxyeval.report.junit import consistency_junit
 from oxyeval.store.kinds import CONSISTENCY_STATUSES
 from oxyeval.suites.consistency_history import new_result
-from oxyeval.suites.results import TestResult, TestRun
+from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult
 
 
-def _test(accuracy: float | None, error: str | None, interrupted: bool) -> TestResult:
-    return TestResult(
+def _test(accuracy: float | None, error: str | None, interrupted: bool) -> ConsistencyTestResult:
+    return ConsistencyTestResult(
         name="t",
         file="a.agent.yml",
         index=0,
@@ -46,6 +46,6 @@ def test_every_output_says_the_same_status(
     assert test.status == expected and expected in CONSISTENCY_STATUSES
     assert test.to_dict()["status"] == expected
     assert new_result("a.agent.yml", test).status == expected
-    xml = consistency_junit(TestRun(tests=[test]), hostname="h")
+    xml = consistency_junit(ConsistencyRun(tests=[test]), hostname="h")
     properties = {p.get("name"): p.get("value") for p in ET.fromstring(xml).iter("property")}
     assert [v for k, v in properties.items() if k.endswith(".status")] == [expected]
