@@ -22,7 +22,7 @@ from oxyeval.cli._app import app
 from oxyeval.errors import ConfigError
 from oxyeval.providers import ChatMessage, ModelPool, ModelSpec
 from oxyeval.suites.cases.scoring import lexical_similarity
-from oxyeval.workflow.engine import run_workflow
+from oxyeval.workflow.engine import execute_workflow
 
 from .conftest import MakeProject
 from .fakes import RecordedRequest, fake_openai, openai_chat_response
@@ -139,7 +139,7 @@ def test_a_workflow_task_warns_once_for_its_runs(
             },
         )
         with caplog.at_level("WARNING", logger="oxyeval"):
-            run = asyncio.run(run_workflow(root / "r.workflow.yml"))
+            run = asyncio.run(execute_workflow(root / "r.workflow.yml"))
     assert run.ok
     lines = [r.getMessage() for r in caplog.records if "token limit" in r.getMessage()]
     assert lines == [

@@ -68,11 +68,11 @@ def history_command(
 
         history = read_history(project, db, err, as_json, read_test)
         if as_json:
-            from ..report.cases import history_of_test_json
+            from ..report.history import history_of_test_json
 
             print_json(history_of_test_json(history))
         else:
-            from ..report.cases_pretty import render_test_history
+            from ..report.history import render_test_history
 
             render_test_history(history, out)
         raise typer.Exit(EXIT_OK)
@@ -84,12 +84,12 @@ def history_command(
 
     listing = read_history(project, db, err, as_json, read)
     if as_json:
-        from ..report.cases import run_json
+        from ..report.history import run_json
 
         runs = [run_json(r, tests=listing.tests.get(r.id)) for r in listing.runs]
         print_json({"runs": runs})
     else:
-        from ..report.cases_pretty import render_history
+        from ..report.history import render_history
 
         render_history(listing.runs, out, listing.tests)
     raise typer.Exit(EXIT_OK)

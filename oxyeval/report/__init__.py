@@ -26,15 +26,15 @@ _EXPORTS = {
     "case_run_json": "cases",
     "case_json": "cases",
     "case_result_json": "cases",
-    "history_of_test_json": "cases",
-    "run_json": "cases",
+    "history_of_test_json": "history",
+    "run_json": "history",
     "stats_json": "cases",
     "render_case_list": "cases_pretty",
     "render_case_run": "cases_pretty",
     "render_case_stats": "cases_pretty",
-    "render_history": "cases_pretty",
+    "render_history": "history",
     "sparkline": "cases_pretty",
-    "render_test_history": "cases_pretty",
+    "render_test_history": "history",
     "cases_junit": "junit",
     "consistency_junit": "junit",
     "to_json": "json",
@@ -47,11 +47,11 @@ _EXPORTS = {
     "check_drop": "threshold",
     "shown": "text",
     "load_saved_run": "saved",
-    **dict.fromkeys(("Gates", "Verdict", "decide", "gate_option_error"), "verdict"),
+    **dict.fromkeys(("Decision", "Gates", "decide", "gate_option_error"), "verdict"),
 }
 __all__ = [
+    "Decision",
     "Gates",
-    "Verdict",
     "cache_stats_json",
     "cached_calls_line",
     "case_json",
@@ -89,22 +89,19 @@ if TYPE_CHECKING:
         case_json,
         case_result_json,
         case_run_json,
-        history_of_test_json,
-        run_json,
         stats_json,
     )
     from .cases_pretty import (
         render_case_list,
         render_case_run,
         render_case_stats,
-        render_history,
-        render_test_history,
         sparkline,
     )
+    from .history import history_of_test_json, render_history, render_test_history, run_json
     from .json import to_json, validation_json, write_json
     from .junit import cases_junit, consistency_junit
     from .pretty import cached_calls_line, render_pretty
     from .saved import load_saved_run
     from .text import shown
     from .threshold import check_drop, check_threshold, exit_code
-    from .verdict import Gates, Verdict, decide, gate_option_error
+    from .verdict import Decision, Gates, decide, gate_option_error

@@ -13,27 +13,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..store import (
         CaseStats,
-        ConsistencyResult,
-        ConsistencyRunSummary,
         Execution,
         ExecutionSummary,
         Prompt,
         PromptVersion,
-        Run,
         TestCase,
     )
     from ..suites.cases.results import CaseResult, CaseRun
-    from ..suites.history_queries import TestHistory
 
 __all__ = [
     "case_json",
     "case_result_json",
     "case_run_json",
-    "consistency_result_json",
     "execution_json",
-    "history_of_test_json",
     "prompt_json",
-    "run_json",
     "stats_json",
     "version_json",
 ]
@@ -171,77 +164,6 @@ def stats_json(s: CaseStats) -> dict[str, Any]:
             }
             for t in s.trend
         ],
-    }
-
-
-def run_json(
-    r: Run, *, status: str | None = None, tests: ConsistencyRunSummary | None = None
-) -> dict[str, Any]:
-    """``status`` overrides the stored one (a read command shows a dead run as
-    interrupted without writing that down). The seed's keys for every kind, then
-    ``kind``, ``groupId`` and ``subject``; a consistency run (``oxy test``) adds
-    ``consistency``, its tests counted (``tests``: its summary from the store)."""
-    doc: dict[str, Any] = {
-        "id": r.id,
-        "promptId": r.prompt_id,
-        "promptVersion": r.prompt_version,
-        "startedAt": r.started_at,
-        "finishedAt": r.finished_at,
-        "status": status or r.status,
-        "total": r.total,
-        "done": r.done,
-        "passed": r.passed,
-        "failed": r.failed,
-        "pending": r.pending,
-        "errors": r.errors,
-        "regressions": r.regressions,
-        "kind": r.kind,
-        "groupId": r.group_id,
-        "subject": r.subject,
-    }
-    if r.kind == "consistency":
-        doc["consistency"] = {
-            "tests": 0 if tests is None else tests.tests,
-            "scored": 0 if tests is None else tests.scored,
-            "errors": 0 if tests is None else tests.errors,
-            "interrupted": 0 if tests is None else tests.interrupted,
-            "averageAccuracy": None if tests is None else tests.average_accuracy,
-        }
-    return doc
-
-
-def consistency_result_json(r: ConsistencyResult) -> dict[str, Any]:
-    """One stored result of a consistency test (accuracy 0..1, as ``oxy test``)."""
-    return {
-        "id": r.id,
-        "runId": r.run_id,
-        "file": r.file,
-        "name": r.name,
-        "status": r.status,
-        "accuracy": r.accuracy,
-        "n": r.n,
-        "runsOk": r.runs_ok,
-        "pairing": r.pairing,
-        "model": r.model,
-        "judgeModel": r.judge_model,
-        "pairsTotal": r.pairs_total,
-        "pairsJudged": r.pairs_judged,
-        "identicalPairs": r.identical_pairs,
-        "judgeCalls": r.judge_calls,
-        "selectedRun": r.selected_run,
-        "selectedOutput": r.selected_output,
-        "runErrors": list(r.run_errors),
-        "error": r.error,
-        "durationMs": r.duration_ms,
-        "createdAt": r.created_at,
-    }
-
-
-def history_of_test_json(h: TestHistory) -> dict[str, Any]:
-    """``oxy history --test NAME --format json``: the test, its results newest first."""
-    return {
-        "test": {"file": h.file, "name": h.name},
-        "results": [consistency_result_json(r) for r in h.results],
     }
 
 

@@ -1,4 +1,5 @@
-"""``oxy cases`` and ``oxy history`` for people: tables, word diffs and a sparkline.
+"""``oxy cases`` for people: tables, word diffs and a sparkline (``oxy history`` is
+:mod:`.history`).
 
 Everything renders onto the console it is given, so a Python caller (a notebook, a
 dashboard) prints the same report as the CLI. The JSON side of these commands is
@@ -7,7 +8,7 @@ dashboard) prints the same report as the CLI. The JSON side of these commands is
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .text import shown
@@ -16,17 +17,14 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
 
-    from ..store import CaseStats, ConsistencyRunSummary, Run, TestCase
+    from ..store import CaseStats, TestCase
     from ..suites.cases.results import CaseRun
-    from ..suites.history_queries import TestHistory
 
 __all__ = [
     "diff_text",
     "render_case_list",
     "render_case_run",
     "render_case_stats",
-    "render_history",
-    "render_test_history",
     "sparkline",
 ]
 
@@ -210,100 +208,3 @@ _STATUS = {
     "failed": "[red]failed[/]",
     "error": "[red]error[/]",
 }
-
-
-def _pct(value: float | None) -> str:
-    """A 0..1 accuracy as a percentage, as ``oxy test`` prints it."""
-    return "-" if value is None else f"{value * 100:.1f}%"
-
-
-def _run_what(r: Run) -> str:
-    if r.kind == "cases":
-        return f"{r.prompt_id or '-'} v{r.prompt_version or '-'}"
-    return r.subject or "-"
-
-
-def _run_result(r: Run, tests: ConsistencyRunSummary | None) -> str:
-    if r.kind == "cases":
-        text = f"{r.passed} passed, {r.failed} failed"
-        if r.regressions:
-            text += f", [yellow]{r.regressions} regression(s)[/]"
-        if r.errors:
-            text += f", [red]{r.errors} error(s)[/]"
-        return text
-    if r.kind == "consistency":
-        if tests is None:
-            return "-"
-        text = f"accuracy {_pct(tests.average_accuracy)} ({tests.scored} scored"
-        if tests.errors:
-            text += f", [red]{tests.errors} not scored[/]"
-        if tests.interrupted:
-            text += f", [yellow]{tests.interrupted} cut short[/]"
-        return text + ")"
-    return "-"
-
-
-def render_history(
-    runs: Sequence[Run],
-    console: Console,
-    tests: Mapping[str, ConsistencyRunSummary] | None = None,
-) -> None:
-    """``oxy history``: recent runs of every kind, newest first (as given); ``tests``
-    summarises the consistency runs (average accuracy over their scored tests)."""
-    from rich.markup import escape
-
-    if not runs:
-        console.print("no runs yet")
-        return
-    table = _table("started", "kind", "what", "status", "done", "result")
-    for r in runs:
-        table.add_row(
-            _when(r.started_at),
-            escape(r.kind),  # the stored name, as --format json and --kind say it
-            escape(_run_what(r)),
-            _STATUS.get(r.status, escape(r.status)),
-            f"{r.done}/{r.total}",
-            _run_result(r, (tests or {}).get(r.id)),
-        )
-    console.print(table)
-
-
-def render_test_history(history: TestHistory, console: Console) -> None:
-    """``oxy history --test NAME``: the accuracy over time as a sparkline (oldest to
-    newest, a gap where a run was not scored), then each result, newest first, with its
-    change against the scored result before it."""
-    from rich.markup import escape
-
-    from .pretty import points
-
-    results = history.results
-    console.print(f"[bold]{escape(history.file)} · {escape(history.name)}[/]")
-    if not results:
-        console.print("no results stored yet")
-        return
-    oldest_first = list(reversed(results))
-    scored = [r.accuracy if r.status == "scored" else None for r in oldest_first]
-    line = sparkline(scored)
-    known = [a for a in scored if a is not None]
-    latest = f"latest {_pct(known[-1])}" if known else "never scored"
-    span = f"{_when(oldest_first[0].created_at)[:10]} .. {_when(results[0].created_at)[:10]}"
-    console.print(f"accuracy over {len(results)} run(s), {span}: {line}  ({latest})", markup=False)
-    table = _table("when", "status", "accuracy", "change", "runs ok", "pairs judged", "model")
-    for k, r in enumerate(results):
-        before = next((o.accuracy for o in results[k + 1 :] if o.status == "scored"), None)
-        change = "-"
-        if r.status == "scored" and r.accuracy is not None and before is not None:
-            change = points((r.accuracy - before) * 100)
-        table.add_row(
-            _when(r.created_at),
-            _STATUS.get(r.status, escape(r.status)),
-            _pct(r.accuracy) + (" (partial)" if r.status == "interrupted" and r.accuracy else ""),
-            change,
-            f"{r.runs_ok}/{r.n}",
-            f"{r.pairs_judged}/{r.pairs_total}",
-            escape(r.model or "-"),
-        )
-    console.print(table)
-    for r in results[:5]:
-        if r.error:
-            console.print(f"{_when(r.created_at)}: {shown(r.error)}", style="red", markup=False)

@@ -16,10 +16,7 @@ from ..evaluation import Decision, Gates, gate_option_error
 if TYPE_CHECKING:
     from ..suites.results import ConsistencyRun
 
-__all__ = ["Decision", "Gates", "Verdict", "decide", "gate_option_error"]
-
-#: The name this module's result had before every kind of test shared one decision.
-Verdict = Decision
+__all__ = ["Decision", "Gates", "decide", "gate_option_error"]
 
 
 def decide(run: ConsistencyRun, gates: Gates, *, error: BaseException | None = None) -> Decision:

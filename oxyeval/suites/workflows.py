@@ -1,6 +1,6 @@
 """``oxy run`` on a workflow as a library call that also keeps the run in the history.
 
-The engine (:func:`oxyeval.workflow.engine.run_workflow`) runs a workflow and knows
+The engine (:func:`oxyeval.workflow.execute_workflow`) runs a workflow and knows
 nothing of the store; this wraps it: the project's history opens in a worker thread as
 the run begins (:class:`~oxyeval.suites.history.History`: the store the run's cache uses
 too; the lean sqlite3 store once the project has a history), and when the run ends
@@ -110,7 +110,7 @@ async def run_workflow(
     cache: bool | None = None,
     events: EventSink | None = None,
 ) -> WorkflowRun:
-    """Run one workflow (as :func:`oxyeval.workflow.engine.run_workflow`, same errors) and
+    """Run one workflow (as :func:`oxyeval.workflow.execute_workflow`, same errors) and
     store the run in its project's history (``db``: another SQLite file or a PostgreSQL
     URL; ``history=False``: nothing is stored and the store is never opened).
 
@@ -122,7 +122,7 @@ async def run_workflow(
     one that failed or was interrupted is, with its status. ``events`` hears the run as
     it happens (:mod:`oxyeval.evaluation.events`): each finished task is a sample.
     """
-    from ..workflow.engine import run_workflow as run_engine
+    from ..workflow.engine import execute_workflow as run_engine
 
     run = into if into is not None else WorkflowRun()
     async with SuiteRun(

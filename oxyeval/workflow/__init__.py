@@ -24,7 +24,7 @@ _EXPORTS = {
     "render_mermaid": "compile",
     "render_plan": "compile",
     "Engine": "engine",
-    "run_workflow": "engine",
+    "execute_workflow": "engine",
     "TaskFailed": "records",
     "TaskRecord": "records",
     "WorkflowFailed": "records",
@@ -62,10 +62,10 @@ __all__ = [
     "WorkflowRun",
     "ask_agent",
     "compile_workflow",
+    "execute_workflow",
     "load_workflow",
     "render_mermaid",
     "render_plan",
-    "run_workflow",
     "to_jsonable",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -81,7 +81,7 @@ if TYPE_CHECKING:
         render_plan,
     )
     from .context import CacheFactory, CallCache, RunContext, RunContexts
-    from .engine import Engine, run_workflow
+    from .engine import Engine, execute_workflow
     from .outputs import to_jsonable
     from .records import TaskFailed, TaskRecord, WorkflowFailed, WorkflowRun
     from .spec import Task, Workflow, load_workflow

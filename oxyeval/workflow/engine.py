@@ -42,7 +42,14 @@ if TYPE_CHECKING:
 
 # TaskFailed, TaskRecord, WorkflowFailed and WorkflowRun live in records.py; they stay
 # importable from here, where callers have always found them.
-__all__ = ["Engine", "TaskFailed", "TaskRecord", "WorkflowFailed", "WorkflowRun", "run_workflow"]
+__all__ = [
+    "Engine",
+    "TaskFailed",
+    "TaskRecord",
+    "WorkflowFailed",
+    "WorkflowRun",
+    "execute_workflow",
+]
 
 log = logging.getLogger("oxyeval.engine")
 
@@ -154,7 +161,7 @@ class Engine:
         *,
         into: WorkflowRun | None = None,
     ) -> WorkflowRun:
-        """Run one workflow; ``into`` is filled as tasks finish (see :func:`run_workflow`)."""
+        """Run one workflow; ``into`` is filled as tasks finish (see :func:`execute_workflow`)."""
         plan = self.plan(path.resolve())
         values = self.resolve_variables(plan.workflow, variables or {})
         self.trusted |= strings(values.values())  # the user's own --var and the defaults
@@ -297,7 +304,7 @@ def _failed_template(task: Task, exc: LoadError) -> str:
     return "; ".join(lines) or f"{task.where}: {exc}"
 
 
-async def run_workflow(
+async def execute_workflow(
     path: str | Path,
     variables: Mapping[str, Any] | None = None,
     *,

@@ -90,7 +90,7 @@ class TaskRecord:
 @dataclass(repr=False)
 class WorkflowRun:
     """What a workflow run produced; filled in as tasks finish, so an interrupted run
-    (``run_workflow(..., into=run)``) still holds every finished task.
+    (``execute_workflow(..., into=run)``) still holds every finished task.
 
     ``workflow`` is None only for an empty run handed to ``into=`` that was
     interrupted before its workflow was even loaded.

@@ -305,7 +305,7 @@ def test_a_test_cut_short_while_judging_keeps_its_verdicts(make_project: MakePro
 def test_an_interrupted_workflow_run_marks_running_and_pending_tasks(
     make_project: MakeProject,
 ) -> None:
-    from oxyeval.workflow.engine import WorkflowRun, run_workflow
+    from oxyeval.workflow.engine import WorkflowRun, execute_workflow
 
     workflow = """\
     tasks:
@@ -321,7 +321,7 @@ def test_an_interrupted_workflow_run_marks_running_and_pending_tasks(
         )
 
         async def go() -> None:
-            task = asyncio.ensure_future(run_workflow(root / "w.workflow.yml", into=run))
+            task = asyncio.ensure_future(execute_workflow(root / "w.workflow.yml", into=run))
             while not server.requests:
                 await asyncio.sleep(0.01)
             task.cancel()

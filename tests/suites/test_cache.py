@@ -416,7 +416,7 @@ def test_a_workflow_consistency_run_replays_its_verdicts(
     make_project: MakeProject, server: FakeServer, script: Script
 ) -> None:
     from oxyeval.suites.cache import cache_factory
-    from oxyeval.workflow.engine import run_workflow
+    from oxyeval.workflow.engine import execute_workflow
 
     root = _project(make_project, server.url)
     (root / "w.workflow.yml").write_text(CONSISTENCY_RUN)
@@ -425,7 +425,7 @@ def test_a_workflow_consistency_run_replays_its_verdicts(
     def run(flag: bool | None) -> Any:
         script.reset()
         return asyncio.run(
-            run_workflow(root / "w.workflow.yml", concurrency=1, cache=cache_factory(flag))
+            execute_workflow(root / "w.workflow.yml", concurrency=1, cache=cache_factory(flag))
         )
 
     first = run(None)

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from oxyeval.workflow.engine import WorkflowFailed, WorkflowRun, run_workflow
+from oxyeval.workflow.engine import WorkflowFailed, WorkflowRun, execute_workflow
 
 from ..conftest import MakeProject
 
@@ -45,7 +45,7 @@ def run(
             "w.workflow.yml": WORKFLOW.format(n=n),
         },
     )
-    return asyncio.run(run_workflow(root / "w.workflow.yml"))
+    return asyncio.run(execute_workflow(root / "w.workflow.yml"))
 
 
 def test_too_few_verdicts_fail_the_task_with_assess_reason(make_project: MakeProject) -> None:
@@ -123,6 +123,6 @@ def test_a_consistency_run_output_is_text_in_templates(make_project: MakeProject
             '{{ t.score }} {{ t | upper }}"}\n',
         },
     )
-    run = asyncio.run(run_workflow(root / "w.workflow.yml"))
+    run = asyncio.run(execute_workflow(root / "w.workflow.yml"))
     assert run.output == '"Same answer." .rewsna emaS 1.0 SAME ANSWER.'
     assert run.outputs["t"].score == 1.0 and run.outputs["t"] == "Same answer."

@@ -10,7 +10,7 @@ import pytest
 from oxyeval.errors import ConfigError, LoadError
 from oxyeval.project.config import load_project
 from oxyeval.providers import ModelPool
-from oxyeval.workflow.engine import Engine, WorkflowFailed, WorkflowRun, run_workflow
+from oxyeval.workflow.engine import Engine, WorkflowFailed, WorkflowRun, execute_workflow
 
 from ..conftest import MakeProject
 
@@ -45,7 +45,9 @@ def run(
     make_project: MakeProject, workflow: str, variables=None, files=None, concurrency=8
 ) -> WorkflowRun:
     root = make_project(CONFIG, {**FILES, "w.workflow.yml": workflow, **(files or {})})
-    return asyncio.run(run_workflow(root / "w.workflow.yml", variables, concurrency=concurrency))
+    return asyncio.run(
+        execute_workflow(root / "w.workflow.yml", variables, concurrency=concurrency)
+    )
 
 
 def interval(run_: WorkflowRun, path: str) -> tuple[float, float]:
@@ -267,7 +269,7 @@ def test_low_consistency_warns(make_project: MakeProject, caplog: pytest.LogCapt
         },
     )
     with caplog.at_level(logging.WARNING, logger="oxyeval"):
-        result = asyncio.run(run_workflow(root / "w.workflow.yml"))
+        result = asyncio.run(execute_workflow(root / "w.workflow.yml"))
     assert result.output.score == 0.0
     assert "below 0.25" in caplog.text
 
@@ -288,7 +290,7 @@ def test_failure_skips_dependents_and_lets_other_branches_finish(make_project: M
         },
     )
     with pytest.raises(WorkflowFailed) as info:
-        asyncio.run(run_workflow(root / "w.workflow.yml"))
+        asyncio.run(execute_workflow(root / "w.workflow.yml"))
     wf = info.value.run
     status = {r.path: r.status for r in wf.records}
     assert status == {
@@ -322,7 +324,7 @@ def test_runtime_template_error_names_file_task_and_line(make_project: MakeProje
         },
     )
     with pytest.raises(WorkflowFailed) as info:
-        asyncio.run(run_workflow(root / "w.workflow.yml"))
+        asyncio.run(execute_workflow(root / "w.workflow.yml"))
     message = str(info.value)
     assert "w.workflow.yml:7: tasks[1].template (task 'out')" in message  # the {{ q.two }} line
     assert "has no column or attribute 'two'" in message
@@ -338,10 +340,10 @@ def test_cache_reuses_stored_output(make_project: MakeProject) -> None:
         cache: {enabled: true, path: "out/cache-{{ 'ask' }}.txt"}
     """
     root = make_project(CONFIG, {**FILES, "w.workflow.yml": workflow})
-    first = asyncio.run(run_workflow(root / "w.workflow.yml"))
+    first = asyncio.run(execute_workflow(root / "w.workflow.yml"))
     assert (root / "out" / "cache-ask.txt").read_text() == "Total is 42."
     (root / "out" / "cache-ask.txt").write_text("from cache")
-    second = asyncio.run(run_workflow(root / "w.workflow.yml"))
+    second = asyncio.run(execute_workflow(root / "w.workflow.yml"))
     assert first.output == "Total is 42."
     assert second.output == "from cache"
     assert second.records[0].status == "cached"
@@ -364,7 +366,7 @@ def test_exports(make_project: MakeProject) -> None:
       - {name: text, type: formatter, template: "{{ q.region[0] }}", export: {format: txt, path: out/t.txt}}
     """
     root = make_project(CONFIG, {**FILES, "w.workflow.yml": workflow})
-    asyncio.run(run_workflow(root / "w.workflow.yml"))
+    asyncio.run(execute_workflow(root / "w.workflow.yml"))
     assert (root / "out/q.csv").read_text() == "region,amount\nSouth,25\nNorth,10\n"
     assert json.loads((root / "out/x.json").read_text()) == "x"
     assert (root / "out/one.sql").read_text() == "SELECT 1 AS one"
@@ -376,11 +378,11 @@ def test_export_path_cannot_leave_the_project(make_project: MakeProject) -> None
     workflow = "tasks:\n  - {name: t, type: formatter, template: x, export: {format: txt, path: ../escape.txt}}\n"
     root = make_project(CONFIG, {**FILES, "w.workflow.yml": workflow})
     with pytest.raises(LoadError, match="leaves the project folder"):
-        asyncio.run(run_workflow(root / "w.workflow.yml"))
+        asyncio.run(execute_workflow(root / "w.workflow.yml"))
     workflow = workflow.replace("../escape.txt", "\"{{ '..' }}/escape.txt\"")
     root = make_project(CONFIG, {**FILES, "w.workflow.yml": workflow})
     with pytest.raises(WorkflowFailed, match="leaves the project folder"):
-        asyncio.run(run_workflow(root / "w.workflow.yml"))
+        asyncio.run(execute_workflow(root / "w.workflow.yml"))
     assert not (root.parent / "escape.txt").exists()
 
 
@@ -394,14 +396,14 @@ def test_variables_defaults_coercion_and_errors(make_project: MakeProject) -> No
     """
     root = make_project(CONFIG, {**FILES, "w.workflow.yml": workflow})
     path = root / "w.workflow.yml"
-    assert asyncio.run(run_workflow(path, {"region": "North"})).output == "North:3"
-    assert asyncio.run(run_workflow(path, {"region": "N", "limit": "5"})).output == "N:6"
+    assert asyncio.run(execute_workflow(path, {"region": "North"})).output == "North:3"
+    assert asyncio.run(execute_workflow(path, {"region": "N", "limit": "5"})).output == "N:6"
     with pytest.raises(ConfigError, match="no value for variable\\(s\\) region"):
-        asyncio.run(run_workflow(path, {}))
+        asyncio.run(execute_workflow(path, {}))
     with pytest.raises(ConfigError, match="less than the minimum of 1"):
-        asyncio.run(run_workflow(path, {"region": "N", "limit": "0"}))
+        asyncio.run(execute_workflow(path, {"region": "N", "limit": "0"}))
     with pytest.raises(ConfigError, match="unknown variable\\(s\\) regoin"):
-        asyncio.run(run_workflow(path, {"regoin": "N"}))
+        asyncio.run(execute_workflow(path, {"regoin": "N"}))
 
 
 def test_a_task_on_an_unsupported_database_type_is_a_load_error(
@@ -417,7 +419,7 @@ def test_a_task_on_an_unsupported_database_type_is_a_load_error(
         },
     )
     with pytest.raises(LoadError, match="of type snowflake, which oxyeval cannot query yet") as e:
-        asyncio.run(run_workflow(root / "w.workflow.yml"))
+        asyncio.run(execute_workflow(root / "w.workflow.yml"))
     assert "w.workflow.yml:2:" in str(e.value) and "tasks[0].database" in str(e.value)
 
 
@@ -469,7 +471,7 @@ def test_consistency_run_without_any_verdict_fails_the_task(make_project: MakePr
     with pytest.raises(
         WorkflowFailed, match=r"consistency_run: judge 'judge': no valid verdicts: .*judge is down"
     ) as failed:
-        asyncio.run(run_workflow(root / "w.workflow.yml"))
+        asyncio.run(execute_workflow(root / "w.workflow.yml"))
     assert failed.value.exit_code == 3  # as an unscored consistency test
 
 
@@ -484,7 +486,7 @@ def test_empty_answers_are_failed_runs(make_project: MakeProject) -> None:
         WorkflowFailed,
         match="all 3 runs failed; first: run 1: model 'varied' returned an empty answer",
     ):
-        asyncio.run(run_workflow(root / "w.workflow.yml"))
+        asyncio.run(execute_workflow(root / "w.workflow.yml"))
 
 
 @pytest.mark.parametrize(
@@ -544,7 +546,7 @@ def test_unknown_task_variables_are_load_errors(make_project: MakeProject) -> No
     workflow = "tasks:\n  - {name: a, type: agent, agent_ref: sized.agent.yml, prompt: hi, variables: {sise: 2}}\n"
     root = make_project(CONFIG, {**FILES, "sized.agent.yml": agent, "w.workflow.yml": workflow})
     with pytest.raises(LoadError, match="agent has no variable 'sise'; did you mean 'size'"):
-        asyncio.run(run_workflow(root / "w.workflow.yml"))
+        asyncio.run(execute_workflow(root / "w.workflow.yml"))
 
 
 def test_corrupt_cache_is_ignored_and_rewritten(make_project: MakeProject) -> None:
@@ -558,11 +560,11 @@ def test_corrupt_cache_is_ignored_and_rewritten(make_project: MakeProject) -> No
       - {name: out, type: formatter, template: "{{ q.n[0] }}"}
     """
     root = make_project(CONFIG, {**FILES, "w.workflow.yml": workflow, "cache/q.json": "not json"})
-    result = asyncio.run(run_workflow(root / "w.workflow.yml"))
+    result = asyncio.run(execute_workflow(root / "w.workflow.yml"))
     assert result.output == "4"
     assert result.records[0].status == "succeeded"
     assert json.loads((root / "cache/q.json").read_text())["columns"] == ["n", "at"]
-    again = asyncio.run(run_workflow(root / "w.workflow.yml"))
+    again = asyncio.run(execute_workflow(root / "w.workflow.yml"))
     assert again.records[0].status == "cached" and again.output == "4"
 
 

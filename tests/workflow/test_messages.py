@@ -12,7 +12,7 @@ import pytest
 
 from oxyeval.errors import LoadError
 from oxyeval.project.templates import TemplateRef, render
-from oxyeval.workflow.engine import WorkflowFailed, run_workflow
+from oxyeval.workflow.engine import WorkflowFailed, execute_workflow
 from oxyeval.workflow.outputs import ConsistentOutput, LoopIteration, LoopOutput, LoopValue
 from oxyeval.workflow.sql import SqlResult
 
@@ -40,7 +40,7 @@ def _failed(make_project: MakeProject, monkeypatch: pytest.MonkeyPatch) -> Workf
     root = make_project(CONFIG, {"data/x.csv": "a\n1\n", "t.workflow.yml": WORKFLOW})
     monkeypatch.chdir(root)  # paths in messages are shown relative to the working folder
     with pytest.raises(WorkflowFailed) as info:
-        asyncio.run(run_workflow(Path("t.workflow.yml")))
+        asyncio.run(execute_workflow(Path("t.workflow.yml")))
     return info.value
 
 

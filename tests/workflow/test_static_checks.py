@@ -14,7 +14,7 @@ from oxyeval.errors import LoadError
 from oxyeval.project.config import load_project
 from oxyeval.workflow import spec as spec_module
 from oxyeval.workflow.compile import CompileCache, compile_workflow
-from oxyeval.workflow.engine import WorkflowFailed, run_workflow
+from oxyeval.workflow.engine import WorkflowFailed, execute_workflow
 
 from ..conftest import MakeProject
 
@@ -248,7 +248,7 @@ def test_templated_default_failing_in_a_subworkflow_fails_its_task_as_bad_input(
         **{"bad.workflow.yml": sub},
     )
     with pytest.raises(WorkflowFailed) as failed:
-        asyncio.run(run_workflow(root / "w.workflow.yml"))
+        asyncio.run(execute_workflow(root / "w.workflow.yml"))
     assert failed.value.exit_code == 2
     message = str(failed.value)
     assert "bad.workflow.yml:3: variables.label.default: variable 'label'" in message

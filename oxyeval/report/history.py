@@ -1,0 +1,196 @@
+"""``oxy history`` in both forms: the runs of every kind (a table, or the seed's run
+JSON with this tool's extras) and one consistency test's results over time.
+
+Apart from the test cases' reports (:mod:`.cases`, :mod:`.cases_pretty`), whose table
+helpers it borrows, because the history lists every kind of run, not only cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .cases_pretty import _STATUS, _table, _when, sparkline
+from .text import shown
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..store import ConsistencyResult, ConsistencyRunSummary, Run
+    from ..suites.history_queries import TestHistory
+
+__all__ = [
+    "consistency_result_json",
+    "history_of_test_json",
+    "render_history",
+    "render_test_history",
+    "run_json",
+]
+
+
+def _pct(value: float | None) -> str:
+    """A 0..1 accuracy as a percentage, as ``oxy test`` prints it."""
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def _run_what(r: Run) -> str:
+    if r.kind == "cases":
+        return f"{r.prompt_id or '-'} v{r.prompt_version or '-'}"
+    return r.subject or "-"
+
+
+def _run_result(r: Run, tests: ConsistencyRunSummary | None) -> str:
+    if r.kind == "cases":
+        text = f"{r.passed} passed, {r.failed} failed"
+        if r.regressions:
+            text += f", [yellow]{r.regressions} regression(s)[/]"
+        if r.errors:
+            text += f", [red]{r.errors} error(s)[/]"
+        return text
+    if r.kind == "consistency":
+        if tests is None:
+            return "-"
+        text = f"accuracy {_pct(tests.average_accuracy)} ({tests.scored} scored"
+        if tests.errors:
+            text += f", [red]{tests.errors} not scored[/]"
+        if tests.interrupted:
+            text += f", [yellow]{tests.interrupted} cut short[/]"
+        return text + ")"
+    return "-"
+
+
+def render_history(
+    runs: Sequence[Run],
+    console: Console,
+    tests: Mapping[str, ConsistencyRunSummary] | None = None,
+) -> None:
+    """``oxy history``: recent runs of every kind, newest first (as given); ``tests``
+    summarises the consistency runs (average accuracy over their scored tests)."""
+    from rich.markup import escape
+
+    if not runs:
+        console.print("no runs yet")
+        return
+    table = _table("started", "kind", "what", "status", "done", "result")
+    for r in runs:
+        table.add_row(
+            _when(r.started_at),
+            escape(r.kind),  # the stored name, as --format json and --kind say it
+            escape(_run_what(r)),
+            _STATUS.get(r.status, escape(r.status)),
+            f"{r.done}/{r.total}",
+            _run_result(r, (tests or {}).get(r.id)),
+        )
+    console.print(table)
+
+
+def render_test_history(history: TestHistory, console: Console) -> None:
+    """``oxy history --test NAME``: the accuracy over time as a sparkline (oldest to
+    newest, a gap where a run was not scored), then each result, newest first, with its
+    change against the scored result before it."""
+    from rich.markup import escape
+
+    from .pretty import points
+
+    results = history.results
+    console.print(f"[bold]{escape(history.file)} · {escape(history.name)}[/]")
+    if not results:
+        console.print("no results stored yet")
+        return
+    oldest_first = list(reversed(results))
+    scored = [r.accuracy if r.status == "scored" else None for r in oldest_first]
+    line = sparkline(scored)
+    known = [a for a in scored if a is not None]
+    latest = f"latest {_pct(known[-1])}" if known else "never scored"
+    span = f"{_when(oldest_first[0].created_at)[:10]} .. {_when(results[0].created_at)[:10]}"
+    console.print(f"accuracy over {len(results)} run(s), {span}: {line}  ({latest})", markup=False)
+    table = _table("when", "status", "accuracy", "change", "runs ok", "pairs judged", "model")
+    for k, r in enumerate(results):
+        before = next((o.accuracy for o in results[k + 1 :] if o.status == "scored"), None)
+        change = "-"
+        if r.status == "scored" and r.accuracy is not None and before is not None:
+            change = points((r.accuracy - before) * 100)
+        table.add_row(
+            _when(r.created_at),
+            _STATUS.get(r.status, escape(r.status)),
+            _pct(r.accuracy) + (" (partial)" if r.status == "interrupted" and r.accuracy else ""),
+            change,
+            f"{r.runs_ok}/{r.n}",
+            f"{r.pairs_judged}/{r.pairs_total}",
+            escape(r.model or "-"),
+        )
+    console.print(table)
+    for r in results[:5]:
+        if r.error:
+            console.print(f"{_when(r.created_at)}: {shown(r.error)}", style="red", markup=False)
+
+
+def run_json(
+    r: Run, *, status: str | None = None, tests: ConsistencyRunSummary | None = None
+) -> dict[str, Any]:
+    """``status`` overrides the stored one (a read command shows a dead run as
+    interrupted without writing that down). The seed's keys for every kind, then
+    ``kind``, ``groupId`` and ``subject``; a consistency run (``oxy test``) adds
+    ``consistency``, its tests counted (``tests``: its summary from the store)."""
+    doc: dict[str, Any] = {
+        "id": r.id,
+        "promptId": r.prompt_id,
+        "promptVersion": r.prompt_version,
+        "startedAt": r.started_at,
+        "finishedAt": r.finished_at,
+        "status": status or r.status,
+        "total": r.total,
+        "done": r.done,
+        "passed": r.passed,
+        "failed": r.failed,
+        "pending": r.pending,
+        "errors": r.errors,
+        "regressions": r.regressions,
+        "kind": r.kind,
+        "groupId": r.group_id,
+        "subject": r.subject,
+    }
+    if r.kind == "consistency":
+        doc["consistency"] = {
+            "tests": 0 if tests is None else tests.tests,
+            "scored": 0 if tests is None else tests.scored,
+            "errors": 0 if tests is None else tests.errors,
+            "interrupted": 0 if tests is None else tests.interrupted,
+            "averageAccuracy": None if tests is None else tests.average_accuracy,
+        }
+    return doc
+
+
+def consistency_result_json(r: ConsistencyResult) -> dict[str, Any]:
+    """One stored result of a consistency test (accuracy 0..1, as ``oxy test``)."""
+    return {
+        "id": r.id,
+        "runId": r.run_id,
+        "file": r.file,
+        "name": r.name,
+        "status": r.status,
+        "accuracy": r.accuracy,
+        "n": r.n,
+        "runsOk": r.runs_ok,
+        "pairing": r.pairing,
+        "model": r.model,
+        "judgeModel": r.judge_model,
+        "pairsTotal": r.pairs_total,
+        "pairsJudged": r.pairs_judged,
+        "identicalPairs": r.identical_pairs,
+        "judgeCalls": r.judge_calls,
+        "selectedRun": r.selected_run,
+        "selectedOutput": r.selected_output,
+        "runErrors": list(r.run_errors),
+        "error": r.error,
+        "durationMs": r.duration_ms,
+        "createdAt": r.created_at,
+    }
+
+
+def history_of_test_json(h: TestHistory) -> dict[str, Any]:
+    """``oxy history --test NAME --format json``: the test, its results newest first."""
+    return {
+        "test": {"file": h.file, "name": h.name},
+        "results": [consistency_result_json(r) for r in h.results],
+    }
