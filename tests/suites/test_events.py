@@ -238,3 +238,21 @@ def test_cost_and_tokens_reach_the_result_and_the_history(make_project: MakeProj
         (unpriced,) = store.results.history("cases", "other::happy")
     assert stored.cost_usd == pytest.approx(expected) and unpriced.cost_usd is None
     assert (daily.cost_n, daily.cost_sum) == (1, pytest.approx(expected))
+
+
+def test_a_scoped_suite_run_forgets_the_secrets_it_registered() -> None:
+    """A long-lived process (a server) runs many projects: with ``scope_secrets`` the
+    secrets a run registers are scrubbed during it and forgotten after it."""
+    from oxyeval.redact import redact, register_secret
+    from oxyeval.suites import SuiteRun
+
+    secret = "sk-scoped-" + "z" * 20
+
+    async def run() -> str:
+        async with SuiteRun("consistency", history=False, scope_secrets=True):
+            register_secret(secret)
+            return redact(f"key {secret}")
+
+    inside = asyncio.run(run())
+    assert secret not in inside
+    assert secret in redact(f"key {secret}")  # forgotten once the run ended

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...evaluation import Decision, Gates, Result, ResultKind, Score, decide, register_kind
 from ...store.kinds import EXECUTION_STATUSES
 
 if TYPE_CHECKING:
-    from ...store import Execution
+    from ...store import Execution, NewExecution
 
 __all__ = ["CaseResult", "CaseRun"]
 
@@ -126,6 +126,45 @@ class CaseResult:
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             output=self.actual_output,
+        )
+
+    def new_execution(self, run_id: str | None = None) -> NewExecution:
+        """This result as the execution the history records (the one mapping from a live
+        result to a stored row). An error keeps what it got before it failed (an answer
+        whose scoring failed keeps the answer), never a score."""
+        from ...store import NewExecution
+
+        common: dict[str, Any] = {
+            "test_case_id": self.case_id,
+            "run_id": run_id or None,
+            "status": self.status,
+            "prompt_version": self.prompt_version,
+            "actual_output": self.actual_output,
+            "expected_output": self.expected_output,
+            "run_duration_ms": self.run_duration_ms,
+            "latency_ms": self.latency_ms,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "finish_reason": self.finish_reason,
+            "error": self.error,
+            "cost_usd": self.cost_usd,
+            "ttft_ms": self.ttft_ms,
+        }
+        if self.status == "error":
+            return NewExecution(**common)
+        return NewExecution(
+            **common,
+            score=self.score,
+            output_diff=self.output_diff,
+            exact_match=self.exact_match,
+            semantic_score=self.semantic_score,
+            similarity_method=self.similarity_method,
+            length_diff=self.length_diff,
+            token_diff=self.token_diff,
+            token_method=self.token_method,
+            is_regression=self.is_regression,
+            regression_type=self.regression_type,
+            regression_types=self.regression_types,
         )
 
     def as_execution(self, run_id: str | None = None) -> Execution:

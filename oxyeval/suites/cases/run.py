@@ -22,7 +22,7 @@ from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...project.templates import TemplateRef
 from ...providers import GenerateParams, stopped_at_token_limit
 from ...redact import redact
-from ...store import NewExecution, TestCase
+from ...store import TestCase
 from ...workflow.agent import counted, token_limit_warning
 from ...workflow.context import RunContext
 from ..history import history_location
@@ -139,25 +139,10 @@ class _Scorer:
         )
 
 
-async def _store_error(
-    plan: _VersionRun, result: CaseResult, store: Store, **fields: Any
-) -> CaseResult:
+async def _store_error(plan: _VersionRun, result: CaseResult, store: Store) -> CaseResult:
     """Keep a failed execution in the history (status error, with its message): an outage
     is visible there, and never counted as a failed case."""
-    return await commit(
-        result,
-        store,
-        NewExecution(
-            test_case_id=result.case_id,
-            run_id=plan.run_id or None,
-            status="error",
-            prompt_version=plan.version,
-            expected_output=result.expected_output,
-            run_duration_ms=result.run_duration_ms,
-            error=result.error,
-            **fields,
-        ),
-    )
+    return await commit(result, store, result.new_execution(plan.run_id))
 
 
 async def _run_one(
@@ -208,16 +193,7 @@ async def _run_one(
         except (ProviderError, ValueError) as exc:
             result.error = redact(f"scoring case {result.case_id!r} failed: {exc}")
             result.run_duration_ms = (time.perf_counter() - started) * 1000
-            return await _store_error(
-                plan,
-                result,
-                store,
-                actual_output=actual,
-                latency_ms=result.latency_ms,
-                input_tokens=result.input_tokens,
-                output_tokens=result.output_tokens,
-                finish_reason=completion.finish_reason,
-            )
+            return await _store_error(plan, result, store)
         # In 0..1 (a negative cosine counts as 0: see the Similarity scorer).
         result.semantic_score = similar.value
         result.similarity_method = similar.label or ""
@@ -253,36 +229,7 @@ async def _run_one(
     result.regression_types = regression.types
     result.regression_reasons = regression.reasons
     result.run_duration_ms = round((time.perf_counter() - started) * 1000, 3)
-    return await commit(
-        result,
-        store,
-        NewExecution(
-            test_case_id=result.case_id,
-            run_id=plan.run_id or None,
-            status="pending" if result.pending else ("passed" if result.passed else "failed"),
-            score=result.score,
-            actual_output=actual,
-            expected_output=expected,
-            output_diff=result.output_diff,
-            exact_match=result.exact_match,
-            semantic_score=result.semantic_score,
-            similarity_method=result.similarity_method,
-            length_diff=result.length_diff,
-            token_diff=result.token_diff,
-            token_method=result.token_method,
-            is_regression=result.is_regression,
-            regression_type=result.regression_type,
-            regression_types=result.regression_types,
-            prompt_version=version,
-            run_duration_ms=result.run_duration_ms,
-            latency_ms=result.latency_ms,
-            input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens,
-            finish_reason=completion.finish_reason,
-            cost_usd=result.cost_usd,
-            ttft_ms=result.ttft_ms,
-        ),
-    )
+    return await commit(result, store, result.new_execution(plan.run_id))
 
 
 def _warn_token_limits(run: CaseRun, plans: Sequence[_VersionRun]) -> None:
