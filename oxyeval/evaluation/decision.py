@@ -47,6 +47,7 @@ Headline = Literal[
     "failed",
     "met",
     "no_drop",
+    "no_baseline",
     "ungated",
 ]
 
@@ -94,12 +95,16 @@ class DropResult:
     dropped: list[tuple[str, float, Previous]]  # subject, score now, the previous result
     checked: bool
     message: str
+    #: Results that had an earlier score to compare with: 0 on a first run, when passing
+    #: says nothing (no green tick for it).
+    compared: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "max_drop": self.max_drop,
             "passed": self.passed,
             "checked": self.checked,
+            "compared": self.compared,
             "dropped": [
                 {
                     "name": name,
@@ -197,7 +202,7 @@ def check_drop(
             f"--fail-on-drop {max_drop:g}: cannot compare with the previous runs, the history "
             "could not be read" + (f" ({why})" if why else "")
         )
-        return DropResult(max_drop, False, dropped, False, message)
+        return DropResult(max_drop, False, dropped, False, message, compared)
     if dropped:
         shown = ", ".join(
             f"{name}: {prev.accuracy * 100:.1f}% -> {score * 100:.1f}% "
@@ -209,7 +214,7 @@ def check_drop(
         message = f"No {noun} dropped more than {max_drop:g} pts ({compared} compared)"
     else:
         message = f"--fail-on-drop {max_drop:g}: no earlier run to compare with; nothing dropped"
-    return DropResult(max_drop, not dropped, dropped, True, message)
+    return DropResult(max_drop, not dropped, dropped, True, message, compared)
 
 
 @dataclass(frozen=True)
@@ -268,8 +273,9 @@ class Decision:
         for another cause: errors under ``--strict``, a run stopped by a provider);
         ``history_unread`` (a drop check that could not read the history); ``below``
         (the threshold failed); ``dropped``; ``failed`` (exit 1 for a result's own
-        check); then, passing, ``met`` (a threshold), ``no_drop`` (a drop check only) or
-        ``ungated``. Read by the pretty report so it never contradicts the code."""
+        check); then, passing, ``met`` (a threshold), ``no_drop`` (a drop check that
+        compared with earlier runs), ``no_baseline`` (a drop check with nothing earlier to
+        compare with: a first run proves nothing) or ``ungated``. Read by the pretty report so it never contradicts the code."""
         if self.interrupted:
             return "interrupted"
         if any(o.state == "unknown" for o in self.outcomes):
@@ -287,7 +293,7 @@ class Decision:
         if self.threshold is not None:
             return "met"
         if self.drop is not None:
-            return "no_drop"
+            return "no_drop" if self.drop.compared else "no_baseline"
         return "ungated"
 
     @property

@@ -171,6 +171,8 @@ def _headline(run: ConsistencyRun, decision: Decision) -> str:
         return "✅ Eval finished; threshold met:"
     if state == "no_drop":
         return "✅ Eval finished; no accuracy dropped against the previous run:"
+    if state == "no_baseline":
+        return "Eval finished with metrics (no earlier run to compare --fail-on-drop with):"
     return "Eval finished with metrics (no --min-accuracy threshold to pass):"
 
 

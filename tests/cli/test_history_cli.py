@@ -90,6 +90,7 @@ def test_fail_on_drop_exits_1_naming_the_tests_that_dropped(root: Path) -> None:
     no_previous = invoke("test", "a.agent.yml", "--fail-on-drop", "5")
     assert no_previous.exit_code == 0, no_previous.stderr  # nothing to compare with yet
     assert "no earlier run to compare with" in no_previous.stdout
+    assert "✅" not in no_previous.stdout  # a first run proves nothing: no green tick
     configure(root, SPLIT)
     dropped = invoke("test", "a.agent.yml", "--fail-on-drop", "5", "--format", "json")
     assert dropped.exit_code == 1

@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from oxyeval.errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
-from oxyeval.evaluation import Decision, Outcome
+from oxyeval.evaluation import Decision, Outcome, Previous
 from oxyeval.report.junit import cases_junit, consistency_junit
 from oxyeval.report.pretty import render_pretty
 from oxyeval.report.verdict import Gates, decide
@@ -80,7 +80,7 @@ def test_the_headline_state_of_every_gate() -> None:
     cases = {
         "met": Gates(min_accuracy=0.5),
         "below": Gates(min_accuracy=0.95),
-        "no_drop": Gates(fail_on_drop=5),
+        "no_baseline": Gates(fail_on_drop=5),  # no earlier run: nothing proven
         "ungated": Gates(),
     }
     for state, gates in cases.items():
@@ -91,6 +91,15 @@ def test_the_headline_state_of_every_gate() -> None:
     )
     assert _headline(run, decide(run, Gates(min_accuracy=0.95))).startswith("❌")
     assert _headline(run, decide(run, Gates(min_accuracy=0.5))).startswith("✅")
+    # --fail-on-drop on a first run is no green tick; with an earlier run to compare, it is.
+    first = _headline(run, decide(run, Gates(fail_on_drop=5)))
+    assert "✅" not in first and "no earlier run" in first
+    earlier = ConsistencyRun(tests=[_test("t", 0.9)])
+    earlier.tests[0].previous = Previous(0.92, "2026-11-25T10:00:00.000Z", "r0")
+    compared = decide(earlier, Gates(fail_on_drop=5))
+    assert compared.headline == "no_drop" and compared.drop is not None
+    assert compared.drop.compared == 1
+    assert _headline(earlier, compared).startswith("✅ Eval finished; no accuracy dropped")
 
 
 def test_junit_writes_the_failure_the_decision_names_on_a_test_that_scored_full_marks() -> None:
