@@ -78,6 +78,14 @@ FailOnDropOption = Annotated[
         "against its previous result (oxy report: the one saved with it).",
     ),
 ]
+AllowEmptyOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-empty",
+        help="Let --min-accuracy and --fail-on-drop pass when no test was found (default: "
+        "exit 1, so an empty selection in CI is never a green build).",
+    ),
+]
 CacheOption = Annotated[
     bool | None,
     typer.Option(

@@ -13,6 +13,7 @@ import typer
 
 from ..errors import EXIT_INFRA, EXIT_INPUT, OxyError
 from ._app import (
+    AllowEmptyOption,
     DebugOption,
     FailOnDropOption,
     Format,
@@ -36,6 +37,7 @@ def report_command(
     threshold_mode: ThresholdModeOption = ThresholdMode.average,
     strict: StrictOption = False,
     fail_on_drop: FailOnDropOption = None,
+    allow_empty: AllowEmptyOption = False,
     format: Annotated[
         Format, typer.Option("--format", help="pretty, or json: one JSON document on stdout.")
     ] = Format.pretty,
@@ -44,8 +46,8 @@ def report_command(
 ) -> None:
     """Apply a threshold to a saved `oxy test --format json` result: no model is called.
 
-    Exit codes as `oxy test`: 0 pass; 1 below --min-accuracy, or a drop over
-    --fail-on-drop; 2 a file that is not such a document, or bad options; 3 a test in it
+    Exit codes as `oxy test`: 0 pass; 1 below --min-accuracy, a drop over --fail-on-drop,
+    or a gate given with no test in it (--allow-empty: 0); 2 a file that is not such a document, or bad options; 3 a test in it
     could not be scored, or the run it records was interrupted.
     """
     from ..report.json import to_json, write_json
@@ -56,7 +58,7 @@ def report_command(
     err = stderr_console()
     out = streams().stdout
     as_json = format is Format.json
-    gates = Gates(min_accuracy, threshold_mode.value, strict, fail_on_drop)
+    gates = Gates(min_accuracy, threshold_mode.value, strict, fail_on_drop, allow_empty=allow_empty)
     message = gate_option_error(gates)
     if message is not None:
         err.print(f"error: {message}", style="red", markup=False)

@@ -10,6 +10,7 @@ import typer
 
 from ..errors import EXIT_INFRA, EXIT_INPUT, OxyError
 from ._app import (
+    AllowEmptyOption,
     CacheOption,
     DbOption,
     DebugOption,
@@ -51,6 +52,7 @@ def test_command(
     ] = None,
     strict: StrictOption = False,
     fail_on_drop: FailOnDropOption = None,
+    allow_empty: AllowEmptyOption = False,
     no_history: Annotated[
         bool,
         typer.Option(
@@ -68,8 +70,8 @@ def test_command(
     Every result is stored in the project's history (--no-history: not), and each test's
     accuracy is shown against its previous run.
 
-    Exit codes: 0 pass; 1 below --min-accuracy, or a drop over --fail-on-drop; 2 bad
-    input or config; 3 provider failure, interrupted run, a test that could not be
+    Exit codes: 0 pass; 1 below --min-accuracy, a drop over --fail-on-drop, or a gate
+    given with no test found (--allow-empty: 0); 2 bad input or config; 3 provider failure, interrupted run, a test that could not be
     scored, or --fail-on-drop with a history that could not be read (a broken history
     is otherwise a warning and never changes the exit code).
     """
@@ -88,7 +90,7 @@ def test_command(
     run = ConsistencyRun()
     started = datetime.now(timezone.utc)  # the JUnit suites' timestamp
     error: BaseException | None = None
-    gates = Gates(min_accuracy, threshold_mode.value, strict, fail_on_drop)
+    gates = Gates(min_accuracy, threshold_mode.value, strict, fail_on_drop, allow_empty=allow_empty)
     message = gate_option_error(gates)
     message = message or no_history_conflict(no_history, cache, fail_on_drop)
     if message is None and junit is not None:

@@ -53,6 +53,8 @@ def finish_run(
         err.print(warning, style="yellow")
     if verdict.strict_note is not None:
         err.print(verdict.strict_note, style="red", markup=False)
+    if verdict.empty is not None:
+        err.print(f"error: {verdict.empty}", style="red", markup=False)
     if error is not None:
         print_error(err, error, debug)
     for line in verdict.unscored:  # every non-zero exit says why on stderr, in any format

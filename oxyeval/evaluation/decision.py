@@ -48,6 +48,7 @@ Headline = Literal[
     "met",
     "no_drop",
     "no_baseline",
+    "empty",
     "ungated",
 ]
 
@@ -62,6 +63,14 @@ class Gates:
     strict: bool = False
     fail_on_drop: float | None = None
     fail_on_regression: bool = False
+    #: ``--allow-empty``: a gate given with nothing to gate passes (with a warning);
+    #: without it, an empty selection fails, so a typo in CI is never a green build.
+    allow_empty: bool = False
+
+    @property
+    def gating(self) -> bool:
+        """A threshold or a drop check was asked for: there must be something to gate."""
+        return self.min_accuracy is not None or self.fail_on_drop is not None
 
 
 @dataclass
@@ -254,6 +263,8 @@ class Decision:
     threshold: ThresholdResult | None = None
     drop: DropResult | None = None
     warnings: tuple[str, ...] = ()
+    #: Why an empty selection failed the gates (exit 1; ``--allow-empty`` passes it).
+    empty: str | None = None
     strict_note: str | None = None
     unscored: tuple[str, ...] = ()
     failed: tuple[str, ...] = ()
@@ -278,6 +289,8 @@ class Decision:
         compare with: a first run proves nothing) or ``ungated``. Read by the pretty report so it never contradicts the code."""
         if self.interrupted:
             return "interrupted"
+        if self.empty is not None:
+            return "empty"
         if any(o.state == "unknown" for o in self.outcomes):
             return "unknown"
         if self.code == EXIT_INFRA:
@@ -300,6 +313,8 @@ class Decision:
     def reasons(self) -> list[str]:
         """Every sentence that explains a non-zero code, in print order."""
         lines = [self.strict_note] if self.strict_note else []
+        if self.empty is not None:
+            lines.append(self.empty)
         lines += self.unscored
         lines += self.failed
         for check in (self.threshold, self.drop):
@@ -382,6 +397,15 @@ def _outcome(
     return Outcome(result.subject, state, failed, drop, regression, below, strict)
 
 
+def _gate_names(gates: Gates) -> str:
+    names = []
+    if gates.min_accuracy is not None:
+        names.append(f"--min-accuracy {gates.min_accuracy:g}")
+    if gates.fail_on_drop is not None:
+        names.append(f"--fail-on-drop {gates.fail_on_drop:g}")
+    return ", ".join(names)
+
+
 def decide(
     results: Sequence[Result],
     gates: Gates,
@@ -400,7 +424,7 @@ def decide(
     threshold = None
     if gates.min_accuracy is not None:
         threshold = check_threshold(results, gates.min_accuracy, gates.threshold_mode, kind=kind)
-        if threshold is None:
+        if threshold is None and (results or gates.allow_empty):
             warnings.append(
                 f"warning: --min-accuracy given but no {metric} metrics were produced; not gating"
             )
@@ -435,6 +459,13 @@ def decide(
             f"strict: {runs} run error(s) and {judges} judge error(s) -> exit {EXIT_INFRA} "
             "(without --strict they are reported and the scores stand)"
         )
+    empty = None
+    if gates.gating and not results and not interrupted and not gates.allow_empty:
+        empty = (
+            f"nothing was tested, so the gates ({_gate_names(gates)}) cannot pass: check "
+            "the files and folders given (--allow-empty lets an empty selection pass)"
+        )
+        code = max(code, EXIT_FAILED)
     if error is not None:
         code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
     unscored: tuple[str, ...] = ()
@@ -456,4 +487,5 @@ def decide(
         outcomes=outcomes,
         interrupted=interrupted,
         gates=gates,
+        empty=empty,
     )

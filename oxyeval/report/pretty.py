@@ -148,6 +148,8 @@ def _headline(run: ConsistencyRun, decision: Decision) -> str:
     if state == "interrupted":
         cut = sum(1 for t in run.tests if t.interrupted)
         return f"⚠ Eval interrupted; {len(run.tests) - cut} of {len(run.tests)} test(s) finished:"
+    if state == "empty":
+        return "❌ Nothing was tested, and a gate was given:"
     if state == "unknown":
         bad = sum(1 for o in decision.outcomes if o.state == "unknown")
         return f"❌ Eval finished; {bad} of {len(run.tests)} test(s) could not be scored:"

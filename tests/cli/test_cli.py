@@ -178,12 +178,26 @@ def test_strict_turns_partial_failures_into_exit_3(make_project: MakeProject) ->
     assert result.exit_code == 3
 
 
-def test_min_accuracy_without_tests_warns_and_passes(make_project: MakeProject) -> None:
+def test_a_gate_with_nothing_to_gate_fails_unless_allowed(make_project: MakeProject) -> None:
+    """An empty selection in CI must not be a green build (issue 15, item 4)."""
     root = make_project(CONFIG, {"a.agent.yml": "model: analyst\nsystem_instructions: hi\n"})
-    result = invoke("test", str(root / "a.agent.yml"), "--min-accuracy", "0.9", "--format", "json")
-    assert result.exit_code == 0
-    assert "no accuracy metrics" in result.stderr
-    assert json.loads(result.stdout)["accuracy"] == []
+    agent = str(root / "a.agent.yml")
+    result = invoke("test", agent, "--min-accuracy", "0.9", "--format", "json")
+    assert result.exit_code == 1
+    assert "nothing was tested" in result.stderr and "--allow-empty" in result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["accuracy"] == [] and doc["summary"]["exit_code"] == 1
+    pretty = invoke("test", agent, "--fail-on-drop", "5")
+    assert pretty.exit_code == 1 and "No consistency tests found" in pretty.stdout
+    assert "error: nothing was tested, so the gates (--fail-on-drop 5)" in pretty.stderr
+    allowed = invoke("test", agent, "--min-accuracy", "0.9", "--allow-empty", "--format", "json")
+    assert allowed.exit_code == 0
+    assert "no accuracy metrics" in allowed.stderr
+    assert invoke("test", agent).exit_code == 0  # no gate: nothing to fail
+    saved = root / "empty.json"
+    saved.write_text(allowed.stdout)
+    assert invoke("report", str(saved), "--min-accuracy", "0.5").exit_code == 1
+    assert invoke("report", str(saved), "--min-accuracy", "0.5", "--allow-empty").exit_code == 0
 
 
 def test_validate_exit_codes(make_project: MakeProject) -> None:

@@ -51,7 +51,7 @@ def test_a_registered_kind_is_decided_without_any_other_change() -> None:
 
 
 def test_the_kind_s_words_are_in_the_gate_messages_even_with_no_results() -> None:
-    decision = decide([], Gates(min_accuracy=0.5), kind="toy")
+    decision = decide([], Gates(min_accuracy=0.5, allow_empty=True), kind="toy")
     assert decision.code == EXIT_OK
     assert decision.warnings == (
         "warning: --min-accuracy given but no pass rate metrics were produced; not gating",

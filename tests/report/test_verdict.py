@@ -21,12 +21,19 @@ def test_a_threshold_failure_gives_its_message() -> None:
     assert verdict.reasons == ["1 test(s) below threshold 0.8000: Test 2: 0.7000"]
 
 
-def test_a_threshold_with_nothing_to_gate_warns_and_passes() -> None:
+def test_a_threshold_with_nothing_to_gate_fails_unless_allowed() -> None:
     verdict = decide(ConsistencyRun(tests=[]), Gates(min_accuracy=0.8))
-    assert verdict.code == EXIT_OK and verdict.threshold is None
-    assert verdict.warnings == (
+    assert verdict.code == EXIT_FAILED and verdict.threshold is None
+    assert verdict.headline == "empty" and verdict.warnings == ()
+    assert verdict.reasons[0].startswith("nothing was tested, so the gates (--min-accuracy 0.8)")
+    allowed = decide(ConsistencyRun(tests=[]), Gates(min_accuracy=0.8, allow_empty=True))
+    assert allowed.code == EXIT_OK and allowed.threshold is None and allowed.empty is None
+    assert allowed.warnings == (
         "warning: --min-accuracy given but no accuracy metrics were produced; not gating",
     )
+    # Interrupted before any test finished: the interruption speaks (3), not emptiness.
+    cut = decide(ConsistencyRun(tests=[], interrupted=True), Gates(min_accuracy=0.8))
+    assert cut.code == 3 and cut.empty is None
 
 
 def test_strict_turns_run_errors_into_exit_3_and_says_so() -> None:
