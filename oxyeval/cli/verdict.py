@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from ..suites.results import ConsistencyRun, DropResult, ThresholdResult
 
-__all__ = ["Gates", "finish_run", "gate_option_error"]
+__all__ = ["Gates", "finish_run", "gate_option_error", "same_terminal"]
 
 
 def finish_run(
@@ -73,8 +73,25 @@ def finish_run(
         # The code the command ends with (a report that could not be written makes it 3).
         shown = verdict if code == verdict.code else replace(verdict, code=code)
         render_pretty(run, shown, stdout_console(), quiet=quiet)
-    if threshold is not None and not threshold.passed:
-        err.print(threshold.message, style="red", markup=False)
-    if drop is not None and not drop.passed:
-        err.print(drop.message, style="red", markup=False)
+    # Said on stderr for logs and pipes; not again when the pretty report, which already
+    # ends with it (✗), is on the same terminal.
+    if as_json or not same_terminal():
+        if threshold is not None and not threshold.passed:
+            err.print(threshold.message, style="red", markup=False)
+        if drop is not None and not drop.passed:
+            err.print(drop.message, style="red", markup=False)
     return code, threshold, drop
+
+
+def same_terminal() -> bool:
+    """stdout and stderr are one terminal (an interactive shell, not a log or a pipe)."""
+    import os
+    import sys
+
+    try:
+        if not (sys.stdout.isatty() and sys.stderr.isatty()):
+            return False
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino)

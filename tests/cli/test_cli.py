@@ -346,3 +346,23 @@ def test_validate_with_a_missing_project_folder_checks_nothing_else(tmp_path: Pa
     result = invoke("validate", "--project", str(tmp_path / "nope"))
     assert result.exit_code == 2
     assert f"--project {tmp_path / 'nope'}: no such folder" in result.output
+
+
+def test_the_threshold_line_is_said_once_on_one_terminal(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15, item 6: on a terminal the report already ends with the failed gate (✗);
+    in logs and pipes stderr says it too."""
+    from oxyeval.cli import verdict
+
+    root = make_project(CONFIG, {"a.agent.yml": AGENT})
+    piped = invoke("test", str(root / "a.agent.yml"), "--min-accuracy", "1.01")
+    assert piped.exit_code == 2  # out of range: bad input
+    monkeypatch.setattr(verdict, "same_terminal", lambda: False)
+    logged = invoke("test", str(root / "a.agent.yml"), "--min-accuracy", "0.99", "--no-history")
+    line = next(x for x in logged.stdout.splitlines() if x.startswith("✗"))
+    assert line[2:] in logged.stderr
+    monkeypatch.setattr(verdict, "same_terminal", lambda: True)
+    screen = invoke("test", str(root / "a.agent.yml"), "--min-accuracy", "0.99", "--no-history")
+    assert screen.exit_code == logged.exit_code == 1
+    assert line[2:] not in screen.stderr and line in screen.stdout
