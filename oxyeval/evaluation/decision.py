@@ -36,6 +36,12 @@ __all__ = [
 
 _EPS = 1e-9
 
+
+def _pct(value: float) -> str:
+    """A 0..1 score as reports print it (the pretty report's "Accuracy: 69.70%"): one
+    unit in every message; JSON keeps 0..1 (``value``, ``min_accuracy``)."""
+    return f"{value * 100:.2f}%"
+
 #: :attr:`Decision.headline`'s values.
 Headline = Literal[
     "interrupted",
@@ -157,18 +163,18 @@ def check_threshold(
     failing = [(n, s) for n, s in labelled if s is None or s + _EPS < min_accuracy]
 
     def fmt(items: list[tuple[str, float | None]]) -> str:
-        return ", ".join(f"{n}: {s:.4f}" if s is not None else f"{n}: no score" for n, s in items)
+        return ", ".join(f"{n}: {_pct(s)}" if s is not None else f"{n}: no score" for n, s in items)
 
     if mode == "average":
         value = sum(scored) / len(scored) if scored else None
         passed = value is not None and value + _EPS >= min_accuracy and not unscored
         if value is None:
             message = (
-                f"No {noun} could be scored, threshold {min_accuracy:.4f} not met: {fmt(unscored)}"
+                f"No {noun} could be scored, threshold {_pct(min_accuracy)} not met: {fmt(unscored)}"
             )
         else:
             verb = "meets" if value + _EPS >= min_accuracy else "below"
-            message = f"Average {metric} {value:.4f} {verb} threshold {min_accuracy:.4f}"
+            message = f"Average {metric} {_pct(value)} {verb} threshold {_pct(min_accuracy)}"
             if unscored:
                 message += f", but {len(unscored)} {noun}(s) could not be scored: {fmt(unscored)}"
         return ThresholdResult(min_accuracy, mode, passed, value, failing, message)
@@ -176,9 +182,9 @@ def check_threshold(
     value = min(scored) if scored and not unscored else None
     passed = not failing
     if passed:
-        message = f"All {len(labelled)} {noun}(s) meet threshold {min_accuracy:.4f}"
+        message = f"All {len(labelled)} {noun}(s) meet threshold {_pct(min_accuracy)}"
     else:
-        message = f"{len(failing)} {noun}(s) below threshold {min_accuracy:.4f}: {fmt(failing)}"
+        message = f"{len(failing)} {noun}(s) below threshold {_pct(min_accuracy)}: {fmt(failing)}"
     return ThresholdResult(min_accuracy, mode, passed, value, failing, message)
 
 
@@ -363,8 +369,8 @@ def _below_line(result: Result, threshold: ThresholdResult | None, metric: str) 
         return None
     if result.subject not in {name for name, _score in threshold.failing}:
         return None
-    score = "no score" if result.score is None else f"{result.score:.4f}"
-    line = f"{metric} {score} below threshold {threshold.min_accuracy:.4f}"
+    score = "no score" if result.score is None else _pct(result.score)
+    line = f"{metric} {score} below threshold {_pct(threshold.min_accuracy)}"
     if threshold.mode == "average":
         line += f" (--threshold-mode average: {threshold.message})"
     return line

@@ -63,7 +63,7 @@ def test_pass_exit_0_and_pretty_accuracy(agent_file: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert "Accuracy: 100.00%" in result.stdout
     assert "Accuracy: " in result.stdout
-    assert "Average accuracy 0.6667 meets threshold 0.3000" in result.stdout
+    assert "Average accuracy 66.67% meets threshold 30.00%" in result.stdout
 
 
 def test_json_stdout_is_one_document(agent_file: Path) -> None:
@@ -95,7 +95,7 @@ def test_below_threshold_average_exit_1(agent_file: Path) -> None:
     doc = json.loads(result.stdout)
     assert doc["threshold"]["passed"] is False
     assert doc["threshold"]["value"] == pytest.approx(2 / 3, abs=1e-6)
-    assert "Average accuracy 0.6667 below threshold 0.8000" in result.stderr
+    assert "Average accuracy 66.67% below threshold 80.00%" in result.stderr
 
 
 def test_threshold_all_lists_failing_tests(agent_file: Path) -> None:
@@ -103,7 +103,7 @@ def test_threshold_all_lists_failing_tests(agent_file: Path) -> None:
         "test", str(agent_file), "--min-accuracy", "0.5", "--threshold-mode", "all", "-q"
     )
     assert result.exit_code == 1
-    assert "1 test(s) below threshold 0.5000: three runs: 0.3333" in result.stdout
+    assert "1 test(s) below threshold 50.00%: three runs: 33.33%" in result.stdout
     assert "two runs" not in result.stdout.split("below threshold")[1]
 
 

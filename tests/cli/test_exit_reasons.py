@@ -105,7 +105,7 @@ def oxy(
 # (arguments, expected exit code, text the stderr reason must contain)
 SCENARIOS = [
     (["test", "unscored.agent.yml"], 3, "not scored: cannot score: no valid verdicts"),
-    (["test", "low.agent.yml", "--min-accuracy", "0.5"], 1, "below threshold 0.5000"),
+    (["test", "low.agent.yml", "--min-accuracy", "0.5"], 1, "below threshold 50.00%"),
     (["test", "low.agent.yml", "--min-accuracy", "7"], 2, "--min-accuracy must be between"),
     (["test", "missing.agent.yml"], 2, "file not found"),
     (["test", "bad.agent.yml"], 2, "system_instruction"),

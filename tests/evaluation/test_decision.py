@@ -59,10 +59,10 @@ def test_the_kind_s_words_are_in_the_gate_messages_even_with_no_results() -> Non
     decision = decide([toy("a", score=0.4), toy("b", score=0.5)], Gates(min_accuracy=0.5))
     assert decision.code == EXIT_FAILED
     assert decision.threshold is not None
-    assert decision.threshold.message == "Average pass rate 0.4500 below threshold 0.5000"
+    assert decision.threshold.message == "Average pass rate 45.00% below threshold 50.00%"
     all_mode = decide([toy("a", score=0.4)], Gates(min_accuracy=0.3, threshold_mode="all"))
     assert all_mode.code == EXIT_OK and all_mode.threshold is not None
-    assert all_mode.threshold.message == "All 1 probe(s) meet threshold 0.3000"
+    assert all_mode.threshold.message == "All 1 probe(s) meet threshold 30.00%"
 
 
 @pytest.mark.parametrize(

@@ -46,13 +46,13 @@ def test_average_mode_uses_the_mean() -> None:
     verdict = check_threshold(run_of(0.85, 0.92, 0.78), 0.8, "average")
     assert verdict is not None and verdict.passed
     assert verdict.value == pytest.approx(0.85)
-    assert verdict.message == "Average accuracy 0.8500 meets threshold 0.8000"
+    assert verdict.message == "Average accuracy 85.00% meets threshold 80.00%"
 
 
 def test_all_mode_lists_every_failing_test_correctly() -> None:
     verdict = check_threshold(run_of(0.9, 0.7, 0.78), 0.8, "all")
     assert verdict is not None and not verdict.passed
-    assert verdict.message == "2 test(s) below threshold 0.8000: Test 2: 0.7000, Test 3: 0.7800"
+    assert verdict.message == "2 test(s) below threshold 80.00%: Test 2: 70.00%, Test 3: 78.00%"
     assert [n for n, _a in verdict.failing] == ["Test 2", "Test 3"]
 
 
@@ -67,7 +67,7 @@ def test_unscored_test_never_passes() -> None:
     assert "could not be scored: Test 2: no score" in avg.message
     every = check_threshold(run_of(1.0, None), 0.5, "all")
     assert every is not None and not every.passed
-    assert every.message == "1 test(s) below threshold 0.5000: Test 2: no score"
+    assert every.message == "1 test(s) below threshold 50.00%: Test 2: no score"
 
 
 def test_no_tests_means_no_threshold() -> None:
@@ -123,7 +123,7 @@ def test_pretty_shows_accuracy_line_like_oxy() -> None:
     )
     text = console.file.getvalue()
     assert "Accuracy: 85.50%" in text
-    assert "Average accuracy 0.8550 below threshold 0.9000" in text
+    assert "Average accuracy 85.50% below threshold 90.00%" in text
 
 
 def test_identical_run_errors_print_once_naming_the_runs() -> None:

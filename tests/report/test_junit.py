@@ -110,7 +110,7 @@ def test_consistency_run_with_every_outcome(schema) -> None:
     assert outcome(root, "passes") == (None, None)
     kind, below = outcome(root, "below")
     assert kind == "failure" and below.get("type") == "BelowThreshold"
-    assert below.get("message") == "accuracy 0.5000 below threshold 0.8000"
+    assert below.get("message") == "accuracy 50.00% below threshold 80.00%"
     kind, unscored = outcome(root, "unscored")
     assert kind == "error" and unscored.get("type") == "NotScored"
     assert unscored.get("message") == "no valid verdicts"
@@ -130,7 +130,7 @@ def test_average_mode_fails_the_tests_below_only_when_the_average_fails(schema) 
     failed = decide(run, Gates(min_accuracy=0.9))  # mean 0.85: the run fails
     root = check(schema, consistency_junit(run, failed, timestamp=WHEN, hostname="h"))
     kind, element = outcome(root, "low")
-    assert kind == "failure" and "Average accuracy 0.8500 below threshold" in element.get("message")
+    assert kind == "failure" and "Average accuracy 85.00% below threshold" in element.get("message")
     assert outcome(root, "high") == (None, None)
 
 

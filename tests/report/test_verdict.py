@@ -18,7 +18,7 @@ def test_no_gates_and_scored_tests_pass() -> None:
 def test_a_threshold_failure_gives_its_message() -> None:
     verdict = decide(run_of(0.9, 0.7), Gates(min_accuracy=0.8, threshold_mode="all"))
     assert verdict.code == EXIT_FAILED and not verdict.passed
-    assert verdict.reasons == ["1 test(s) below threshold 0.8000: Test 2: 0.7000"]
+    assert verdict.reasons == ["1 test(s) below threshold 80.00%: Test 2: 70.00%"]
 
 
 def test_a_threshold_with_nothing_to_gate_fails_unless_allowed() -> None:

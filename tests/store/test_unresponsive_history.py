@@ -245,7 +245,9 @@ def test_a_stopped_server_never_hangs_a_run(
     database = cluster.create_database()
     open_store(resolve_location(cluster.url(database), environ={})).close()  # migrated
     url = f"postgresql://oxy@127.0.0.1:{cluster.port}/{database}"
-    proc = _start(_project(tmp_path, url, latency_ms=2500))
+    # Interrupted runs get a slow model: on a loaded machine the history may connect late
+    # (importing its driver), and the SIGTERM must still land inside the run, not after it.
+    proc = _start(_project(tmp_path, url, latency_ms=10_000 if sigterm else 2500))
     _wait_for_our_connection(cluster, proc)
     pids = _server_pids(cluster)
     for pid in pids:
