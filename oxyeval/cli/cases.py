@@ -150,12 +150,13 @@ def cases_list(
     out, err = consoles()
     as_json = as_json or format == "json"
 
-    def read(proj: Any, store: Store | None) -> list[TestCase]:
+    def read(proj: Any, store: Store | None) -> tuple[list[TestCase], dict[str, Any]]:
         from ..suites.cases.run import preview_cases
 
-        return preview_cases(store, proj, paths or [])
+        cases = preview_cases(store, proj, paths or [])
+        return cases, ({} if store is None or as_json else store.stats.activity())
 
-    cases = read_history(project, db, err, as_json, read)
+    cases, activity = read_history(project, db, err, as_json, read)
     if as_json:
         from ..report.cases import case_json
 
@@ -163,7 +164,7 @@ def cases_list(
     else:
         from ..report.cases_pretty import render_case_list
 
-        render_case_list(cases, out)
+        render_case_list(cases, out, activity)
     raise typer.Exit(EXIT_OK)
 
 
@@ -180,16 +181,17 @@ def cases_show(
     out, err = consoles()
     as_json = as_json or format == "json"
 
-    def read(proj: Any, store: Store | None) -> tuple[TestCase, Any]:
+    def read(proj: Any, store: Store | None) -> tuple[TestCase, Any, Any]:
         from ..report.cases import empty_stats
         from ..suites.cases.baseline import find_case
         from ..suites.cases.selection import preview_cases
 
         case = find_case(preview_cases(store, proj, []), name)  # declared, never run: shown too
         stats = None if store is None else store.stats.case_stats(case.id, recent=recent)
-        return case, stats or empty_stats(case.id)
+        activity = None if store is None else store.stats.activity([case.id]).get(case.id)
+        return case, stats or empty_stats(case.id), activity
 
-    case, stats = read_history(project, db, err, as_json, read)
+    case, stats, activity = read_history(project, db, err, as_json, read)
     if as_json:
         from ..report.cases import case_json, stats_json
 
@@ -197,7 +199,7 @@ def cases_show(
     else:
         from ..report.cases_pretty import render_case_stats
 
-        render_case_stats(case, stats, out)
+        render_case_stats(case, stats, out, activity)
     raise typer.Exit(EXIT_OK)
 
 

@@ -42,6 +42,7 @@ def _pct(value: float) -> str:
     unit in every message; JSON keeps 0..1 (``value``, ``min_accuracy``)."""
     return f"{value * 100:.2f}%"
 
+
 #: :attr:`Decision.headline`'s values.
 Headline = Literal[
     "interrupted",
@@ -169,9 +170,7 @@ def check_threshold(
         value = sum(scored) / len(scored) if scored else None
         passed = value is not None and value + _EPS >= min_accuracy and not unscored
         if value is None:
-            message = (
-                f"No {noun} could be scored, threshold {_pct(min_accuracy)} not met: {fmt(unscored)}"
-            )
+            message = f"No {noun} could be scored, threshold {_pct(min_accuracy)} not met: {fmt(unscored)}"
         else:
             verb = "meets" if value + _EPS >= min_accuracy else "below"
             message = f"Average {metric} {_pct(value)} {verb} threshold {_pct(min_accuracy)}"

@@ -8,7 +8,7 @@ dashboard) prints the same report as the CLI. The JSON side of these commands is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .text import shown
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
 
-    from ..store import CaseStats, TestCase
+    from ..store import CaseActivity, CaseStats, TestCase
     from ..suites.cases.results import CaseRun
 
 __all__ = [
@@ -156,42 +156,82 @@ def _render_details(run: CaseRun, console: Console) -> None:
                 console.print(f"[yellow]regression: {reason}[/]")
 
 
-def render_case_list(cases: Sequence[TestCase], console: Console) -> None:
-    """``oxy cases list``: every case with its aggregates."""
+def _runs(judged: int, activity: CaseActivity | None) -> str:
+    """Judged runs, and what else ran: "0 (+7 pending)", "5 (+1 error)"."""
+    extra = []
+    if activity is not None:
+        if activity.pending:
+            extra.append(f"+{activity.pending} pending")
+        if activity.errors:
+            extra.append(f"+{activity.errors} error{'s' if activity.errors > 1 else ''}")
+    return f"{judged} ({', '.join(extra)})" if extra else str(judged)
+
+
+def render_case_list(
+    cases: Sequence[TestCase],
+    console: Console,
+    activity: Mapping[str, CaseActivity] | None = None,
+) -> None:
+    """``oxy cases list``: every case with its aggregates. ``runs`` counts judged runs
+    (what the pass rate is over), then the pending and errored ones (``activity``); the
+    last run is the latest of any kind."""
+    activity = activity or {}
     table = _table("case", "prompt", "runs", "pass rate", "avg score", "last run", "last passed")
     for c in cases:
         last = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}[c.last_passed]
+        seen = activity.get(c.id)
+        when = _when(c.last_run)
+        if seen is not None and seen.last_day and (c.last_run or "")[:10] < seen.last_day:
+            when = seen.last_day  # a later pending or errored run
         table.add_row(
             c.name,
             c.prompt_id,
-            str(c.total_runs),
+            _runs(c.total_runs, seen),
             _fmt(c.pass_rate, pct=True),
             _fmt(c.avg_score),
-            _when(c.last_run),
+            when,
             last,
         )
     console.print(table)
 
 
-def render_case_stats(case: TestCase, stats: CaseStats, console: Console) -> None:
+#: How a run's outcome reads in a case's recent runs: pending and errors are neither a
+#: pass nor a failure.
+_OUTCOME = {
+    "passed": "[green]passed[/]",
+    "failed": "[red]failed[/]",
+    "pending": "[dim]pending[/]",
+    "error": "[red]error[/]",
+}
+
+
+def render_case_stats(
+    case: TestCase,
+    stats: CaseStats,
+    console: Console,
+    activity: CaseActivity | None = None,
+) -> None:
     """``oxy cases show``: the totals, the daily pass-rate sparkline, recent runs and the
     latest regressions of one case."""
-    console.print(f"[bold]{case.id}[/]  {case.description or ''}")
+    from rich.markup import escape
+
+    console.print(f"[bold]{escape(case.id)}[/]  {escape(case.description or '')}")
     console.print(
-        f"runs {stats.total_runs} · pass rate {_fmt(stats.pass_rate, pct=True)} · "
-        f"avg score {_fmt(stats.avg_score)} · regressions {stats.regression_count}"
+        f"judged runs {_runs(stats.total_runs, activity)} · pass rate "
+        f"{_fmt(stats.pass_rate, pct=True)} · avg score {_fmt(stats.avg_score)} · "
+        f"regressions {stats.regression_count}"
     )
     trend = stats.trend
     if trend:
         line = sparkline([None if t.pass_rate is None else t.pass_rate / 100 for t in trend])
         console.print(f"pass rate by day {trend[0].date} .. {trend[-1].date}: {line}")
-    table = _table("when", "version", "passed", "score")
+    table = _table("when", "version", "result", "score")
     table.title = "recent runs"
     for r in stats.recent_runs:
         table.add_row(
             _when(r.created_at),
             str(r.prompt_version),
-            "[green]yes[/]" if r.passed else "[red]no[/]",
+            _OUTCOME.get(r.status, escape(r.status)),
             _fmt(r.score),
         )
     console.print(table)

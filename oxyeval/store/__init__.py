@@ -59,6 +59,7 @@ from .kinds import (
 _EXPORTS = {
     **dict.fromkeys(
         (
+            "CaseActivity",
             "CaseHistory",
             "CaseStats",
             "ConsistencyRunSummary",
@@ -101,6 +102,7 @@ if TYPE_CHECKING:
     )
     from ._results import DailyTotals, Results, StoredResult, StoredScore
     from ._rows import (
+        CaseActivity,
         CaseHistory,
         CaseStats,
         ConsistencyRunSummary,
@@ -133,6 +135,7 @@ __all__ = [
     "CacheEntry",
     "CacheKindStats",
     "CacheStats",
+    "CaseActivity",
     "CaseHistory",
     "CaseStats",
     "ConsistencyResult",

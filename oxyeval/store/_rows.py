@@ -250,6 +250,23 @@ class CaseStats:
 
 
 @dataclass(frozen=True)
+class CaseActivity:
+    """Every execution of a case, judged or not (from the results rollup): what the
+    judged-only aggregates (``total_runs``, ``last_run``) leave out, so a case that ran
+    seven times without an expected output does not read as never run."""
+
+    executions: int
+    passed: int
+    failed: int
+    errors: int
+    last_day: str | None  # YYYY-MM-DD (UTC) of its latest execution
+
+    @property
+    def pending(self) -> int:
+        return self.executions - self.passed - self.failed - self.errors
+
+
+@dataclass(frozen=True)
 class HistoryPoint:
     """What regression detection needs of one earlier judged execution."""
 

@@ -12,8 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ._rows import CaseHistory, CaseStats, ExecutionSummary, HistoryPoint, TrendPoint, average
-from ._tables import case_baselines, case_daily, executions, runs, test_cases
+from ._rows import (
+    CaseActivity,
+    CaseHistory,
+    CaseStats,
+    ExecutionSummary,
+    HistoryPoint,
+    TrendPoint,
+    average,
+)
+from ._tables import case_baselines, case_daily, executions, result_daily, runs, test_cases
 from ._util import baseline_key, loads, redact_text
 
 if TYPE_CHECKING:
@@ -46,6 +54,32 @@ def _summary(r: Any) -> ExecutionSummary:
 
 
 class Stats:
+    def activity(self, case_ids: list[str] | None = None) -> dict[str, CaseActivity]:
+        """Every execution of each case (all of them: ``case_ids`` None), pending and
+        errored ones too, from the daily rollup of the results table (no scan of
+        executions). Cases never run are absent."""
+        r = result_daily.c
+        query = (
+            sa.select(
+                r.subject,
+                sa.func.sum(r.results),
+                sa.func.sum(r.passes),
+                sa.func.sum(r.failures),
+                sa.func.sum(r.errors),
+                sa.func.max(r.day),
+            )
+            .where(r.kind == "cases")
+            .group_by(r.subject)
+        )
+        if case_ids is not None:
+            query = query.where(r.subject.in_(case_ids))
+        with self._store.read("reading test case activity") as conn:
+            rows = conn.execute(query).all()
+        return {
+            subject: CaseActivity(int(n), int(p), int(f), int(e), day)
+            for subject, n, p, f, e, day in rows
+        }
+
     def __init__(self, store: Store) -> None:
         self._store = store
 
