@@ -46,12 +46,20 @@ class ThresholdMode(str, Enum):
     all = "all"
 
 
-ProjectOption = Annotated[str | None, typer.Option("--project", help="Project folder.")]
+ProjectOption = Annotated[
+    str | None,
+    typer.Option(
+        "--project",
+        metavar="DIR",
+        help="Project folder (default: the nearest config.yml above the file or folder).",
+    ),
+]
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")]
 DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
+        metavar="PATH|URL",
         help="History: an SQLite file or a postgresql://user@host:5432/db URL (default: "
         "$OXY_DB, else history.url in config.yml, else .oxy/oxyeval.db in the project).",
     ),
@@ -59,7 +67,7 @@ DbOption = Annotated[
 # The gates of oxy test, which oxy report applies again to a saved result.
 MinAccuracyOption = Annotated[
     float | None,
-    typer.Option("--min-accuracy", help="Exit 1 if accuracy is below this (0..1)."),
+    typer.Option("--min-accuracy", metavar="X", help="Exit 1 if accuracy is below X (0..1)."),
 ]
 ThresholdModeOption = Annotated[
     ThresholdMode,
@@ -74,8 +82,8 @@ FailOnDropOption = Annotated[
     typer.Option(
         "--fail-on-drop",
         metavar="POINTS",
-        help="Exit 1 if a test's accuracy fell by more than this many percentage points "
-        "against its previous result (oxy report: the one saved with it).",
+        help="Exit 1 if a test's accuracy fell by more than POINTS percentage points "
+        "against its previous result.",
     ),
 ]
 AllowEmptyOption = Annotated[
@@ -90,9 +98,9 @@ CacheOption = Annotated[
     bool | None,
     typer.Option(
         "--cache/--no-cache",
-        help="--cache: also replay agent and prompt answers from the history's cache (every "
-        "run keeps them; a rerun of an unchanged test makes no request); --no-cache: replay "
-        "and keep nothing, not even judge verdicts (replayed by default).",
+        help="--cache: also replay model answers kept from identical earlier calls (every "
+        "run keeps them), so an unchanged rerun makes no request; --no-cache: keep and "
+        "replay nothing. Judge verdicts are replayed by default.",
     ),
 ]
 

@@ -36,7 +36,9 @@ __all__ = [
 
 T = TypeVar("T")
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+JsonOption = Annotated[
+    bool, typer.Option("--json", hidden=True, help="Same as --format json (the old spelling).")
+]
 FormatOption = Annotated[
     Format, typer.Option("--format", help="pretty or json (one JSON document on stdout).")
 ]

@@ -10,8 +10,9 @@ import typer
 
 from ..errors import EXIT_OK, OxyError
 from ..project.limits import MAX_DAYS
-from ._app import Format, ProjectOption, app
+from ._app import DebugOption, Format, ProjectOption, app, setup_logging
 from ._common import DbOption, FormatOption, JsonOption, consoles, fail, open_history, print_json
+from .console import stderr_console
 
 __all__ = ["cache_app"]
 
@@ -35,11 +36,13 @@ def cache_stats(
     format: FormatOption = Format.pretty,
     db: DbOption = None,
     project: ProjectOption = None,
+    debug: DebugOption = False,
 ) -> None:
     """Entries by kind (answers, verdicts), their size, oldest and newest, and replays.
 
     Reads never create a history: with none yet, the cache is empty.
     """
+    setup_logging(stderr_console(), debug)
     out, err = consoles()
     as_json = as_json or format is Format.json
 
@@ -67,6 +70,7 @@ def cache_clear(
         float | None,
         typer.Option(
             "--older-than",
+            metavar="DAYS",
             min=0,
             max=MAX_DAYS,
             help="Only entries written more than this many days ago.",
@@ -80,9 +84,11 @@ def cache_clear(
     format: FormatOption = Format.pretty,
     db: DbOption = None,
     project: ProjectOption = None,
+    debug: DebugOption = False,
 ) -> None:
     """Delete cached answers and verdicts (all of them, by default): the next run asks
     the models again. A project with no history yet has nothing to clear (none is made)."""
+    setup_logging(stderr_console(), debug)
     out, err = consoles()
     as_json = as_json or format is Format.json
     if older_than is not None and older_than != older_than:  # NaN passes min/max checks

@@ -11,10 +11,10 @@ import typer
 
 from ..errors import EXIT_INFRA, EXIT_OK, OxyError
 from ..project.limits import MAX_CONCURRENCY
-from ._app import CacheOption, Format, ProjectOption, app
+from ._app import CacheOption, DebugOption, Format, ProjectOption, app, setup_logging
 from ._common import DbOption, FormatOption, JsonOption, consoles, fail, print_json, read_history
 from .artifacts import JunitOption, report_path_problem, write_report
-from .console import json_error
+from .console import json_error, stderr_console
 
 if TYPE_CHECKING:
     from ..store import Store, TestCase
@@ -34,45 +34,52 @@ cases_app = typer.Typer(
 def cases_run(
     paths: Annotated[
         list[str] | None,
-        typer.Argument(help="Prompt/cases files or folders (default: the project)."),
+        typer.Argument(
+            metavar="PATH...", help="Prompt/cases files or folders (default: the project)."
+        ),
     ] = None,
     case: Annotated[
-        list[str] | None, typer.Option("--case", help="Only this case (repeatable).")
+        list[str] | None,
+        typer.Option("--case", metavar="NAME", help="Only this case (repeatable)."),
     ] = None,
     prompt_version: Annotated[
         int | None,
-        typer.Option("--prompt-version", help="Run an earlier version of the prompt."),
+        typer.Option("--prompt-version", metavar="N", help="Run an earlier version of the prompt."),
     ] = None,
     old_version: Annotated[
-        int | None, typer.Option("--version", hidden=True, help="Same as --prompt-version.")
+        int | None,
+        typer.Option("--version", metavar="N", hidden=True, help="Same as --prompt-version."),
     ] = None,
-    format: Annotated[str, typer.Option("--format", help="pretty or json.")] = "pretty",
+    format: FormatOption = Format.pretty,
     fail_on_regression: Annotated[
         bool, typer.Option("--fail-on-regression", help="Exit 1 on a regression too.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No diff view.")] = False,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, max=MAX_CONCURRENCY, help="Cases in flight.")
+        int,
+        typer.Option(
+            "--concurrency", metavar="N", min=1, max=MAX_CONCURRENCY, help="Cases in flight."
+        ),
     ] = 8,
     db: DbOption = None,
     project: ProjectOption = None,
     junit: JunitOption = None,
     cache: CacheOption = None,
+    debug: DebugOption = False,
 ) -> None:
     """Run test cases, score them, store every execution and flag regressions.
 
     Exit codes: 0 all passed; 1 a case failed (or regressed, with --fail-on-regression);
     2 bad input; 3 a provider failure or an interrupted run.
     """
+    setup_logging(stderr_console(), debug)
     from ..report.cases import case_run_json
     from ..report.cases_pretty import render_case_run
     from ..suites.cases.run import CaseRun, run_cases_async
     from .interrupt import interrupt_reason, run_interruptible
 
     out, err = consoles()
-    as_json = format == "json"
-    if format not in ("pretty", "json"):
-        raise fail(err, OxyError(f"--format must be pretty or json, not {format!r}"), False)
+    as_json = format is Format.json
     if prompt_version is not None and old_version is not None and prompt_version != old_version:
         message = f"--prompt-version {prompt_version} and --version {old_version} disagree"
         raise fail(err, OxyError(message), as_json)
@@ -139,14 +146,18 @@ def cases_run(
 def cases_list(
     paths: Annotated[
         list[str] | None,
-        typer.Argument(help="Prompt/cases files or folders (default: the project)."),
+        typer.Argument(
+            metavar="PATH...", help="Prompt/cases files or folders (default: the project)."
+        ),
     ] = None,
     as_json: JsonOption = False,
     format: FormatOption = Format.pretty,
     db: DbOption = None,
     project: ProjectOption = None,
+    debug: DebugOption = False,
 ) -> None:
     """Every test case with its aggregates: runs, pass rate, average score, last run."""
+    setup_logging(stderr_console(), debug)
     out, err = consoles()
     as_json = as_json or format == "json"
 
@@ -170,14 +181,18 @@ def cases_list(
 
 @cases_app.command("show")
 def cases_show(
-    name: Annotated[str, typer.Argument(help="Case name, or <prompt>::<case>.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Case name, or <prompt>::<case>.")],
     as_json: JsonOption = False,
     format: FormatOption = Format.pretty,
-    recent: Annotated[int, typer.Option("--recent", min=1, help="Recent runs to list.")] = 10,
+    recent: Annotated[
+        int, typer.Option("--recent", metavar="N", min=1, help="Recent runs to list.")
+    ] = 10,
     db: DbOption = None,
     project: ProjectOption = None,
+    debug: DebugOption = False,
 ) -> None:
     """Statistics of one case: pass rate, average score, recent runs, regressions, trend."""
+    setup_logging(stderr_console(), debug)
     out, err = consoles()
     as_json = as_json or format == "json"
 
@@ -205,11 +220,13 @@ def cases_show(
 
 @cases_app.command("accept")
 def cases_accept(
-    name: Annotated[str, typer.Argument(help="Case name, or <prompt>::<case>.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Case name, or <prompt>::<case>.")],
     output: Annotated[
         str | None,
         typer.Option(
-            "--output", help="The new expected output (default: the latest actual output)."
+            "--output",
+            metavar="TEXT",
+            help="The new expected output (default: the latest actual output).",
         ),
     ] = None,
     force: Annotated[
@@ -218,12 +235,14 @@ def cases_accept(
     ] = False,
     db: DbOption = None,
     project: ProjectOption = None,
+    debug: DebugOption = False,
 ) -> None:
     """Accept a new baseline: set the expected output (rewrites the YAML value in place).
 
     An output that stopped at the model's token limit is probably cut off: accepting it
     takes --force (exit 2 without).
     """
+    setup_logging(stderr_console(), debug)
     from ..suites.cases.baseline import accept_baseline, check_accept
 
     _out, err = consoles()

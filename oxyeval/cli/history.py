@@ -13,8 +13,9 @@ import typer
 
 from ..errors import EXIT_OK, OxyError
 from ..store import RUN_KIND_ALIASES, RUN_KINDS
-from ._app import Format, ProjectOption, app
+from ._app import DebugOption, Format, ProjectOption, app, setup_logging
 from ._common import DbOption, FormatOption, JsonOption, consoles, fail, print_json, read_history
+from .console import stderr_console
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -30,30 +31,37 @@ _KIND_HELP = (
 @app.command("history")
 def history_command(
     limit: Annotated[
-        int, typer.Option("--limit", min=1, max=10_000, help="Runs (or results) to show.")
+        int,
+        typer.Option("--limit", metavar="N", min=1, max=10_000, help="Runs (or results) to show."),
     ] = 20,
     kind: Annotated[
         str | None,
-        typer.Option("--kind", help=_KIND_HELP),
+        typer.Option("--kind", metavar="|".join((*RUN_KINDS, *RUN_KIND_ALIASES)), help=_KIND_HELP),
     ] = None,
     test: Annotated[
         str | None,
-        typer.Option("--test", help="One consistency test's accuracy over time, by name."),
+        typer.Option(
+            "--test", metavar="NAME", help="One consistency test's accuracy over time, by name."
+        ),
     ] = None,
     file: Annotated[
         str | None,
-        typer.Option("--file", help="With --test: the agent or workflow file that holds it."),
+        typer.Option(
+            "--file", metavar="FILE", help="With --test: the agent or workflow file that holds it."
+        ),
     ] = None,
     as_json: JsonOption = False,
     format: FormatOption = Format.pretty,
     db: DbOption = None,
     project: ProjectOption = None,
+    debug: DebugOption = False,
 ) -> None:
     """Recent runs of every kind, newest first; --test NAME: one consistency test over time.
 
     Exit codes: 0 shown; 2 bad input (an unknown test, a bad --db); 3 the history
     cannot be read.
     """
+    setup_logging(stderr_console(), debug)
     out, err = consoles()
     as_json = as_json or format == "json"
     if file is not None and test is None:

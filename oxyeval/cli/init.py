@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..errors import EXIT_INPUT, EXIT_OK
-from ._app import app
+from ._app import DebugOption, app, setup_logging
 from .console import echo, stderr_console
 
 __all__ = ["init_command"]
@@ -22,12 +22,14 @@ def init_command(
     force: Annotated[
         bool, typer.Option("--force", help="Overwrite the starter files if they exist.")
     ] = False,
+    debug: DebugOption = False,
 ) -> None:
     """Create a starter project: config.yml with offline mock models, an agent with a
     consistency test and a prompt with test cases. Never overwrites a file without --force.
 
     Exit codes: 0 created; 2 a file exists (named; nothing written) or DIR is not a folder.
     """
+    setup_logging(stderr_console(), debug)
     from ..project.scaffold import SCAFFOLD, ScaffoldConflict, next_steps, write_scaffold
 
     err = stderr_console()

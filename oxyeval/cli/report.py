@@ -31,7 +31,10 @@ __all__ = ["report_command"]
 @app.command("report")
 def report_command(
     file: Annotated[
-        str, typer.Argument(help="A saved `oxy test --format json` document ('-': stdin).")
+        str,
+        typer.Argument(
+            metavar="FILE", help="A saved `oxy test --format json` document ('-': stdin)."
+        ),
     ],
     min_accuracy: MinAccuracyOption = None,
     threshold_mode: ThresholdModeOption = ThresholdMode.average,

@@ -175,23 +175,35 @@ def _workflow(
 
 @app.command("run")
 def run_command(
-    file: Annotated[str, typer.Argument(help="A workflow file, or an agent file with --question.")],
+    file: Annotated[
+        str,
+        typer.Argument(metavar="FILE", help="A workflow file, or an agent file with --question."),
+    ],
     question: Annotated[
-        str | None, typer.Option("--question", help="Ask an agent this question.")
+        str | None, typer.Option("--question", metavar="TEXT", help="Ask an agent this question.")
     ] = None,
     var: Annotated[
         list[str] | None,
-        typer.Option("--var", help="Workflow variable NAME=VALUE (repeatable)."),
+        typer.Option(
+            "--var", metavar="NAME=VALUE", help="Workflow variable NAME=VALUE (repeatable)."
+        ),
     ] = None,
     vars_file: Annotated[
-        list[str] | None, typer.Option("--vars", help="YAML file of variables (repeatable).")
+        list[str] | None,
+        typer.Option("--vars", metavar="FILE", help="YAML file of variables (repeatable)."),
     ] = None,
     format: Annotated[
         Format, typer.Option("--format", help="pretty: the final output; json: every task.")
     ] = Format.pretty,
     concurrency: Annotated[
         int,
-        typer.Option("--concurrency", min=1, max=MAX_CONCURRENCY, help="Units of work in flight."),
+        typer.Option(
+            "--concurrency",
+            metavar="N",
+            min=1,
+            max=MAX_CONCURRENCY,
+            help="Units of work in flight.",
+        ),
     ] = 8,
     project: ProjectOption = None,
     quiet: Annotated[
@@ -273,7 +285,7 @@ def run_command(
 
 @app.command("compile")
 def compile_command(
-    file: Annotated[str, typer.Argument(help="A workflow file.")],
+    file: Annotated[str, typer.Argument(metavar="FILE", help="A workflow file.")],
     mermaid: Annotated[
         bool, typer.Option("--mermaid", help="Print a Mermaid flowchart instead.")
     ] = False,

@@ -17,6 +17,7 @@ from ._app import (
     FailOnDropOption,
     Format,
     MinAccuracyOption,
+    ProjectOption,
     RichProgress,
     StrictOption,
     ThresholdMode,
@@ -34,7 +35,10 @@ __all__ = ["test_command"]
 @app.command("test")
 def test_command(
     files: Annotated[
-        list[str], typer.Argument(help="Agent or workflow files (or folders) whose tests to run.")
+        list[str],
+        typer.Argument(
+            metavar="FILE...", help="Agent or workflow files (or folders) whose tests to run."
+        ),
     ],
     format: Annotated[
         Format, typer.Option("--format", help="pretty, or json: one JSON document on stdout.")
@@ -44,12 +48,7 @@ def test_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bar and no details.")
     ] = False,
-    project: Annotated[
-        str | None,
-        typer.Option(
-            "--project", help="Project folder (default: nearest config.yml above the file)."
-        ),
-    ] = None,
+    project: ProjectOption = None,
     strict: StrictOption = False,
     fail_on_drop: FailOnDropOption = None,
     allow_empty: AllowEmptyOption = False,
@@ -65,7 +64,7 @@ def test_command(
     cache: CacheOption = None,
     debug: DebugOption = False,
 ) -> None:
-    """Run the consistency tests declared in agent files and gate CI on their accuracy.
+    """Run the consistency tests declared in agent and workflow files; gate CI on accuracy.
 
     Every result is stored in the project's history (--no-history: not), and each test's
     accuracy is shown against its previous run.

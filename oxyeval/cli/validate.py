@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from ..errors import EXIT_INPUT, EXIT_OK, OxyError
-from ._app import Format, ProjectOption, app
+from ._app import DebugOption, Format, ProjectOption, app, setup_logging
+from ._common import FormatOption
 from .console import echo, json_error, print_error, stderr_console, streams
 
 __all__ = ["schema_command", "validate_command"]
@@ -16,13 +17,15 @@ __all__ = ["schema_command", "validate_command"]
 @app.command("validate")
 def validate_command(
     paths: Annotated[
-        list[str] | None, typer.Argument(help="Files or folders (default: the current project).")
+        list[str] | None,
+        typer.Argument(metavar="PATH...", help="Files or folders (default: the current project)."),
     ] = None,
     project: ProjectOption = None,
-    format: Annotated[Format, typer.Option("--format", help="pretty or json.")] = Format.pretty,
-    debug: Annotated[bool, typer.Option("--debug")] = False,
+    format: FormatOption = Format.pretty,
+    debug: DebugOption = False,
 ) -> None:
     """Check config, agent and workflow files against the schemas; exit 2 on any error."""
+    setup_logging(stderr_console(), debug)
     from ..report.json import validation_json, write_json
     from ..suites.validate import validate_paths
 
@@ -59,15 +62,18 @@ def schema_command(
     kind: Annotated[
         str,
         typer.Argument(
+            metavar="KIND",
             help="config, agent, workflow, prompt or cases (or common: the definitions they "
-            "$ref; save it beside them)."
+            "$ref; save it beside them).",
         ),
     ],
     path: Annotated[
         bool, typer.Option("--path", help="Print the file path instead of the JSON.")
     ] = False,
+    debug: DebugOption = False,
 ) -> None:
     """Print a JSON Schema (for editors: # yaml-language-server: $schema=<path>)."""
+    setup_logging(stderr_console(), debug)
     from ..project.schema import SCHEMA_FILES, schema_path
 
     if kind not in SCHEMA_FILES or kind not in _SCHEMA_KINDS:
