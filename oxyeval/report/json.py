@@ -43,16 +43,17 @@ def to_json(
 ) -> dict[str, Any]:
     """``oxy test --format json``; ``code`` is the exit code the run ends with, ``error``
     what stopped it (a run that failed before any test finished still gets a document),
-    ``drop`` the ``--fail-on-drop`` check."""
+    ``drop`` the ``--fail-on-drop`` check. Every key is always present: ``threshold``,
+    ``fail_on_drop`` and ``error`` are null when they do not apply, ``warnings`` empty."""
     accuracies = [None if a is None else round(a, 6) for a in run.accuracies]
     doc: dict[str, Any] = {
         "accuracy": accuracies[0] if len(accuracies) == 1 else accuracies,
         "tests": [result_json(t) for t in run.tests],
     }
-    if threshold is not None:
-        doc["threshold"] = threshold.to_dict()
-    if drop is not None:
-        doc["fail_on_drop"] = drop.to_dict()
+    # Every key always there (null or empty when it does not apply), so a consumer
+    # needs no guards: the gates given, the warnings, what stopped the run.
+    doc["threshold"] = None if threshold is None else threshold.to_dict()
+    doc["fail_on_drop"] = None if drop is None else drop.to_dict()
     doc["summary"] = {
         "tests": len(run.tests),
         "scored": sum(1 for t in run.tests if t.ok),
@@ -65,10 +66,8 @@ def to_json(
         "exit_code": code,
     }
     doc["history"] = [h.to_dict() for h in run.history]  # empty: history off
-    if run.warnings or run.skipped:
-        doc["warnings"] = [redact(w) for w in run.warnings + run.skipped]
-    if error is not None:
-        doc["error"] = redact(error)
+    doc["warnings"] = [redact(w) for w in run.warnings + run.skipped]
+    doc["error"] = None if error is None else redact(error)
     return doc
 
 

@@ -78,7 +78,10 @@ def test_json_stdout_is_one_document(agent_file: Path) -> None:
     assert second["selected"]["run"] == 1
     assert {tuple(c["runs"]) for c in second["failing_comparisons"]} == {(1, 3), (2, 3)}
     assert all(c["reasoning"] == "They differ." for c in second["failing_comparisons"])
-    assert "threshold" not in doc
+    assert (
+        doc["threshold"] is None and doc["fail_on_drop"] is None
+    )  # always present (issue 15, item 9)
+    assert doc["warnings"] == [] and doc["error"] is None
 
 
 def test_single_test_accuracy_is_a_number(make_project: MakeProject) -> None:
