@@ -30,7 +30,7 @@ def init_command(
     Exit codes: 0 created; 2 a file exists (named; nothing written) or DIR is not a folder.
     """
     setup_logging(stderr_console(), debug)
-    from ..project.scaffold import SCAFFOLD, ScaffoldConflict, next_steps, write_scaffold
+    from ..project.scaffold import ScaffoldConflict, next_steps, write_scaffold
 
     err = stderr_console()
     target = Path(directory)
@@ -58,11 +58,12 @@ def init_command(
         )
         raise typer.Exit(EXIT_INPUT) from None
     echo(f"Created an oxyeval project in {target.resolve()}:")
-    width = max(len(rel) for rel in SCAFFOLD)
+    width = max(len(rel) for rel in written)
     about = {
         "config.yml": "models: offline mocks, and a real one to uncomment",
         "agents/support.agent.yml": "an agent with a consistency test",
         "prompts/sentiment.prompt.yml": "a prompt with test cases",
+        ".gitignore": "keeps .oxy/ (the history: model answers) out of git",
     }
     for rel in written:
         echo(f"  {rel.ljust(width)}  {about.get(rel, '')}".rstrip())

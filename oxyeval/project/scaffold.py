@@ -11,7 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SCAFFOLD", "ScaffoldConflict", "next_steps", "write_scaffold"]
+__all__ = [
+    "GITIGNORE_LINE",
+    "SCAFFOLD",
+    "ScaffoldConflict",
+    "ignore_history",
+    "next_steps",
+    "write_scaffold",
+]
 
 CONFIG = """\
 # An oxyeval (and oxy) project: the models its agents, prompts and judges use.
@@ -129,7 +136,35 @@ def write_scaffold(target: Path, *, force: bool = False) -> list[str]:
         path = target / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    return list(SCAFFOLD)
+    return [*SCAFFOLD, *ignore_history(target)]
+
+
+#: What keeps the history (model answers, results, the cache) out of git.
+GITIGNORE_LINE = ".oxy/"
+
+
+def ignore_history(target: Path) -> list[str]:
+    """Add ``.oxy/`` to the project's ``.gitignore`` (made if missing, appended to, never
+    replaced): the history holds model answers, easy to commit by mistake. Returns
+    ``[".gitignore"]`` when it was written."""
+    path = target / ".gitignore"
+    if path.is_dir():
+        return []
+    if path.exists():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if any(line.strip() in (".oxy", ".oxy/", "/.oxy", "/.oxy/") for line in text.splitlines()):
+            return []
+        sep = "" if not text or text.endswith("\n") else "\n"
+        path.write_text(
+            f"{text}{sep}# oxyeval's history: model answers and results\n{GITIGNORE_LINE}\n",
+            encoding="utf-8",
+        )
+    else:
+        path.write_text(
+            f"# oxyeval's history: model answers and results\n{GITIGNORE_LINE}\n",
+            encoding="utf-8",
+        )
+    return [".gitignore"]
 
 
 def next_steps(target: str) -> list[str]:

@@ -81,7 +81,7 @@ def _render_test(
         f"{_plural(test.judge_calls, 'judge call')}"
     )
     if test.identical_pairs:
-        facts += f" ({test.identical_pairs} identical pairs not sent to the judge)"
+        facts += f" ({_plural(test.identical_pairs, 'identical pair')} not sent to the judge)"
     if test.cached_calls:
         facts += f" · {_plural(test.cached_calls, 'call')} from the cache"
     facts += f" · judge: {escape(test.judge_model)} · {test.duration:.1f}s"

@@ -25,8 +25,9 @@ def test_the_scaffold_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert created.exit_code == 0, created.output
     root = tmp_path / "my project"
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) == sorted(
-        SCAFFOLD
+        [*SCAFFOLD, ".gitignore"]
     )
+    assert ".oxy/" in (root / ".gitignore").read_text("utf-8").splitlines()
     assert "cd 'my project'" in created.stdout and "oxy cases run" in created.stdout
     validated = invoke("validate", str(root), "--format", "json")
     assert validated.exit_code == 0, validated.output
@@ -66,3 +67,12 @@ def test_default_folder_and_bad_targets(tmp_path: Path, monkeypatch: pytest.Monk
     (tmp_path / "other" / "config.yml").mkdir(parents=True)  # a folder where a file goes
     folder = invoke("init", str(tmp_path / "other"), "--force")
     assert folder.exit_code == 2 and "remove them first" in folder.stderr
+
+
+def test_init_keeps_the_history_out_of_git_without_replacing_a_gitignore(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text("*.pyc", encoding="utf-8")
+    assert invoke("init", str(tmp_path)).exit_code == 0
+    lines = (tmp_path / ".gitignore").read_text("utf-8").splitlines()
+    assert lines[0] == "*.pyc" and lines[-1] == ".oxy/"
+    assert invoke("init", str(tmp_path), "--force").exit_code == 0
+    assert (tmp_path / ".gitignore").read_text("utf-8").count(".oxy/") == 1  # once
