@@ -80,7 +80,10 @@ def render_case_run(run: CaseRun, console: Console, *, quiet: bool = False) -> N
     each failed, pending or regressed case, and a one-line summary."""
     from rich.table import Table
 
-    methods = sorted({r.similarity_method for r in run.results if r.similarity_method})
+    # Pending cases have no method: nothing was compared (they say "pending" in their row).
+    methods = sorted(
+        {r.similarity_method for r in run.results if r.similarity_method and not r.pending}
+    )
     caption = "score = 1.0 on exact match, else similarity: " + (", ".join(methods) or "-")
     if any(m == "lexical" for m in methods):
         caption += (
@@ -109,7 +112,7 @@ def render_case_run(run: CaseRun, console: Console, *, quiet: bool = False) -> N
             label,
             passed,
             _fmt(r.score),
-            "yes" if r.exact_match else "no",
+            "-" if r.pending else ("yes" if r.exact_match else "no"),
             length,
             tokens,
             f"[yellow]{regression}[/]" if regression else "",

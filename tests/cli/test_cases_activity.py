@@ -70,3 +70,14 @@ def test_show_says_pending_and_error_not_no(root: Path) -> None:
     assert "judged runs 0 (+2 errors)" in errored and errored.count(" error ") >= 2
     passed = invoke("cases", "show", "ok").stdout
     assert "judged runs 2 ·" in passed and passed.count(" passed ") == 2
+
+
+def test_a_pending_row_compares_nothing(root: Path) -> None:
+    """Issue 15, item 15: a pending case has no exact match to deny, and no similarity
+    method in the table's footnote."""
+    run = invoke("cases", "run", "--case", "later", "--case", "ok")
+    assert run.exit_code == 0, run.stderr
+    later = _row(run.stdout, "later")
+    assert "pending" in later and " no " not in later
+    assert "none (no expected output)" not in run.stdout
+    assert "similarity: lexical" in run.stdout
