@@ -42,8 +42,13 @@ def init_command(
     except ScaffoldConflict as exc:
         names = ", ".join(str(target / rel) for rel in exc.existing)
         folders = all((target / rel).is_dir() for rel in exc.existing)
-        hint = "remove them first" if folders else "--force overwrites them"
-        verb = "exists" if len(exc.existing) == 1 else "exist"
+        one = len(exc.existing) == 1
+        hint = (
+            ("remove it first" if one else "remove them first")
+            if folders
+            else ("--force overwrites it" if one else "--force overwrites them")
+        )
+        verb = "exists" if one else "exist"
         err.print(
             f"error: {names} already {verb}; nothing was written ({hint})",
             style="red",

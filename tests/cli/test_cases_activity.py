@@ -81,3 +81,12 @@ def test_a_pending_row_compares_nothing(root: Path) -> None:
     assert "pending" in later and " no " not in later
     assert "none (no expected output)" not in run.stdout
     assert "similarity: lexical" in run.stdout
+
+
+def test_an_unknown_case_lists_the_cases_there_are(root: Path) -> None:
+    run = invoke("cases", "run", "--case", "nope")
+    assert run.exit_code == 2
+    assert "no test case named 'nope'" in run.stderr
+    assert "the cases are: boom, later, ok" in run.stderr
+    close = invoke("cases", "run", "--case", "okk")
+    assert close.exit_code == 2 and "did you mean 'ok'" in close.stderr

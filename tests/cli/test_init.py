@@ -66,7 +66,9 @@ def test_default_folder_and_bad_targets(tmp_path: Path, monkeypatch: pytest.Monk
     assert invoke("init", str(a_file)).exit_code == 2
     (tmp_path / "other" / "config.yml").mkdir(parents=True)  # a folder where a file goes
     folder = invoke("init", str(tmp_path / "other"), "--force")
-    assert folder.exit_code == 2 and "remove them first" in folder.stderr
+    assert folder.exit_code == 2 and "already exists; nothing was written (remove it first)" in (
+        folder.stderr
+    )
 
 
 def test_init_keeps_the_history_out_of_git_without_replacing_a_gitignore(tmp_path: Path) -> None:

@@ -125,6 +125,15 @@ def preview_cases(store: Store | None, project: Project, paths: Sequence[str]) -
     return sorted(live, key=lambda c: (c.prompt_id, order[c.id]))
 
 
+def _known_names(known: Mapping[str, TestCase], shown: int = 10) -> str:
+    """When no name is close: the cases there are (by name), so the user need not guess."""
+    names = sorted({case.name for case in known.values()})
+    if not names:
+        return "; no test cases are declared"
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"; the cases are: {', '.join(names[:shown])}{more}"
+
+
 def unknown_names_error(
     names: Sequence[str] | None,
     found: set[str],
@@ -144,7 +153,7 @@ def unknown_names_error(
         parts.append(
             f"no test case named {', '.join(repr(m) for m in unknown)}"
             + (" in the given files" if only_files is not None else "")
-            + did_you_mean(unknown[0], list(known))
+            + (did_you_mean(unknown[0], list(known)) or _known_names(known))
         )
     for name in (n for n in missing if n in known):
         case = known[name]
