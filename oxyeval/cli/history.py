@@ -50,13 +50,22 @@ def history_command(
             "--file", metavar="FILE", help="With --test: the agent or workflow file that holds it."
         ),
     ] = None,
+    run: Annotated[
+        str | None,
+        typer.Option(
+            "--run",
+            metavar="ID",
+            help="One stored run: its results, and a workflow run's variables, tasks and output.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
     format: FormatOption = Format.pretty,
     db: DbOption = None,
     project: ProjectOption = None,
     debug: DebugOption = False,
 ) -> None:
-    """Recent runs of every kind, newest first; --test NAME: one consistency test over time.
+    """Recent runs of every kind, newest first; --test NAME: one consistency test over time;
+    --run ID: one stored run.
 
     Exit codes: 0 shown; 2 bad input (an unknown test, a bad --db); 3 the history
     cannot be read.
@@ -67,6 +76,23 @@ def history_command(
     if file is not None and test is None:
         message = "--file goes with --test NAME (the file that holds that test)"
         raise fail(err, OxyError(message), as_json)
+
+    if run is not None:
+        from ..suites.history_queries import stored_run
+
+        def read_run(_proj: Any, store: Store | None) -> Any:
+            return stored_run(store, run)
+
+        view = read_history(project, db, err, as_json, read_run)
+        if as_json:
+            from ..report.history import stored_run_json
+
+            print_json(stored_run_json(view))
+        else:
+            from ..report.history import render_stored_run
+
+            render_stored_run(view, out)
+        raise typer.Exit(EXIT_OK)
 
     if test is not None:
         from ..suites.history_queries import history_of_test

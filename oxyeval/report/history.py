@@ -17,14 +17,16 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..store import ConsistencyResult, ConsistencyRunSummary, Run
-    from ..suites.history_queries import TestHistory
+    from ..suites.history_queries import StoredRunView, TestHistory
 
 __all__ = [
     "consistency_result_json",
     "history_of_test_json",
     "render_history",
+    "render_stored_run",
     "render_test_history",
     "run_json",
+    "stored_run_json",
 ]
 
 
@@ -56,6 +58,8 @@ def _run_result(r: Run, tests: ConsistencyRunSummary | None) -> str:
         if tests.interrupted:
             text += f", [yellow]{tests.interrupted} cut short[/]"
         return text + ")"
+    if r.kind == "workflow":
+        return f"oxy history --run {r.id[:8]}"  # its variables, tasks and output
     return "-"
 
 
@@ -194,3 +198,75 @@ def history_of_test_json(h: TestHistory) -> dict[str, Any]:
         "test": {"file": h.file, "name": h.name},
         "results": [consistency_result_json(r) for r in h.results],
     }
+
+
+def stored_run_json(view: StoredRunView) -> dict[str, Any]:
+    """``oxy history --run ID --format json``: the run, its results (every kind in one
+    shape, :meth:`oxyeval.store.StoredResult.to_dict`) and, for a workflow run, its
+    variables, output and tasks; every key always present."""
+    workflow = None
+    if view.workflow is not None:
+        w = view.workflow
+        workflow = {
+            "workflow": w.workflow,
+            "variables": w.variables,
+            "output": w.output,
+            "error": w.error,
+            "durationMs": w.duration_ms,
+            "tasks": [
+                {
+                    "path": t.path,
+                    "name": t.name,
+                    "type": t.type,
+                    "status": t.status,
+                    "startedMs": t.started_ms,
+                    "durationMs": t.duration_ms,
+                    "output": t.output,
+                    "error": t.error,
+                }
+                for t in w.tasks
+            ],
+        }
+    return {
+        "run": run_json(view.run),
+        "results": [r.to_dict() for r in view.results],
+        "workflow": workflow,
+    }
+
+
+def render_stored_run(view: StoredRunView, console: Console) -> None:
+    """``oxy history --run ID``: what the run was, each result, and a workflow run's
+    variables, tasks and output."""
+    import json
+
+    from rich.markup import escape
+
+    r = view.run
+    console.print(
+        f"[bold]{escape(r.kind)} run {escape(r.id)}[/] · {_STATUS.get(r.status, escape(r.status))}"
+        f" · {escape(r.subject or '-')} · {_when(r.started_at)} .. {_when(r.finished_at)}"
+    )
+    if view.results:
+        table = _table("subject", "status", "passed", "score", "latency", "error")
+        for res in view.results:
+            passed = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}[res.passed]
+            table.add_row(
+                escape(res.subject),
+                escape(res.status),
+                passed,
+                "-" if res.score is None else f"{res.score:.3f}",
+                "-" if res.latency_ms is None else f"{res.latency_ms / 1000:.2f}s",
+                escape(shown(res.error)) if res.error else "",
+            )
+        console.print(table)
+    w = view.workflow
+    if w is not None:
+        console.print(f"variables: {json.dumps(w.variables, ensure_ascii=False)}", markup=False)
+        tasks = _table("task", "type", "status", "time")
+        for t in w.tasks:
+            time = "-" if t.duration_ms is None else f"{t.duration_ms / 1000:.2f}s"
+            tasks.add_row(escape(t.path), escape(t.type), escape(t.status), time)
+        console.print(tasks)
+        output = w.output if isinstance(w.output, str) else json.dumps(w.output, ensure_ascii=False)
+        console.print("output:", style="bold")
+        console.print(shown(output or "-"), markup=False)

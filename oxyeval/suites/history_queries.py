@@ -15,9 +15,23 @@ from ..project.config import Project
 from ..store import RUN_KIND_ALIASES, RUN_KINDS
 
 if TYPE_CHECKING:
-    from ..store import ConsistencyResult, ConsistencyRunSummary, Run, Store
+    from ..store import (
+        ConsistencyResult,
+        ConsistencyRunSummary,
+        Run,
+        Store,
+        StoredResult,
+        WorkflowRunRecord,
+    )
 
-__all__ = ["RunListing", "TestHistory", "history_of_test", "recent_runs"]
+__all__ = [
+    "RunListing",
+    "StoredRunView",
+    "TestHistory",
+    "history_of_test",
+    "recent_runs",
+    "stored_run",
+]
 
 _HINTS = 10  # stored test names suggested for a name that matches none
 
@@ -99,3 +113,33 @@ def history_of_test(
         )
         raise ConfigError(f"no stored results for test {name!r}{where}{hint}")
     return TestHistory(file, name, store.tests.history(file, name, limit))
+
+
+@dataclass
+class StoredRunView:
+    """One stored run read back: its row, its results (any kind, from the results
+    table), and for a workflow run its variables, output and tasks."""
+
+    run: Run
+    results: list[StoredResult] = field(default_factory=list)
+    workflow: WorkflowRunRecord | None = None
+
+
+def stored_run(store: Store | None, run_id: str) -> StoredRunView:
+    """``oxy history --run ID``: a run by its id (or an unambiguous start of it, as
+    ``oxy history`` lists them); an unknown one is bad input naming the recent ones."""
+    exact = None if store is None or not run_id else store.runs.get(run_id)
+    runs = [] if store is None or exact is not None else store.runs.list(1000)
+    matches = (
+        [exact] if exact is not None else [r for r in runs if run_id and r.id.startswith(run_id)]
+    )
+    if len(matches) != 1:
+        shown = ", ".join(r.id for r in runs[:5]) or "none yet"
+        what = "no run" if not matches else f"{len(matches)} runs start with"
+        raise ConfigError(f"{what} {run_id!r} in the history; recent runs: {shown}")
+    assert store is not None
+    run = matches[0]
+    view = StoredRunView(run, store.results.for_run(run.id))
+    if run.kind == "workflow":
+        view.workflow = store.workflows.get(run.id)
+    return view

@@ -222,3 +222,32 @@ def test_history_kind_test_is_the_kind_the_table_shows(make_project: MakeProject
     assert recent_runs(None, kind="test").runs == []  # accepted: the table's name for it
     with pytest.raises(Exception, match=r"--kind must be one of .* \(or test\)"):
         recent_runs(None, kind="tests")
+
+
+def test_a_stored_workflow_run_is_read_back(make_project: MakeProject) -> None:
+    """Issue 15, item 13: the listing points at a stored workflow run, and --run shows its
+    variables, tasks and output (pretty and JSON, one shape for its results)."""
+    from ..suites.test_stored_results import WORKFLOW, WORKFLOW_CONFIG
+
+    root = make_project(
+        WORKFLOW_CONFIG,
+        {"a.agent.yml": "model: m\nsystem_instructions: x\n", "w.workflow.yml": WORKFLOW},
+    )
+    project = str(root)
+    ran = invoke("run", str(root / "w.workflow.yml"), "--var", "topic=costs", "--project", project)
+    assert ran.exit_code == 0, ran.stderr
+    listing = invoke("history", "--project", project, "--format", "json")
+    run_id = json.loads(listing.stdout)["runs"][0]["id"]
+    table = invoke("history", "--project", project)
+    assert f"oxy history --run {run_id[:8]}" in table.stdout
+    shown = invoke("history", "--project", project, "--run", run_id[:8])
+    assert shown.exit_code == 0, shown.stderr
+    assert '"topic": "costs"' in shown.stdout and "Report: answer" in shown.stdout
+    assert " ask " in shown.stdout and " report " in shown.stdout
+    doc = json.loads(invoke("history", "--project", project, "--run", run_id, "--json").stdout)
+    assert doc["run"]["id"] == run_id and doc["workflow"]["variables"] == {"topic": "costs"}
+    assert [t["path"] for t in doc["workflow"]["tasks"]] == ["ask", "report"]
+    (result,) = doc["results"]
+    assert (result["kind"], result["status"], result["runId"]) == ("workflow", "completed", run_id)
+    unknown = invoke("history", "--project", project, "--run", "zzz")
+    assert unknown.exit_code == 2 and "no run 'zzz'" in unknown.stderr
