@@ -76,16 +76,29 @@ class ProgressSink(Protocol):
 
 
 def progress_events(progress: ProgressSink) -> EventSink:
-    """A subscriber that moves ``progress``: a bar per subject, advanced by each sample
-    and each score (a judge's verdict) recorded for it."""
+    """A subscriber that moves ``progress``, saying what it counts: a bar per subject for
+    its samples (``· runs``), and once its judging is planned, a second one for the judge
+    calls (``· judge``), each advanced by the events of its own kind."""
+    labels: dict[str, str] = {}
+    judging: set[str] = set()
 
     def sink(event: Event) -> None:
         if isinstance(event, SubjectStarted):
-            progress.start(event.subject, event.label, event.steps)
+            labels[event.subject] = event.label or event.subject
+            progress.start(event.subject, f"{labels[event.subject]} · runs", event.steps)
         elif isinstance(event, StepsPlanned):
-            progress.add_total(event.subject, event.steps)
-        elif isinstance(event, (SampleFinished, ScoreRecorded)):
+            key = f"{event.subject}#judge"
+            if event.subject in judging:
+                progress.add_total(key, event.steps)
+            else:
+                judging.add(event.subject)
+                label = labels.get(event.subject, event.subject)
+                progress.start(key, f"{label} · judge", event.steps)
+        elif isinstance(event, SampleFinished):
             progress.advance(event.subject)
+        elif isinstance(event, ScoreRecorded):
+            key = f"{event.subject}#judge"
+            progress.advance(key if event.subject in judging else event.subject)
 
     return sink
 

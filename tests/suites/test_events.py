@@ -256,3 +256,27 @@ def test_a_scoped_suite_run_forgets_the_secrets_it_registered() -> None:
     inside = asyncio.run(run())
     assert secret not in inside
     assert secret in redact(f"key {secret}")  # forgotten once the run ended
+
+
+def test_the_progress_bar_says_what_it_counts(root: Path) -> None:
+    """Issue 15, item 11: runs and judge calls on bars of their own, each labelled."""
+    from oxyeval.suites import progress_events
+
+    class Bars:
+        def __init__(self) -> None:
+            self.bars: dict[str, list[object]] = {}
+
+        def start(self, key: str, label: str, total: int) -> None:
+            self.bars[key] = [label, total, 0]
+
+        def add_total(self, key: str, amount: int) -> None:
+            self.bars[key][1] += amount  # type: ignore[operator]
+
+        def advance(self, key: str, amount: int = 1) -> None:
+            self.bars[key][2] += amount  # type: ignore[operator]
+
+    bars = Bars()
+    run_tests([root / "a.agent.yml"], history=False, events=progress_events(bars))
+    (judge, runs) = sorted(bars.bars.values(), key=lambda b: str(b[0]))
+    assert str(judge[0]).endswith("totals · judge") and judge[1:] == [3, 3]
+    assert str(runs[0]).endswith("totals · runs") and runs[1:] == [3, 3]
