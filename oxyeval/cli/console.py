@@ -113,12 +113,14 @@ def echo(text: str) -> None:
 def stdout_console() -> Console:
     from rich.console import Console
 
-    # Piped output has no terminal width; rich's 80 columns would wrap every table row.
+    # Prose is wrapped between words at the terminal's width (a terminal breaks a long
+    # line mid-word); piped output has no width, so it is wrapped at $COLUMNS or 160:
+    # readable in a log, and rich's 80 columns would squeeze every table row.
     width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
     return Console(
         file=streams().stdout,
         highlight=False,
-        soft_wrap=True,
+        soft_wrap=False,
         emoji=False,
         width=width,
     )

@@ -33,6 +33,8 @@ _EXPORTS = {
     "render_case_run": "cases_pretty",
     "render_case_stats": "cases_pretty",
     "render_history": "history",
+    "render_stored_run": "history",
+    "stored_run_json": "history",
     "sparkline": "cases_pretty",
     "render_test_history": "history",
     "cases_junit": "junit",
@@ -72,11 +74,13 @@ __all__ = [
     "render_case_stats",
     "render_history",
     "render_pretty",
+    "render_stored_run",
     "render_test_history",
     "run_json",
     "shown",
     "sparkline",
     "stats_json",
+    "stored_run_json",
     "to_json",
     "validation_json",
     "write_json",
@@ -97,7 +101,14 @@ if TYPE_CHECKING:
         render_case_stats,
         sparkline,
     )
-    from .history import history_of_test_json, render_history, render_test_history, run_json
+    from .history import (
+        history_of_test_json,
+        render_history,
+        render_stored_run,
+        render_test_history,
+        run_json,
+        stored_run_json,
+    )
     from .json import to_json, validation_json, write_json
     from .junit import cases_junit, consistency_junit
     from .pretty import cached_calls_line, render_pretty

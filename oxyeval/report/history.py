@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..store import ConsistencyResult, ConsistencyRunSummary, Run
-    from ..suites.history_queries import StoredRunView, TestHistory
+    from ..suites import StoredRunView
+    from ..suites.history_queries import TestHistory
 
 __all__ = [
     "consistency_result_json",

@@ -62,7 +62,11 @@ def _render_test(
     label = escape(run.label(test))
     if len({t.file for t in run.tests}) == 1:
         label = f"{escape(test.file)} · {label}"
-    console.rule(f"[bold]{label}", align="left", style="dim")
+    plain = f"{test.file} · {run.label(test)}" if len({t.file for t in run.tests}) == 1 else ""
+    if len(plain or run.label(test)) + 4 <= console.width:
+        console.rule(f"[bold]{label}", align="left", style="dim")
+    else:  # a rule would cut a long name short: the name whole, wrapped, in bold
+        console.print(f"[bold]{label}[/]")
     if test.task_description and not quiet:
         console.print(f"Task: {escape(test.task_description)}")
     if test.ok:

@@ -53,6 +53,8 @@ _EXPORTS = {
     "clear_cache": "cache",
     "TestHistory": "history_queries",
     "history_of_test": "history_queries",
+    "StoredRunView": "history_queries",
+    "stored_run": "history_queries",
     "recent_runs": "history_queries",
     "preview_cases": "cases.selection",
 }
@@ -68,6 +70,7 @@ __all__ = [
     "ProgressSink",
     "PromptTarget",
     "StoredRun",
+    "StoredRunView",
     "SuiteRun",
     "Target",
     "TestHistory",
@@ -93,6 +96,7 @@ __all__ = [
     "run_tests",
     "run_tests_async",
     "run_workflow",
+    "stored_run",
     "validate_paths",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -111,7 +115,13 @@ if TYPE_CHECKING:
     from .cases.selection import preview_cases
     from .consistency import collect_files, run_tests, run_tests_async
     from .history import history_location, open_history
-    from .history_queries import TestHistory, history_of_test, recent_runs
+    from .history_queries import (
+        StoredRunView,
+        TestHistory,
+        history_of_test,
+        recent_runs,
+        stored_run,
+    )
     from .results import (
         ConsistencyRun,
         ConsistencyTestResult,

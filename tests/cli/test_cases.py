@@ -31,7 +31,7 @@ def test_run_exit_1_on_failure_with_diff(root: Path) -> None:
     assert result.exit_code == 1
     assert "3 case(s): 2 passed, 1 failed" in result.stdout
     assert "expected: negative" in result.stdout and "actual:   neutral" in result.stdout
-    assert "lexical = word overlap, not semantic" in result.stdout
+    assert "lexical = word overlap, not semantic" in " ".join(result.stdout.split())  # wrapped
 
 
 def test_run_exit_0_when_all_pass_and_json_is_pure(root: Path) -> None:

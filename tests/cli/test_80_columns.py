@@ -1,0 +1,59 @@
+"""Reports read well at 80 columns (issue 15, item 10): prose wraps between words, never
+mid-word, and no line is wider than the terminal."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from oxyeval.cli._app import app
+
+from ..conftest import MakeProject
+
+CONFIG = """\
+models:
+  - name: analyst
+    vendor: mock
+    outputs: ["Total: 42", "Total is 42", "Total: 99 (XYZ)"]
+  - name: judge
+    vendor: mock
+    rules:
+      - {match: "XYZ", output: "They differ on the total, which one of them gives as 99.\\nAnswer: B"}
+      - {match: ".", output: "Same.\\nAnswer: A"}
+"""
+AGENT = """\
+model: analyst
+system_instructions: Be brief.
+tests:
+  - type: consistency
+    name: totals of the quarter as the finance team reports them to the board
+    n: 3
+    task_description: "What is the total of the quarter, as finance reports it?"
+    model_ref: judge
+"""
+
+
+def test_a_pretty_report_at_80_columns_breaks_no_word(make_project: MakeProject) -> None:
+    root = make_project(CONFIG, {"a.agent.yml": AGENT})
+
+    def report(columns: int) -> str:
+        result = CliRunner().invoke(
+            app,
+            ["test", str(root / "a.agent.yml"), "--min-accuracy", "0.9", "--no-history"],
+            env={"COLUMNS": str(columns)},
+        )
+        assert result.exit_code == 1, result.stderr
+        return result.stdout
+
+    narrow, wide = report(80), report(400)
+    assert max(len(line) for line in narrow.splitlines()) <= 80
+    assert max(len(line) for line in wide.splitlines()) > 80  # the text needs wrapping
+
+    # Wrapped between words only: the same words in the same order at both widths (a
+    # word broken mid-way would be two tokens at 80 columns).
+    def words(text: str) -> list[str]:  # a rule's line is drawing, not words
+        return [w for w in text.split() if w.strip("─")]
+
+    assert words(narrow) == words(wide)
+    flat = " ".join(narrow.split())
+    assert "They differ on the total, which one of them gives as 99." in flat
+    assert "Average accuracy 33.33% below threshold 90.00%" in flat
