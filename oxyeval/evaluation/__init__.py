@@ -33,6 +33,7 @@ _EXPORTS = {
     "decide": "decision",
     "gate_option_error": "decision",
     "gated_code": "decision",
+    "moment": "decision",
     "Consistency": "scorers",
     "ExactMatch": "scorers",
     "Expected": "scorers",
@@ -94,6 +95,7 @@ __all__ = [
     "gated_code",
     "kind_names",
     "lexical_similarity",
+    "moment",
     "register_kind",
     "result_kind",
 ]
@@ -111,6 +113,7 @@ if TYPE_CHECKING:
         decide,
         gate_option_error,
         gated_code,
+        moment,
     )
     from .events import (
         CacheServed,

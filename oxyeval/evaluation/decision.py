@@ -37,6 +37,12 @@ __all__ = [
 _EPS = 1e-9
 
 
+def moment(timestamp: str) -> str:
+    """An ISO-8601 UTC timestamp as messages print it: to the minute, zone named
+    (``2026-11-20 10:04 UTC``), so two runs of one day can be told apart."""
+    return f"{timestamp[:16].replace('T', ' ')} UTC"
+
+
 def _pct(value: float) -> str:
     """A 0..1 score as reports print it (the pretty report's "Accuracy: 69.70%"): one
     unit in every message; JSON keeps 0..1 (``value``, ``min_accuracy``)."""
@@ -220,7 +226,7 @@ def check_drop(
     if dropped:
         shown = ", ".join(
             f"{name}: {prev.accuracy * 100:.1f}% -> {score * 100:.1f}% "
-            f"({(score - prev.accuracy) * 100:+.1f} pts vs {prev.at[:10]})"
+            f"({(score - prev.accuracy) * 100:+.1f} pts vs {moment(prev.at)})"
             for name, score, prev in dropped
         )
         message = f"{len(dropped)} {noun}(s) dropped more than {max_drop:g} pts: {shown}"

@@ -322,7 +322,7 @@ def check_model(
         problems.append(
             doc.diagnostic(
                 path,
-                f"unknown {what} '{name}'{did_you_mean(name, names)}; models in "
-                f"{project.config.display}: {', '.join(names)}",
+                f"unknown {what} '{name}'{did_you_mean(name, names)} (the models in "
+                f"{project.config.display}: {', '.join(names)})",
             )
         )

@@ -14,6 +14,7 @@ from ..errors import Diagnostic
 from .config import JudgeSettings, Project, check_model
 from .document import Document, KeyPath
 from .limits import MAX_ALL_PAIRS_RUNS, MAX_RUNS
+from .schema import did_you_mean
 from .templates import TemplateRef, referenced_names, template_diagnostics
 
 __all__ = [
@@ -143,7 +144,11 @@ def parse_tests(
                 judges.append(_judge(doc, (*key, "metrics", m), metric, project, problems))
         else:
             judges.append(_judge(doc, key, test, project, problems))
-        if owner == "agent" and not test.get("task_description"):
+        # A misspelt task_description is said once, by the schema's "did you mean".
+        misspelt = any(
+            k != "task_description" and did_you_mean(str(k), ("task_description",)) for k in test
+        )
+        if owner == "agent" and not test.get("task_description") and not misspelt:
             problems.append(
                 doc.diagnostic(
                     key,

@@ -228,7 +228,7 @@ def render_case_stats(
     if trend:
         line = sparkline([None if t.pass_rate is None else t.pass_rate / 100 for t in trend])
         console.print(f"pass rate by day {trend[0].date} .. {trend[-1].date}: {line}")
-    table = _table("when", "version", "result", "score")
+    table = _table("when (UTC)", "version", "result", "score")
     table.title = "recent runs"
     for r in stats.recent_runs:
         table.add_row(

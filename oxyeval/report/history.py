@@ -76,7 +76,7 @@ def render_history(
     if not runs:
         console.print("no runs yet")
         return
-    table = _table("started", "kind", "what", "status", "done", "result")
+    table = _table("started (UTC)", "kind", "what", "status", "done", "result")
     for r in runs:
         table.add_row(
             _when(r.started_at),
@@ -109,7 +109,7 @@ def render_test_history(history: TestHistory, console: Console) -> None:
     latest = f"latest {_pct(known[-1])}" if known else "never scored"
     span = f"{_when(oldest_first[0].created_at)[:10]} .. {_when(results[0].created_at)[:10]}"
     console.print(f"accuracy over {len(results)} run(s), {span}: {line}  ({latest})", markup=False)
-    table = _table("when", "status", "accuracy", "change", "runs ok", "pairs judged", "model")
+    table = _table("when (UTC)", "status", "accuracy", "change", "runs ok", "pairs judged", "model")
     for k, r in enumerate(results):
         before = next((o.accuracy for o in results[k + 1 :] if o.status == "scored"), None)
         change = "-"

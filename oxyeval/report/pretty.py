@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..errors import EXIT_INFRA
+from ..evaluation import moment
 from ..redact import clip
 from .text import shown
 
@@ -46,12 +47,12 @@ def points(change: float) -> str:
 
 
 def change_text(test: ConsistencyTestResult) -> str:
-    """`` (−6.1 pts vs 2026-11-20)``: the accuracy's change against the previous run of
-    the same test (empty without one)."""
+    """`` (−6.1 pts vs 2026-11-20 10:04 UTC)``: the accuracy's change against the
+    previous run of the same test (empty without one)."""
     change = test.change
     if change is None or test.previous is None:
         return ""
-    return f" ({points(change)} vs {test.previous.at[:10]})"
+    return f" ({points(change)} vs {moment(test.previous.at)})"
 
 
 def _render_test(

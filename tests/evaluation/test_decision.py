@@ -103,7 +103,7 @@ def test_a_drop_is_measured_in_points_and_said_once() -> None:
         "a": ["pass rate fell 10.0 points against its previous run (--fail-on-drop 5)"]
     }
     assert decision.reasons == [decision.drop.message]  # not again as a per-result line
-    assert "a: 90.0% -> 80.0% (-10.0 pts vs 2026-11-20)" in decision.drop.message
+    assert "a: 90.0% -> 80.0% (-10.0 pts vs 2026-11-20 10:00 UTC)" in decision.drop.message
 
 
 def test_an_error_that_stopped_the_run_gives_its_own_code() -> None:

@@ -120,8 +120,8 @@ def test_strict_and_fail_on_drop_on_a_saved_result(saved: Path) -> None:
     assert strict.exit_code == 3 and "strict: 1 run error(s)" in strict.stderr
     dropped = invoke("report", str(saved), "--fail-on-drop", "10")
     assert dropped.exit_code == 1
-    assert "three runs: 90.0% -> 33.3% (-56.7 pts vs 2026-11-20)" in dropped.stderr
-    assert "(−56.7 pts vs 2026-11-20)" in dropped.stdout
+    assert "three runs: 90.0% -> 33.3% (-56.7 pts vs 2026-11-20 10:00 UTC)" in dropped.stderr
+    assert "(−56.7 pts vs 2026-11-20 10:00 UTC)" in dropped.stdout
     assert invoke("report", str(saved), "--fail-on-drop", "60").exit_code == 0
 
 
