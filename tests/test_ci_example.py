@@ -51,6 +51,24 @@ def test_the_workflow_is_a_github_workflow() -> None:
     assert {Path(p).suffix for p in paths} == {".xml", ".json"}
 
 
+#: The majors whose action runs on node24 (checked against each action's own action.yml,
+#: 2026-11): GitHub removes the node20 runtime, and actionlint flags older majors.
+NODE24_MAJORS = {
+    "actions/checkout": 7,
+    "actions/setup-python": 7,
+    "actions/cache/restore": 5,
+    "actions/cache/save": 5,
+    "actions/upload-artifact": 7,
+}
+
+
+def test_the_example_uses_actions_on_a_current_runtime() -> None:
+    used = {s["uses"].split("@")[0]: s["uses"].split("@")[1] for s in steps() if "uses" in s}
+    assert set(used) == set(NODE24_MAJORS)
+    for action, version in used.items():
+        assert int(version.lstrip("v").split(".")[0]) >= NODE24_MAJORS[action], action
+
+
 def test_the_history_is_kept_also_when_a_gate_fails() -> None:
     """actions/cache saves only after a green job; the red runs' results matter most, so
     the history is restored and saved in two steps, the save under always()."""
