@@ -128,8 +128,6 @@ def cases_run(
         err.print(f"warning: {warning}", style="yellow", markup=False)
     decision = run.decision(fail_on_regression=fail_on_regression)
     code = decision.code
-    for reason in decision.reasons:
-        err.print(reason, style="red", markup=False)  # whatever the format: CI logs show it
     if junit is not None:
         from ..report.junit import cases_junit
 
@@ -139,6 +137,10 @@ def cases_run(
         print_json(case_run_json(run, code=code))
     else:
         render_case_run(run, out, quiet=quiet)
+    # After the table they explain (on a terminal both streams interleave), whatever the
+    # format: CI logs show them.
+    for reason in decision.reasons:
+        err.print(reason, style="red", markup=False)
     raise typer.Exit(code)
 
 

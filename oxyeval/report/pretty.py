@@ -111,13 +111,22 @@ def _render_test(
     failing = test.failing
     if failing:
         console.print(f"[yellow]Failing comparisons ({len(failing)}):[/]")
+        # The same verdict for the same reason (one outlier against every other run) is
+        # said once, naming the pairs, not once per pair.
+        groups: dict[tuple[str, float, str], list[dict[str, object]]] = {}
         for comp in failing:
-            i, j = comp["runs"]
-            extra = f" (stands for {comp['weight']} pairs)" if comp["weight"] > 1 else ""
-            console.print(
-                f"  run {i} vs run {j}{extra} → {comp['verdict']} (score {comp['score']:g})"
+            why = comp.get("reasoning") or "(no reasoning given)"
+            groups.setdefault((str(comp["verdict"]), float(comp["score"]), str(why)), []).append(
+                comp
             )
-            reasoning = _clip(shown(comp.get("reasoning") or "(no reasoning given)"), 400)
+        for (verdict, score, why), comps in groups.items():
+            pairs = ", ".join("run {} vs run {}".format(*c["runs"]) for c in comps[:5])  # type: ignore[str-format]
+            if len(comps) > 5:
+                pairs += f" and {len(comps) - 5} more"
+            weight = sum(int(c["weight"]) for c in comps)  # type: ignore[call-overload]
+            extra = f" (stands for {weight} pairs)" if weight > len(comps) else ""
+            console.print(f"  {pairs}{extra} → {verdict} (score {score:g})")
+            reasoning = _clip(shown(why), 400)
             console.print(textwrap.indent(reasoning, "      "), style="dim", markup=False)
     if test.run_errors:
         console.print(f"[red]Run errors ({len(test.run_errors)} of {test.n}):[/]")

@@ -57,3 +57,16 @@ def test_a_pretty_report_at_80_columns_breaks_no_word(make_project: MakeProject)
     flat = " ".join(narrow.split())
     assert "They differ on the total, which one of them gives as 99." in flat
     assert "Average accuracy 33.33% below threshold 90.00%" in flat
+
+
+def test_one_outlier_s_comparisons_are_said_once(make_project: MakeProject) -> None:
+    """Issue 15, item 12: the same verdict for the same reason is one entry naming its
+    pairs, not a copy per pair."""
+    root = make_project(CONFIG, {"a.agent.yml": AGENT})
+    result = CliRunner().invoke(
+        app, ["test", str(root / "a.agent.yml"), "--no-history"], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "Failing comparisons (2):" in result.stdout
+    assert "run 1 vs run 3, run 2 vs run 3 → B (score 0)" in result.stdout
+    assert result.stdout.count("They differ on the total") == 1
