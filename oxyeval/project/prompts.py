@@ -439,6 +439,23 @@ def _yaml_scalar(text: str, indent: int) -> str:
     return text if _plain_ok(text) else json.dumps(text, ensure_ascii=False)
 
 
+def _keep_block_header(text: str, start: int, new: str) -> str:
+    """A block scalar's header line (``|   # keep me``) keeps its comment: the new value's
+    own indicator (``|`` or ``|-``, what reads back exactly), then the old header's
+    spacing and comment; a one-line new value keeps the comment after it."""
+    import re
+
+    header_end = text.find("\n", start)
+    header = text[start : len(text) if header_end == -1 else header_end]
+    comment = re.match(r"^[|>][-+0-9]*(\s+#.*)?$", header)
+    if comment is None or not comment.group(1):
+        return new
+    if new.startswith("|"):
+        first, _, body = new.partition("\n")
+        return f"{first}{comment.group(1)}\n{body}"
+    return f"{new}{comment.group(1)}"
+
+
 def _content_end(text: str, start: int, end: int) -> int:
     """End of the last non-blank line in text[start:end], just after its line break."""
     last = start + len(text[start:end].rstrip(" \t\r\n"))
@@ -510,7 +527,7 @@ def rewrite_expected_output(case: CaseDef, output: str) -> Path:
             new = _yaml_scalar(output, key_indent + 2)
         end = _content_end(text, value.start, value.end) if value.block else value.end
         if value.block:  # the replaced span ended after a line break: keep one
-            new += "\n"
+            new = _keep_block_header(text, value.start, new) + "\n"
         new_text = text[: value.start] + new + text[end:]
     else:
         at = _content_end(text, item.start, item.end)

@@ -210,3 +210,20 @@ def test_accept_rewrites_one_value_and_keeps_comments(
     # Nothing else moved: the lines outside the edited case are unchanged.
     before, after = REWRITE.splitlines(), text.splitlines()
     assert before[:5] == after[:5] and before[-1] == after[-1]
+
+
+@pytest.mark.parametrize("output", ["new one\nnew two\n", "new one\nnew two", "single"])
+def test_accept_keeps_a_block_header_s_comment(tmp_path: Path, output: str) -> None:
+    """Issue 15, item 14: ``expected_output: |   # keep me`` keeps its comment, and its
+    block style whenever the new value can be one."""
+    (tmp_path / "config.yml").write_text(CONFIG)
+    path = tmp_path / "s.prompt.yml"
+    path.write_text(REWRITE.replace("expected_output: |\n", "expected_output: |   # keep me\n"))
+    (prompt,) = load_prompts(load_project(tmp_path), [path])
+    rewrite_expected_output(next(c for c in prompt.cases if c.name == "block"), output)
+    text = path.read_text()
+    assert "# keep me" in text
+    if "\n" in output.rstrip("\n"):
+        assert "expected_output: |" in text and "   # keep me" in text
+    by_name = {c["name"]: c for c in load_yaml(path).data["cases"]}
+    assert by_name["block"]["expected_output"] == output
