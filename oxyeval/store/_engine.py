@@ -82,6 +82,9 @@ class Location:
     #: connect without a password of our own (libpq falls back to PGPASSWORD / ~/.pgpass),
     #: and a refused login names the variable.
     unset_password_var: str | None = None
+    #: The password was written in the URL itself (``--db``/``OXY_DB``): a refused login
+    #: says so, rather than pointing at config.yml.
+    password_in_url: bool = field(default=False, compare=False)
     #: Whether opening may create the SQLite file's missing folders: yes for the user's own
     #: ``--db`` / ``OXY_DB`` and for the project's ``.oxy/``; no for any other path a
     #: project file names (a shared config.yml must not make folders anywhere).
@@ -254,7 +257,14 @@ def _url_location(
     if password:
         register_secret(password)
     return Location(
-        "postgresql", shown, None, explicit, url, password, None if password else unset_var
+        "postgresql",
+        shown,
+        None,
+        explicit,
+        url,
+        password,
+        None if password else unset_var,
+        password_in_url=bool(written),
     )
 
 

@@ -30,7 +30,9 @@ def translate(exc: BaseException, location: Location, action: str) -> StoreError
     if isinstance(exc, StoreError):
         return exc
     if backend == "postgresql":
-        text = _translate_pg(orig, msg, low, where, action, location.unset_password_var)
+        text = _translate_pg(
+            orig, msg, low, where, action, location.unset_password_var, location.password_in_url
+        )
     elif "locked" in low or "busy" in low:
         text = (
             f"history database {where} is locked by another process (gave up while {action}); "
@@ -58,7 +60,13 @@ def translate(exc: BaseException, location: Location, action: str) -> StoreError
 
 
 def _translate_pg(
-    orig: BaseException, msg: str, low: str, where: str, action: str, unset_var: str | None
+    orig: BaseException,
+    msg: str,
+    low: str,
+    where: str,
+    action: str,
+    unset_var: str | None,
+    in_url: bool = False,
 ) -> str:
     sqlstate = getattr(orig, "sqlstate", None) or ""
     refused = sqlstate == "28P01" or "password authentication failed" in low
@@ -80,6 +88,11 @@ def _translate_pg(
             f"history database {where}: the server asks for a password and none was given; "
             "set it in the variable named by history.password_var in config.yml, or in "
             "PGPASSWORD or ~/.pgpass"
+        )
+    if refused and in_url:
+        return (
+            f"history database {where}: the server refused the password written in the URL "
+            f"({msg}); correct it in --db or OXY_DB"
         )
     if refused:
         return (

@@ -212,4 +212,5 @@ def test_cases_and_history_on_postgresql(
     monkeypatch.setenv("OXY_PG_PW", "wrong-" + PASSWORD)
     refused = invoke("history", "--json")
     assert refused.exit_code == 3 and "refused the password" in refused.stderr
+    assert "password_var" in refused.stderr  # from config.yml's variable: it says so
     assert PASSWORD not in refused.stdout + refused.stderr

@@ -208,6 +208,8 @@ def test_pg_errors_name_the_database_never_the_password(
         open_store(wrong, timeout=5)
     text = str(info.value)
     assert "refused the password" in text and f"127.0.0.1:{port}/postgres" in text
+    # Written in the URL: the advice is to correct the URL, not config.yml's password_var.
+    assert "written in the URL" in text and "password_var" not in text
     assert PASSWORD not in text and "***" in text
     nopw = resolve_location(pg_cluster.url("postgres", password=False), environ={})
     with pytest.raises(StoreError, match="asks for a password and none was given"):
