@@ -322,9 +322,14 @@ async def execute_workflow(
     the rest marked ``interrupted``. ``cache`` makes the project's cache of answers
     and verdicts (``oxyeval.suites.cache.cache_factory``); None: nothing is cached.
     """
+    from ..errors import Diagnostic
     from ..project.config import load_project
+    from ..project.document import path_problem
     from .context import RunContext
 
+    problem = path_problem(path)  # said with the path as given, as oxy test says it
+    if problem is not None:
+        raise LoadError([Diagnostic(str(path), problem)])
     project = load_project(path, project_dir=project_dir)
     async with RunContext(
         project,

@@ -69,3 +69,19 @@ def test_the_help_follows_the_conventions(path: list[str]) -> None:
 
 def test_history_kind_offers_its_choices() -> None:
     assert "--kind cases|consistency|workflow|test" in _help(["history"])
+
+
+def test_a_missing_file_is_named_as_given_by_every_command(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15, item 8: one rule for paths in messages: as the user typed them."""
+    from pathlib import Path
+
+    root = Path(str(tmp_path))
+    (root / "config.yml").write_text("models:\n  - {name: m, vendor: mock, outputs: [x]}\n")
+    monkeypatch.chdir(root)
+    for command in (["run", "nope.workflow.yml"], ["test", "nope.agent.yml"]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 2, result.stderr
+        assert f"error: {command[1]}: file not found" in result.stderr
+        assert str(root) not in result.stderr
