@@ -51,7 +51,7 @@ from .cache import Tally, counting
 from .consistency_history import ConsistencyHistory
 from .results import ConsistencyRun, ConsistencyTestResult, OutputRecord, test_result
 from .suite import ProgressSink, SuiteRun, progress_events
-from .targets import AgentTarget, Target, WorkflowTarget
+from .targets import AgentTarget, Target, WorkflowTarget, workflow_question
 
 if TYPE_CHECKING:
     from ..judge.verdicts import VerdictCache
@@ -431,16 +431,6 @@ def _in_file_order(run: ConsistencyRun, jobs: list[_Job]) -> None:
     run.tests.sort(key=lambda t: (order.get((t.file, t.index), 0), t.name))
 
 
-def _workflow_question(plan: CompiledWorkflow, spec: TestSpec) -> str:
-    if spec.task_description:
-        return spec.task_description
-    ref = spec.task_ref or plan.workflow.tasks[-1].name
-    task = next((t for t in plan.workflow.tasks if t.name == ref.split(".")[0]), None)
-    if task is not None and "prompt" in task.templates:
-        return task.templates["prompt"].source.strip()
-    return f"the output of task '{ref}' in {plan.workflow.doc.display}"
-
-
 def _plan(subjects: list[_Subject], contexts: RunContexts, run: ConsistencyRun) -> list[_Job]:
     """Every test to run, its target checked before any call: a missing key or a template
     error is bad input (exit 2), once, not n failed runs."""
@@ -469,7 +459,7 @@ def _plan(subjects: list[_Subject], contexts: RunContexts, run: ConsistencyRun) 
             else:
                 assert item.plan is not None
                 job_target = WorkflowTarget(context, item.plan, spec.task_ref)
-                question, inputs = _workflow_question(item.plan, spec), {}
+                question, inputs = workflow_question(item.plan, spec), {}
             jobs.append(
                 _Job(
                     spec,

@@ -20,11 +20,19 @@ from ..providers import ChatMessage, Completion, GenerateParams, repeat_scope
 
 if TYPE_CHECKING:
     from ..project.agents import Agent
+    from ..project.tests import TestSpec
     from ..workflow.compile import CompiledWorkflow
     from ..workflow.context import RunContext
     from ..workflow.engine import WorkflowRun
 
-__all__ = ["AgentTarget", "PromptTarget", "Target", "WorkflowTarget", "task_output"]
+__all__ = [
+    "AgentTarget",
+    "PromptTarget",
+    "Target",
+    "WorkflowTarget",
+    "task_output",
+    "workflow_question",
+]
 
 _QUESTION = TemplateRef("{{ question }}")  # an agent's input, unless a prompt says otherwise
 
@@ -172,3 +180,28 @@ def task_output(run: WorkflowRun, ref: str) -> Any:
                 f"has no part '{part}' (reading {path})"
             ) from None
     return value
+
+
+def workflow_question(plan: CompiledWorkflow, spec: TestSpec) -> str:
+    """What a workflow's consistency test asks, as its report shows it and its judge is
+    told: the test's task_description, else the tested task's prompt rendered with the
+    workflow's default variables (what the runs were asked), else that prompt as written
+    when it needs more than those (another task's output, a variable with no default)."""
+    from ..errors import LoadError
+
+    if spec.task_description:
+        return spec.task_description
+    ref = spec.task_ref or plan.workflow.tasks[-1].name
+    task = next((t for t in plan.workflow.tasks if t.name == ref.split(".")[0]), None)
+    if task is not None and "prompt" in task.templates:
+        prompt = task.templates["prompt"]
+        defaults = {
+            name: schema["default"]
+            for name, schema in plan.workflow.variables.items()
+            if isinstance(schema, dict) and "default" in schema
+        }
+        try:
+            return render(prompt, defaults).strip()
+        except LoadError:
+            return prompt.source.strip()
+    return f"the output of task '{ref}' in {plan.workflow.doc.display}"

@@ -280,3 +280,25 @@ def test_the_progress_bar_says_what_it_counts(root: Path) -> None:
     (judge, runs) = sorted(bars.bars.values(), key=lambda b: str(b[0]))
     assert str(judge[0]).endswith("totals · judge") and judge[1:] == [3, 3]
     assert str(runs[0]).endswith("totals · runs") and runs[1:] == [3, 3]
+
+
+def test_a_workflow_test_shows_its_task_as_the_runs_were_asked(make_project: MakeProject) -> None:
+    """Issue 15, item 12: the tested task's prompt rendered with the workflow's default
+    variables; as written when it needs another task's output."""
+    workflow = """\
+variables:
+  month: {type: string, default: "2026-10"}
+tasks:
+  - {name: ask, type: agent, agent_ref: w.agent.yml, prompt: "Summarise {{ month }}, with love"}
+  - {name: again, type: agent, agent_ref: w.agent.yml, prompt: "Shorter: {{ ask }}"}
+tests:
+  - {type: consistency, name: asked, n: 2, task_ref: ask, model_ref: judge}
+  - {type: consistency, name: chained, n: 2, task_ref: again, model_ref: judge}
+"""
+    root = make_project(
+        CONFIG, {"w.agent.yml": "model: m\nsystem_instructions: x\n", "r.workflow.yml": workflow}
+    )
+    run = run_tests([root / "r.workflow.yml"], history=False)
+    tasks = {t.name: t.task_description for t in run.tests}
+    assert tasks["asked"] == "Summarise 2026-10, with love"
+    assert tasks["chained"] == "Shorter: {{ ask }}"
