@@ -82,7 +82,7 @@ _EXPORTS = {
         "_result_rows",
     ),
     **dict.fromkeys(("CacheEntry", "CacheKindStats", "CacheStats", "NewCacheEntry"), "_cache"),
-    **dict.fromkeys(("DailyTotals", "Results", "StoredResult", "StoredScore"), "_results"),
+    **dict.fromkeys(("DailyTotals", "Results", "StoredResult", "StoredScore"), "_results_read"),
     "Store": "_core",
     "open_store": "_core",
     "LiteStore": "_lite",
@@ -100,7 +100,7 @@ if TYPE_CHECKING:
         NewWorkflowRun,
         NewWorkflowTask,
     )
-    from ._results import DailyTotals, Results, StoredResult, StoredScore
+    from ._results_read import DailyTotals, Results, StoredResult, StoredScore
     from ._rows import (
         CaseActivity,
         CaseHistory,

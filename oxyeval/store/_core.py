@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ._consistency import ConsistencyResults
     from ._executions import Executions
     from ._prompts import Prompts
-    from ._results import Results
+    from ._results_read import Results
     from ._runs import Runs
     from ._stats import Stats
     from ._workflows import WorkflowRuns
@@ -116,7 +116,7 @@ class Store:
 
     @cached_property
     def results(self) -> Results:
-        from ._results import Results
+        from ._results_read import Results
 
         return Results(partial(_as_sql, self.read), partial(_as_sql, self.write), self.path)
 

@@ -32,6 +32,7 @@ import socket
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ._cache import Caches
@@ -49,18 +50,19 @@ from ._result_rows import (
     workflow_values,
 )
 from ._results import (
-    Results,
     check_run_kind,
     consistency_result,
     workflow_result,
     workflow_status,
     write_results,
 )
-from ._util import new_id, utc_timestamp, valid_params
+from ._util import insert_sql, new_id, utc_timestamp, valid_params
 from .kinds import FINISHED_RUN_STATUSES
 
 if TYPE_CHECKING:
     import sqlite3
+
+    from ._results_read import Results
 
 __all__ = ["LiteStore", "open_results"]
 
@@ -136,7 +138,7 @@ class _Tests:
                 raise NotFoundError(
                     f"no run {run_id!r} in {self._store.path}", path=self._store.path
                 )
-            cur.execute(_insert("test_results", values), values)
+            cur.execute(insert_sql("test_results", values), values)
             write_results(_LiteSql(cur), [consistency_result(values)])
         return consistency_from_row(_Row(values))
 
@@ -170,9 +172,9 @@ class _Workflows:
                 raise NotFoundError(
                     f"no run {run_id!r} in {self._store.path}", path=self._store.path
                 )
-            cur.execute(_insert("workflow_runs", row), row)
+            cur.execute(insert_sql("workflow_runs", row), row)
             if tasks:
-                cur.executemany(_insert("workflow_tasks", tasks[0]), tasks)
+                cur.executemany(insert_sql("workflow_tasks", tasks[0]), tasks)
             status = workflow_status(result)
             write_results(_LiteSql(cur), [workflow_result(row, status=status)])
 
@@ -192,11 +194,6 @@ class _LiteSql:
         else:
             self._cur.executemany(sql, params)
         return max(self._cur.rowcount, 0)
-
-
-def _insert(table: str, row: dict[str, Any]) -> str:
-    """An INSERT of ``row``'s columns (our own names, never a value) as named parameters."""
-    return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(f':{k}' for k in row)})"
 
 
 class _ValidCursor:
@@ -239,7 +236,14 @@ class LiteStore:
         self.tests = _Tests(self)
         self.workflows = _Workflows(self)
         self.cache = Caches(self._sql(self.read), self._sql(self.write))
-        self.results = Results(self._sql(self.read), self._sql(self.write), self.path)
+
+    @cached_property
+    def results(self) -> Results:
+        """Every kind's results (read lazily: ``oxy test`` only writes them, through
+        ``tests.record``, and never imports the reading side)."""
+        from ._results_read import Results
+
+        return Results(self._sql(self.read), self._sql(self.write), self.path)
 
     @property
     def path(self) -> str:

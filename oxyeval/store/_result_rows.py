@@ -23,6 +23,7 @@ __all__ = [
     "NewConsistencyResult",
     "NewWorkflowRun",
     "NewWorkflowTask",
+    "bounded_text",
     "consistency_from_row",
     "consistency_values",
     "finished_tasks",
@@ -36,7 +37,9 @@ __all__ = [
 MAX_STORED_CHARS = 1_000_000
 
 
-def _bounded_text(text: str | None) -> str | None:
+def bounded_text(text: str | None) -> str | None:
+    """``text`` cut at :data:`MAX_STORED_CHARS`, saying so: what the history keeps of an
+    output. (Redact first: a secret must not straddle the cut.)"""
     if text is None or len(text) <= MAX_STORED_CHARS:
         return text
     return clip(text, MAX_STORED_CHARS, f"\n[... cut: {len(text):,} characters in all]")
@@ -100,7 +103,7 @@ def consistency_values(run_id: str, result: NewConsistencyResult) -> dict[str, A
         "identical_pairs": result.identical_pairs,
         "judge_calls": result.judge_calls,
         "selected_run": result.selected_run,
-        "selected_output": _bounded_text(redact_text(result.selected_output)),
+        "selected_output": bounded_text(redact_text(result.selected_output)),
         "run_errors": canonical_json(redact_json(list(result.run_errors))),
         "error_message": redact_text(result.error),
         "duration_ms": float(result.duration_ms),

@@ -24,21 +24,24 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._cache import Sql, Transaction
-from ._errors import NotFoundError
-from ._result_rows import MAX_STORED_CHARS, NewWorkflowRun
-from ._util import canonical_json, loads, new_id, redact_json, redact_text, utc_timestamp
+from ._cache import Sql
+from ._result_rows import NewWorkflowRun, bounded_text
+from ._util import (
+    canonical_json,
+    insert_sql,
+    loads,
+    new_id,
+    redact_json,
+    redact_text,
+    utc_timestamp,
+)
 from .kinds import RUN_KINDS
 
 if TYPE_CHECKING:
     from ..evaluation import Result
 
 __all__ = [
-    "DailyTotals",
     "ResultRow",
-    "Results",
-    "StoredResult",
-    "StoredScore",
     "check_run_kind",
     "consistency_result",
     "execution_result",
@@ -100,16 +103,10 @@ def check_run_kind(kind: str, refused: Sequence[str] = ()) -> None:
         raise ValueError(f"run kind must be one of {', '.join(known)}, not {kind!r}")
 
 
-def _insert(table: str, columns: Sequence[str]) -> str:
-    return (
-        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})"
-    )
-
-
-_INSERT_RESULT = _insert("results", _RESULT_COLUMNS)
-_INSERT_SCORE = _insert("scores", _SCORE_COLUMNS)
+_INSERT_RESULT = insert_sql("results", _RESULT_COLUMNS)
+_INSERT_SCORE = insert_sql("scores", _SCORE_COLUMNS)
 _UPSERT_DAILY = (
-    _insert("result_daily", ("kind", "subject", "day", *_DAILY_SUMS))
+    insert_sql("result_daily", ("kind", "subject", "day", *_DAILY_SUMS))
     + " ON CONFLICT (kind, subject, day) DO UPDATE SET "
     + ", ".join(f"{c} = result_daily.{c} + excluded.{c}" for c in _DAILY_SUMS)
 )
@@ -124,10 +121,7 @@ class ResultRow:
 
 
 def _bounded(text: str | None) -> str | None:
-    text = redact_text(text)
-    if text is None or len(text) <= MAX_STORED_CHARS:
-        return text
-    return text[:MAX_STORED_CHARS] + f"\n[... cut: {len(text):,} characters in all]"
+    return bounded_text(redact_text(text))
 
 
 def _number(name: str, value: Any) -> float | None:
@@ -138,18 +132,38 @@ def _number(name: str, value: Any) -> float | None:
     return float(value)
 
 
+def _score_row(
+    result_id: str,
+    metric: str,
+    value: float | None,
+    label: str | None = None,
+    passed: bool | None = None,
+    threshold: float | None = None,
+    reason: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "result_id": result_id,
+        "metric": metric,
+        "value": value,
+        "label": label,
+        "passed": passed,
+        "threshold": threshold,
+        "reason": reason,
+    }
+
+
 def _score_values(result_id: str, score: Any) -> dict[str, Any]:
     if not isinstance(score.metric, str) or not score.metric or len(score.metric) > 100:
         raise ValueError(f"a score needs a metric name of 1-100 characters, not {score.metric!r}")
-    return {
-        "result_id": result_id,
-        "metric": score.metric,
-        "value": _number(f"score {score.metric!r}", score.value),
-        "label": None if score.label is None else str(score.label)[:200],
-        "passed": score.passed,
-        "threshold": _number(f"threshold of {score.metric!r}", score.threshold),
-        "reason": _bounded(score.reason),
-    }
+    return _score_row(
+        result_id,
+        score.metric,
+        _number(f"score {score.metric!r}", score.value),
+        None if score.label is None else str(score.label)[:200],
+        score.passed,
+        _number(f"threshold of {score.metric!r}", score.threshold),
+        _bounded(score.reason),
+    )
 
 
 def result_row(
@@ -199,21 +213,7 @@ def _row(values: dict[str, Any], scores: Iterable[tuple[str, Any, str | None]] =
     full = {c: values.get(c) for c in _RESULT_COLUMNS}
     full["repeat"] = values.get("repeat", 0)
     full["details"] = canonical_json(values.get("details", {}))
-    return ResultRow(
-        full,
-        tuple(
-            {
-                "result_id": values["id"],
-                "metric": metric,
-                "value": value,
-                "label": label,
-                "passed": None,
-                "threshold": None,
-                "reason": None,
-            }
-            for metric, value, label in scores
-        ),
-    )
+    return ResultRow(full, tuple(_score_row(values["id"], *score) for score in scores))
 
 
 def consistency_result(v: Mapping[str, Any]) -> ResultRow:
@@ -360,233 +360,3 @@ def write_results(sql: Sql, rows: Sequence[ResultRow]) -> None:
     if scores:
         sql.run(_INSERT_SCORE, scores)
     sql.run(_UPSERT_DAILY, _daily(rows))
-
-
-@dataclass(frozen=True)
-class StoredScore:
-    metric: str
-    value: float | None
-    label: str | None
-    passed: bool | None
-    threshold: float | None
-    reason: str | None
-
-
-@dataclass(frozen=True)
-class StoredResult:
-    """A ``results`` row read back, with its scores; ``to_result()`` gives the
-    evaluation core's :class:`~oxyeval.evaluation.Result` again."""
-
-    id: str
-    run_id: str
-    kind: str
-    subject: str
-    case_id: str | None
-    branch: str | None
-    repeat: int
-    status: str
-    passed: bool | None
-    score: float | None
-    latency_ms: float | None
-    ttft_ms: float | None
-    input_tokens: int | None
-    output_tokens: int | None
-    cost_usd: float | None
-    output: str | None
-    error: str | None
-    details: dict[str, Any]
-    created_at: str
-    scores: tuple[StoredScore, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        """:meth:`Result.to_dict <oxyeval.evaluation.Result.to_dict>` with where it is
-        stored: the same shape as a live result, plus ``id``, ``runId``, ``createdAt``."""
-        return {
-            "id": self.id,
-            "runId": self.run_id,
-            **self.to_result().to_dict(),
-            "createdAt": self.created_at,
-        }
-
-    def to_result(self) -> Result:
-        from ..evaluation import Result, Score
-
-        return Result(
-            kind=self.kind,
-            subject=self.subject,
-            status=self.status,
-            passed=self.passed,
-            score=self.score,
-            case=self.case_id,
-            branch=self.branch,
-            repeat=self.repeat,
-            latency_ms=self.latency_ms,
-            ttft_ms=self.ttft_ms,
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            cost_usd=self.cost_usd,
-            output=self.output,
-            error=self.error,
-            details=dict(self.details),
-            scores=[
-                Score(s.metric, s.value, s.label, s.passed, s.threshold, s.reason)
-                for s in self.scores
-            ],
-        )
-
-
-@dataclass(frozen=True)
-class DailyTotals:
-    """One (kind, subject, day) of the rollup: what a trend chart plots."""
-
-    kind: str
-    subject: str
-    day: str  # YYYY-MM-DD, UTC
-    results: int
-    passes: int
-    failures: int
-    errors: int
-    scored: int
-    score_sum: float
-    latency_n: int
-    latency_sum: float
-    cost_n: int
-    cost_sum: float
-    input_tokens: int
-    output_tokens: int
-
-    @property
-    def avg_score(self) -> float | None:
-        return self.score_sum / self.scored if self.scored else None
-
-    @property
-    def pass_rate(self) -> float | None:
-        """Passes among results that passed or failed (0..1); None when none did."""
-        judged = self.passes + self.failures
-        return self.passes / judged if judged else None
-
-    @property
-    def avg_latency_ms(self) -> float | None:
-        return self.latency_sum / self.latency_n if self.latency_n else None
-
-
-def _bool(value: Any) -> bool | None:
-    return None if value is None else bool(value)
-
-
-_SELECT = f"SELECT {', '.join('r.' + c for c in _RESULT_COLUMNS)} FROM results r"
-
-
-class Results:
-    """``store.results``: every kind's results, on either store (``read`` and ``write``
-    are its transactions, as for the cache)."""
-
-    def __init__(self, read: Transaction, write: Transaction, path: str = "") -> None:
-        self._read = read
-        self._write = write
-        self._path = path
-
-    def add(self, run_id: str, results: Sequence[Result]) -> list[str]:
-        """Store ``results`` under a run and count them done; returns their ids. The kind
-        must be registered (:func:`oxyeval.evaluation.register_kind`): a typo is an error,
-        not a new kind."""
-        from ..evaluation import kind_names
-
-        known = set(kind_names())
-        for r in results:
-            if r.kind not in known:
-                raise ValueError(f"unknown result kind {r.kind!r}: register it first")
-        rows = [result_row(run_id, r) for r in results]
-        with self._write("recording results") as sql:
-            if not sql.run(
-                "UPDATE runs SET done = done + :n WHERE id = :id", {"n": len(rows), "id": run_id}
-            ):
-                raise NotFoundError(f"no run {run_id!r} in {self._path}", path=self._path)
-            write_results(sql, rows)
-        return [r.values["id"] for r in rows]
-
-    def _read_rows(self, where: str, params: dict[str, Any], tail: str = "") -> list[StoredResult]:
-        with self._read("reading results") as sql:
-            rows = list(sql.rows(f"{_SELECT} WHERE {where}{tail}", params))
-            ids = [r[0] for r in rows]
-            scores: dict[str, list[StoredScore]] = {}
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                names = {f"i{n}": i for n, i in enumerate(chunk)}
-                for s in sql.rows(
-                    "SELECT result_id, metric, value, label, passed, threshold, reason FROM scores "
-                    f"WHERE result_id IN ({', '.join(':' + n for n in names)}) ORDER BY seq",
-                    names,
-                ):
-                    scores.setdefault(s[0], []).append(
-                        StoredScore(s[1], s[2], s[3], _bool(s[4]), s[5], s[6])
-                    )
-        out = []
-        for r in rows:
-            v = dict(zip(_RESULT_COLUMNS, r, strict=True))
-            out.append(
-                StoredResult(
-                    id=v["id"],
-                    run_id=v["run_id"],
-                    kind=v["kind"],
-                    subject=v["subject"],
-                    case_id=v["case_id"],
-                    branch=v["branch"],
-                    repeat=v["repeat"],
-                    status=v["status"],
-                    passed=_bool(v["passed"]),
-                    score=v["score"],
-                    latency_ms=v["latency_ms"],
-                    ttft_ms=v["ttft_ms"],
-                    input_tokens=v["input_tokens"],
-                    output_tokens=v["output_tokens"],
-                    cost_usd=v["cost_usd"],
-                    output=v["output"],
-                    error=v["error_message"],
-                    details=loads(v["details"]) or {},
-                    created_at=v["created_at"],
-                    scores=tuple(scores.get(v["id"], ())),
-                )
-            )
-        return out
-
-    def for_run(self, run_id: str) -> list[StoredResult]:
-        return self._read_rows("r.run_id = :run_id", {"run_id": run_id}, " ORDER BY r.seq")
-
-    def history(self, kind: str, subject: str, limit: int = 20) -> list[StoredResult]:
-        """A subject's latest results, newest first."""
-        return self._read_rows(
-            "r.kind = :kind AND r.subject = :subject",
-            {"kind": kind, "subject": subject, "limit": max(1, min(int(limit), 10_000))},
-            " ORDER BY r.created_at DESC, r.seq DESC LIMIT :limit",
-        )
-
-    def subjects(self, kind: str) -> list[str]:
-        """The subjects a kind has results for, from the rollup (no scan of results)."""
-        with self._read("reading result subjects") as sql:
-            rows = sql.rows(
-                "SELECT DISTINCT subject FROM result_daily WHERE kind = :kind ORDER BY subject",
-                {"kind": kind},
-            )
-            return [r[0] for r in rows]
-
-    def daily(
-        self, kind: str, subject: str | None = None, *, since: str | None = None
-    ) -> list[DailyTotals]:
-        """The rollup of a kind (one subject, or all), oldest day first; ``since`` is a
-        day (YYYY-MM-DD) or timestamp, inclusive."""
-        where = ["kind = :kind"]
-        params: dict[str, Any] = {"kind": kind}
-        if subject is not None:
-            where.append("subject = :subject")
-            params["subject"] = subject
-        if since is not None:
-            where.append("day >= :since")
-            params["since"] = since[:10]
-        with self._read("reading daily results") as sql:
-            rows = sql.rows(
-                f"SELECT kind, subject, day, {', '.join(_DAILY_SUMS)} FROM result_daily "
-                f"WHERE {' AND '.join(where)} ORDER BY day, subject",
-                params,
-            )
-            return [DailyTotals(*r) for r in rows]

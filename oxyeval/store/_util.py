@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Iterable
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ __all__ = [
     "canonical_json",
     "case_id",
     "content_hash",
+    "insert_sql",
     "loads",
     "new_id",
     "redact_json",
@@ -126,3 +128,10 @@ def valid_params(params: Any) -> Any:
     if isinstance(params, (list, tuple)):
         return type(params)(valid_params(v) for v in params)
     return params
+
+
+def insert_sql(table: str, columns: Iterable[str]) -> str:
+    """An INSERT of ``columns`` (our own names, never a value) as named parameters: what
+    the lean store and the results spine run as plain SQL text."""
+    names = list(columns)
+    return f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(':' + c for c in names)})"

@@ -1,0 +1,251 @@
+"""Reading the results spine back: ``store.results`` (:class:`Results`), the rows it
+returns (:class:`StoredResult`, with its scores) and the daily rollup (:class:`DailyTotals`).
+
+Apart from the writer (:mod:`._results`): the lean store of ``oxy test`` writes results
+on every run, and reads none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._cache import Transaction, _chunks
+from ._errors import NotFoundError
+from ._results import _DAILY_SUMS, _RESULT_COLUMNS, result_row, write_results
+from ._util import loads
+
+if TYPE_CHECKING:
+    from ..evaluation import Result
+
+__all__ = ["DailyTotals", "Results", "StoredResult", "StoredScore"]
+
+
+@dataclass(frozen=True)
+class StoredScore:
+    metric: str
+    value: float | None
+    label: str | None
+    passed: bool | None
+    threshold: float | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """A ``results`` row read back, with its scores; ``to_result()`` gives the
+    evaluation core's :class:`~oxyeval.evaluation.Result` again."""
+
+    id: str
+    run_id: str
+    kind: str
+    subject: str
+    case_id: str | None
+    branch: str | None
+    repeat: int
+    status: str
+    passed: bool | None
+    score: float | None
+    latency_ms: float | None
+    ttft_ms: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+    output: str | None
+    error: str | None
+    details: dict[str, Any]
+    created_at: str
+    scores: tuple[StoredScore, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`Result.to_dict <oxyeval.evaluation.Result.to_dict>` with where it is
+        stored: the same shape as a live result, plus ``id``, ``runId``, ``createdAt``."""
+        return {
+            "id": self.id,
+            "runId": self.run_id,
+            **self.to_result().to_dict(),
+            "createdAt": self.created_at,
+        }
+
+    def to_result(self) -> Result:
+        from ..evaluation import Result, Score
+
+        return Result(
+            kind=self.kind,
+            subject=self.subject,
+            status=self.status,
+            passed=self.passed,
+            score=self.score,
+            case=self.case_id,
+            branch=self.branch,
+            repeat=self.repeat,
+            latency_ms=self.latency_ms,
+            ttft_ms=self.ttft_ms,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cost_usd=self.cost_usd,
+            output=self.output,
+            error=self.error,
+            details=dict(self.details),
+            scores=[
+                Score(s.metric, s.value, s.label, s.passed, s.threshold, s.reason)
+                for s in self.scores
+            ],
+        )
+
+
+@dataclass(frozen=True)
+class DailyTotals:
+    """One (kind, subject, day) of the rollup: what a trend chart plots."""
+
+    kind: str
+    subject: str
+    day: str  # YYYY-MM-DD, UTC
+    results: int
+    passes: int
+    failures: int
+    errors: int
+    scored: int
+    score_sum: float
+    latency_n: int
+    latency_sum: float
+    cost_n: int
+    cost_sum: float
+    input_tokens: int
+    output_tokens: int
+
+    @property
+    def avg_score(self) -> float | None:
+        return self.score_sum / self.scored if self.scored else None
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passes among results that passed or failed (0..1); None when none did."""
+        judged = self.passes + self.failures
+        return self.passes / judged if judged else None
+
+    @property
+    def avg_latency_ms(self) -> float | None:
+        return self.latency_sum / self.latency_n if self.latency_n else None
+
+
+def _bool(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+_SELECT = f"SELECT {', '.join('r.' + c for c in _RESULT_COLUMNS)} FROM results r"
+
+
+class Results:
+    """``store.results``: every kind's results, on either store (``read`` and ``write``
+    are its transactions, as for the cache)."""
+
+    def __init__(self, read: Transaction, write: Transaction, path: str = "") -> None:
+        self._read = read
+        self._write = write
+        self._path = path
+
+    def add(self, run_id: str, results: Sequence[Result]) -> list[str]:
+        """Store ``results`` under a run and count them done; returns their ids. The kind
+        must be registered (:func:`oxyeval.evaluation.register_kind`): a typo is an error,
+        not a new kind."""
+        from ..evaluation import kind_names
+
+        known = set(kind_names())
+        for r in results:
+            if r.kind not in known:
+                raise ValueError(f"unknown result kind {r.kind!r}: register it first")
+        rows = [result_row(run_id, r) for r in results]
+        with self._write("recording results") as sql:
+            if not sql.run(
+                "UPDATE runs SET done = done + :n WHERE id = :id", {"n": len(rows), "id": run_id}
+            ):
+                raise NotFoundError(f"no run {run_id!r} in {self._path}", path=self._path)
+            write_results(sql, rows)
+        return [r.values["id"] for r in rows]
+
+    def _read_rows(self, where: str, params: dict[str, Any], tail: str = "") -> list[StoredResult]:
+        with self._read("reading results") as sql:
+            rows = list(sql.rows(f"{_SELECT} WHERE {where}{tail}", params))
+            ids = [r[0] for r in rows]
+            scores: dict[str, list[StoredScore]] = {}
+            for chunk in _chunks(ids):
+                names = {f"i{n}": i for n, i in enumerate(chunk)}
+                for s in sql.rows(
+                    "SELECT result_id, metric, value, label, passed, threshold, reason FROM scores "
+                    f"WHERE result_id IN ({', '.join(':' + n for n in names)}) ORDER BY seq",
+                    names,
+                ):
+                    scores.setdefault(s[0], []).append(
+                        StoredScore(s[1], s[2], s[3], _bool(s[4]), s[5], s[6])
+                    )
+        out = []
+        for r in rows:
+            v = dict(zip(_RESULT_COLUMNS, r, strict=True))
+            out.append(
+                StoredResult(
+                    id=v["id"],
+                    run_id=v["run_id"],
+                    kind=v["kind"],
+                    subject=v["subject"],
+                    case_id=v["case_id"],
+                    branch=v["branch"],
+                    repeat=v["repeat"],
+                    status=v["status"],
+                    passed=_bool(v["passed"]),
+                    score=v["score"],
+                    latency_ms=v["latency_ms"],
+                    ttft_ms=v["ttft_ms"],
+                    input_tokens=v["input_tokens"],
+                    output_tokens=v["output_tokens"],
+                    cost_usd=v["cost_usd"],
+                    output=v["output"],
+                    error=v["error_message"],
+                    details=loads(v["details"]) or {},
+                    created_at=v["created_at"],
+                    scores=tuple(scores.get(v["id"], ())),
+                )
+            )
+        return out
+
+    def for_run(self, run_id: str) -> list[StoredResult]:
+        return self._read_rows("r.run_id = :run_id", {"run_id": run_id}, " ORDER BY r.seq")
+
+    def history(self, kind: str, subject: str, limit: int = 20) -> list[StoredResult]:
+        """A subject's latest results, newest first."""
+        return self._read_rows(
+            "r.kind = :kind AND r.subject = :subject",
+            {"kind": kind, "subject": subject, "limit": max(1, min(int(limit), 10_000))},
+            " ORDER BY r.created_at DESC, r.seq DESC LIMIT :limit",
+        )
+
+    def subjects(self, kind: str) -> list[str]:
+        """The subjects a kind has results for, from the rollup (no scan of results)."""
+        with self._read("reading result subjects") as sql:
+            rows = sql.rows(
+                "SELECT DISTINCT subject FROM result_daily WHERE kind = :kind ORDER BY subject",
+                {"kind": kind},
+            )
+            return [r[0] for r in rows]
+
+    def daily(
+        self, kind: str, subject: str | None = None, *, since: str | None = None
+    ) -> list[DailyTotals]:
+        """The rollup of a kind (one subject, or all), oldest day first; ``since`` is a
+        day (YYYY-MM-DD) or timestamp, inclusive."""
+        where = ["kind = :kind"]
+        params: dict[str, Any] = {"kind": kind}
+        if subject is not None:
+            where.append("subject = :subject")
+            params["subject"] = subject
+        if since is not None:
+            where.append("day >= :since")
+            params["since"] = since[:10]
+        with self._read("reading daily results") as sql:
+            rows = sql.rows(
+                f"SELECT kind, subject, day, {', '.join(_DAILY_SUMS)} FROM result_daily "
+                f"WHERE {' AND '.join(where)} ORDER BY day, subject",
+                params,
+            )
+            return [DailyTotals(*r) for r in rows]
