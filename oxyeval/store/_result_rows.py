@@ -187,6 +187,9 @@ class NewWorkflowRun:
     error: str | None = None
     duration_ms: float = 0.0
     tasks: tuple[NewWorkflowTask, ...] | list[NewWorkflowTask] = ()
+    #: How the run ended, as its suite decided it (completed, failed, interrupted): its
+    #: run row's and its result's status. Empty: worked out from the tasks and the error.
+    status: str = ""
 
 
 def _json(value: Any) -> str | None:

@@ -299,7 +299,10 @@ def execution_result(
 
 
 def workflow_status(result: NewWorkflowRun) -> str:
-    """How a recorded workflow run ended, as its result's status."""
+    """How a recorded workflow run ended, as its result's status: the suite's word when
+    it gave one, else read from the tasks and the error."""
+    if result.status:
+        return result.status
     if any(t.status in ("interrupted", "running") for t in result.tasks):
         return "interrupted"
     return "failed" if result.error is not None else "completed"

@@ -53,8 +53,19 @@ WORKFLOW = register_kind(
 )
 
 
-def new_workflow_run(file: str, variables: Mapping[str, Any], run: WorkflowRun) -> NewWorkflowRun:
-    """The rows a workflow run becomes (``file`` relative to the project)."""
+def _error(run: WorkflowRun) -> str | None:
+    return run.summary() or ("interrupted" if run.interrupted else None) or None
+
+
+def _duration_ms(run: WorkflowRun) -> float | None:
+    return max(0.0, (run.ended - run.started) * 1000) if run.started else None
+
+
+def new_workflow_run(
+    file: str, variables: Mapping[str, Any], run: WorkflowRun, status: str = ""
+) -> NewWorkflowRun:
+    """The rows a workflow run becomes (``file`` relative to the project; ``status``: how
+    it ended, the run row's and its result's)."""
     origin = run.started
 
     def ms(value: float | None) -> float | None:
@@ -73,26 +84,24 @@ def new_workflow_run(file: str, variables: Mapping[str, Any], run: WorkflowRun) 
         )
         for r in run.records
     ]
-    error = run.summary() or ("interrupted" if run.interrupted else None)
     return NewWorkflowRun(
         workflow=file,
         variables=dict(to_jsonable(dict(variables))),
         output=to_jsonable(run.output),
-        error=error or None,
-        duration_ms=max(0.0, (run.ended - run.started) * 1000) if run.started else 0.0,
+        error=_error(run),
+        duration_ms=_duration_ms(run) or 0.0,
         tasks=tasks,
+        status=status,
     )
 
 
-def _store_run(
-    store: RunStore, started_at: str, file: str, record: NewWorkflowRun, status: str
-) -> str:
-    """In a worker thread: the run row, its workflow rows, finished with ``status``."""
+def _store_run(store: RunStore, started_at: str, file: str, record: NewWorkflowRun) -> str:
+    """In a worker thread: the run row, its workflow rows, finished with its status."""
     run_id = store.runs.start(
         "workflow", total=len(record.tasks), subject=file, started_at=started_at
     )
     store.workflows.record(run_id, record)
-    store.runs.finish(run_id, status)
+    store.runs.finish(run_id, record.status)
     return run_id
 
 
@@ -162,14 +171,13 @@ async def run_workflow(
 
 def workflow_result(subject: str, run: WorkflowRun, status: str) -> Result:
     """A workflow run as the evaluation core's result (kind ``workflow``)."""
-    error = run.summary() or ("interrupted" if run.interrupted else None)
     return Result(
         kind="workflow",
         subject=subject,
         status=status,
         output=None if run.output is None else str(run.output),
-        error=error or None,
-        latency_ms=max(0.0, (run.ended - run.started) * 1000) if run.started else None,
+        error=_error(run),
+        latency_ms=_duration_ms(run),
         details={"tasks": len(run.records)},
     )
 
@@ -219,8 +227,8 @@ async def _keep(
         store = await book.store()
         assert store is not None
         file = project.relative(Path(path))
-        record = new_workflow_run(file, variables, run)
-        await asyncio.to_thread(_store_run, store, started_at, file, record, status)
+        record = new_workflow_run(file, variables, run, status)
+        await asyncio.to_thread(_store_run, store, started_at, file, record)
     except Exception as exc:  # never lose the run over its history
         why = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
         log.warning("history not stored in %s: %s", book.location, why)
