@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..project.config import Project
-    from ..store import Location, Store
+    from ..store import Store
 
 __all__ = [
     "DbOption",
@@ -29,7 +29,6 @@ __all__ = [
     "JsonOption",
     "consoles",
     "fail",
-    "open_history",
     "print_json",
     "read_history",
 ]
@@ -66,15 +65,6 @@ def fail(err: Console, exc: BaseException, as_json: bool) -> typer.Exit:
     return typer.Exit(code)
 
 
-def open_history(
-    project_dir: str | None, db: str | None, *, write: bool
-) -> tuple[Project, Location, Store | None]:
-    """:func:`oxyeval.suites.open_history` (the library's; kept here for the commands)."""
-    from ..suites import open_history as library_open_history
-
-    return library_open_history(project_dir, db, write=write)
-
-
 def read_history(
     project: str | None,
     db: str | None,
@@ -85,6 +75,8 @@ def read_history(
     write: bool = False,
 ) -> T:
     """Open the project's history, call ``read(project, store)``, report errors the one way."""
+    from ..suites import open_history
+
     try:
         proj, _where, store = open_history(project, db, write=write)
         if store is None:

@@ -11,8 +11,7 @@ import typer
 from ..errors import EXIT_OK, OxyError
 from ..project.limits import MAX_DAYS
 from ._app import DebugOption, Format, ProjectOption, app, setup_logging
-from ._common import DbOption, FormatOption, JsonOption, consoles, fail, open_history, print_json
-from .console import stderr_console
+from ._common import DbOption, FormatOption, JsonOption, consoles, fail, print_json
 
 __all__ = ["cache_app"]
 
@@ -42,11 +41,13 @@ def cache_stats(
 
     Reads never create a history: with none yet, the cache is empty.
     """
-    setup_logging(stderr_console(), debug)
     out, err = consoles()
+    setup_logging(err, debug)
     as_json = as_json or format is Format.json
 
     try:
+        from ..suites import open_history
+
         _proj, location, store = open_history(project, db, write=False)
         with store if store is not None else nullcontext():
             stats = None if store is None else store.cache.stats()
@@ -88,8 +89,8 @@ def cache_clear(
 ) -> None:
     """Delete cached answers and verdicts (all of them, by default): the next run asks
     the models again. A project with no history yet has nothing to clear (none is made)."""
-    setup_logging(stderr_console(), debug)
     out, err = consoles()
+    setup_logging(err, debug)
     as_json = as_json or format is Format.json
     if older_than is not None and older_than != older_than:  # NaN passes min/max checks
         raise typer.BadParameter("must be a number of days", param_hint="--older-than")

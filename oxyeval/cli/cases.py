@@ -14,7 +14,7 @@ from ..project.limits import MAX_CONCURRENCY
 from ._app import CacheOption, DebugOption, Format, ProjectOption, app, setup_logging
 from ._common import DbOption, FormatOption, JsonOption, consoles, fail, print_json, read_history
 from .artifacts import JunitOption, report_path_problem, write_report
-from .console import json_error, stderr_console
+from .console import json_error
 
 if TYPE_CHECKING:
     from ..store import Store, TestCase
@@ -72,13 +72,13 @@ def cases_run(
     Exit codes: 0 all passed; 1 a case failed (or regressed, with --fail-on-regression);
     2 bad input; 3 a provider failure or an interrupted run.
     """
-    setup_logging(stderr_console(), debug)
     from ..report.cases import case_run_json
     from ..report.cases_pretty import render_case_run
     from ..suites.cases.run import CaseRun, run_cases_async
     from .interrupt import interrupt_reason, run_interruptible
 
     out, err = consoles()
+    setup_logging(err, debug)
     as_json = format is Format.json
     if prompt_version is not None and old_version is not None and prompt_version != old_version:
         message = f"--prompt-version {prompt_version} and --version {old_version} disagree"
@@ -159,8 +159,8 @@ def cases_list(
     debug: DebugOption = False,
 ) -> None:
     """Every test case with its aggregates: runs, pass rate, average score, last run."""
-    setup_logging(stderr_console(), debug)
     out, err = consoles()
+    setup_logging(err, debug)
     as_json = as_json or format == "json"
 
     def read(proj: Any, store: Store | None) -> tuple[list[TestCase], dict[str, Any]]:
@@ -194,8 +194,8 @@ def cases_show(
     debug: DebugOption = False,
 ) -> None:
     """Statistics of one case: pass rate, average score, recent runs, regressions, trend."""
-    setup_logging(stderr_console(), debug)
     out, err = consoles()
+    setup_logging(err, debug)
     as_json = as_json or format == "json"
 
     def read(proj: Any, store: Store | None) -> tuple[TestCase, Any, Any]:
@@ -244,10 +244,10 @@ def cases_accept(
     An output that stopped at the model's token limit is probably cut off: accepting it
     takes --force (exit 2 without).
     """
-    setup_logging(stderr_console(), debug)
     from ..suites.cases.baseline import accept_baseline, check_accept
 
     _out, err = consoles()
+    setup_logging(err, debug)
     # A read-only look first: an accept that cannot succeed changes (or creates) nothing.
     read_history(
         project,

@@ -15,7 +15,6 @@ from ..errors import EXIT_OK, OxyError
 from ..store import RUN_KIND_ALIASES, RUN_KINDS
 from ._app import DebugOption, Format, ProjectOption, app, setup_logging
 from ._common import DbOption, FormatOption, JsonOption, consoles, fail, print_json, read_history
-from .console import stderr_console
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -70,8 +69,8 @@ def history_command(
     Exit codes: 0 shown; 2 bad input (an unknown test, a bad --db); 3 the history
     cannot be read.
     """
-    setup_logging(stderr_console(), debug)
     out, err = consoles()
+    setup_logging(err, debug)
     as_json = as_json or format == "json"
     if file is not None and test is None:
         message = "--file goes with --test NAME (the file that holds that test)"

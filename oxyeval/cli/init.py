@@ -29,10 +29,10 @@ def init_command(
 
     Exit codes: 0 created; 2 a file exists (named; nothing written) or DIR is not a folder.
     """
-    setup_logging(stderr_console(), debug)
     from ..project.scaffold import ScaffoldConflict, next_steps, write_scaffold
 
     err = stderr_console()
+    setup_logging(err, debug)
     target = Path(directory)
     if target.exists() and not target.is_dir():
         err.print(f"error: {directory} exists and is not a folder", style="red", markup=False)

@@ -25,11 +25,11 @@ def validate_command(
     debug: DebugOption = False,
 ) -> None:
     """Check config, agent and workflow files against the schemas; exit 2 on any error."""
-    setup_logging(stderr_console(), debug)
     from ..report.json import validation_json, write_json
     from ..suites.validate import validate_paths
 
     err = stderr_console()
+    setup_logging(err, debug)
     as_json = format is Format.json
     try:
         report = validate_paths(paths or [], project_dir=project)
