@@ -34,6 +34,7 @@ _EXPORTS = {
     "gate_option_error": "decision",
     "gated_code": "decision",
     "moment": "decision",
+    "percent": "decision",
     "Consistency": "scorers",
     "ExactMatch": "scorers",
     "Expected": "scorers",
@@ -96,6 +97,7 @@ __all__ = [
     "kind_names",
     "lexical_similarity",
     "moment",
+    "percent",
     "register_kind",
     "result_kind",
 ]
@@ -114,6 +116,7 @@ if TYPE_CHECKING:
         gate_option_error,
         gated_code,
         moment,
+        percent,
     )
     from .events import (
         CacheServed,

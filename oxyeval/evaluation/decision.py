@@ -43,7 +43,7 @@ def moment(timestamp: str) -> str:
     return f"{timestamp[:16].replace('T', ' ')} UTC"
 
 
-def _pct(value: float) -> str:
+def percent(value: float) -> str:
     """A 0..1 score as reports print it (the pretty report's "Accuracy: 69.70%"): one
     unit in every message; JSON keeps 0..1 (``value``, ``min_accuracy``)."""
     return f"{value * 100:.2f}%"
@@ -170,16 +170,18 @@ def check_threshold(
     failing = [(n, s) for n, s in labelled if s is None or s + _EPS < min_accuracy]
 
     def fmt(items: list[tuple[str, float | None]]) -> str:
-        return ", ".join(f"{n}: {_pct(s)}" if s is not None else f"{n}: no score" for n, s in items)
+        return ", ".join(
+            f"{n}: {percent(s)}" if s is not None else f"{n}: no score" for n, s in items
+        )
 
     if mode == "average":
         value = sum(scored) / len(scored) if scored else None
         passed = value is not None and value + _EPS >= min_accuracy and not unscored
         if value is None:
-            message = f"No {noun} could be scored, threshold {_pct(min_accuracy)} not met: {fmt(unscored)}"
+            message = f"No {noun} could be scored, threshold {percent(min_accuracy)} not met: {fmt(unscored)}"
         else:
             verb = "meets" if value + _EPS >= min_accuracy else "below"
-            message = f"Average {metric} {_pct(value)} {verb} threshold {_pct(min_accuracy)}"
+            message = f"Average {metric} {percent(value)} {verb} threshold {percent(min_accuracy)}"
             if unscored:
                 message += f", but {len(unscored)} {noun}(s) could not be scored: {fmt(unscored)}"
         return ThresholdResult(min_accuracy, mode, passed, value, failing, message)
@@ -187,9 +189,11 @@ def check_threshold(
     value = min(scored) if scored and not unscored else None
     passed = not failing
     if passed:
-        message = f"All {len(labelled)} {noun}(s) meet threshold {_pct(min_accuracy)}"
+        message = f"All {len(labelled)} {noun}(s) meet threshold {percent(min_accuracy)}"
     else:
-        message = f"{len(failing)} {noun}(s) below threshold {_pct(min_accuracy)}: {fmt(failing)}"
+        message = (
+            f"{len(failing)} {noun}(s) below threshold {percent(min_accuracy)}: {fmt(failing)}"
+        )
     return ThresholdResult(min_accuracy, mode, passed, value, failing, message)
 
 
@@ -374,8 +378,8 @@ def _below_line(result: Result, threshold: ThresholdResult | None, metric: str) 
         return None
     if result.subject not in {name for name, _score in threshold.failing}:
         return None
-    score = "no score" if result.score is None else _pct(result.score)
-    line = f"{metric} {score} below threshold {_pct(threshold.min_accuracy)}"
+    score = "no score" if result.score is None else percent(result.score)
+    line = f"{metric} {score} below threshold {percent(threshold.min_accuracy)}"
     if threshold.mode == "average":
         line += f" (--threshold-mode average: {threshold.message})"
     return line

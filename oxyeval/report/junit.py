@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from ..evaluation import percent
 from ..redact import clip
 from .text import shown
 
@@ -348,7 +349,7 @@ def _test_properties(prefix: str, test: ConsistencyTestResult) -> list[tuple[str
 
 
 def _test_summary(prefix: str, test: ConsistencyTestResult) -> str:
-    accuracy = "not scored" if test.accuracy is None else f"accuracy {test.accuracy * 100:.2f}%"
+    accuracy = "not scored" if test.accuracy is None else f"accuracy {percent(test.accuracy)}"
     line = f"{prefix}: {accuracy}, {test.judged_pairs}/{test.total_pairs} pairs judged"
     selected = test.selected_output
     if selected is not None and selected.text is not None:

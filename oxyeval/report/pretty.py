@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..errors import EXIT_INFRA
-from ..evaluation import moment
+from ..evaluation import moment, percent
 from ..redact import clip
 from .text import shown
 
@@ -33,7 +33,7 @@ def cached_calls_line(calls: int) -> str:
 
 
 def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.2f}%"
+    return "n/a" if value is None else percent(value)
 
 
 def _clip(text: str, limit: int = 600) -> str:
@@ -60,14 +60,13 @@ def _render_test(
 ) -> None:
     from rich.markup import escape
 
-    label = escape(run.label(test))
+    plain = run.label(test)
     if len({t.file for t in run.tests}) == 1:
-        label = f"{escape(test.file)} · {label}"
-    plain = f"{test.file} · {run.label(test)}" if len({t.file for t in run.tests}) == 1 else ""
-    if len(plain or run.label(test)) + 4 <= console.width:
-        console.rule(f"[bold]{label}", align="left", style="dim")
+        plain = f"{test.file} · {plain}"
+    if len(plain) + 4 <= console.width:
+        console.rule(f"[bold]{escape(plain)}", align="left", style="dim")
     else:  # a rule would cut a long name short: the name whole, wrapped, in bold
-        console.print(f"[bold]{label}[/]")
+        console.print(f"[bold]{escape(plain)}[/]")
     if test.task_description and not quiet:
         console.print(f"Task: {escape(test.task_description)}")
     if test.ok:
