@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from .._tasks import finish_shielded
 from ..project.config import Project
 from .results import ConsistencyRun, ConsistencyTestResult, Previous, StoredRun
-from .suite import final_status
+from .suite import final_status, interrupted_by
 
 if TYPE_CHECKING:
     # Imported where used: with history off, ``oxy test`` never loads the store package.
@@ -258,9 +258,7 @@ class ConsistencyHistory:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         """:meth:`close`, the run marked interrupted or failed by what ended it."""
-        stopped = exc_type is not None and issubclass(
-            exc_type, (asyncio.CancelledError, KeyboardInterrupt)
-        )
+        stopped = interrupted_by(exc_type)
         await self.close(interrupted=stopped, failed=exc_type is not None and not stopped)
 
     async def _close(self, *, interrupted: bool, failed: bool) -> None:

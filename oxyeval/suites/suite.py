@@ -52,7 +52,15 @@ if TYPE_CHECKING:
     from ..evaluation import Decision
     from .cache import RunCaches
 
-__all__ = ["ProgressSink", "SuiteRun", "final_status", "progress_events"]
+__all__ = ["ProgressSink", "SuiteRun", "final_status", "interrupted_by", "progress_events"]
+
+
+def interrupted_by(exc_type: type[BaseException] | None) -> bool:
+    """What ended a block was a signal (SIGINT/SIGTERM become a cancellation or a
+    KeyboardInterrupt), not an error."""
+    return exc_type is not None and issubclass(
+        exc_type, (asyncio.CancelledError, KeyboardInterrupt)
+    )
 
 
 def final_status(*, interrupted: bool = False, failed: bool = False) -> str:
@@ -158,9 +166,7 @@ class SuiteRun:
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
-        interrupted = exc_type is not None and issubclass(
-            exc_type, (asyncio.CancelledError, KeyboardInterrupt)
-        )
+        interrupted = interrupted_by(exc_type)
         errors = self.errors > 0
         self.status = final_status(interrupted=interrupted, failed=exc_type is not None or errors)
         try:
