@@ -75,8 +75,8 @@ Answer: B
 (A = consistent, B = they disagree)
 """
 
-DEFAULT_PASS_FAIL_PROMPT = """\
-You are grading one answer against one criterion.
+#: What a grading prompt shows the judge of one answer (both graded rubrics').
+_ONE_ANSWER = """\
 {% if input %}
 [Input]
 {{ input }}
@@ -87,7 +87,13 @@ You are grading one answer against one criterion.
 [End of answer]
 
 Criterion: {{ criterion }}
+"""
 
+DEFAULT_PASS_FAIL_PROMPT = (
+    """You are grading one answer against one criterion.
+"""
+    + _ONE_ANSWER
+    + """
 The answer PASSES when it meets the criterion; small differences in wording, rounding \
 or layout do not matter. It FAILS when it does not meet the criterion, contradicts it, \
 refuses, or answers a different question.
@@ -97,20 +103,13 @@ Then write the verdict alone on the last line, exactly one of:
 Verdict: PASS
 Verdict: FAIL
 """
+)
 
-DEFAULT_SCALE_PROMPT = """\
-You are grading how well one answer meets one criterion, on a scale of 1 to 5.
-{% if input %}
-[Input]
-{{ input }}
-[End of input]
-{% endif %}
-[Answer]
-{{ output }}
-[End of answer]
-
-Criterion: {{ criterion }}
-
+DEFAULT_SCALE_PROMPT = (
+    """You are grading how well one answer meets one criterion, on a scale of 1 to 5.
+"""
+    + _ONE_ANSWER
+    + """
 Grade the answer:
 5 when it meets the criterion fully;
 4 when it meets it with minor gaps;
@@ -121,6 +120,7 @@ Grade the answer:
 Reason briefly (at most three sentences) about how well the answer meets the criterion.
 Then write the grade alone on the last line, as "Score: N", with N one of 1, 2, 3, 4, 5.
 """
+)
 
 
 @dataclass(frozen=True)

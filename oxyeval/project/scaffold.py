@@ -150,20 +150,14 @@ def ignore_history(target: Path) -> list[str]:
     path = target / ".gitignore"
     if path.is_dir():
         return []
-    if path.exists():
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if any(line.strip() in (".oxy", ".oxy/", "/.oxy", "/.oxy/") for line in text.splitlines()):
-            return []
-        sep = "" if not text or text.endswith("\n") else "\n"
-        path.write_text(
-            f"{text}{sep}# oxyeval's history: model answers and results\n{GITIGNORE_LINE}\n",
-            encoding="utf-8",
-        )
-    else:
-        path.write_text(
-            f"# oxyeval's history: model answers and results\n{GITIGNORE_LINE}\n",
-            encoding="utf-8",
-        )
+    text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    if any(line.strip().strip("/") == ".oxy" for line in text.splitlines()):
+        return []
+    sep = "\n" if text and not text.endswith("\n") else ""
+    path.write_text(
+        f"{text}{sep}# oxyeval's history: model answers and results\n{GITIGNORE_LINE}\n",
+        encoding="utf-8",
+    )
     return [".gitignore"]
 
 
