@@ -7,6 +7,7 @@ show), and a run whose process died is shown as interrupted without being marked
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -76,53 +77,35 @@ def history_command(
         message = "--file goes with --test NAME (the file that holds that test)"
         raise fail(err, OxyError(message), as_json)
 
+    from ..report import (
+        history_of_test_json,
+        render_history,
+        render_stored_run,
+        render_test_history,
+        run_json,
+        stored_run_json,
+    )
+    from ..suites import history_of_test, recent_runs, stored_run
+
+    # What to read and how to show it: one stored run, one test over time, or the runs.
+    read: Callable[[Any, Store | None], Any]
+    as_doc: Callable[[Any], dict[str, Any]]
+    render: Callable[[Any, Any], None]
     if run is not None:
-        from ..suites.history_queries import stored_run
-
-        def read_run(_proj: Any, store: Store | None) -> Any:
-            return stored_run(store, run)
-
-        view = read_history(project, db, err, as_json, read_run)
-        if as_json:
-            from ..report.history import stored_run_json
-
-            print_json(stored_run_json(view))
-        else:
-            from ..report.history import render_stored_run
-
-            render_stored_run(view, out)
-        raise typer.Exit(EXIT_OK)
-
-    if test is not None:
-        from ..suites.history_queries import history_of_test
-
-        def read_test(proj: Any, store: Store | None) -> Any:
-            return history_of_test(store, proj, test, file, limit)
-
-        history = read_history(project, db, err, as_json, read_test)
-        if as_json:
-            from ..report.history import history_of_test_json
-
-            print_json(history_of_test_json(history))
-        else:
-            from ..report.history import render_test_history
-
-            render_test_history(history, out)
-        raise typer.Exit(EXIT_OK)
-
-    from ..suites.history_queries import recent_runs
-
-    def read(_proj: Any, store: Store | None) -> Any:
-        return recent_runs(store, limit, kind)
-
-    listing = read_history(project, db, err, as_json, read)
-    if as_json:
-        from ..report.history import run_json
-
-        runs = [run_json(r, tests=listing.tests.get(r.id)) for r in listing.runs]
-        print_json({"runs": runs})
+        read = lambda _proj, store: stored_run(store, run)  # noqa: E731
+        as_doc, render = stored_run_json, render_stored_run
+    elif test is not None:
+        read = lambda proj, store: history_of_test(store, proj, test, file, limit)  # noqa: E731
+        as_doc, render = history_of_test_json, render_test_history
     else:
-        from ..report.history import render_history
-
-        render_history(listing.runs, out, listing.tests)
+        read = lambda _proj, store: recent_runs(store, limit, kind)  # noqa: E731
+        as_doc = lambda found: {  # noqa: E731
+            "runs": [run_json(r, tests=found.tests.get(r.id)) for r in found.runs]
+        }
+        render = lambda found, console: render_history(found.runs, console, found.tests)  # noqa: E731
+    found = read_history(project, db, err, as_json, read)
+    if as_json:
+        print_json(as_doc(found))
+    else:
+        render(found, out)
     raise typer.Exit(EXIT_OK)
