@@ -115,10 +115,12 @@ _EXACT = ExactMatch()
 
 
 class _Scorer:
-    """Similarity by the prompt's method: an embedding model, or the lexical stand-in."""
+    """Similarity by the prompt's method: an embedding model, or the lexical stand-in;
+    one scorer per method for the whole run."""
 
     def __init__(self, context: RunContext) -> None:
         self.context = context
+        self._scorers: dict[str, Similarity] = {}
 
     def check(self, method: str) -> None:
         if method != "lexical":
@@ -132,11 +134,14 @@ class _Scorer:
 
     def scorer(self, method: str) -> Similarity:
         """The similarity scorer of a prompt's method, its label naming the method."""
-        if method == "lexical":
-            return Similarity(method="lexical")
-        return Similarity(
-            self.context.embeddings.get(method).similarity, method=self.method_name(method)
-        )
+        scorer = self._scorers.get(method)
+        if scorer is None:
+            similarity = None if method == "lexical" else self.context.embeddings.get(method)
+            scorer = self._scorers[method] = Similarity(
+                None if similarity is None else similarity.similarity,
+                method=self.method_name(method),
+            )
+        return scorer
 
 
 async def _store_error(plan: _VersionRun, result: CaseResult, store: Store) -> CaseResult:
