@@ -121,6 +121,16 @@ def _names(project: Project, section: str) -> list[str]:
     return [e.get("name", "") if isinstance(e, dict) else "" for e in entries]
 
 
+def _as_typed(folder: Path) -> str:
+    """A found project folder as the user would have typed it: relative to where they
+    stand ('.', '..'), so the files listed and the diagnostics read like the ones of
+    ``oxy validate agents/``."""
+    try:
+        return os.path.relpath(folder)
+    except ValueError:  # another drive (Windows): nothing shorter to say
+        return str(folder)
+
+
 def validate_paths(paths: list[str], project_dir: str | None = None) -> ValidationReport:
     """Validate the given files, or every project file under the given folders."""
     report = ValidationReport()
@@ -135,14 +145,15 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
                 f"no config.yml in {Path.cwd()} or above; pass files or folders to validate, "
                 "or --project DIR"
             )
-        paths = [str(config if config.is_dir() else config.parent)]
+        # --project as given; a config.yml found from here as '.' or '..'.
+        paths = [project_dir] if project_dir else [_as_typed(config.parent)]
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             config = find_config(path) if project_dir is None else Path(project_dir) / "config.yml"
             found = project_files(path, ("agent", "workflow", "prompt", "cases"))
             if config is not None and config.parent.resolve() == path.resolve():
-                found.insert(0, config)
+                found.insert(0, path / config.name)  # under the folder as the user gave it
             if not found:  # "0 files checked, 0 errors" would pass CI having checked nothing
                 report.diagnostics.append(
                     Diagnostic(

@@ -85,3 +85,30 @@ def test_a_missing_file_is_named_as_given_by_every_command(
         assert result.exit_code == 2, result.stderr
         assert f"error: {command[1]}: file not found" in result.stderr
         assert str(root) not in result.stderr
+
+
+def test_validate_lists_the_files_as_the_user_would_type_them(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15, item 8: ``oxy validate --format json`` listed a project found from the
+    working folder with absolute paths, and a folder argument's config.yml too, beside
+    relative agent paths. Now: relative to where the user stands, or as given."""
+    import json
+    from pathlib import Path
+
+    root = Path(str(tmp_path))
+    (root / "config.yml").write_text("models:\n  - {name: m, vendor: mock, outputs: [x]}\n")
+    (root / "agents").mkdir()
+    (root / "agents" / "a.agent.yml").write_text("model: m\nsystem_instructions: hi\n")
+
+    def files(*args: str) -> list[str]:
+        result = CliRunner().invoke(app, ["validate", "--format", "json", *args])
+        assert result.exit_code == 0, result.stderr
+        return json.loads(result.stdout)["files"]
+
+    monkeypatch.chdir(root)
+    assert files() == ["config.yml", "agents/a.agent.yml"]
+    assert files(".") == ["config.yml", "agents/a.agent.yml"]
+    monkeypatch.chdir(root / "agents")
+    assert files() == ["../config.yml", "../agents/a.agent.yml"]
+    assert files("--project", str(root)) == [str(root / "config.yml"), str(root / "agents/a.agent.yml")]

@@ -136,3 +136,19 @@ def test_identical_run_errors_print_once_naming_the_runs() -> None:
     assert text.count(hint) == 1
     assert "run 1, run 2, run 3, run 4, run 5 and 2 more: " + hint in text
     assert "run 8: HTTP 500" in text
+
+
+@pytest.mark.parametrize("width", [100, 30])
+def test_quiet_keeps_the_header_of_the_full_report(width: int) -> None:
+    """Issue 15, item 12: ``-q`` printed ``file: name`` where the full report printed
+    ``file · name``; one header, whichever the detail and the width."""
+    run = run_of(0.855)
+
+    def first_line(quiet: bool) -> str:
+        console = Console(file=io.StringIO(), width=width)
+        render_pretty(run, None, console, quiet=quiet)
+        return next(line for line in console.file.getvalue().splitlines() if "·" in line)
+
+    full, quiet = first_line(False), first_line(True)
+    assert full == quiet
+    assert f"{run.tests[0].file} · " in full
