@@ -111,4 +111,7 @@ def test_validate_lists_the_files_as_the_user_would_type_them(
     assert files(".") == ["config.yml", "agents/a.agent.yml"]
     monkeypatch.chdir(root / "agents")
     assert files() == ["../config.yml", "../agents/a.agent.yml"]
-    assert files("--project", str(root)) == [str(root / "config.yml"), str(root / "agents/a.agent.yml")]
+    assert files("--project", str(root)) == [
+        str(root / "config.yml"),
+        str(root / "agents/a.agent.yml"),
+    ]
