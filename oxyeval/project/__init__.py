@@ -41,12 +41,20 @@ _EXPORTS = {
     "KeyPath": "document",
     "format_key_path": "document",
     "path_problem": "document",
+    "BRANCH_PROVIDERS": "branches",
+    "DEFAULT_MAX_TOKENS": "branches",
+    "DEFAULT_TEMPERATURE": "branches",
+    "DEFAULT_TOP_P": "branches",
+    "MAX_BRANCHES": "branches",
+    "BranchDef": "branches",
+    "branch_problems": "branches",
+    "parse_branches": "branches",
     "CaseDef": "prompts",
     "PromptDef": "prompts",
     "load_prompts": "prompts",
     "DEFAULT_THRESHOLD": "prompts",
     "collect_case_files": "prompts",
-    "rewrite_expected_output": "prompts",
+    "rewrite_expected_output": "rewrite",
     "TemplateRef": "templates",
     "JINJA_NAMES": "templates",
     "attribute_reads": "templates",
@@ -69,15 +77,21 @@ _EXPORTS = {
     "write_scaffold": "scaffold",
 }
 __all__ = [
+    "BRANCH_PROVIDERS",
+    "DEFAULT_MAX_TOKENS",
     "DEFAULT_MIN_JUDGED",
+    "DEFAULT_TEMPERATURE",
     "DEFAULT_THRESHOLD",
+    "DEFAULT_TOP_P",
     "JINJA_NAMES",
+    "MAX_BRANCHES",
     "MAX_CONCURRENCY",
     "MAX_DAYS",
     "MAX_LOOP_VALUES",
     "SCAFFOLD",
     "SCHEMA_FILES",
     "Agent",
+    "BranchDef",
     "CaseDef",
     "ContextSpec",
     "Document",
@@ -90,6 +104,7 @@ __all__ = [
     "TemplateRef",
     "TestSpec",
     "attribute_reads",
+    "branch_problems",
     "check_judge_prompt",
     "check_variables",
     "collect_case_files",
@@ -107,6 +122,7 @@ __all__ = [
     "load_yaml",
     "next_steps",
     "outside_project",
+    "parse_branches",
     "parse_tests",
     "parse_variables",
     "path_problem",
@@ -129,6 +145,16 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .agents import Agent, ContextSpec, load_agent
+    from .branches import (
+        BRANCH_PROVIDERS,
+        DEFAULT_MAX_TOKENS,
+        DEFAULT_TEMPERATURE,
+        DEFAULT_TOP_P,
+        MAX_BRANCHES,
+        BranchDef,
+        branch_problems,
+        parse_branches,
+    )
     from .config import JudgeSettings, Project, load_project
     from .databases import database_problems, database_use_problem
     from .document import Document, KeyPath, format_key_path, load_yaml, path_problem, read_text
@@ -140,8 +166,8 @@ if TYPE_CHECKING:
         PromptDef,
         collect_case_files,
         load_prompts,
-        rewrite_expected_output,
     )
+    from .rewrite import rewrite_expected_output
     from .scaffold import SCAFFOLD, ScaffoldConflict, next_steps, write_scaffold
     from .schema import SCHEMA_FILES, did_you_mean, schema_path, validate_document
     from .templates import (
