@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
+    "ABRun",
     "Agent",
     "CaseRun",
     "ConfigError",
@@ -29,6 +30,10 @@ __all__ = [
     "load_project",
     "open_store",
     "parse_verdict",
+    "run_ab_test",
+    "run_ab_test_async",
+    "run_ab_tests",
+    "run_ab_tests_async",
     "run_cases",
     "run_cases_async",
     "run_tests",
@@ -54,6 +59,11 @@ _LAZY = {
     "check_threshold": "oxyeval.report.threshold",
     "open_store": "oxyeval.store",
     "parse_verdict": "oxyeval.judge.judge",
+    "ABRun": "oxyeval.suites.ab.results",
+    "run_ab_test": "oxyeval.suites.ab.run",
+    "run_ab_test_async": "oxyeval.suites.ab.run",
+    "run_ab_tests": "oxyeval.suites.ab.run",
+    "run_ab_tests_async": "oxyeval.suites.ab.run",
     "run_cases": "oxyeval.suites.cases.run",
     "run_cases_async": "oxyeval.suites.cases.run",
     "run_tests": "oxyeval.suites.consistency",
@@ -69,6 +79,8 @@ if TYPE_CHECKING:
     from .project.config import Project, load_project
     from .report.threshold import check_threshold
     from .store import open_store
+    from .suites.ab.results import ABRun
+    from .suites.ab.run import run_ab_test, run_ab_test_async, run_ab_tests, run_ab_tests_async
     from .suites.cases.results import CaseRun
     from .suites.cases.run import run_cases, run_cases_async
     from .suites.consistency import run_tests, run_tests_async

@@ -21,6 +21,14 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "ab_case_json": "ab",
+    "ab_run_json": "ab",
+    "branch_execution_json": "ab",
+    "branch_json": "ab",
+    "render_ab_run": "ab",
+    "render_branch": "ab",
+    "render_branches": "ab",
+    "ab_junit": "junit",
     "cache_stats_json": "cache",
     "render_cache_stats": "cache",
     "case_run_json": "cases",
@@ -54,6 +62,11 @@ _EXPORTS = {
 __all__ = [
     "Decision",
     "Gates",
+    "ab_case_json",
+    "ab_junit",
+    "ab_run_json",
+    "branch_execution_json",
+    "branch_json",
     "cache_stats_json",
     "cached_calls_line",
     "case_json",
@@ -68,6 +81,9 @@ __all__ = [
     "gate_option_error",
     "history_of_test_json",
     "load_saved_run",
+    "render_ab_run",
+    "render_branch",
+    "render_branches",
     "render_cache_stats",
     "render_case_list",
     "render_case_run",
@@ -88,6 +104,15 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from .ab import (
+        ab_case_json,
+        ab_run_json,
+        branch_execution_json,
+        branch_json,
+        render_ab_run,
+        render_branch,
+        render_branches,
+    )
     from .cache import cache_stats_json, render_cache_stats
     from .cases import (
         case_json,
@@ -110,7 +135,7 @@ if TYPE_CHECKING:
         stored_run_json,
     )
     from .json import to_json, validation_json, write_json
-    from .junit import cases_junit, consistency_junit
+    from .junit import ab_junit, cases_junit, consistency_junit
     from .pretty import cached_calls_line, render_pretty
     from .saved import load_saved_run
     from .text import shown

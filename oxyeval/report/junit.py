@@ -39,10 +39,11 @@ from .text import shown
 
 if TYPE_CHECKING:
     from ..evaluation import Decision, Outcome
+    from ..suites.ab.results import ABRun
     from ..suites.cases.results import CaseResult, CaseRun
     from ..suites.results import ConsistencyRun, ConsistencyTestResult
 
-__all__ = ["cases_junit", "consistency_junit", "xml_text"]
+__all__ = ["ab_junit", "cases_junit", "consistency_junit", "xml_text"]
 
 #: Most characters of one output kept in ``<system-out>``: enough to see the answer,
 #: bounded so an n=10,000 test does not write a file the CI server chokes on.
@@ -501,3 +502,46 @@ def _case_properties(prefix: str, result: CaseResult) -> list[tuple[str, str]]:
         ("cached_calls", int(result.cached)),  # 1: the answer was replayed (--cache)
     ]
     return [(f"{prefix}.{key}", str(value)) for key, value in figures]
+
+
+def ab_junit(run: ABRun, *, timestamp: datetime | None = None, hostname: str | None = None) -> str:
+    """``oxy ab run --junit``: a suite per case, a test per branch. A branch whose call
+    failed is an error (exit 3: the comparison misses data); the ranking is told in
+    properties (``oxy.rank``, ``oxy.winner``), since being outranked is not a failure."""
+    suites = []
+    for result in run.results:
+        suite = _Suite(name=result.test_case_id, package="oxyeval.ab")
+        winner = result.winner.branch.name if result.winner is not None else ""
+        suite.properties = [
+            ("oxy.criteria", result.criteria),
+            ("oxy.iterations", str(result.iterations)),
+            ("oxy.winner", winner),
+            (
+                "oxy.significant",
+                "" if result.significant is None else str(result.significant).lower(),
+            ),
+        ]
+        for s in result.branches:
+            latencies = [o.latency_ms or 0.0 for o in s.outcomes]
+            case = _Case(
+                name=s.branch.name,
+                classname=f"ab.{_classname(result.test_case_id)}",
+                time=sum(latencies) / 1000,
+            )
+            errors = [o for o in s.outcomes if not o.ok]
+            if errors:
+                first = errors[0]
+                message = f"{len(errors)} of {len(s.outcomes)} call(s) failed: {_clip(shown(first.error or ''), 500)}"
+                case.error = (
+                    "ProviderError",
+                    message,
+                    "\n".join(shown(o.error or "") for o in errors),
+                )
+            suite.cases.append(case)
+            suite.properties.append((f"oxy.rank.{s.branch.name}", str(s.rank)))
+            suite.out.append(
+                f"{s.rank}. {s.branch.name}: quality {_number(s.quality_score)}, latency "
+                f"{_number(s.latency_ms)} ms, cost {_number(s.estimated_cost)}"
+            )
+        suites.append(suite)
+    return _render(suites, timestamp, hostname)

@@ -83,16 +83,22 @@ class PromptTarget(Target):
         self.system = system
         self.params = params or GenerateParams()
 
-    async def complete(
-        self, inputs: Mapping[str, Any] | None = None, *, run: int = 1
-    ) -> Completion:
+    def messages(self, inputs: Mapping[str, Any] | None = None) -> list[ChatMessage]:
+        """The conversation the inputs make: what an A/B test sends to every branch."""
         values = dict(inputs or {})
         user = render(self.template, values)
         system = render(self.system, values) if self.system is not None else ""
         messages = [ChatMessage("system", system)] if system.strip() else []
         messages.append(ChatMessage("user", user))
+        return messages
+
+    async def complete(
+        self, inputs: Mapping[str, Any] | None = None, *, run: int = 1
+    ) -> Completion:
         model = self._context.models.get(self.model)
-        return await model.generate(messages, self.params, run=run, cache=self._context.answers)
+        return await model.generate(
+            self.messages(inputs), self.params, run=run, cache=self._context.answers
+        )
 
     @property
     def max_tokens(self) -> int | None:

@@ -20,6 +20,7 @@ _EXPORTS = {
     "run_cases": "run",
     "run_cases_async": "run",
     "sync_files": "run",
+    "sync_prompt": "run",
 }
 __all__ = [
     "CaseResult",
@@ -30,10 +31,11 @@ __all__ = [
     "run_cases",
     "run_cases_async",
     "sync_files",
+    "sync_prompt",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .baseline import accept_baseline, check_accept, find_case
     from .results import CaseResult, CaseRun
-    from .run import run_cases, run_cases_async, sync_files
+    from .run import run_cases, run_cases_async, sync_files, sync_prompt

@@ -1,0 +1,237 @@
+"""``oxy ab ...``: A/B tests of model configurations (branches) on test cases."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ..errors import EXIT_INFRA, EXIT_OK, OxyError
+from ..project.limits import MAX_CONCURRENCY
+from ._app import CacheOption, DebugOption, Format, ProjectOption, RichProgress, app, setup_logging
+from ._common import DbOption, FormatOption, JsonOption, consoles, fail, print_json, read_history
+from .artifacts import JunitOption, report_path_problem, write_report
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+__all__ = ["ab_app"]
+
+ab_app = typer.Typer(
+    name="ab",
+    help="A/B tests: run a test case on several model configurations (branches) and rank them.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+
+class Criteria(str, Enum):
+    best_quality = "best_quality"
+    fastest = "fastest"
+    cheapest = "cheapest"
+    best_value = "best_value"
+    balanced = "balanced"
+
+
+@ab_app.command("run")
+def ab_run(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="PATH...", help="Prompt/cases files or folders (default: the project)."
+        ),
+    ] = None,
+    case: Annotated[
+        list[str] | None,
+        typer.Option("--case", metavar="NAME", help="Only this case (repeatable)."),
+    ] = None,
+    criteria: Annotated[
+        Criteria,
+        typer.Option(
+            "--criteria",
+            metavar="best_quality|fastest|cheapest|best_value|balanced",
+            help="How the winner is chosen.",
+        ),
+    ] = Criteria.best_quality,
+    iterations: Annotated[
+        int,
+        typer.Option(
+            "--iterations",
+            metavar="N",
+            min=1,
+            max=1000,
+            help="Repeat the comparison N times: winner distribution, 95% intervals, significance.",
+        ),
+    ] = 1,
+    prompt_version: Annotated[
+        int | None,
+        typer.Option("--prompt-version", metavar="N", help="Run an earlier version of the prompt."),
+    ] = None,
+    format: FormatOption = Format.pretty,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            "--concurrency", metavar="N", min=1, max=MAX_CONCURRENCY, help="Calls in flight."
+        ),
+    ] = 10,
+    db: DbOption = None,
+    project: ProjectOption = None,
+    junit: JunitOption = None,
+    cache: CacheOption = None,
+    debug: DebugOption = False,
+) -> None:
+    """Run every branch of each case on the same prompt, measure, rank, store.
+
+    Exit codes: 0 done; 2 bad input; 3 a branch's call failed (the comparison misses
+    data) or the run was interrupted.
+    """
+    from ..report.ab import ab_run_json, render_ab_run
+    from ..suites.ab import ABRun, run_ab_tests_async
+    from ..suites.suite import progress_events
+    from .interrupt import interrupt_reason, run_interruptible
+
+    out, err = consoles()
+    setup_logging(err, debug)
+    as_json = format is Format.json
+    junit_problem = None if junit is None else report_path_problem("--junit", junit)
+    if junit_problem is not None:
+        raise fail(err, OxyError(junit_problem), as_json)
+    run = ABRun(criteria=criteria.value, iterations=iterations)
+    started = datetime.now(timezone.utc)
+    progress = RichProgress(err) if not quiet and not as_json and sys.stderr.isatty() else None
+    main = run_ab_tests_async(
+        paths or [],
+        project_dir=project,
+        cases=case,
+        criteria=criteria.value,
+        iterations=iterations,
+        prompt_version=prompt_version,
+        db=db,
+        concurrency=concurrency,
+        cache=cache,
+        events=progress_events(progress) if progress is not None else None,
+        into=run,
+    )
+    try:
+        if progress is not None:
+            with progress.progress:
+                run_interruptible(main)
+        else:
+            run_interruptible(main)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.cli.interrupt)
+        run.interrupted = True
+        err.print(
+            f"{interrupt_reason(exc)}: {len(run.executions)} execution(s) finished and are "
+            f"stored; reporting them; exit {EXIT_INFRA}",
+            style="yellow",
+            markup=False,
+        )
+    except OxyError as exc:
+        if not run.executions:
+            raise fail(err, exc, as_json) from None
+        err.print(f"error: {exc}", style="red", markup=False)
+        run.interrupted = True
+    code = run.exit_code
+    if junit is not None:
+        from ..report.junit import ab_junit
+
+        code = write_report("--junit", junit, ab_junit(run, timestamp=started), err, code)
+    if as_json:
+        print_json(ab_run_json(run))
+    else:
+        render_ab_run(run, out)
+    if code != EXIT_OK and not run.interrupted:
+        failed = sum(not o.ok for o in run.executions)
+        err.print(
+            f"{failed} branch call(s) failed: the comparison misses their data; exit {code}",
+            style="red",
+            markup=False,
+        )
+    raise typer.Exit(code)
+
+
+@ab_app.command("list")
+def ab_list(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="PATH...", help="Prompt/cases files or folders (default: the project)."
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+    format: FormatOption = Format.pretty,
+    db: DbOption = None,
+    project: ProjectOption = None,
+    debug: DebugOption = False,
+) -> None:
+    """Every branch with its aggregates: runs, quality, pass rate, latency, cost."""
+    out, err = consoles()
+    setup_logging(err, debug)
+    as_json = as_json or format == "json"
+
+    def read(proj: Any, store: Store | None) -> list[Any]:
+        from ..suites.ab import preview_branches
+
+        return preview_branches(store, proj, paths or [])
+
+    branches = read_history(project, db, err, as_json, read)
+    if as_json:
+        from ..report.ab import branch_json
+
+        print_json({"testBranches": [branch_json(b) for b in branches]})
+    else:
+        from ..report.ab import render_branches
+
+        render_branches(branches, out)
+    raise typer.Exit(EXIT_OK)
+
+
+@ab_app.command("show")
+def ab_show(
+    branch: Annotated[
+        str, typer.Argument(metavar="BRANCH", help="A branch id (<case id>@<name>) or name.")
+    ],
+    limit: Annotated[
+        int, typer.Option("--limit", metavar="N", min=1, max=1000, help="Executions to list.")
+    ] = 20,
+    as_json: JsonOption = False,
+    format: FormatOption = Format.pretty,
+    db: DbOption = None,
+    project: ProjectOption = None,
+    debug: DebugOption = False,
+) -> None:
+    """One branch's settings and its executions, newest first."""
+    out, err = consoles()
+    setup_logging(err, debug)
+    as_json = as_json or format == "json"
+
+    def read(proj: Any, store: Store | None) -> tuple[Any, list[Any]]:
+        from ..suites.ab import find_branch
+
+        found = find_branch(store, proj, branch)
+        executions = [] if store is None else store.branches.executions(found.id, limit=limit)
+        return found, executions
+
+    found, executions = read_history(project, db, err, as_json, read)
+    if as_json:
+        from ..report.ab import branch_execution_json, branch_json
+
+        print_json(
+            {
+                "testBranch": branch_json(found),
+                "testBranchExecutions": [branch_execution_json(e) for e in executions],
+            }
+        )
+    else:
+        from ..report.ab import render_branch
+
+        render_branch(found, executions, out)
+    raise typer.Exit(EXIT_OK)
+
+
+app.add_typer(ab_app, name="ab")

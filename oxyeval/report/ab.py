@@ -1,0 +1,355 @@
+"""``oxy ab`` for people and for machines: the ranked table of each case's branches, the
+branches with their aggregates, one branch's executions, and their JSON.
+
+The JSON is the seed Testing API's shape (camelCase: ``branchId``, ``qualityScore``,
+``estimatedCost``, ``rank``; ``passRate`` in percent like the cases' one), what
+``runABTest``, ``testBranches`` and ``testBranchExecutions`` return, so the GraphQL
+server serves these dictionaries unchanged. Every key is always present (null when
+unknown). Texts are scrubbed of secrets where they entered; printed through
+:func:`~oxyeval.report.shown` so no escape sequence of a model reaches a terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .text import shown
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..evaluation import Interval
+    from ..store import BranchExecution, TestBranch
+    from ..suites.ab.results import ABCaseResult, ABRun, BranchSummary
+
+__all__ = [
+    "ab_case_json",
+    "ab_run_json",
+    "branch_execution_json",
+    "branch_json",
+    "render_ab_run",
+    "render_branch",
+    "render_branches",
+]
+
+
+def _r(value: float | None, digits: int = 6) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _interval(interval: Interval | None) -> dict[str, float] | None:
+    if interval is None:
+        return None
+    return {"low": _r(interval.low), "high": _r(interval.high), "mean": _r(interval.mean)}
+
+
+def branch_json(branch: TestBranch) -> dict[str, Any]:
+    """The seed's TestBranch (``testBranches``)."""
+    return {
+        "id": branch.id,
+        "testCaseId": branch.test_case_id,
+        "name": branch.name,
+        "description": branch.description,
+        "provider": branch.provider,
+        "model": branch.model,
+        "temperature": branch.temperature,
+        "maxTokens": branch.max_tokens,
+        "topP": branch.top_p,
+        "isControl": branch.is_control,
+        "isActive": branch.is_active,
+        "otherParams": dict(branch.other_params or {}),
+        "totalRuns": branch.total_runs,
+        "avgLatency": _r(branch.avg_latency, 3),
+        "avgCost": _r(branch.avg_cost, 8),
+        "avgQualityScore": _r(branch.avg_quality_score),
+        "avgTokensPerSec": _r(branch.avg_tokens_per_sec, 3),
+        "consistencyScore": _r(branch.consistency_score),
+        "passRate": _r(branch.pass_rate, 3),
+        "sourceFile": branch.source_file,
+        "createdAt": branch.created_at,
+        "updatedAt": branch.updated_at,
+    }
+
+
+def branch_execution_json(execution: BranchExecution) -> dict[str, Any]:
+    """The seed's TestBranchExecution (``testBranchExecutions``)."""
+    return {
+        "id": execution.id,
+        "branchId": execution.branch_id,
+        "testCaseId": execution.test_case_id,
+        "runId": execution.run_id,
+        "executionId": execution.execution_id,
+        "output": execution.output,
+        "error": execution.error,
+        "status": execution.status,
+        "latencyMs": _r(execution.latency_ms, 3),
+        "timeToFirstToken": _r(execution.time_to_first_token, 3),
+        "tokensPerSecond": _r(execution.tokens_per_second, 3),
+        "inputTokens": execution.input_tokens,
+        "outputTokens": execution.output_tokens,
+        "totalTokens": execution.total_tokens,
+        "estimatedCost": _r(execution.estimated_cost, 8),
+        "qualityScore": _r(execution.quality_score),
+        "similarityScore": _r(execution.similarity_score),
+        "clarityScore": _r(execution.clarity_score),
+        "validJson": execution.valid_json,
+        "consistencyHash": execution.consistency_hash,
+        "promptVersion": execution.prompt_version,
+        "iteration": execution.iteration,
+        "createdAt": execution.created_at,
+    }
+
+
+def _branch_result(summary: BranchSummary) -> dict[str, Any]:
+    last = summary.last
+    return {
+        "branchId": summary.branch.id,
+        "branchName": summary.branch.name,
+        "provider": summary.branch.provider,
+        "model": summary.branch.model,
+        "isControl": summary.branch.is_control,
+        "execution": None
+        if last is None
+        else {
+            "id": last.execution_id,
+            "output": last.output,
+            "status": last.status,
+            "error": last.error,
+        },
+        "qualityScore": _r(summary.quality_score),
+        "latencyMs": _r(summary.latency_ms, 3),
+        "timeToFirstToken": _r(summary.time_to_first_token, 3),
+        "estimatedCost": _r(summary.estimated_cost, 8),
+        "tokensPerSecond": _r(summary.tokens_per_second, 3),
+        "similarityScore": _r(last.similarity_score) if last is not None else None,
+        "clarityScore": _r(last.clarity_score) if last is not None else None,
+        "validJson": last.valid_json if last is not None else None,
+        "consistencyHash": last.consistency_hash if last is not None else None,
+        "rank": summary.rank,
+        "criterionScore": _r(summary.criterion_score),
+        "paretoOptimal": summary.pareto_optimal,
+        "dominatedBy": list(summary.dominated_by),
+        "runs": len(summary.outcomes),
+        "errors": summary.errors,
+        "intervals": {k: _interval(v) for k, v in summary.intervals.items()},
+    }
+
+
+def ab_case_json(result: ABCaseResult) -> dict[str, Any]:
+    """The seed's runABTest result, with the iterations' verdict beside it."""
+    winner = result.winner
+    return {
+        "testCaseId": result.test_case_id,
+        "caseName": result.case_name,
+        "promptId": result.prompt_id,
+        "promptVersion": result.prompt_version,
+        "runId": result.run_id,
+        "criteria": result.criteria,
+        "winner": None
+        if winner is None
+        else {
+            "branchId": winner.branch.id,
+            "branchName": winner.branch.name,
+            "model": winner.branch.model,
+            "qualityScore": _r(winner.quality_score),
+            "latencyMs": _r(winner.latency_ms, 3),
+            "estimatedCost": _r(winner.estimated_cost, 8),
+        },
+        "branches": [_branch_result(s) for s in result.branches],
+        "iterations": result.iterations,
+        "winnerDistribution": dict(result.winner_distribution),
+        "significant": result.significant,
+        "notes": list(result.notes),
+        "interrupted": result.interrupted,
+    }
+
+
+def ab_run_json(run: ABRun) -> dict[str, Any]:
+    """``oxy ab run --format json``."""
+    return {
+        "results": [ab_case_json(r) for r in run.results],
+        "criteria": run.criteria,
+        "iterations": run.iterations,
+        "warnings": list(run.warnings),
+        "interrupted": run.interrupted,
+        "cachedCalls": run.cached_calls,
+        "exitCode": run.exit_code,
+    }
+
+
+# -- for people ---------------------------------------------------------------------
+
+
+def _num(value: float | None, fmt: str, unit: str = "") -> str:
+    return "-" if value is None else f"{value:{fmt}}{unit}"
+
+
+def _cost(value: float | None) -> str:
+    if value is None:
+        return "no price"
+    return f"${value:.6f}" if value < 0.01 else f"${value:.4f}"
+
+
+def _table(title: str | None, *columns: tuple[str, str]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", title_style="bold")
+    for name, justify in columns:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    return table
+
+
+def render_ab_run(run: ABRun, console: Console) -> None:
+    """One ranked table per case, the winner named with its criterion, notes after."""
+    for result in run.results:
+        _render_case(result, console)
+    for warning in run.warnings:
+        console.print(f"warning: {warning}", style="yellow", markup=False)
+    executions = run.executions
+    errors = sum(not o.ok for o in executions)
+    line = (
+        f"{len(run.results)} case(s), {len(executions)} execution(s), {errors} error(s) · "
+        f"criteria: {run.criteria}"
+    )
+    if run.iterations > 1:
+        line += f" · {run.iterations} iterations"
+    if run.cached_calls:
+        line += f" · {run.cached_calls} from the cache"
+    if run.db is not None:
+        line += f" · history in {run.db}"
+    console.print(line, style="dim", markup=False)
+
+
+def _render_case(result: ABCaseResult, console: Console) -> None:
+    iterations = result.iterations > 1
+    table = _table(
+        f"{result.test_case_id} (prompt v{result.prompt_version}) · {result.criteria}",
+        ("rank", "right"),
+        ("branch", "left"),
+        ("model", "left"),
+        ("quality", "right"),
+        ("latency", "right"),
+        ("TTFT", "right"),
+        ("tok/s", "right"),
+        ("cost", "right"),
+        ("Pareto", "left"),
+    )
+    for s in result.branches:
+        mark = "★ " if s is result.winner else ""
+        control = " (control)" if s.branch.is_control else ""
+        model = f"{s.branch.provider}:{s.branch.model}" if s.branch.provider else s.branch.model
+        quality = _num(s.quality_score, ".3f")
+        if iterations and "qualityScore" in s.intervals:
+            iv = s.intervals["qualityScore"]
+            quality += f" [{iv.low:.2f}–{iv.high:.2f}]"
+        pareto = "yes" if s.pareto_optimal else f"no: {', '.join(s.dominated_by)}"
+        if not s.ok:
+            pareto = "error"
+        table.add_row(
+            str(s.rank),
+            shown(f"{mark}{s.branch.name}{control}"),
+            shown(model),
+            quality,
+            _num(s.latency_ms, ".0f", " ms"),
+            _num(s.time_to_first_token, ".0f", " ms"),
+            _num(s.tokens_per_second, ".1f"),
+            _cost(s.estimated_cost),
+            shown(pareto),
+        )
+    console.print(table)
+    for s in result.branches:
+        for o in s.outcomes:
+            if not o.ok:
+                console.print(
+                    f"error: {s.branch.name}, iteration {o.iteration + 1}: {shown(o.error or '')}",
+                    style="red",
+                    markup=False,
+                )
+    if result.winner is None:
+        console.print("No winner: no branch produced an answer.", style="bold red", markup=False)
+    else:
+        verdict = f"Winner ({result.criteria}): {result.winner.branch.name}"
+        if iterations:
+            spread = ", ".join(f"{k} {v}" for k, v in result.winner_distribution.items())
+            verdict += f" · won {spread} of {result.iterations} iterations"
+            verdict += " · significant" if result.significant else " · no significant winner"
+        console.print(verdict, style="bold", markup=False)
+    for note in result.notes:
+        console.print(f"note: {shown(note)}", style="dim", markup=False)
+
+
+def render_branches(branches: Sequence[TestBranch], console: Console) -> None:
+    """``oxy ab list``: every branch with its aggregates."""
+    table = _table(
+        None,
+        ("case", "left"),
+        ("branch", "left"),
+        ("model", "left"),
+        ("runs", "right"),
+        ("quality", "right"),
+        ("pass", "right"),
+        ("latency", "right"),
+        ("tok/s", "right"),
+        ("cost", "right"),
+        ("consistency", "right"),
+    )
+    for b in branches:
+        model = f"{b.provider}:{b.model}" if b.provider else b.model
+        name = b.name + (" (control)" if b.is_control else "") + ("" if b.is_active else " (off)")
+        table.add_row(
+            shown(b.test_case_id),
+            shown(name),
+            shown(model),
+            str(b.total_runs),
+            _num(b.avg_quality_score, ".3f"),
+            _num(b.pass_rate, ".1f", "%"),
+            _num(b.avg_latency, ".0f", " ms"),
+            _num(b.avg_tokens_per_sec, ".1f"),
+            _cost(b.avg_cost) if b.total_runs else "-",
+            _num(b.consistency_score, ".2f"),
+        )
+    console.print(table)
+    console.print(
+        "pass = executions with quality >= 0.7; consistency = share of runs giving the "
+        "branch's most common answer (whitespace aside)",
+        style="dim",
+        markup=False,
+    )
+
+
+def render_branch(
+    branch: TestBranch, executions: Sequence[BranchExecution], console: Console
+) -> None:
+    """``oxy ab show``: a branch's settings, then its executions, newest first."""
+    model = f"{branch.provider}:{branch.model}" if branch.provider else branch.model
+    console.print(
+        f"{branch.id} · {model} · temperature {branch.temperature} · max_tokens "
+        f"{branch.max_tokens} · top_p {branch.top_p}" + (" · control" if branch.is_control else ""),
+        style="bold",
+        markup=False,
+    )
+    table = _table(
+        None,
+        ("when", "left"),
+        ("status", "left"),
+        ("quality", "right"),
+        ("latency", "right"),
+        ("TTFT", "right"),
+        ("tokens", "right"),
+        ("cost", "right"),
+        ("output", "left"),
+    )
+    for e in executions:
+        text = e.error if e.status != "success" else e.output
+        table.add_row(
+            (e.created_at or "-")[:19].replace("T", " "),
+            e.status,
+            _num(e.quality_score, ".3f"),
+            _num(e.latency_ms, ".0f", " ms"),
+            _num(e.time_to_first_token, ".0f", " ms"),
+            "-" if e.total_tokens is None else str(e.total_tokens),
+            _cost(e.estimated_cost),
+            shown((text or "")[:80]),
+        )
+    console.print(table)

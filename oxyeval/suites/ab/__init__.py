@@ -1,0 +1,66 @@
+"""A/B tests: one test case's prompt run on several model configurations (branches),
+measured (latency, time to first token, tokens per second, cost, quality), ranked by a
+winner criterion, with the Pareto front, and with iterations a significance call.
+
+``run`` executes and stores (``results``: what it returns); ``ranking`` holds the seed's
+winner criteria; ``summary`` turns executions into ranks and a verdict; ``branches``
+shows what a command sees without writing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+
+_EXPORTS = {
+    "AB": "results",
+    "ABCaseResult": "results",
+    "ABRun": "results",
+    "BranchOutcome": "results",
+    "BranchSummary": "results",
+    "find_branch": "branches",
+    "preview_branches": "branches",
+    "BranchScore": "ranking",
+    "CRITERIA": "ranking",
+    "DEFAULT_CRITERIA": "ranking",
+    "Ranking": "ranking",
+    "rank": "ranking",
+    "MAX_ITERATIONS": "run",
+    "run_ab_test": "run",
+    "run_ab_test_async": "run",
+    "run_ab_tests": "run",
+    "run_ab_tests_async": "run",
+}
+__all__ = [
+    "AB",
+    "CRITERIA",
+    "DEFAULT_CRITERIA",
+    "MAX_ITERATIONS",
+    "ABCaseResult",
+    "ABRun",
+    "BranchOutcome",
+    "BranchScore",
+    "BranchSummary",
+    "Ranking",
+    "find_branch",
+    "preview_branches",
+    "rank",
+    "run_ab_test",
+    "run_ab_test_async",
+    "run_ab_tests",
+    "run_ab_tests_async",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from .branches import find_branch, preview_branches
+    from .ranking import CRITERIA, DEFAULT_CRITERIA, BranchScore, Ranking, rank
+    from .results import AB, ABCaseResult, ABRun, BranchOutcome, BranchSummary
+    from .run import (
+        MAX_ITERATIONS,
+        run_ab_test,
+        run_ab_test_async,
+        run_ab_tests,
+        run_ab_tests_async,
+    )

@@ -1,0 +1,222 @@
+"""What an A/B test produces: each branch's executions, its summary over the iterations,
+and the case's ranking with its winner.
+
+Field names follow the seed's TestBranchExecution and runABTest result (snake_case here,
+camelCase in JSON, see :mod:`oxyeval.report`); what goes beyond the seed (iterations,
+confidence intervals, the Pareto front) sits beside them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ...errors import EXIT_INFRA, EXIT_OK
+from ...evaluation import Interval, Result, ResultKind, Score, register_kind
+
+if TYPE_CHECKING:
+    from ...store import NewBranchExecution, TestBranch
+
+__all__ = ["AB", "ABCaseResult", "ABRun", "BranchOutcome", "BranchSummary"]
+
+#: The result kind of an A/B execution: ``success`` or ``error`` (outcome unknown: exit 3).
+AB = register_kind(
+    ResultKind(
+        name="ab",
+        statuses=("success", "error", "interrupted"),
+        metric="quality",
+        noun="branch",
+    )
+)
+
+#: The seed's quality threshold for a branch's pass rate.
+PASS_QUALITY = 0.7
+
+
+@dataclass
+class BranchOutcome:
+    """One branch's execution in one iteration, measured (never invented: a value the
+    provider did not give is None)."""
+
+    branch_id: str
+    iteration: int
+    status: str = "success"  # success | error
+    output: str = ""
+    error: str | None = None
+    latency_ms: float | None = None
+    time_to_first_token: float | None = None  # ms
+    tokens_per_second: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    estimated_cost: float | None = None
+    quality_score: float | None = None
+    similarity_score: float | None = None
+    clarity_score: float | None = None
+    valid_json: bool = False
+    consistency_hash: str | None = None
+    cached: bool = False
+    execution_id: str | None = None  # the stored execution's id, once stored
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "success"
+
+    @property
+    def total_tokens(self) -> int | None:
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+    def new_execution(
+        self, test_case_id: str, prompt_version: int, details: dict[str, Any]
+    ) -> NewBranchExecution:
+        from ...store import NewBranchExecution
+
+        return NewBranchExecution(
+            branch_id=self.branch_id,
+            test_case_id=test_case_id,
+            status=self.status,
+            output=self.output,
+            error=self.error,
+            latency_ms=self.latency_ms,
+            time_to_first_token=self.time_to_first_token,
+            tokens_per_second=self.tokens_per_second,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            estimated_cost=self.estimated_cost,
+            quality_score=self.quality_score,
+            similarity_score=self.similarity_score,
+            clarity_score=self.clarity_score,
+            valid_json=self.valid_json,
+            consistency_hash=self.consistency_hash,
+            prompt_version=prompt_version,
+            iteration=self.iteration,
+            judge_cost=None,
+            cached=self.cached,
+            details=details,
+        )
+
+    def as_result(self, test_case_id: str, branch: TestBranch) -> Result:
+        """The core's shape, for events and readers of every kind."""
+        passed = None
+        if self.ok and self.quality_score is not None:
+            passed = self.quality_score >= PASS_QUALITY
+        scores = [
+            Score(metric, value)
+            for metric, value in (
+                ("quality", self.quality_score),
+                ("similarity", self.similarity_score),
+                ("clarity", self.clarity_score),
+            )
+            if value is not None
+        ]
+        return Result(
+            kind="ab",
+            subject=branch.id,
+            status=self.status,
+            passed=passed,
+            score=self.quality_score,
+            case=test_case_id,
+            branch=branch.id,
+            repeat=self.iteration,
+            latency_ms=self.latency_ms,
+            ttft_ms=self.time_to_first_token,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cost_usd=self.estimated_cost,
+            output=self.output,
+            error=self.error,
+            scores=scores,
+            details={
+                "branchName": branch.name,
+                "model": branch.model,
+                "tokensPerSecond": self.tokens_per_second,
+                "validJson": self.valid_json,
+                "consistencyHash": self.consistency_hash,
+            },
+        )
+
+
+@dataclass
+class BranchSummary:
+    """A branch over the run's iterations: its executions, the means the ranking used,
+    their 95% intervals (with iterations), and where it ranked."""
+
+    branch: TestBranch
+    outcomes: list[BranchOutcome] = field(default_factory=list)
+    rank: int = 0
+    quality_score: float | None = None
+    latency_ms: float | None = None
+    time_to_first_token: float | None = None
+    tokens_per_second: float | None = None
+    estimated_cost: float | None = None
+    #: The winner criterion's value for this branch (quality, latency, cost, value or
+    #: the balanced score), over the iterations' mean metrics.
+    criterion_score: float | None = None
+    intervals: dict[str, Interval] = field(default_factory=dict)
+    pareto_optimal: bool = True
+    dominated_by: tuple[str, ...] = ()  # branch names
+
+    @property
+    def ok(self) -> bool:
+        """At least one execution succeeded (a branch whose every call failed ranks last)."""
+        return any(o.ok for o in self.outcomes)
+
+    @property
+    def errors(self) -> int:
+        return sum(not o.ok for o in self.outcomes)
+
+    @property
+    def last(self) -> BranchOutcome | None:
+        return self.outcomes[-1] if self.outcomes else None
+
+
+@dataclass
+class ABCaseResult:
+    """One test case's A/B test: the seed's runABTest result, and the iterations' verdict."""
+
+    test_case_id: str
+    case_name: str
+    prompt_id: str
+    prompt_version: int
+    criteria: str
+    iterations: int
+    branches: list[BranchSummary] = field(default_factory=list)  # by rank
+    winner: BranchSummary | None = None
+    #: {branch name: iterations it won} (iterations > 1).
+    winner_distribution: dict[str, int] = field(default_factory=dict)
+    #: With iterations > 1: whether the winner's interval for the criterion's score does
+    #: not overlap the runner-up's (None with one iteration: nothing to tell noise from).
+    significant: bool | None = None
+    notes: list[str] = field(default_factory=list)
+    run_id: str | None = None
+    interrupted: bool = False
+
+    @property
+    def executions(self) -> list[BranchOutcome]:
+        return [o for b in self.branches for o in b.outcomes]
+
+
+@dataclass
+class ABRun:
+    """An ``oxy ab run``: one result per case, with what the command reports around them."""
+
+    criteria: str
+    iterations: int
+    results: list[ABCaseResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    db: Any = None
+    cached_calls: int = 0
+
+    @property
+    def executions(self) -> list[BranchOutcome]:
+        return [o for r in self.results for o in r.executions]
+
+    @property
+    def exit_code(self) -> int:
+        """0 done; 3 when a provider failed a call (an errored branch) or the run was
+        interrupted: the comparison is then missing data. A/B tests gate nothing else."""
+        if self.interrupted or any(not o.ok for o in self.executions):
+            return EXIT_INFRA
+        return EXIT_OK

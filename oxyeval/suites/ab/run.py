@@ -1,0 +1,533 @@
+"""Running A/B tests: one rendered prompt, several model configurations, ranked.
+
+Every branch of a case gets the same messages (the case's input through the prompt
+version's templates); each call is streamed, so its time to first token is measured,
+and stored the moment it is scored: an interrupted run keeps every finished execution.
+Iterations repeat the whole comparison; the calls of all iterations and cases share one
+concurrency limit (and each model's own), so 5 branches x 20 iterations take about as
+long as 100 calls at that concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from ..._tasks import gather_settled, run_sync
+from ...errors import ConfigError, LoadError, ProviderError
+from ...evaluation import (
+    EventSink,
+    ExactMatch,
+    Expected,
+    SampleFinished,
+    Similarity,
+    SubjectStarted,
+    clarity_score,
+    consistency_hash,
+    valid_json,
+)
+from ...project.config import Project, load_project
+from ...project.prompts import PromptDef, collect_case_files, load_prompts
+from ...project.templates import TemplateRef
+from ...providers import GenerateParams, vendor_model_spec
+from ...redact import redact
+from ...workflow.context import RunContext
+from ..cases import sync_prompt
+from ..suite import SuiteRun, final_status
+from ..targets import PromptTarget
+from .ranking import CRITERIA, DEFAULT_CRITERIA
+from .results import ABCaseResult, ABRun, BranchOutcome
+from .summary import summarise
+
+if TYPE_CHECKING:
+    from ...providers import ChatMessage, Model
+    from ...store import Store, TestBranch, TestCase
+
+__all__ = [
+    "MAX_ITERATIONS",
+    "run_ab_test",
+    "run_ab_test_async",
+    "run_ab_tests",
+    "run_ab_tests_async",
+]
+
+#: Iterations per run: enough for a confidence interval, bounded so a typo cannot queue
+#: a million calls.
+MAX_ITERATIONS = 1000
+
+_EXACT = ExactMatch()
+
+
+@dataclass(repr=False)
+class _CasePlan:
+    """One case's A/B test, with everything its calls share built once."""
+
+    case: TestCase
+    prompt_id: str
+    version: int
+    messages: list[ChatMessage]
+    branches: list[TestBranch]
+    models: dict[str, Model]
+    scorer: Similarity
+    result: ABCaseResult
+    outcomes: dict[str, list[BranchOutcome]] = field(default_factory=dict)
+
+
+def check_options(criteria: str, iterations: int) -> None:
+    """The run's own options, checked before anything is read or opened (exit 2)."""
+    if criteria not in CRITERIA:
+        raise ConfigError(
+            f"unknown winner criteria '{criteria}'; choose one of {', '.join(CRITERIA)}"
+        )
+    if not 1 <= iterations <= MAX_ITERATIONS:
+        raise ConfigError(f"iterations must be between 1 and {MAX_ITERATIONS}, not {iterations}")
+
+
+def _branch_model(context: RunContext, project: Project, branch: TestBranch) -> Model:
+    """The model a branch calls: a config.yml model with the branch's sampling settings,
+    or the branch's vendor and model id at the endpoint config.yml's ``providers:`` or
+    the vendor's environment variables give. Named by the branch's id, unique per run."""
+    params = GenerateParams(
+        temperature=branch.temperature,
+        max_tokens=branch.max_tokens,
+        top_p=branch.top_p,
+        extra=dict(branch.other_params) or None,
+    )
+    if branch.provider is None:
+        if branch.model not in project.models:
+            raise ConfigError(
+                f"branch '{branch.name}' of case '{branch.test_case_id}' uses model "
+                f"'{branch.model}', which {project.config.display} does not define"
+            )
+        return context.models.variant(branch.model, params, name=branch.id)
+    spec = vendor_model_spec(
+        branch.provider,
+        branch.model,
+        params=params,
+        endpoints=project.providers,
+        pricing=project.pricing,
+        environ=context.environ,
+        name=branch.id,
+    )
+    return context.models.add(spec)
+
+
+def _scorer(context: RunContext, method: str) -> Similarity:
+    """The case's quality scorer: the same similarity as its test-case runs use."""
+    if method in ("", "lexical"):
+        return Similarity(None, method="lexical")
+    embedder = context.embeddings.get(method)
+    model_ref = context.project.embeddings[method].model_ref
+    return Similarity(embedder.similarity, method=f"embedding:{method} ({model_ref})")
+
+
+async def _call(
+    plan: _CasePlan, branch: TestBranch, iteration: int, context: RunContext
+) -> BranchOutcome:
+    outcome = BranchOutcome(branch_id=branch.id, iteration=iteration)
+    model = plan.models[branch.id]
+    try:
+        completion = await model.generate(
+            plan.messages, run=iteration + 1, cache=context.answers, stream=True
+        )
+    except ProviderError as exc:
+        outcome.status, outcome.error = "error", redact(str(exc))
+        return outcome
+    text = redact(completion.text)
+    outcome.output = text
+    outcome.cached = completion.cached
+    outcome.latency_ms = round(completion.latency * 1000, 3) if not completion.cached else None
+    if completion.time_to_first_token is not None:
+        outcome.time_to_first_token = round(completion.time_to_first_token * 1000, 3)
+    tps = completion.tokens_per_second
+    outcome.tokens_per_second = None if tps is None else round(tps, 3)
+    outcome.input_tokens = completion.usage.input_tokens
+    outcome.output_tokens = completion.usage.output_tokens
+    outcome.estimated_cost = completion.cost
+    outcome.clarity_score = clarity_score(text)
+    outcome.valid_json = valid_json(text)
+    outcome.consistency_hash = consistency_hash(text)
+    expected = plan.case.expected_output
+    if expected is not None:
+        against = Expected(output=expected)
+        try:
+            exact = (await _EXACT.score(text, against)).value == 1.0
+            similar = await plan.scorer.score(text, against)
+        except (ProviderError, ValueError) as exc:
+            outcome.status = "error"
+            outcome.error = redact(f"scoring the answer of branch '{branch.name}' failed: {exc}")
+            return outcome
+        outcome.similarity_score = similar.value
+        outcome.quality_score = 1.0 if exact else similar.value
+    return outcome
+
+
+def _details(plan: _CasePlan, branch: TestBranch, criteria: str) -> dict[str, Any]:
+    return {
+        "branchName": branch.name,
+        "provider": branch.provider,
+        "model": branch.model,
+        "criteria": criteria,
+        "similarityMethod": plan.scorer.method,
+    }
+
+
+class _Runner:
+    """The calls of one run: every (case, branch, iteration) under one limit, each stored
+    as it finishes."""
+
+    def __init__(
+        self,
+        store: Store,
+        context: RunContext,
+        suite: SuiteRun,
+        *,
+        criteria: str,
+        concurrency: int,
+        on_execution: Callable[[ABCaseResult, BranchOutcome], None] | None,
+    ) -> None:
+        self.store = store
+        self.context = context
+        self.suite = suite
+        self.criteria = criteria
+        self.semaphore = asyncio.Semaphore(max(1, concurrency))
+        self.on_execution = on_execution
+
+    async def one(self, plan: _CasePlan, branch: TestBranch, iteration: int) -> None:
+        async with self.semaphore:
+            outcome = await _call(plan, branch, iteration, self.context)
+        new = outcome.new_execution(
+            plan.case.id, plan.version, _details(plan, branch, self.criteria)
+        )
+        # Stored before anything else: a Ctrl-C after this line keeps the execution.
+        stored = await asyncio.to_thread(
+            self.store.branches.add_executions, plan.result.run_id, [new]
+        )
+        outcome.execution_id = stored[0].id if stored else None
+        plan.outcomes.setdefault(branch.id, []).append(outcome)
+        self.suite.emit(
+            SampleFinished(
+                kind="ab",
+                subject=plan.case.id,
+                index=iteration,
+                latency_ms=outcome.latency_ms,
+                error=outcome.error,
+                cached=outcome.cached,
+            )
+        )
+        self.suite.record(outcome.as_result(plan.case.id, branch))
+        if self.on_execution is not None:
+            self.on_execution(plan.result, outcome)
+
+
+def _select(
+    stored: Sequence[TestCase], names: Sequence[str] | None, found: set[str]
+) -> list[TestCase]:
+    if not names:
+        return list(stored)
+    chosen = []
+    for case in stored:
+        hits = {n for n in names if n in (case.id, case.name)}
+        if hits:
+            found.update(hits)
+            chosen.append(case)
+    return chosen
+
+
+async def _plans(
+    store: Store,
+    project: Project,
+    prompts: Sequence[PromptDef],
+    context: RunContext,
+    *,
+    cases: Sequence[str] | None,
+    branch_ids: Sequence[str] | None,
+    prompt_version: int | None,
+    criteria: str,
+    iterations: int,
+    explicit: bool,
+) -> list[_CasePlan]:
+    """Sync the files' prompts, cases and branches; then each selected case's plan."""
+    by_id = {p.id: p for p in prompts}
+    for prompt in prompts:
+        sync_prompt(store, project, prompt)
+        source = project.relative(prompt.file) if prompt.file is not None else None
+        for case in prompt.cases:
+            declared = [b.fields() for b in prompt.branches_of(case)]
+            store.branches.sync(f"{prompt.id}::{case.name}", declared, source or "")
+    found: set[str] = set()
+    stored = [c for p in prompts for c in store.cases.list(p.id)]
+    if cases and not stored:  # a case made through the API, named by its id
+        stored = [c for c in (store.cases.get(n) for n in cases) if c is not None]
+    selected = _select(stored, cases, found)
+    missing = [n for n in cases or () if n not in found]
+    if missing:
+        known = ", ".join(sorted(c.id for c in stored)) or "none"
+        raise ConfigError(f"no test case {', '.join(map(repr, missing))}; cases: {known}")
+    plans = []
+    for case in selected:
+        branches = [b for b in store.branches.list(case.id) if b.is_active]
+        if branch_ids:
+            wanted = {b.id: b for b in store.branches.list(case.id)}
+            unknown = [i for i in branch_ids if i not in wanted]
+            if unknown:
+                raise ConfigError(
+                    f"case '{case.id}' has no branch {', '.join(map(repr, unknown))}; its "
+                    f"branches: {', '.join(wanted) or 'none'}"
+                )
+            branches = [wanted[i] for i in branch_ids]
+        if not branches:
+            if explicit:
+                raise ConfigError(
+                    f"case '{case.id}' has no active branches to compare; declare branches: "
+                    "in its prompt file (or on the case), or create them with store.branches"
+                )
+            continue
+        prompt = by_id.get(case.prompt_id)
+        version = prompt_version or store.prompts.latest_version(case.prompt_id)
+        content = store.prompts.get_version(case.prompt_id, version) if version else None
+        if content is None:
+            raise ConfigError(f"prompt '{case.prompt_id}' has no version {prompt_version}")
+        target = PromptTarget(
+            context,
+            content["model"],
+            TemplateRef(content["template"]),
+            TemplateRef(content["system"]) if content.get("system") else None,
+        )
+        try:
+            messages = target.messages(case.input or {})
+        except LoadError as exc:
+            raise ConfigError(
+                f"case '{case.id}': its input does not fit prompt '{case.prompt_id}' version "
+                f"{version}: {exc.diagnostics[0].message}"
+            ) from None
+        method = prompt.similarity if prompt is not None else next(iter(project.embeddings), "")
+        models = {b.id: _branch_model(context, project, b) for b in branches}
+        plans.append(
+            _CasePlan(
+                case=case,
+                prompt_id=case.prompt_id,
+                version=version,
+                messages=messages,
+                branches=branches,
+                models=models,
+                scorer=_scorer(context, method),
+                result=ABCaseResult(
+                    test_case_id=case.id,
+                    case_name=case.name,
+                    prompt_id=case.prompt_id,
+                    prompt_version=version,
+                    criteria=criteria,
+                    iterations=iterations,
+                ),
+            )
+        )
+    return plans
+
+
+async def _run(
+    run: ABRun,
+    project: Project,
+    prompts: Sequence[PromptDef],
+    *,
+    cases: Sequence[str] | None,
+    branch_ids: Sequence[str] | None,
+    prompt_version: int | None,
+    db: str | Path | None,
+    concurrency: int,
+    environ: Mapping[str, str] | None,
+    cache: bool | None,
+    events: EventSink | None,
+    on_execution: Callable[[ABCaseResult, BranchOutcome], None] | None,
+    explicit: bool,
+) -> None:
+    suite = SuiteRun("ab", db=db, environ=environ, cache=cache, events=events)
+    location = suite.histories.location(project)
+    run.db = (
+        location.path
+        if location is not None and location.path is not None
+        else (location.display if location is not None else None)
+    )
+    async with suite:
+        book = suite.histories.for_project(project, full=True)
+        assert book is not None
+        context = RunContext(project, environ=environ)
+        plans: list[_CasePlan] = []
+        try:
+            suite.histories.start()
+            store = cast("Store", await book.store())
+            context.cache = suite.caches(project)
+            plans = await _plans(
+                store,
+                project,
+                prompts,
+                context,
+                cases=cases,
+                branch_ids=branch_ids,
+                prompt_version=prompt_version,
+                criteria=run.criteria,
+                iterations=run.iterations,
+                explicit=explicit,
+            )
+            if not plans:
+                raise ConfigError(
+                    "no test case has branches to compare; declare branches: in a *.prompt.yml "
+                    "(for every case) or on a case"
+                )
+            runner = _Runner(
+                store,
+                context,
+                suite,
+                criteria=run.criteria,
+                concurrency=concurrency,
+                on_execution=on_execution,
+            )
+            jobs = []
+            for plan in plans:
+                plan.result.run_id = store.runs.start(
+                    "ab",
+                    prompt_id=plan.prompt_id,
+                    prompt_version=plan.version,
+                    total=len(plan.branches) * run.iterations,
+                    subject=plan.case.id,
+                )
+                run.results.append(plan.result)
+                suite.emit(
+                    SubjectStarted(
+                        kind="ab",
+                        subject=plan.case.id,
+                        label=plan.case.id,
+                        steps=len(plan.branches) * run.iterations,
+                    )
+                )
+                jobs.extend(
+                    runner.one(plan, branch, i)
+                    for i in range(run.iterations)
+                    for branch in plan.branches
+                )
+            suite.start(len(plans))
+            try:
+                await gather_settled(*jobs)
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                run.interrupted = True
+                raise
+            finally:
+                for plan in plans:
+                    plan.result.interrupted = run.interrupted
+                    summarise(plan.result, plan.branches, plan.outcomes)
+                    failed = any(not o.ok for o in plan.result.executions)
+                    store.runs.finish(
+                        plan.result.run_id or "",
+                        final_status(interrupted=run.interrupted, failed=failed),
+                    )
+        finally:
+            try:
+                await context.aclose()
+            finally:
+                run.cached_calls = suite.caches.total_served
+
+
+def _project_and_prompts(
+    paths: Sequence[str | Path], project_dir: str | None
+) -> tuple[Project, list[PromptDef]]:
+    start = Path(paths[0]) if paths else None
+    project = load_project(start, project_dir=project_dir)
+    prompts = load_prompts(project, collect_case_files(project, [str(p) for p in paths]))
+    return project, prompts
+
+
+async def run_ab_tests_async(
+    paths: Sequence[str | Path] = (),
+    *,
+    project_dir: str | None = None,
+    cases: Sequence[str] | None = None,
+    criteria: str = DEFAULT_CRITERIA,
+    iterations: int = 1,
+    prompt_version: int | None = None,
+    db: str | Path | None = None,
+    concurrency: int = 10,
+    environ: Mapping[str, str] | None = None,
+    cache: bool | None = None,
+    events: EventSink | None = None,
+    on_execution: Callable[[ABCaseResult, BranchOutcome], None] | None = None,
+    into: ABRun | None = None,
+) -> ABRun:
+    """A/B tests of every case with branches in the given prompt/cases files (default: the
+    whole project), or of the ``cases`` named (a case name or its id).
+
+    ``criteria``: best_quality (default), fastest, cheapest, best_value or balanced.
+    ``iterations`` > 1 repeats each comparison and reports the winner distribution, 95%
+    intervals and whether the winner is significant. ``cache=True`` replays answers of an
+    identical earlier call (iteration k's for iteration k)."""
+    check_options(criteria, iterations)
+    project, prompts = _project_and_prompts(paths, project_dir)
+    run = into if into is not None else ABRun(criteria=criteria, iterations=iterations)
+    run.criteria, run.iterations = criteria, iterations
+    await _run(
+        run,
+        project,
+        prompts,
+        cases=cases,
+        branch_ids=None,
+        prompt_version=prompt_version,
+        db=db,
+        concurrency=concurrency,
+        environ=environ,
+        cache=cache,
+        events=events,
+        on_execution=on_execution,
+        explicit=bool(cases),
+    )
+    return run
+
+
+def run_ab_tests(paths: Sequence[str | Path] = (), **options: Any) -> ABRun:
+    """:func:`run_ab_tests_async` for scripts; in a notebook or async code, await that."""
+    return run_sync(run_ab_tests_async(paths, **options), "run_ab_tests_async")
+
+
+async def run_ab_test_async(
+    test_case_id: str,
+    branch_ids: Sequence[str] | None = None,
+    *,
+    prompt_version: int | None = None,
+    winner_criteria: str = DEFAULT_CRITERIA,
+    iterations: int = 1,
+    project_dir: str | None = None,
+    db: str | Path | None = None,
+    concurrency: int = 10,
+    environ: Mapping[str, str] | None = None,
+    cache: bool | None = None,
+    events: EventSink | None = None,
+) -> ABCaseResult:
+    """The seed's ``runABTest(testCaseId, branchIds, promptVersion?, winnerCriteria)``:
+    the given branches (default: the case's active ones) on one case, ranked."""
+    check_options(winner_criteria, iterations)
+    project, prompts = _project_and_prompts((), project_dir)
+    run = ABRun(criteria=winner_criteria, iterations=iterations)
+    await _run(
+        run,
+        project,
+        prompts,
+        cases=[test_case_id],
+        branch_ids=branch_ids,
+        prompt_version=prompt_version,
+        db=db,
+        concurrency=concurrency,
+        environ=environ,
+        cache=cache,
+        events=events,
+        on_execution=None,
+        explicit=True,
+    )
+    return run.results[0]
+
+
+def run_ab_test(
+    test_case_id: str, branch_ids: Sequence[str] | None = None, **options: Any
+) -> ABCaseResult:
+    """:func:`run_ab_test_async` for scripts."""
+    return run_sync(run_ab_test_async(test_case_id, branch_ids, **options), "run_ab_test_async")
