@@ -1,0 +1,209 @@
+"""The A/B engine end to end on the offline mock vendor: every branch on the same
+rendered prompt, measured, ranked, stored as it finishes, synced from YAML."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from oxyeval.cli._app import app
+from oxyeval.errors import ConfigError
+from oxyeval.store import open_store
+from oxyeval.suites.ab import run_ab_test, run_ab_tests
+
+from ...conftest import MakeProject
+
+CONFIG = """\
+models:
+  - {name: quick, vendor: mock, model_ref: mock-small, latency_ms: 5, outputs: [positive]}
+  - {name: steady, vendor: mock, model_ref: mock-large, latency_ms: 120, outputs: ["The sentiment is clearly positive."]}
+  - {name: broken, vendor: mock, rules: [{match: ".", error: "the server said no"}]}
+pricing:
+  mock-small: {input: 0.1, output: 0.4}
+  mock-large: {input: 3.0, output: 15.0}
+"""
+
+PROMPT = """\
+name: sentiment
+model: quick
+system: Label the sentiment.
+template: "Feedback: {{ text }}"
+similarity: lexical
+branches:
+  - {name: Quick, model: quick}
+  - {name: Steady, model: steady, control: true}
+cases:
+  - {name: praise, input: {text: "I love it"}, expected_output: positive}
+"""
+
+
+def _project(make_project: MakeProject, prompt: str = PROMPT) -> Path:
+    return make_project(CONFIG, {"sentiment.prompt.yml": prompt})
+
+
+def test_every_branch_answers_the_same_prompt_and_is_measured_and_ranked(
+    make_project: MakeProject,
+) -> None:
+    root = _project(make_project)
+    run = run_ab_tests(project_dir=str(root), criteria="fastest")
+    (result,) = run.results
+    assert result.test_case_id == "sentiment::praise" and result.criteria == "fastest"
+    quick, steady = result.branches  # by rank
+    assert (quick.branch.name, quick.rank, steady.rank) == ("Quick", 1, 2)
+    assert result.winner is quick
+    # Measured, never invented: the scripted 120 ms shows, and the first token comes
+    # after that latency, from the streamed answer.
+    assert steady.latency_ms is not None and steady.latency_ms >= 120
+    assert quick.latency_ms is not None and quick.latency_ms < steady.latency_ms
+    assert steady.time_to_first_token is not None and steady.time_to_first_token >= 115
+    # Quality: exact match 1.0; the verbose answer scores by word overlap, below 1.
+    assert quick.quality_score == 1.0
+    assert steady.quality_score is not None and steady.quality_score < 1.0
+    # Cost from config.yml's pricing of the model ids and the answer's tokens.
+    outcome = steady.outcomes[0]
+    price = (outcome.input_tokens * 3.0 + outcome.output_tokens * 15.0) / 1_000_000
+    assert outcome.estimated_cost == pytest.approx(price)
+    assert outcome.clarity_score is not None and 0 <= outcome.clarity_score <= 1
+    assert outcome.valid_json is False and len(outcome.consistency_hash or "") == 64
+    assert run.exit_code == 0
+
+
+def test_executions_are_stored_with_the_branches_aggregates(make_project: MakeProject) -> None:
+    root = _project(make_project)
+    run_ab_tests(project_dir=str(root))
+    run_ab_tests(project_dir=str(root))
+    with open_store(root / ".oxy" / "oxyeval.db") as store:
+        quick = store.branches.get("sentiment::praise@Quick")
+        steady = store.branches.get("sentiment::praise@Steady")
+        assert quick is not None and steady is not None
+        assert (quick.total_runs, steady.total_runs) == (2, 2)
+        assert steady.is_control and not quick.is_control
+        assert quick.pass_rate == 100.0 and quick.avg_quality_score == 1.0
+        assert quick.consistency_score == 1.0  # the same answer twice
+        executions = store.branches.executions(steady.id)
+        assert len(executions) == 2
+        assert all(e.status == "success" and e.latency_ms >= 120 for e in executions)
+        assert {e.prompt_version for e in executions} == {1}
+        # The results spine holds them as the core's "ab" kind, one run row per case.
+        assert [r.kind for r in store.runs.list(kind="ab")] == ["ab", "ab"]
+
+
+def test_an_errored_branch_ranks_last_never_wins_and_exits_3(make_project: MakeProject) -> None:
+    prompt = PROMPT.replace(
+        "  - {name: Steady, model: steady, control: true}\n",
+        "  - {name: Steady, model: steady, control: true}\n  - {name: Broken, model: broken}\n",
+    )
+    root = _project(make_project, prompt)
+    run = run_ab_tests(project_dir=str(root), criteria="fastest")
+    (result,) = run.results
+    assert [b.branch.name for b in result.branches] == ["Quick", "Steady", "Broken"]
+    broken = result.branches[-1]
+    assert broken.rank == 3 and not broken.ok
+    assert "the server said no" in (broken.outcomes[0].error or "")
+    assert result.winner is not None and result.winner.branch.name == "Quick"
+    assert run.exit_code == 3
+
+
+def test_iterations_give_a_distribution_and_a_significant_winner(make_project: MakeProject) -> None:
+    root = _project(make_project)
+    run = run_ab_tests(project_dir=str(root), criteria="best_quality", iterations=6)
+    (result,) = run.results
+    assert result.iterations == 6
+    assert result.winner is not None and result.winner.branch.name == "Quick"
+    assert result.winner_distribution == {"Quick": 6}
+    assert result.significant is True  # 1.0 every time against a lower score every time
+    assert len(result.winner.outcomes) == 6
+    assert "qualityScore" in result.winner.intervals
+
+
+def test_a_branch_removed_from_yaml_leaves_the_run_but_keeps_its_history(
+    make_project: MakeProject,
+) -> None:
+    root = _project(make_project)
+    run_ab_tests(project_dir=str(root))
+    (root / "sentiment.prompt.yml").write_text(
+        PROMPT.replace("  - {name: Quick, model: quick}\n", ""), encoding="utf-8"
+    )
+    run = run_ab_tests(project_dir=str(root))
+    assert [b.branch.name for b in run.results[0].branches] == ["Steady"]
+    with open_store(root / ".oxy" / "oxyeval.db") as store:
+        gone = store.branches.get("sentiment::praise@Quick", include_deleted=True)
+        assert gone is not None and gone.deleted_at is not None and gone.total_runs == 1
+
+
+def test_run_ab_test_runs_the_named_branches_of_one_case(make_project: MakeProject) -> None:
+    """The seed's runABTest(testCaseId, branchIds, winnerCriteria), with a branch made
+    through the Python API beside the YAML ones."""
+    root = _project(make_project)
+    run_ab_tests(project_dir=str(root))  # syncs the case and its YAML branches
+    with open_store(root / ".oxy" / "oxyeval.db") as store:
+        made = store.branches.create("sentiment::praise", "Hot", model="quick", temperature=1.5)
+    result = run_ab_test(
+        "sentiment::praise",
+        [made.id, "sentiment::praise@Steady"],
+        winner_criteria="cheapest",
+        project_dir=str(root),
+    )
+    assert [b.branch.id for b in result.branches] == [made.id, "sentiment::praise@Steady"]
+    assert result.winner is not None and result.winner.branch.name == "Hot"
+    with pytest.raises(ConfigError, match="has no branch 'nope'"):
+        run_ab_test("sentiment::praise", ["nope"], project_dir=str(root))
+
+
+def test_bad_criteria_and_a_project_without_branches_are_bad_input(
+    make_project: MakeProject,
+) -> None:
+    root = _project(make_project)
+    with pytest.raises(ConfigError, match="unknown winner criteria 'fastest_ever'"):
+        run_ab_tests(project_dir=str(root), criteria="fastest_ever")
+    with pytest.raises(ConfigError, match="iterations must be between 1 and 1000"):
+        run_ab_tests(project_dir=str(root), iterations=0)
+    without = PROMPT.replace(
+        "branches:\n  - {name: Quick, model: quick}\n  - {name: Steady, model: steady, control: true}\n",
+        "",
+    )
+    root = _project(make_project, without)
+    with pytest.raises(ConfigError, match="no test case has branches"):
+        run_ab_tests(project_dir=str(root))
+
+
+def test_the_cli_reports_json_lists_and_shows(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _project(make_project)
+    monkeypatch.chdir(root)
+    runner = CliRunner()
+    result = runner.invoke(app, ["ab", "run", "--criteria", "fastest", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    (case,) = doc["results"]
+    assert case["testCaseId"] == "sentiment::praise" and case["criteria"] == "fastest"
+    assert case["winner"]["branchName"] == "Quick"
+    first = case["branches"][0]
+    for key in (
+        "branchId",
+        "branchName",
+        "model",
+        "execution",
+        "qualityScore",
+        "latencyMs",
+        "timeToFirstToken",
+        "estimatedCost",
+        "tokensPerSecond",
+        "rank",
+        "paretoOptimal",
+    ):
+        assert key in first
+    assert first["execution"]["status"] == "success" and first["execution"]["id"]
+    listed = json.loads(runner.invoke(app, ["ab", "list", "--format", "json"]).stdout)
+    assert {b["name"]: b["totalRuns"] for b in listed["testBranches"]} == {"Quick": 1, "Steady": 1}
+    shown = runner.invoke(app, ["ab", "show", "Steady", "--format", "json"])
+    assert shown.exit_code == 0, shown.stderr
+    assert len(json.loads(shown.stdout)["testBranchExecutions"]) == 1
+    missing = runner.invoke(app, ["ab", "show", "Stedy"])
+    assert missing.exit_code == 2 and "did you mean" in missing.stderr
+    pretty = runner.invoke(app, ["ab", "run"])
+    assert pretty.exit_code == 0 and "Winner (best_quality): Quick" in pretty.stdout
