@@ -294,7 +294,7 @@ def _tie_note(criteria: str, first: BranchScore, second: BranchScore, score: flo
         a, b = _metric_key(first, metric), _metric_key(second, metric)
         if a != b:
             better = {"quality": "higher quality", "latency": "faster", "cost": "cheaper"}
-            why = better[word] if a[0] == b[0] else f"it has a {word}"
+            why = better[word] if a[0] == b[0] else f"{second.name} has {_MISSING[metric]}"
             break
     else:
         if first.is_control != second.is_control:

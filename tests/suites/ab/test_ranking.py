@@ -219,6 +219,9 @@ def test_a_tie_on_the_criterion_is_broken_so_a_dominated_branch_cannot_win() -> 
     )
     assert cheap.winner == "case@Snappy"
     assert any("(faster)" in n for n in cheap.notes)
+    unjudged = rank([b("Judged", 0.9, 100, 0.01), b("Unjudged", None, 100, 0.01)], "fastest")
+    assert unjudged.winner == "case@Judged"
+    assert any("(Unjudged has no quality score)" in n for n in unjudged.notes)
 
 
 def test_pareto_names_the_dominating_branches_best_first() -> None:
