@@ -6,7 +6,10 @@ reasons, the :class:`OutputScorer` and :class:`SetScorer` protocols every measur
 goes through, and the :class:`Event` stream a run tells its subscribers (progress bars, the
 history, a dashboard, a pytest plugin). Consistency tests, test cases and workflow runs
 are kinds on it; a new kind of test registers itself (:func:`register_kind`) instead of
-adding a sixth place that decides pass or fail.
+adding a sixth place that decides pass or fail. Beside them, pure measurements any
+kind may reuse: confidence intervals and normalisation (``stats``: :func:`bootstrap_interval`,
+:func:`wilson_interval`, :func:`min_max_normalise`) and text metrics of one output
+(``text``: :func:`clarity_score`, :func:`consistency_hash`, :func:`valid_json`).
 """
 
 from __future__ import annotations
@@ -57,6 +60,15 @@ _EXPORTS = {
     "StepsPlanned": "events",
     "SubjectStarted": "events",
     "Warned": "events",
+    "Interval": "stats",
+    "bootstrap_interval": "stats",
+    "min_max_normalise": "stats",
+    "wilson_interval": "stats",
+    "clarity_score": "text",
+    "consistency_hash": "text",
+    "modal_share": "text",
+    "normalise_whitespace": "text",
+    "valid_json": "text",
 }
 __all__ = [
     "LENGTH_TOLERANCE",
@@ -70,6 +82,7 @@ __all__ = [
     "ExactMatch",
     "Expected",
     "Gates",
+    "Interval",
     "Judged",
     "Outcome",
     "OutputScorer",
@@ -89,17 +102,25 @@ __all__ = [
     "SubjectStarted",
     "ThresholdResult",
     "Warned",
+    "bootstrap_interval",
     "check_drop",
     "check_threshold",
+    "clarity_score",
+    "consistency_hash",
     "decide",
     "gate_option_error",
     "gated_code",
     "kind_names",
     "lexical_similarity",
+    "min_max_normalise",
+    "modal_share",
     "moment",
+    "normalise_whitespace",
     "percent",
     "register_kind",
     "result_kind",
+    "valid_json",
+    "wilson_interval",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
@@ -145,3 +166,11 @@ if TYPE_CHECKING:
         Similarity,
     )
     from .similarity import LENGTH_TOLERANCE, lexical_similarity
+    from .stats import Interval, bootstrap_interval, min_max_normalise, wilson_interval
+    from .text import (
+        clarity_score,
+        consistency_hash,
+        modal_share,
+        normalise_whitespace,
+        valid_json,
+    )

@@ -21,11 +21,18 @@ _EXPORTS = {
     "BranchSummary": "results",
     "find_branch": "branches",
     "preview_branches": "branches",
-    "BranchScore": "ranking",
+    "BALANCED_WEIGHTS": "ranking",
     "CRITERIA": "ranking",
     "DEFAULT_CRITERIA": "ranking",
+    "MIN_SAMPLES": "ranking",
+    "BranchScore": "ranking",
     "Ranking": "ranking",
+    "Significance": "ranking",
+    "dominates": "ranking",
+    "higher_is_better": "ranking",
     "rank": "ranking",
+    "significance": "ranking",
+    "winner_distribution": "ranking",
     "MAX_ITERATIONS": "run",
     "run_ab_test": "run",
     "run_ab_test_async": "run",
@@ -34,28 +41,48 @@ _EXPORTS = {
 }
 __all__ = [
     "AB",
+    "BALANCED_WEIGHTS",
     "CRITERIA",
     "DEFAULT_CRITERIA",
     "MAX_ITERATIONS",
+    "MIN_SAMPLES",
     "ABCaseResult",
     "ABRun",
     "BranchOutcome",
     "BranchScore",
     "BranchSummary",
     "Ranking",
+    "Significance",
+    "dominates",
     "find_branch",
+    "higher_is_better",
     "preview_branches",
     "rank",
     "run_ab_test",
     "run_ab_test_async",
     "run_ab_tests",
     "run_ab_tests_async",
+    "significance",
+    "winner_distribution",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .branches import find_branch, preview_branches
-    from .ranking import CRITERIA, DEFAULT_CRITERIA, BranchScore, Ranking, rank
+    from .ranking import (
+        BALANCED_WEIGHTS,
+        CRITERIA,
+        DEFAULT_CRITERIA,
+        MIN_SAMPLES,
+        BranchScore,
+        Ranking,
+        Significance,
+        dominates,
+        higher_is_better,
+        rank,
+        significance,
+        winner_distribution,
+    )
     from .results import AB, ABCaseResult, ABRun, BranchOutcome, BranchSummary
     from .run import (
         MAX_ITERATIONS,
