@@ -11,6 +11,7 @@ unknown). Texts are scrubbed of secrets where they entered; printed through
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,9 @@ __all__ = [
 
 
 def _r(value: float | None, digits: int = 6) -> float | None:
-    return None if value is None else round(value, digits)
+    """Rounded; None for unknown and for infinity (best_value of a free branch), which
+    JSON cannot hold."""
+    return None if value is None or not math.isfinite(value) else round(value, digits)
 
 
 def _interval(interval: Interval | None) -> dict[str, float] | None:

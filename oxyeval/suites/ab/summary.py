@@ -11,13 +11,20 @@ runner-up's: "no significant winner" rather than crowning noise.
 
 from __future__ import annotations
 
-from collections import Counter
+import math
 from collections.abc import Mapping, Sequence
 from statistics import fmean
 from typing import TYPE_CHECKING
 
 from ...evaluation import bootstrap_interval
-from .ranking import BranchScore, rank
+from .ranking import (
+    MIN_SAMPLES,
+    BranchScore,
+    higher_is_better,
+    rank,
+    significance,
+    winner_distribution,
+)
 from .results import ABCaseResult, BranchOutcome, BranchSummary
 
 if TYPE_CHECKING:
@@ -81,55 +88,71 @@ def summarise(
         _iterations(result, branches, runs)
 
 
+_WHY_NOT = {
+    "overlap": "the 95% intervals of '{w}' and '{r}' on {c} overlap over {n} iterations; "
+    "run more iterations to separate them",
+    "too_few": "fewer than {m} scored iterations per branch: too few to tell '{w}' from "
+    "'{r}' on {c}",
+    "no_scores": "no branch has a {c} score in every iteration to compare",
+}
+
+
 def _iterations(
     result: ABCaseResult,
     branches: Sequence[TestBranch],
     runs: Mapping[str, Sequence[BranchOutcome]],
 ) -> None:
-    """Each iteration ranked on its own; intervals; the significance call."""
+    """Each iteration ranked on its own (the winner distribution); 95% intervals of each
+    branch's metrics; the significance call on the per-iteration criterion scores."""
     done = sorted({o.iteration for outs in runs.values() for o in outs})
-    per_branch: dict[str, list[float]] = {b.id: [] for b in branches}
-    winners: list[str] = []
+    per_iteration: list[dict[str, float | None]] = []
+    winners: list[str | None] = []
     for i in done:
         ranking = rank(
             [_score(b, [o for o in runs[b.id] if o.iteration == i]) for b in branches],
             result.criteria,
         )
-        if ranking.winner is not None:
-            winners.append(ranking.winner)
-        for branch_id, value in ranking.scores.items():
-            if value is not None:
-                per_branch[branch_id].append(value)
+        winners.append(ranking.winner)
+        per_iteration.append(dict(ranking.scores))
     names = {b.id: b.name for b in branches}
-    result.winner_distribution = {names[w]: n for w, n in Counter(winners).most_common()}
+    result.winner_distribution = {
+        names[w]: n for w, n in winner_distribution(winners).items() if w in names
+    }
     for summary in result.branches:
         ok = [o for o in runs[summary.branch.id] if o.ok]
         for key, values in (
-            ("criterion", per_branch[summary.branch.id]),
-            ("qualityScore", [o.quality_score for o in ok if o.quality_score is not None]),
-            ("latencyMs", [o.latency_ms for o in ok if o.latency_ms is not None]),
-            ("estimatedCost", [o.estimated_cost for o in ok if o.estimated_cost is not None]),
+            ("criterion", [s.get(summary.branch.id) for s in per_iteration]),
+            ("qualityScore", [o.quality_score for o in ok]),
+            ("latencyMs", [o.latency_ms for o in ok]),
+            ("estimatedCost", [o.estimated_cost for o in ok]),
         ):
-            interval = bootstrap_interval(values)
+            finite = [v for v in values if v is not None and math.isfinite(v)]
+            interval = bootstrap_interval(finite)
             if interval is not None:
                 summary.intervals[key] = interval
     winner, ranked = result.winner, [s for s in result.branches if s.ok]
     if winner is None or len(ranked) < 2:
-        result.significant = None
+        result.significant = None  # one branch answered: nothing to be significant against
         return
-    runner_up = next(s for s in ranked if s is not winner)
-    mine, theirs = winner.intervals.get("criterion"), runner_up.intervals.get("criterion")
-    if mine is None or theirs is None:
-        result.significant = False
-        result.notes.append(
-            f"no significant winner: '{runner_up.branch.name}' or '{winner.branch.name}' has "
-            f"no {result.criteria} score to compare"
-        )
+    call = significance(
+        per_iteration,
+        higher_is_better(result.criteria),
+        tie_order=[s.branch.id for s in result.branches],
+    )
+    same = call.winner == winner.branch.id
+    result.significant = call.significant and same
+    if result.significant:
         return
-    result.significant = not mine.overlaps(theirs)
-    if not result.significant:
-        result.notes.append(
-            f"no significant winner: the 95% intervals of '{winner.branch.name}' and "
-            f"'{runner_up.branch.name}' on {result.criteria} overlap over "
-            f"{len(done)} iterations; run more iterations to separate them"
+    runner_up = names.get(call.runner_up or "", "") or next(
+        s.branch.name for s in ranked if s is not winner
+    )
+    if call.significant and not same:
+        why = (
+            f"'{names.get(call.winner or '', '?')}' has the best mean {result.criteria} score "
+            f"per iteration while '{winner.branch.name}' ranks first on the mean metrics"
         )
+    else:
+        why = _WHY_NOT.get(call.reason, _WHY_NOT["overlap"]).format(
+            w=winner.branch.name, r=runner_up, c=result.criteria, n=len(done), m=MIN_SAMPLES
+        )
+    result.notes.append(f"no significant winner: {why}")
