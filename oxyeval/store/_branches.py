@@ -30,7 +30,7 @@ from ._prompts import _upsert
 from ._results import BRANCH_DETAIL_KEYS, ResultRow, branch_result, write_results
 from ._tables import branch_outputs, runs, test_branches, test_cases
 from ._util import branch_id, canonical_json, loads, redact_json, redact_text, utc_timestamp
-from .kinds import BRANCH_PROVIDERS
+from .kinds import BRANCH_PROVIDERS, MAX_BRANCHES
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -38,10 +38,8 @@ if TYPE_CHECKING:
     from ._core import Store
     from ._results_read import StoredResult
 
-__all__ = ["MAX_BRANCHES", "Branches", "branch_row"]
+__all__ = ["Branches", "branch_row"]
 
-#: Live branches a test case may have (the seed's limit).
-MAX_BRANCHES = 5
 _MAX_LIMIT = 1000
 _B = test_branches.c
 #: What create/update/sync take, with create's defaults.

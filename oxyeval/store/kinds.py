@@ -14,6 +14,7 @@ __all__ = [
     "CONSISTENCY_STATUSES",
     "EXECUTION_STATUSES",
     "FINISHED_RUN_STATUSES",
+    "MAX_BRANCHES",
     "RESERVED_RUN_KINDS",
     "RUN_KINDS",
     "RUN_KIND_ALIASES",
@@ -47,3 +48,5 @@ BRANCH_STATUSES = ("success", "error")
 #: The vendors an A/B branch may name as its ``provider`` (None: ``model`` is a model
 #: name of config.yml).
 BRANCH_PROVIDERS = ("openai", "anthropic", "gemini", "ollama")
+#: Live A/B branches a test case may have (the seed's limit; ``store.branches`` holds it).
+MAX_BRANCHES = 5
