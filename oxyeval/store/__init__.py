@@ -12,7 +12,8 @@ opened for writing.
         for case in store.cases.list():
             print(case.name, case.pass_rate)
 
-A :class:`Store` has one repository per concern: ``prompts``, ``cases``, ``executions``,
+A :class:`Store` has one repository per concern: ``prompts``, ``cases``, ``branches`` (A/B
+model configurations of a case, their rules and executions), ``executions``,
 ``runs``, ``stats``, ``tests`` (consistency results of ``oxy test``), ``workflows``,
 ``cache`` (model answers and judge verdicts kept for reruns) and ``results``: every
 kind's results with named scores and a daily rollup (the spine a new kind of test
@@ -40,12 +41,22 @@ from ._engine import (
     missing_folder,
     resolve_location,
 )
-from ._errors import AlreadyExistsError, EmptyHistoryError, LocationError, NotFoundError, StoreError
-from ._util import canonical_json, case_id, content_hash, utc_timestamp
+from ._errors import (
+    AlreadyExistsError,
+    BranchRuleError,
+    EmptyHistoryError,
+    LocationError,
+    NotFoundError,
+    StoreError,
+)
+from ._util import branch_id, canonical_json, case_id, content_hash, utc_timestamp
 from .kinds import (
+    BRANCH_PROVIDERS,
+    BRANCH_STATUSES,
     CONSISTENCY_STATUSES,
     EXECUTION_STATUSES,
     FINISHED_RUN_STATUSES,
+    MAX_BRANCHES,
     RESERVED_RUN_KINDS,
     RUN_KIND_ALIASES,
     RUN_KINDS,
@@ -81,6 +92,7 @@ _EXPORTS = {
         ("ConsistencyResult", "NewConsistencyResult", "NewWorkflowRun", "NewWorkflowTask"),
         "_result_rows",
     ),
+    **dict.fromkeys(("BranchExecution", "NewBranchExecution", "TestBranch"), "_branch_rows"),
     **dict.fromkeys(("CacheEntry", "CacheKindStats", "CacheStats", "NewCacheEntry"), "_cache"),
     **dict.fromkeys(("DailyTotals", "Results", "StoredResult", "StoredScore"), "_results_read"),
     "Store": "_core",
@@ -91,6 +103,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    from ._branch_rows import BranchExecution, NewBranchExecution, TestBranch
     from ._cache import CacheEntry, CacheKindStats, CacheStats, NewCacheEntry
     from ._core import Store, open_store
     from ._lite import LiteStore, open_results
@@ -121,17 +134,22 @@ if TYPE_CHECKING:
     from ._watchdog import hurry_history
 
 __all__ = [
+    "BRANCH_PROVIDERS",
+    "BRANCH_STATUSES",
     "CONSISTENCY_STATUSES",
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_STATEMENT_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "EXECUTION_STATUSES",
     "FINISHED_RUN_STATUSES",
+    "MAX_BRANCHES",
     "RESERVED_RUN_KINDS",
     "RUN_KINDS",
     "RUN_KIND_ALIASES",
     "RUN_STATUSES",
     "AlreadyExistsError",
+    "BranchExecution",
+    "BranchRuleError",
     "CacheEntry",
     "CacheKindStats",
     "CacheStats",
@@ -148,6 +166,7 @@ __all__ = [
     "LiteStore",
     "Location",
     "LocationError",
+    "NewBranchExecution",
     "NewCacheEntry",
     "NewConsistencyResult",
     "NewExecution",
@@ -162,10 +181,12 @@ __all__ = [
     "StoreError",
     "StoredResult",
     "StoredScore",
+    "TestBranch",
     "TestCase",
     "TrendPoint",
     "WorkflowRunRecord",
     "WorkflowTask",
+    "branch_id",
     "canonical_json",
     "case_id",
     "content_hash",

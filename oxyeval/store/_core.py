@@ -29,6 +29,7 @@ from ._util import valid_params
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
+    from ._branches import Branches
     from ._cache import Caches, Sql
     from ._cases import Cases
     from ._consistency import ConsistencyResults
@@ -83,6 +84,12 @@ class Store:
         from ._cases import Cases
 
         return Cases(self)
+
+    @cached_property
+    def branches(self) -> Branches:
+        from ._branches import Branches
+
+        return Branches(self)
 
     @cached_property
     def executions(self) -> Executions:

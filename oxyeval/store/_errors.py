@@ -6,6 +6,7 @@ from ..errors import EXIT_INFRA, EXIT_INPUT, OxyError
 
 __all__ = [
     "AlreadyExistsError",
+    "BranchRuleError",
     "EmptyHistoryError",
     "LocationError",
     "NotFoundError",
@@ -63,5 +64,14 @@ class EmptyHistoryError(StoreError):
 
     Read commands turn it into "no runs yet"; they never create a database to read from it.
     """
+
+    exit_code = EXIT_INPUT
+
+
+class BranchRuleError(StoreError, ValueError):
+    """An A/B branch that breaks a rule every caller (CLI, Python API, GraphQL) is held to:
+    at most 5 live branches and one control per test case, a name used once per case,
+    settings in range. Bad input, so exit 2; a ValueError too, for callers that validate.
+    The message names the branch and the rule."""
 
     exit_code = EXIT_INPUT

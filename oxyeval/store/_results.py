@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._branch_rows import PASS_QUALITY
 from ._cache import Sql
 from ._result_rows import NewWorkflowRun, bounded_text
 from ._util import (
@@ -35,13 +36,16 @@ from ._util import (
     redact_text,
     utc_timestamp,
 )
-from .kinds import RUN_KINDS
+from .kinds import BRANCH_STATUSES, RUN_KINDS
 
 if TYPE_CHECKING:
     from ..evaluation import Result
+    from ._branch_rows import NewBranchExecution
 
 __all__ = [
+    "BRANCH_DETAIL_KEYS",
     "ResultRow",
+    "branch_result",
     "check_run_kind",
     "consistency_result",
     "execution_result",
@@ -296,6 +300,109 @@ def execution_result(
         },
         scores,
     )
+
+
+#: What an A/B execution keeps in ``details`` beside the engine's own (``details`` given).
+BRANCH_DETAIL_KEYS = (
+    "tokensPerSecond",
+    "validJson",
+    "consistencyHash",
+    "promptVersion",
+    "judgeCostUsd",
+    "cached",
+)
+
+
+def _share(name: str, value: Any) -> float | None:
+    number = _number(name, value)
+    if number is not None and not 0.0 <= number <= 1.0:
+        raise ValueError(f"an A/B execution's {name} must be between 0 and 1, got {number!r}")
+    return number
+
+
+def _measure(name: str, value: Any) -> float | None:
+    number = _number(name, value)
+    if number is not None and number < 0:
+        raise ValueError(f"an A/B execution's {name} cannot be negative, got {number!r}")
+    return number
+
+
+def _tokens(name: str, value: Any) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ValueError(f"an A/B execution's {name} must be a count or None, not {value!r}")
+    return value
+
+
+def branch_result(
+    e: NewBranchExecution,
+    *,
+    run_id: str | None,
+    id: str | None = None,
+    created_at: str | None = None,
+) -> ResultRow:
+    """The result of one A/B branch execution (kind ``ab``): subject and branch are the
+    branch id, repeat its iteration; passed only for a success with a quality score (at
+    least 0.7); quality, similarity and clarity as named scores; what only A/B has in
+    ``details`` (:data:`BRANCH_DETAIL_KEYS`, over the engine's own ``details``). Checked
+    and redacted here, whatever the caller did: a model may echo a secret."""
+    if e.status not in BRANCH_STATUSES:
+        raise ValueError(
+            f"an A/B execution's status must be one of {', '.join(BRANCH_STATUSES)}, "
+            f"not {e.status!r}"
+        )
+    if not e.branch_id or not e.test_case_id:
+        raise ValueError("an A/B execution needs its branch_id and test_case_id")
+    if isinstance(e.iteration, bool) or not isinstance(e.iteration, int) or e.iteration < 0:
+        raise ValueError(f"an A/B execution's iteration is a count from 0, not {e.iteration!r}")
+    if e.status == "error" and not e.error:
+        raise ValueError(f"an errored A/B execution of {e.branch_id!r} needs its error text")
+    if not isinstance(e.details, Mapping):
+        raise TypeError(f"an A/B execution's details must be a mapping, not {e.details!r}")
+    quality = _share("quality score", e.quality_score)
+    similarity = _share("similarity score", e.similarity_score)
+    clarity = _share("clarity score", e.clarity_score)
+    success = e.status == "success"
+    result_id = id or new_id()
+    details = {
+        **redact_json(dict(e.details)),
+        "tokensPerSecond": _measure("tokens per second", e.tokens_per_second),
+        "validJson": bool(e.valid_json),
+        "consistencyHash": None if e.consistency_hash is None else str(e.consistency_hash),
+        "promptVersion": int(e.prompt_version),
+        "judgeCostUsd": _measure("judge cost", e.judge_cost),
+        "cached": bool(e.cached),
+    }
+    scores = [
+        _score_row(result_id, metric, value)
+        for metric, value in (
+            ("quality", quality),
+            ("similarity", similarity),
+            ("clarity", clarity),
+        )
+        if value is not None
+    ]
+    values = {
+        "id": result_id,
+        "run_id": run_id,
+        "kind": "ab",
+        "subject": e.branch_id,
+        "case_id": e.test_case_id,
+        "branch": e.branch_id,
+        "repeat": e.iteration,
+        "status": e.status,
+        "passed": (quality >= PASS_QUALITY) if success and quality is not None else None,
+        "score": quality,
+        "latency_ms": _measure("latency", e.latency_ms),
+        "ttft_ms": _measure("time to first token", e.time_to_first_token),
+        "input_tokens": _tokens("input tokens", e.input_tokens),
+        "output_tokens": _tokens("output tokens", e.output_tokens),
+        "cost_usd": _measure("estimated cost", e.estimated_cost),
+        "output": _bounded(e.output if e.output is not None else ""),
+        "error_message": _bounded(e.error),
+        "details": canonical_json(details),
+        "created_at": utc_timestamp(created_at),
+    }
+    return ResultRow(values, tuple(scores))
 
 
 def workflow_status(result: NewWorkflowRun) -> str:

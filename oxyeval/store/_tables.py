@@ -31,6 +31,7 @@ __all__ = [
     "RUN_KINDS",
     "RUN_STATUSES",
     "TEST_STATUSES",
+    "branch_outputs",
     "cache_entries",
     "case_baselines",
     "case_daily",
@@ -42,6 +43,7 @@ __all__ = [
     "results",
     "runs",
     "scores",
+    "test_branches",
     "test_cases",
     "test_results",
     "workflow_runs",
@@ -311,6 +313,7 @@ results = sa.Table(
     sa.Column("created_at", sa.Text, nullable=False),
     sa.Index("ix_results_subject", "kind", "subject", "created_at", "seq"),
     sa.Index("ix_results_run", "run_id", "seq"),
+    sa.Index("ix_results_branch", "branch", "seq"),  # a branch's executions, newest first
     implicit_returning=False,
 )
 
@@ -349,4 +352,62 @@ result_daily = sa.Table(
     sa.Column("cost_sum", sa.Float, nullable=False),
     sa.Column("input_tokens", sa.BigInteger, nullable=False),
     sa.Column("output_tokens", sa.BigInteger, nullable=False),
+)
+
+
+def _counter(name: str, *, real: bool = False) -> sa.Column:  # type: ignore[type-arg]
+    return sa.Column(name, sa.Float if real else sa.Integer, nullable=False, server_default="0")
+
+
+# A/B branches (revision 0005, ``_branches``): one model configuration of a test case. Its
+# executions are results of kind ``ab`` (``results.branch`` = the branch id); the counters
+# below are kept in the same transaction as each execution, so its aggregates (averages,
+# pass rate, consistency) read in O(1). Averages are over successful executions that have
+# the value; ``hashed_runs``/``top_hash_runs``: successful executions with an output hash,
+# and how many of them share the most common hash (from ``branch_outputs``).
+test_branches = sa.Table(
+    "test_branches",
+    metadata,
+    sa.Column("seq", Seq, primary_key=True, autoincrement=True),
+    sa.Column("id", sa.Text, nullable=False, unique=True),  # <case id>@<name>, see branch_id
+    sa.Column("test_case_id", sa.Text, sa.ForeignKey("test_cases.id"), nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("description", sa.Text),
+    sa.Column("provider", sa.Text),  # None: model is a config.yml model name
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("temperature", sa.Float, nullable=False, server_default="0.7"),
+    sa.Column("max_tokens", sa.Integer, nullable=False, server_default="2048"),
+    sa.Column("top_p", sa.Float, nullable=False, server_default="1.0"),
+    sa.Column("is_control", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("is_active", sa.Boolean, nullable=False, server_default=sa.true()),
+    sa.Column("other_params", sa.Text, nullable=False, server_default="{}"),
+    sa.Column("source_file", sa.Text),  # None: created through the API
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.Text, nullable=False),
+    sa.Column("deleted_at", sa.Text),
+    _counter("runs"),  # successful + errored executions
+    _counter("errors"),
+    _counter("latency_n"),
+    _counter("latency_sum", real=True),
+    _counter("cost_n"),
+    _counter("cost_sum", real=True),
+    _counter("quality_n"),
+    _counter("quality_sum", real=True),
+    _counter("passes"),
+    _counter("tps_n"),
+    _counter("tps_sum", real=True),
+    _counter("hashed_runs"),
+    _counter("top_hash_runs"),
+    sa.Index("ix_test_branches_case", "test_case_id", "seq"),
+    implicit_returning=False,
+)
+
+# Per branch and distinct (whitespace-normalised) output: how many successful executions
+# gave it. Increments with ON CONFLICT DO UPDATE, as result_daily.
+branch_outputs = sa.Table(
+    "branch_outputs",
+    metadata,
+    sa.Column("branch_id", sa.Text, sa.ForeignKey("test_branches.id"), primary_key=True),
+    sa.Column("consistency_hash", sa.Text, primary_key=True),
+    sa.Column("runs", sa.Integer, nullable=False),
 )

@@ -15,6 +15,7 @@ from ..redact import redact
 
 __all__ = [
     "baseline_key",
+    "branch_id",
     "canonical_json",
     "case_id",
     "content_hash",
@@ -93,6 +94,12 @@ def case_id(prompt_id: str, name: str) -> str:
     in YAML and cases created through the API, so a case is found by the same full id
     (``oxy cases show sentiment::positive``) and keeps its history however it was made."""
     return f"{prompt_id}::{name}"
+
+
+def branch_id(test_case_id: str, name: str) -> str:
+    """The id of a test case's A/B branch, ``<case id>@<branch name>``: stable, so a branch
+    declared in YAML keeps its history across edits of its settings (as case ids do)."""
+    return f"{test_case_id}@{name}"
 
 
 def redact_text(text: str | None) -> str | None:

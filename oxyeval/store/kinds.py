@@ -9,9 +9,12 @@ store and the command line's help need them without SQLAlchemy.
 from __future__ import annotations
 
 __all__ = [
+    "BRANCH_PROVIDERS",
+    "BRANCH_STATUSES",
     "CONSISTENCY_STATUSES",
     "EXECUTION_STATUSES",
     "FINISHED_RUN_STATUSES",
+    "MAX_BRANCHES",
     "RESERVED_RUN_KINDS",
     "RUN_KINDS",
     "RUN_KIND_ALIASES",
@@ -39,3 +42,11 @@ FINISHED_RUN_STATUSES = ("completed", "interrupted", "failed")
 EXECUTION_STATUSES = ("passed", "failed", "pending", "error")
 #: A consistency test's status (``oxy test``), in its results, its JSON and its history.
 CONSISTENCY_STATUSES = ("scored", "error", "interrupted")
+
+#: An A/B branch execution's status (results of kind ``ab``).
+BRANCH_STATUSES = ("success", "error")
+#: The vendors an A/B branch may name as its ``provider`` (None: ``model`` is a model
+#: name of config.yml).
+BRANCH_PROVIDERS = ("openai", "anthropic", "gemini", "ollama")
+#: Live A/B branches a test case may have (the seed's limit; ``store.branches`` holds it).
+MAX_BRANCHES = 5
