@@ -26,10 +26,11 @@ __all__ = [
 #: constrain a run's kind: a new kind of test registers itself with the evaluation core
 #: (``oxyeval.evaluation.register_kind``) and the store takes its runs and results.
 RUN_KINDS = ("cases", "consistency", "workflow")
-#: Names kept for test types not written yet (A/B comparisons, judged pass/fail tests):
+#: Names kept for test types not written yet (judged pass/fail tests; A/B tests register
+#: ``ab`` in :mod:`oxyeval.suites.ab`):
 #: until they are registered, a run of these kinds cannot be started, and none is
 #: offered to a reader.
-RESERVED_RUN_KINDS = ("ab", "passfail")
+RESERVED_RUN_KINDS = ("passfail",)
 #: Other names a reader may give a kind: ``oxy test``'s runs are "tests" in its report.
 RUN_KIND_ALIASES = {"test": "consistency"}
 

@@ -26,12 +26,11 @@ __all__ = ["find_branch", "preview_branches"]
 
 def _declared(project: Project, case: str, branch: BranchDef, source: str | None) -> TestBranch:
     now = utc_timestamp()
-    fields = branch.fields()
     return TestBranch(
         id=branch_id(case, branch.name),
         test_case_id=case,
         name=branch.name,
-        description=fields["description"],
+        description=branch.description,
         provider=branch.provider,
         model=branch.model,
         temperature=branch.temperature,
@@ -43,15 +42,6 @@ def _declared(project: Project, case: str, branch: BranchDef, source: str | None
         source_file=source,
         created_at=now,
         updated_at=now,
-        deleted_at=None,
-        total_runs=0,
-        errors=0,
-        avg_latency=None,
-        avg_cost=None,
-        avg_quality_score=None,
-        avg_tokens_per_sec=None,
-        consistency_score=None,
-        pass_rate=None,
     )
 
 
