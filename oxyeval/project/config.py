@@ -1,5 +1,6 @@
 """A project: the folder holding ``config.yml``, and what that file declares (models,
-embedding models, databases, judge settings, where the history lives).
+embedding models, databases, judge settings, where the history lives, where A/B
+branches that name a vendor send their requests).
 
 Loading collects every problem (schema, unknown model, a path that leaves the
 project) and raises them together, so a user fixes a file in one pass. The result is
@@ -9,6 +10,7 @@ plain specs: nothing here opens a connection or holds a client.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -17,12 +19,15 @@ from ..errors import ConfigError, Diagnostic, LoadError, OxyError
 from ..patterns import PatternError, compile_pattern
 from ..providers import (
     GenerateParams,
+    MissingCredential,
     ModelSpec,
     Price,
+    ProviderEndpoint,
     canonical_vendor,
     default_embedding_model,
     default_key_var,
     price_for,
+    vendor_model_spec,
 )
 from ..redact import is_secret_name, register_credentials, register_secret
 from .databases import database_problems
@@ -83,6 +88,83 @@ class Project:
     #: config.yml's ``pricing:`` (model id -> price); look prices up with
     #: ``oxyeval.providers.price_for(model_id, project.pricing)``, which adds the built-ins.
     pricing: dict[str, Price] = field(default_factory=dict)
+    #: config.yml's ``providers:`` (vendor as written there -> endpoint), where A/B
+    #: branches naming a vendor send requests; look one up with
+    #: ``oxyeval.providers.configured_endpoint(project.providers, vendor)``, which takes
+    #: either spelling (``gemini``/``google``).
+    providers: dict[str, ProviderEndpoint] = field(default_factory=dict)
+
+    def provider_model_spec(
+        self,
+        vendor: str,
+        model_id: str,
+        *,
+        params: GenerateParams | None = None,
+        environ: Mapping[str, str] | None = None,
+        name: str | None = None,
+    ) -> ModelSpec:
+        """:func:`oxyeval.providers.vendor_model_spec` with this project's ``providers:``
+        and ``pricing:``; a missing key that config.yml's ``providers:`` names is an
+        error at that line of config.yml (a LoadError), like a model's."""
+        try:
+            return vendor_model_spec(
+                vendor,
+                model_id,
+                params=params,
+                endpoints=self.providers,
+                pricing=self.pricing,
+                environ=environ,
+                name=name,
+            )
+        except MissingCredential as exc:
+            if exc.where and self.config.get(exc.where) is not None:
+                diagnostic = self.config.diagnostic(exc.where, str(exc))
+                raise LoadError([diagnostic]) from None
+            raise
+
+    def provider_credential_warnings(
+        self, vendors: Iterable[str], environ: Mapping[str, str] | None = None
+    ) -> list[Diagnostic]:
+        """For ``oxy validate``: what a model of each of ``vendors`` (the ``provider:``
+        of the branches the checked files define; list only vendors something uses) would
+        lack when called (an API key not set, a base URL in the environment that is not
+        one), as warnings, since the files are valid without them. Placed at the
+        vendor's ``providers:`` entry when config.yml has one."""
+        found: list[Diagnostic] = []
+        seen: set[str] = set()
+        for vendor in vendors:
+            canonical = canonical_vendor(vendor)
+            if canonical in seen:
+                continue
+            seen.add(canonical)
+            section = next((k for k in self.providers if canonical_vendor(k) == canonical), vendor)
+            where: KeyPath = ("providers", section)
+            try:
+                vendor_model_spec(
+                    vendor,
+                    "any",
+                    endpoints=self.providers,
+                    pricing=self.pricing,
+                    environ=environ,
+                    name=vendor,
+                )
+                continue
+            except MissingCredential as exc:
+                where = exc.where or where
+                message = str(exc)
+                if not (os.environ if environ is None else environ).get(exc.variable, "").strip():
+                    message = (
+                        f"environment variable {exc.variable} is not set: branches with "
+                        f"provider '{vendor}' cannot be run without it (oxy ab run stops with "
+                        "exit 2 when it runs one); the files are valid"
+                    )
+            except ConfigError as exc:  # a base URL in the environment that is not one
+                message = str(exc)
+            if self.config.get(where) is None:  # nothing in config.yml to point at
+                found.append(Diagnostic(self.config.display, message, severity="warning"))
+            else:
+                found.append(self.config.diagnostic(where, message, severity="warning"))
+        return found
 
     def model_error(self, name: str, message: str, where: KeyPath = ()) -> OxyError:
         """An error about model ``name`` (its missing API key, say) pointing at its entry in
@@ -244,6 +326,7 @@ def load_project(
         name: replace(spec, price=price_for(spec.model_ref, pricing))
         for name, spec in models.items()
     }
+    providers = _providers(doc, data.get("providers") or {}, problems)
     defaults = data.get("defaults") or {}
     names = list(models)
     for key in ("model", "judge_model"):
@@ -281,7 +364,39 @@ def load_project(
         model_keys=model_keys,
         judge=JudgeSettings(structured=structured, max_tokens=judge.get("max_tokens")),
         pricing=pricing,
+        providers=providers,
     )
+
+
+def _providers(
+    doc: Document, section: dict[str, Any], problems: list[Diagnostic]
+) -> dict[str, ProviderEndpoint]:
+    """config.yml's ``providers:`` (shape checked by the schema): one endpoint per vendor,
+    its ``api_url`` checked as a model's is, and its credentials (the URL's userinfo, the
+    key in its variable) registered as secrets from the start, as a model's are."""
+    out: dict[str, ProviderEndpoint] = {}
+    seen: dict[str, str] = {}
+    for written, entry in section.items():
+        vendor = canonical_vendor(written)
+        if vendor in seen:
+            problems.append(
+                doc.diagnostic(
+                    ("providers", written),
+                    f"'{written}' and '{seen[vendor]}' are the same vendor; keep one entry",
+                    at_key=True,
+                )
+            )
+            continue
+        seen[vendor] = written
+        entry = entry or {}
+        _request_problems(doc, ("providers", written), entry, problems)
+        api_url, key_var = entry.get("api_url"), entry.get("key_var")
+        register_credentials(api_url)
+        var = key_var or (None if api_url else default_key_var(vendor))
+        if var:
+            register_secret(os.environ.get(var, "").strip())
+        out[written] = ProviderEndpoint(vendor=vendor, api_url=api_url, key_var=key_var)
+    return out
 
 
 def _request_problems(

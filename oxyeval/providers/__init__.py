@@ -68,9 +68,17 @@ _EXPORTS = {
     "cost_of": "pricing",
     "price_for": "pricing",
     "model_spec": "variants",
+    "ENV_BASE_URLS": "endpoints",
+    "OLLAMA_DEFAULT_PORT": "endpoints",
+    "ProviderEndpoint": "endpoints",
+    "configured_endpoint": "endpoints",
+    "vendor_endpoint": "endpoints",
+    "vendor_model_spec": "endpoints",
 }
 __all__ = [
     "BUILTIN_PRICES",
+    "ENV_BASE_URLS",
+    "OLLAMA_DEFAULT_PORT",
     "PRICES_DATE",
     "TRUNCATED_REASONS",
     "ChatMessage",
@@ -88,6 +96,7 @@ __all__ = [
     "ModelPool",
     "ModelSpec",
     "Price",
+    "ProviderEndpoint",
     "ResponseCache",
     "ResponseSchema",
     "RetryPolicy",
@@ -102,6 +111,7 @@ __all__ = [
     "canonical_vendor",
     "completion_data",
     "completion_from_data",
+    "configured_endpoint",
     "cosine",
     "cost_of",
     "count_served",
@@ -123,6 +133,8 @@ __all__ = [
     "stopped_at_token_limit",
     "value_problem",
     "vendor_class",
+    "vendor_endpoint",
+    "vendor_model_spec",
     "vendors",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -176,5 +188,13 @@ if TYPE_CHECKING:
         vendors,
     )
     from .embeddings import Embedder, EmbeddingPool, EmbeddingSpec, cosine
+    from .endpoints import (
+        ENV_BASE_URLS,
+        OLLAMA_DEFAULT_PORT,
+        ProviderEndpoint,
+        configured_endpoint,
+        vendor_endpoint,
+        vendor_model_spec,
+    )
     from .pricing import BUILTIN_PRICES, PRICES_DATE, Price, cost_of, price_for
     from .variants import model_spec
