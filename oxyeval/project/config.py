@@ -50,6 +50,7 @@ _OPTION_KEYS = (
     "seed",
     "rules",
     "latency_ms",
+    "token_ms",
     "batch_size",
     "task_type",
     "dims",

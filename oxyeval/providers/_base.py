@@ -227,9 +227,11 @@ class Completion:
     @property
     def tokens_per_second(self) -> float | None:
         """Output tokens over the generation time after the first token (``latency`` minus
-        ``time_to_first_token``); None when either is unknown or that time is not positive."""
+        ``time_to_first_token``); None when either is unknown, that time is not positive,
+        or the answer is one token (nothing was generated after the first: dividing by the
+        last byte's arrival would give a meaningless rate)."""
         tokens, first = self.usage.output_tokens, self.time_to_first_token
-        if tokens is None or first is None or self.latency - first <= 0:
+        if tokens is None or tokens < 2 or first is None or self.latency - first <= 0:
             return None
         return tokens / (self.latency - first)
 

@@ -28,7 +28,10 @@ Options (the ``models:`` entry of config.yml):
     tool's result;
 * ``latency_ms``: simulated latency per call; a streamed call
   (:meth:`~oxyeval.providers.Model.stream`) waits that long before its first piece,
-  then gives the answer word by word.
+  then gives the answer word by word;
+* ``token_ms``: time per piece after the first (default 0): a call takes
+  ``latency_ms`` + ``token_ms`` x (pieces - 1), streamed or not, so an offline A/B
+  example shows time to first token and tokens per second as a real model does.
 
 Structured output (``GenerateParams.response_schema``) is not enforced: the scripted
 text is the answer, and when it is a JSON object it is also ``Completion.structured``,
@@ -115,6 +118,7 @@ class MockAPI(ModelAPI):
         self.random = opts.get("sample") == "random"
         self.rng = random.Random(opts.get("seed", 0))
         self.latency = float(opts.get("latency_ms", 0)) / 1000.0
+        self.per_token = float(opts.get("token_ms", 0)) / 1000.0
         # One cycle per question: a test that asks the same thing n times sees outputs
         # 1, 2, 3... in order, whatever other tests run on this model at the same time.
         self._cycles: dict[str, itertools.cycle[str]] = {}
@@ -196,8 +200,10 @@ class MockAPI(ModelAPI):
 
     async def generate(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:
         completion = self._completion(messages, params)
-        if self.latency:
-            await asyncio.sleep(self.latency)
+        pieces = len(_PIECE.findall(completion.text))
+        delay = self.latency + self.per_token * max(0, pieces - 1)
+        if delay:
+            await asyncio.sleep(delay)
         return completion
 
     async def stream(
@@ -209,9 +215,10 @@ class MockAPI(ModelAPI):
             await asyncio.sleep(self.latency)
         if completion.tool_calls:
             deltas.content()
-        for piece in _PIECE.findall(completion.text):
+        for i, piece in enumerate(_PIECE.findall(completion.text)):
+            if i:  # let a consumer see each piece as it comes
+                await asyncio.sleep(self.per_token)
             deltas.text(piece)
-            await asyncio.sleep(0)  # let a consumer see each piece as it comes
         return completion
 
     def _completion(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:

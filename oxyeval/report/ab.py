@@ -224,6 +224,14 @@ def render_ab_run(run: ABRun, console: Console) -> None:
     console.print(line, style="dim", markup=False)
 
 
+def _iterations_text(numbers: Sequence[int]) -> str:
+    if len(numbers) == 1:
+        return f"iteration {numbers[0]}"
+    shown_ = ", ".join(map(str, numbers[:5]))
+    more = f" and {len(numbers) - 5} more" if len(numbers) > 5 else ""
+    return f"iterations {shown_}{more}"
+
+
 def _render_case(result: ABCaseResult, console: Console) -> None:
     iterations = result.iterations > 1
     table = _table(
@@ -262,13 +270,16 @@ def _render_case(result: ABCaseResult, console: Console) -> None:
         )
     console.print(table)
     for s in result.branches:
+        # One line per distinct error of a branch, naming the iterations it hit.
+        grouped: dict[str, list[int]] = {}
         for o in s.outcomes:
             if not o.ok:
-                console.print(
-                    f"error: {s.branch.name}, iteration {o.iteration + 1}: {shown(o.error or '')}",
-                    style="red",
-                    markup=False,
-                )
+                grouped.setdefault(o.error or "", []).append(o.iteration + 1)
+        for error, hit in grouped.items():
+            where = "" if len(s.outcomes) == 1 else f", {_iterations_text(hit)}"
+            console.print(
+                f"error: {s.branch.name}{where}: {shown(error)}", style="red", markup=False
+            )
     if result.winner is None:
         console.print("No winner: no branch produced an answer.", style="bold red", markup=False)
     else:
@@ -290,6 +301,7 @@ def render_branches(branches: Sequence[TestBranch], console: Console) -> None:
         ("branch", "left"),
         ("model", "left"),
         ("runs", "right"),
+        ("errors", "right"),
         ("quality", "right"),
         ("pass", "right"),
         ("latency", "right"),
@@ -305,6 +317,7 @@ def render_branches(branches: Sequence[TestBranch], console: Console) -> None:
             shown(name),
             shown(model),
             str(b.total_runs),
+            str(b.errors),
             _num(b.avg_quality_score, ".3f"),
             _num(b.pass_rate, ".1f", "%"),
             _num(b.avg_latency, ".0f", " ms"),

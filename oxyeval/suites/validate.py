@@ -193,7 +193,15 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
                 elif kind in ("prompt", "cases"):
                     from ..project.prompts import load_prompts
 
-                    load_prompts(project, [target])
+                    prompts = load_prompts(project, [target])
+                    vendors = {
+                        b.provider
+                        for p in prompts
+                        for c in p.cases
+                        for b in p.branches_of(c)
+                        if b.provider is not None
+                    }
+                    report.diagnostics.extend(project.provider_credential_warnings(sorted(vendors)))
                 else:
                     from ..workflow.compile import compile_workflow
                     from ..workflow.spec import load_workflow

@@ -32,7 +32,7 @@ from ...evaluation import (
 from ...project.config import Project, load_project
 from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...project.templates import TemplateRef
-from ...providers import GenerateParams, vendor_model_spec
+from ...providers import GenerateParams
 from ...redact import redact
 from ...workflow.context import RunContext
 from ..cases import sync_prompt
@@ -103,14 +103,8 @@ def _branch_model(context: RunContext, project: Project, branch: TestBranch) -> 
                 f"'{branch.model}', which {project.config.display} does not define"
             )
         return context.models.variant(branch.model, params, name=branch.id)
-    spec = vendor_model_spec(
-        branch.provider,
-        branch.model,
-        params=params,
-        endpoints=project.providers,
-        pricing=project.pricing,
-        environ=context.environ,
-        name=branch.id,
+    spec = project.provider_model_spec(
+        branch.provider, branch.model, params=params, environ=context.environ, name=branch.id
     )
     return context.models.add(spec)
 
