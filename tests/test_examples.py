@@ -99,3 +99,23 @@ def test_example_prompt_cases(examples: Path, monkeypatch: pytest.MonkeyPatch) -
     assert not by_name["subtle negative"]["passed"]
     assert {e["similarityMethod"] for e in doc["executions"]} == {"lexical"}
     assert (examples / ".oxy" / "oxyeval.db").is_file()
+
+
+def test_example_ab_test_ranks_the_three_configurations(examples: Path) -> None:
+    """README's A/B example: the small model is as right as the current one on three of
+    four cases, faster and priced; the large one is right but wordy, slow and dear."""
+    prompt = str(examples / "prompts" / "sentiment.prompt.yml")
+    result = invoke("ab", "run", prompt, "--criteria", "balanced", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    cases = {c["caseName"]: c for c in json.loads(result.stdout)["results"]}
+    assert sorted(cases) == ["negative", "neutral", "positive", "subtle negative"]
+    for case in cases.values():
+        assert case["winner"]["branchName"] == "mini"
+        by_name = {b["branchName"]: b for b in case["branches"]}
+        assert by_name["current"]["estimatedCost"] is None  # no price: unknown, never 0
+        assert by_name["large"]["latencyMs"] > by_name["mini"]["latencyMs"]
+        assert by_name["large"]["timeToFirstToken"] < by_name["large"]["latencyMs"]
+        assert by_name["large"]["tokensPerSecond"] > 0
+    subtle = {b["branchName"]: b for b in cases["subtle negative"]["branches"]}
+    assert subtle["large"]["qualityScore"] > subtle["mini"]["qualityScore"]
+    assert subtle["large"]["paretoOptimal"] and subtle["mini"]["paretoOptimal"]

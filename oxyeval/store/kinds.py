@@ -22,10 +22,10 @@ __all__ = [
 ]
 
 #: The kinds of run the built-in commands write: ``oxy cases run`` (cases), ``oxy test``
-#: (consistency) and ``oxy run`` (workflow). Since revision 0004 the schema does not
+#: (consistency), ``oxy run`` (workflow) and ``oxy ab run`` (ab). Since revision 0004 the schema does not
 #: constrain a run's kind: a new kind of test registers itself with the evaluation core
 #: (``oxyeval.evaluation.register_kind``) and the store takes its runs and results.
-RUN_KINDS = ("cases", "consistency", "workflow")
+RUN_KINDS = ("cases", "consistency", "workflow", "ab")
 #: Names kept for test types not written yet (judged pass/fail tests; A/B tests register
 #: ``ab`` in :mod:`oxyeval.suites.ab`):
 #: until they are registered, a run of these kinds cannot be started, and none is

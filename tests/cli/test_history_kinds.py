@@ -26,7 +26,13 @@ def invoke(*args: str):  # type: ignore[no-untyped-def]
 def root(make_project: MakeProject, monkeypatch: pytest.MonkeyPatch) -> Path:
     project = make_project(
         CONFIG.replace("{outputs}", SAME),
-        {"a.agent.yml": AGENT, "s.prompt.yml": PROMPT, "w.workflow.yml": WORKFLOW},
+        {
+            "a.agent.yml": AGENT,
+            "s.prompt.yml": PROMPT,
+            "w.workflow.yml": WORKFLOW,
+            "ab.cases.yml": "prompt: s.prompt.yml\ncases:\n  - name: compared\n"
+            "    input: {text: hi}\n    branches: [{name: A, model: m}, {name: B, model: analyst}]\n",
+        },
     )
     monkeypatch.chdir(project)
     monkeypatch.delenv("OXY_DB", raising=False)
@@ -37,6 +43,7 @@ def test_the_kinds_offered_are_the_kinds_the_commands_write(root: Path) -> None:
     assert invoke("cases", "run", "--case", "happy").exit_code == 0
     assert invoke("test", "a.agent.yml").exit_code == 0
     assert invoke("run", "w.workflow.yml", "-q").exit_code == 0
+    assert invoke("ab", "run", "--case", "compared", "-q").exit_code == 0
     every = json.loads(invoke("history", "--json").stdout)["runs"]
     assert sorted(r["kind"] for r in every) == sorted(RUN_KINDS)  # one run of each
     for kind in RUN_KINDS:
