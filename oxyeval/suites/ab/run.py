@@ -41,6 +41,7 @@ from ..targets import PromptTarget
 from .ranking import CRITERIA, DEFAULT_CRITERIA
 from .results import ABCaseResult, ABRun, BranchOutcome
 from .summary import summarise
+from .writer import ExecutionWriter
 
 if TYPE_CHECKING:
     from ...providers import ChatMessage, Model
@@ -189,6 +190,7 @@ class _Runner:
         self.criteria = criteria
         self.semaphore = asyncio.Semaphore(max(1, concurrency))
         self.on_execution = on_execution
+        self.writer = ExecutionWriter(store)
 
     async def one(self, plan: _CasePlan, branch: TestBranch, iteration: int) -> None:
         async with self.semaphore:
@@ -196,12 +198,13 @@ class _Runner:
         new = outcome.new_execution(
             plan.case.id, plan.version, _details(plan, branch, self.criteria)
         )
-        # Stored before anything else: a Ctrl-C after this line keeps the execution.
-        stored = await asyncio.to_thread(
-            self.store.branches.add_executions, plan.result.run_id, [new]
-        )
-        outcome.execution_id = stored[0].id if stored else None
+        # Stored before anything else (with the others finishing now, in one commit); a
+        # cancellation during the write keeps the execution in the report too.
+        row, cancelled = await self.writer.write(plan.result.run_id, new)
+        outcome.execution_id = row.id
         plan.outcomes.setdefault(branch.id, []).append(outcome)
+        if cancelled:
+            raise asyncio.CancelledError
         self.suite.emit(
             SampleFinished(
                 kind="ab",

@@ -92,7 +92,7 @@ def test_provider_branches_are_asked_measured_priced_and_stored(
     assert sent_openai["max_tokens"] == 1000 or sent_openai.get("max_completion_tokens") == 1000
     assert sent_anthropic["model"] == "claude-haiku-4-5" and sent_anthropic["temperature"] == 0.7
     assert sent_anthropic["max_tokens"] == 2048 and sent_anthropic["system"]
-    question = [m for m in sent_openai["messages"] if m["role"] == "user"][0]["content"]
+    question = next(m for m in sent_openai["messages"] if m["role"] == "user")["content"]
     assert question == "Question: When are you open?"
     assert sent_anthropic["messages"][-1]["content"] in (
         question,
