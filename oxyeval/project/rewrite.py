@@ -10,15 +10,21 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import ConfigError
-from .document import load_yaml
+from .document import Document, KeyPath, load_yaml
 
-if TYPE_CHECKING:
-    from .prompts import CaseDef
+__all__ = ["DeclaredCase", "rewrite_expected_output"]
 
-__all__ = ["rewrite_expected_output"]
+
+class DeclaredCase(Protocol):
+    """What a rewrite needs of a case (a :class:`~oxyeval.project.CaseDef`): its name and
+    where it is declared."""
+
+    name: str
+    doc: Document | None
+    key: KeyPath
 
 
 def _plain_ok(text: str) -> bool:
@@ -83,7 +89,7 @@ def _content_end(text: str, start: int, end: int) -> int:
     return len(text) if newline == -1 else newline + 1
 
 
-def rewrite_expected_output(case: CaseDef, output: str) -> Path:
+def rewrite_expected_output(case: DeclaredCase, output: str) -> Path:
     """Set ``expected_output`` of a YAML-declared case in place, keeping the file's layout.
 
     Only the characters of that one value change (or one line is added when the case
