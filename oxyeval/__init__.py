@@ -59,11 +59,11 @@ _LAZY = {
     "check_threshold": "oxyeval.report.threshold",
     "open_store": "oxyeval.store",
     "parse_verdict": "oxyeval.judge.judge",
-    "ABRun": "oxyeval.suites.ab.results",
-    "run_ab_test": "oxyeval.suites.ab.run",
-    "run_ab_test_async": "oxyeval.suites.ab.run",
-    "run_ab_tests": "oxyeval.suites.ab.run",
-    "run_ab_tests_async": "oxyeval.suites.ab.run",
+    "ABRun": "oxyeval.suites",
+    "run_ab_test": "oxyeval.suites",
+    "run_ab_test_async": "oxyeval.suites",
+    "run_ab_tests": "oxyeval.suites",
+    "run_ab_tests_async": "oxyeval.suites",
     "run_cases": "oxyeval.suites.cases.run",
     "run_cases_async": "oxyeval.suites.cases.run",
     "run_tests": "oxyeval.suites.consistency",
@@ -79,8 +79,7 @@ if TYPE_CHECKING:
     from .project.config import Project, load_project
     from .report.threshold import check_threshold
     from .store import open_store
-    from .suites.ab.results import ABRun
-    from .suites.ab.run import run_ab_test, run_ab_test_async, run_ab_tests, run_ab_tests_async
+    from .suites import ABRun, run_ab_test, run_ab_test_async, run_ab_tests, run_ab_tests_async
     from .suites.cases.results import CaseRun
     from .suites.cases.run import run_cases, run_cases_async
     from .suites.consistency import run_tests, run_tests_async

@@ -91,8 +91,8 @@ def ab_run(
     data) or the run was interrupted.
     """
     from ..report.ab import ab_run_json, render_ab_run
-    from ..suites.ab import ABRun, run_ab_tests_async
-    from ..suites.suite import progress_events
+    from ..suites import ABRun, run_ab_tests_async
+    from ..suites import progress_events
     from .interrupt import interrupt_reason, run_interruptible
 
     out, err = consoles()
@@ -175,7 +175,7 @@ def ab_list(
     as_json = as_json or format == "json"
 
     def read(proj: Any, store: Store | None) -> list[Any]:
-        from ..suites.ab import preview_branches
+        from ..suites import preview_branches
 
         return preview_branches(store, proj, paths or [])
 
@@ -211,7 +211,7 @@ def ab_show(
     as_json = as_json or format == "json"
 
     def read(proj: Any, store: Store | None) -> tuple[Any, list[Any]]:
-        from ..suites.ab import find_branch
+        from ..suites import find_branch
 
         found = find_branch(store, proj, branch)
         executions = [] if store is None else store.branches.executions(found.id, limit=limit)

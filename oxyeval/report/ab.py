@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from ..evaluation import Interval
     from ..store import BranchExecution, TestBranch
-    from ..suites.ab.results import ABCaseResult, ABRun, BranchSummary
+    from ..suites import ABCaseResult, ABRun, BranchSummary
 
 __all__ = [
     "ab_case_json",

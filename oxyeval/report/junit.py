@@ -39,7 +39,7 @@ from .text import shown
 
 if TYPE_CHECKING:
     from ..evaluation import Decision, Outcome
-    from ..suites.ab.results import ABRun
+    from ..suites import ABRun
     from ..suites.cases.results import CaseResult, CaseRun
     from ..suites.results import ConsistencyRun, ConsistencyTestResult
 

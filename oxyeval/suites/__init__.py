@@ -18,6 +18,16 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "ABCaseResult": "ab",
+    "ABRun": "ab",
+    "BranchOutcome": "ab",
+    "BranchSummary": "ab",
+    "find_branch": "ab",
+    "preview_branches": "ab",
+    "run_ab_test": "ab",
+    "run_ab_test_async": "ab",
+    "run_ab_tests": "ab",
+    "run_ab_tests_async": "ab",
     "ValidationReport": "validate",
     "validate_paths": "validate",
     "ProgressSink": "suite",
@@ -59,7 +69,11 @@ _EXPORTS = {
     "preview_cases": "cases.selection",
 }
 __all__ = [
+    "ABCaseResult",
+    "ABRun",
     "AgentTarget",
+    "BranchOutcome",
+    "BranchSummary",
     "CaseResult",
     "CaseRun",
     "ConsistencyRun",
@@ -84,13 +98,19 @@ __all__ = [
     "clear_cache",
     "collect_files",
     "final_status",
+    "find_branch",
     "find_case",
     "history_location",
     "history_of_test",
     "open_history",
+    "preview_branches",
     "preview_cases",
     "progress_events",
     "recent_runs",
+    "run_ab_test",
+    "run_ab_test_async",
+    "run_ab_tests",
+    "run_ab_tests_async",
     "run_cases",
     "run_cases_async",
     "run_tests",
@@ -102,6 +122,18 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from .ab import (
+        ABCaseResult,
+        ABRun,
+        BranchOutcome,
+        BranchSummary,
+        find_branch,
+        preview_branches,
+        run_ab_test,
+        run_ab_test_async,
+        run_ab_tests,
+        run_ab_tests_async,
+    )
     from .cache import cache_factory, clear_cache
     from .cases import (
         CaseResult,
