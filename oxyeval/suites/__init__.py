@@ -1,10 +1,11 @@
 """Stage 7, suites: what gets run and scored.
 
-Consistency tests (``oxy test``: n runs of a target, judged in pairs) and test cases
-(``oxy cases``: a prompt version against expected outputs, with regressions), each
-stored in the history as it finishes, as are workflow runs (``oxy run``). Each runs
-inside a :class:`SuiteRun` (its histories, its cache, its event stream, the final status
-rule). Later A/B branches and judged pass/fail tests plug in beside them: a
+Consistency tests (``oxy test``: n runs of a target, judged in pairs), test cases
+(``oxy cases``: a prompt version against expected outputs, with regressions) and A/B
+tests (``oxy ab``, ``ab/``: one case's prompt on several model configurations, measured
+and ranked), each stored in the history as it finishes, as are workflow runs
+(``oxy run``). Each runs inside a :class:`SuiteRun` (its histories, its cache, its event
+stream, the final status rule). Judged pass/fail tests will plug in beside them: a
 :class:`SuiteRun` of their registered kind, a :class:`Target` (an agent, a prompt
 version or a workflow task) called inside an :class:`oxyeval.workflow.RunContext`,
 scored with :func:`oxyeval.judge.assess` or a rubric, results recorded and decided by
