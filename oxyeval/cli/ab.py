@@ -91,8 +91,7 @@ def ab_run(
     data) or the run was interrupted.
     """
     from ..report.ab import ab_run_json, render_ab_run
-    from ..suites import ABRun, run_ab_tests_async
-    from ..suites import progress_events
+    from ..suites import ABRun, progress_events, run_ab_tests_async
     from .interrupt import interrupt_reason, run_interruptible
 
     out, err = consoles()

@@ -76,6 +76,10 @@ class JudgeResult:
     #: Served from a verdict cache: the judge calls it took when it was first made
     #: (``calls`` is 0: none was made now).
     cached_calls: int = 0
+    #: USD the judge's calls for this verdict cost now (0 when replayed from the cache);
+    #: None when a call's price or token counts are unknown. Kept apart from the cost of
+    #: what was judged, so a report can say what judging cost.
+    cost: float | None = 0.0
 
 
 #: Judge replies are a few sentences and a verdict; without a cap a small model that
@@ -315,9 +319,15 @@ class Judge:
         messages = [ChatMessage("user", prompt)]
         calls = 0
         raw = ""
+        spent: list[float | None] = []
+
+        def cost() -> float | None:
+            return None if None in spent else sum(c for c in spent if c is not None)
+
         try:
             first = await self._ask(messages)
             calls += 1
+            spent.append(first.cost)
             raw = _raw(first)
             verdict = self._verdict(first)
             if verdict is None:
@@ -327,13 +337,14 @@ class Judge:
                 messages += [ChatMessage("user", self.rubric.reask)]
                 retry = await self._ask(messages)
                 calls += 1
+                spent.append(retry.cost)
                 verdict = self._verdict(retry)
                 both = raw + "\n---\n" + _raw(retry)
                 if verdict is not None:
                     reasoning = raw.strip() or verdict.reasoning
-                    return JudgeResult(verdict.choice, reasoning, both, calls)
+                    return JudgeResult(verdict.choice, reasoning, both, calls, cost=cost())
                 error = self._no_verdict(first, retry)
-                return JudgeResult(None, both.strip(), both, calls, error=error)
+                return JudgeResult(None, both.strip(), both, calls, error=error, cost=cost())
         except ProviderError as exc:
-            return JudgeResult(None, "", raw, calls, error=f"judge call failed: {exc}")
-        return JudgeResult(verdict.choice, verdict.reasoning, raw, calls)
+            return JudgeResult(None, "", raw, calls, error=f"judge call failed: {exc}", cost=cost())
+        return JudgeResult(verdict.choice, verdict.reasoning, raw, calls, cost=cost())

@@ -85,6 +85,8 @@ class PromptDef:
     cases: list[CaseDef] = field(default_factory=list)
     #: A/B branches for every case without its own (``branches:`` in the prompt file).
     branches: list[BranchDef] = field(default_factory=list)
+    #: A/B tests: the config.yml model that grades answers (None: quality is similarity).
+    quality_judge: str | None = None
 
     def __repr__(self) -> str:
         return f"PromptDef({self.id!r}, {len(self.cases)} cases)"
@@ -195,6 +197,7 @@ def _prompt_from_file(project: Project, doc: Document, problems: list[Diagnostic
         recent=data.get("recent", DEFAULT_RECENT),
         cases=_cases(doc, data.get("cases") or [], ("cases",)),
         branches=parse_branches(doc, data.get("branches") or [], ("branches",)),
+        quality_judge=data.get("quality_judge"),
     )
 
 
@@ -258,6 +261,15 @@ def _check_branches(project: Project, prompt: PromptDef, problems: list[Diagnost
     """The prompt's branches once (they are every case's without its own), then each
     case's own; an agent's cases have none: an A/B test runs one rendered prompt on
     several models."""
+    judge = prompt.quality_judge
+    if judge is not None and judge not in project.models and prompt.doc is not None:
+        problems.append(
+            prompt.doc.diagnostic(
+                ("quality_judge",),
+                f"unknown model '{judge}'{did_you_mean(judge, list(project.models))} (models "
+                f"in {project.config.display}: {', '.join(project.models)})",
+            )
+        )
     if prompt.branches:
         problems.extend(
             branch_problems(project, f"every case of prompt '{prompt.id}'", prompt.branches)

@@ -135,8 +135,17 @@ def _branch_result(summary: BranchSummary) -> dict[str, Any]:
         "dominatedBy": list(summary.dominated_by),
         "runs": len(summary.outcomes),
         "errors": summary.errors,
+        "judgeCalls": sum(o.judge_calls for o in summary.outcomes),
+        "judgeCostUsd": _judge_cost(summary),
         "intervals": {k: _interval(v) for k, v in summary.intervals.items()},
     }
+
+
+def _judge_cost(summary: BranchSummary) -> float | None:
+    costs = [o.judge_cost for o in summary.outcomes if o.judge_calls]
+    if not costs or None in costs:
+        return None
+    return _r(sum(c for c in costs if c is not None), 8)
 
 
 def ab_case_json(result: ABCaseResult) -> dict[str, Any]:
@@ -177,6 +186,8 @@ def ab_run_json(run: ABRun) -> dict[str, Any]:
         "warnings": list(run.warnings),
         "interrupted": run.interrupted,
         "cachedCalls": run.cached_calls,
+        "judgeCalls": run.judge_calls,
+        "judgeCostUsd": _r(run.judge_cost, 8) if run.judge_calls else None,
         "exitCode": run.exit_code,
     }
 
@@ -219,6 +230,8 @@ def render_ab_run(run: ABRun, console: Console) -> None:
         line += f" · {run.iterations} iterations"
     if run.cached_calls:
         line += f" · {run.cached_calls} from the cache"
+    if run.judge_calls:
+        line += f" · quality judge: {run.judge_calls} call(s), {_cost(run.judge_cost)} (apart)"
     if run.db is not None:
         line += f" · history in {run.db}"
     console.print(line, style="dim", markup=False)

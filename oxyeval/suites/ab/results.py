@@ -56,6 +56,11 @@ class BranchOutcome:
     consistency_hash: str | None = None
     cached: bool = False
     execution_id: str | None = None  # the stored execution's id, once stored
+    #: The quality judge's calls for this answer and their cost (USD; None: unpriced),
+    #: apart from the branch's own; its error when it gave no grade.
+    judge_calls: int = 0
+    judge_cost: float | None = 0.0
+    judge_error: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -91,9 +96,9 @@ class BranchOutcome:
             consistency_hash=self.consistency_hash,
             prompt_version=prompt_version,
             iteration=self.iteration,
-            judge_cost=None,
+            judge_cost=self.judge_cost if self.judge_calls else None,
             cached=self.cached,
-            details=details,
+            details={**details, "judgeCalls": self.judge_calls, "judgeError": self.judge_error},
         )
 
     def as_result(self, test_case_id: str, branch: TestBranch) -> Result:
@@ -133,6 +138,9 @@ class BranchOutcome:
                 "tokensPerSecond": self.tokens_per_second,
                 "validJson": self.valid_json,
                 "consistencyHash": self.consistency_hash,
+                "judgeCalls": self.judge_calls,
+                "judgeCostUsd": self.judge_cost if self.judge_calls else None,
+                "judgeError": self.judge_error,
             },
         )
 
@@ -212,6 +220,16 @@ class ABRun:
     @property
     def executions(self) -> list[BranchOutcome]:
         return [o for r in self.results for o in r.executions]
+
+    @property
+    def judge_calls(self) -> int:
+        return sum(o.judge_calls for o in self.executions)
+
+    @property
+    def judge_cost(self) -> float | None:
+        """USD of the quality judge's calls over the run; None when one was unpriced."""
+        costs = [o.judge_cost for o in self.executions if o.judge_calls]
+        return None if None in costs else sum(c for c in costs if c is not None)
 
     @property
     def exit_code(self) -> int:

@@ -29,6 +29,7 @@ from ...evaluation import (
     consistency_hash,
     valid_json,
 )
+from ...judge import SCALE_1_5, Judge
 from ...project.config import Project, load_project
 from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...project.templates import TemplateRef
@@ -74,6 +75,8 @@ class _CasePlan:
     models: dict[str, Model]
     scorer: Similarity
     result: ABCaseResult
+    #: Grades quality when the prompt names a ``quality_judge`` (else quality = similarity).
+    judge: Judge | None = None
     outcomes: dict[str, list[BranchOutcome]] = field(default_factory=dict)
 
 
@@ -157,7 +160,30 @@ async def _call(
             return outcome
         outcome.similarity_score = similar.value
         outcome.quality_score = 1.0 if exact else similar.value
+        if plan.judge is not None and not exact:
+            await _judged(plan, outcome, expected)
     return outcome
+
+
+async def _judged(plan: _CasePlan, outcome: BranchOutcome, expected: str) -> None:
+    """Quality as the judge grades the answer against the expected output (1-5 mapped to
+    0..1); the judge's calls and their cost are the outcome's, apart from the branch's."""
+    assert plan.judge is not None
+    question = next((m.content for m in reversed(plan.messages) if m.role == "user"), "")
+    verdict = await plan.judge.judge(
+        {
+            "output": outcome.output,
+            "criterion": f"The answer matches this expected answer: {expected}",
+            "input": question,
+        }
+    )
+    outcome.judge_calls = verdict.calls
+    outcome.judge_cost = verdict.cost
+    if verdict.choice is None:
+        outcome.quality_score = None  # no grade: unknown, never the similarity passed off
+        outcome.judge_error = redact(verdict.error or "the judge gave no verdict")
+        return
+    outcome.quality_score = plan.judge.rubric.values[verdict.choice]
 
 
 def _details(plan: _CasePlan, branch: TestBranch, criteria: str) -> dict[str, Any]:
@@ -302,6 +328,14 @@ async def _plans(
                 f"{version}: {exc.diagnostics[0].message}"
             ) from None
         method = prompt.similarity if prompt is not None else next(iter(project.embeddings), "")
+        judge = None
+        if prompt is not None and prompt.quality_judge is not None:
+            judge = Judge(
+                context.models.get(prompt.quality_judge),
+                settings=project.judge,
+                cache=context.verdicts,
+                rubric=SCALE_1_5,
+            )
         models = {b.id: _branch_model(context, project, b) for b in branches}
         plans.append(
             _CasePlan(
@@ -312,6 +346,7 @@ async def _plans(
                 branches=branches,
                 models=models,
                 scorer=_scorer(context, method),
+                judge=judge,
                 result=ABCaseResult(
                     test_case_id=case.id,
                     case_name=case.name,

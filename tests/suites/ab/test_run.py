@@ -207,3 +207,29 @@ def test_the_cli_reports_json_lists_and_shows(
     assert missing.exit_code == 2 and "did you mean" in missing.stderr
     pretty = runner.invoke(app, ["ab", "run"])
     assert pretty.exit_code == 0 and "Winner (best_quality): Quick" in pretty.stdout
+
+
+def test_a_quality_judge_grades_answers_and_is_priced_apart(make_project: MakeProject) -> None:
+    """``quality_judge:``: quality is the judge's 1-5 grade (an exact match needs no call);
+    its calls and their cost are counted apart from the branches' own cost."""
+    config = CONFIG.replace(
+        "pricing:\n",
+        "  - name: grader\n    vendor: mock\n    model_ref: grader-model\n    rules:\n"
+        "      - {match: 'clearly positive', output: \"Close, but wordy.\\nScore: 4\"}\n"
+        "      - {match: '.', output: \"Wrong.\\nScore: 1\"}\n"
+        "pricing:\n  grader-model: {input: 1.0, output: 2.0}\n",
+    )
+    prompt = PROMPT.replace("similarity: lexical\n", "similarity: lexical\nquality_judge: grader\n")
+    root = make_project(config, {"sentiment.prompt.yml": prompt})
+    run = run_ab_tests(project_dir=str(root))
+    (result,) = run.results
+    by_name = {b.branch.name: b for b in result.branches}
+    assert by_name["Quick"].quality_score == 1.0  # exact: no judge call
+    assert by_name["Quick"].outcomes[0].judge_calls == 0
+    steady = by_name["Steady"].outcomes[0]
+    assert steady.quality_score == 0.75 and steady.judge_calls == 1  # grade 4 of 5
+    assert steady.similarity_score is not None and steady.similarity_score < 0.75
+    assert steady.judge_cost is not None and steady.judge_cost > 0
+    branch_only = (steady.input_tokens * 3.0 + steady.output_tokens * 15.0) / 1_000_000
+    assert steady.estimated_cost == pytest.approx(branch_only)  # the judge's cost is apart
+    assert run.judge_calls == 1 and run.judge_cost == steady.judge_cost
