@@ -162,6 +162,12 @@ def ab_list(
             metavar="PATH...", help="Prompt/cases files or folders (default: the project)."
         ),
     ] = None,
+    include_removed: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="Also branches removed from their file (their history is kept)."
+        ),
+    ] = False,
     as_json: JsonOption = False,
     format: FormatOption = Format.pretty,
     db: DbOption = None,
@@ -176,7 +182,7 @@ def ab_list(
     def read(proj: Any, store: Store | None) -> list[Any]:
         from ..suites import preview_branches
 
-        return preview_branches(store, proj, paths or [])
+        return preview_branches(store, proj, paths or [], include_removed=include_removed)
 
     branches = read_history(project, db, err, as_json, read)
     if as_json:
@@ -198,6 +204,9 @@ def ab_show(
     limit: Annotated[
         int, typer.Option("--limit", metavar="N", min=1, max=1000, help="Executions to list.")
     ] = 20,
+    offset: Annotated[
+        int, typer.Option("--offset", metavar="N", min=0, help="Skip the N newest executions.")
+    ] = 0,
     as_json: JsonOption = False,
     format: FormatOption = Format.pretty,
     db: DbOption = None,
@@ -213,7 +222,9 @@ def ab_show(
         from ..suites import find_branch
 
         found = find_branch(store, proj, branch)
-        executions = [] if store is None else store.branches.executions(found.id, limit=limit)
+        executions = (
+            [] if store is None else store.branches.executions(found.id, limit=limit, offset=offset)
+        )
         return found, executions
 
     found, executions = read_history(project, db, err, as_json, read)

@@ -228,10 +228,11 @@ class Completion:
     def tokens_per_second(self) -> float | None:
         """Output tokens over the generation time after the first token (``latency`` minus
         ``time_to_first_token``); None when either is unknown, that time is not positive,
-        or the answer is one token (nothing was generated after the first: dividing by the
-        last byte's arrival would give a meaningless rate)."""
+        or nothing measurable was generated after the first token: a one-token answer, or
+        the rest arriving within a millisecond of it (in one piece: a server or proxy that
+        buffers), where dividing by that gap would give a meaningless rate."""
         tokens, first = self.usage.output_tokens, self.time_to_first_token
-        if tokens is None or tokens < 2 or first is None or self.latency - first <= 0:
+        if tokens is None or tokens < 2 or first is None or self.latency - first < 0.001:
             return None
         return tokens / (self.latency - first)
 

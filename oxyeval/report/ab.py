@@ -41,10 +41,16 @@ def _r(value: float | None, digits: int = 6) -> float | None:
     return None if value is None or not math.isfinite(value) else round(value, digits)
 
 
-def _interval(interval: Interval | None) -> dict[str, float] | None:
+def _usd(value: float | None) -> float | None:
+    """A cost to 6 significant digits: a fraction of a cent must never round to 0."""
+    return None if value is None or not math.isfinite(value) else float(f"{value:.6g}")
+
+
+def _interval(interval: Interval | None, key: str) -> dict[str, float | None] | None:
     if interval is None:
         return None
-    return {"low": _r(interval.low), "high": _r(interval.high), "mean": _r(interval.mean)}
+    rounded = _usd if key == "estimatedCost" else _r
+    return {k: rounded(getattr(interval, k)) for k in ("low", "high", "mean")}
 
 
 def branch_json(branch: TestBranch) -> dict[str, Any]:
@@ -64,7 +70,7 @@ def branch_json(branch: TestBranch) -> dict[str, Any]:
         "otherParams": dict(branch.other_params or {}),
         "totalRuns": branch.total_runs,
         "avgLatency": _r(branch.avg_latency, 3),
-        "avgCost": _r(branch.avg_cost, 8),
+        "avgCost": _usd(branch.avg_cost),
         "avgQualityScore": _r(branch.avg_quality_score),
         "avgTokensPerSec": _r(branch.avg_tokens_per_sec, 3),
         "consistencyScore": _r(branch.consistency_score),
@@ -92,7 +98,7 @@ def branch_execution_json(execution: BranchExecution) -> dict[str, Any]:
         "inputTokens": execution.input_tokens,
         "outputTokens": execution.output_tokens,
         "totalTokens": execution.total_tokens,
-        "estimatedCost": _r(execution.estimated_cost, 8),
+        "estimatedCost": _usd(execution.estimated_cost),
         "qualityScore": _r(execution.quality_score),
         "similarityScore": _r(execution.similarity_score),
         "clarityScore": _r(execution.clarity_score),
@@ -123,7 +129,7 @@ def _branch_result(summary: BranchSummary) -> dict[str, Any]:
         "qualityScore": _r(summary.quality_score),
         "latencyMs": _r(summary.latency_ms, 3),
         "timeToFirstToken": _r(summary.time_to_first_token, 3),
-        "estimatedCost": _r(summary.estimated_cost, 8),
+        "estimatedCost": _usd(summary.estimated_cost),
         "tokensPerSecond": _r(summary.tokens_per_second, 3),
         "similarityScore": _r(last.similarity_score) if last is not None else None,
         "clarityScore": _r(last.clarity_score) if last is not None else None,
@@ -137,7 +143,7 @@ def _branch_result(summary: BranchSummary) -> dict[str, Any]:
         "errors": summary.errors,
         "judgeCalls": sum(o.judge_calls for o in summary.outcomes),
         "judgeCostUsd": _judge_cost(summary),
-        "intervals": {k: _interval(v) for k, v in summary.intervals.items()},
+        "intervals": {k: _interval(v, k) for k, v in summary.intervals.items()},
     }
 
 
@@ -145,7 +151,7 @@ def _judge_cost(summary: BranchSummary) -> float | None:
     costs = [o.judge_cost for o in summary.outcomes if o.judge_calls]
     if not costs or None in costs:
         return None
-    return _r(sum(c for c in costs if c is not None), 8)
+    return _usd(sum(c for c in costs if c is not None))
 
 
 def ab_case_json(result: ABCaseResult) -> dict[str, Any]:
@@ -166,10 +172,13 @@ def ab_case_json(result: ABCaseResult) -> dict[str, Any]:
             "model": winner.branch.model,
             "qualityScore": _r(winner.quality_score),
             "latencyMs": _r(winner.latency_ms, 3),
-            "estimatedCost": _r(winner.estimated_cost, 8),
+            "estimatedCost": _usd(winner.estimated_cost),
         },
         "branches": [_branch_result(s) for s in result.branches],
         "iterations": result.iterations,
+        "iterationsCompleted": result.iterations_done
+        if result.iterations > 1
+        else len({o.iteration for s in result.branches for o in s.outcomes}),
         "winnerDistribution": dict(result.winner_distribution),
         "significant": result.significant,
         "notes": list(result.notes),
@@ -187,7 +196,7 @@ def ab_run_json(run: ABRun) -> dict[str, Any]:
         "interrupted": run.interrupted,
         "cachedCalls": run.cached_calls,
         "judgeCalls": run.judge_calls,
-        "judgeCostUsd": _r(run.judge_cost, 8) if run.judge_calls else None,
+        "judgeCostUsd": _usd(run.judge_cost) if run.judge_calls else None,
         "exitCode": run.exit_code,
     }
 
@@ -200,9 +209,13 @@ def _num(value: float | None, fmt: str, unit: str = "") -> str:
 
 
 def _cost(value: float | None) -> str:
+    """USD with three significant digits and no exponent: $0.0123, $0.00000145."""
     if value is None:
         return "no price"
-    return f"${value:.6f}" if value < 0.01 else f"${value:.4f}"
+    if value == 0 or not math.isfinite(value):
+        return "$0" if value == 0 else "-"
+    digits = max(2, 2 - math.floor(math.log10(abs(value))))
+    return f"${value:.{digits}f}"
 
 
 def _table(title: str | None, *columns: tuple[str, str]) -> Any:
@@ -210,7 +223,14 @@ def _table(title: str | None, *columns: tuple[str, str]) -> Any:
 
     table = Table(title=title, title_justify="left", title_style="bold")
     for name, justify in columns:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        # Figures never wrap; names and model ids fold rather than end in "…".
+        text = justify == "left"
+        table.add_column(
+            name,
+            justify=justify,  # type: ignore[arg-type]
+            overflow="fold" if text else "ellipsis",
+            no_wrap=not text,
+        )
     return table
 
 
@@ -246,41 +266,48 @@ def _iterations_text(numbers: Sequence[int]) -> str:
 
 
 def _render_case(result: ABCaseResult, console: Console) -> None:
+    """At 100 columns and more, branch and model side by side and quality with its
+    interval; narrower (80 columns), the model under the branch's name and the intervals
+    left to the JSON, so no figure is cut."""
     iterations = result.iterations > 1
-    table = _table(
-        f"{result.test_case_id} (prompt v{result.prompt_version}) · {result.criteria}",
-        ("rank", "right"),
-        ("branch", "left"),
-        ("model", "left"),
+    wide = console.width >= 100
+    columns = [("rank", "right"), ("branch", "left")]
+    if wide:
+        columns.append(("model", "left"))
+    columns += [
         ("quality", "right"),
         ("latency", "right"),
         ("TTFT", "right"),
         ("tok/s", "right"),
         ("cost", "right"),
         ("Pareto", "left"),
+    ]
+    table = _table(
+        f"{result.test_case_id} (prompt v{result.prompt_version}) · {result.criteria}", *columns
     )
     for s in result.branches:
         mark = "★ " if s is result.winner else ""
         control = " (control)" if s.branch.is_control else ""
         model = f"{s.branch.provider}:{s.branch.model}" if s.branch.provider else s.branch.model
         quality = _num(s.quality_score, ".3f")
-        if iterations and "qualityScore" in s.intervals:
+        if wide and iterations and "qualityScore" in s.intervals:
             iv = s.intervals["qualityScore"]
             quality += f" [{iv.low:.2f}–{iv.high:.2f}]"
         pareto = "yes" if s.pareto_optimal else f"no: {', '.join(s.dominated_by)}"
         if not s.ok:
             pareto = "error"
-        table.add_row(
-            str(s.rank),
-            shown(f"{mark}{s.branch.name}{control}"),
-            shown(model),
+        name = shown(f"{mark}{s.branch.name}{control}")
+        cells = [str(s.rank)]
+        cells += [name, shown(model)] if wide else [f"{name}\n{shown(model)}"]
+        cells += [
             quality,
             _num(s.latency_ms, ".0f", " ms"),
             _num(s.time_to_first_token, ".0f", " ms"),
             _num(s.tokens_per_second, ".1f"),
-            _cost(s.estimated_cost),
+            _cost(s.estimated_cost) if s.ok else "-",
             shown(pareto),
-        )
+        ]
+        table.add_row(*cells)
     console.print(table)
     for s in result.branches:
         # One line per distinct error of a branch, naming the iterations it hit.
@@ -299,7 +326,7 @@ def _render_case(result: ABCaseResult, console: Console) -> None:
         verdict = f"Winner ({result.criteria}): {result.winner.branch.name}"
         if iterations:
             spread = ", ".join(f"{k} {v}" for k, v in result.winner_distribution.items())
-            verdict += f" · won {spread} of {result.iterations} iterations"
+            verdict += f" · wins per iteration: {spread or 'none'} (of {result.iterations_done})"
             verdict += " · significant" if result.significant else " · no significant winner"
         console.print(verdict, style="bold", markup=False)
     for note in result.notes:
@@ -325,6 +352,8 @@ def render_branches(branches: Sequence[TestBranch], console: Console) -> None:
     for b in branches:
         model = f"{b.provider}:{b.model}" if b.provider else b.model
         name = b.name + (" (control)" if b.is_control else "") + ("" if b.is_active else " (off)")
+        if b.deleted_at is not None:
+            name += " (removed)"
         table.add_row(
             shown(b.test_case_id),
             shown(name),

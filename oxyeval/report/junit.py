@@ -539,9 +539,11 @@ def ab_junit(run: ABRun, *, timestamp: datetime | None = None, hostname: str | N
                 )
             suite.cases.append(case)
             suite.properties.append((f"oxy.rank.{s.branch.name}", str(s.rank)))
-            suite.out.append(
-                f"{s.rank}. {s.branch.name}: quality {_number(s.quality_score)}, latency "
-                f"{_number(s.latency_ms)} ms, cost {_number(s.estimated_cost)}"
+            figures = (
+                f"quality {_number(s.quality_score) or '-'}, latency "
+                f"{'-' if s.latency_ms is None else f'{s.latency_ms:.0f} ms'}, cost "
+                f"{'unknown' if s.estimated_cost is None else f'{s.estimated_cost:.8f} USD'}"
             )
+            suite.out.append(f"{s.rank}. {s.branch.name}: " + (figures if s.ok else "error"))
         suites.append(suite)
     return _render(suites, timestamp, hostname)

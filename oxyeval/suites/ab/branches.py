@@ -46,12 +46,19 @@ def _declared(project: Project, case: str, branch: BranchDef, source: str | None
 
 
 def preview_branches(
-    store: Store | None, project: Project, paths: Sequence[str | Path]
+    store: Store | None,
+    project: Project,
+    paths: Sequence[str | Path],
+    *,
+    include_removed: bool = False,
 ) -> list[TestBranch]:
     """The branches of the given files' cases (default: the project's, and every branch
-    made through the API): as declared, with the store's aggregates when it has them."""
+    made through the API): as declared, with the store's aggregates when it has them.
+    ``include_removed``: also those removed from their file or deleted, with their
+    history (``deleted_at`` set)."""
     prompts = load_prompts(project, collect_case_files(project, [str(p) for p in paths]))
-    stored = {b.id: b for b in (store.branches.list() if store is not None else [])}
+    listed = store.branches.list(include_deleted=include_removed) if store is not None else []
+    stored = {b.id: b for b in listed}
     shown: dict[str, TestBranch] = {}
     for prompt in prompts:
         source = project.relative(prompt.file) if prompt.file is not None else None
@@ -72,8 +79,9 @@ def preview_branches(
 
 
 def find_branch(store: Store | None, project: Project, name: str) -> TestBranch:
-    """A branch by its id (``<case id>@<name>``), or by its name when one branch has it."""
-    branches = preview_branches(store, project, [])
+    """A branch by its id (``<case id>@<name>``), or by its name when one branch has it;
+    a branch removed from its file (or deleted) is found too: its history is kept."""
+    branches = preview_branches(store, project, [], include_removed=True)
     for branch in branches:
         if branch.id == name:
             return branch

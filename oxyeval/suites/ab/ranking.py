@@ -9,27 +9,25 @@ scripted table.
 
 Rules every criterion shares:
 
-- Errored branches rank last, by name, and never win; they are off the Pareto front
-  (dominated by every branch that answered) and left out of the balanced score's
-  normalisation (a failed call's latency says nothing about speed).
+- Errored branches rank last (control first, then by name) and never win; they are off
+  the Pareto front (dominated by every branch that answered) and left out of the
+  balanced score's normalisation (a failed call's latency says nothing about speed).
 - A branch without the criterion's value (no quality score, no price, no latency) ranks
   after those with one, and a note says so; it cannot win.
-- Ties on the criterion's value are broken by the other metrics in a fixed order
-  (quality, then latency, then cost, each known before unknown), then control first,
-  then name, then id. Breaking on the metrics first is what keeps the winner on the
-  Pareto front: with control-first alone, a control would win ``fastest`` over a branch
-  exactly as fast and of higher quality, which dominates it.
+- Ties on the criterion's value break as the seed says, control first, then by name
+  (then id), except that a branch another tied branch dominates goes after the ones
+  that are not dominated: so the winner is always on the Pareto front (with control
+  first alone, a control would win ``fastest`` over a branch exactly as fast and of
+  higher quality, which dominates it). The engine compares latencies to the millisecond,
+  so identical configurations tie instead of ranking by timer noise.
 - Every branch gets a distinct rank 1..n.
 
-Pareto dominance with unknowns: A dominates B when, on every metric B has, A has it too
-and is at least as good, and A is strictly better on one. Metrics B lacks are not
-compared ("compare on what both have"), but a branch cannot dominate on a metric it
-lacks: an unknown price is never counted as cheaper, as the rankings put unknowns last.
-Without that asymmetry a branch with no price could "dominate" the cheapest priced one
-on quality and latency alone, and ``cheapest`` would crown a dominated branch. With it,
-every criterion's order puts a dominating branch ahead of the branch it dominates, so
-the winner is always on the front (tests/suites/ab/test_ranking.py checks this over
-random tables).
+Pareto dominance with unknowns: A dominates B when both have the same metrics known, A
+is at least as good on each of them and strictly better on one. A metric one of them
+lacks (an unknown price) makes no claim either way: "dominated" is said only on figures
+both have. Every criterion's order then puts a dominating branch ahead of (or, tied,
+before) the branch it dominates, so the winner is always on the front
+(tests/suites/ab/test_ranking.py checks this over random tables).
 """
 
 from __future__ import annotations
@@ -164,12 +162,11 @@ def dominates(a: BranchScore, b: BranchScore) -> bool:
     unknowns). Errored branches are not compared here: the caller decides (see rank)."""
     strict = False
     for metric in _METRICS:
-        vb = _oriented(b, metric)
-        if vb is None:
+        va, vb = _oriented(a, metric), _oriented(b, metric)
+        if va is None and vb is None:
             continue
-        va = _oriented(a, metric)
-        if va is None or va < vb:
-            return False
+        if va is None or vb is None or va < vb:
+            return False  # an unknown on either side: no claim
         strict = strict or va > vb
     return strict
 
@@ -179,11 +176,25 @@ def _metric_key(branch: BranchScore, metric: str) -> tuple[int, float]:
     return (1, 0.0) if value is None else (0, -value)
 
 
-def _tie_key(branch: BranchScore, first: str | None = None) -> tuple[object, ...]:
-    metrics = [first] if first else []
-    metrics += [m for m in _METRICS if m != first]
-    keys = tuple(_metric_key(branch, m) for m in metrics)
-    return (*keys, not branch.is_control, branch.name, branch.branch_id)
+def _layers(ok: Sequence[BranchScore]) -> dict[str, int]:
+    """Each branch's Pareto layer: 0 for the front, 1 for the front once it is set aside,
+    and so on; a branch's dominators are all in lower layers."""
+    layers: dict[str, int] = {}
+    remaining = list(ok)
+    layer = 0
+    while remaining:
+        front = [b for b in remaining if not any(dominates(a, b) for a in remaining if a is not b)]
+        for b in front:
+            layers[b.branch_id] = layer
+        remaining = [b for b in remaining if b.branch_id not in layers]
+        layer += 1
+    return layers
+
+
+def _tie_key(branch: BranchScore, layers: Mapping[str, int]) -> tuple[object, ...]:
+    """After the criterion's value: the Pareto layer (a dominated branch after its
+    dominators), then control first, then name, id."""
+    return (layers.get(branch.branch_id, 0), not branch.is_control, branch.name, branch.branch_id)
 
 
 def _value(branch: BranchScore) -> float | None:
@@ -237,13 +248,13 @@ def _balanced(ok: Sequence[BranchScore], notes: list[str]) -> dict[str, float | 
 
 
 def _criterion(
-    criteria: str, ok: Sequence[BranchScore], notes: list[str]
+    criteria: str, ok: Sequence[BranchScore], notes: list[str], layers: Mapping[str, int]
 ) -> tuple[dict[str, float | None], dict[str, tuple[object, ...]]]:
     """Each answered branch's score and sort key (smaller sorts first) for ``criteria``."""
     if criteria in _PRIMARY:
         metric = _PRIMARY[criteria]
         scores = {b.branch_id: getattr(b, metric) for b in ok}
-        keys = {b.branch_id: _tie_key(b, metric) for b in ok}
+        keys = {b.branch_id: (*_metric_key(b, metric), *_tie_key(b, layers)) for b in ok}
         missing = [b for b in ok if scores[b.branch_id] is None]
         if missing:
             after = "priced" if metric == "cost" else "measured"
@@ -258,7 +269,9 @@ def _criterion(
         for b in ok:
             v = scores[b.branch_id]
             tier = 2 if v is None else (0 if v == math.inf else 1)
-            keys[b.branch_id] = (tier, 0.0 if v is None or tier == 0 else -v, *_tie_key(b))
+            # free branches by quality among themselves, the others by value
+            second = -(b.quality or 0.0) if tier == 0 else (0.0 if v is None else -v)
+            keys[b.branch_id] = (tier, second, *_tie_key(b, layers))
         unpriced = [b for b in ok if b.cost is None]
         if unpriced:
             notes.append(
@@ -282,23 +295,25 @@ def _criterion(
     keys = {}
     for b in ok:
         score = scores[b.branch_id]
-        keys[b.branch_id] = ((1, 0.0) if score is None else (0, -score), *_tie_key(b))
+        keys[b.branch_id] = ((1, 0.0) if score is None else (0, -score), *_tie_key(b, layers))
     return scores, keys
 
 
-def _tie_note(criteria: str, first: BranchScore, second: BranchScore, score: float | None) -> str:
+def _tie_note(
+    criteria: str,
+    first: BranchScore,
+    second: BranchScore,
+    score: float | None,
+    dominated: frozenset[str],
+) -> str:
     """Why ``first`` ranks above ``second`` when they tie on the criterion's score."""
     shown = "-" if score is None else f"{score:g}"
-    why = "by name"
-    for metric, (word, _higher) in _METRICS.items():
-        a, b = _metric_key(first, metric), _metric_key(second, metric)
-        if a != b:
-            better = {"quality": "higher quality", "latency": "faster", "cost": "cheaper"}
-            why = better[word] if a[0] == b[0] else f"{second.name} has {_MISSING[metric]}"
-            break
+    if second.branch_id in dominated and first.branch_id not in dominated:
+        why = f"{second.name} is dominated"
+    elif first.is_control != second.is_control:
+        why = "control first"
     else:
-        if first.is_control != second.is_control:
-            why = "control first"
+        why = "by name"
     return f"{criteria}: {first.name} and {second.name} tie at {shown}; {first.name} ranks first ({why})"
 
 
@@ -326,8 +341,12 @@ def rank(branches: Sequence[BranchScore], criteria: str = DEFAULT_CRITERIA) -> R
         raise ValueError(f"rank: branch ids appear twice: {', '.join(dup)}")
     notes: list[str] = []
     ok = [b for b in branches if b.ok]
-    failed = sorted((b for b in branches if not b.ok), key=lambda b: (b.name, b.branch_id))
-    scores, keys = _criterion(criteria, ok, notes)
+    failed = sorted(
+        (b for b in branches if not b.ok), key=lambda b: (not b.is_control, b.name, b.branch_id)
+    )
+    layers = _layers(ok)
+    dominated = frozenset(i for i, layer in layers.items() if layer > 0)
+    scores, keys = _criterion(criteria, ok, notes, layers)
     ordered = sorted(ok, key=lambda b: keys[b.branch_id]) + failed
     ranks = {b.branch_id: i for i, b in enumerate(ordered, start=1)}
     all_scores: dict[str, float | None] = {b.branch_id: scores.get(b.branch_id) for b in ordered}
@@ -345,7 +364,7 @@ def rank(branches: Sequence[BranchScore], criteria: str = DEFAULT_CRITERIA) -> R
         winner = ordered[0].branch_id
         top = scores[winner]
         if len(ok) > 1 and scores[ordered[1].branch_id] == top:
-            notes.append(_tie_note(criteria, ordered[0], ordered[1], top))
+            notes.append(_tie_note(criteria, ordered[0], ordered[1], top, dominated))
     pareto: dict[str, tuple[str, ...]] = {}
     for b in ordered:
         if b.ok:

@@ -196,6 +196,8 @@ class ABCaseResult:
     #: With iterations > 1: whether the winner's interval for the criterion's score does
     #: not overlap the runner-up's (None with one iteration: nothing to tell noise from).
     significant: bool | None = None
+    #: Iterations every branch finished (fewer than ``iterations`` after an interrupt).
+    iterations_done: int = 0
     notes: list[str] = field(default_factory=list)
     run_id: str | None = None
     interrupted: bool = False

@@ -35,6 +35,7 @@ from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...project.templates import TemplateRef
 from ...providers import GenerateParams
 from ...redact import redact
+from ...store import BranchRuleError
 from ...workflow.context import RunContext
 from ..cases import sync_prompt
 from ..suite import SuiteRun, final_status
@@ -111,6 +112,16 @@ def _branch_model(context: RunContext, project: Project, branch: TestBranch) -> 
         branch.provider, branch.model, params=params, environ=context.environ, name=branch.id
     )
     return context.models.add(spec)
+
+
+def _named(branch: TestBranch, build: Any, *args: Any) -> Model:
+    """``build(*args, branch)``, its bad-input error naming the branch and its case."""
+    try:
+        return build(*args, branch)
+    except ConfigError as exc:
+        raise ConfigError(
+            f"branch '{branch.name}' of case '{branch.test_case_id}': {exc}"
+        ) from None
 
 
 def _scorer(context: RunContext, method: str) -> Similarity:
@@ -246,6 +257,19 @@ class _Runner:
             self.on_execution(plan.result, outcome)
 
 
+async def _warm_up(plans: Sequence[_CasePlan]) -> None:
+    """Pay a process's one-time costs of its first HTTP request before any clock starts.
+
+    The first request imports anyio's asyncio backend, with the event loop blocked
+    meanwhile (~20 ms); every call in flight then measured that too, so a mock or local
+    branch looked 3x slower beside a remote one. Branches race on their clocks: none may
+    be charged another's setup."""
+    if any(m.spec.vendor != "mock" for p in plans for m in p.models.values()):
+        import anyio
+
+        await anyio.sleep(0)
+
+
 def _select(
     stored: Sequence[TestCase], names: Sequence[str] | None, found: set[str]
 ) -> list[TestCase]:
@@ -280,7 +304,17 @@ async def _plans(
         source = project.relative(prompt.file) if prompt.file is not None else None
         for case in prompt.cases:
             declared = [b.fields() for b in prompt.branches_of(case)]
-            store.branches.sync(f"{prompt.id}::{case.name}", declared, source or "")
+            try:
+                store.branches.sync(f"{prompt.id}::{case.name}", declared, source or "")
+            except BranchRuleError as exc:
+                # The file alone is valid (oxy validate): with the branches made through
+                # the API for this case, it breaks a rule. Say where, and what to change.
+                where = case.where if case.branches is not None else f"{source} (branches:)"
+                raise ConfigError(
+                    f"{where}: {exc}; the case also has branches made through the Python "
+                    "API, which count too: delete one of them (store.branches.delete) or "
+                    "declare fewer here"
+                ) from None
     found: set[str] = set()
     stored = [c for p in prompts for c in store.cases.list(p.id)]
     if cases and not stored:  # a case made through the API, named by its id
@@ -336,7 +370,7 @@ async def _plans(
                 cache=context.verdicts,
                 rubric=SCALE_1_5,
             )
-        models = {b.id: _branch_model(context, project, b) for b in branches}
+        models = {b.id: _named(b, _branch_model, context, project) for b in branches}
         plans.append(
             _CasePlan(
                 case=case,
@@ -441,6 +475,7 @@ async def _run(
                     for branch in plan.branches
                 )
             suite.start(len(plans))
+            await _warm_up(plans)
             try:
                 await gather_settled(*jobs)
             except (asyncio.CancelledError, KeyboardInterrupt):

@@ -46,9 +46,16 @@ def _score(branch: TestBranch, outcomes: Sequence[BranchOutcome]) -> BranchScore
         is_control=branch.is_control,
         ok=bool(ok),
         quality=_mean([o.quality_score for o in ok]),
-        latency_ms=_mean([o.latency_ms for o in ok]),
+        latency_ms=_to_the_ms(_mean([o.latency_ms for o in ok])),
         cost=_mean([o.estimated_cost for o in ok]),
     )
+
+
+def _to_the_ms(latency: float | None) -> float | None:
+    """Latency as the ranking compares it: to the millisecond, so identical configurations
+    tie (and the seed's tie rule, control first then name, decides) instead of ranking by
+    a timer's sub-millisecond noise."""
+    return None if latency is None else float(round(latency))
 
 
 def summarise(
@@ -104,7 +111,19 @@ def _iterations(
 ) -> None:
     """Each iteration ranked on its own (the winner distribution); 95% intervals of each
     branch's metrics; the significance call on the per-iteration criterion scores."""
-    done = sorted({o.iteration for outs in runs.values() for o in outs})
+    # Only iterations every branch finished: in one a run was interrupted in, a branch
+    # that had not answered yet would lose by default.
+    done = sorted(
+        set.intersection(*({o.iteration for o in runs[b.id]} for b in branches))
+        if branches
+        else set()
+    )
+    result.iterations_done = len(done)
+    if len(done) < result.iterations:
+        result.notes.append(
+            f"{len(done)} of {result.iterations} iterations finished for every branch; the "
+            "distribution and the significance call count those only"
+        )
     per_iteration: list[dict[str, float | None]] = []
     winners: list[str | None] = []
     for i in done:

@@ -213,21 +213,29 @@ def test_a_tie_on_the_criterion_is_broken_so_a_dominated_branch_cannot_win() -> 
     r = rank(table, "fastest")
     assert r.winner == "case@Better"
     assert r.pareto == {"case@Better": (), "case@Control": ids("Better")}
-    assert "fastest: Better and Control tie at 100; Better ranks first (higher quality)" in r.notes
+    assert (
+        "fastest: Better and Control tie at 100; Better ranks first (Control is dominated)"
+        in r.notes
+    )
     cheap = rank(
         [b("Control", 0.9, 300, 0.01, control=True), b("Snappy", 0.9, 100, 0.01)], "cheapest"
     )
     assert cheap.winner == "case@Snappy"
-    assert any("(faster)" in n for n in cheap.notes)
-    unjudged = rank([b("Judged", 0.9, 100, 0.01), b("Unjudged", None, 100, 0.01)], "fastest")
-    assert unjudged.winner == "case@Judged"
-    assert any("(Unjudged has no quality score)" in n for n in unjudged.notes)
+    assert any("(Control is dominated)" in n for n in cheap.notes)
+    # Not dominated (an unknown makes no claim): the seed's tie rule, control then name.
+    unjudged = rank(
+        [b("Unjudged", None, 100, 0.01, control=True), b("Judged", 0.9, 100, 0.01)], "fastest"
+    )
+    assert unjudged.winner == "case@Unjudged"
+    assert any("(control first)" in n for n in unjudged.notes)
+    named = rank([b("Zed", 0.9, 100, 0.01), b("Abe", 0.9, 100, 0.01)], "fastest")
+    assert named.winner == "case@Abe" and any("(by name)" in n for n in named.notes)
 
 
 def test_pareto_names_the_dominating_branches_best_first() -> None:
     r = rank(TABLE, "best_quality")
-    assert r.pareto["case@Delta"] == ids("Charlie")  # better quality and faster; no price
-    for name in ("Alpha", "Bravo", "Charlie", "Echo"):
+    # Charlie is better and faster than Delta, but Delta has no price: no claim
+    for name in ("Alpha", "Bravo", "Charlie", "Delta", "Echo"):
         assert r.pareto[f"case@{name}"] == (), name
     laggard = rank([*TABLE, b("Laggard", 0.1, 3000, 0.05)], "fastest")
     assert laggard.pareto["case@Laggard"] == ids("Charlie", "Alpha", "Bravo", "Echo")
@@ -240,8 +248,9 @@ def test_unknown_values_never_dominate_a_known_one() -> None:
     assert not dominates(priced, unpriced)
     r = rank([priced, unpriced], "cheapest")
     assert r.winner == "case@Priced" and r.pareto_optimal("case@Priced")
-    # but the priced one is compared on what both have
-    assert dominates(b("P", 0.9, 100, 0.01), b("U", 0.5, 500, None))
+    # nor the other way: "dominated" is said only on figures both have
+    assert not dominates(b("P", 0.9, 100, 0.01), b("U", 0.5, 500, None))
+    assert dominates(b("P", 0.9, 100, None), b("U", 0.5, 500, None))  # both unpriced
     assert not dominates(b("Same", 0.5, 100, 0.01), b("Same2", 0.5, 100, 0.01))  # nothing strict
     assert not dominates(b("Q", None, 100, 0.01), b("R", 0.5, 200, 0.02))
 
