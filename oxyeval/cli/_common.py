@@ -24,9 +24,13 @@ if TYPE_CHECKING:
     from ..store import Store
 
 __all__ = [
+    "CaseOption",
     "DbOption",
     "FormatOption",
     "JsonOption",
+    "PathsArgument",
+    "PromptVersionOption",
+    "concurrency_option",
     "consoles",
     "fail",
     "print_json",
@@ -41,6 +45,26 @@ JsonOption = Annotated[
 FormatOption = Annotated[
     Format, typer.Option("--format", help="pretty or json (one JSON document on stdout).")
 ]
+#: What ``oxy cases`` and ``oxy ab`` run or list: prompt and cases files or folders.
+PathsArgument = Annotated[
+    list[str] | None,
+    typer.Argument(metavar="PATH...", help="Prompt/cases files or folders (default: the project)."),
+]
+CaseOption = Annotated[
+    list[str] | None,
+    typer.Option("--case", metavar="NAME", help="Only this case (repeatable)."),
+]
+PromptVersionOption = Annotated[
+    int | None,
+    typer.Option("--prompt-version", metavar="N", help="Run an earlier version of the prompt."),
+]
+
+
+def concurrency_option(what: str) -> Any:
+    """``--concurrency N``, saying what it counts (cases, calls) for each command."""
+    from ..project.limits import MAX_CONCURRENCY
+
+    return typer.Option("--concurrency", metavar="N", min=1, max=MAX_CONCURRENCY, help=what)
 
 
 def consoles() -> tuple[Console, Console]:

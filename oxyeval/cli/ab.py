@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from datetime import datetime, timezone
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
@@ -10,9 +11,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import EXIT_INFRA, EXIT_OK, OxyError
-from ..project.limits import MAX_CONCURRENCY
 from ._app import CacheOption, DebugOption, Format, ProjectOption, RichProgress, app, setup_logging
-from ._common import DbOption, FormatOption, JsonOption, consoles, fail, print_json, read_history
+from ._common import (
+    CaseOption,
+    DbOption,
+    FormatOption,
+    JsonOption,
+    PathsArgument,
+    PromptVersionOption,
+    concurrency_option,
+    consoles,
+    fail,
+    print_json,
+    read_history,
+)
 from .artifacts import JunitOption, report_path_problem, write_report
 
 if TYPE_CHECKING:
@@ -39,16 +51,8 @@ class Criteria(str, Enum):
 
 @ab_app.command("run")
 def ab_run(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="PATH...", help="Prompt/cases files or folders (default: the project)."
-        ),
-    ] = None,
-    case: Annotated[
-        list[str] | None,
-        typer.Option("--case", metavar="NAME", help="Only this case (repeatable)."),
-    ] = None,
+    paths: PathsArgument = None,
+    case: CaseOption = None,
     criteria: Annotated[
         Criteria,
         typer.Option(
@@ -67,18 +71,10 @@ def ab_run(
             help="Repeat the comparison N times: winner distribution, 95% intervals, significance.",
         ),
     ] = 1,
-    prompt_version: Annotated[
-        int | None,
-        typer.Option("--prompt-version", metavar="N", help="Run an earlier version of the prompt."),
-    ] = None,
+    prompt_version: PromptVersionOption = None,
     format: FormatOption = Format.pretty,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    concurrency: Annotated[
-        int,
-        typer.Option(
-            "--concurrency", metavar="N", min=1, max=MAX_CONCURRENCY, help="Calls in flight."
-        ),
-    ] = 10,
+    concurrency: Annotated[int, concurrency_option("Calls in flight.")] = 10,
     db: DbOption = None,
     project: ProjectOption = None,
     junit: JunitOption = None,
@@ -117,10 +113,7 @@ def ab_run(
         into=run,
     )
     try:
-        if progress is not None:
-            with progress.progress:
-                run_interruptible(main)
-        else:
+        with progress.progress if progress is not None else nullcontext():
             run_interruptible(main)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.cli.interrupt)
         run.interrupted = True
@@ -156,12 +149,7 @@ def ab_run(
 
 @ab_app.command("list")
 def ab_list(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="PATH...", help="Prompt/cases files or folders (default: the project)."
-        ),
-    ] = None,
+    paths: PathsArgument = None,
     include_removed: Annotated[
         bool,
         typer.Option(

@@ -10,9 +10,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import EXIT_INFRA, EXIT_OK, OxyError
-from ..project.limits import MAX_CONCURRENCY
 from ._app import CacheOption, DebugOption, Format, ProjectOption, app, setup_logging
-from ._common import DbOption, FormatOption, JsonOption, consoles, fail, print_json, read_history
+from ._common import (
+    CaseOption,
+    DbOption,
+    FormatOption,
+    JsonOption,
+    PathsArgument,
+    PromptVersionOption,
+    concurrency_option,
+    consoles,
+    fail,
+    print_json,
+    read_history,
+)
 from .artifacts import JunitOption, report_path_problem, write_report
 from .console import json_error
 
@@ -32,20 +43,9 @@ cases_app = typer.Typer(
 
 @cases_app.command("run")
 def cases_run(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="PATH...", help="Prompt/cases files or folders (default: the project)."
-        ),
-    ] = None,
-    case: Annotated[
-        list[str] | None,
-        typer.Option("--case", metavar="NAME", help="Only this case (repeatable)."),
-    ] = None,
-    prompt_version: Annotated[
-        int | None,
-        typer.Option("--prompt-version", metavar="N", help="Run an earlier version of the prompt."),
-    ] = None,
+    paths: PathsArgument = None,
+    case: CaseOption = None,
+    prompt_version: PromptVersionOption = None,
     old_version: Annotated[
         int | None,
         typer.Option("--version", metavar="N", hidden=True, help="Same as --prompt-version."),
@@ -55,12 +55,7 @@ def cases_run(
         bool, typer.Option("--fail-on-regression", help="Exit 1 on a regression too.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No diff view.")] = False,
-    concurrency: Annotated[
-        int,
-        typer.Option(
-            "--concurrency", metavar="N", min=1, max=MAX_CONCURRENCY, help="Cases in flight."
-        ),
-    ] = 8,
+    concurrency: Annotated[int, concurrency_option("Cases in flight.")] = 8,
     db: DbOption = None,
     project: ProjectOption = None,
     junit: JunitOption = None,
@@ -146,12 +141,7 @@ def cases_run(
 
 @cases_app.command("list")
 def cases_list(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="PATH...", help="Prompt/cases files or folders (default: the project)."
-        ),
-    ] = None,
+    paths: PathsArgument = None,
     as_json: JsonOption = False,
     format: FormatOption = Format.pretty,
     db: DbOption = None,

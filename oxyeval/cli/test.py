@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from datetime import datetime, timezone
 from typing import Annotated
 
@@ -109,10 +110,7 @@ def test_command(
         history=not no_history,
     )
     try:
-        if progress is not None:
-            with progress.progress:
-                run_interruptible(main)
-        else:
+        with progress.progress if progress is not None else nullcontext():
             run_interruptible(main)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.cli.interrupt)
         run.interrupted = True
