@@ -369,6 +369,10 @@ def _userinfo_spans(text: str, at: int, end: int, database: bool) -> list[_Span]
     values = [password, unquote(password)]
     if not database:
         values += [userinfo, unquote(userinfo), user, unquote(user)]
+        # An HTTP client sends a URL's userinfo as ``Authorization: Basic base64(user:pass)``
+        # and a server may quote that header back: its base64 is the same secret.
+        for pair in {f"{user}:{password}", f"{unquote(user)}:{unquote(password)}"}:
+            values.append(base64.b64encode(pair.encode("utf-8")).decode("ascii"))
     authority = text[at : _authority_end(text, at)]
     if len(authority) < len(userinfo) and not _HOST_AFTER.fullmatch(authority):
         host, _, port = authority.partition(":")

@@ -71,3 +71,20 @@ def test_split_userinfo_reads_what_mask_credentials_masks() -> None:
     )
     assert split_userinfo("https://TOKEN@h/v1") == ("TOKEN", None, "https://h/v1")
     assert split_userinfo("https://h/v1") is None
+
+
+def test_a_url_userinfo_is_scrubbed_as_the_basic_header_carries_it_too() -> None:
+    """An HTTP client sends ``http://bob:pw@host`` as ``Authorization: Basic
+    base64(bob:pw)``; a server that quotes the header back (an error, an echo) must not
+    leak it (found by an attacker's review of the A/B branches' endpoints)."""
+    import base64
+
+    from oxyeval.redact import redact, register_credentials, secret_scope
+
+    with secret_scope():
+        register_credentials("http://bob:S3cret%2FPass9@127.0.0.1:9/v1")
+        header = base64.b64encode(b"bob:S3cret/Pass9").decode()
+        assert redact(f"Incorrect API key provided: {header}") == "Incorrect API key provided: ***"
+        register_credentials("https://tok-123456789@api.example/v1")  # a token as the user
+        token = base64.b64encode(b"tok-123456789:").decode()
+        assert token not in redact(f"echo {token}")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Diagnostic
+from ..providers import extra_problem
 from .config import Project
 from .document import Document, KeyPath
 from .schema import did_you_mean
@@ -29,6 +30,7 @@ __all__ = [
     "DEFAULT_TEMPERATURE",
     "DEFAULT_TOP_P",
     "MAX_BRANCHES",
+    "MAX_BRANCH_TOKENS",
     "BranchDef",
     "branch_problems",
     "parse_branches",
@@ -42,6 +44,8 @@ MAX_BRANCHES = 5
 DEFAULT_TEMPERATURE = 0.7
 DEFAULT_MAX_TOKENS = 2048
 DEFAULT_TOP_P = 1.0
+#: Above any model's output limit; bounds what a file or a caller can store.
+MAX_BRANCH_TOKENS = 10_000_000
 
 
 @dataclass(frozen=True, repr=False)
@@ -157,6 +161,11 @@ def branch_problems(project: Project, case: str, branches: Sequence[BranchDef]) 
                 )
             else:
                 control = branch
+        problem = extra_problem(branch.other_params)
+        if problem is not None:
+            problems.append(
+                _problem(branch, "other_params", f"branch '{branch.name}': other_params {problem}")
+            )
         if branch.provider is None and branch.model not in project.models:
             problems.append(
                 _problem(

@@ -27,6 +27,8 @@ _EXPORTS = {
     "ToolSpec": "_base",
     "Usage": "_base",
     "json_object": "_base",
+    "OWNED_FIELDS": "_base",
+    "extra_problem": "_base",
     "stopped_at_token_limit": "_base",
     "ResponseCache": "_cache",
     "Tally": "_cache",
@@ -79,6 +81,7 @@ __all__ = [
     "BUILTIN_PRICES",
     "ENV_BASE_URLS",
     "OLLAMA_DEFAULT_PORT",
+    "OWNED_FIELDS",
     "PRICES_DATE",
     "TRUNCATED_REASONS",
     "ChatMessage",
@@ -121,6 +124,7 @@ __all__ = [
     "default_key_var",
     "embedding_vendor_class",
     "embedding_vendors",
+    "extra_problem",
     "header_problem",
     "json_object",
     "missing_credentials",
@@ -141,6 +145,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from ._base import (
+        OWNED_FIELDS,
         TRUNCATED_REASONS,
         ChatMessage,
         Completion,
@@ -155,6 +160,7 @@ if TYPE_CHECKING:
         ToolSpec,
         ToolStep,
         Usage,
+        extra_problem,
         json_object,
         stopped_at_token_limit,
     )

@@ -144,6 +144,70 @@ class GenerateParams:
         return GenerateParams(**{**self.__dict__, **values})
 
 
+#: Request fields the call's own settings write (the model, the messages, streaming, the
+#: sampling settings): extra fields given per branch or model may not replace them, or a
+#: report would credit an answer to settings that were never sent.
+OWNED_FIELDS = frozenset(
+    {
+        "model", "messages", "stream", "stream_options", "n", "temperature", "top_p",
+        "max_tokens", "max_completion_tokens", "system", "contents", "systemInstruction",
+        "tools", "tool_choice", "response_format",
+    }
+)  # fmt: skip
+#: The same inside Gemini's ``generationConfig``, which ``extra`` merges into.
+OWNED_GENERATION_FIELDS = frozenset(
+    {
+        "temperature",
+        "topP",
+        "maxOutputTokens",
+        "candidateCount",
+        "responseMimeType",
+        "responseSchema",
+    }
+)
+#: Bounds on extra fields, so a stored or sent body stays small and plain.
+MAX_EXTRA_BYTES = 65_536
+MAX_EXTRA_DEPTH = 16
+
+
+def extra_problem(extra: Mapping[str, Any]) -> str | None:
+    """What is wrong with provider-specific fields (``other_params``, ``extra``): one of
+    :data:`OWNED_FIELDS`, a value that is not plain finite JSON, too deep or too big."""
+    import json
+
+    owned = sorted(k for k in extra if k in OWNED_FIELDS)
+    config = extra.get("generationConfig")
+    if isinstance(config, Mapping):
+        owned += [f"generationConfig.{k}" for k in sorted(config) if k in OWNED_GENERATION_FIELDS]
+    if owned:
+        return (
+            f"{', '.join(owned)} cannot be set here: the branch's own settings (model, "
+            "temperature, max_tokens, top_p) and the prompt decide them"
+        )
+
+    def depth(value: Any, level: int = 1) -> int:
+        if level > MAX_EXTRA_DEPTH:
+            return level
+        items = (
+            value.values()
+            if isinstance(value, Mapping)
+            else value
+            if isinstance(value, list)
+            else ()
+        )
+        return max((depth(v, level + 1) for v in items), default=level)
+
+    if depth(extra) > MAX_EXTRA_DEPTH:
+        return f"is nested deeper than {MAX_EXTRA_DEPTH} levels"
+    try:
+        text = json.dumps(extra, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return f"must be plain JSON with finite numbers ({exc})"
+    if len(text.encode("utf-8")) > MAX_EXTRA_BYTES:
+        return f"is larger than {MAX_EXTRA_BYTES // 1024} KB"
+    return None
+
+
 def with_extra(body: dict[str, Any], extra: Mapping[str, Any] | None) -> dict[str, Any]:
     """``body`` with :attr:`GenerateParams.extra` merged in (objects one level deep), so
     an extra ``generationConfig`` adds to the one built from the sampling settings

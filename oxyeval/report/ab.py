@@ -218,10 +218,19 @@ def _cost(value: float | None) -> str:
     return f"${value:.{digits}f}"
 
 
+def _row(table: Any, *cells: str) -> None:
+    """Cells as plain text: a branch named ``[bold]x`` is shown so, never as markup."""
+    from rich.text import Text
+
+    table.add_row(*(Text(cell) for cell in cells))
+
+
 def _table(title: str | None, *columns: tuple[str, str]) -> Any:
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left", title_style="bold")
+    shown_title = None if title is None else escape(shown(title))
+    table = Table(title=shown_title, title_justify="left", title_style="bold")
     for name, justify in columns:
         # Figures never wrap; names and model ids fold rather than end in "…".
         text = justify == "left"
@@ -307,7 +316,7 @@ def _render_case(result: ABCaseResult, console: Console) -> None:
             _cost(s.estimated_cost) if s.ok else "-",
             shown(pareto),
         ]
-        table.add_row(*cells)
+        _row(table, *cells)
     console.print(table)
     for s in result.branches:
         # One line per distinct error of a branch, naming the iterations it hit.
@@ -328,7 +337,7 @@ def _render_case(result: ABCaseResult, console: Console) -> None:
             spread = ", ".join(f"{k} {v}" for k, v in result.winner_distribution.items())
             verdict += f" · wins per iteration: {spread or 'none'} (of {result.iterations_done})"
             verdict += " · significant" if result.significant else " · no significant winner"
-        console.print(verdict, style="bold", markup=False)
+        console.print(shown(verdict), style="bold", markup=False)
     for note in result.notes:
         console.print(f"note: {shown(note)}", style="dim", markup=False)
 
@@ -354,7 +363,8 @@ def render_branches(branches: Sequence[TestBranch], console: Console) -> None:
         name = b.name + (" (control)" if b.is_control else "") + ("" if b.is_active else " (off)")
         if b.deleted_at is not None:
             name += " (removed)"
-        table.add_row(
+        _row(
+            table,
             shown(b.test_case_id),
             shown(name),
             shown(model),
@@ -382,8 +392,12 @@ def render_branch(
     """``oxy ab show``: a branch's settings, then its executions, newest first."""
     model = f"{branch.provider}:{branch.model}" if branch.provider else branch.model
     console.print(
-        f"{branch.id} · {model} · temperature {branch.temperature} · max_tokens "
-        f"{branch.max_tokens} · top_p {branch.top_p}" + (" · control" if branch.is_control else ""),
+        shown(
+            f"{branch.id} · {model} · temperature {branch.temperature} · max_tokens "
+            f"{branch.max_tokens} · top_p {branch.top_p}"
+            + (" · control" if branch.is_control else "")
+            + (" · removed from its file" if branch.deleted_at is not None else "")
+        ),
         style="bold",
         markup=False,
     )
@@ -400,7 +414,8 @@ def render_branch(
     )
     for e in executions:
         text = e.error if e.status != "success" else e.output
-        table.add_row(
+        _row(
+            table,
             (e.created_at or "-")[:19].replace("T", " "),
             e.status,
             _num(e.quality_score, ".3f"),

@@ -16,7 +16,6 @@ consistency read in O(1), however long its history.
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -24,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ._branch_rows import PASS_QUALITY, BranchExecution, NewBranchExecution, TestBranch
+from ._branch_rules import check_case, settings
 from ._core import _SaSql
 from ._errors import AlreadyExistsError, BranchRuleError, NotFoundError
 from ._prompts import _upsert
 from ._results import BRANCH_DETAIL_KEYS, ResultRow, branch_result, write_results
 from ._tables import branch_outputs, runs, test_branches, test_cases
-from ._util import branch_id, canonical_json, loads, redact_json, redact_text, utc_timestamp
-from .kinds import BRANCH_PROVIDERS, MAX_BRANCHES
+from ._util import branch_id, loads, utc_timestamp
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -88,89 +87,6 @@ def branch_row(r: Any) -> TestBranch:
         hashed_runs=r.hashed_runs,
         top_hash_runs=r.top_hash_runs,
     )
-
-
-def _number(who: str, name: str, value: Any, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise BranchRuleError(f"{who}: {name} must be a number, not {value!r}")
-    if not low <= value <= high:
-        raise BranchRuleError(f"{who}: {name} must be between {low:g} and {high:g}, got {value!r}")
-    return float(value)
-
-
-def _settings(fields: Mapping[str, Any], who: str) -> dict[str, Any]:
-    """The column values of ``fields`` (any subset of the settings), checked; ``who``
-    names the branch in messages."""
-    out: dict[str, Any] = {}
-    for key, value in fields.items():
-        if key in ("name", "model"):
-            if not isinstance(value, str) or not value.strip():
-                raise BranchRuleError(f"{who}: {key} must be a non-empty string, not {value!r}")
-            if len(value) > 200:
-                raise BranchRuleError(f"{who}: {key} is longer than 200 characters")
-            out[key] = value.strip()
-        elif key == "provider":
-            if value is not None and value not in BRANCH_PROVIDERS:
-                raise BranchRuleError(
-                    f"{who}: provider must be one of {', '.join(BRANCH_PROVIDERS)} (or none, "
-                    f"for a model of config.yml), not {value!r}"
-                )
-            out[key] = value
-        elif key in ("description", "source_file"):
-            if value is not None and not isinstance(value, str):
-                raise BranchRuleError(f"{who}: {key} must be a string or None, not {value!r}")
-            out[key] = redact_text(value) if key == "description" else value
-        elif key == "temperature":
-            out[key] = _number(who, key, value, 0.0, 2.0)
-        elif key == "top_p":
-            out[key] = _number(who, key, value, 0.0, 1.0)
-        elif key == "max_tokens":
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise BranchRuleError(
-                    f"{who}: max_tokens must be a whole number >= 1, not {value!r}"
-                )
-            out[key] = value
-        elif key in ("is_control", "is_active"):
-            if not isinstance(value, bool):
-                raise BranchRuleError(f"{who}: {key} must be true or false, not {value!r}")
-            out[key] = value
-        elif key == "other_params":
-            if value is not None and not isinstance(value, Mapping):
-                raise BranchRuleError(f"{who}: other_params must be a mapping, not {value!r}")
-            try:
-                out[key] = canonical_json(redact_json(dict(value or {})))
-            except (TypeError, ValueError) as exc:
-                raise BranchRuleError(f"{who}: other_params must be plain JSON ({exc})") from None
-        else:
-            raise TypeError(f"unknown branch field {key!r}")
-    return out
-
-
-def _check_case(case_id: str, live: Sequence[Mapping[str, Any]], focus: str | None) -> None:
-    """The rules over a test case's live branches as they would be (``id``, ``name``,
-    ``is_control`` each); ``focus`` is the branch being written, named first."""
-    where = f"test case {case_id!r}"
-    names = Counter(b["name"] for b in live)
-    twice = sorted(n for n, k in names.items() if k > 1)
-    if twice:
-        raise BranchRuleError(
-            f"branch {twice[0]!r} of {where}: a branch name is used once per test case"
-        )
-    if len(live) > MAX_BRANCHES:
-        listed = ", ".join(repr(b["name"]) for b in live)
-        head = f"branch {focus!r} of {where}" if focus else where
-        raise BranchRuleError(
-            f"{head}: a test case has at most {MAX_BRANCHES} branches, this would make "
-            f"{len(live)} ({listed}); delete one first"
-        )
-    controls = [b["name"] for b in live if b["is_control"]]
-    if len(controls) > 1:
-        first = focus if focus in controls else controls[-1]
-        other = next(n for n in controls if n != first)
-        raise BranchRuleError(
-            f"branch {first!r} of {where}: a test case has at most one control branch, "
-            f"and {other!r} is its control"
-        )
 
 
 class Branches:
@@ -249,7 +165,7 @@ class Branches:
         comes back with these settings and its history. Breaking a rule raises
         :class:`BranchRuleError`, and nothing is written."""
         who = f"branch {name!r} of test case {test_case_id!r}"
-        values = _settings(
+        values = settings(
             {
                 "name": name,
                 "model": model,
@@ -279,7 +195,7 @@ class Branches:
                 )
             live = [b for b in self._live(conn, test_case_id) if b["id"] != new]
             live.append({"id": new, "name": values["name"], "is_control": is_control})
-            _check_case(test_case_id, live, values["name"])
+            check_case(test_case_id, live, values["name"])
             if row is None:
                 conn.execute(
                     test_branches.insert().values(
@@ -308,7 +224,7 @@ class Branches:
             row = self._branch(conn, branch_id, deleted=False, lock=True)
             if row is None:
                 raise self._not_found(f"branch {branch_id!r}")
-            values = _settings(fields, f"branch {row.name!r} of test case {case_id!r}")
+            values = settings(fields, f"branch {row.name!r} of test case {case_id!r}")
             live = [b for b in self._live(conn, case_id) if b["id"] != branch_id]
             live.append(
                 {
@@ -317,7 +233,7 @@ class Branches:
                     "is_control": values.get("is_control", bool(row.is_control)),
                 }
             )
-            _check_case(case_id, live, values.get("name", row.name))
+            check_case(case_id, live, values.get("name", row.name))
             self._apply(conn, row, values, now)
             row = self._branch(conn, branch_id, deleted=False)
         return branch_row(row)
@@ -380,13 +296,13 @@ class Branches:
                 raise BranchRuleError(f"{who}: unknown setting(s) {', '.join(sorted(unknown))}")
             if "model" not in spec or "name" not in spec:
                 raise BranchRuleError(f"{who}: a branch needs a name and a model")
-            values = _settings({**_DEFAULTS, **spec, "source_file": source_file}, who)
+            values = settings({**_DEFAULTS, **spec, "source_file": source_file}, who)
             wanted.append({"id": branch_id(test_case_id, values["name"]), **values})
         now = utc_timestamp()
         with self._store.write("saving branches") as conn:
             self._lock_case(conn, test_case_id)
             ids = [w["id"] for w in wanted]
-            _check_case(test_case_id, [{**w} for w in wanted], None)  # duplicates in the file
+            check_case(test_case_id, [{**w} for w in wanted], None)  # duplicates in the file
             for w in wanted:
                 values = {k: v for k, v in w.items() if k != "id"}
                 row = self._branch(conn, w["id"], deleted=True, lock=True)
@@ -416,7 +332,7 @@ class Branches:
             if ids:
                 gone = sa.and_(gone, _B.id.not_in(ids))
             conn.execute(test_branches.update().where(gone).values(deleted_at=now, updated_at=now))
-            _check_case(test_case_id, self._live(conn, test_case_id), None)
+            check_case(test_case_id, self._live(conn, test_case_id), None)
             rows = {
                 r.id: r for r in conn.execute(sa.select(test_branches).where(_B.id.in_(ids))).all()
             }

@@ -129,6 +129,9 @@ def test_a_branch_without_provider_names_a_config_model(make_project: MakeProjec
         ("{name: A, model: fast, max_tokens: 0}", "max_tokens"),
         ("{name: A, provider: mistral, model: m}", "provider"),
         ("{name: A, model: fast, colour: red}", "colour"),
+        ("{name: A, model: fast, max_tokens: 100000000000000000000000000000}", "max_tokens"),
+        ("{name: 'a@b', model: fast}", "name"),
+        ('{name: "red\\e[31m", model: fast}', "name"),
     ],
 )
 def test_out_of_range_settings_are_refused_by_the_schema(
@@ -151,3 +154,28 @@ def test_an_agents_cases_cannot_have_branches(make_project: MakeProject) -> None
     (error,) = _errors(root)
     assert "a.cases.yml:6:" in error
     assert "cases of an agent cannot have branches" in error
+
+
+@pytest.mark.parametrize(
+    ("params", "said"),
+    [
+        ("{model: other, seed: 7}", "other_params model cannot be set here"),
+        ("{generationConfig: {temperature: 50}}", "generationConfig.temperature cannot be set"),
+        ("{messages: [{role: user, content: hi}]}", "messages cannot be set here"),
+    ],
+)
+def test_other_params_cannot_replace_what_the_branch_and_the_prompt_send(
+    make_project: MakeProject, params: str, said: str
+) -> None:
+    """Found by an attacker's review: other_params went out as sent, so a branch said
+    temperature 0 and model plain while the request carried 50 and another model."""
+    root = make_project(
+        CONFIG,
+        {
+            "s.prompt.yml": _prompt(
+                f"branches:\n  - {{name: A, model: fast, other_params: {params}}}\n"
+            )
+        },
+    )
+    (error,) = _errors(root)
+    assert "s.prompt.yml:6:" in error and "branches[0].other_params" in error and said in error

@@ -129,8 +129,12 @@ def test_branches_are_created_updated_listed_and_deleted(store: Store) -> None:
         ({"temperature": -0.1}, "temperature must be between 0 and 2"),
         ({"temperature": float("nan")}, "temperature must be a number"),
         ({"top_p": 1.01}, "top_p must be between 0 and 1"),
-        ({"max_tokens": 0}, "max_tokens must be a whole number >= 1"),
-        ({"max_tokens": 10.5}, "max_tokens must be a whole number >= 1"),
+        ({"max_tokens": 0}, "max_tokens must be a whole number from 1 to 10000000"),
+        ({"max_tokens": 10.5}, "max_tokens must be a whole number from 1"),
+        ({"max_tokens": 2**63}, "max_tokens must be a whole number from 1"),
+        ({"other_params": {"model": "other", "seed": 1}}, "other_params model cannot be set here"),
+        ({"other_params": {"seed": float("nan")}}, "must be plain JSON with finite numbers"),
+        ({"other_params": {"blob": "x" * 70_000}}, "is larger than 64 KB"),
         ({"provider": "opneai"}, "provider must be one of openai, anthropic, gemini, ollama"),
         ({"model": " "}, "model must be a non-empty string"),
         ({"is_control": "yes"}, "is_control must be true or false"),
@@ -566,3 +570,15 @@ def test_revision_0005_upgrades_a_0004_history_postgresql(backend: Backend) -> N
             assert "test_branches" not in sa.inspect(conn).get_table_names()
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize("name", ["a@b", "red\x1b[31m", "two\nlines"])
+def test_a_name_that_could_share_an_id_or_drive_a_terminal_is_refused(
+    store: Store, name: str
+) -> None:
+    """``<case id>@<name>`` is the id: with an "@" in a name, case "c1" branch "x@y" and
+    case "c1@x" branch "y" shared one. Control characters would reach terminals."""
+    make_case(store, CASE)
+    with pytest.raises(BranchRuleError, match="may not hold control characters"):
+        store.branches.create(CASE, name, model="m")
+    assert store.branches.list(CASE) == []

@@ -93,6 +93,10 @@ def find_branch(store: Store | None, project: Project, name: str) -> TestBranch:
         raise ConfigError(f"branch name '{name}' is used by several cases; give its id: {ids}")
     known = [b.id for b in branches]
     hint = did_you_mean(name, known + [b.name for b in branches])
+    listed = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
+    # What was typed, as the error shows it: one line, no escape sequence, bounded.
+    asked = " ".join(name.split())[:200].encode("unicode_escape").decode("ascii")
     raise ConfigError(
-        f"no branch '{name}'{hint}; branches: {', '.join(known) or 'none (declare branches: in a *.prompt.yml)'}"
+        f"no branch '{asked}'{hint}; branches: "
+        f"{listed or 'none (declare branches: in a *.prompt.yml)'}"
     )

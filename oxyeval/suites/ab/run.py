@@ -344,7 +344,11 @@ async def _plans(
                 )
             continue
         prompt = by_id.get(case.prompt_id)
-        version = prompt_version or store.prompts.latest_version(case.prompt_id)
+        version = (
+            store.prompts.latest_version(case.prompt_id)
+            if prompt_version is None
+            else prompt_version
+        )
         content = store.prompts.get_version(case.prompt_id, version) if version else None
         if content is None:
             raise ConfigError(f"prompt '{case.prompt_id}' has no version {prompt_version}")

@@ -91,6 +91,20 @@ def summarise(
     result.branches = summaries
     result.winner = next((s for s in summaries if s.branch.id == ranking.winner), None)
     result.notes = list(ranking.notes)
+    unanswered = [b.name for b in branches if not runs[b.id]]
+    if result.interrupted and unanswered:
+        # Not errors: the run stopped before these answered.
+        result.notes = [n for n in result.notes if " errored (" not in n]
+        errored = sorted(
+            b.name for b in branches if runs[b.id] and not any(o.ok for o in runs[b.id])
+        )
+        if errored:
+            result.notes.append(
+                f"{len(errored)} branch(es) errored ({', '.join(errored)}): ranked last"
+            )
+        result.notes.append(
+            f"interrupted before {', '.join(sorted(unanswered))} answered: ranked last, not errors"
+        )
     if result.iterations > 1:
         _iterations(result, branches, runs)
 

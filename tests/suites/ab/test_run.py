@@ -233,3 +233,19 @@ def test_a_quality_judge_grades_answers_and_is_priced_apart(make_project: MakePr
     branch_only = (steady.input_tokens * 3.0 + steady.output_tokens * 15.0) / 1_000_000
     assert steady.estimated_cost == pytest.approx(branch_only)  # the judge's cost is apart
     assert run.judge_calls == 1 and run.judge_cost == steady.judge_cost
+
+
+def test_names_are_shown_as_written_never_as_markup(make_project: MakeProject) -> None:
+    import io
+
+    from rich.console import Console
+
+    from oxyeval.report import render_ab_run
+
+    root = _project(make_project, PROMPT.replace("name: Quick,", "name: '[bold]Quick[/bold]',"))
+    run = run_ab_tests(project_dir=str(root))
+    console = Console(file=io.StringIO(), width=120)
+    render_ab_run(run, console)
+    assert "[bold]Quick[/bold]" in console.file.getvalue()
+    with pytest.raises(ConfigError, match="has no version 0"):
+        run_ab_tests(project_dir=str(root), prompt_version=0)
