@@ -2,7 +2,9 @@
 measured (latency, time to first token, tokens per second, cost, quality), ranked by a
 winner criterion, with the Pareto front, and with iterations a significance call.
 
-``run`` executes and stores (``results``: what it returns); ``ranking`` holds the seed's
+``plan`` finds everything that can be bad input before any call (branches synced and
+checked, each branch's model, the messages); ``run`` makes the calls and ``writer``
+stores them as they finish (``results``: what it returns); ``ranking`` holds the seed's
 winner criteria; ``summary`` turns executions into ranks and a verdict; ``branches``
 shows what a command sees without writing.
 """
@@ -33,7 +35,7 @@ _EXPORTS = {
     "rank": "ranking",
     "significance": "ranking",
     "winner_distribution": "ranking",
-    "MAX_ITERATIONS": "run",
+    "MAX_ITERATIONS": "plan",
     "run_ab_test": "run",
     "run_ab_test_async": "run",
     "run_ab_tests": "run",
@@ -69,6 +71,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .branches import find_branch, preview_branches
+    from .plan import MAX_ITERATIONS
     from .ranking import (
         BALANCED_WEIGHTS,
         CRITERIA,
@@ -85,7 +88,6 @@ if TYPE_CHECKING:
     )
     from .results import AB, ABCaseResult, ABRun, BranchOutcome, BranchSummary
     from .run import (
-        MAX_ITERATIONS,
         run_ab_test,
         run_ab_test_async,
         run_ab_tests,
