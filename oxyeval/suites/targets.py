@@ -29,6 +29,7 @@ __all__ = [
     "AgentTarget",
     "PromptTarget",
     "Target",
+    "TextTarget",
     "WorkflowTarget",
     "task_output",
     "workflow_question",
@@ -103,6 +104,30 @@ class PromptTarget(Target):
     @property
     def max_tokens(self) -> int | None:
         return self._context.models.max_tokens(self.model, self.params)
+
+
+class TextTarget(Target):
+    """A fixed prompt, sent as written (never rendered as a template: chattest's prompts
+    are plain text), to one model with its own settings."""
+
+    def __init__(self, context: RunContext, model: str, text: str, system: str = "") -> None:
+        self.model = model
+        self.models = (model,)
+        self._context = context
+        self.text = text
+        self.system = system
+
+    async def complete(
+        self, inputs: Mapping[str, Any] | None = None, *, run: int = 1
+    ) -> Completion:
+        messages = [ChatMessage("system", self.system)] if self.system.strip() else []
+        messages.append(ChatMessage("user", self.text))
+        model = self._context.models.get(self.model)
+        return await model.generate(messages, run=run, cache=self._context.answers)
+
+    @property
+    def max_tokens(self) -> int | None:
+        return self._context.models.max_tokens(self.model)
 
 
 class AgentTarget(Target):

@@ -1,0 +1,199 @@
+"""What a judged pass/fail test produces: each run's output, each output's verdict per
+criterion, and per (subject, criterion) a pass rate against a threshold.
+
+One shape for chattest prompts and oxy's ``*.test.yml`` cases: a *subject* is what
+answers (a prompt on a model, an agent, a workflow), a *criterion* what its answers are
+judged against (a test in plain language, an expected answer, and optionally a tool the
+agent must have called).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
+from ...evaluation import PassRate, Result, ResultKind, Score, register_kind
+
+__all__ = [
+    "PASSFAIL",
+    "Check",
+    "Criterion",
+    "CriterionResult",
+    "PassFailRun",
+    "Sample",
+    "SubjectResult",
+]
+
+
+def _failed_line(result: Result) -> str:
+    rate = "-" if result.score is None else f"{result.score * 100:.0f}%"
+    need = result.details.get("threshold")
+    against = "" if need is None else f" (needs {need * 100:.0f}%)"
+    return f"failed: {result.subject}: pass rate {rate}{against}"
+
+
+#: The result kind of one (subject, criterion): ``scored``, or ``error`` when no run could
+#: be judged (every call or every verdict failed: outcome unknown, exit 3).
+PASSFAIL = register_kind(
+    ResultKind(
+        name="passfail",
+        statuses=("scored", "error", "interrupted"),
+        metric="pass rate",
+        noun="test",
+        failed_line=_failed_line,
+    )
+)
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """What outputs are judged against: ``text`` goes to the judge as the criterion;
+    ``key`` names it in reports; ``tool``, when set, must appear among the run's tool
+    calls (checked without the judge: a run that did not call it fails)."""
+
+    key: str
+    text: str
+    tool: str | None = None
+
+
+@dataclass
+class Sample:
+    """One run's output (or why there is none)."""
+
+    run: int
+    text: str | None = None
+    error: str | None = None
+    tools: tuple[str, ...] = ()
+    latency_ms: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost: float | None = None
+    cached: bool = False
+
+
+@dataclass
+class Check:
+    """One run's verdict on one criterion: True PASS, False FAIL, None a judge error
+    (excluded from the pass rate, reported, never a pass)."""
+
+    run: int
+    passed: bool | None
+    reasoning: str = ""
+    error: str | None = None
+    judged: bool = True  # False: decided without the judge (a missing tool call)
+
+
+@dataclass
+class CriterionResult:
+    """One (subject, criterion): its checks, pass rate and verdict against the threshold."""
+
+    subject: str
+    label: str
+    criterion: Criterion
+    threshold: float
+    checks: list[Check] = field(default_factory=list)
+    max_runs: int = 0
+    #: With --adaptive: "pass" / "fail" when sampling stopped on a settled decision.
+    settled: str | None = None
+    run_errors: int = 0
+
+    @property
+    def rate(self) -> PassRate:
+        return PassRate.of([c.passed for c in sorted(self.checks, key=lambda c: c.run)])
+
+    @property
+    def passed(self) -> bool | None:
+        """The settled adaptive decision, else the pass rate against the threshold; None
+        when no run was judged."""
+        if self.settled is not None:
+            return self.settled == "pass"
+        return self.rate.passed(self.threshold)
+
+    @property
+    def status(self) -> str:
+        return "scored" if self.rate.runs else "error"
+
+    @property
+    def consistent(self) -> bool:
+        """Every judged run gave the same verdict."""
+        return not self.rate.flaky
+
+    def as_result(self, outputs: dict[int, str] | None = None) -> Result:
+        rate = self.rate
+        errors = [c.error for c in self.checks if c.error]
+        scores = [Score("pass_rate", rate.pass_rate, passed=self.passed, threshold=self.threshold)]
+        details: dict[str, Any] = {
+            "criterion": self.criterion.text,
+            "criterionKey": self.criterion.key,
+            "tool": self.criterion.tool,
+            "threshold": self.threshold,
+            "passes": rate.passes,
+            "runs": rate.runs,
+            "maxRuns": self.max_runs,
+            "judgeErrors": rate.judge_errors,
+            "flaky": rate.flaky,
+            "wilson": None
+            if rate.wilson is None
+            else {"low": rate.wilson.low, "high": rate.wilson.high},
+            "passHatK": rate.pass_hat_k,
+            "passAtK": rate.pass_at_k,
+            "settled": self.settled,
+        }
+        if outputs is not None:
+            details["outputs"] = {str(k): v for k, v in sorted(outputs.items())}
+        return Result(
+            kind="passfail",
+            subject=f"{self.subject}::{self.criterion.key}",
+            status=self.status,
+            passed=self.passed,
+            score=rate.pass_rate,
+            error="; ".join(dict.fromkeys(errors)) or None if not rate.runs else None,
+            scores=scores,
+            details=details,
+            run_errors=self.run_errors,
+            judge_errors=rate.judge_errors,
+        )
+
+
+@dataclass
+class SubjectResult:
+    """A subject's runs and its results, one per criterion."""
+
+    key: str
+    label: str
+    samples: list[Sample] = field(default_factory=list)
+    results: list[CriterionResult] = field(default_factory=list)
+    group: str = ""
+    name: str = ""
+    duration_s: float = 0.0
+
+    @property
+    def answered(self) -> int:
+        return sum(s.error is None for s in self.samples)
+
+
+@dataclass
+class PassFailRun:
+    """A run of judged pass/fail tests: every subject's results, and what the command
+    reports around them."""
+
+    subjects: list[SubjectResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    judge_calls: int = 0
+    model_calls: int = 0
+    saved_calls: int = 0  # with --adaptive: runs not made because decisions settled
+
+    @property
+    def results(self) -> list[CriterionResult]:
+        return [r for s in self.subjects for r in s.results]
+
+    @property
+    def exit_code(self) -> int:
+        """0 every test passed; 1 one failed; 3 one could not be judged, or interrupted."""
+        if self.interrupted or any(r.status == "error" for r in self.results):
+            return EXIT_INFRA
+        if any(r.passed is False for r in self.results):
+            return EXIT_FAILED
+        return EXIT_OK
