@@ -21,6 +21,11 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "chattest_json": "passfail",
+    "passfail_label": "passfail",
+    "render_chattest": "passfail",
+    "render_test_files": "passfail",
+    "test_files_json": "passfail",
     "ab_case_json": "ab",
     "ab_run_json": "ab",
     "branch_execution_json": "ab",
@@ -73,6 +78,7 @@ __all__ = [
     "case_result_json",
     "case_run_json",
     "cases_junit",
+    "chattest_json",
     "check_drop",
     "check_threshold",
     "consistency_junit",
@@ -81,6 +87,7 @@ __all__ = [
     "gate_option_error",
     "history_of_test_json",
     "load_saved_run",
+    "passfail_label",
     "render_ab_run",
     "render_branch",
     "render_branches",
@@ -88,15 +95,18 @@ __all__ = [
     "render_case_list",
     "render_case_run",
     "render_case_stats",
+    "render_chattest",
     "render_history",
     "render_pretty",
     "render_stored_run",
+    "render_test_files",
     "render_test_history",
     "run_json",
     "shown",
     "sparkline",
     "stats_json",
     "stored_run_json",
+    "test_files_json",
     "to_json",
     "validation_json",
     "write_json",
@@ -136,6 +146,13 @@ if TYPE_CHECKING:
     )
     from .json import to_json, validation_json, write_json
     from .junit import ab_junit, cases_junit, consistency_junit
+    from .passfail import (
+        chattest_json,
+        passfail_label,
+        render_chattest,
+        render_test_files,
+        test_files_json,
+    )
     from .pretty import cached_calls_line, render_pretty
     from .saved import load_saved_run
     from .text import shown

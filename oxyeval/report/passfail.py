@@ -1,0 +1,240 @@
+"""Judged pass/fail tests for people and machines: chattest's table per prompt (test x
+model -> pass rate and PASS/FAIL against the success threshold, then the outputs), and
+oxy's ``*.test.yml`` lines (``PASS|FLKY|FAIL  name  (passed/runs)``, then the totals).
+
+Texts a model wrote are passed through :func:`~oxyeval.report.shown`; cells are plain text,
+never markup.
+"""
+
+from __future__ import annotations
+
+from statistics import fmean
+from typing import TYPE_CHECKING, Any
+
+from .text import shown
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..suites.passfail import CriterionResult, PassFailRun, SubjectResult
+
+__all__ = [
+    "chattest_json",
+    "passfail_label",
+    "render_chattest",
+    "render_test_files",
+    "test_files_json",
+]
+
+
+def _r(value: float | None, digits: int = 6) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def passfail_label(result: CriterionResult) -> str:
+    """oxy's four-letter verdict: FLKY when the runs disagreed, else PASS or FAIL by the
+    threshold; ERR when no run could be judged."""
+    if result.status == "error":
+        return "ERR "
+    if result.rate.flaky:
+        return "FLKY"
+    return "PASS" if result.passed else "FAIL"
+
+
+def _result_json(result: CriterionResult) -> dict[str, Any]:
+    rate = result.rate
+    return {
+        "passes": rate.passes,
+        "runs": rate.runs,
+        "maxRuns": result.max_runs,
+        "passRate": _r(rate.pass_rate),
+        "passed": result.passed,
+        "threshold": result.threshold,
+        "judgeErrors": rate.judge_errors,
+        "runErrors": result.run_errors,
+        "flaky": rate.flaky,
+        "consistent": result.consistent,
+        "wilson": None
+        if rate.wilson is None
+        else {"low": _r(rate.wilson.low), "high": _r(rate.wilson.high)},
+        "passHatK": _r(rate.pass_hat_k),
+        "passAtK": _r(rate.pass_at_k),
+        "settled": result.settled,
+    }
+
+
+def _summary(run: PassFailRun) -> dict[str, Any]:
+    results = run.results
+    return {
+        "tests": len(results),
+        "passed": sum(r.passed is True for r in results),
+        "failed": sum(r.passed is False for r in results),
+        "errors": sum(r.status == "error" for r in results),
+        "modelCalls": run.model_calls,
+        "judgeCalls": run.judge_calls,
+        "savedCalls": run.saved_calls,
+        "interrupted": run.interrupted,
+        "exitCode": run.exit_code,
+    }
+
+
+def _groups(run: PassFailRun) -> dict[str, list[SubjectResult]]:
+    groups: dict[str, list[SubjectResult]] = {}
+    for subject in run.subjects:
+        groups.setdefault(subject.group, []).append(subject)
+    return groups
+
+
+def chattest_json(run: PassFailRun) -> dict[str, Any]:
+    """``oxy chattest --format json``: per prompt, every (test, model) result and the
+    outputs per model; a summary; every key always present."""
+    prompts = []
+    for key, subjects in _groups(run).items():
+        results = [
+            {"test": r.criterion.key, "model": s.name, **_result_json(r)}
+            for s in subjects
+            for r in s.results
+        ]
+        outputs = {s.name: [x.text for x in s.samples if x.text is not None] for s in subjects}
+        prompts.append({"key": key, "results": results, "outputs": outputs})
+    return {"prompts": prompts, "warnings": list(run.warnings), "summary": _summary(run)}
+
+
+def _cell(text: str) -> Any:
+    from rich.text import Text
+
+    return Text(shown(text))
+
+
+def render_chattest(run: PassFailRun, console: Console, *, quiet: bool = False) -> None:
+    """Per prompt a table of test x model -> pass rate and PASS/FAIL, then the outputs."""
+    from rich.table import Table
+
+    for key, subjects in _groups(run).items():
+        table = Table(title=_cell(key), title_justify="left", title_style="bold")
+        table.add_column("test", overflow="fold")
+        for subject in subjects:
+            table.add_column(_cell(subject.name), justify="right", overflow="fold")
+        tests = [r.criterion.key for r in subjects[0].results] if subjects else []
+        for i, test in enumerate(tests):
+            row = [_cell(test)]
+            for subject in subjects:
+                result = subject.results[i]
+                rate = result.rate
+                shown_rate = "-" if rate.pass_rate is None else f"{rate.pass_rate * 100:.0f}%"
+                row.append(
+                    _cell(
+                        f"{passfail_label(result).strip()} {shown_rate} ({rate.passes}/{rate.runs})"
+                    )
+                )
+            table.add_row(*row)
+        console.print(table)
+        if not quiet:
+            for subject in subjects:
+                texts = [s.text for s in subject.samples if s.text is not None]
+                errors = [s.error for s in subject.samples if s.error is not None]
+                console.print(f"outputs of {subject.name}:", style="bold", markup=False)
+                for n, text in enumerate(texts, 1):
+                    console.print(f"  {n}. {shown(' '.join(text.split()))[:300]}", markup=False)
+                for error in dict.fromkeys(errors):
+                    console.print(f"  error: {shown(error)}", style="red", markup=False)
+    _footer(run, console)
+
+
+def _footer(run: PassFailRun, console: Console) -> None:
+    s = _summary(run)
+    line = (
+        f"{s['tests']} test(s): {s['passed']} passed, {s['failed']} failed, {s['errors']} "
+        f"error(s) · {s['modelCalls']} model calls, {s['judgeCalls']} judge calls"
+    )
+    if run.saved_calls:
+        line += f" · {run.saved_calls} calls saved by --adaptive"
+    console.print(line, style="dim", markup=False)
+    for warning in run.warnings:
+        console.print(f"warning: {shown(warning)}", style="yellow", markup=False)
+
+
+def test_files_json(run: PassFailRun) -> dict[str, Any]:
+    """``oxy test FILE.test.yml --format json``: per case its verdict, each run's output
+    and verdict with the judge's reasoning, and the overall numbers."""
+    cases = []
+    for subject in run.subjects:
+        for result in subject.results:
+            checks = {c.run: c for c in result.checks}
+            runs = []
+            for sample in subject.samples:
+                check = checks.get(sample.run)
+                runs.append(
+                    {
+                        "run": sample.run,
+                        "output": sample.text,
+                        "error": sample.error,
+                        "verdict": None
+                        if check is None or check.passed is None
+                        else ("PASS" if check.passed else "FAIL"),
+                        "reasoning": None if check is None else check.reasoning,
+                        "judgeError": None if check is None else check.error,
+                        "durationMs": sample.latency_ms,
+                        "inputTokens": sample.input_tokens,
+                        "outputTokens": sample.output_tokens,
+                        "tools": list(sample.tools),
+                    }
+                )
+            cases.append(
+                {
+                    "file": subject.group,
+                    "name": subject.name,
+                    "verdict": passfail_label(result).strip(),
+                    **_result_json(result),
+                    "runsDetail": runs,
+                }
+            )
+    return {
+        "cases": cases,
+        "overall": _overall(run),
+        "warnings": list(run.warnings),
+        "summary": _summary(run),
+    }
+
+
+def _overall(run: PassFailRun) -> dict[str, Any]:
+    results = run.results
+    rates = [r.rate.pass_rate for r in results if r.rate.pass_rate is not None]
+    samples = [s for subject in run.subjects for s in subject.samples]
+    tokens = [(s.input_tokens or 0) + (s.output_tokens or 0) for s in samples]
+    return {
+        "score": _r(fmean(rates)) if rates else None,
+        "consistency": _r(fmean(r.consistent for r in results)) if results else None,
+        "answerRate": _r(sum(s.error is None for s in samples) / len(samples)) if samples else None,
+        "tokens": sum(tokens),
+        "durationS": _r(max((s.duration_s for s in run.subjects), default=0.0), 3),
+    }
+
+
+def render_test_files(run: PassFailRun, console: Console) -> None:
+    """One line per case, oxy's way, then the totals."""
+    for subject in run.subjects:
+        for result in subject.results:
+            rate = result.rate
+            console.print(
+                f"{passfail_label(result)}  {shown(subject.label)}  ({rate.passes}/{rate.runs})",
+                style={"PASS": "green", "FAIL": "red", "FLKY": "yellow"}.get(
+                    passfail_label(result), "red"
+                ),
+                markup=False,
+            )
+            for check in result.checks:
+                if check.passed is False and not check.judged:
+                    console.print(f"      run {check.run}: {shown(check.reasoning)}", markup=False)
+    o = _overall(run)
+
+    def pct(value: float | None) -> str:
+        return "-" if value is None else f"{value * 100:.1f}%"
+
+    console.print(
+        f"score {pct(o['score'])} · consistency {pct(o['consistency'])} · answer rate "
+        f"{pct(o['answerRate'])} · {o['tokens']} tokens · {o['durationS']:.1f}s",
+        style="bold",
+        markup=False,
+    )
+    _footer(run, console)
