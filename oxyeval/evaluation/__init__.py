@@ -9,7 +9,9 @@ are kinds on it; a new kind of test registers itself (:func:`register_kind`) ins
 adding a sixth place that decides pass or fail. Beside them, pure measurements any
 kind may reuse: confidence intervals and normalisation (``stats``: :func:`bootstrap_interval`,
 :func:`wilson_interval`, :func:`min_max_normalise`) and text metrics of one output
-(``text``: :func:`clarity_score`, :func:`consistency_hash`, :func:`valid_json`).
+(``text``: :func:`clarity_score`, :func:`consistency_hash`, :func:`valid_json`), and pass
+rates over repeated judged runs with when to stop running them (``sequential``:
+:class:`PassRate`, :func:`pass_at_k`, :func:`pass_hat_k`, :class:`AdaptiveTest`).
 """
 
 from __future__ import annotations
@@ -64,6 +66,10 @@ _EXPORTS = {
     "bootstrap_interval": "stats",
     "min_max_normalise": "stats",
     "wilson_interval": "stats",
+    "AdaptiveTest": "sequential",
+    "PassRate": "sequential",
+    "pass_at_k": "sequential",
+    "pass_hat_k": "sequential",
     "clarity_score": "text",
     "consistency_hash": "text",
     "modal_share": "text",
@@ -72,6 +78,7 @@ _EXPORTS = {
 }
 __all__ = [
     "LENGTH_TOLERANCE",
+    "AdaptiveTest",
     "CacheServed",
     "Consistency",
     "Decision",
@@ -86,6 +93,7 @@ __all__ = [
     "Judged",
     "Outcome",
     "OutputScorer",
+    "PassRate",
     "Previous",
     "Result",
     "ResultKind",
@@ -116,6 +124,8 @@ __all__ = [
     "modal_share",
     "moment",
     "normalise_whitespace",
+    "pass_at_k",
+    "pass_hat_k",
     "percent",
     "register_kind",
     "result_kind",
@@ -165,6 +175,7 @@ if TYPE_CHECKING:
         SetScorer,
         Similarity,
     )
+    from .sequential import AdaptiveTest, PassRate, pass_at_k, pass_hat_k
     from .similarity import LENGTH_TOLERANCE, lexical_similarity
     from .stats import Interval, bootstrap_interval, min_max_normalise, wilson_interval
     from .text import (
