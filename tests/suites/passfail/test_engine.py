@@ -95,3 +95,17 @@ def test_a_subject_whose_every_run_failed_is_an_error_exit_3(make_project: MakeP
     assert result.status == "error" and result.run_errors == 3 and result.passed is None
     assert run.exit_code == 3
     assert "the server is down" in run.subjects[0].samples[0].error  # type: ignore[operator]
+
+
+def test_adaptive_stops_sampling_once_the_decision_is_settled(make_project: MakeProject) -> None:
+    always = CONFIG.replace(
+        "    outputs: [ANSWER-OK, ANSWER-OK, ANSWER-BAD, ANSWER-OK, ANSWER-GARBLED, ANSWER-OK]",
+        "    outputs: [ANSWER-OK]",
+    )
+    run = _run(make_project(always), runs=50, threshold=0.8, adaptive=True, concurrency=5)
+    (result,) = run.results
+    assert result.settled == "pass" and result.passed is True
+    used = len(run.subjects[0].samples)
+    assert used < 50 and used % 5 == 0  # whole waves of the concurrency
+    assert run.saved_calls == 50 - used and run.model_calls == used
+    assert result.rate.runs <= used  # verdicts past the decision are not counted
