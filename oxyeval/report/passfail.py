@@ -16,7 +16,7 @@ from .text import shown
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..suites.passfail import CriterionResult, PassFailRun, SubjectResult
+    from ..suites import CriterionResult, PassFailRun, SubjectResult
 
 __all__ = [
     "chattest_json",
