@@ -235,12 +235,16 @@ def load_chattest(
     docs = {file: _read(file, problems) for file in [*model_files, *prompt_files]}
     warnings: list[Diagnostic] = []
     models: dict[str, ChatModel] = {}
+    broken: set[str] = set()  # keys of model files with errors: not "unknown" to prompts too
     for file in model_files:
         doc = docs[file]
-        if doc is None or _invalid(doc, "chattest-model", problems, warnings):
-            continue
-        model = _model(doc, project, env, problems, warnings)
+        model = None
+        if doc is not None and not _invalid(doc, "chattest-model", problems, warnings):
+            model = _model(doc, project, env, problems, warnings)
         if model is None:
+            data = doc.data if doc is not None else None
+            if isinstance(data, dict) and isinstance(data.get("key"), str):
+                broken.add(data["key"])
             continue
         if model.key in models:
             first = models[model.key].location
@@ -266,7 +270,7 @@ def load_chattest(
             )
             continue
         prompts.append(prompt)
-        _resolve_references(prompt, models, project, problems)
+        _resolve_references(prompt, models, broken, project, problems)
     if not prompts and not problems:
         shown = ", ".join(str(p) for p in paths) or "."
         problems.append(Diagnostic(shown, "no chattest prompt files found (prompts/*.json)"))
@@ -544,6 +548,7 @@ def _prompt(
 def _resolve_references(
     prompt: ChatPrompt,
     models: dict[str, ChatModel],
+    broken: set[str],
     project: Project | None,
     problems: list[Diagnostic],
 ) -> None:
@@ -558,7 +563,7 @@ def _resolve_references(
     at: KeyPath = ("testModel",) if prompt.doc.get(("testModel",)) is not None else ("key",)
     places.append((at, prompt.test_model, "test model"))
     for where, name, what in places:
-        if name in models:
+        if name in models or name in broken:
             continue
         if project is not None and name in project.models:
             models[name] = ChatModel(name, "", "config", replace(project.models[name], name=name))

@@ -385,3 +385,11 @@ def test_the_key_reaches_the_server_in_the_chosen_header(tmp_path: Path) -> None
 
 def test_the_suite_type_is_public() -> None:
     assert isinstance(load_chattest([EXAMPLE]), ChatTestSuite)
+
+
+def test_a_broken_model_file_is_not_also_called_unknown_by_its_prompt(tmp_path: Path) -> None:
+    root = folder(tmp_path, [{"key": "m1", "url": "http://host/generate"}, MOCKS[1]], [prompt()])
+    message = load_error([root])
+    assert "cannot tell the API" in message
+    assert "unknown model" not in message
+    assert "1 error(s)" in message
