@@ -34,6 +34,8 @@ SCHEMA_FILES = {
     "prompt": "prompt.schema.json",
     "cases": "cases.schema.json",
     "common": "common.schema.json",
+    "chattest-prompt": "chattest-prompt.schema.json",
+    "chattest-model": "chattest-model.schema.json",
 }
 UNSUPPORTED = "x-oxy-unsupported"
 

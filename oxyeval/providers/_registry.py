@@ -68,6 +68,9 @@ _VENDORS: dict[str, _Vendor] = {
         embedding_model="gemini-embedding-001",
     ),
     "mock": _Vendor("mock", "MockAPI", "MockEmbeddingAPI"),
+    "openai-completions": _Vendor(
+        "openai_completions", "OpenAICompletionsAPI", key_var="OPENAI_API_KEY"
+    ),
 }
 #: Other names config.yml accepts (oxy's spellings).
 _ALIASES = {"openai_compat": "openai", "open_ai_compat": "openai", "gemini": "google"}

@@ -410,7 +410,8 @@ def test_a_template_limit_in_a_workflow_test_exits_2(make_project: MakeProject) 
 
 def test_schema_help_lists_every_schema() -> None:
     result = CliRunner().invoke(app, ["schema", "--help"])
-    kinds = list(SCHEMA_FILES)
+    # chattest's JSON schemas are registered for validation, not (yet) offered by oxy schema
+    kinds = [k for k in SCHEMA_FILES if not k.startswith("chattest-")]
     assert len(kinds) == 6
     for kind in kinds:  # common too: agent, workflow and prompt $ref it
         assert kind in result.stdout
