@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "passfail_junit": "junit",
     "chattest_json": "passfail",
     "passfail_label": "passfail",
     "render_chattest": "passfail",
@@ -87,6 +88,7 @@ __all__ = [
     "gate_option_error",
     "history_of_test_json",
     "load_saved_run",
+    "passfail_junit",
     "passfail_label",
     "render_ab_run",
     "render_branch",
@@ -145,7 +147,7 @@ if TYPE_CHECKING:
         stored_run_json,
     )
     from .json import to_json, validation_json, write_json
-    from .junit import ab_junit, cases_junit, consistency_junit
+    from .junit import ab_junit, cases_junit, consistency_junit, passfail_junit
     from .passfail import (
         chattest_json,
         passfail_label,

@@ -39,11 +39,11 @@ from .text import shown
 
 if TYPE_CHECKING:
     from ..evaluation import Decision, Outcome
-    from ..suites import ABRun
+    from ..suites import ABRun, PassFailRun
     from ..suites.cases.results import CaseResult, CaseRun
     from ..suites.results import ConsistencyRun, ConsistencyTestResult
 
-__all__ = ["ab_junit", "cases_junit", "consistency_junit", "xml_text"]
+__all__ = ["ab_junit", "cases_junit", "consistency_junit", "passfail_junit", "xml_text"]
 
 #: Most characters of one output kept in ``<system-out>``: enough to see the answer,
 #: bounded so an n=10,000 test does not write a file the CI server chokes on.
@@ -547,3 +547,42 @@ def ab_junit(run: ABRun, *, timestamp: datetime | None = None, hostname: str | N
             suite.out.append(f"{s.rank}. {s.branch.name}: " + (figures if s.ok else "error"))
         suites.append(suite)
     return _render(suites, timestamp, hostname)
+
+
+def passfail_junit(
+    run: PassFailRun, *, timestamp: datetime | None = None, hostname: str | None = None
+) -> str:
+    """``oxy chattest`` / ``oxy test *.test.yml`` ``--junit``: a suite per group (a prompt, a
+    test file), a test per (subject, criterion); a pass rate under its threshold is a
+    failure, a test no run of which could be judged an error."""
+    suites: dict[str, _Suite] = {}
+    for subject in run.subjects:
+        suite = suites.setdefault(
+            subject.group, _Suite(name=subject.group or subject.key, package="oxyeval.passfail")
+        )
+        for result in subject.results:
+            rate = result.rate
+            case = _Case(
+                name=f"{subject.name or subject.label}: {result.criterion.key}",
+                classname=f"passfail.{_classname(subject.group or subject.key)}",
+                time=subject.duration_s,
+            )
+            shown_rate = "-" if rate.pass_rate is None else f"{rate.pass_rate * 100:.0f}%"
+            summary = f"pass rate {shown_rate} ({rate.passes}/{rate.runs}), needs {result.threshold * 100:.0f}%"
+            reasons = "\n".join(
+                f"run {c.run}: {_clip(shown(c.reasoning), 500)}"
+                for c in result.checks
+                if c.passed is False
+            )
+            if result.status == "error":
+                errors = "; ".join(dict.fromkeys(c.error or "" for c in result.checks if c.error))
+                case.error = (
+                    "NotJudged",
+                    f"no run could be judged: {_clip(shown(errors), 500)}",
+                    "",
+                )
+            elif result.passed is False:
+                case.failure = ("BelowThreshold", summary, reasons)
+            suite.cases.append(case)
+            suite.out.append(f"{case.name}: {summary}")
+    return _render(list(suites.values()), timestamp, hostname)

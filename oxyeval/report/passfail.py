@@ -122,11 +122,9 @@ def render_chattest(run: PassFailRun, console: Console, *, quiet: bool = False) 
                 result = subject.results[i]
                 rate = result.rate
                 shown_rate = "-" if rate.pass_rate is None else f"{rate.pass_rate * 100:.0f}%"
-                row.append(
-                    _cell(
-                        f"{passfail_label(result).strip()} {shown_rate} ({rate.passes}/{rate.runs})"
-                    )
-                )
+                # chattest's verdict: the pass rate against successThreshold (no FLKY)
+                verdict = "ERR" if result.status == "error" else "PASS" if result.passed else "FAIL"
+                row.append(_cell(f"{verdict} {shown_rate} ({rate.passes}/{rate.runs})"))
             table.add_row(*row)
         console.print(table)
         if not quiet:

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "run_chattest": "passfail",
+    "run_chattest_async": "passfail",
     "Criterion": "passfail",
     "CriterionResult": "passfail",
     "PassFailRun": "passfail",
@@ -127,6 +129,8 @@ __all__ = [
     "run_ab_tests_async",
     "run_cases",
     "run_cases_async",
+    "run_chattest",
+    "run_chattest_async",
     "run_passfail",
     "run_tests",
     "run_tests_async",
@@ -176,6 +180,8 @@ if TYPE_CHECKING:
         Subject,
         SubjectResult,
         pass_fail_judge,
+        run_chattest,
+        run_chattest_async,
         run_passfail,
     )
     from .results import (

@@ -24,6 +24,9 @@ _EXPORTS = {
     "Subject": "engine",
     "run_subjects": "engine",
     "pass_fail_judge": "run",
+    "chattest_subjects": "chattest",
+    "run_chattest": "chattest",
+    "run_chattest_async": "chattest",
     "run_passfail": "run",
 }
 __all__ = [
@@ -35,13 +38,17 @@ __all__ = [
     "Sample",
     "Subject",
     "SubjectResult",
+    "chattest_subjects",
     "pass_fail_judge",
+    "run_chattest",
+    "run_chattest_async",
     "run_passfail",
     "run_subjects",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from .chattest import chattest_subjects, run_chattest, run_chattest_async
     from .engine import Subject, run_subjects
     from .results import (
         PASSFAIL,

@@ -1,0 +1,108 @@
+"""``oxy chattest`` on the offline example and on small projects: the table, JSON, exit
+codes, the default threshold 0, outputs shown but never stored, keys never printed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from oxyeval.cli._app import app
+from oxyeval.store import open_store
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "chattest"
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    target = tmp_path / "chattest"
+    shutil.copytree(EXAMPLE, target)
+    return target
+
+
+def invoke(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(app, list(args))
+
+
+def test_the_example_passes_the_steady_model_and_fails_the_shaky_one(example: Path) -> None:
+    result = invoke("chattest", str(example), "--format", "json")
+    assert result.exit_code == 1, result.stderr
+    doc = json.loads(result.stdout)
+    (prompt,) = doc["prompts"]
+    by_model: dict[str, list[dict]] = {}
+    for r in prompt["results"]:
+        by_model.setdefault(r["model"], []).append(r)
+    assert all(r["passed"] and r["passRate"] == 1.0 for r in by_model["geo-steady"])
+    assert all(
+        not r["passed"] and r["passRate"] == pytest.approx(0.6) for r in by_model["geo-shaky"]
+    )
+    assert len(prompt["outputs"]["geo-shaky"]) == 5
+    assert doc["summary"]["failed"] == 3 and doc["summary"]["exitCode"] == 1
+    assert "failed: capital-of-france on geo-shaky" in result.stderr
+    pretty = invoke("chattest", str(example))
+    assert "FAIL 60% (3/5)" in pretty.stdout and "Lyon" in pretty.stdout  # outputs shown
+
+
+def _files(root: Path, threshold: str = "") -> None:
+    (root / "prompts").mkdir(parents=True)
+    (root / "models").mkdir()
+    (root / "prompts" / "p.json").write_text(
+        '{"key": "p", "prompt": "Say hi", "models": ["m"], "tests": ["it greets"],'
+        f' "runVolume": 4, "testModel": "j"{threshold}}}'
+    )
+    (root / "models" / "m.json").write_text(
+        '{"key": "m", "url": "mock:", "outputs": ["hello there", "go away"]}'
+    )
+    (root / "models" / "j.json").write_text(
+        '{"key": "j", "url": "mock:", "rules": [{"match": "go away", "output": "Rude.\\nVerdict: FAIL"},'
+        ' {"match": "(?s).*", "output": "Friendly.\\nVerdict: PASS"}]}'
+    )
+
+
+def test_the_default_success_threshold_is_zero(tmp_path: Path) -> None:
+    _files(tmp_path)
+    result = invoke("chattest", str(tmp_path), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    (r,) = json.loads(result.stdout)["prompts"][0]["results"]
+    assert (r["passes"], r["runs"], r["threshold"], r["passed"]) == (2, 4, 0.0, True)
+    strict = tmp_path / "strict"
+    _files(strict, ', "successThreshold": 0.75')
+    assert invoke("chattest", str(strict)).exit_code == 1
+
+
+def test_pass_rates_are_kept_in_a_projects_history_but_outputs_are_not(tmp_path: Path) -> None:
+    (tmp_path / "config.yml").write_text("models:\n  - {name: other, vendor: mock, outputs: [x]}\n")
+    _files(tmp_path / "ct")
+    assert invoke("chattest", str(tmp_path / "ct"), "-q").exit_code == 0
+    with open_store(tmp_path / ".oxy" / "oxyeval.db", read_only=True) as store:
+        (run,) = store.runs.list(5)
+        (row,) = store.results.for_run(run.id)
+        assert row.kind == "passfail" and row.score == 0.5 and "outputs" not in row.details
+    assert b"hello there" not in (tmp_path / ".oxy" / "oxyeval.db").read_bytes()
+
+
+def test_a_key_from_the_environment_is_never_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _files(tmp_path)
+    monkeypatch.setenv("CT_KEY", "sk-chattest-secret-42")
+    (tmp_path / "models" / "m.json").write_text(
+        '{"key": "m", "url": "http://127.0.0.1:9/v1/chat/completions", "apiKey": "${CT_KEY}"}'
+    )
+    result = invoke("chattest", str(tmp_path), "--format", "json")
+    assert result.exit_code == 3  # nothing listens on port 9: a provider failure
+    assert "sk-chattest-secret-42" not in result.stdout + result.stderr
+    assert json.loads(result.stdout)["summary"]["errors"] == 1
+
+
+def test_bad_input_names_the_file_and_exits_2(tmp_path: Path) -> None:
+    _files(tmp_path)
+    (tmp_path / "prompts" / "p.json").write_text(
+        '{"key": "p", "prompt": "hi", "models": ["nope"], "tests": []}'
+    )
+    result = invoke("chattest", str(tmp_path), "--format", "json")
+    assert result.exit_code == 2
+    assert "p.json" in result.stderr and json.loads(result.stdout)["exit_code"] == 2
