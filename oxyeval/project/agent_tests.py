@@ -235,12 +235,10 @@ def _workflow_tools(project: Project, path: Path) -> tuple[frozenset[str] | None
         except LoadError:
             return None, f"workflow {current.name} does not load"
         for task in _tasks(data):
-            kind, ref = (
-                task.get("type"),
-                task.get("agent_ref" if task.get("type") == "agent" else "src"),
-            )
+            kind = task.get("type")
             if kind not in ("agent", "workflow"):
                 continue
+            ref = task.get("agent_ref" if kind == "agent" else "src")
             if not isinstance(ref, str) or "{" in ref:
                 return None, f"a {kind} task names its file with a template or not at all"
             found = _project_file(project, ref, kind)
