@@ -12,6 +12,17 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "DEFAULT_TEST_FILE_CONCURRENCY": "agent_tests",
+    "DEFAULT_TEST_FILE_RUNS": "agent_tests",
+    "MAX_TEST_FILE_RUNS": "agent_tests",
+    "TestCaseSpec": "agent_tests",
+    "TestFile": "agent_tests",
+    "TestFileSettings": "agent_tests",
+    "WorkflowLoader": "agent_tests",
+    "case_display_name": "agent_tests",
+    "collect_test_files": "agent_tests",
+    "load_test_file": "agent_tests",
+    "select_cases": "agent_tests",
     "Agent": "agents",
     "ContextSpec": "agents",
     "load_agent": "agents",
@@ -32,6 +43,7 @@ _EXPORTS = {
     "file_kind": "files",
     "find_config": "files",
     "project_files": "files",
+    "TEST_SUFFIXES": "files",
     "inside_project": "files",
     "outside_project": "files",
     "Document": "document",
@@ -94,6 +106,8 @@ __all__ = [
     "DEFAULT_RUN_VOLUME",
     "DEFAULT_SUCCESS_THRESHOLD",
     "DEFAULT_TEMPERATURE",
+    "DEFAULT_TEST_FILE_CONCURRENCY",
+    "DEFAULT_TEST_FILE_RUNS",
     "DEFAULT_THRESHOLD",
     "DEFAULT_TOP_P",
     "JINJA_NAMES",
@@ -102,8 +116,10 @@ __all__ = [
     "MAX_DAYS",
     "MAX_LOOP_VALUES",
     "MAX_RUN_VOLUME",
+    "MAX_TEST_FILE_RUNS",
     "SCAFFOLD",
     "SCHEMA_FILES",
+    "TEST_SUFFIXES",
     "Agent",
     "BranchDef",
     "CaseDef",
@@ -119,12 +135,18 @@ __all__ = [
     "PromptDef",
     "ScaffoldConflict",
     "TemplateRef",
+    "TestCaseSpec",
+    "TestFile",
+    "TestFileSettings",
     "TestSpec",
+    "WorkflowLoader",
     "attribute_reads",
     "branch_problems",
+    "case_display_name",
     "check_judge_prompt",
     "check_variables",
     "collect_case_files",
+    "collect_test_files",
     "database_problems",
     "database_use_problem",
     "detect_format",
@@ -139,6 +161,7 @@ __all__ = [
     "load_json",
     "load_project",
     "load_prompts",
+    "load_test_file",
     "load_yaml",
     "next_steps",
     "outside_project",
@@ -153,6 +176,7 @@ __all__ = [
     "rewrite_expected_output",
     "schema_path",
     "schema_problems",
+    "select_cases",
     "subscripts",
     "template_diagnostics",
     "template_tree",
@@ -164,6 +188,19 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from .agent_tests import (
+        DEFAULT_TEST_FILE_CONCURRENCY,
+        DEFAULT_TEST_FILE_RUNS,
+        MAX_TEST_FILE_RUNS,
+        TestCaseSpec,
+        TestFile,
+        TestFileSettings,
+        WorkflowLoader,
+        case_display_name,
+        collect_test_files,
+        load_test_file,
+        select_cases,
+    )
     from .agents import Agent, ContextSpec, load_agent
     from .branches import (
         BRANCH_PROVIDERS,
@@ -190,7 +227,14 @@ if TYPE_CHECKING:
     from .config import JudgeSettings, Project, load_project
     from .databases import database_problems, database_use_problem
     from .document import Document, KeyPath, format_key_path, load_yaml, path_problem, read_text
-    from .files import file_kind, find_config, inside_project, outside_project, project_files
+    from .files import (
+        TEST_SUFFIXES,
+        file_kind,
+        find_config,
+        inside_project,
+        outside_project,
+        project_files,
+    )
     from .limits import MAX_CONCURRENCY, MAX_DAYS, MAX_LOOP_VALUES
     from .prompts import (
         DEFAULT_THRESHOLD,

@@ -11,6 +11,7 @@ from .document import SYMLINK_LOOP, path_problem
 __all__ = [
     "CONFIG_NAMES",
     "SKIP_DIRS",
+    "TEST_SUFFIXES",
     "file_kind",
     "find_config",
     "inside_project",
@@ -21,9 +22,19 @@ __all__ = [
 CONFIG_NAMES = ("config.yml", "config.yaml")
 
 
+TEST_SUFFIXES = (".test.yml", ".test.yaml")
+
+
 def file_kind(path: Path) -> str | None:
-    """``agent``, ``workflow`` or ``config`` from the file name (oxy's conventions)."""
+    """``agent``, ``workflow``, ``config``, ``prompt``, ``cases`` or ``test`` from the file
+    name (oxy's conventions).
+
+    ``test`` (oxy's pass/fail test files) is decided first: ``sales.agent.test.yml``
+    tests the agent ``sales.agent.yml`` and is not an agent file itself.
+    """
     name = path.name.lower()
+    if name.endswith(TEST_SUFFIXES):
+        return "test"
     if name.endswith((".agent.yml", ".agent.yaml")):
         return "agent"
     if name.endswith((".workflow.yml", ".workflow.yaml", ".automation.yml", ".automation.yaml")):

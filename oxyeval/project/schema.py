@@ -33,6 +33,7 @@ SCHEMA_FILES = {
     "workflow": "workflow.schema.json",
     "prompt": "prompt.schema.json",
     "cases": "cases.schema.json",
+    "test": "agent-test.schema.json",
     "common": "common.schema.json",
     "chattest-prompt": "chattest-prompt.schema.json",
     "chattest-model": "chattest-model.schema.json",

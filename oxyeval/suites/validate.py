@@ -121,6 +121,16 @@ def _names(project: Project, section: str) -> list[str]:
     return [e.get("name", "") if isinstance(e, dict) else "" for e in entries]
 
 
+def _load_workflow(project: Project, path: Path) -> list[Diagnostic]:
+    """A test file's workflow target loaded and compiled as ``oxy test`` would (the
+    project stage cannot import the workflow stage): its errors raise, its warnings
+    (its sub-workflows' too) are returned."""
+    from ..workflow.compile import compile_workflow
+    from ..workflow.spec import load_workflow
+
+    return list(compile_workflow(load_workflow(project, path)).all_warnings())
+
+
 def _as_typed(folder: Path) -> str:
     """A found project folder as the user would have typed it: relative to where they
     stand ('.', '..'), so the files listed and the diagnostics read like the ones of
@@ -151,7 +161,7 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
         path = Path(raw)
         if path.is_dir():
             config = find_config(path) if project_dir is None else Path(project_dir) / "config.yml"
-            found = project_files(path, ("agent", "workflow", "prompt", "cases"))
+            found = project_files(path, ("agent", "workflow", "prompt", "cases", "test"))
             if config is not None and config.parent.resolve() == path.resolve():
                 found.insert(0, path / config.name)  # under the folder as the user gave it
             if not found:  # "0 files checked, 0 errors" would pass CI having checked nothing
@@ -159,7 +169,7 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
                     Diagnostic(
                         raw,
                         "is a folder with no config.yml, *.agent.yml, *.workflow.yml, "
-                        "*.prompt.yml or *.cases.yml files to check",
+                        "*.prompt.yml, *.cases.yml or *.test.yml files to check",
                     )
                 )
             targets.extend(found)
@@ -184,11 +194,16 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
                 report.diagnostics.extend(project.warnings)
                 report.diagnostics.extend(credential_warnings(project))
                 report.diagnostics.extend(history_problems(project))
-            elif kind in ("agent", "workflow", "prompt", "cases"):
+            elif kind in ("agent", "workflow", "prompt", "cases", "test"):
                 project = _project_or_own_schema(target, kind, project_dir, report)
                 if project is None:
                     continue
-                if kind == "agent":
+                if kind == "test":
+                    from ..project.agent_tests import load_test_file
+
+                    tests = load_test_file(project, target, load_workflow=_load_workflow)
+                    report.diagnostics.extend(tests.warnings)
+                elif kind == "agent":
                     report.diagnostics.extend(load_agent(project, target).warnings)
                 elif kind in ("prompt", "cases"):
                     from ..project.prompts import load_prompts
@@ -215,7 +230,7 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
                     Diagnostic(
                         str(target),
                         "unknown file kind: expected config.yml, *.agent.yml, *.workflow.yml, "
-                        "*.prompt.yml or *.cases.yml",
+                        "*.prompt.yml, *.cases.yml or *.test.yml",
                     )
                 )
         except LoadError as exc:
