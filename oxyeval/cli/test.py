@@ -36,11 +36,13 @@ __all__ = ["test_command"]
 @app.command("test")
 def test_command(
     files: Annotated[
-        list[str],
+        list[str] | None,
         typer.Argument(
-            metavar="FILE...", help="Agent or workflow files (or folders) whose tests to run."
+            metavar="FILE...",
+            help="Agent or workflow files (or folders) whose tests to run, or *.test.yml "
+            "files (default: every *.test.yml of the project).",
         ),
-    ],
+    ] = None,
     format: Annotated[
         Format, typer.Option("--format", help="pretty, or json: one JSON document on stdout.")
     ] = Format.pretty,
@@ -63,9 +65,32 @@ def test_command(
     db: DbOption = None,
     junit: JunitOption = None,
     cache: CacheOption = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tag", metavar="TAG", help="*.test.yml: only cases with this tag (repeatable)."
+        ),
+    ] = None,
+    case: Annotated[
+        list[str] | None,
+        typer.Option("--case", metavar="NAME", help="*.test.yml: only this case (repeatable)."),
+    ] = None,
+    adaptive: Annotated[
+        bool,
+        typer.Option(
+            "--adaptive",
+            help="*.test.yml: runs is a maximum; stop a case once its verdict is "
+            "statistically settled (anytime-valid, wrong decisions at most 5%).",
+        ),
+    ] = False,
     debug: DebugOption = False,
 ) -> None:
-    """Run the consistency tests declared in agent and workflow files; gate CI on accuracy.
+    """Run the consistency tests declared in agent and workflow files, or oxy's judged
+    pass/fail *.test.yml files; gate CI on accuracy.
+
+    *.test.yml files (given, or all of the project's when no file is given) run each case
+    `runs` times and judge each answer against its expected one (PASS, FLKY, FAIL); the
+    score is the mean pass rate. Agent and workflow files run their consistency tests.
 
     Every result is stored in the project's history (--no-history: not), and each test's
     accuracy is shown against its previous run.
@@ -85,6 +110,49 @@ def test_command(
     out = streams().stdout
     setup_logging(err, debug)
     as_json = format is Format.json
+    from .testfiles import is_test_file, run_test_files_command
+
+    files = files or []
+    pass_fail = [f for f in files if is_test_file(f)]
+    if not files or pass_fail:
+        message = None
+        if len(pass_fail) != len(files):
+            message = (
+                "oxy test was given *.test.yml files and agent or workflow files together; "
+                "they report differently: run them in two calls"
+            )
+        elif fail_on_drop is not None:
+            message = "--fail-on-drop applies to consistency tests, not *.test.yml files"
+        if message is not None:
+            err.print(f"error: {message}", style="red", markup=False)
+            if as_json:
+                write_json({"error": message, "exit_code": EXIT_INPUT}, out)
+            raise typer.Exit(EXIT_INPUT)
+        raise typer.Exit(
+            run_test_files_command(
+                files,
+                as_json=as_json,
+                quiet=quiet,
+                project=project,
+                db=db,
+                junit=junit,
+                cache=cache,
+                no_history=no_history,
+                tags=tag or [],
+                cases=case or [],
+                adaptive=adaptive,
+                min_accuracy=min_accuracy,
+                threshold_mode=threshold_mode.value,
+                strict=strict,
+                allow_empty=allow_empty,
+            )
+        )
+    if tag or case or adaptive:
+        message = "--tag, --case and --adaptive apply to *.test.yml files"
+        err.print(f"error: {message}", style="red", markup=False)
+        if as_json:
+            write_json({"error": message, "exit_code": EXIT_INPUT}, out)
+        raise typer.Exit(EXIT_INPUT)
     show_progress = not quiet and sys.stderr.isatty()
     progress = RichProgress(err) if show_progress else None
     run = ConsistencyRun()

@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "load_test_files": "passfail",
+    "run_test_files": "passfail",
+    "run_test_files_async": "passfail",
     "run_chattest": "passfail",
     "run_chattest_async": "passfail",
     "Criterion": "passfail",
@@ -117,6 +120,7 @@ __all__ = [
     "find_case",
     "history_location",
     "history_of_test",
+    "load_test_files",
     "open_history",
     "pass_fail_judge",
     "preview_branches",
@@ -132,6 +136,8 @@ __all__ = [
     "run_chattest",
     "run_chattest_async",
     "run_passfail",
+    "run_test_files",
+    "run_test_files_async",
     "run_tests",
     "run_tests_async",
     "run_workflow",
@@ -179,10 +185,13 @@ if TYPE_CHECKING:
         PassFailRun,
         Subject,
         SubjectResult,
+        load_test_files,
         pass_fail_judge,
         run_chattest,
         run_chattest_async,
         run_passfail,
+        run_test_files,
+        run_test_files_async,
     )
     from .results import (
         ConsistencyRun,

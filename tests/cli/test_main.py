@@ -41,7 +41,7 @@ USAGE_ERRORS = [
         "'abc' is not a valid float",
     ),
     (["test", "a.agent.yml", "--format", "json", "--threshold-mode", "x"], "'x' is not one of"),
-    (["test", "--format", "json"], "Missing argument 'FILE...'"),
+    (["ab", "show", "--format", "json"], "Missing argument 'BRANCH'"),
     (["run", "--format", "json"], "Missing argument 'FILE'"),
     (["cases", "run", "--format", "json", "--concurrency", "0"], "not in the range"),
     (["cases", "list", "--json", "--bogus"], "No such option: --bogus"),

@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING
 from ..._lazy import lazy_exports
 
 _EXPORTS = {
+    "load_test_files": "testfiles",
+    "run_test_files": "testfiles",
+    "run_test_files_async": "testfiles",
+    "test_file_subjects": "testfiles",
     "PASSFAIL": "results",
     "Check": "results",
     "Criterion": "results",
@@ -39,11 +43,15 @@ __all__ = [
     "Subject",
     "SubjectResult",
     "chattest_subjects",
+    "load_test_files",
     "pass_fail_judge",
     "run_chattest",
     "run_chattest_async",
     "run_passfail",
     "run_subjects",
+    "run_test_files",
+    "run_test_files_async",
+    "test_file_subjects",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
@@ -60,3 +68,9 @@ if TYPE_CHECKING:
         SubjectResult,
     )
     from .run import pass_fail_judge, run_passfail
+    from .testfiles import (
+        load_test_files,
+        run_test_files,
+        run_test_files_async,
+        test_file_subjects,
+    )

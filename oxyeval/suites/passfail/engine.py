@@ -52,6 +52,10 @@ class Subject:
     #: file and its case's name.
     group: str = ""
     name: str = ""
+    #: Whether a result passes or fails on its own (chattest: the pass rate against the
+    #: threshold); False leaves it to the run's gates (oxy's test files: --min-accuracy
+    #: on the overall score, as for consistency tests).
+    own_check: bool = True
 
 
 class _Judging:
@@ -139,7 +143,14 @@ class _SubjectRunner:
             subject.key, subject.label, group=subject.group, name=subject.name
         )
         self.result.results = [
-            CriterionResult(subject.key, subject.label, c, subject.threshold, max_runs=subject.runs)
+            CriterionResult(
+                subject.key,
+                subject.label,
+                c,
+                subject.threshold,
+                max_runs=subject.runs,
+                own_check=subject.own_check,
+            )
             for c in subject.criteria
         ]
         self.tests = (

@@ -97,6 +97,8 @@ class CriterionResult:
     #: With --adaptive: "pass" / "fail" when sampling stopped on a settled decision.
     settled: str | None = None
     run_errors: int = 0
+    #: False: no pass/fail of its own in the core's Result (the run's gates decide).
+    own_check: bool = True
 
     @property
     def rate(self) -> PassRate:
@@ -146,7 +148,7 @@ class CriterionResult:
             kind="passfail",
             subject=f"{self.subject}::{self.criterion.key}",
             status=self.status,
-            passed=self.passed,
+            passed=self.passed if self.own_check else None,
             score=rate.pass_rate,
             error="; ".join(dict.fromkeys(errors)) or None if not rate.runs else None,
             scores=scores,
