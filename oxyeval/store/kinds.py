@@ -22,15 +22,15 @@ __all__ = [
 ]
 
 #: The kinds of run the built-in commands write: ``oxy cases run`` (cases), ``oxy test``
-#: (consistency), ``oxy run`` (workflow) and ``oxy ab run`` (ab). Since revision 0004 the schema does not
+#: (consistency), ``oxy run`` (workflow), ``oxy ab run`` (ab) and ``oxy chattest`` /
+#: ``oxy test`` on ``*.test.yml`` files (passfail). Since revision 0004 the schema does not
 #: constrain a run's kind: a new kind of test registers itself with the evaluation core
 #: (``oxyeval.evaluation.register_kind``) and the store takes its runs and results.
-RUN_KINDS = ("cases", "consistency", "workflow", "ab")
-#: Names kept for test types not written yet (judged pass/fail tests; A/B tests register
-#: ``ab`` in :mod:`oxyeval.suites.ab`):
-#: until they are registered, a run of these kinds cannot be started, and none is
-#: offered to a reader.
-RESERVED_RUN_KINDS = ("passfail",)
+RUN_KINDS = ("cases", "consistency", "workflow", "ab", "passfail")
+#: Names kept for test types not written yet (none today: A/B tests register ``ab``,
+#: judged pass/fail tests ``passfail``): until registered, a run of such a kind cannot be
+#: started, and none is offered to a reader.
+RESERVED_RUN_KINDS: tuple[str, ...] = ()
 #: Other names a reader may give a kind: ``oxy test``'s runs are "tests" in its report.
 RUN_KIND_ALIASES = {"test": "consistency"}
 

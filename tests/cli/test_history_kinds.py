@@ -32,6 +32,11 @@ def root(make_project: MakeProject, monkeypatch: pytest.MonkeyPatch) -> Path:
             "w.workflow.yml": WORKFLOW,
             "ab.cases.yml": "prompt: s.prompt.yml\ncases:\n  - name: compared\n"
             "    input: {text: hi}\n    branches: [{name: A, model: m}, {name: B, model: analyst}]\n",
+            "ct/prompts/p.json": '{"key": "p", "prompt": "hi", "models": ["bot"], '
+            '"tests": ["it greets"], "testModel": "grader"}',
+            "ct/models/bot.json": '{"key": "bot", "url": "mock:", "outputs": ["hello"]}',
+            "ct/models/grader.json": '{"key": "grader", "url": "mock:", '
+            '"outputs": ["Fine.\\nVerdict: PASS"]}',
         },
     )
     monkeypatch.chdir(project)
@@ -44,6 +49,7 @@ def test_the_kinds_offered_are_the_kinds_the_commands_write(root: Path) -> None:
     assert invoke("test", "a.agent.yml").exit_code == 0
     assert invoke("run", "w.workflow.yml", "-q").exit_code == 0
     assert invoke("ab", "run", "--case", "compared", "-q").exit_code == 0
+    assert invoke("chattest", "ct", "-q").exit_code == 0
     every = json.loads(invoke("history", "--json").stdout)["runs"]
     assert sorted(r["kind"] for r in every) == sorted(RUN_KINDS)  # one run of each
     for kind in RUN_KINDS:
