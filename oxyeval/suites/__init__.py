@@ -4,12 +4,12 @@ Consistency tests (``oxy test``: n runs of a target, judged in pairs), test case
 (``oxy cases``: a prompt version against expected outputs, with regressions) and A/B
 tests (``oxy ab``, ``ab/``: one case's prompt on several model configurations, measured
 and ranked), each stored in the history as it finishes, as are workflow runs
-(``oxy run``). Each runs inside a :class:`SuiteRun` (its histories, its cache, its event
-stream, the final status rule). Judged pass/fail tests will plug in beside them: a
-:class:`SuiteRun` of their registered kind, a :class:`Target` (an agent, a prompt
-version or a workflow task) called inside an :class:`oxyeval.workflow.RunContext`,
-scored with :func:`oxyeval.judge.assess` or a rubric, results recorded and decided by
-the evaluation core.
+(``oxy run``), and judged pass/fail tests (``passfail/``: ``oxy chattest`` and oxy's
+``*.test.yml`` files). Each runs inside a :class:`SuiteRun` (its histories, its cache,
+its event stream, the final status rule): a :class:`SuiteRun` of its registered kind, a
+:class:`Target` (an agent, a prompt version or a workflow task) called inside an
+:class:`oxyeval.workflow.RunContext`, scored with :func:`oxyeval.judge.assess` or a
+rubric, results recorded and decided by the evaluation core.
 """
 
 from __future__ import annotations
