@@ -224,6 +224,10 @@ def render_test_files(run: PassFailRun, console: Console) -> None:
             for check in result.checks:
                 if check.passed is False and not check.judged:
                     console.print(f"      run {check.run}: {shown(check.reasoning)}", markup=False)
+            errors = [s.error for s in subject.samples if s.error is not None]
+            errors += [c.error for c in result.checks if c.error]
+            for error in dict.fromkeys(errors):
+                console.print(f"      error: {shown(error)}", style="red", markup=False)
     o = _overall(run)
 
     def pct(value: float | None) -> str:

@@ -236,7 +236,16 @@ async def run_subjects(
         )
         runner = _SubjectRunner(subject, into, suite, limit, adaptive, alpha)
         started = time.perf_counter()
-        result = await runner(max(1, concurrency))
+        try:
+            result = await runner(max(1, concurrency))
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            # What this subject finished is reported (and stored by the caller), marked.
+            runner.result.interrupted = True
+            for cut in runner.result.results:
+                cut.interrupted = True
+            runner.result.duration_s = time.perf_counter() - started
+            into.subjects.append(runner.result)
+            raise
         result.duration_s = time.perf_counter() - started
         into.subjects.append(result)
         if on_subject is not None:

@@ -99,6 +99,8 @@ class CriterionResult:
     run_errors: int = 0
     #: False: no pass/fail of its own in the core's Result (the run's gates decide).
     own_check: bool = True
+    #: Its subject was cut short before every run finished.
+    interrupted: bool = False
 
     @property
     def rate(self) -> PassRate:
@@ -114,6 +116,8 @@ class CriterionResult:
 
     @property
     def status(self) -> str:
+        if self.interrupted:
+            return "interrupted"
         return "scored" if self.rate.runs else "error"
 
     @property
@@ -169,6 +173,8 @@ class SubjectResult:
     group: str = ""
     name: str = ""
     duration_s: float = 0.0
+    #: Cut short by Ctrl-C or SIGTERM: its results hold the runs that finished.
+    interrupted: bool = False
 
     @property
     def answered(self) -> int:

@@ -95,6 +95,11 @@ async def run_passfail(
             )
         except (asyncio.CancelledError, KeyboardInterrupt):
             run.interrupted = True
+            # The subjects cut short: their finished runs are kept too, marked interrupted.
+            if store is not None and run_id is not None:
+                cut = [r.as_result() for s in run.subjects if s.interrupted for r in s.results]
+                if cut:
+                    store.results.add(run_id, cut)
             raise
         finally:
             if store is not None and run_id is not None:

@@ -109,3 +109,56 @@ def test_adaptive_stops_sampling_once_the_decision_is_settled(make_project: Make
     assert used < 50 and used % 5 == 0  # whole waves of the concurrency
     assert run.saved_calls == 50 - used and run.model_calls == used
     assert result.rate.runs <= used  # verdicts past the decision are not counted
+
+
+def test_an_interrupted_subject_keeps_and_stores_the_runs_that_finished(
+    make_project: MakeProject,
+) -> None:
+    slow = CONFIG.replace(
+        "    vendor: mock\n    outputs: [ANSWER-OK,",
+        "    vendor: mock\n    latency_ms: 300\n    outputs: [ANSWER-OK,",
+        1,
+    )
+    root = make_project(slow)
+    project = load_project(root)
+    run = PassFailRun()
+    judged = asyncio.Event()
+
+    def build(context):  # type: ignore[no-untyped-def]
+        return [
+            Subject(
+                key="capital::bot",
+                label="capital on bot",
+                target=TextTarget(context, "bot", "What is the capital of France?"),
+                criteria=[Criterion("names it", "The answer names the capital of France")],
+                runs=3,
+                threshold=0.5,
+                judge=pass_fail_judge(context, "judge"),
+            )
+        ]
+
+    def sink(event: object) -> None:
+        if type(event).__name__ == "SampleFinished":
+            judged.set()
+
+    async def go() -> None:
+        task = asyncio.ensure_future(
+            run_passfail(project, build, label="capital", concurrency=1, into=run, events=sink)
+        )
+        await judged.wait()
+        await asyncio.sleep(0.05)  # the first verdict lands; the second run is in flight
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(asyncio.wait_for(go(), 20))
+    assert run.interrupted and run.exit_code == 3
+    (subject,) = run.subjects
+    assert subject.interrupted and len(subject.samples) == 1
+    (result,) = subject.results
+    assert result.status == "interrupted" and result.rate.runs == 1
+    with open_store(root / ".oxy" / "oxyeval.db", read_only=True) as store:
+        (stored_run,) = store.runs.list(5)
+        assert stored_run.status == "interrupted"
+        (row,) = store.results.for_run(stored_run.id)
+        assert row.status == "interrupted" and row.details["runs"] == 1
