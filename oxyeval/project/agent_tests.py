@@ -27,6 +27,7 @@ from .config import Project, check_model
 from .document import Document, KeyPath, load_yaml, path_problem
 from .files import TEST_SUFFIXES, file_kind, inside_project, outside_project, project_files
 from .schema import did_you_mean, validate_document
+from .templates import TemplateRef, referenced_names, template_diagnostics
 
 __all__ = [
     "DEFAULT_TEST_FILE_CONCURRENCY",
@@ -64,6 +65,8 @@ class TestFileSettings:
     runs: int = DEFAULT_TEST_FILE_RUNS
     concurrency: int = DEFAULT_TEST_FILE_CONCURRENCY
     judge_model: str | None = None
+    #: ``judge_prompt`` (an extension): the judge's own prompt; None: the PASS/FAIL default.
+    judge_prompt: TemplateRef | None = None
 
 
 @dataclass(frozen=True)
@@ -391,6 +394,24 @@ def _check_tool(
     )
 
 
+def _judge_prompt(
+    doc: Document, source: str | None, problems: list[Diagnostic]
+) -> TemplateRef | None:
+    """``settings.judge_prompt``, checked as a template and for showing the answer."""
+    if source is None:
+        return None
+    key = ("settings", "judge_prompt")
+    ref = TemplateRef(source, doc, key)
+    problems.extend(template_diagnostics(ref))
+    if "output" not in referenced_names(ref):
+        problems.append(
+            doc.diagnostic(
+                key, "the judge prompt never uses {{ output }}: the judge would not see the answer"
+            )
+        )
+    return ref
+
+
 def load_test_file(
     project: Project, path: str | os.PathLike[str], *, load_workflow: WorkflowLoader | None = None
 ) -> TestFile:
@@ -430,6 +451,7 @@ def load_test_file(
     else:
         target, kind, shown = doc.path, "agent", ""
     cases = _cases(doc, tools, why, shown, kind, problems)
+    judge_prompt = _judge_prompt(doc, settings_data.get("judge_prompt"), problems)
     if problems:
         raise LoadError(
             sorted(problems, key=lambda d: (d.file != doc.display, d.line or 0, d.column or 0))
@@ -443,6 +465,7 @@ def load_test_file(
             runs=settings_data.get("runs", DEFAULT_TEST_FILE_RUNS),
             concurrency=settings_data.get("concurrency", DEFAULT_TEST_FILE_CONCURRENCY),
             judge_model=judge,
+            judge_prompt=judge_prompt,
         ),
         cases=tuple(cases),
         tools=tools,

@@ -53,6 +53,7 @@ from ..redact import register_credentials, register_secret
 from .config import Project
 from .document import Document, KeyPath, parse_yaml, read_text
 from .schema import did_you_mean, validate_document
+from .templates import TemplateRef, referenced_names, template_diagnostics
 
 __all__ = [
     "CHATTEST_FORMATS",
@@ -126,6 +127,8 @@ class ChatPrompt:
     success_threshold: float = DEFAULT_SUCCESS_THRESHOLD
     doc: Document | None = None
     where: KeyPath = ()
+    #: ``testPrompt`` (an extension): the judge's own prompt; None: the PASS/FAIL default.
+    test_prompt: TemplateRef | None = None
 
     def __repr__(self) -> str:
         return f"ChatPrompt({self.key!r}, {len(self.models)} models, {len(self.tests)} tests)"
@@ -542,7 +545,26 @@ def _prompt(
         run_volume=data.get("runVolume", DEFAULT_RUN_VOLUME),
         success_threshold=float(data.get("successThreshold", DEFAULT_SUCCESS_THRESHOLD)),
         doc=doc,
+        test_prompt=_judge_prompt(doc, ("testPrompt",), data.get("testPrompt"), problems),
     )
+
+
+def _judge_prompt(
+    doc: Document, key: KeyPath, source: str | None, problems: list[Diagnostic]
+) -> TemplateRef | None:
+    """A judge prompt of the file's own, checked as a template and for showing the judge
+    the answer; None when the file has none."""
+    if source is None:
+        return None
+    ref = TemplateRef(source, doc, key)
+    problems.extend(template_diagnostics(ref))
+    if "output" not in referenced_names(ref):
+        problems.append(
+            doc.diagnostic(
+                key, "the judge prompt never uses {{ output }}: the judge would not see the answer"
+            )
+        )
+    return ref
 
 
 def _resolve_references(

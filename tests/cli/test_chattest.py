@@ -106,3 +106,23 @@ def test_bad_input_names_the_file_and_exits_2(tmp_path: Path) -> None:
     result = invoke("chattest", str(tmp_path), "--format", "json")
     assert result.exit_code == 2
     assert "p.json" in result.stderr and json.loads(result.stdout)["exit_code"] == 2
+
+
+def test_a_prompt_file_may_bring_its_own_judge_prompt(tmp_path: Path) -> None:
+    _files(tmp_path, ', "testPrompt": "HOUSE RULES. Answer: {{ output }}. Test: {{ criterion }}"')
+    (tmp_path / "models" / "j.json").write_text(
+        '{"key": "j", "url": "mock:", "rules": [{"match": "HOUSE RULES", "output": "Ok.\\nVerdict: PASS"},'
+        ' {"match": "(?s).*", "output": "Verdict: FAIL"}]}'
+    )
+    result = invoke("chattest", str(tmp_path), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    (r,) = json.loads(result.stdout)["prompts"][0]["results"]
+    assert r["passes"] == 4  # every verdict came through the file's own prompt
+    blind = tmp_path / "blind"
+    _files(blind, ', "testPrompt": "Grade it: {{ criterion }}"')
+    bad = invoke("chattest", str(blind))
+    assert (
+        bad.exit_code == 2
+        and "never uses {{ output }}" in bad.stderr
+        and "testPrompt" in bad.stderr
+    )

@@ -77,3 +77,25 @@ def test_mixing_kinds_or_finding_no_test_file_is_bad_input(
     result = invoke("test", "--format", "json")
     assert result.exit_code == 2 and "no *.test.yml files" in result.stderr
     assert json.loads(result.stdout)["exit_code"] == 2
+
+
+def test_a_test_file_may_bring_its_own_judge_prompt(examples: Path) -> None:
+    path = examples / "agents" / "sales.agent.test.yml"
+    text = path.read_text()
+    own = text.replace(
+        "  judge_model: grader",
+        "  judge_model: grader\n  judge_prompt: 'Our rules. {{ output }} vs {{ criterion }}'",
+    )
+    path.write_text(own)
+    result = invoke("test", "--case", "top region", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["cases"][0]["verdict"] == "PASS"
+    path.write_text(
+        text.replace(
+            "  judge_model: grader",
+            "  judge_model: grader\n  judge_prompt: 'Grade {{ criterion }}'",
+        )
+    )
+    bad = invoke("test")
+    assert bad.exit_code == 2 and "settings.judge_prompt" in bad.stderr
+    assert "never uses {{ output }}" in bad.stderr

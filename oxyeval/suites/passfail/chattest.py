@@ -62,7 +62,7 @@ def chattest_subjects(suite: ChatTestSuite, context: RunContext) -> list[Subject
             context.models.add(model.spec)
     subjects = []
     for prompt in suite.prompts:
-        judge = pass_fail_judge(context, prompt.test_model)
+        judge = pass_fail_judge(context, prompt.test_model, prompt.test_prompt)
         criteria = [Criterion(test, test) for test in prompt.tests]
         for model in prompt.models:
             subjects.append(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, cast
 from ...evaluation import EventSink
 from ...judge import PASS_FAIL, Judge
 from ...project.config import Project
+from ...project.templates import TemplateRef
 from ...workflow.context import RunContext
 from ..suite import SuiteRun, final_status
 from .engine import Subject, run_subjects
@@ -27,11 +28,13 @@ if TYPE_CHECKING:
 __all__ = ["pass_fail_judge", "run_passfail"]
 
 
-def pass_fail_judge(context: RunContext, model: str) -> Judge:
-    """The judge of a run's pass/fail verdicts: ``model`` under the PASS/FAIL rubric,
-    with config.yml's ``judge:`` settings and the run's verdict cache."""
+def pass_fail_judge(context: RunContext, model: str, prompt: TemplateRef | None = None) -> Judge:
+    """The judge of a run's pass/fail verdicts: ``model`` under the PASS/FAIL rubric
+    (with a file's own ``prompt``, else the rubric's), config.yml's ``judge:`` settings
+    and the run's verdict cache."""
     return Judge(
         context.models.get(model),
+        prompt,
         settings=context.project.judge,
         cache=context.verdicts,
         rubric=PASS_FAIL,

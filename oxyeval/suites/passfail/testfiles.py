@@ -88,7 +88,7 @@ def test_file_subjects(
             continue
         target, variable = _target(context, test_file)
         judge_model = test_file.settings.judge_model or context.project.default_judge
-        judge = pass_fail_judge(context, judge_model)
+        judge = pass_fail_judge(context, judge_model, test_file.settings.judge_prompt)
         for case in chosen:
             criterion = Criterion(
                 "expected",
