@@ -52,9 +52,12 @@ def validate_command(
     raise typer.Exit(code)
 
 
-# The five file kinds, and common: the definitions agent, workflow and prompt $ref, so a
+# The file kinds, and common: the definitions agent, workflow and prompt $ref, so a
 # schema saved from here can be resolved next to it.
-_SCHEMA_KINDS = ("config", "agent", "workflow", "prompt", "cases", "common")
+_SCHEMA_KINDS = (
+    "config", "agent", "workflow", "prompt", "cases", "test", "chattest-prompt",
+    "chattest-model", "common",
+)  # fmt: skip
 
 
 @app.command("schema")
@@ -63,8 +66,8 @@ def schema_command(
         str,
         typer.Argument(
             metavar="KIND",
-            help="config, agent, workflow, prompt or cases (or common: the definitions they "
-            "$ref; save it beside them).",
+            help="config, agent, workflow, prompt, cases, test (*.test.yml), chattest-prompt or "
+            "chattest-model (or common: the definitions they $ref; save it beside them).",
         ),
     ],
     path: Annotated[
@@ -88,4 +91,4 @@ def schema_command(
     else:
         from importlib import resources
 
-        echo((resources.files("oxyeval") / "schemas" / f"{kind}.schema.json").read_text("utf-8"))
+        echo((resources.files("oxyeval") / "schemas" / SCHEMA_FILES[kind]).read_text("utf-8"))
