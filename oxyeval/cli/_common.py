@@ -35,6 +35,7 @@ __all__ = [
     "fail",
     "print_json",
     "read_history",
+    "run_reporting",
 ]
 
 T = TypeVar("T")
@@ -109,3 +110,39 @@ def read_history(
             return read(proj, store)
     except OxyError as exc:
         raise fail(err, exc, as_json) from None
+
+
+def run_reporting(
+    main: Any,
+    *,
+    progress: Any,
+    err: Console,
+    as_json: bool,
+    finished: Callable[[], int],
+    noun: str,
+) -> tuple[bool, OxyError | None]:
+    """Run ``main`` (under its progress bar, if any) so that what finished is reported
+    whatever happens: Ctrl-C/SIGTERM is said and returned as interrupted; an error once
+    something finished is said and returned (before anything finished, it fails the
+    command the one way: exit 2 or 3, JSON too). Returns (interrupted, error)."""
+    from contextlib import nullcontext
+
+    from .interrupt import interrupt_reason, run_interruptible
+
+    try:
+        with progress.progress if progress is not None else nullcontext():
+            run_interruptible(main)
+    except KeyboardInterrupt as exc:
+        err.print(
+            f"{interrupt_reason(exc)}: reporting the {finished()} {noun} that finished; "
+            f"exit {EXIT_INFRA}",
+            style="yellow",
+            markup=False,
+        )
+        return True, None
+    except OxyError as exc:
+        if not finished():
+            raise fail(err, exc, as_json) from None
+        err.print(f"error: {exc}", style="red", markup=False)
+        return False, exc
+    return False, None

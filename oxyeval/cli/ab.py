@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sys
-from contextlib import nullcontext
 from datetime import datetime, timezone
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import EXIT_INFRA, EXIT_OK, OxyError
+from ..errors import EXIT_OK, OxyError
 from ._app import CacheOption, DebugOption, Format, ProjectOption, RichProgress, app, setup_logging
 from ._common import (
     CaseOption,
@@ -24,6 +23,7 @@ from ._common import (
     fail,
     print_json,
     read_history,
+    run_reporting,
 )
 from .artifacts import JunitOption, report_path_problem, write_report
 
@@ -88,7 +88,6 @@ def ab_run(
     """
     from ..report.ab import ab_run_json, render_ab_run
     from ..suites import ABRun, progress_events, run_ab_tests_async
-    from .interrupt import interrupt_reason, run_interruptible
 
     out, err = consoles()
     setup_logging(err, debug)
@@ -112,22 +111,15 @@ def ab_run(
         events=progress_events(progress) if progress is not None else None,
         into=run,
     )
-    try:
-        with progress.progress if progress is not None else nullcontext():
-            run_interruptible(main)
-    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.cli.interrupt)
-        run.interrupted = True
-        err.print(
-            f"{interrupt_reason(exc)}: {len(run.executions)} execution(s) finished and are "
-            f"stored; reporting them; exit {EXIT_INFRA}",
-            style="yellow",
-            markup=False,
-        )
-    except OxyError as exc:
-        if not run.executions:
-            raise fail(err, exc, as_json) from None
-        err.print(f"error: {exc}", style="red", markup=False)
-        run.interrupted = True
+    interrupted, error = run_reporting(
+        main,
+        progress=progress,
+        err=err,
+        as_json=as_json,
+        finished=lambda: len(run.executions),
+        noun="execution(s) (stored)",
+    )
+    run.interrupted = run.interrupted or interrupted or error is not None
     code = run.exit_code
     if junit is not None:
         from ..report.junit import ab_junit

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import sys
-from contextlib import nullcontext
 from datetime import datetime, timezone
 from typing import Annotated
 
 import typer
 
-from ..errors import EXIT_INFRA, OxyError
+from ..errors import OxyError
 from ._app import CacheOption, DebugOption, Format, ProjectOption, RichProgress, app, setup_logging
-from ._common import DbOption, FormatOption, concurrency_option, consoles, fail, print_json
+from ._common import (
+    DbOption,
+    FormatOption,
+    concurrency_option,
+    consoles,
+    fail,
+    print_json,
+    run_reporting,
+)
 from .artifacts import JunitOption, report_path_problem, write_report
 
 __all__ = ["chattest_command"]
@@ -53,7 +60,6 @@ def chattest_command(
     """
     from ..report.passfail import chattest_json, render_chattest
     from ..suites import PassFailRun, progress_events, run_chattest_async
-    from .interrupt import interrupt_reason, run_interruptible
 
     out, err = consoles()
     setup_logging(err, debug)
@@ -74,22 +80,15 @@ def chattest_command(
         adaptive=adaptive,
         into=run,
     )
-    try:
-        with progress.progress if progress is not None else nullcontext():
-            run_interruptible(main)
-    except KeyboardInterrupt as exc:
-        run.interrupted = True
-        err.print(
-            f"{interrupt_reason(exc)}: reporting the {len(run.subjects)} prompt/model pair(s) "
-            f"that finished; exit {EXIT_INFRA}",
-            style="yellow",
-            markup=False,
-        )
-    except OxyError as exc:
-        if not run.subjects:
-            raise fail(err, exc, as_json) from None
-        err.print(f"error: {exc}", style="red", markup=False)
-        run.interrupted = True
+    interrupted, error = run_reporting(
+        main,
+        progress=progress,
+        err=err,
+        as_json=as_json,
+        finished=lambda: len(run.subjects),
+        noun="prompt/model pair(s)",
+    )
+    run.interrupted = run.interrupted or interrupted or error is not None
     code = run.exit_code
     if junit is not None:
         from ..report.junit import passfail_junit

@@ -10,12 +10,11 @@ tests' own, through the one decision.
 from __future__ import annotations
 
 import sys
-from contextlib import nullcontext
 from datetime import datetime, timezone
 
-from ..errors import EXIT_INFRA, OxyError
+from ..errors import OxyError
 from ._app import RichProgress
-from ._common import consoles, fail, print_json
+from ._common import consoles, fail, print_json, run_reporting
 from .artifacts import report_path_problem, write_report
 
 __all__ = ["is_test_file", "run_test_files_command"]
@@ -52,7 +51,6 @@ def run_test_files_command(
     from ..evaluation import Gates, decide
     from ..report.passfail import render_test_files, test_files_json
     from ..suites import PassFailRun, progress_events, run_test_files_async
-    from .interrupt import interrupt_reason, run_interruptible
 
     out, err = consoles()
     problem = None if junit is None else report_path_problem("--junit", junit)
@@ -73,23 +71,15 @@ def run_test_files_command(
         adaptive=adaptive,
         into=run,
     )
-    error: OxyError | None = None
-    try:
-        with progress.progress if progress is not None else nullcontext():
-            run_interruptible(main)
-    except KeyboardInterrupt as exc:
-        run.interrupted = True
-        err.print(
-            f"{interrupt_reason(exc)}: reporting the {len(run.subjects)} case(s) that "
-            f"finished; exit {EXIT_INFRA}",
-            style="yellow",
-            markup=False,
-        )
-    except OxyError as exc:
-        if not run.subjects:
-            raise fail(err, exc, as_json) from None
-        error = exc
-        err.print(f"error: {exc}", style="red", markup=False)
+    interrupted, error = run_reporting(
+        main,
+        progress=progress,
+        err=err,
+        as_json=as_json,
+        finished=lambda: len(run.subjects),
+        noun="case(s)",
+    )
+    run.interrupted = run.interrupted or interrupted
     gates = Gates(min_accuracy, threshold_mode, strict, allow_empty=allow_empty)
     results = [r.as_result() for r in run.results]
     decision = decide(results, gates, interrupted=run.interrupted, error=error, kind="passfail")

@@ -27,7 +27,7 @@ from .config import Project, check_model
 from .document import Document, KeyPath, load_yaml, path_problem
 from .files import TEST_SUFFIXES, file_kind, inside_project, outside_project, project_files
 from .schema import did_you_mean, validate_document
-from .templates import TemplateRef, referenced_names, template_diagnostics
+from .templates import TemplateRef, answer_prompt
 
 __all__ = [
     "DEFAULT_TEST_FILE_CONCURRENCY",
@@ -394,24 +394,6 @@ def _check_tool(
     )
 
 
-def _judge_prompt(
-    doc: Document, source: str | None, problems: list[Diagnostic]
-) -> TemplateRef | None:
-    """``settings.judge_prompt``, checked as a template and for showing the answer."""
-    if source is None:
-        return None
-    key = ("settings", "judge_prompt")
-    ref = TemplateRef(source, doc, key)
-    problems.extend(template_diagnostics(ref))
-    if "output" not in referenced_names(ref):
-        problems.append(
-            doc.diagnostic(
-                key, "the judge prompt never uses {{ output }}: the judge would not see the answer"
-            )
-        )
-    return ref
-
-
 def load_test_file(
     project: Project, path: str | os.PathLike[str], *, load_workflow: WorkflowLoader | None = None
 ) -> TestFile:
@@ -451,7 +433,9 @@ def load_test_file(
     else:
         target, kind, shown = doc.path, "agent", ""
     cases = _cases(doc, tools, why, shown, kind, problems)
-    judge_prompt = _judge_prompt(doc, settings_data.get("judge_prompt"), problems)
+    judge_prompt = answer_prompt(
+        doc, ("settings", "judge_prompt"), settings_data.get("judge_prompt"), problems
+    )
     if problems:
         raise LoadError(
             sorted(problems, key=lambda d: (d.file != doc.display, d.line or 0, d.column or 0))

@@ -53,7 +53,7 @@ from ..redact import register_credentials, register_secret
 from .config import Project
 from .document import Document, KeyPath, parse_yaml, read_text
 from .schema import did_you_mean, validate_document
-from .templates import TemplateRef, referenced_names, template_diagnostics
+from .templates import TemplateRef, answer_prompt
 
 __all__ = [
     "CHATTEST_FORMATS",
@@ -545,26 +545,8 @@ def _prompt(
         run_volume=data.get("runVolume", DEFAULT_RUN_VOLUME),
         success_threshold=float(data.get("successThreshold", DEFAULT_SUCCESS_THRESHOLD)),
         doc=doc,
-        test_prompt=_judge_prompt(doc, ("testPrompt",), data.get("testPrompt"), problems),
+        test_prompt=answer_prompt(doc, ("testPrompt",), data.get("testPrompt"), problems),
     )
-
-
-def _judge_prompt(
-    doc: Document, key: KeyPath, source: str | None, problems: list[Diagnostic]
-) -> TemplateRef | None:
-    """A judge prompt of the file's own, checked as a template and for showing the judge
-    the answer; None when the file has none."""
-    if source is None:
-        return None
-    ref = TemplateRef(source, doc, key)
-    problems.extend(template_diagnostics(ref))
-    if "output" not in referenced_names(ref):
-        problems.append(
-            doc.diagnostic(
-                key, "the judge prompt never uses {{ output }}: the judge would not see the answer"
-            )
-        )
-    return ref
 
 
 def _resolve_references(

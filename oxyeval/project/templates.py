@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "JINJA_NAMES",
     "TemplateRef",
+    "answer_prompt",
     "attribute_reads",
     "environment",
     "evaluate",
@@ -275,3 +276,22 @@ def _value_error(exc: ValueError) -> str:
             "them)"
         )
     return f"ValueError: {text}"
+
+
+def answer_prompt(
+    doc: Document, key: KeyPath, source: str | None, problems: list[Diagnostic]
+) -> TemplateRef | None:
+    """A judge prompt a file brings for one answer (a test file's ``judge_prompt``, a
+    chattest prompt's ``testPrompt``): checked as a template and for showing the judge
+    ``{{ output }}``, the answer; None when the file has none."""
+    if source is None:
+        return None
+    ref = TemplateRef(source, doc, key)
+    problems.extend(template_diagnostics(ref))
+    if "output" not in referenced_names(ref):
+        problems.append(
+            doc.diagnostic(
+                key, "the judge prompt never uses {{ output }}: the judge would not see the answer"
+            )
+        )
+    return ref
