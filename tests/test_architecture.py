@@ -29,6 +29,7 @@ ORDER = [
     "store",
     "suites",
     "report",
+    "testing",
     "cli",
 ]
 #: Top-level modules every stage may import; they import no stage.

@@ -25,7 +25,7 @@ def test_the_order_in_the_text_is_the_enforced_one() -> None:
 
 def test_the_diagram_draws_the_enforced_order_with_its_numbers() -> None:
     diagram = _section().split("```")[1]
-    boxes = re.findall(r"(\d) (\w+)/", diagram.splitlines()[1])
+    boxes = re.findall(r"(\d+) (\w+)/", diagram.splitlines()[1])
     assert [name for _, name in boxes] == list(ORDER)
     assert [int(n) for n, _ in boxes] == list(range(1, len(ORDER) + 1))
 

@@ -1,0 +1,114 @@
+"""Stage 9, the Python SDK: test an LLM app from Python code, DeepEval-style.
+
+Test code builds test cases from its app's outputs (``LLMTestCase``,
+``ConversationalTestCase``), scores them with metrics (deterministic ones, and judged
+ones asking the project's judge model through one JSON judge) and runs them with
+``evaluate`` or ``assert_test``, in plain scripts or pytest. Moving a DeepEval test
+here means changing its import line to ``from oxyeval.testing import ...``.
+Nothing is sent anywhere but the models config.yml configures.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "ConversationalTestCase": "_cases",
+    "LLMTestCase": "_cases",
+    "LLMTestCaseParams": "_cases",
+    "MAX_ITEMS": "_cases",
+    "MAX_TEXT": "_cases",
+    "ToolCall": "_cases",
+    "ExactMatchMetric": "_deterministic",
+    "JsonCorrectnessMetric": "_deterministic",
+    "ToolCallParams": "_deterministic",
+    "ToolCorrectnessMetric": "_deterministic",
+    "tool_correctness": "_deterministic",
+    "EvaluationResult": "_evaluate",
+    "MetricData": "_evaluate",
+    "TestResult": "_evaluate",
+    "a_evaluate": "_evaluate",
+    "assert_test": "_evaluate",
+    "evaluate": "_evaluate",
+    "render_results": "_evaluate",
+    "GEVAL_SCHEMA": "_geval",
+    "GEval": "_geval",
+    "JudgeError": "_judge",
+    "ask_json": "_judge",
+    "close_judges": "_judge",
+    "parse_json_object": "_judge",
+    "BaseConversationalMetric": "_metric",
+    "BaseMetric": "_metric",
+    "MetricError": "_metric",
+    "MissingTestCaseParamsError": "_metric",
+    "run_sync": "_metric",
+}
+__all__ = [
+    "GEVAL_SCHEMA",
+    "MAX_ITEMS",
+    "MAX_TEXT",
+    "BaseConversationalMetric",
+    "BaseMetric",
+    "ConversationalTestCase",
+    "EvaluationResult",
+    "ExactMatchMetric",
+    "GEval",
+    "JsonCorrectnessMetric",
+    "JudgeError",
+    "LLMTestCase",
+    "LLMTestCaseParams",
+    "MetricData",
+    "MetricError",
+    "MissingTestCaseParamsError",
+    "TestResult",
+    "ToolCall",
+    "ToolCallParams",
+    "ToolCorrectnessMetric",
+    "a_evaluate",
+    "ask_json",
+    "assert_test",
+    "close_judges",
+    "evaluate",
+    "parse_json_object",
+    "render_results",
+    "run_sync",
+    "tool_correctness",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from ._cases import (
+        MAX_ITEMS,
+        MAX_TEXT,
+        ConversationalTestCase,
+        LLMTestCase,
+        LLMTestCaseParams,
+        ToolCall,
+    )
+    from ._deterministic import (
+        ExactMatchMetric,
+        JsonCorrectnessMetric,
+        ToolCallParams,
+        ToolCorrectnessMetric,
+        tool_correctness,
+    )
+    from ._evaluate import (
+        EvaluationResult,
+        MetricData,
+        TestResult,
+        a_evaluate,
+        assert_test,
+        evaluate,
+        render_results,
+    )
+    from ._geval import GEVAL_SCHEMA, GEval
+    from ._judge import JudgeError, ask_json, close_judges, parse_json_object
+    from ._metric import (
+        BaseConversationalMetric,
+        BaseMetric,
+        MetricError,
+        MissingTestCaseParamsError,
+        run_sync,
+    )
