@@ -200,6 +200,8 @@ def evaluate(
 ) -> EvaluationResult:
     """Measure every metric on every test case, at most ``concurrency`` at a time;
     print a table (``print_results``) and return the outcome per test case."""
+    if isinstance(test_cases, (LLMTestCase, ConversationalTestCase)):
+        raise TypeError("test_cases must be a list of test cases, got a single test case")
     test_cases, metrics = list(test_cases), list(metrics)
     _check(test_cases, metrics, concurrency)
     result = run_sync(a_evaluate(test_cases, metrics, concurrency))
