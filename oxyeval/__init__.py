@@ -91,7 +91,18 @@ if TYPE_CHECKING:
 #: The stage packages: ``oxyeval.suites.run_cases`` works after a bare ``import oxyeval``,
 #: each imported the first time it is named.
 _STAGES = frozenset(
-    {"providers", "project", "judge", "evaluation", "workflow", "store", "suites", "report", "cli"}
+    {
+        "providers",
+        "project",
+        "judge",
+        "evaluation",
+        "workflow",
+        "store",
+        "suites",
+        "report",
+        "testing",
+        "cli",
+    }
 )
 
 
