@@ -10,7 +10,7 @@ from tests.test_architecture import ORDER
 
 
 def test_the_root_names_every_stage() -> None:
-    assert oxyeval._STAGES == set(ORDER)
+    assert set(ORDER) == oxyeval._STAGES
     assert oxyeval.testing.LLMTestCase.__module__ == "oxyeval.testing._cases"
 
 
