@@ -205,9 +205,22 @@ def evaluate(
     test_cases, metrics = list(test_cases), list(metrics)
     _check(test_cases, metrics, concurrency)
     result = run_sync(a_evaluate(test_cases, metrics, concurrency))
+    _record(result)
     if print_results:
         render_results(result)
     return result
+
+
+#: What evaluate() and assert_test() measured in this process, for the pytest plugin's
+#: summary; bounded, so a long session cannot grow it without end.
+RECORDED: list[MetricData] = []
+MAX_RECORDED = 100_000
+
+
+def _record(result: EvaluationResult) -> None:
+    room = MAX_RECORDED - len(RECORDED)
+    if room > 0:
+        RECORDED.extend([d for t in result.test_results for d in t.metrics_data][:room])
 
 
 def assert_test(test_case: TestCase, metrics: Sequence[Any]) -> None:
@@ -216,6 +229,7 @@ def assert_test(test_case: TestCase, metrics: Sequence[Any]) -> None:
     metrics = list(metrics)
     _check([test_case], metrics, 1)
     result = run_sync(a_evaluate([test_case], metrics, max(1, len(metrics))))
+    _record(result)
     failed = []
     for data in result.test_results[0].metrics_data:
         if data.error:
