@@ -197,18 +197,47 @@ def evaluate(
     *,
     concurrency: int = 8,
     print_results: bool = True,
+    identifier: str = "evaluate",
+    history: bool = True,
 ) -> EvaluationResult:
     """Measure every metric on every test case, at most ``concurrency`` at a time;
-    print a table (``print_results``) and return the outcome per test case."""
+    print a table (``print_results``) and return the outcome per test case. Inside a
+    project the evaluations are kept in its history as a run of ``identifier``
+    (``history=False``: not), each score compared with the same case's previous one."""
     if isinstance(test_cases, (LLMTestCase, ConversationalTestCase)):
         raise TypeError("test_cases must be a list of test cases, got a single test case")
     test_cases, metrics = list(test_cases), list(metrics)
     _check(test_cases, metrics, concurrency)
     result = run_sync(a_evaluate(test_cases, metrics, concurrency))
     _record(result)
+    regressions = _store(identifier, result) if history else []
     if print_results:
         render_results(result)
+        for line in regressions:
+            print(f"regression: {line}")
     return result
+
+
+def _store(identifier: str, result: EvaluationResult) -> list[str]:
+    from ._history import Evaluated, store_evaluations
+
+    rows = []
+    for test in result.test_results:
+        case = test.input if test.input is not None else f"{test.name} (conversation)"
+        for data in test.metrics_data:
+            rows.append(
+                Evaluated(
+                    case=clip(" ".join(case.split()), 200),
+                    metric=data.name,
+                    score=data.score,
+                    passed=None if data.error else data.success,
+                    reason=data.reason,
+                    error=data.error,
+                    threshold=data.threshold,
+                )
+            )
+    store_evaluations(identifier, rows)
+    return [f"{r.case} / {r.metric}: {m}" for r in rows for m in r.regressions]
 
 
 #: What evaluate() and assert_test() measured in this process, for the pytest plugin's

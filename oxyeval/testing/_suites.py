@@ -292,6 +292,8 @@ class SuiteResult:
     id: str
     evaluator_ids: list[str]
     outcomes: list[CaseOutcome] = field(default_factory=list)
+    #: Scores lower than the same test case's previous one under the same evaluator.
+    regressions: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -352,6 +354,7 @@ async def run_test_suite_async(
     max_test_case_concurrency: int | None = None,
     *,
     print_results: bool = True,
+    history: bool = True,
 ) -> SuiteResult:
     """Run every test case through ``fn`` (at most ``max_test_case_concurrency`` at once),
     then every evaluator on its output (each within its own ``max_concurrency``)."""
@@ -393,9 +396,41 @@ async def run_test_suite_async(
         return outcome
 
     result.outcomes = list(await asyncio.gather(*(one(c) for c in test_cases)))
+    if history:
+        await asyncio.to_thread(_store, result)
     if print_results:
         render_suite(result)
     return result
+
+
+def _store(result: SuiteResult) -> None:
+    """Keep the suite's evaluations in the project's history; mark regressions."""
+    from ._history import Evaluated, store_evaluations
+
+    rows = []
+    for outcome in result.outcomes:
+        for evaluator_id in result.evaluator_ids:
+            e = outcome.evaluations.get(evaluator_id)
+            error = outcome.error or outcome.evaluator_errors.get(evaluator_id)
+            if e is None and error is None:
+                continue  # skipped
+            rows.append(
+                Evaluated(
+                    case=outcome.hash,
+                    metric=evaluator_id,
+                    score=None if e is None else e.score,
+                    passed=None if e is None else e.passed(),
+                    reason=None
+                    if e is None or not e.metadata
+                    else json.dumps(dict(e.metadata), default=str)[:2000],
+                    error=error,
+                    duration_ms=round(outcome.duration_s * 1000, 3),
+                )
+            )
+    store_evaluations(result.id, rows)
+    for row in rows:
+        for why in row.regressions:
+            result.regressions.append(f"{row.case} / {row.metric}: {why}")
 
 
 def run_test_suite(
@@ -406,6 +441,7 @@ def run_test_suite(
     max_test_case_concurrency: int | None = None,
     *,
     print_results: bool = True,
+    history: bool = True,
 ) -> SuiteResult:
     """:func:`run_test_suite_async` for scripts and tests (inside a running event loop it
     runs in a worker thread with a loop of its own)."""
@@ -416,6 +452,7 @@ def run_test_suite(
         fn,
         max_test_case_concurrency,
         print_results=print_results,
+        history=history,
     )
     try:
         asyncio.get_running_loop()
@@ -468,6 +505,8 @@ def render_suite(result: SuiteResult, console: Any = None) -> None:
             f"{errors} error(s)",
             markup=False,
         )
+    for line in result.regressions:
+        console.print(f"regression: {shown(line)}", style="yellow", markup=False)
     for outcome in result.outcomes:
         for where, error in (
             [("fn", outcome.error)] if outcome.error else list(outcome.evaluator_errors.items())

@@ -50,6 +50,10 @@ def test_the_kinds_offered_are_the_kinds_the_commands_write(root: Path) -> None:
     assert invoke("run", "w.workflow.yml", "-q").exit_code == 0
     assert invoke("ab", "run", "--case", "compared", "-q").exit_code == 0
     assert invoke("chattest", "ct", "-q").exit_code == 0
+    from oxyeval.testing import ExactMatchMetric, LLMTestCase, evaluate
+
+    case = LLMTestCase(input="hi", actual_output="hello", expected_output="hello")
+    evaluate([case], [ExactMatchMetric()], print_results=False)
     every = json.loads(invoke("history", "--json").stdout)["runs"]
     assert sorted(r["kind"] for r in every) == sorted(RUN_KINDS)  # one run of each
     for kind in RUN_KINDS:
