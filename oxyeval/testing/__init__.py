@@ -47,6 +47,12 @@ _EXPORTS = {
     "assert_test": "_evaluate",
     "evaluate": "_evaluate",
     "render_results": "_evaluate",
+    "AnswerRelevancyMetric": "_rag",
+    "ContextualRelevancyMetric": "_rag",
+    "FaithfulnessMetric": "_rag",
+    "ConversationRelevancyMetric": "_conversation",
+    "RoleAdherenceMetric": "_conversation",
+    "ConsistencyMetric": "_consistency",
     "GEVAL_SCHEMA": "_geval",
     "GEval": "_geval",
     "JudgeError": "_judge",
@@ -63,15 +69,20 @@ __all__ = [
     "GEVAL_SCHEMA",
     "MAX_ITEMS",
     "MAX_TEXT",
+    "AnswerRelevancyMetric",
     "BaseConversationalMetric",
     "BaseMetric",
     "BaseTestCase",
     "BaseTestEvaluator",
     "CaseOutcome",
+    "ConsistencyMetric",
+    "ContextualRelevancyMetric",
+    "ConversationRelevancyMetric",
     "ConversationalTestCase",
     "Evaluation",
     "EvaluationResult",
     "ExactMatchMetric",
+    "FaithfulnessMetric",
     "GEval",
     "HasAllSubstrings",
     "IsEqual",
@@ -85,6 +96,7 @@ __all__ = [
     "MetricError",
     "MetricEvaluator",
     "MissingTestCaseParamsError",
+    "RoleAdherenceMetric",
     "SuiteResult",
     "TestResult",
     "Threshold",
@@ -115,6 +127,8 @@ if TYPE_CHECKING:
         LLMTestCaseParams,
         ToolCall,
     )
+    from ._consistency import ConsistencyMetric
+    from ._conversation import ConversationRelevancyMetric, RoleAdherenceMetric
     from ._deterministic import (
         ExactMatchMetric,
         JsonCorrectnessMetric,
@@ -140,6 +154,7 @@ if TYPE_CHECKING:
         MissingTestCaseParamsError,
         run_sync,
     )
+    from ._rag import AnswerRelevancyMetric, ContextualRelevancyMetric, FaithfulnessMetric
     from ._suites import (
         BaseTestCase,
         BaseTestEvaluator,
