@@ -119,3 +119,23 @@ def test_example_ab_test_ranks_the_three_configurations(examples: Path) -> None:
     subtle = {b["branchName"]: b for b in cases["subtle negative"]["branches"]}
     assert subtle["large"]["qualityScore"] > subtle["mini"]["qualityScore"]
     assert subtle["large"]["paretoOptimal"] and subtle["mini"]["paretoOptimal"]
+
+
+def test_example_sdk_tests_and_suite_run_offline(examples: Path) -> None:
+    """README's SDK examples: the DeepEval-style file passes under pytest (repeated), the
+    Autoblocks-style suite fails on the wrong capital, each offline."""
+    import subprocess
+    import sys
+
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "sdk/test_deepeval_style.py", "--oxy-repeat", "2",
+         "-q", "-p", "no:cacheprovider"],
+        cwd=examples, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+    assert "4 passed" in tests.stdout and "Correctness: 2 measured, 2 passed" in tests.stdout
+    suite = subprocess.run(
+        [sys.executable, "sdk/suite.py"], cwd=examples, capture_output=True, text=True, timeout=120
+    )
+    assert suite.returncode == 1, suite.stderr
+    assert "judge: 2 passed, 1 failed" in suite.stdout
