@@ -244,6 +244,9 @@ def _store(identifier: str, result: EvaluationResult) -> list[str]:
 #: summary; bounded, so a long session cannot grow it without end.
 RECORDED: list[MetricData] = []
 MAX_RECORDED = 100_000
+#: What assert_test() measured, with the test case's input: the pytest plugin keeps these
+#: in the history at the end of the session (evaluate() keeps its own).
+ASSERTED: list[tuple[str, MetricData]] = []
 
 
 def _record(result: EvaluationResult) -> None:
@@ -259,6 +262,10 @@ def assert_test(test_case: TestCase, metrics: Sequence[Any]) -> None:
     _check([test_case], metrics, 1)
     result = run_sync(a_evaluate([test_case], metrics, max(1, len(metrics))))
     _record(result)
+    if len(ASSERTED) < MAX_RECORDED:
+        test = result.test_results[0]
+        label = test.input if test.input is not None else f"{len(test_case.turns)} turns"  # type: ignore[union-attr]
+        ASSERTED.extend((clip(" ".join(label.split()), 200), d) for d in test.metrics_data)
     failed = []
     for data in result.test_results[0].metrics_data:
         if data.error:

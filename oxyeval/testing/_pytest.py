@@ -34,6 +34,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="oxyeval: run each test N times (each a test of its own: run1..runN).",
     )
+    group.addoption(
+        "--oxy-no-history",
+        action="store_false",
+        dest="oxy_history",
+        default=True,
+        help="oxyeval: do not keep assert_test's evaluations in the project's history.",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -56,13 +63,42 @@ def _oxy_run(request: pytest.FixtureRequest) -> Any:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Per metric: how often measured, passed, failed, errored, and its mean score."""
+    """Per metric: how often measured, passed, failed, errored, and its mean score; then
+    ``assert_test``'s evaluations kept in the project's history as one run ("pytest"),
+    with any score lower than the same case's previous one named as a regression."""
     import sys
 
     module = sys.modules.get("oxyeval.testing._evaluate")
     recorded = getattr(module, "RECORDED", None) if module is not None else None
     if not recorded:
         return
+    _summary(terminalreporter, recorded)
+    asserted = getattr(module, "ASSERTED", None)
+    if asserted and terminalreporter.config.getoption("oxy_history"):
+        from ._history import Evaluated, store_evaluations
+
+        rows = [
+            Evaluated(
+                case=case,
+                metric=d.name,
+                score=d.score,
+                passed=None if d.error else d.success,
+                reason=d.reason,
+                error=d.error,
+                threshold=d.threshold,
+            )
+            for case, d in asserted
+        ]
+        if store_evaluations("pytest", rows) is not None:
+            terminalreporter.write_line(
+                f"{len(rows)} evaluation(s) kept in the history (oxy history --kind sdk)"
+            )
+        for row in rows:
+            for why in row.regressions:
+                terminalreporter.write_line(f"regression: {row.case} / {row.metric}: {why}")
+
+
+def _summary(terminalreporter: Any, recorded: Any) -> None:
     rows: dict[str, list[Any]] = {}
     for data in recorded:
         rows.setdefault(data.name, []).append(data)

@@ -44,3 +44,25 @@ def test_without_metrics_the_plugin_says_nothing(pytester: pytest.Pytester) -> N
     assert "oxyeval metrics" not in result.stdout.str()
     bad = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--oxy-repeat", "0")
     assert bad.ret != 0 and "--oxy-repeat must be between 1 and 1000" in bad.stderr.str()
+
+
+def test_assert_test_evaluations_are_kept_and_regressions_named(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yml", config="models:\n  - {name: m, vendor: mock, outputs: [x]}\n")
+    case = (
+        "from oxyeval.testing import ExactMatchMetric, LLMTestCase, assert_test\n\n"
+        "def test_capital():\n"
+        "    case = LLMTestCase(input='capital?', actual_output='{answer}', expected_output='Paris')\n"
+        "    assert_test(case, [ExactMatchMetric()])\n"
+    )
+    pytester.makepyfile(test_app=case.replace("{answer}", "Paris"))
+    first = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    first.assert_outcomes(passed=1)
+    assert "1 evaluation(s) kept in the history" in first.stdout.str()
+    pytester.makepyfile(test_app=case.replace("{answer}", "Lyon"))
+    second = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    second.assert_outcomes(failed=1)
+    assert (
+        "regression: capital? / Exact Match: score fell from 1.000 to 0.000" in second.stdout.str()
+    )
+    quiet = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--oxy-no-history")
+    assert "kept in the history" not in quiet.stdout.str()
