@@ -130,11 +130,16 @@ class OpenAIStream(_Stream):
                 raise self.bad("each of 'choices' to be an object", data)
             if choice.get("index", 0) != 0:
                 continue
-            self._delta(choice.get("delta"), data)
+            self._choice(choice, data)
             finish = choice.get("finish_reason")
             if isinstance(finish, str) and finish:
                 self.finish = finish
         return False
+
+    def _choice(self, choice: dict[str, Any], data: dict[str, Any]) -> None:
+        """What one chunk's first choice adds: a chat ``delta`` here; the legacy
+        completions stream reads ``text`` instead (same chunks otherwise)."""
+        self._delta(choice.get("delta"), data)
 
     def _delta(self, delta: Any, data: dict[str, Any]) -> None:
         if delta is None:

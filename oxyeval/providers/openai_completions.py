@@ -35,8 +35,7 @@ from ._base import (
     with_extra,
 )
 from ._http import malformed, post_json, require_client, usage_from
-from ._sse import stream_error
-from ._streams import _Stream, cut_short, streamed_answer
+from ._streams import OpenAIStream, cut_short, streamed_answer
 from .openai import bearer_headers
 
 if TYPE_CHECKING:
@@ -97,44 +96,17 @@ def parse_completions_response(data: dict[str, Any]) -> Completion | str:
     )
 
 
-class _CompletionsStream(_Stream):
-    """``text_completion`` chunks: text pieces in ``choices[0].text``."""
+class _CompletionsStream(OpenAIStream):
+    """``text_completion`` chunks: as chat chunks (errors, usage, finish, [DONE]), with
+    the text piece in ``choices[0].text`` instead of a delta."""
 
-    def __init__(self, spec: ModelSpec, url: str, deltas: Deltas) -> None:
-        super().__init__(spec, url, deltas)
-        self.text: list[str] = []
-        self.finish: str | None = None
-        self.usage: dict[str, Any] | None = None
-        self.done = False
-
-    def feed(self, event: str, data: dict[str, Any] | None) -> bool:
-        if data is None:  # [DONE]
-            self.done = True
-            return True
-        if data.get("error") is not None and not data.get("choices"):
-            raise stream_error(self.spec, self.url, data["error"])
-        if isinstance(data.get("usage"), dict):
-            self.usage = data["usage"]
-        choices = data.get("choices")
-        if choices is None:
-            return False
-        if not isinstance(choices, list):
-            raise self.bad("'choices' to be a list in every chunk", data)
-        for choice in choices:
-            if not isinstance(choice, dict):
-                raise self.bad("each of 'choices' to be an object", data)
-            if choice.get("index", 0) != 0:
-                continue
-            text = choice.get("text")
-            if text is not None and not isinstance(text, str):
-                raise self.bad("'choices[0].text' to be a string", data)
-            if text:
-                self.text.append(text)
-                self.deltas.text(text)
-            finish = choice.get("finish_reason")
-            if isinstance(finish, str) and finish:
-                self.finish = finish
-        return False
+    def _choice(self, choice: dict[str, Any], data: dict[str, Any]) -> None:
+        text = choice.get("text")
+        if text is not None and not isinstance(text, str):
+            raise self.bad("'choices[0].text' to be a string", data)
+        if text:
+            self.text.append(text)
+            self.deltas.text(text)
 
     def body(self) -> dict[str, Any]:
         if self.finish is None and not self.done:
