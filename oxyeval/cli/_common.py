@@ -30,9 +30,11 @@ __all__ = [
     "JsonOption",
     "PathsArgument",
     "PromptVersionOption",
+    "check_junit",
     "concurrency_option",
     "consoles",
     "fail",
+    "live_progress",
     "print_json",
     "read_history",
     "run_reporting",
@@ -146,3 +148,26 @@ def run_reporting(
         err.print(f"error: {exc}", style="red", markup=False)
         return False, exc
     return False, None
+
+
+def check_junit(err: Console, junit: str | None, as_json: bool) -> None:
+    """A ``--junit`` path that cannot be written fails the command before anything runs."""
+    from .artifacts import report_path_problem
+
+    problem = None if junit is None else report_path_problem("--junit", junit)
+    if problem is not None:
+        raise fail(err, OxyError(problem), as_json)
+
+
+def live_progress(err: Console, *, quiet: bool, as_json: bool) -> tuple[Any, Any]:
+    """A progress bar on a terminal's stderr (not with -q or --format json) and the event
+    subscriber that moves it; (None, None) otherwise."""
+    import sys
+
+    if quiet or as_json or not sys.stderr.isatty():
+        return None, None
+    from ..suites import progress_events
+    from ._app import RichProgress
+
+    progress = RichProgress(err)
+    return progress, progress_events(progress)

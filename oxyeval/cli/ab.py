@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime, timezone
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import EXIT_OK, OxyError
-from ._app import CacheOption, DebugOption, Format, ProjectOption, RichProgress, app, setup_logging
+from ..errors import EXIT_OK
+from ._app import CacheOption, DebugOption, Format, ProjectOption, app, setup_logging
 from ._common import (
     CaseOption,
     DbOption,
@@ -18,14 +17,15 @@ from ._common import (
     JsonOption,
     PathsArgument,
     PromptVersionOption,
+    check_junit,
     concurrency_option,
     consoles,
-    fail,
+    live_progress,
     print_json,
     read_history,
     run_reporting,
 )
-from .artifacts import JunitOption, report_path_problem, write_report
+from .artifacts import JunitOption, write_report
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -87,17 +87,15 @@ def ab_run(
     data) or the run was interrupted.
     """
     from ..report.ab import ab_run_json, render_ab_run
-    from ..suites import ABRun, progress_events, run_ab_tests_async
+    from ..suites import ABRun, run_ab_tests_async
 
     out, err = consoles()
     setup_logging(err, debug)
     as_json = format is Format.json
-    junit_problem = None if junit is None else report_path_problem("--junit", junit)
-    if junit_problem is not None:
-        raise fail(err, OxyError(junit_problem), as_json)
+    check_junit(err, junit, as_json)
     run = ABRun(criteria=criteria.value, iterations=iterations)
     started = datetime.now(timezone.utc)
-    progress = RichProgress(err) if not quiet and not as_json and sys.stderr.isatty() else None
+    progress, events = live_progress(err, quiet=quiet, as_json=as_json)
     main = run_ab_tests_async(
         paths or [],
         project_dir=project,
@@ -108,7 +106,7 @@ def ab_run(
         db=db,
         concurrency=concurrency,
         cache=cache,
-        events=progress_events(progress) if progress is not None else None,
+        events=events,
         into=run,
     )
     interrupted, error = run_reporting(

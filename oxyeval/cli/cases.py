@@ -18,13 +18,14 @@ from ._common import (
     JsonOption,
     PathsArgument,
     PromptVersionOption,
+    check_junit,
     concurrency_option,
     consoles,
     fail,
     print_json,
     read_history,
 )
-from .artifacts import JunitOption, report_path_problem, write_report
+from .artifacts import JunitOption, write_report
 from .console import json_error
 
 if TYPE_CHECKING:
@@ -78,9 +79,7 @@ def cases_run(
     if prompt_version is not None and old_version is not None and prompt_version != old_version:
         message = f"--prompt-version {prompt_version} and --version {old_version} disagree"
         raise fail(err, OxyError(message), as_json)
-    junit_problem = None if junit is None else report_path_problem("--junit", junit)
-    if junit_problem is not None:
-        raise fail(err, OxyError(junit_problem), as_json)
+    check_junit(err, junit, as_json)
     run = CaseRun(db=Path("."))
     started = datetime.now(timezone.utc)  # the JUnit suites' timestamp
     stopped_by: str | None = None  # an error that stopped the run after some cases finished

@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime, timezone
 from typing import Annotated
 
 import typer
 
-from ..errors import OxyError
-from ._app import CacheOption, DebugOption, Format, ProjectOption, RichProgress, app, setup_logging
+from ._app import CacheOption, DebugOption, Format, ProjectOption, app, setup_logging
 from ._common import (
     DbOption,
     FormatOption,
+    check_junit,
     concurrency_option,
     consoles,
-    fail,
+    live_progress,
     print_json,
     run_reporting,
 )
-from .artifacts import JunitOption, report_path_problem, write_report
+from .artifacts import JunitOption, write_report
 
 __all__ = ["chattest_command"]
 
@@ -59,23 +58,21 @@ def chattest_command(
     input; 3 a provider failure, a test no run of which could be judged, or an interrupt.
     """
     from ..report.passfail import chattest_json, render_chattest
-    from ..suites import PassFailRun, progress_events, run_chattest_async
+    from ..suites import PassFailRun, run_chattest_async
 
     out, err = consoles()
     setup_logging(err, debug)
     as_json = format is Format.json
-    problem = None if junit is None else report_path_problem("--junit", junit)
-    if problem is not None:
-        raise fail(err, OxyError(problem), as_json)
+    check_junit(err, junit, as_json)
     run = PassFailRun()
     started = datetime.now(timezone.utc)
-    progress = RichProgress(err) if not quiet and not as_json and sys.stderr.isatty() else None
+    progress, events = live_progress(err, quiet=quiet, as_json=as_json)
     main = run_chattest_async(
         paths or [],
         project_dir=project,
         db=db,
         cache=cache,
-        events=progress_events(progress) if progress is not None else None,
+        events=events,
         concurrency=concurrency,
         adaptive=adaptive,
         into=run,

@@ -9,13 +9,10 @@ tests' own, through the one decision.
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime, timezone
 
-from ..errors import OxyError
-from ._app import RichProgress
-from ._common import consoles, fail, print_json, run_reporting
-from .artifacts import report_path_problem, write_report
+from ._common import check_junit, consoles, live_progress, print_json, run_reporting
+from .artifacts import write_report
 
 __all__ = ["is_test_file", "run_test_files_command"]
 
@@ -50,15 +47,13 @@ def run_test_files_command(
     """Run the files, print the report, return the exit code."""
     from ..evaluation import Gates, decide
     from ..report.passfail import render_test_files, test_files_json
-    from ..suites import PassFailRun, progress_events, run_test_files_async
+    from ..suites import PassFailRun, run_test_files_async
 
     out, err = consoles()
-    problem = None if junit is None else report_path_problem("--junit", junit)
-    if problem is not None:
-        raise fail(err, OxyError(problem), as_json)
+    check_junit(err, junit, as_json)
     run = PassFailRun()
     started = datetime.now(timezone.utc)
-    progress = RichProgress(err) if not quiet and not as_json and sys.stderr.isatty() else None
+    progress, events = live_progress(err, quiet=quiet, as_json=as_json)
     main = run_test_files_async(
         paths,
         project_dir=project,
@@ -67,7 +62,7 @@ def run_test_files_command(
         db=db,
         history=not no_history,
         cache=cache,
-        events=progress_events(progress) if progress is not None else None,
+        events=events,
         adaptive=adaptive,
         into=run,
     )
