@@ -75,31 +75,23 @@ class BranchOutcome:
     def new_execution(
         self, test_case_id: str, prompt_version: int, details: dict[str, Any]
     ) -> NewBranchExecution:
+        from dataclasses import fields
+
         from ...store import NewBranchExecution
 
-        return NewBranchExecution(
-            branch_id=self.branch_id,
+        # The measured fields share their names with the store's row; the rest is given.
+        same = {
+            f.name: getattr(self, f.name)
+            for f in fields(NewBranchExecution)
+            if hasattr(self, f.name)
+        }
+        same.update(
             test_case_id=test_case_id,
-            status=self.status,
-            output=self.output,
-            error=self.error,
-            latency_ms=self.latency_ms,
-            time_to_first_token=self.time_to_first_token,
-            tokens_per_second=self.tokens_per_second,
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            estimated_cost=self.estimated_cost,
-            quality_score=self.quality_score,
-            similarity_score=self.similarity_score,
-            clarity_score=self.clarity_score,
-            valid_json=self.valid_json,
-            consistency_hash=self.consistency_hash,
             prompt_version=prompt_version,
-            iteration=self.iteration,
             judge_cost=self.judge_cost if self.judge_calls else None,
-            cached=self.cached,
             details={**details, "judgeCalls": self.judge_calls, "judgeError": self.judge_error},
         )
+        return NewBranchExecution(**same)
 
     def as_result(self, test_case_id: str, branch: TestBranch) -> Result:
         """The core's shape, for events and readers of every kind."""
