@@ -175,19 +175,6 @@ class _Runner:
             self.on_execution(plan.result, outcome)
 
 
-async def _warm_up(plans: Sequence[CasePlan]) -> None:
-    """Pay a process's one-time costs of its first HTTP request before any clock starts.
-
-    The first request imports anyio's asyncio backend, with the event loop blocked
-    meanwhile (~20 ms); every call in flight then measured that too, so a mock or local
-    branch looked 3x slower beside a remote one. Branches race on their clocks: none may
-    be charged another's setup."""
-    if any(m.spec.vendor != "mock" for p in plans for m in p.models.values()):
-        import anyio
-
-        await anyio.sleep(0)
-
-
 async def _run(
     run: ABRun,
     project: Project,
@@ -269,7 +256,6 @@ async def _run(
                     for branch in plan.branches
                 )
             suite.start(len(plans))
-            await _warm_up(plans)
             try:
                 await gather_settled(*jobs)
             except (asyncio.CancelledError, KeyboardInterrupt):
