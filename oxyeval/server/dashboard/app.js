@@ -345,12 +345,12 @@ async function pageCase([id]) {
 
 async function pageAB([caseId]) {
   const data = await gql(
-    `query AB($id: ID!) {
+    `query AB($id: ID!, $subject: String) {
       testCase(id: $id) { id name prompt { id name } }
       testBranches(testCaseId: $id) { id name provider model isControl isActive totalRuns avgLatency avgCost avgQualityScore passRate temperature }
-      runs(kind: "ab", subject: $id, limit: 1) { ${RUN_FIELDS} }
+      runs(kind: "ab", subject: $subject, limit: 1) { ${RUN_FIELDS} }
     }`,
-    { id: caseId },
+    { id: caseId, subject: caseId },
   );
   const out = [
     h("nav", { class: "crumbs" }, h("a", { href: "#/cases" }, "Test cases"), " / ", h("a", { href: `#/case/${enc(caseId)}` }, data.testCase?.name ?? caseId), " / A/B"),
@@ -472,7 +472,7 @@ async function pageConsistency() {
   const q = aliased(list, (v) => `results(kind: "consistency", subject: ${v}, limit: 30) { ${RESULT_FIELDS} }`);
   q.decl = q.decl.replaceAll("ID!", "String!");
   const data = await gql(`query C(${q.decl}) { ${q.fields} }`, q.vars);
-  const grid = h("div", { class: "charts" });
+  const grid = h("div", { class: "charts fill" });
   list.forEach((subject, i) => {
     const results = (data[`a${i}`] || []).slice().reverse(); // oldest first
     const last = results[results.length - 1];

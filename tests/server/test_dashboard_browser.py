@@ -1,0 +1,360 @@
+"""The dashboard in a real browser: Debian's headless chromium, driven by selenium through
+Debian's chromedriver (never a downloaded browser or driver), against `oxy serve` on a
+history written by the mock example commands.
+
+The history: two `oxy cases run` of a two-case prompt, the second with the model's answer
+to one case changed into hostile markup (so that case regresses between the two runs),
+one `oxy ab run` over two branches, and two backdated executions so the trend charts have
+three days. Without chromium, chromedriver or selenium the tests skip with the reason;
+with OXY_REQUIRE_BROWSER=1 (CI) they fail instead, so a broken setup cannot hide.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+HOSTILE = '<img src=x onerror="document.body.dataset.pwned=1">'
+CASE = "sentiment::positive"
+
+CONFIG = """\
+models:
+  - name: classifier
+    vendor: mock
+    rules:
+      - {match: "love", output: "positive"}
+      - {match: ".", output: "negative"}
+  - name: classifier-mini
+    vendor: mock
+    rules:
+      - {match: "love", output: "positive"}
+      - {match: ".", output: "neutral"}
+"""
+
+PROMPT = """\
+name: sentiment
+model: classifier
+template: "Feedback: {{ text }}"
+similarity: lexical
+threshold: 0.8
+branches:
+  - {name: current, model: classifier, control: true}
+  - {name: mini, model: classifier-mini}
+cases:
+  - name: positive
+    input: {text: I love it}
+    expected_output: positive
+  - name: negative
+    input: {text: It broke}
+    expected_output: negative
+"""
+
+
+def _unavailable(reason: str) -> None:
+    """Skip, or fail where CI promised a browser (a skip there would hide a broken setup)."""
+    if os.environ.get("OXY_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"OXY_REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
+
+
+def _oxy(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "oxyeval", *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k not in ("OXY_DB", "OXY_SERVE_TOKEN")},
+    )
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("dash")
+    (root / "prompts").mkdir()
+    (root / "config.yml").write_text(CONFIG, encoding="utf-8")
+    (root / "prompts" / "sentiment.prompt.yml").write_text(PROMPT, encoding="utf-8")
+    first = _oxy(root, "cases", "run")
+    assert first.returncode == 0, first.stdout + first.stderr
+    hostile = json.dumps(HOSTILE)  # a YAML flow scalar in double quotes is JSON-compatible
+    (root / "config.yml").write_text(
+        CONFIG.replace('output: "positive"}', f"output: {hostile}}}", 1), encoding="utf-8"
+    )
+    second = _oxy(root, "cases", "run")
+    assert second.returncode == 1, second.stdout + second.stderr  # the case now fails
+    ab = _oxy(root, "ab", "run")
+    assert ab.returncode == 0, ab.stdout + ab.stderr
+
+    from oxyeval.store import NewExecution, open_store
+
+    with open_store(str(root / ".oxy" / "oxyeval.db")) as store:
+        for days in (3, 2):
+            day = datetime.now(timezone.utc) - timedelta(days=days)
+            store.executions.record(
+                NewExecution(
+                    test_case_id=CASE,
+                    status="passed",
+                    prompt_version=1,
+                    actual_output="positive",
+                    score=1.0,
+                    exact_match=True,
+                    created_at=day.strftime("%Y-%m-%dT10:00:00.000Z"),
+                )
+            )
+    return root
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(project: Path) -> Iterator[str]:
+    port = _free_port()
+    log = project / "serve.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "oxyeval", "serve", "--project", str(project)]
+            + ["--port", str(port)],
+            cwd=project,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={k: v for k, v in os.environ.items() if k not in ("OXY_DB", "OXY_SERVE_TOKEN")},
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                text = log.read_text()
+                if "No such command" in text:
+                    _unavailable(f"`oxy serve` is not available: {text.strip()[-300:]}")
+                pytest.fail(f"oxy serve exited {proc.returncode}: {text[-2000:]}")
+            try:
+                with urllib.request.urlopen(url + "/", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"oxy serve did not answer in 30 s: {log.read_text()[-2000:]}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def gql(server: str, query: str, **variables: Any) -> dict[str, Any]:
+    """The API's own answer, to hold the page's numbers against."""
+    body = json.dumps({"query": query, "variables": variables}).encode()
+    request = urllib.request.Request(
+        server + "/graphql", data=body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        answer = json.loads(resp.read())
+    assert not answer.get("errors"), answer["errors"]
+    return answer["data"]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not (os.path.exists(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        _unavailable(f"no chromium at {CHROMIUM} (apt-get install chromium)")
+    if not shutil.which(CHROMEDRIVER):
+        _unavailable(f"no chromedriver at {CHROMEDRIVER} (apt-get install chromium-driver)")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        _unavailable("selenium is not installed (pip install -e '.[dev]')")
+    os.environ["SE_OFFLINE"] = "true"  # selenium-manager must never download anything
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
+        options.add_argument(arg)
+    options.add_argument("--window-size=1400,1000")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _css(driver: Any, selector: str) -> list[Any]:
+    return driver.find_elements("css selector", selector)
+
+
+def wait_for(driver: Any, selector: str, timeout: float = 15) -> list[Any]:
+    """The page's elements once it rendered; an error box on the page fails with its text."""
+    deadline = time.monotonic() + timeout
+    while True:
+        busy = driver.execute_script("return document.getElementById('view').ariaBusy")
+        if not busy:
+            errors = _css(driver, ".error-box")
+            if errors:
+                pytest.fail(f"the page shows an error: {errors[0].text}")
+            found = _css(driver, selector)
+            if found:
+                return found
+        if time.monotonic() > deadline:
+            pytest.fail(f"{selector} did not appear on {driver.current_url}")
+        time.sleep(0.05)
+
+
+def go(driver: Any, server: str, hash_: str, selector: str) -> list[Any]:
+    driver.get(f"{server}/{hash_}")
+    return wait_for(driver, selector)
+
+
+def _severe_logs(driver: Any) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def test_cases_page_then_a_case_with_its_charts_and_numbers(browser: Any, server: str) -> None:
+    api = gql(server, "{ testCases { id name passRate } }")["testCases"]
+    rows = go(browser, server, "", "tr[data-case]")
+    assert sorted(r.get_attribute("data-case") for r in rows) == sorted(c["id"] for c in api)
+
+    browser.find_element("css selector", 'tr[data-case="sentiment::positive"] a').click()
+    wait_for(browser, "#chart-pass-rate svg")
+    stats = gql(
+        server,
+        "query($id: ID!) { testCaseStats(testCaseId: $id) "
+        "{ totalRuns passRate avgScore trendData { date passRate avgScore } } }",
+        id=CASE,
+    )["testCaseStats"]
+    days = [p for p in stats["trendData"] if p["passRate"] is not None]
+    assert len(days) == 3  # two backdated days and today
+    assert len(_css(browser, "#chart-pass-rate circle.pt")) == len(days)
+    assert len(_css(browser, "#chart-avg-score circle.pt")) == len(
+        [p for p in stats["trendData"] if p["avgScore"] is not None]
+    )
+    tooltips = [t.get_attribute("textContent") for t in _css(browser, "#chart-pass-rate title")]
+    assert any(days[0]["date"] in t for t in tooltips)
+    assert _css(browser, "#chart-pass-rate path.series")  # the line joining the points
+    shown = browser.find_element("css selector", '[data-card="pass-rate"] .card-value').text
+    assert shown == f"{stats['passRate']:.1f}%"
+    runs = browser.find_element("css selector", '[data-card="total-runs"] .card-value').text
+    assert runs == str(stats["totalRuns"])
+    assert _css(browser, "tr.regression")  # the second run's execution, highlighted
+
+
+def test_a_hostile_output_is_shown_as_text(browser: Any, server: str) -> None:
+    go(browser, server, "#/case/sentiment%3A%3Apositive", "tr.regression")
+    cells = [c.text for c in _css(browser, "tr.regression .diff-cell")]
+    assert any(HOSTILE in text for text in cells), cells
+    assert _css(browser, "tr.regression .diff-cell ins")  # the diff's inserted text
+    assert _css(browser, "#view img") == []
+    assert browser.execute_script("return document.body.dataset.pwned") is None
+
+
+def test_ab_page_draws_a_bar_per_branch_and_names_the_winner(browser: Any, server: str) -> None:
+    go(browser, server, "#/case/sentiment%3A%3Apositive", "#ab-link")
+    browser.find_element("css selector", "#ab-link").click()
+    bars = wait_for(browser, "#ab-charts rect.bar")
+    data = gql(
+        server,
+        'query($id: ID!, $s: String) { testBranches(testCaseId: $id) { name isControl } '
+        'runs(kind: "ab", subject: $s, limit: 1) { id } }',
+        id=CASE,
+        s=CASE,
+    )
+    branches = data["testBranches"]
+    assert len(branches) == 2
+    assert len(bars) == 3 * len(branches)  # quality, latency and cost
+    results = gql(
+        server,
+        "query($id: ID!) { run(id: $id) { results { score details } } }",
+        id=data["runs"][0]["id"],
+    )["run"]["results"]
+    by_branch: dict[str, list[float]] = {}
+    for r in results:
+        if r["score"] is not None:
+            by_branch.setdefault(r["details"]["branchName"], []).append(r["score"])
+    best = max(by_branch, key=lambda b: sum(by_branch[b]) / len(by_branch[b]))
+    winner = browser.find_element("css selector", '[data-card="winner"] .card-value').text
+    assert winner == best
+    control = next(b["name"] for b in branches if b["isControl"])
+    assert any(f"{control} (control)" == t.text for t in _css(browser, ".bar-label"))
+
+
+def test_runs_page_picks_two_runs_and_the_comparison_shows_the_regression(
+    browser: Any, server: str
+) -> None:
+    runs = gql(server, '{ runs(kind: "cases") { id startedAt } }')["runs"]
+    assert len(runs) == 2
+    head, base = runs  # newest first
+    go(browser, server, "#/runs", "input[data-run]")
+    button = browser.find_element("css selector", "#compare-button")
+    assert not button.is_enabled()
+    for run in (head, base):
+        browser.find_element("css selector", f'input[data-run="{run["id"]}"]').click()
+    assert button.is_enabled()
+    button.click()
+    wait_for(browser, '[data-card="regressed"]')
+    assert browser.current_url.endswith(f"#/compare/{base['id']}/{head['id']}")
+    api = gql(
+        server,
+        "query($a: ID!, $b: ID!) { compareRuns(baseRunId: $a, headRunId: $b) "
+        "{ regressed fixed changes { key change } } }",
+        a=base["id"],
+        b=head["id"],
+    )["compareRuns"]
+    assert api["regressed"] >= 1
+    shown = browser.find_element("css selector", '[data-card="regressed"] .card-value').text
+    assert shown == str(api["regressed"])
+    rows = _css(browser, 'tr[data-change="regressed"]')
+    keys = [c["key"] for c in api["changes"] if c["change"] == "regressed"]
+    assert len(rows) == len(keys)
+    assert rows[0].find_element("css selector", "td").text in keys
+    assert any(HOSTILE in r.text for r in rows)  # the outputs, diffed, as text
+    assert _css(browser, "#view img") == []
+
+
+def test_every_page_renders_without_script_errors(browser: Any, server: str) -> None:
+    browser.get_log("browser")  # drop what earlier tests left
+    for hash_, selector in [
+        ("#/consistency", ".empty, section.panel"),
+        ("#/passfail", ".empty, section.panel"),
+        ("#/sdk", ".empty, section.panel"),
+        ("#/live", "#stream-state"),
+        ("#/cases?prompt=sentiment", "tr[data-case]"),
+    ]:
+        go(browser, server, hash_, selector)
+    assert _severe_logs(browser) == []
+
+
+def test_assets_are_small_and_need_no_network() -> None:
+    folder = Path(__file__).resolve().parents[2] / "oxyeval" / "server" / "dashboard"
+    files = {p.name: p.read_text("utf-8") for p in folder.iterdir() if p.is_file()}
+    assert set(files) >= {"index.html", "app.js", "charts.js", "style.css"}
+    assert sum(len(t.encode()) for t in files.values()) < 120_000
+    for name, text in files.items():
+        assert "http://" not in text.replace("http://www.w3.org/2000/svg", ""), name
+        assert "https://" not in text, name
+        assert ".innerHTML" not in text and "insertAdjacentHTML" not in text, name
+    assert '<meta name="oxy-token" content="">' in files["index.html"]
