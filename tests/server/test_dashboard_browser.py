@@ -130,9 +130,9 @@ def server(project: Path) -> Iterator[str]:
     port = _free_port()
     log = project / "serve.log"
     with log.open("w") as out:
+        command = ["serve", "--project", str(project), "--port", str(port)]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "oxyeval", "serve", "--project", str(project)]
-            + ["--port", str(port)],
+            [sys.executable, "-m", "oxyeval", *command],
             cwd=project,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -278,7 +278,7 @@ def test_ab_page_draws_a_bar_per_branch_and_names_the_winner(browser: Any, serve
     bars = wait_for(browser, "#ab-charts rect.bar")
     data = gql(
         server,
-        'query($id: ID!, $s: String) { testBranches(testCaseId: $id) { name isControl } '
+        "query($id: ID!, $s: String) { testBranches(testCaseId: $id) { name isControl } "
         'runs(kind: "ab", subject: $s, limit: 1) { id } }',
         id=CASE,
         s=CASE,
