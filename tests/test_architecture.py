@@ -30,6 +30,7 @@ ORDER = [
     "suites",
     "report",
     "testing",
+    "server",
     "cli",
 ]
 #: Top-level modules every stage may import; they import no stage.

@@ -30,6 +30,8 @@ _EXPORTS = {
     "OWNED_FIELDS": "_base",
     "extra_problem": "_base",
     "stopped_at_token_limit": "_base",
+    "Limiters": "_limiter",
+    "shared_limiters": "_limiter",
     "ResponseCache": "_cache",
     "Tally": "_cache",
     "answer_key": "_cache",
@@ -93,6 +95,7 @@ __all__ = [
     "EmbeddingResult",
     "EmbeddingSpec",
     "GenerateParams",
+    "Limiters",
     "MissingCredential",
     "Model",
     "ModelAPI",
@@ -134,6 +137,7 @@ __all__ = [
     "register_vendor",
     "repeat_scope",
     "resolve_api_key",
+    "shared_limiters",
     "stopped_at_token_limit",
     "value_problem",
     "vendor_class",
@@ -177,6 +181,7 @@ if TYPE_CHECKING:
         repeat_scope,
     )
     from ._checks import api_url_problem, header_problem, value_problem
+    from ._limiter import Limiters, shared_limiters
     from ._model import Model, RetryPolicy
     from ._pool import ModelPool
     from ._registry import (

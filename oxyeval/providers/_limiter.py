@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import enum
 import logging
 from collections import deque
+from collections.abc import Iterator
 
-__all__ = ["AdaptiveLimiter", "Limiters", "Outcome"]
+__all__ = ["AdaptiveLimiter", "Limiters", "Outcome", "current_limiters", "shared_limiters"]
 
 log = logging.getLogger("oxyeval.providers")
 
@@ -175,3 +177,26 @@ class Limiters:
         else:
             limiter.share(name, concurrency)
         return limiter
+
+
+_SHARED: contextvars.ContextVar[Limiters | None] = contextvars.ContextVar(
+    "oxyeval_shared_limiters", default=None
+)
+
+
+def current_limiters() -> Limiters | None:
+    """The limiters every run started in this context shares (None: each run has its own)."""
+    return _SHARED.get()
+
+
+@contextlib.contextmanager
+def shared_limiters(limiters: Limiters) -> Iterator[Limiters]:
+    """Make every run started inside share ``limiters``: a server that starts runs for
+    several requests at once keeps each endpoint under its one ``concurrency``, as a
+    single CLI run does, instead of granting each request its own allowance. Tasks
+    created inside inherit it (asyncio copies the context)."""
+    token = _SHARED.set(limiters)
+    try:
+        yield limiters
+    finally:
+        _SHARED.reset(token)

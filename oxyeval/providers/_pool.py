@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from ..errors import ConfigError, OxyError
 from ._http import new_client
-from ._limiter import Limiters
+from ._limiter import Limiters, current_limiters
 from ._model import Model, RetryPolicy
 from ._registry import resolve_api_key, vendor_class, vendors
 
@@ -65,7 +65,7 @@ class VendorPool(Generic[C]):
     ) -> None:
         self.specs = dict(specs)
         #: One adaptive concurrency limit per endpoint; pass it to the run's other pools.
-        self.limiters = limiters or Limiters()
+        self.limiters = limiters or current_limiters() or Limiters()
         #: (name, message, key in the model's entry) -> an error pointing into config.yml
         self._locate = locate
         self._retry = retry

@@ -63,6 +63,11 @@ _EXPORTS = {
     "check_drop": "threshold",
     "shown": "text",
     "load_saved_run": "saved",
+    "comparison_json": "compare",
+    "daily_json": "compare",
+    "execution_json": "cases",
+    "prompt_json": "cases",
+    "version_json": "cases",
     **dict.fromkeys(("Decision", "Gates", "decide", "gate_option_error"), "verdict"),
 }
 __all__ = [
@@ -82,14 +87,18 @@ __all__ = [
     "chattest_json",
     "check_drop",
     "check_threshold",
+    "comparison_json",
     "consistency_junit",
+    "daily_json",
     "decide",
+    "execution_json",
     "exit_code",
     "gate_option_error",
     "history_of_test_json",
     "load_saved_run",
     "passfail_junit",
     "passfail_label",
+    "prompt_json",
     "render_ab_run",
     "render_branch",
     "render_branches",
@@ -111,6 +120,7 @@ __all__ = [
     "test_files_json",
     "to_json",
     "validation_json",
+    "version_json",
     "write_json",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -130,7 +140,10 @@ if TYPE_CHECKING:
         case_json,
         case_result_json,
         case_run_json,
+        execution_json,
+        prompt_json,
         stats_json,
+        version_json,
     )
     from .cases_pretty import (
         render_case_list,
@@ -138,6 +151,7 @@ if TYPE_CHECKING:
         render_case_stats,
         sparkline,
     )
+    from .compare import comparison_json, daily_json
     from .history import (
         history_of_test_json,
         render_history,

@@ -197,7 +197,14 @@ class Runs:
         return None if row is None else _run(row, counts.get(run_id))
 
     def list(
-        self, limit: int = 20, *, kind: str | None = None, group_id: str | None = None
+        self,
+        limit: int = 20,
+        *,
+        kind: str | None = None,
+        group_id: str | None = None,
+        subject: str | None = None,
+        status: str | None = None,
+        offset: int = 0,
     ) -> list[Run]:
         """Newest first, with passed/failed/pending/errors/regressions counted from each run's
         executions."""
@@ -206,7 +213,11 @@ class Runs:
             q = q.where(_R.kind == kind)
         if group_id is not None:
             q = q.where(_R.group_id == group_id)
-        q = q.order_by(_R.started_at.desc(), _R.seq.desc()).limit(limit)
+        if subject is not None:
+            q = q.where(_R.subject == subject)
+        if status is not None:
+            q = q.where(_R.status == status)
+        q = q.order_by(_R.started_at.desc(), _R.seq.desc()).limit(limit).offset(max(0, offset))
         with self._store.read("listing runs") as conn:
             rows = conn.execute(q).all()
             counts = _counts(conn, [r.id for r in rows])

@@ -83,6 +83,20 @@ class Stats:
     def __init__(self, store: Store) -> None:
         self._store = store
 
+    def regression_counts(self, case_ids: list[str] | None = None) -> dict[str, int]:
+        """Executions flagged as a regression, per case (absent: none), from the
+        (case, is_regression) index: a list of a thousand cases needs no scan of the rest."""
+        query = (
+            sa.select(_E.test_case_id, sa.func.count())
+            .where(_E.is_regression == sa.true())
+            .group_by(_E.test_case_id)
+        )
+        if case_ids is not None:
+            query = query.where(_E.test_case_id.in_(case_ids))
+        with self._store.read("counting regressions") as conn:
+            rows = conn.execute(query).all()
+        return {case: int(n) for case, n in rows}
+
     def case_stats(
         self, test_case_id: str, recent: int = 10, *, trend_days: int | None = None
     ) -> CaseStats | None:

@@ -60,6 +60,11 @@ _EXPORTS = {
     "CaseResult": "cases",
     "CaseRun": "cases",
     "accept_baseline": "cases",
+    "API_SOURCE": "cases",
+    "create_prompt": "cases",
+    "ResultChange": "compare",
+    "RunComparison": "compare",
+    "compare_runs": "compare",
     "run_cases": "cases",
     "run_cases_async": "cases",
     "check_accept": "cases",
@@ -82,6 +87,7 @@ _EXPORTS = {
     "preview_cases": "cases.selection",
 }
 __all__ = [
+    "API_SOURCE",
     "ABCaseResult",
     "ABRun",
     "AgentTarget",
@@ -99,6 +105,8 @@ __all__ = [
     "Previous",
     "ProgressSink",
     "PromptTarget",
+    "ResultChange",
+    "RunComparison",
     "StoredRun",
     "StoredRunView",
     "Subject",
@@ -115,6 +123,8 @@ __all__ = [
     "check_accept",
     "clear_cache",
     "collect_files",
+    "compare_runs",
+    "create_prompt",
     "final_status",
     "find_branch",
     "find_case",
@@ -161,15 +171,18 @@ if TYPE_CHECKING:
     )
     from .cache import cache_factory, clear_cache
     from .cases import (
+        API_SOURCE,
         CaseResult,
         CaseRun,
         accept_baseline,
         check_accept,
+        create_prompt,
         find_case,
         run_cases,
         run_cases_async,
     )
     from .cases.selection import preview_cases
+    from .compare import ResultChange, RunComparison, compare_runs
     from .consistency import collect_files, run_tests, run_tests_async
     from .history import history_location, open_history
     from .history_queries import (

@@ -153,8 +153,9 @@ async def plan_cases(
                 ) from None
     found: set[str] = set()
     stored = [c for p in prompts for c in store.cases.list(p.id)]
-    if cases and not stored:  # a case made through the API, named by its id
-        stored = [c for c in (store.cases.get(n) for n in cases) if c is not None]
+    if cases:  # a case of a prompt made through the API, named by its id
+        have = {c.id for c in stored}
+        stored += [c for c in (store.cases.get(n) for n in cases if n not in have) if c]
     selected = _select(stored, cases, found)
     missing = [n for n in cases or () if n not in found]
     if missing:

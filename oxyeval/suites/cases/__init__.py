@@ -14,6 +14,9 @@ from ..._lazy import lazy_exports
 _EXPORTS = {
     "CaseResult": "results",
     "CaseRun": "results",
+    "API_SOURCE": "stored",
+    "api_prompt_defs": "stored",
+    "create_prompt": "stored",
     "accept_baseline": "baseline",
     "check_accept": "baseline",
     "find_case": "baseline",
@@ -23,10 +26,13 @@ _EXPORTS = {
     "sync_prompt": "run",
 }
 __all__ = [
+    "API_SOURCE",
     "CaseResult",
     "CaseRun",
     "accept_baseline",
+    "api_prompt_defs",
     "check_accept",
+    "create_prompt",
     "find_case",
     "run_cases",
     "run_cases_async",
@@ -39,3 +45,4 @@ if TYPE_CHECKING:
     from .baseline import accept_baseline, check_accept, find_case
     from .results import CaseResult, CaseRun
     from .run import run_cases, run_cases_async, sync_files, sync_prompt
+    from .stored import API_SOURCE, api_prompt_defs, create_prompt

@@ -47,6 +47,7 @@ from .selection import (
     select_cases,
     unknown_names_error,
 )
+from .stored import API_SOURCE, api_prompt_defs
 
 if TYPE_CHECKING:
     from ...store import Store
@@ -255,9 +256,23 @@ def _warn_token_limits(run: CaseRun, plans: Sequence[_VersionRun]) -> None:
         run.warnings.append(f"{text}; `oxy cases accept` adopts such an output only with --force")
 
 
+def _api_prompts(location: Any, project: Project, declared: Sequence[PromptDef]) -> list[PromptDef]:
+    from ...store import EmptyHistoryError, open_store
+
+    try:
+        reader = open_store(location, read_only=True)
+    except EmptyHistoryError:
+        return []
+    try:
+        return api_prompt_defs(reader, project, [p.id for p in declared])
+    finally:
+        reader.close()
+
+
 def sync_prompt(store: Store, project: Project, prompt: PromptDef) -> int:
     """Record the prompt, its current version and its YAML cases; returns the version."""
-    store.prompts.upsert(prompt.id, prompt.id, project.relative(prompt.file))
+    source = API_SOURCE if prompt.file is None else project.relative(prompt.file)
+    store.prompts.upsert(prompt.id, prompt.id, source)
     version = store.prompts.ensure_version(prompt.id, prompt.content(project))
     for cid, fields in declared_cases(project, prompt).items():
         store.cases.upsert(cid, **fields)
@@ -301,6 +316,11 @@ async def _run_plans(
     found: set[str] = set()
     for prompt in prompts:
         current = sync_prompt(store, project, prompt)
+        stored_cases = store.cases.list(prompt.id)
+        all_names.update(by_name(stored_cases))
+        selected = select_cases(stored_cases, cases, only_files, found)
+        if not selected:
+            continue
         chosen_version = current if version is None else version
         content = (
             prompt.content(project)
@@ -311,11 +331,6 @@ async def _run_plans(
             raise no_version_error(
                 prompt, version or 0, [v.version for v in store.prompts.versions(prompt.id)]
             )
-        stored_cases = store.cases.list(prompt.id)
-        all_names.update(by_name(stored_cases))
-        selected = select_cases(stored_cases, cases, only_files, found)
-        if not selected:
-            continue
         if content["model"] not in project.models:
             raise ConfigError(
                 f"prompt '{prompt.id}' version {chosen_version} uses model '{content['model']}', "
@@ -421,11 +436,13 @@ async def run_cases_async(
     start = Path(paths[0]) if paths else None
     project = load_project(start, project_dir=project_dir)
     prompts = load_prompts(project, collect_case_files(project, [str(p) for p in paths]))
-    if not prompts:
-        raise ConfigError(f"no *.prompt.yml or *.cases.yml files under {project.root}")
     suite = SuiteRun("cases", db=db, environ=environ, cache=cache, events=events)
     location = suite.histories.location(project)
     assert location is not None  # a bad location raised: bad input
+    if not paths:  # the whole project: prompts made through the API too
+        prompts += await asyncio.to_thread(_api_prompts, location, project, prompts)
+    if not prompts:
+        raise ConfigError(f"no *.prompt.yml or *.cases.yml files under {project.root}")
     db_shown: Path | str = location.path if location.path is not None else location.display
     run = into if into is not None else CaseRun(db=db_shown)
     run.db = db_shown

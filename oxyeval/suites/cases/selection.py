@@ -78,9 +78,9 @@ def leaving_cases(project: Project, prompt: PromptDef, stored: Sequence[TestCase
     """Stored cases that leave the suite: removed from their file, or their file is gone
     (their history stays in the store)."""
     declared = {case_id(prompt.id, c.name) for c in prompt.cases}
-    files = {project.relative(c.doc.path) for c in prompt.cases if c.doc is not None} | {
-        project.relative(prompt.file)
-    }
+    files = {project.relative(c.doc.path) for c in prompt.cases if c.doc is not None}
+    if prompt.file is not None:
+        files.add(project.relative(prompt.file))
     leaving = set()
     for case in stored:
         source = case.source_file
@@ -200,6 +200,11 @@ def precheck(
         models: set[str] = set()
         similarities: set[str] = set()
         for prompt in prompts:
+            stored = preview_prompt(project, prompt, stored)
+            mine = [c for c in stored if c.prompt_id == prompt.id and c.deleted_at is None]
+            known.update(by_name(mine))
+            if not select_cases(mine, names, only_files, found):
+                continue  # a prompt none of whose cases run needs no such version
             model = prompt.model
             if version is not None:
                 versions = (
@@ -214,12 +219,8 @@ def precheck(
                     raise no_version_error(prompt, version, versions)
                 earlier = None if reader is None else reader.prompts.get_version(prompt.id, version)
                 model = earlier.get("model", model) if earlier is not None else model
-            stored = preview_prompt(project, prompt, stored)
-            mine = [c for c in stored if c.prompt_id == prompt.id and c.deleted_at is None]
-            known.update(by_name(mine))
-            if select_cases(mine, names, only_files, found):
-                models.add(model)
-                similarities.add(prompt.similarity)
+            models.add(model)
+            similarities.add(prompt.similarity)
         error = unknown_names_error(names, found, known, only_files)
         if error is not None:
             raise error

@@ -1,0 +1,213 @@
+"""The ASGI application of ``oxy serve``: GraphQL at ``/graphql``, the dashboard at ``/``,
+its files at ``/assets/``, the live event stream at ``/events``; and :func:`serve`, which
+runs it under uvicorn.
+
+Everything is served by this one process from files inside the package: no CDN, no
+network beyond the configured model endpoints, so the dashboard works on an air-gapped
+CI runner. The GraphQL explorer (which loads from a CDN) is off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import logging
+import mimetypes
+import os
+from collections.abc import AsyncIterator, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ariadne.asgi import GraphQL
+from ariadne.explorer import ExplorerHttp405
+from starlette.applications import Starlette
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from .errors import format_error
+from .guard import DEFAULT_MAX_BODY, DEFAULT_MAX_DEPTH, Guard, depth_limit, is_loopback
+from .resolvers import build_schema
+from .service import TestingService
+
+__all__ = ["ServeError", "create_app", "serve"]
+
+log = logging.getLogger("oxyeval.server")
+
+_ASSETS = ("index.html", "app.js", "charts.js", "style.css")
+_SECURITY_HEADERS = {
+    # the dashboard loads only its own files and talks only to this origin
+    "content-security-policy": (
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+    ),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+}
+
+
+class ServeError(Exception):
+    """A server that must not start as asked (bad host/token combination, port in use)."""
+
+
+def _asset(name: str) -> bytes | None:
+    if name not in _ASSETS:
+        return None
+    path = resources.files("oxyeval.server").joinpath("dashboard", name)
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, OSError):
+        return None
+
+
+def _quiet_logger() -> logging.Logger:
+    """Ariadne logs every resolver error with its traceback; an expected error (a wrong id,
+    a refused input) is the client's answer, not a server event, and an unexpected one
+    is logged by :func:`oxyeval.server.errors.classify` without the stack."""
+    quiet = logging.getLogger("oxyeval.server.graphql")
+    quiet.propagate = False
+    quiet.addHandler(logging.NullHandler())
+    return quiet
+
+
+def _lifespan(service: TestingService) -> Any:
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:  # runs whose clients left are finished and stored before the store closes
+            await service.drain()
+            service.close()
+
+    return lifespan
+
+
+def create_app(
+    service: TestingService,
+    *,
+    token: str | None = None,
+    cors_origin: str | None = None,
+    loopback_only: bool = True,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_body: int = DEFAULT_MAX_BODY,
+) -> Any:
+    """The whole server as one ASGI app (tests drive it in process, ``serve`` runs it)."""
+    service.max_depth, service.max_body = max_depth, max_body
+    graphql = GraphQL(
+        build_schema(),
+        context_value=lambda request, _data=None: {"request": request, "service": service},
+        validation_rules=[depth_limit(max_depth)],
+        execute_get_queries=True,
+        debug=False,
+        explorer=ExplorerHttp405(),
+        error_formatter=format_error,
+        logger=_quiet_logger(),
+    )
+
+    async def index(request: Request) -> Response:
+        body = _asset("index.html")
+        if body is None:
+            return HTMLResponse("<h1>oxyeval</h1><p>The dashboard is not installed.</p>", 404)
+        given = request.query_params.get("token") if token else None
+        text = body.decode("utf-8").replace(
+            'name="oxy-token" content=""',
+            f'name="oxy-token" content="{html.escape(given or "", quote=True)}"',
+        )
+        return HTMLResponse(text, headers=_SECURITY_HEADERS)
+
+    async def asset(request: Request) -> Response:
+        name = request.path_params["name"]
+        body = _asset(name)
+        if body is None:
+            return Response("not found", 404, media_type="text/plain")
+        kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
+        if name.endswith(".js"):
+            kind = "text/javascript"
+        return Response(
+            body,
+            media_type=kind,
+            headers={**_SECURITY_HEADERS, "cache-control": "no-cache"},
+        )
+
+    async def events(request: Request) -> Response:
+        return StreamingResponse(
+            service.hub.stream(),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+        )
+
+    async def health(request: Request) -> Response:
+        return Response('{"ok":true}', media_type="application/json")
+
+    app = Starlette(
+        routes=[
+            Route("/", index),
+            Route("/assets/{name}", asset),
+            Route("/events", events),
+            Route("/healthz", health),
+            Route("/graphql", graphql, methods=["GET", "POST"]),
+        ],
+        lifespan=_lifespan(service),
+    )
+    guarded = Guard(app, token=token, max_body=max_body, loopback_only=loopback_only)
+    if cors_origin:
+        # the preflight (OPTIONS) carries no token: answer it before the guard asks
+        cors = CORSMiddleware(
+            guarded,
+            allow_origins=[cors_origin],
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type"],
+        )
+        return cors
+    return guarded
+
+
+def serve(
+    project_dir: str | Path | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 4000,
+    db: str | None = None,
+    token: str | None = None,
+    cors_origin: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_body: int = DEFAULT_MAX_BODY,
+    on_ready: Any = None,
+) -> None:
+    """Run the server until SIGINT/SIGTERM (finishing the runs it has going)."""
+    import uvicorn
+
+    token = token or (environ or os.environ).get("OXY_SERVE_TOKEN") or None
+    if not is_loopback(host) and not token:
+        raise ServeError(
+            f"--host {host} makes the server reachable from other machines; give a token "
+            "(--token or OXY_SERVE_TOKEN) that clients send as 'Authorization: Bearer ...', "
+            "or keep the default --host 127.0.0.1"
+        )
+    if token is not None and len(token) < 16:
+        raise ServeError("the token is shorter than 16 characters; use a long random one")
+    service = TestingService(project_dir, db=db, environ=environ)
+    app = create_app(
+        service,
+        token=token,
+        cors_origin=cors_origin,
+        loopback_only=is_loopback(host),
+        max_depth=max_depth,
+        max_body=max_body,
+    )
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=30,
+    )
+    server = uvicorn.Server(config)
+    if on_ready is not None:
+        on_ready(service)
+    server.run()

@@ -1,0 +1,102 @@
+"""Errors as the GraphQL spec carries them: ``errors[]`` with ``message``, ``path``,
+``locations`` and ``extensions.code``.
+
+A client branches on the code, never on the text: ``NOT_FOUND`` (an id that is not
+there), ``BAD_USER_INPUT`` (a value the API refuses, or a query that does not fit the
+schema), ``PROVIDER_ERROR`` (a model endpoint failed), ``UNAUTHENTICATED`` (no or a wrong
+token), ``INTERNAL_SERVER_ERROR`` (our fault or the database's). Messages are the
+library's own one-paragraph errors, scrubbed of secrets; a traceback never leaves the
+process (it is logged, with the secrets scrubbed there too).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..errors import ConfigError, LoadError, OxyError, ProviderError
+from ..redact import redact
+from ..store import AlreadyExistsError, BranchRuleError, NotFoundError, StoreError
+
+__all__ = [
+    "BAD_USER_INPUT",
+    "INTERNAL",
+    "NOT_FOUND",
+    "PROVIDER_ERROR",
+    "UNAUTHENTICATED",
+    "ApiError",
+    "classify",
+    "format_error",
+]
+
+log = logging.getLogger("oxyeval.server")
+
+NOT_FOUND = "NOT_FOUND"
+BAD_USER_INPUT = "BAD_USER_INPUT"
+PROVIDER_ERROR = "PROVIDER_ERROR"
+UNAUTHENTICATED = "UNAUTHENTICATED"
+INTERNAL = "INTERNAL_SERVER_ERROR"
+_MAX_MESSAGE = 4000
+
+
+class ApiError(Exception):
+    """An error the API means to return, with its code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, LoadError):
+        text = "; ".join(
+            f"{d.file}:{d.line}: {d.message}" if d.line else f"{d.file}: {d.message}"
+            for d in exc.diagnostics
+        )
+    else:
+        text = str(exc)
+    text = redact(text)
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
+
+
+def classify(exc: BaseException) -> tuple[str, str]:
+    """(code, message) for an exception a resolver raised."""
+    if isinstance(exc, ApiError):
+        return exc.code, _message(exc)
+    if isinstance(exc, NotFoundError):
+        return NOT_FOUND, _message(exc)
+    if isinstance(exc, ProviderError):
+        return PROVIDER_ERROR, _message(exc)
+    if isinstance(exc, (AlreadyExistsError, BranchRuleError, ConfigError, LoadError)):
+        return BAD_USER_INPUT, _message(exc)
+    if isinstance(exc, (ValueError, TypeError)) and not isinstance(exc, OxyError):
+        # the store's own checks of a field (a name, a range) raise these
+        return BAD_USER_INPUT, _message(exc)
+    if isinstance(exc, StoreError):
+        return INTERNAL, f"the history database failed: {_message(exc)}"
+    if isinstance(exc, OxyError):
+        return BAD_USER_INPUT, _message(exc)
+    log.error("internal error: %s: %s", type(exc).__name__, redact(str(exc)))
+    return INTERNAL, "internal error; the server log has the details"
+
+
+def format_error(error: Any, debug: bool = False) -> dict[str, Any]:
+    """Ariadne's error formatter: the spec's fields and a code, never a stack trace."""
+    original = getattr(error, "original_error", None)
+    if original is not None:
+        code, message = classify(original)
+    else:
+        message = redact(error.message)
+        if message.startswith("Syntax Error"):
+            code = "GRAPHQL_PARSE_FAILED"
+        elif message.startswith("Variable ") or "got invalid value" in message:
+            code = BAD_USER_INPUT
+        else:
+            code = "GRAPHQL_VALIDATION_FAILED"
+    doc: dict[str, Any] = {"message": message}
+    if error.locations:
+        doc["locations"] = [{"line": loc.line, "column": loc.column} for loc in error.locations]
+    if error.path:
+        doc["path"] = list(error.path)
+    doc["extensions"] = {"code": code}
+    return doc

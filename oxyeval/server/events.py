@@ -1,0 +1,129 @@
+"""The runs this server starts, told as they happen: the evaluation core's event stream,
+relayed to every listener of ``GET /events`` (server-sent events).
+
+Each API call that runs a suite gets a stream id (``op-3``); its events are turned into
+small JSON objects (the dashboard draws progress bars from them) and put on every
+listener's queue. A slow listener loses its oldest events rather than holding memory
+or the run: a queue is bounded, and putting never waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..evaluation import (
+    Event,
+    ResultRecorded,
+    RunFinished,
+    RunStarted,
+    SampleFinished,
+    ScoreRecorded,
+    StepsPlanned,
+    SubjectStarted,
+    Warned,
+)
+from ..redact import redact
+
+__all__ = ["EventHub", "event_json"]
+
+_QUEUE = 1000
+_MAX_LISTENERS = 64
+_HEARTBEAT_S = 15.0
+
+
+def event_json(event: Event) -> dict[str, Any] | None:
+    """The listener's view of one event (None: not told)."""
+    doc: dict[str, Any] = {"kind": event.kind}
+    if isinstance(event, RunStarted):
+        doc.update(type="run_started", subjects=event.subjects)
+    elif isinstance(event, SubjectStarted):
+        doc.update(type="subject_started", subject=event.subject, steps=event.steps)
+    elif isinstance(event, StepsPlanned):
+        doc.update(type="steps_planned", subject=event.subject, steps=event.steps)
+    elif isinstance(event, SampleFinished):
+        doc.update(
+            type="sample_finished",
+            subject=event.subject,
+            latencyMs=event.latency_ms,
+            error=None if event.error is None else redact(event.error)[:500],
+            cached=event.cached,
+        )
+    elif isinstance(event, ScoreRecorded):
+        doc.update(
+            type="score_recorded", subject=event.subject, metric=event.metric, value=event.value
+        )
+    elif isinstance(event, ResultRecorded):
+        r = event.result
+        doc.update(
+            type="result_recorded",
+            subject=r.subject,
+            result={"subject": r.subject, "status": r.status, "passed": r.passed, "score": r.score},
+        )
+    elif isinstance(event, Warned):
+        doc.update(type="warned", message=redact(event.message)[:500])
+    elif isinstance(event, RunFinished):
+        doc.update(type="run_finished", status=event.status, results=event.results)
+    else:
+        return None
+    return doc
+
+
+@dataclass
+class _Listener:
+    queue: asyncio.Queue[str]
+    dropped: int = 0
+
+
+class EventHub:
+    def __init__(self) -> None:
+        self._listeners: list[_Listener] = []
+        self._ids = itertools.count(1)
+
+    @property
+    def listeners(self) -> int:
+        return len(self._listeners)
+
+    def sink(self, operation: str) -> tuple[str, Any]:
+        """A new stream id and the event sink a run of ``operation`` reports to."""
+        stream = f"op-{next(self._ids)}"
+
+        def sink(event: Event) -> None:
+            doc = event_json(event)
+            if doc is not None:
+                self.publish({"stream": stream, "operation": operation, **doc})
+
+        return stream, sink
+
+    def publish(self, doc: dict[str, Any]) -> None:
+        if not self._listeners:
+            return
+        line = json.dumps(doc, default=str)
+        for listener in self._listeners:
+            if listener.queue.full():  # drop the oldest: the run never waits for a reader
+                listener.queue.get_nowait()
+                listener.dropped += 1
+            listener.queue.put_nowait(line)
+
+    async def stream(self) -> AsyncIterator[str]:
+        """One listener's server-sent events, with a comment line as a heartbeat."""
+        if len(self._listeners) >= _MAX_LISTENERS:
+            yield 'event: error\ndata: {"message": "too many listeners"}\n\n'
+            return
+        listener = _Listener(asyncio.Queue(_QUEUE))
+        self._listeners.append(listener)
+        try:
+            yield ": connected\n\n"
+            while True:
+                try:
+                    line = await asyncio.wait_for(listener.queue.get(), _HEARTBEAT_S)
+                except asyncio.TimeoutError:
+                    yield ": heartbeat\n\n"
+                    continue
+                yield f"data: {line}\n\n"
+        finally:
+            self._listeners.remove(listener)

@@ -1,0 +1,503 @@
+"""The Testing API over one project and its history: every operation of the schema as one
+method, calling the same store, suites and report functions the CLI calls.
+
+Nothing here runs, scores or detects regressions itself: ``runTestCase`` is
+:func:`oxyeval.suites.run_cases_async` on one case, ``runABTest`` is
+:func:`oxyeval.suites.run_ab_test_async`, the answers are the report layer's seed-shaped
+dicts. What this layer adds is what a network API needs: inputs checked with a code a
+client can branch on, reads off the event loop (the store is synchronous), runs that
+finish and stay stored when the client goes away, and one concurrency limit per model
+endpoint shared by every request (:func:`oxyeval.providers.shared_limiters`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..errors import ConfigError
+from ..project.config import Project, load_project
+from ..providers import Limiters, shared_limiters
+from ..report import (
+    ab_case_json,
+    branch_execution_json,
+    branch_json,
+    case_json,
+    case_result_json,
+    run_json,
+    stats_json,
+    stored_run_json,
+)
+from ..store import BRANCH_PROVIDERS, MAX_BRANCHES, RUN_KINDS, Store
+from ..suites import (
+    accept_baseline,
+    compare_runs,
+    create_prompt,
+    open_history,
+    run_ab_test_async,
+    run_cases_async,
+    stored_run,
+)
+from .errors import BAD_USER_INPUT, NOT_FOUND, PROVIDER_ERROR, ApiError
+from .events import EventHub
+from .inputs import (
+    check_branch_input,
+    check_case_input,
+    check_limit,
+    check_output,
+    check_prompt_input,
+    check_run_kind,
+    check_version,
+)
+from .shapes import comparison_json, daily_json, prompt_doc
+
+__all__ = ["TestingService"]
+
+T = TypeVar("T")
+
+#: Runs this server has going at once; more wait (each is many model calls already).
+DEFAULT_MAX_RUNS = 8
+
+
+class TestingService:
+    """One project and its history, shared by every request of a server."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(
+        self,
+        project_dir: str | Path | None = None,
+        *,
+        db: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        max_runs: int = DEFAULT_MAX_RUNS,
+        max_depth: int = 10,
+        max_body: int = 1_000_000,
+    ) -> None:
+        project, location, store = open_history(project_dir, db, write=True)
+        assert store is not None
+        self.project_root = project.root
+        self.db = db
+        self.db_display = location.display
+        self.environ = environ
+        self.store: Store = store
+        self.hub = EventHub()
+        self.limiters = Limiters()
+        self.max_runs = max_runs
+        self.max_depth = max_depth
+        self.max_body = max_body
+        self._runs: asyncio.Semaphore | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- plumbing
+
+    def project(self) -> Project:
+        """Loaded afresh: an edit of config.yml is seen by the next request."""
+        return load_project(project_dir=str(self.project_root))
+
+    async def _read(self, fn: Callable[[], T]) -> T:
+        return await asyncio.to_thread(fn)
+
+    async def _run(self, operation: str, make: Callable[[Any], Awaitable[T]]) -> T:
+        """Run a suite to its end even if the client leaves (its executions are stored as
+        they finish either way), under the server's run limit and shared model limits."""
+        if self._runs is None:
+            self._runs = asyncio.Semaphore(self.max_runs)
+        _, sink = self.hub.sink(operation)
+
+        async def guarded() -> T:
+            assert self._runs is not None
+            async with self._runs:
+                return await make(sink)
+
+        with shared_limiters(self.limiters):
+            task = asyncio.ensure_future(guarded())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return await asyncio.shield(task)
+
+    async def drain(self) -> None:
+        """Wait for runs whose clients left (server shutdown)."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _case(self, case_id: str) -> Any:
+        case = self.store.cases.get(case_id)
+        if case is None:
+            raise ApiError(NOT_FOUND, f"no test case {case_id!r}")
+        return case
+
+    def _branch_doc(self, branch: Any, project: Project | None = None) -> dict[str, Any]:
+        """The seed's TestBranch; ``provider`` is required there, so a branch naming a
+        config.yml model reports that model's vendor."""
+        doc = branch_json(branch)
+        if doc["provider"] is None:
+            project = project or self.project()
+            spec = project.models.get(branch.model)
+            doc["provider"] = spec.vendor if spec is not None else "project"
+        return doc
+
+    # -- queries
+
+    async def test_cases(self, prompt_id: str | None) -> list[dict[str, Any]]:
+        cases = await self._read(lambda: self.store.cases.list(prompt_id))
+        return [case_json(c) for c in cases]
+
+    async def test_case(self, case_id: str) -> dict[str, Any] | None:
+        case = await self._read(lambda: self.store.cases.get(case_id))
+        return None if case is None else case_json(case)
+
+    async def test_case_executions(
+        self, case_id: str, limit: int | None, offset: int | None
+    ) -> list[dict[str, Any]]:
+        from ..report.cases import execution_json
+
+        lim, off = check_limit(limit, offset)
+
+        def read() -> list[Any]:
+            self._case(case_id)
+            return self.store.executions.list(case_id, lim, off)
+
+        return [execution_json(e) for e in await self._read(read)]
+
+    async def test_case_stats(self, case_id: str) -> dict[str, Any]:
+        def read() -> Any:
+            stats = self.store.stats.case_stats(case_id)
+            if stats is None:
+                raise ApiError(NOT_FOUND, f"no test case {case_id!r}")
+            return stats
+
+        return stats_json(await self._read(read))
+
+    async def regression_counts(self, case_ids: list[str]) -> dict[str, int]:
+        return await self._read(lambda: self.store.stats.regression_counts(case_ids))
+
+    async def test_branches(self, case_id: str) -> list[dict[str, Any]]:
+        def read() -> list[Any]:
+            self._case(case_id)
+            return self.store.branches.list(case_id)
+
+        branches = await self._read(read)
+        project = self.project() if any(b.provider is None for b in branches) else None
+        return [self._branch_doc(b, project) for b in branches]
+
+    async def test_branch_executions(
+        self, branch_id: str, limit: int | None, offset: int | None
+    ) -> list[dict[str, Any]]:
+        lim, off = check_limit(limit, offset)
+
+        def read() -> list[Any]:
+            if self.store.branches.get(branch_id, include_deleted=True) is None:
+                raise ApiError(NOT_FOUND, f"no branch {branch_id!r}")
+            return self.store.branches.executions(branch_id, limit=lim, offset=off)
+
+        return [branch_execution_json(e) for e in await self._read(read)]
+
+    async def prompts(self) -> list[dict[str, Any]]:
+        def read() -> list[dict[str, Any]]:
+            return [prompt_doc(self.store, p) for p in self.store.prompts.list()]
+
+        return await self._read(read)
+
+    async def prompt(self, prompt_id: str) -> dict[str, Any] | None:
+        def read() -> dict[str, Any] | None:
+            p = self.store.prompts.get(prompt_id)
+            return None if p is None else prompt_doc(self.store, p)
+
+        return await self._read(read)
+
+    async def runs(
+        self,
+        kind: str | None,
+        subject: str | None,
+        status: str | None,
+        limit: int | None,
+        offset: int | None,
+    ) -> list[dict[str, Any]]:
+        kind = check_run_kind(kind)
+        lim, off = check_limit(limit, offset, default=20)
+
+        def read() -> list[dict[str, Any]]:
+            stale = set(self.store.runs.find_stale())
+            found = self.store.runs.list(lim, kind=kind, subject=subject, status=status, offset=off)
+            tests = self.store.tests.summaries([r.id for r in found if r.kind == "consistency"])
+            return [
+                run_json(r, status="interrupted" if r.id in stale else None, tests=tests.get(r.id))
+                for r in found
+            ]
+
+        return await self._read(read)
+
+    async def run(self, run_id: str) -> dict[str, Any] | None:
+        def read() -> dict[str, Any] | None:
+            if self.store.runs.get(run_id) is None:
+                return None
+            return stored_run_json(stored_run(self.store, run_id))
+
+        return await self._read(read)
+
+    async def results(self, kind: str, subject: str, limit: int | None) -> list[dict[str, Any]]:
+        kind = check_run_kind(kind) or kind
+        lim, _ = check_limit(limit, 0, default=50)
+        rows = await self._read(lambda: self.store.results.history(kind, subject, lim))
+        return [r.to_dict() for r in rows]
+
+    async def subjects(self, kind: str) -> list[str]:
+        kind = check_run_kind(kind) or kind
+        return await self._read(lambda: self.store.results.subjects(kind))
+
+    async def result_trend(
+        self, kind: str, subject: str | None, since: str | None
+    ) -> list[dict[str, Any]]:
+        kind = check_run_kind(kind) or kind
+        rows = await self._read(lambda: self.store.results.daily(kind, subject, since=since))
+        return daily_json(rows)
+
+    async def compare(self, base: str, head: str) -> dict[str, Any]:
+        return comparison_json(await self._read(lambda: compare_runs(self.store, base, head)))
+
+    def server_info(self) -> dict[str, Any]:
+        from .. import __version__
+
+        try:
+            models = sorted(self.project().models)
+        except ConfigError:
+            models = []
+        return {
+            "version": __version__,
+            "project": str(self.project_root),
+            "db": self.db_display,
+            "maxBranches": MAX_BRANCHES,
+            "maxDepth": self.max_depth,
+            "maxBodyBytes": self.max_body,
+            "models": models,
+            "runKinds": list(RUN_KINDS),
+        }
+
+    # -- mutations: prompts and cases
+
+    async def create_prompt(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        fields = check_prompt_input(data)
+        project = self.project()
+
+        def write() -> dict[str, Any]:
+            prompt, _ = create_prompt(self.store, project, **fields)
+            return prompt_doc(self.store, prompt)
+
+        return await self._read(write)
+
+    async def create_test_case(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        fields = check_case_input(data)
+
+        def write() -> Any:
+            if self.store.prompts.get(fields["prompt_id"]) is None:
+                raise ApiError(
+                    NOT_FOUND,
+                    f"no prompt {fields['prompt_id']!r}; create it with createPrompt, or "
+                    "declare it in a *.prompt.yml file",
+                )
+            return self.store.cases.create(**fields)
+
+        return case_json(await self._read(write))
+
+    def _declared(self, case: Any, what: str) -> ApiError:
+        return ApiError(
+            BAD_USER_INPUT,
+            f"test case {case.id!r} is declared in {case.source_file}: {what} there (the file "
+            "is the source of truth; a change made here would be undone by its next run). "
+            "Only its expected output can be set here (updateExpectedOutput), which "
+            "rewrites the file as `oxy cases accept` does",
+        )
+
+    async def update_test_case(self, case_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
+        fields = check_case_input(data)
+
+        def write() -> Any:
+            case = self._case(case_id)
+            if case.source_file is not None:
+                same = (
+                    case.prompt_id == fields["prompt_id"]
+                    and case.name == fields["name"]
+                    and (case.description or None) == fields["description"]
+                    and case.input == fields["input"]
+                )
+                if not same:
+                    raise self._declared(case, "change its name, description or input")
+                if fields["expected_output"] == case.expected_output:
+                    return case
+                if fields["expected_output"] is None:
+                    raise self._declared(case, "remove its expected output")
+                return accept_baseline(
+                    self.store, self.project(), case.id, fields["expected_output"]
+                )[0]
+            if fields["prompt_id"] != case.prompt_id and (
+                self.store.prompts.get(fields["prompt_id"]) is None
+            ):
+                raise ApiError(NOT_FOUND, f"no prompt {fields['prompt_id']!r}")
+            return self.store.cases.update(case_id, **fields)
+
+        return case_json(await self._read(write))
+
+    async def delete_test_case(self, case_id: str) -> bool:
+        def write() -> bool:
+            case = self.store.cases.get(case_id)
+            if case is None:
+                return False
+            if case.source_file is not None:
+                raise self._declared(case, "remove it from the file")
+            return self.store.cases.delete(case_id)
+
+        return await self._read(write)
+
+    async def update_expected_output(self, case_id: str, output: str) -> dict[str, Any]:
+        output = check_output(output, "output")
+
+        def write() -> Any:
+            case = self._case(case_id)
+            return accept_baseline(self.store, self.project(), case.id, output)[0]
+
+        return case_json(await self._read(write))
+
+    # -- mutations: branches
+
+    async def create_test_branch(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        project = self.project()
+        fields = check_branch_input(data, project, BRANCH_PROVIDERS)
+
+        def write() -> Any:
+            self._case(fields["test_case_id"])
+            case_id = fields.pop("test_case_id")
+            return self.store.branches.create(case_id, fields.pop("name"), **fields)
+
+        return self._branch_doc(await self._read(write), project)
+
+    async def update_test_branch(self, branch_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
+        project = self.project()
+        fields = check_branch_input(data, project, BRANCH_PROVIDERS)
+
+        def write() -> Any:
+            branch = self.store.branches.get(branch_id)
+            if branch is None:
+                raise ApiError(NOT_FOUND, f"no branch {branch_id!r}")
+            if fields.pop("test_case_id") != branch.test_case_id:
+                raise ApiError(
+                    BAD_USER_INPUT,
+                    f"branch {branch_id!r} belongs to test case {branch.test_case_id!r}; a "
+                    "branch cannot move to another case (create one there)",
+                )
+            if branch.source_file is not None:
+                raise ApiError(
+                    BAD_USER_INPUT,
+                    f"branch {branch_id!r} is declared in {branch.source_file}; change it "
+                    "there (a change made here would be undone by its next run)",
+                )
+            return self.store.branches.update(branch_id, **fields)
+
+        return self._branch_doc(await self._read(write), project)
+
+    async def delete_test_branch(self, branch_id: str) -> bool:
+        def write() -> bool:
+            branch = self.store.branches.get(branch_id)
+            if branch is None:
+                return False
+            if branch.source_file is not None:
+                raise ApiError(
+                    BAD_USER_INPUT,
+                    f"branch {branch_id!r} is declared in {branch.source_file}; remove it there",
+                )
+            return self.store.branches.delete(branch_id)
+
+        return await self._read(write)
+
+    # -- mutations that call models
+
+    async def run_test_case(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        case_id = str(data["testCaseId"])
+        version = check_version(data.get("promptVersion"))
+        await self._read(lambda: self._case(case_id))
+        run = await self._run(
+            "runTestCase",
+            lambda sink: run_cases_async(
+                project_dir=str(self.project_root),
+                cases=[case_id],
+                version=version,
+                db=self.db,
+                environ=self.environ,
+                events=sink,
+                concurrency=1,
+            ),
+        )
+        if not run.results:
+            raise ApiError(NOT_FOUND, f"test case {case_id!r} did not run")
+        result = run.results[0]
+        if result.error and result.actual_output is None:
+            raise ApiError(PROVIDER_ERROR, result.error)
+        return case_result_json(result, run_id=run.runs.get(result.prompt_id))
+
+    async def batch_run_tests(self, data: Mapping[str, Any]) -> list[dict[str, Any]]:
+        prompt_id = str(data["promptId"])
+        version = check_version(data.get("promptVersion"))
+        ids = data.get("testCaseIds")
+
+        def select() -> list[str]:
+            if self.store.prompts.get(prompt_id) is None:
+                raise ApiError(NOT_FOUND, f"no prompt {prompt_id!r}")
+            mine = {c.id for c in self.store.cases.list(prompt_id)}
+            if ids is None:
+                return sorted(mine)
+            wanted = list(dict.fromkeys(str(i) for i in ids))
+            other = [i for i in wanted if i not in mine]
+            if other:
+                raise ApiError(
+                    NOT_FOUND,
+                    f"prompt {prompt_id!r} has no test case {', '.join(map(repr, other[:10]))}",
+                )
+            return wanted
+
+        chosen = await self._read(select)
+        if not chosen:
+            return []
+        run = await self._run(
+            "batchRunTests",
+            lambda sink: run_cases_async(
+                project_dir=str(self.project_root),
+                cases=chosen,
+                version=version,
+                db=self.db,
+                environ=self.environ,
+                events=sink,
+            ),
+        )
+        return [case_result_json(r, run_id=run.runs.get(r.prompt_id)) for r in run.results]
+
+    async def run_ab_test(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        from .inputs import check_ab_input
+
+        case_id, branch_ids, version, criteria, iterations = check_ab_input(data)
+        await self._read(lambda: self._case(case_id))
+        result = await self._run(
+            "runABTest",
+            lambda sink: run_ab_test_async(
+                case_id,
+                branch_ids,
+                prompt_version=version,
+                winner_criteria=criteria,
+                iterations=iterations,
+                project_dir=str(self.project_root),
+                db=self.db,
+                environ=self.environ,
+                events=sink,
+            ),
+        )
+        doc = ab_case_json(result)
+        project = self.project()
+        for branch in doc["branches"]:
+            if branch.get("provider") is None:
+                spec = project.models.get(branch["model"])
+                branch["provider"] = spec.vendor if spec is not None else "project"
+        return doc
