@@ -6,6 +6,8 @@ import { barChart, lineChart, meter } from "./charts.js";
 
 const TOKEN = document.querySelector('meta[name="oxy-token"]')?.getAttribute("content") || "";
 const view = document.getElementById("view");
+// A token given as /?token=... is in the page now: take it out of the address bar and history.
+if (new URLSearchParams(location.search).has("token")) history.replaceState(null, "", `/${location.hash}`);
 
 // ---------------------------------------------------------------- helpers
 
@@ -186,7 +188,7 @@ function aliased(ids, makeField) {
 
 // ---------------------------------------------------------------- pages
 
-const RESULT_FIELDS = `id runId kind subject status passed score case branch repeat latencyMs costUsd output error details createdAt scores { metric value label passed threshold reason }`;
+const RESULT_FIELDS = `id runId kind subject status passed score caseId branch repeat latencyMs costUsd output error details createdAt scores { metric value label passed threshold reason }`;
 const RUN_FIELDS = `id kind subject promptId promptVersion startedAt finishedAt status total done passed failed pending errors regressions groupId`;
 
 async function pageCases(_args, query) {
@@ -437,8 +439,14 @@ async function pageAB([caseId]) {
       ),
     ),
   );
-  const q = aliased(branches.map((b) => b.id), (v) => `testBranchExecutions(branchId: ${v}, limit: 10) { id branchId output error status latencyMs estimatedCost qualityScore outputTokens promptVersion createdAt iteration }`);
-  const ex = await gql(`query BE(${q.decl}) { ${q.fields} }`, q.vars);
+  const q = aliased(branches.map((b) => b.id), (v) => `testBranchExecutions(branchId: ${v}, limit: 10) { id branchId output error status latencyMs qualityScore outputTokens promptVersion createdAt iteration }`);
+  let ex = {};
+  let exError = null;
+  try {
+    ex = await gql(`query BE(${q.decl}) { ${q.fields} }`, q.vars);
+  } catch (err) {
+    exError = String(err.message || err); // the charts above stay useful without them
+  }
   const names = new Map(branches.map((b) => [b.id, b.name]));
   const rows = branches
     .flatMap((_, i) => ex[`a${i}`] || [])
@@ -453,11 +461,19 @@ async function pageAB([caseId]) {
         h("td", {}, statusBadge(e.status)),
         h("td", { class: "num" }, fmtScore(e.qualityScore)),
         h("td", { class: "num" }, fmtMs(e.latencyMs)),
-        h("td", { class: "num" }, fmtUsd(e.estimatedCost)),
         h("td", {}, h("pre", { class: "output" }, e.error || e.output)),
       ),
     );
-  out.push(section("Branch executions", rows.length ? table(["When", "Branch", "Status", "Quality", "Latency", "Cost", "Output"], rows) : empty("No executions yet — run", "oxy ab run")));
+  out.push(
+    section(
+      "Branch executions",
+      exError
+        ? h("div", { class: "error-box small" }, exError)
+        : rows.length
+          ? table(["When", "Branch", "Status", "Quality", "Latency", "Output"], rows)
+          : empty("No executions yet — run", "oxy ab run"),
+    ),
+  );
   return out;
 }
 
@@ -564,7 +580,7 @@ async function pageSdk() {
     const byCase = new Map();
     for (const r of results) {
       const parts = String(r.subject).split("::");
-      const key = r.case ?? (parts.length > 2 ? parts.slice(1, -1).join("::") : r.subject);
+      const key = r.caseId ?? (parts.length > 2 ? parts.slice(1, -1).join("::") : r.subject);
       const row = byCase.get(key) || new Map();
       for (const s of r.scores) {
         if (!metrics.includes(s.metric)) metrics.push(s.metric);
@@ -832,10 +848,12 @@ function updateLiveBadge() {
 
 function progress(done, total, label) {
   const f = total ? Math.min(1, done / total) : 0;
+  const fill = h("div", { class: "progress-fill" });
+  fill.style.width = `${(f * 100).toFixed(1)}%`; // CSSOM: the server's CSP refuses style attributes
   return h(
     "div",
     { class: "progress", role: "progressbar", "aria-valuemin": 0, "aria-valuemax": total || 0, "aria-valuenow": done, "aria-label": label },
-    h("div", { class: "progress-fill", style: `width:${(f * 100).toFixed(1)}%` }),
+    fill,
   );
 }
 
