@@ -11,6 +11,7 @@ with OXY_REQUIRE_BROWSER=1 (CI) they fail instead, so a broken setup cannot hide
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -125,12 +126,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server(project: Path) -> Iterator[str]:
+@contextlib.contextmanager
+def _serving(project: Path, *options: str) -> Iterator[str]:
+    """`oxy serve` on a free port of 127.0.0.1 until the block ends; yields its URL."""
     port = _free_port()
-    log = project / "serve.log"
+    log = project / f"serve-{port}.log"
     with log.open("w") as out:
-        command = ["serve", "--project", str(project), "--port", str(port)]
+        command = ["serve", "--project", str(project), "--port", str(port), *options]
         proc = subprocess.Popen(
             [sys.executable, "-m", "oxyeval", *command],
             cwd=project,
@@ -148,9 +150,11 @@ def server(project: Path) -> Iterator[str]:
                     _unavailable(f"`oxy serve` is not available: {text.strip()[-300:]}")
                 pytest.fail(f"oxy serve exited {proc.returncode}: {text[-2000:]}")
             try:
-                with urllib.request.urlopen(url + "/", timeout=2) as resp:
+                with urllib.request.urlopen(url + "/healthz", timeout=2) as resp:
                     if resp.status == 200:
                         break
+            except urllib.error.HTTPError:  # it answers (a token server refuses, 401)
+                break
             except (urllib.error.URLError, OSError):
                 pass
             if time.monotonic() > deadline:
@@ -159,11 +163,17 @@ def server(project: Path) -> Iterator[str]:
         yield url
     finally:
         proc.terminate()
-        try:
-            proc.wait(timeout=10)
+        try:  # an open event stream holds uvicorn's graceful shutdown (up to 30 s)
+            proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(project: Path) -> Iterator[str]:
+    with _serving(project) as url:
+        yield url
 
 
 def gql(server: str, query: str, **variables: Any) -> dict[str, Any]:
@@ -179,7 +189,9 @@ def gql(server: str, query: str, **variables: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def browser(server: str) -> Iterator[Any]:
+    """Needs the server so it is closed first: its open event stream would hold the
+    server's graceful shutdown."""
     if not (os.path.exists(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
         _unavailable(f"no chromium at {CHROMIUM} (apt-get install chromium)")
     if not shutil.which(CHROMEDRIVER):
@@ -346,6 +358,23 @@ def test_every_page_renders_without_script_errors(browser: Any, server: str) -> 
     ]:
         go(browser, server, hash_, selector)
     assert _severe_logs(browser) == []
+
+
+def test_with_a_token_the_page_sends_it_and_drops_it_from_the_address(
+    browser: Any, project: Path
+) -> None:
+    token = "t0ken-for-the-dashboard-test"
+    with _serving(project, "--token", token) as url:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url + "/graphql?query=%7BserverInfo%7Bversion%7D%7D", timeout=5)
+        assert refused.value.code == 401  # so the rows below came with the token
+        browser.get(f"{url}/?token={token}#/cases")
+        rows = wait_for(browser, "tr[data-case]")
+        assert len(rows) == 2
+        assert token not in browser.current_url
+        browser.get(f"{url}/?token={token}#/live")
+        wait_for(browser, "#stream-state.ok")  # the event stream, read with the header too
+        browser.get("about:blank")  # closes the stream, which would hold the shutdown
 
 
 def test_assets_are_small_and_need_no_network() -> None:
