@@ -123,7 +123,8 @@ function table(headers, rows, opts = {}) {
     h(
       "table",
       { class: opts.class || "" },
-      h("thead", {}, h("tr", {}, headers.map((x) => h("th", {}, x)))),
+      // a number column's header is right-aligned with its numbers
+      h("thead", {}, h("tr", {}, headers.map((x, i) => h("th", { class: rows[0]?.children[i]?.classList.contains("num") ? "num" : null }, x)))),
       h("tbody", {}, rows),
     ),
   );
@@ -369,6 +370,7 @@ async function pageAB([caseId]) {
   if (latest) {
     const detail = await gql(`query R($id: ID!) { run(id: $id) { results { ${RESULT_FIELDS} } } }`, { id: latest.id });
     const byBranch = new Map();
+    const control = new Set(branches.filter((b) => b.isControl).map((b) => b.name));
     for (const r of detail.run?.results || []) {
       const name = r.details?.branchName ?? r.branch ?? r.subject;
       const acc = byBranch.get(name) || { name, scores: [], lat: [], cost: [], model: r.details?.model };
@@ -378,10 +380,12 @@ async function pageAB([caseId]) {
       byBranch.set(name, acc);
     }
     const mean = (xs) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
-    for (const b of byBranch.values()) {
-      const q = mean(b.scores);
-      if (q !== null && (!winner || q > winner.quality)) winner = { ...b, quality: q, latency: mean(b.lat), cost: mean(b.cost) };
-    }
+    // Highest mean quality; a tie goes to the control, then to the first name (the seed's order).
+    const scored = [...byBranch.values()]
+      .map((b) => ({ ...b, quality: mean(b.scores), latency: mean(b.lat), cost: mean(b.cost) }))
+      .filter((b) => b.quality !== null)
+      .sort((a, b) => b.quality - a.quality || control.has(b.name) - control.has(a.name) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    winner = scored[0] || null;
   }
   const tagsOf = (b) => [b.isControl ? "control" : null, winner && b.name === winner.name ? "winner" : null].filter(Boolean);
   const labelOf = (b) => `${b.name}${b.isControl ? " (control)" : ""}`;
@@ -390,12 +394,12 @@ async function pageAB([caseId]) {
       "div",
       { class: "cards" },
       winner
-        ? card("Winner · best_quality", winner.name, {
+        ? card("Best quality · latest run", winner.name, {
             key: "winner",
             tone: "good",
             sub: `quality ${fmtScore(winner.quality)} · ${fmtMs(winner.latency)} · ${fmtUsd(winner.cost)} — latest run ${fmtDate(latest.startedAt)}`,
           })
-        : card("Winner · best_quality", "—", { key: "winner", sub: "no scored A/B run yet — run `oxy ab run`" }),
+        : card("Best quality · latest run", "—", { key: "winner", sub: "no scored A/B run yet — run `oxy ab run`" }),
       card("Branches", String(branches.length), { sub: `control: ${branches.find((b) => b.isControl)?.name ?? "none"}` }),
       card("Runs", fmtInt(branches.reduce((n, b) => n + (b.totalRuns || 0), 0)), { sub: "executions over all branches" }),
     ),
