@@ -567,7 +567,7 @@ async function pagePassFail() {
         h("td", {}, r.status === "error" ? badge("error", "bad") : passBadge(r.passed), flaky ? [" ", badge("flaky", "warn")] : null, r.error ? h("div", { class: "muted small" }, r.error) : null),
       );
     });
-    out.push(section(run.subject || run.id, runHeading(run), rows.length ? table(["Test", "Model", "Criterion", "Pass rate", "95% interval", "Passes", "Verdict"], rows) : empty("This run has no results.")));
+    out.push(section(run.subject || run.id, runHeading(run), rows.length ? table(["Test", "Model", "Criterion", "Pass rate", "Wilson interval", "Passes", "Verdict"], rows) : empty("This run has no results.")));
   }
   return out;
 }
