@@ -378,6 +378,20 @@ def test_with_a_token_the_page_sends_it_and_drops_it_from_the_address(
         browser.get("about:blank")  # closes the stream, which would hold the shutdown
 
 
+def test_an_empty_history_gets_an_empty_state_on_every_page(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    root = tmp_path_factory.mktemp("empty")
+    (root / "config.yml").write_text(CONFIG, encoding="utf-8")
+    pages = ["#/cases", "#/consistency", "#/passfail", "#/sdk", "#/runs", "#/live"]
+    with _serving(root) as url:
+        for hash_ in pages:
+            go(browser, url, hash_, ".empty")
+            assert browser.find_element("css selector", ".empty").text.startswith("No"), hash_
+        assert "oxy cases run" in browser.find_element("css selector", "#view").text
+        browser.get("about:blank")  # closes the event stream, which would hold the shutdown
+
+
 def test_assets_are_small_and_need_no_network() -> None:
     folder = Path(__file__).resolve().parents[2] / "oxyeval" / "server" / "dashboard"
     files = {p.name: p.read_text("utf-8") for p in folder.iterdir() if p.is_file()}
