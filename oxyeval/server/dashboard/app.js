@@ -313,6 +313,19 @@ async function pageCase([id]) {
   } else {
     out.push(empty("No runs yet — run", "oxy cases run"));
   }
+  out.push(
+    h(
+      "details",
+      { class: "panel case-def" },
+      h("summary", {}, "Input and expected output", tc.sourceFile ? h("span", { class: "muted small" }, ` · ${tc.sourceFile}`) : null),
+      h(
+        "div",
+        { class: "diff-pair" },
+        h("div", {}, h("div", { class: "muted small" }, "input"), h("pre", { class: "output" }, JSON.stringify(tc.input, null, 2))),
+        h("div", {}, h("div", { class: "muted small" }, "expected output"), h("pre", { class: "output" }, tc.expectedOutput ?? "(none yet: oxy cases accept)")),
+      ),
+    ),
+  );
   const execs = data.testCaseExecutions;
   out.push(
     section(
