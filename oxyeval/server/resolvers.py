@@ -8,6 +8,7 @@ client asks for them.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from importlib import resources
 from typing import Any
@@ -183,15 +184,16 @@ async def _case_prompt(obj: dict[str, Any], info: Any) -> Any:
 
 @test_case.field("regressionCount")
 async def _case_regressions(obj: dict[str, Any], info: Any) -> int:
+    """One grouped query for every case of the list being answered: the resolvers of a
+    list run concurrently, so they share the one task that counts."""
     memo = info.context.setdefault("memo", {})
-    counts = memo.get("regressions")
-    if counts is None or obj["id"] not in counts:
-        ids = info.context.get("case_ids") or [obj["id"]]
-        if obj["id"] not in ids:
-            ids = [obj["id"]]
-        found = await _service(info).regression_counts(ids)
-        counts = memo["regressions"] = {**(counts or {}), **dict.fromkeys(ids, 0), **found}
-    return counts[obj["id"]]
+    ids = info.context.get("case_ids") or []
+    key = "regressions" if obj["id"] in ids else f"regressions:{obj['id']}"
+    task = memo.get(key)
+    if task is None:
+        wanted = ids if key == "regressions" else [obj["id"]]
+        task = memo[key] = asyncio.ensure_future(_service(info).regression_counts(wanted))
+    return (await task).get(obj["id"], 0)
 
 
 prompt_type = ObjectType("Prompt")
