@@ -84,9 +84,31 @@ mutation = MutationType()
 
 @query.field("testCases")
 async def _test_cases(_: Any, info: Any, promptId: str | None = None) -> Any:
-    cases = await _service(info).test_cases(promptId)
+    service = _service(info)
+    cases = await service.test_cases(promptId)
     info.context["case_ids"] = [c["id"] for c in cases]
+    if _asks(info, "regressionCount"):  # one grouped query, read by a synchronous field
+        counts = await service.regression_counts(info.context["case_ids"])
+        for case in cases:
+            case["regressionCount"] = counts.get(case["id"], 0)
     return cases
+
+
+def _asks(info: Any, field: str) -> bool:
+    """Whether the selection under this field names ``field`` (directly or in a fragment)."""
+    pending = [n.selection_set for n in info.field_nodes if n.selection_set]
+    while pending:
+        for selection in pending.pop().selections:
+            name = getattr(selection, "name", None)
+            if selection.kind == "field" and name is not None and name.value == field:
+                return True
+            if selection.kind == "inline_fragment":
+                pending.append(selection.selection_set)
+            elif selection.kind == "fragment_spread":
+                fragment = info.fragments.get(selection.name.value)
+                if fragment is not None:
+                    pending.append(fragment.selection_set)
+    return False
 
 
 @query.field("testCase")
@@ -183,9 +205,15 @@ async def _case_prompt(obj: dict[str, Any], info: Any) -> Any:
 
 
 @test_case.field("regressionCount")
-async def _case_regressions(obj: dict[str, Any], info: Any) -> int:
-    """One grouped query for every case of the list being answered: the resolvers of a
-    list run concurrently, so they share the one task that counts."""
+def _case_regressions(obj: dict[str, Any], info: Any) -> Any:
+    """Counted already for a list (see ``testCases``); else one grouped query for every
+    case being answered: the resolvers of a list run concurrently, so they share it."""
+    if "regressionCount" in obj:
+        return obj["regressionCount"]
+    return _count_regressions(obj, info)
+
+
+async def _count_regressions(obj: dict[str, Any], info: Any) -> int:
     memo = info.context.setdefault("memo", {})
     ids = info.context.get("case_ids") or []
     key = "regressions" if obj["id"] in ids else f"regressions:{obj['id']}"
