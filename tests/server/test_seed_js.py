@@ -64,10 +64,8 @@ def _missing() -> str | None:
     return None
 
 
-if _missing() is not None:
-    if os.environ.get("OXY_REQUIRE_NODE") == "1":
-        raise RuntimeError(f"OXY_REQUIRE_NODE=1 but {_missing()}")
-    pytestmark = pytest.mark.skip(reason=str(_missing()))
+if _missing() is not None and os.environ.get("OXY_REQUIRE_NODE") == "1":
+    raise RuntimeError(f"OXY_REQUIRE_NODE=1 but {_missing()}")
 
 
 # --------------------------------------------------------------------------- the models
@@ -173,6 +171,8 @@ mutation ($input: PromptInput!) { createPrompt(input: $input) { id latestVersion
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    if _missing() is not None:  # the verbatim check needs neither, so it still runs
+        pytest.skip(str(_missing()))
     servers = {
         "openai": FakeServer(_openai, prefix="/v1").start(),
         "anthropic": FakeServer(_anthropic, prefix="/v1").start(),
