@@ -101,6 +101,7 @@ _STAGES = frozenset(
         "suites",
         "report",
         "testing",
+        "server",
         "cli",
     }
 )

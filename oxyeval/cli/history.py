@@ -58,6 +58,15 @@ def history_command(
             help="One stored run: its results, and a workflow run's variables, tasks and output.",
         ),
     ] = None,
+    compare: Annotated[
+        tuple[str, str] | None,
+        typer.Option(
+            "--compare",
+            metavar="BASE HEAD",
+            help="Two stored runs side by side: per test, the score before and after, "
+            "regressions and fixes (ids or unambiguous starts of them).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
     format: FormatOption = Format.pretty,
     db: DbOption = None,
@@ -65,7 +74,7 @@ def history_command(
     debug: DebugOption = False,
 ) -> None:
     """Recent runs of every kind, newest first; --test NAME: one consistency test over time;
-    --run ID: one stored run.
+    --run ID: one stored run; --compare BASE HEAD: what changed between two runs.
 
     Exit codes: 0 shown; 2 bad input (an unknown test, a bad --db); 3 the history
     cannot be read.
@@ -91,7 +100,17 @@ def history_command(
     read: Callable[[Any, Store | None], Any]
     as_doc: Callable[[Any], dict[str, Any]]
     render: Callable[[Any, Any], None]
-    if run is not None:
+    if compare is not None:
+        from ..report import comparison_json, render_comparison
+        from ..suites import compare_runs
+
+        def read(_proj: Any, store: Store | None) -> Any:
+            base, head = (stored_run(store, r).run.id for r in compare)
+            assert store is not None  # stored_run raised for an empty history
+            return compare_runs(store, base, head)
+
+        as_doc, render = comparison_json, render_comparison
+    elif run is not None:
         read = lambda _proj, store: stored_run(store, run)  # noqa: E731
         as_doc, render = stored_run_json, render_stored_run
     elif test is not None:

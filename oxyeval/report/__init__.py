@@ -65,6 +65,7 @@ _EXPORTS = {
     "load_saved_run": "saved",
     "comparison_json": "compare",
     "daily_json": "compare",
+    "render_comparison": "compare",
     "execution_json": "cases",
     "prompt_json": "cases",
     "version_json": "cases",
@@ -107,6 +108,7 @@ __all__ = [
     "render_case_run",
     "render_case_stats",
     "render_chattest",
+    "render_comparison",
     "render_history",
     "render_pretty",
     "render_stored_run",
@@ -151,7 +153,7 @@ if TYPE_CHECKING:
         render_case_stats,
         sparkline,
     )
-    from .compare import comparison_json, daily_json
+    from .compare import comparison_json, daily_json, render_comparison
     from .history import (
         history_of_test_json,
         render_history,

@@ -28,6 +28,7 @@ from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .errors import format_error
+from .execution import FastExecutor
 from .guard import DEFAULT_MAX_BODY, DEFAULT_MAX_DEPTH, Guard, depth_limit, is_loopback
 from .resolvers import build_schema
 from .service import TestingService
@@ -104,6 +105,7 @@ def create_app(
         explorer=ExplorerHttp405(),
         error_formatter=format_error,
         logger=_quiet_logger(),
+        execution_context_class=FastExecutor,
     )
 
     async def index(request: Request) -> Response:

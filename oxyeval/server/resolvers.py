@@ -8,6 +8,7 @@ client asks for them.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from importlib import resources
 from typing import Any
@@ -83,9 +84,31 @@ mutation = MutationType()
 
 @query.field("testCases")
 async def _test_cases(_: Any, info: Any, promptId: str | None = None) -> Any:
-    cases = await _service(info).test_cases(promptId)
+    service = _service(info)
+    cases = await service.test_cases(promptId)
     info.context["case_ids"] = [c["id"] for c in cases]
+    if _asks(info, "regressionCount"):  # one grouped query, read by a synchronous field
+        counts = await service.regression_counts(info.context["case_ids"])
+        for case in cases:
+            case["regressionCount"] = counts.get(case["id"], 0)
     return cases
+
+
+def _asks(info: Any, field: str) -> bool:
+    """Whether the selection under this field names ``field`` (directly or in a fragment)."""
+    pending = [n.selection_set for n in info.field_nodes if n.selection_set]
+    while pending:
+        for selection in pending.pop().selections:
+            name = getattr(selection, "name", None)
+            if selection.kind == "field" and name is not None and name.value == field:
+                return True
+            if selection.kind == "inline_fragment":
+                pending.append(selection.selection_set)
+            elif selection.kind == "fragment_spread":
+                fragment = info.fragments.get(selection.name.value)
+                if fragment is not None:
+                    pending.append(fragment.selection_set)
+    return False
 
 
 @query.field("testCase")
@@ -182,16 +205,23 @@ async def _case_prompt(obj: dict[str, Any], info: Any) -> Any:
 
 
 @test_case.field("regressionCount")
-async def _case_regressions(obj: dict[str, Any], info: Any) -> int:
+def _case_regressions(obj: dict[str, Any], info: Any) -> Any:
+    """Counted already for a list (see ``testCases``); else one grouped query for every
+    case being answered: the resolvers of a list run concurrently, so they share it."""
+    if "regressionCount" in obj:
+        return obj["regressionCount"]
+    return _count_regressions(obj, info)
+
+
+async def _count_regressions(obj: dict[str, Any], info: Any) -> int:
     memo = info.context.setdefault("memo", {})
-    counts = memo.get("regressions")
-    if counts is None or obj["id"] not in counts:
-        ids = info.context.get("case_ids") or [obj["id"]]
-        if obj["id"] not in ids:
-            ids = [obj["id"]]
-        found = await _service(info).regression_counts(ids)
-        counts = memo["regressions"] = {**(counts or {}), **dict.fromkeys(ids, 0), **found}
-    return counts[obj["id"]]
+    ids = info.context.get("case_ids") or []
+    key = "regressions" if obj["id"] in ids else f"regressions:{obj['id']}"
+    task = memo.get(key)
+    if task is None:
+        wanted = ids if key == "regressions" else [obj["id"]]
+        task = memo[key] = asyncio.ensure_future(_service(info).regression_counts(wanted))
+    return (await task).get(obj["id"], 0)
 
 
 prompt_type = ObjectType("Prompt")
