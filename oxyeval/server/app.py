@@ -209,7 +209,23 @@ def serve(
         server_header=False,
         timeout_graceful_shutdown=30,
     )
-    server = uvicorn.Server(config)
+
+    class _Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            # open event streams never end by themselves: end them, or uvicorn waits
+            # the whole graceful timeout for an idle dashboard tab
+            loop = getattr(self, "_oxy_loop", None)
+            if loop is not None:
+                loop.call_soon_threadsafe(service.hub.close)
+            super().handle_exit(sig, frame)
+
+        async def startup(self, sockets: Any = None) -> None:
+            import asyncio
+
+            self._oxy_loop = asyncio.get_running_loop()
+            await super().startup(sockets)
+
+    server = _Server(config)
     if on_ready is not None:
         on_ready(service)
     server.run()

@@ -87,7 +87,10 @@ def format_error(error: Any, debug: bool = False) -> dict[str, Any]:
         code, message = classify(original)
     else:
         message = redact(error.message)
-        if message.startswith("Syntax Error"):
+        if error.path:  # raised while executing, not by the document: ours to fix
+            log.error("execution error at %s: %s", error.path, message)
+            code = INTERNAL
+        elif message.startswith("Syntax Error"):
             code = "GRAPHQL_PARSE_FAILED"
         elif message.startswith("Variable ") or "got invalid value" in message:
             code = BAD_USER_INPUT

@@ -34,6 +34,7 @@ __all__ = ["EventHub", "event_json"]
 _QUEUE = 1000
 _MAX_LISTENERS = 64
 _HEARTBEAT_S = 15.0
+_END = "\x00end"  # put on a listener's queue: its stream ends
 
 
 def event_json(event: Event) -> dict[str, Any] | None:
@@ -83,6 +84,7 @@ class EventHub:
     def __init__(self) -> None:
         self._listeners: list[_Listener] = []
         self._ids = itertools.count(1)
+        self._closed = False
 
     @property
     def listeners(self) -> int:
@@ -109,8 +111,19 @@ class EventHub:
                 listener.dropped += 1
             listener.queue.put_nowait(line)
 
+    def close(self) -> None:
+        """End every listener's stream (the server is stopping: an open dashboard must
+        not hold its shutdown for the graceful timeout)."""
+        self._closed = True
+        for listener in self._listeners:
+            if listener.queue.full():
+                listener.queue.get_nowait()
+            listener.queue.put_nowait(_END)
+
     async def stream(self) -> AsyncIterator[str]:
         """One listener's server-sent events, with a comment line as a heartbeat."""
+        if self._closed:
+            return
         if len(self._listeners) >= _MAX_LISTENERS:
             yield 'event: error\ndata: {"message": "too many listeners"}\n\n'
             return
@@ -124,6 +137,8 @@ class EventHub:
                 except asyncio.TimeoutError:
                     yield ": heartbeat\n\n"
                     continue
+                if line is _END:
+                    return
                 yield f"data: {line}\n\n"
         finally:
             self._listeners.remove(listener)

@@ -456,7 +456,7 @@ async function pageAB([caseId]) {
       ),
     ),
   );
-  const q = aliased(branches.map((b) => b.id), (v) => `testBranchExecutions(branchId: ${v}, limit: 10) { id branchId output error status latencyMs qualityScore outputTokens promptVersion createdAt iteration }`);
+  const q = aliased(branches.map((b) => b.id), (v) => `testBranchExecutions(branchId: ${v}, limit: 10) { id branchId output error status latencyMs qualityScore estimatedCost outputTokens promptVersion createdAt iteration }`);
   let ex = {};
   let exError = null;
   try {
@@ -478,6 +478,7 @@ async function pageAB([caseId]) {
         h("td", {}, statusBadge(e.status)),
         h("td", { class: "num" }, fmtScore(e.qualityScore)),
         h("td", { class: "num" }, fmtMs(e.latencyMs)),
+        h("td", { class: "num" }, fmtUsd(e.estimatedCost)),
         h("td", {}, h("pre", { class: "output" }, e.error || e.output)),
       ),
     );
@@ -487,7 +488,7 @@ async function pageAB([caseId]) {
       exError
         ? h("div", { class: "error-box small" }, exError)
         : rows.length
-          ? table(["When", "Branch", "Status", "Quality", "Latency", "Output"], rows)
+          ? table(["When", "Branch", "Status", "Quality", "Latency", "Cost", "Output"], rows)
           : empty("No executions yet — run", "oxy ab run"),
     ),
   );

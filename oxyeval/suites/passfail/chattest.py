@@ -77,6 +77,7 @@ def chattest_subjects(suite: ChatTestSuite, context: RunContext) -> list[Subject
                     question=prompt.prompt,
                     group=prompt.key,
                     name=model,
+                    model=model,
                 )
             )
     return subjects

@@ -56,6 +56,9 @@ class Subject:
     #: threshold); False leaves it to the run's gates (oxy's test files: --min-accuracy
     #: on the overall score, as for consistency tests).
     own_check: bool = True
+    #: The config.yml model that answers (a chattest model, a test file's agent's), for
+    #: reports that show pass rates per model; "" when there is no one model (a workflow).
+    model: str = ""
 
 
 class _Judging:
@@ -150,6 +153,7 @@ class _SubjectRunner:
                 subject.threshold,
                 max_runs=subject.runs,
                 own_check=subject.own_check,
+                model=subject.model,
             )
             for c in subject.criteria
         ]

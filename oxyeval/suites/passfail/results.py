@@ -101,6 +101,8 @@ class CriterionResult:
     own_check: bool = True
     #: Its subject was cut short before every run finished.
     interrupted: bool = False
+    #: The model that answered (see :attr:`Subject.model`).
+    model: str = ""
 
     @property
     def rate(self) -> PassRate:
@@ -130,6 +132,7 @@ class CriterionResult:
         errors = [c.error for c in self.checks if c.error]
         scores = [Score("pass_rate", rate.pass_rate, passed=self.passed, threshold=self.threshold)]
         details: dict[str, Any] = {
+            "model": self.model or None,
             "criterion": self.criterion.text,
             "criterionKey": self.criterion.key,
             "tool": self.criterion.tool,

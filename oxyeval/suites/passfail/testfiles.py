@@ -108,6 +108,7 @@ def test_file_subjects(
                     question=case.prompt,
                     group=test_file.display,
                     name=case.name,
+                    model=str(getattr(target, "model", "") or ""),
                     own_check=False,
                 )
             )
