@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import ConfigError
+from ..evaluation import wilson_interval
 from ..project.config import Project, load_project
 from ..providers import Limiters, shared_limiters
 from ..report import (
@@ -59,6 +60,23 @@ T = TypeVar("T")
 
 #: Runs this server has going at once; more wait (each is many model calls already).
 DEFAULT_MAX_RUNS = 8
+
+
+def _consistency_interval(doc: dict[str, Any]) -> None:
+    """An approximate 95% interval for a consistency test's accuracy, for its chart.
+
+    Accuracy is the share of consistent pairs among n runs' n(n-1)/2 pairs, and pairs
+    share runs, so they are not independent: counting pairs as trials would claim far more
+    certainty than n answers carry. The Wilson interval of the same share over the n
+    successful runs is the honest width (what n independent answers would give)."""
+    details = doc.get("details") or {}
+    runs = details.get("runs_ok")
+    score = doc.get("score")
+    if "interval" in details or not isinstance(runs, int) or runs < 2 or score is None:
+        return
+    found = wilson_interval(round(score * runs), runs)
+    if found is not None:
+        details["interval"] = {"low": found.low, "high": found.high, "method": "wilson over runs"}
 
 
 class TestingService:
@@ -245,7 +263,11 @@ class TestingService:
         kind = check_run_kind(kind) or kind
         lim, _ = check_limit(limit, 0, default=50)
         rows = await self._read(lambda: self.store.results.history(kind, subject, lim))
-        return [r.to_dict() for r in rows]
+        docs = [r.to_dict() for r in rows]
+        if kind == "consistency":
+            for doc in docs:
+                _consistency_interval(doc)
+        return docs
 
     async def subjects(self, kind: str) -> list[str]:
         kind = check_run_kind(kind) or kind
