@@ -185,6 +185,17 @@ async def _trend(
     return await _service(info).result_trend(kind, subject, since)
 
 
+@query.field("abResult")
+async def _ab_result(
+    _: Any,
+    info: Any,
+    testCaseId: str,
+    runId: str | None = None,
+    winnerCriteria: str | None = None,
+) -> Any:
+    return await _service(info).ab_result(testCaseId, runId, winnerCriteria)
+
+
 @query.field("compareRuns")
 async def _compare(_: Any, info: Any, baseRunId: str, headRunId: str) -> Any:
     return await _service(info).compare(baseRunId, headRunId)

@@ -36,9 +36,11 @@ from ..suites import (
     accept_baseline,
     compare_runs,
     create_prompt,
+    latest_ab_run,
     open_history,
     run_ab_test_async,
     run_cases_async,
+    stored_ab_result,
     stored_run,
 )
 from .errors import BAD_USER_INPUT, NOT_FOUND, PROVIDER_ERROR, ApiError
@@ -280,6 +282,37 @@ class TestingService:
         rows = await self._read(lambda: self.store.results.daily(kind, subject, since=since))
         return daily_json(rows)
 
+    async def ab_result(
+        self, case_id: str, run_id: str | None, criteria: str | None
+    ) -> dict[str, Any] | None:
+        def read() -> Any:
+            self._case_any(case_id)
+            chosen = run_id or latest_ab_run(self.store, case_id)
+            if chosen is None:
+                return None
+            result = stored_ab_result(self.store, chosen, criteria)
+            if result.test_case_id != case_id:
+                raise ApiError(NOT_FOUND, f"run {chosen!r} is not an A/B run of {case_id!r}")
+            return result
+
+        result = await self._read(read)
+        return None if result is None else self._ab_doc(result)
+
+    def _ab_doc(self, result: Any) -> dict[str, Any]:
+        doc = ab_case_json(result)
+        project = self.project()
+        for branch in doc["branches"]:
+            if branch.get("provider") is None:
+                spec = project.models.get(branch["model"])
+                branch["provider"] = spec.vendor if spec is not None else "project"
+        return doc
+
+    def _case_any(self, case_id: str) -> Any:
+        case = self.store.cases.get(case_id, include_deleted=True)
+        if case is None:
+            raise ApiError(NOT_FOUND, f"no test case {case_id!r}")
+        return case
+
     async def compare(self, base: str, head: str) -> dict[str, Any]:
         return comparison_json(await self._read(lambda: compare_runs(self.store, base, head)))
 
@@ -516,10 +549,4 @@ class TestingService:
                 events=sink,
             ),
         )
-        doc = ab_case_json(result)
-        project = self.project()
-        for branch in doc["branches"]:
-            if branch.get("provider") is None:
-                spec = project.models.get(branch["model"])
-                branch["provider"] = spec.vendor if spec is not None else "project"
-        return doc
+        return self._ab_doc(result)

@@ -395,6 +395,15 @@ class Branches:
         )
         return [_from_stored(r) for r in stored]
 
+    def executions_of_run(self, run_id: str) -> list[BranchExecution]:
+        """Every execution an A/B run stored, in the order stored (what re-ranks it)."""
+        stored = self._store.results._read_rows(
+            "r.run_id = :run AND r.kind = 'ab'",
+            {"run": run_id, "limit": 100_000, "offset": 0},
+            " ORDER BY r.seq LIMIT :limit OFFSET :offset",
+        )
+        return [_from_stored(r) for r in stored]
+
 
 def _count(conn: Connection, items: Sequence[NewBranchExecution]) -> None:
     """Add ``items`` to their branches' counters and output tallies (the caller holds the

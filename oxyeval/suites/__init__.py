@@ -62,6 +62,8 @@ _EXPORTS = {
     "accept_baseline": "cases",
     "API_SOURCE": "cases",
     "create_prompt": "cases",
+    "latest_ab_run": "ab",
+    "stored_ab_result": "ab",
     "ResultChange": "compare",
     "RunComparison": "compare",
     "compare_runs": "compare",
@@ -130,6 +132,7 @@ __all__ = [
     "find_case",
     "history_location",
     "history_of_test",
+    "latest_ab_run",
     "load_test_files",
     "open_history",
     "pass_fail_judge",
@@ -151,6 +154,7 @@ __all__ = [
     "run_tests",
     "run_tests_async",
     "run_workflow",
+    "stored_ab_result",
     "stored_run",
     "validate_paths",
 ]
@@ -163,11 +167,13 @@ if TYPE_CHECKING:
         BranchOutcome,
         BranchSummary,
         find_branch,
+        latest_ab_run,
         preview_branches,
         run_ab_test,
         run_ab_test_async,
         run_ab_tests,
         run_ab_tests_async,
+        stored_ab_result,
     )
     from .cache import cache_factory, clear_cache
     from .cases import (

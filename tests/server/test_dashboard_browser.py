@@ -298,20 +298,37 @@ def test_ab_page_draws_a_bar_per_branch_and_names_the_winner(browser: Any, serve
     branches = data["testBranches"]
     assert len(branches) == 2
     assert len(bars) == 3 * len(branches)  # quality, latency and cost
-    results = gql(
+    # the winner is the server's ranking of the latest run (the one `oxy ab run` uses)
+    ranked = gql(
         server,
-        "query($id: ID!) { run(id: $id) { results { score details } } }",
-        id=data["runs"][0]["id"],
-    )["run"]["results"]
-    by_branch: dict[str, list[float]] = {}
-    for r in results:
-        if r["score"] is not None:
-            by_branch.setdefault(r["details"]["branchName"], []).append(r["score"])
-    # the highest mean quality; a tie goes to the control, then to the first name
-    control = next(b["name"] for b in branches if b["isControl"])
-    best = min(by_branch, key=lambda b: (-sum(by_branch[b]) / len(by_branch[b]), b != control, b))
+        "query($id: ID!, $c: String) { abResult(testCaseId: $id, winnerCriteria: $c) "
+        "{ runId criteria winner { branchName } } }",
+        id=CASE,
+        c=None,
+    )["abResult"]
+    assert ranked["runId"] == data["runs"][0]["id"]
     winner = browser.find_element("css selector", '[data-card="winner"] .card-value').text
-    assert winner == best
+    assert winner == ranked["winner"]["branchName"]
+    control = next(b["name"] for b in branches if b["isControl"])
+    # another criterion re-ranks the same run without a model call
+    fastest = gql(
+        server,
+        "query($id: ID!, $c: String) { abResult(testCaseId: $id, winnerCriteria: $c) "
+        "{ criteria winner { branchName } } }",
+        id=CASE,
+        c="fastest",
+    )["abResult"]
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element("css selector", "#criteria")).select_by_value("fastest")
+    deadline = time.monotonic() + 15
+    while "fastest" not in browser.current_url or not any(
+        "fastest" in c.text.lower() for c in _css(browser, '[data-card="winner"]')
+    ):
+        assert time.monotonic() < deadline, browser.current_url
+        time.sleep(0.05)
+    shown = wait_for(browser, '[data-card="winner"] .card-value')[0].text
+    assert shown == fastest["winner"]["branchName"]
     assert any(f"{control} (control)" == t.text for t in _css(browser, ".bar-label"))
 
 

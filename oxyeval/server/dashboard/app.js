@@ -359,14 +359,21 @@ async function pageCase([id]) {
   return out;
 }
 
-async function pageAB([caseId]) {
+const CRITERIA = ["best_quality", "fastest", "cheapest", "best_value", "balanced"];
+
+async function pageAB([caseId, chosen]) {
+  const criteria = CRITERIA.includes(chosen) ? chosen : null;
   const data = await gql(
-    `query AB($id: ID!, $subject: String) {
+    `query AB($id: ID!, $criteria: String) {
       testCase(id: $id) { id name prompt { id name } }
       testBranches(testCaseId: $id) { id name provider model isControl isActive totalRuns avgLatency avgCost avgQualityScore passRate temperature }
-      runs(kind: "ab", subject: $subject, limit: 1) { ${RUN_FIELDS} }
+      abResult(testCaseId: $id, winnerCriteria: $criteria) {
+        criteria runId notes significant
+        winner { branchName model qualityScore latencyMs estimatedCost }
+        branches { branchName rank paretoOptimal }
+      }
     }`,
-    { id: caseId, subject: caseId },
+    { id: caseId, criteria },
   );
   const out = [
     h("nav", { class: "crumbs" }, h("a", { href: "#/cases" }, "Test cases"), " / ", h("a", { href: `#/case/${enc(caseId)}` }, data.testCase?.name ?? caseId), " / A/B"),
@@ -377,29 +384,20 @@ async function pageAB([caseId]) {
     out.push(empty("No branches for this case — declare `branches:` in its prompt file and run", "oxy ab run"));
     return out;
   }
-  // The winner: the best quality in the latest A/B run (averaged over its iterations).
-  let winner = null;
-  const latest = data.runs[0];
-  if (latest) {
-    const detail = await gql(`query R($id: ID!) { run(id: $id) { results { ${RESULT_FIELDS} } } }`, { id: latest.id });
-    const byBranch = new Map();
-    const control = new Set(branches.filter((b) => b.isControl).map((b) => b.name));
-    for (const r of detail.run?.results || []) {
-      const name = r.details?.branchName ?? r.branch ?? r.subject;
-      const acc = byBranch.get(name) || { name, scores: [], lat: [], cost: [], model: r.details?.model };
-      if (isNum(r.score)) acc.scores.push(r.score);
-      if (isNum(r.latencyMs)) acc.lat.push(r.latencyMs);
-      if (isNum(r.costUsd)) acc.cost.push(r.costUsd);
-      byBranch.set(name, acc);
-    }
-    const mean = (xs) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
-    // Highest mean quality; a tie goes to the control, then to the first name (the seed's order).
-    const scored = [...byBranch.values()]
-      .map((b) => ({ ...b, quality: mean(b.scores), latency: mean(b.lat), cost: mean(b.cost) }))
-      .filter((b) => b.quality !== null)
-      .sort((a, b) => b.quality - a.quality || control.has(b.name) - control.has(a.name) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    winner = scored[0] || null;
-  }
+  // The winner of the latest A/B run, ranked by the server with the one ranking `oxy ab
+  // run` uses (the criterion it ran with, or the one picked here: no model is called).
+  const ab = data.abResult;
+  const w = ab?.winner;
+  const winner = w ? { name: w.branchName, quality: w.qualityScore, latency: w.latencyMs, cost: w.estimatedCost } : null;
+  const picker = h(
+    "select",
+    { id: "criteria", "aria-label": "winner criterion" },
+    CRITERIA.map((c) => h("option", { value: c, ...(c === (ab?.criteria ?? criteria) ? { selected: "selected" } : {}) }, c.replace("_", " "))),
+  );
+  picker.addEventListener("change", () => {
+    location.hash = `#/ab/${enc(caseId)}/${picker.value}`;
+  });
+  out.push(h("div", { class: "toolbar" }, h("label", {}, "Winner criterion ", picker)));
   const tagsOf = (b) => [b.isControl ? "control" : null, winner && b.name === winner.name ? "winner" : null].filter(Boolean);
   const labelOf = (b) => `${b.name}${b.isControl ? " (control)" : ""}`;
   out.push(
@@ -407,12 +405,12 @@ async function pageAB([caseId]) {
       "div",
       { class: "cards" },
       winner
-        ? card("Best quality · latest run", winner.name, {
+        ? card(`Winner · ${ab.criteria.replace("_", " ")}`, winner.name, {
             key: "winner",
             tone: "good",
-            sub: `quality ${fmtScore(winner.quality)} · ${fmtMs(winner.latency)} · ${fmtUsd(winner.cost)} — latest run ${fmtDate(latest.startedAt)}`,
+            sub: `quality ${fmtScore(winner.quality)} · ${fmtMs(winner.latency)} · ${fmtUsd(winner.cost)} — latest run${ab.significant === false ? " · not significant" : ""}${ab.notes?.length ? ` · ${ab.notes[0]}` : ""}`,
           })
-        : card("Best quality · latest run", "—", { key: "winner", sub: "no scored A/B run yet — run `oxy ab run`" }),
+        : card("Winner", "—", { key: "winner", sub: "no scored A/B run yet — run `oxy ab run`" }),
       card("Branches", String(branches.length), { sub: `control: ${branches.find((b) => b.isControl)?.name ?? "none"}` }),
       card("Runs", fmtInt(branches.reduce((n, b) => n + (b.totalRuns || 0), 0)), { sub: "executions over all branches" }),
     ),
@@ -936,7 +934,7 @@ const ROUTES = [
   [/^\/?$/, pageCases, "cases"],
   [/^\/cases$/, pageCases, "cases"],
   [/^\/case\/([^/]+)$/, pageCase, "cases"],
-  [/^\/ab\/([^/]+)$/, pageAB, "cases"],
+  [/^\/ab\/([^/]+)(?:\/([a-z_]+))?$/, pageAB, "cases"],
   [/^\/consistency$/, pageConsistency, "consistency"],
   [/^\/passfail$/, pagePassFail, "passfail"],
   [/^\/sdk$/, pageSdk, "sdk"],

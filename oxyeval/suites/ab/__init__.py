@@ -36,6 +36,8 @@ _EXPORTS = {
     "significance": "ranking",
     "winner_distribution": "ranking",
     "MAX_ITERATIONS": "plan",
+    "latest_ab_run": "stored",
+    "stored_ab_result": "stored",
     "run_ab_test": "run",
     "run_ab_test_async": "run",
     "run_ab_tests": "run",
@@ -58,6 +60,7 @@ __all__ = [
     "dominates",
     "find_branch",
     "higher_is_better",
+    "latest_ab_run",
     "preview_branches",
     "rank",
     "run_ab_test",
@@ -65,6 +68,7 @@ __all__ = [
     "run_ab_tests",
     "run_ab_tests_async",
     "significance",
+    "stored_ab_result",
     "winner_distribution",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -93,3 +97,4 @@ if TYPE_CHECKING:
         run_ab_tests,
         run_ab_tests_async,
     )
+    from .stored import latest_ab_run, stored_ab_result
