@@ -202,8 +202,9 @@ async def _compare(_: Any, info: Any, baseRunId: str, headRunId: str) -> Any:
 
 
 @query.field("serverInfo")
-def _server_info(_: Any, info: Any) -> Any:
-    return _service(info).server_info()
+async def _server_info(_: Any, info: Any) -> Any:
+    service = _service(info)
+    return await service._read(service.server_info)
 
 
 test_case = ObjectType("TestCase")

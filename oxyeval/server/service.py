@@ -13,14 +13,16 @@ endpoint shared by every request (:func:`oxyeval.providers.shared_limiters`).
 from __future__ import annotations
 
 import asyncio
+import logging
+import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import ConfigError
-from ..evaluation import wilson_interval
+from ..errors import ConfigError, OxyError
 from ..project.config import Project, load_project
-from ..providers import Limiters, shared_limiters
+from ..project.prompts import collect_case_files, load_prompts
 from ..report import (
     ab_case_json,
     branch_execution_json,
@@ -42,6 +44,7 @@ from ..suites import (
     run_cases_async,
     stored_ab_result,
     stored_run,
+    sync_declared,
 )
 from .errors import BAD_USER_INPUT, NOT_FOUND, PROVIDER_ERROR, ApiError
 from .events import EventHub
@@ -54,31 +57,17 @@ from .inputs import (
     check_run_kind,
     check_version,
 )
-from .shapes import comparison_json, daily_json, prompt_doc
+from .runs import DEFAULT_MAX_RUNS, Runner
+from .shapes import comparison_json, consistency_interval, daily_json, prompt_doc
 
 __all__ = ["TestingService"]
 
+log = logging.getLogger("oxyeval.server")
+
 T = TypeVar("T")
 
-#: Runs this server has going at once; more wait (each is many model calls already).
-DEFAULT_MAX_RUNS = 8
-
-
-def _consistency_interval(doc: dict[str, Any]) -> None:
-    """An approximate 95% interval for a consistency test's accuracy, for its chart.
-
-    Accuracy is the share of consistent pairs among n runs' n(n-1)/2 pairs, and pairs
-    share runs, so they are not independent: counting pairs as trials would claim far more
-    certainty than n answers carry. The Wilson interval of the same share over the n
-    successful runs is the honest width (what n independent answers would give)."""
-    details = doc.get("details") or {}
-    runs = details.get("runs_ok")
-    score = doc.get("score")
-    if "interval" in details or not isinstance(runs, int) or runs < 2 or score is None:
-        return
-    found = wilson_interval(round(score * runs), runs)
-    if found is not None:
-        details["interval"] = {"low": found.low, "high": found.high, "method": "wilson over runs"}
+#: How often a request may look for edited project files (a walk of the project).
+SYNC_EVERY_S = 2.0
 
 
 class TestingService:
@@ -104,12 +93,15 @@ class TestingService:
         self.environ = environ
         self.store: Store = store
         self.hub = EventHub()
-        self.limiters = Limiters()
-        self.max_runs = max_runs
+        self.runner = Runner(self.hub, max_runs)
         self.max_depth = max_depth
         self.max_body = max_body
-        self._runs: asyncio.Semaphore | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._sync_lock = threading.Lock()
+        self._synced_mark: tuple[Any, ...] | None = None
+        self._checked_at = float("-inf")
+        #: Why the project's files could not be synced (None: they were).
+        self.sync_error: str | None = None
+        self.sync()
 
     def close(self) -> None:
         self.store.close()
@@ -120,31 +112,48 @@ class TestingService:
         """Loaded afresh: an edit of config.yml is seen by the next request."""
         return load_project(project_dir=str(self.project_root))
 
+    def sync(self, *, force: bool = True) -> None:
+        """Put the prompts, cases and branches the project's files declare into the store
+        (a run does it first; a server must before it lists them), again whenever a file
+        changed. A file that does not load is reported (``sync_error``, the log), and the
+        store's last good state is served meanwhile."""
+        now = time.monotonic()
+        if not force and now - self._checked_at < SYNC_EVERY_S:
+            return
+        with self._sync_lock:
+            self._checked_at = now
+            try:
+                project = self.project()
+                files = collect_case_files(project, [])
+                mark = tuple(
+                    (str(f), st.st_mtime_ns, st.st_size)
+                    for f in [project.config.path, *files]
+                    if f is not None
+                    for st in (f.stat(),)
+                )
+                if mark == self._synced_mark:
+                    return
+                sync_declared(self.store, project, load_prompts(project, files))
+            except (OxyError, OSError) as exc:
+                message = str(exc)
+                if message != self.sync_error:
+                    log.warning("the project's files were not synced: %s", message)
+                self.sync_error = message
+                return
+            self._synced_mark, self.sync_error = mark, None
+
     async def _read(self, fn: Callable[[], T]) -> T:
-        return await asyncio.to_thread(fn)
+        def call() -> T:
+            self.sync(force=False)
+            return fn()
+
+        return await asyncio.to_thread(call)
 
     async def _run(self, operation: str, make: Callable[[Any], Awaitable[T]]) -> T:
-        """Run a suite to its end even if the client leaves (its executions are stored as
-        they finish either way), under the server's run limit and shared model limits."""
-        if self._runs is None:
-            self._runs = asyncio.Semaphore(self.max_runs)
-        _, sink = self.hub.sink(operation)
-
-        async def guarded() -> T:
-            assert self._runs is not None
-            async with self._runs:
-                return await make(sink)
-
-        with shared_limiters(self.limiters):
-            task = asyncio.ensure_future(guarded())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return await asyncio.shield(task)
+        return await self.runner.run(operation, make)
 
     async def drain(self) -> None:
-        """Wait for runs whose clients left (server shutdown)."""
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.runner.drain()
 
     def _case(self, case_id: str) -> Any:
         case = self.store.cases.get(case_id)
@@ -268,7 +277,7 @@ class TestingService:
         docs = [r.to_dict() for r in rows]
         if kind == "consistency":
             for doc in docs:
-                _consistency_interval(doc)
+                consistency_interval(doc)
         return docs
 
     async def subjects(self, kind: str) -> list[str]:
@@ -332,6 +341,7 @@ class TestingService:
             "maxBodyBytes": self.max_body,
             "models": models,
             "runKinds": list(RUN_KINDS),
+            "syncError": self.sync_error,
         }
 
     # -- mutations: prompts and cases
@@ -528,7 +538,9 @@ class TestingService:
                 events=sink,
             ),
         )
-        return [case_result_json(r, run_id=run.runs.get(r.prompt_id)) for r in run.results]
+        order = {case_id: i for i, case_id in enumerate(chosen)}  # as the client listed them
+        results = sorted(run.results, key=lambda r: order.get(r.case_id, len(order)))
+        return [case_result_json(r, run_id=run.runs.get(r.prompt_id)) for r in results]
 
     async def run_ab_test(self, data: Mapping[str, Any]) -> dict[str, Any]:
         from .inputs import check_ab_input

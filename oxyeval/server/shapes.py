@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..evaluation import wilson_interval
 from ..report import comparison_json, daily_json, prompt_json, version_json
 
 if TYPE_CHECKING:
     from ..store import Prompt, Store
 
-__all__ = ["comparison_json", "daily_json", "prompt_doc"]
+__all__ = ["comparison_json", "consistency_interval", "daily_json", "prompt_doc"]
 
 
 def prompt_doc(store: Store, prompt: Prompt) -> dict[str, Any]:
@@ -23,3 +24,20 @@ def prompt_doc(store: Store, prompt: Prompt) -> dict[str, Any]:
         "versions": [version_json(v) for v in versions],
         "content": None if latest is None else store.prompts.get_version(prompt.id, latest),
     }
+
+
+def consistency_interval(doc: dict[str, Any]) -> None:
+    """An approximate 95% interval for a consistency test's accuracy, for its chart.
+
+    Accuracy is the share of consistent pairs among n runs' n(n-1)/2 pairs, and pairs
+    share runs, so they are not independent: counting pairs as trials would claim far more
+    certainty than n answers carry. The Wilson interval of the same share over the n
+    successful runs is the honest width (what n independent answers would give)."""
+    details = doc.get("details") or {}
+    runs = details.get("runs_ok")
+    score = doc.get("score")
+    if "interval" in details or not isinstance(runs, int) or runs < 2 or score is None:
+        return
+    found = wilson_interval(round(score * runs), runs)
+    if found is not None:
+        details["interval"] = {"low": found.low, "high": found.high, "method": "wilson over runs"}

@@ -63,6 +63,7 @@ _EXPORTS = {
     "API_SOURCE": "cases",
     "create_prompt": "cases",
     "latest_ab_run": "ab",
+    "sync_declared": "ab",
     "stored_ab_result": "ab",
     "ResultChange": "compare",
     "RunComparison": "compare",
@@ -156,6 +157,7 @@ __all__ = [
     "run_workflow",
     "stored_ab_result",
     "stored_run",
+    "sync_declared",
     "validate_paths",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -174,6 +176,7 @@ if TYPE_CHECKING:
         run_ab_tests,
         run_ab_tests_async,
         stored_ab_result,
+        sync_declared,
     )
     from .cache import cache_factory, clear_cache
     from .cases import (

@@ -36,6 +36,7 @@ _EXPORTS = {
     "significance": "ranking",
     "winner_distribution": "ranking",
     "MAX_ITERATIONS": "plan",
+    "sync_declared": "plan",
     "latest_ab_run": "stored",
     "stored_ab_result": "stored",
     "run_ab_test": "run",
@@ -69,13 +70,14 @@ __all__ = [
     "run_ab_tests_async",
     "significance",
     "stored_ab_result",
+    "sync_declared",
     "winner_distribution",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .branches import find_branch, preview_branches
-    from .plan import MAX_ITERATIONS
+    from .plan import MAX_ITERATIONS, sync_declared
     from .ranking import (
         BALANCED_WEIGHTS,
         CRITERIA,

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ...providers import ChatMessage, Model
     from ...store import Store, TestBranch, TestCase
 
-__all__ = ["MAX_ITERATIONS", "CasePlan", "check_options", "plan_cases"]
+__all__ = ["MAX_ITERATIONS", "CasePlan", "check_options", "plan_cases", "sync_declared"]
 
 #: Iterations per run: enough for a confidence interval, bounded so a typo cannot queue
 #: a million calls.
@@ -120,21 +120,9 @@ def _select(
     return chosen
 
 
-async def plan_cases(
-    store: Store,
-    project: Project,
-    prompts: Sequence[PromptDef],
-    context: RunContext,
-    *,
-    cases: Sequence[str] | None,
-    branch_ids: Sequence[str] | None,
-    prompt_version: int | None,
-    criteria: str,
-    iterations: int,
-    explicit: bool,
-) -> list[CasePlan]:
-    """Sync the files' prompts, cases and branches; then each selected case's plan."""
-    by_id = {p.id: p for p in prompts}
+def sync_declared(store: Store, project: Project, prompts: Sequence[PromptDef]) -> None:
+    """Put what the files declare into the store: each prompt's version, its cases and
+    their A/B branches (what a run syncs first, and a server when it starts)."""
     for prompt in prompts:
         sync_prompt(store, project, prompt)
         source = project.relative(prompt.file) if prompt.file is not None else None
@@ -151,6 +139,24 @@ async def plan_cases(
                     "API, which count too: delete one of them (store.branches.delete) or "
                     "declare fewer here"
                 ) from None
+
+
+async def plan_cases(
+    store: Store,
+    project: Project,
+    prompts: Sequence[PromptDef],
+    context: RunContext,
+    *,
+    cases: Sequence[str] | None,
+    branch_ids: Sequence[str] | None,
+    prompt_version: int | None,
+    criteria: str,
+    iterations: int,
+    explicit: bool,
+) -> list[CasePlan]:
+    """Sync the files' prompts, cases and branches; then each selected case's plan."""
+    by_id = {p.id: p for p in prompts}
+    sync_declared(store, project, prompts)
     found: set[str] = set()
     stored = [c for p in prompts for c in store.cases.list(p.id)]
     if cases:  # a case of a prompt made through the API, named by its id
