@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import json
 import logging
 import mimetypes
 import os
@@ -27,9 +28,17 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..redact import redact
 from .errors import format_error
 from .execution import FastExecutor
-from .guard import DEFAULT_MAX_BODY, DEFAULT_MAX_DEPTH, Guard, depth_limit, is_loopback
+from .guard import (
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_DEPTH,
+    BodyTooLarge,
+    Guard,
+    depth_limit,
+    is_loopback,
+)
 from .resolvers import build_schema
 from .service import TestingService
 
@@ -71,6 +80,20 @@ def _quiet_logger() -> logging.Logger:
     quiet.propagate = False
     quiet.addHandler(logging.NullHandler())
     return quiet
+
+
+def _refused(status: int, code: str, message: str | None = None) -> Any:
+    """A JSON answer for an exception a request raised outside GraphQL's own handling (a
+    body too large or too deeply nested, our bug), never Starlette's plain-text 500."""
+
+    async def handler(_request: Request, exc: Exception) -> Response:
+        text = message or str(exc)
+        if status == 500:
+            log.error("internal error: %s: %s", type(exc).__name__, redact(str(exc)))
+        body = json.dumps({"errors": [{"message": text, "extensions": {"code": code}}]})
+        return Response(body, status, media_type="application/json")
+
+    return handler
 
 
 def _lifespan(service: TestingService) -> Any:
@@ -134,6 +157,10 @@ def create_app(
         )
 
     async def events(request: Request) -> Response:
+        if service.hub.full:
+            return await _refused(503, "SERVER_BUSY", "too many event listeners; try again later")(
+                request, Exception()
+            )
         return StreamingResponse(
             service.hub.stream(),
             media_type="text/event-stream",
@@ -152,6 +179,11 @@ def create_app(
             Route("/graphql", graphql, methods=["GET", "POST"]),
         ],
         lifespan=_lifespan(service),
+        exception_handlers={
+            BodyTooLarge: _refused(413, "BAD_USER_INPUT"),
+            RecursionError: _refused(400, "BAD_USER_INPUT", "the JSON body is nested too deeply"),
+            Exception: _refused(500, "INTERNAL_SERVER_ERROR", "internal error"),
+        },
     )
     guarded = Guard(app, token=token, max_body=max_body, loopback_only=loopback_only)
     if cors_origin:

@@ -90,6 +90,11 @@ class EventHub:
     def listeners(self) -> int:
         return len(self._listeners)
 
+    @property
+    def full(self) -> bool:
+        """No room for another listener (each holds a queue and a connection)."""
+        return len(self._listeners) >= _MAX_LISTENERS
+
     def sink(self, operation: str) -> tuple[str, Any]:
         """A new stream id and the event sink a run of ``operation`` reports to."""
         stream = f"op-{next(self._ids)}"

@@ -13,7 +13,9 @@ Host header must name loopback too: a DNS-rebinding page cannot then reach it by
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
+import logging
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
@@ -24,19 +26,25 @@ from graphql import (
     InlineFragmentNode,
     OperationDefinitionNode,
     SelectionSetNode,
-    ValidationContext,
     ValidationRule,
 )
+
+from ..redact import redact
 
 __all__ = [
     "DEFAULT_MAX_BODY",
     "DEFAULT_MAX_DEPTH",
     "LOOPBACK_HOSTS",
+    "MAX_FIELDS",
+    "MAX_ROOT_FIELDS",
+    "BodyTooLarge",
     "Guard",
     "depth_limit",
     "is_loopback",
     "token_matches",
 ]
+
+log = logging.getLogger("oxyeval.server")
 
 DEFAULT_MAX_DEPTH = 10
 DEFAULT_MAX_BODY = 1_000_000
@@ -49,61 +57,136 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def is_loopback(host: str) -> bool:
-    return host in LOOPBACK_HOSTS or host.startswith("127.")
+    """``localhost`` or a loopback IP literal; a DNS name that merely starts with ``127.``
+    (``127.0.0.1.attacker.example``, a rebinding name) is not."""
+    name = host.strip().rstrip(".").lower()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _loopback_host(raw: str) -> bool:
+    """A Host header naming loopback, with an optional numeric port, and nothing else."""
+    if raw.startswith("["):
+        end = raw.find("]")
+        host, rest = raw[1:end], raw[end + 1 :] if end > 0 else ("", "x")
+    else:
+        host, _, port = raw.partition(":")
+        rest = f":{port}" if port or raw.endswith(":") else ""
+    if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+        return False
+    return bool(host) and is_loopback(host)
 
 
 def token_matches(given: str | None, token: str) -> bool:
     return given is not None and hmac.compare_digest(given.encode(), token.encode())
 
 
-def _depth(
-    node: SelectionSetNode | None,
-    fragments: Mapping[str, Any],
-    seen: frozenset[str],
-) -> int:
-    if node is None:
-        return 0
-    deepest = 0
+#: Fields one operation may select, fragments expanded (the dashboard's largest asks ~200).
+MAX_FIELDS = 2000
+#: Fields at the root of one operation: each root field is a query of its own.
+MAX_ROOT_FIELDS = 25
+
+
+class _Measure:
+    """Depth and field count of selection sets, each fragment measured once per document:
+    a fragment spread twice by a fragment spread twice... is 2^n fields when expanded,
+    but n fragments to measure."""
+
+    def __init__(self, fragments: Mapping[str, Any]) -> None:
+        self.fragments = fragments
+        self.memo: dict[str, tuple[int, int]] = {}
+        self.active: set[str] = set()
+
+    def fragment(self, name: str) -> tuple[int, int]:
+        found = self.memo.get(name)
+        if found is not None:
+            return found
+        node = self.fragments.get(name)
+        if node is None or name in self.active:  # unknown or a cycle: the spec's rules say so
+            return 0, 0
+        self.active.add(name)
+        found = self.memo[name] = self.selections(node.selection_set)
+        self.active.discard(name)
+        return found
+
+    def selections(self, node: SelectionSetNode | None) -> tuple[int, int]:
+        """(depth, fields) under ``node``; introspection fields count as fields, not depth."""
+        if node is None:
+            return 0, 0
+        depth = fields = 0
+        for selection in node.selections:
+            if isinstance(selection, FieldNode):
+                below_depth, below_fields = self.selections(selection.selection_set)
+                fields += 1 + below_fields
+                if not selection.name.value.startswith("__"):
+                    depth = max(depth, 1 + below_depth)
+            elif isinstance(selection, InlineFragmentNode):
+                d, f = self.selections(selection.selection_set)
+                depth, fields = max(depth, d), fields + f
+            elif isinstance(selection, FragmentSpreadNode):
+                d, f = self.fragment(selection.name.value)
+                depth, fields = max(depth, d), fields + f
+        return depth, fields
+
+
+def _root_fields(node: SelectionSetNode, measure: _Measure, seen: frozenset[str]) -> list[str]:
+    names: list[str] = []
     for selection in node.selections:
         if isinstance(selection, FieldNode):
-            if selection.name.value.startswith("__"):
-                continue  # introspection is bounded by the schema itself
-            deepest = max(deepest, 1 + _depth(selection.selection_set, fragments, seen))
+            names.append(selection.name.value)
         elif isinstance(selection, InlineFragmentNode):
-            deepest = max(deepest, _depth(selection.selection_set, fragments, seen))
+            names += _root_fields(selection.selection_set, measure, seen)
         elif isinstance(selection, FragmentSpreadNode):
             name = selection.name.value
-            fragment = fragments.get(name)
-            if fragment is not None and name not in seen:  # a cycle is the spec's error
-                deepest = max(deepest, _depth(fragment.selection_set, fragments, seen | {name}))
-    return deepest
+            fragment = measure.fragments.get(name)
+            if fragment is not None and name not in seen and len(names) <= MAX_ROOT_FIELDS:
+                names += _root_fields(fragment.selection_set, measure, seen | {name})
+    return names
 
 
-def depth_limit(max_depth: int) -> type[ValidationRule]:
-    """A validation rule refusing operations nested deeper than ``max_depth`` fields."""
+def depth_limit(
+    max_depth: int, max_fields: int = MAX_FIELDS, max_root: int = MAX_ROOT_FIELDS
+) -> type[ValidationRule]:
+    """A validation rule refusing an operation nested deeper than ``max_depth`` fields,
+    selecting more than ``max_fields`` fields (fragments expanded), more than ``max_root``
+    root fields, or introspection more than once: each in time linear in the document."""
 
-    class DepthLimit(ValidationRule):
-        def __init__(self, context: ValidationContext) -> None:
-            super().__init__(context)
-
+    class QueryLimits(ValidationRule):
         def enter_operation_definition(self, node: OperationDefinitionNode, *_: Any) -> None:
             fragments = {
                 d.name.value: d
                 for d in self.context.document.definitions
                 if d.kind == "fragment_definition"
             }
-            depth = _depth(node.selection_set, fragments, frozenset())
+            measure = _Measure(fragments)
+            depth, fields = measure.selections(node.selection_set)
+            name = node.name.value if node.name else "anonymous"
+            roots = _root_fields(node.selection_set, measure, frozenset())
+            problem = None
             if depth > max_depth:
-                name = node.name.value if node.name else "anonymous"
-                self.report_error(
-                    GraphQLError(
-                        f"operation '{name}' is nested {depth} fields deep; this server "
-                        f"allows at most {max_depth}",
-                        node,
-                    )
+                problem = f"is nested {depth} fields deep; this server allows at most {max_depth}"
+            elif fields > max_fields:
+                problem = (
+                    f"selects {fields:,} fields (fragments expanded); this server allows at "
+                    f"most {max_fields:,}"
                 )
+            elif len(roots) > max_root:
+                problem = (
+                    f"asks {len(roots)} root fields; this server allows at most {max_root} "
+                    "(send several requests)"
+                )
+            elif sum(1 for r in roots if r in ("__schema", "__type")) > 1:
+                problem = "asks for introspection more than once"
+            if problem is not None:
+                self.report_error(GraphQLError(f"operation '{name}' {problem}", node))
 
-    return DepthLimit
+    return QueryLimits
 
 
 async def _reply(send: Send, status: int, body: dict[str, Any], headers: list[Any] = ()) -> None:  # type: ignore[assignment]
@@ -163,17 +246,9 @@ class Guard:
             return
         path: str = scope.get("path", "")
         headers = dict(scope.get("headers") or ())
-        if self.loopback_only:
-            raw = headers.get(b"host", b"").decode("latin-1")
-            if raw.startswith("[") and "]" in raw:
-                host = raw[1 : raw.index("]")]
-            else:
-                host = raw.rsplit(":", 1)[0] if raw.count(":") == 1 else raw
-            if raw and not is_loopback(host):
-                await _reply(
-                    send, 421, _error("this server answers only on localhost", "FORBIDDEN")
-                )
-                return
+        if self.loopback_only and not _loopback_host(headers.get(b"host", b"").decode("latin-1")):
+            await _reply(send, 421, _error("this server answers only on localhost", "FORBIDDEN"))
+            return
         if not path.startswith(self.open_paths) and not self._authorised(scope):
             await _reply(
                 send,
@@ -204,7 +279,28 @@ class Guard:
                 )
                 return
             receive = self._capped(receive)
-        await self.app(scope, receive, send)
+        started = False
+
+        async def tracked(message: MutableMapping[str, Any]) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except BodyTooLarge as exc:
+            if not started:
+                await _reply(send, 413, _error(str(exc), "BAD_USER_INPUT"))
+        except RecursionError:
+            # a body of JSON nested thousands deep: the parser's recursion, not ours
+            if not started:
+                await _reply(
+                    send, 400, _error("the JSON body is nested too deeply", "BAD_USER_INPUT")
+                )
+        except Exception as exc:  # never a traceback to the client, nor in the log
+            log.error("internal error: %s: %s", type(exc).__name__, redact(str(exc)))
+            if not started:
+                await _reply(send, 500, _error("internal error", "INTERNAL_SERVER_ERROR"))
 
     def _capped(self, receive: Receive) -> Receive:
         """A chunked body without a length is counted as it arrives."""

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from ..providers import Limiters, shared_limiters
 from .events import EventHub
 
-__all__ = ["DEFAULT_MAX_RUNS", "Runner"]
+__all__ = ["DEFAULT_MAX_RUNS", "Runner", "ServerBusy"]
 
 T = TypeVar("T")
 
@@ -26,31 +26,53 @@ T = TypeVar("T")
 DEFAULT_MAX_RUNS = 8
 
 
+class ServerBusy(Exception):
+    """Too many runs going and waiting: the request is refused, not queued forever."""
+
+
 class Runner:
-    def __init__(self, hub: EventHub, max_runs: int = DEFAULT_MAX_RUNS) -> None:
+    def __init__(
+        self, hub: EventHub, max_runs: int = DEFAULT_MAX_RUNS, max_queued: int | None = None
+    ) -> None:
         self.hub = hub
         self.limiters = Limiters()
         self.max_runs = max_runs
+        self.max_queued = 2 * max_runs if max_queued is None else max_queued
         self._slots: asyncio.Semaphore | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
     async def run(self, operation: str, make: Callable[[Any], Awaitable[T]]) -> T:
-        """``make(sink)`` started as its own task (shielded: the caller's cancellation does
-        not reach it), under the run limit and the shared model limits."""
+        """``make(sink)`` started as its own task, under the run limit and the shared model
+        limits. Once started it is shielded (the caller leaving does not stop it: its
+        executions are being stored); one still waiting for a slot when its caller leaves
+        is dropped, never run for nobody. More than ``max_queued`` waiting: ServerBusy."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.max_runs)
+        if len(self._tasks) >= self.max_runs + self.max_queued:
+            raise ServerBusy(
+                f"{len(self._tasks)} runs are going or waiting (at most {self.max_runs} at "
+                f"once, {self.max_queued} waiting); try again when some have finished"
+            )
         _, sink = self.hub.sink(operation)
         slots = self._slots
+        started = False
 
         async def guarded() -> T:
+            nonlocal started
             async with slots:
+                started = True
                 return await make(sink)
 
         with shared_limiters(self.limiters):  # the task copies this context
             task = asyncio.ensure_future(guarded())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return await asyncio.shield(task)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not started:
+                task.cancel()
+            raise
 
     @property
     def running(self) -> int:
