@@ -73,6 +73,13 @@ def seed(root: Path) -> None:
     run_cases(project_dir=str(root))
 
 
+async def aseed(root: Path) -> None:
+    """:func:`seed` inside a running event loop."""
+    from oxyeval.suites import run_cases_async
+
+    await run_cases_async(project_dir=str(root))
+
+
 def parse_time(value: str) -> dt.datetime:
     """A DateTime of the API: ISO 8601 in UTC (fails on anything else)."""
     parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
