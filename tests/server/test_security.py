@@ -164,7 +164,7 @@ async def test_a_failing_endpoint_is_a_provider_error_without_the_key(
         api = await make_api(root, environ={**os.environ, "FAKE_KEY": SECRET})
         branch = {**BRANCH, "name": "Remote", "model": "remote"}
         made = (await api.data(seed.CREATE_TEST_BRANCH, {"input": branch}))["createTestBranch"]
-        status_code, body = await api.gql(
+        _, body = await api.gql(
             seed.RUN_A_B_TEST, {"input": {"testCaseId": PRAISE, "branchIds": [made["id"]]}}
         )
         assert_clean(body, SECRET)
