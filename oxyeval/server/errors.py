@@ -95,6 +95,8 @@ def format_error(error: Any, debug: bool = False) -> dict[str, Any]:
         message = redact(error.message)
         if message.startswith("Syntax Error"):
             code = "GRAPHQL_PARSE_FAILED"
+        elif message.startswith("Cannot return null for non-nullable field"):
+            code = INTERNAL  # the server's answer broke the schema, not the client
         elif message.startswith("Variable ") or "got invalid value" in message:
             code = BAD_USER_INPUT
         else:
