@@ -13,6 +13,8 @@ which is what records a YAML prompt and its cases in the history today.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
 import json
 import textwrap
@@ -148,6 +150,31 @@ class Api:
 
 
 MakeApi = Callable[..., Any]
+
+
+@contextlib.asynccontextmanager
+async def live(app: Any) -> AsyncIterator[str]:
+    """The app on a real 127.0.0.1 socket (uvicorn, no lifespan): its base URL. For what
+    ASGITransport cannot do: it buffers a whole response, so an endless stream hangs."""
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
+    )
+    serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            if serving.done():
+                serving.result()
+            await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(serving, 10)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from tests.fakes import fake_openai
 
 from . import seed_docs as seed
-from .conftest import CONFIG, PLAIN, PRAISE, Api, MakeApi, aseed, write_project
+from .conftest import CONFIG, PLAIN, PRAISE, Api, MakeApi, aseed, live, write_project
 
 pytestmark = pytest.mark.anyio
 
@@ -106,45 +106,29 @@ async def test_a_batch_whose_client_times_out_is_stored(tmp_path: Path, make_api
 
 async def test_events_tell_a_run_as_it_happens(api: Api) -> None:
     """Over a real socket: httpx's ASGITransport buffers a whole response, a stream too."""
-    import socket
-
     import httpx
-    import uvicorn
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(api.app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
-    )
-    serving = asyncio.ensure_future(server.serve(sockets=[sock]))
     lines: list[dict] = []
-    try:
-        while not server.started:
+    async with live(api.app) as base, httpx.AsyncClient(base_url=base, timeout=10) as client:
+
+        async def listen() -> None:
+            async with client.stream("GET", "/events") as response:
+                assert response.status_code == 200
+                async for line in response.aiter_lines():
+                    if line.startswith("data: "):
+                        lines.append(json.loads(line[6:]))
+                        if lines[-1]["type"] == "run_finished":
+                            return
+
+        listener = asyncio.ensure_future(listen())
+        while api.service.hub.listeners == 0:
             await asyncio.sleep(0.01)
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-
-            async def listen() -> None:
-                async with client.stream("GET", "/events") as response:
-                    assert response.status_code == 200
-                    async for line in response.aiter_lines():
-                        if line.startswith("data: "):
-                            lines.append(json.loads(line[6:]))
-                            if lines[-1]["type"] == "run_finished":
-                                return
-
-            listener = asyncio.ensure_future(listen())
-            while api.service.hub.listeners == 0:
-                await asyncio.sleep(0.01)
-            answer = await client.post(
-                "/graphql",
-                json={"query": seed.RUN_TEST_CASE, "variables": {"input": {"testCaseId": PRAISE}}},
-            )
-            assert answer.status_code == 200 and answer.json()["data"]["runTestCase"]["passed"]
-            await asyncio.wait_for(listener, 10)
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(serving, 10)
+        answer = await client.post(
+            "/graphql",
+            json={"query": seed.RUN_TEST_CASE, "variables": {"input": {"testCaseId": PRAISE}}},
+        )
+        assert answer.status_code == 200 and answer.json()["data"]["runTestCase"]["passed"]
+        await asyncio.wait_for(listener, 10)
     types = [d["type"] for d in lines]
     assert types[0] == "run_started" and types[-1] == "run_finished"
     assert "sample_finished" in types

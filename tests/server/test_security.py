@@ -10,12 +10,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.fakes import fake_openai, openai_error
 
 from . import seed_docs as seed
-from .conftest import CONFIG, PRAISE, Api, MakeApi, aseed, assert_clean, codes, write_project
+from .conftest import (
+    CONFIG,
+    PRAISE,
+    Api,
+    MakeApi,
+    aseed,
+    assert_clean,
+    codes,
+    live,
+    write_project,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -213,7 +224,19 @@ async def test_token_enforcement(project: Path, make_api: MakeApi) -> None:
     assert status == 200 and body["data"]["serverInfo"]["version"]
     refused = await api.client.get("/events")
     assert refused.status_code == 401
-    async with api.client.stream("GET", "/events", params={"token": TOKEN}) as stream:
+    wrong = await api.client.get("/events", params={"token": "nope"})
+    assert wrong.status_code == 401
+    # ?token= (what EventSource can send); /events itself never ends, so a finite GET
+    # shows the guard letting the query-string token through, and a live stream the rest
+    by_query = await api.client.get(
+        "/graphql", params={"query": "{ serverInfo { version } }", "token": TOKEN}
+    )
+    assert by_query.status_code == 200
+    async with (
+        live(api.app) as base,
+        httpx.AsyncClient(base_url=base, timeout=10) as client,
+        client.stream("GET", "/events", params={"token": TOKEN}) as stream,
+    ):
         assert stream.status_code == 200
         assert stream.headers["content-type"].startswith("text/event-stream")
     # with a token, another Host is fine (the token is the guard)
