@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from graphql import GraphQLError
+
 from ..errors import ConfigError, LoadError, OxyError, ProviderError
 from ..redact import redact
 from ..store import AlreadyExistsError, BranchRuleError, NotFoundError, StoreError
@@ -83,6 +85,10 @@ def classify(exc: BaseException) -> tuple[str, str]:
 def format_error(error: Any, debug: bool = False) -> dict[str, Any]:
     """Ariadne's error formatter: the spec's fields and a code, never a stack trace."""
     original = getattr(error, "original_error", None)
+    if isinstance(original, GraphQLError):
+        # graphql-core wraps its own coercion errors (a null for a non-null variable):
+        # the client's mistake, classified by its message like the unwrapped ones
+        original = None
     if original is not None:
         code, message = classify(original)
     else:
@@ -92,6 +98,8 @@ def format_error(error: Any, debug: bool = False) -> dict[str, Any]:
             code = INTERNAL
         elif message.startswith("Syntax Error"):
             code = "GRAPHQL_PARSE_FAILED"
+        elif message.startswith("Cannot return null for non-nullable field"):
+            code = INTERNAL  # the server's answer broke the schema, not the client
         elif message.startswith("Variable ") or "got invalid value" in message:
             code = BAD_USER_INPUT
         else:

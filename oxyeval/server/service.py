@@ -70,6 +70,27 @@ T = TypeVar("T")
 SYNC_EVERY_S = 2.0
 
 
+#: TestBranchExecution's numbers the seed makes required (non-null in the schema).
+_REQUIRED_NUMBERS = (
+    "latencyMs",
+    "inputTokens",
+    "outputTokens",
+    "totalTokens",
+    "estimatedCost",
+    "qualityScore",
+)
+
+
+def _required_numbers(doc: dict[str, Any]) -> dict[str, Any]:
+    """The seed requires these numbers, but a model without pricing has no cost and a
+    failed call no score or tokens: 0 then, not a null that would void the whole answer
+    (GraphQL nulls the list when one required field of an item is null)."""
+    for key in _REQUIRED_NUMBERS:
+        if doc.get(key) is None:
+            doc[key] = 0
+    return doc
+
+
 class TestingService:
     """One project and its history, shared by every request of a server."""
 
@@ -225,7 +246,7 @@ class TestingService:
                 raise ApiError(NOT_FOUND, f"no branch {branch_id!r}")
             return self.store.branches.executions(branch_id, limit=lim, offset=off)
 
-        return [branch_execution_json(e) for e in await self._read(read)]
+        return [_required_numbers(branch_execution_json(e)) for e in await self._read(read)]
 
     async def prompts(self) -> list[dict[str, Any]]:
         def read() -> list[dict[str, Any]]:
