@@ -126,7 +126,9 @@ def create_app(
         execute_get_queries=True,
         debug=False,
         explorer=ExplorerHttp405(),
-        error_formatter=format_error,
+        error_formatter=lambda error, debug=False: format_error(
+            error, debug, root=str(service.project_root)
+        ),
         logger=_quiet_logger(),
         execution_context_class=FastExecutor,
     )

@@ -12,6 +12,7 @@ process (it is logged, with the secrets scrubbed there too).
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from graphql import GraphQLError
@@ -19,12 +20,14 @@ from graphql import GraphQLError
 from ..errors import ConfigError, LoadError, OxyError, ProviderError
 from ..redact import redact
 from ..store import AlreadyExistsError, BranchRuleError, NotFoundError, StoreError
+from .runs import ServerBusy
 
 __all__ = [
     "BAD_USER_INPUT",
     "INTERNAL",
     "NOT_FOUND",
     "PROVIDER_ERROR",
+    "SERVER_BUSY",
     "UNAUTHENTICATED",
     "ApiError",
     "classify",
@@ -37,6 +40,7 @@ NOT_FOUND = "NOT_FOUND"
 BAD_USER_INPUT = "BAD_USER_INPUT"
 PROVIDER_ERROR = "PROVIDER_ERROR"
 UNAUTHENTICATED = "UNAUTHENTICATED"
+SERVER_BUSY = "SERVER_BUSY"
 INTERNAL = "INTERNAL_SERVER_ERROR"
 _MAX_MESSAGE = 4000
 
@@ -67,6 +71,8 @@ def classify(exc: BaseException) -> tuple[str, str]:
         return exc.code, _message(exc)
     if isinstance(exc, NotFoundError):
         return NOT_FOUND, _message(exc)
+    if isinstance(exc, ServerBusy):
+        return SERVER_BUSY, _message(exc)
     if isinstance(exc, ProviderError):
         return PROVIDER_ERROR, _message(exc)
     if isinstance(exc, (AlreadyExistsError, BranchRuleError, ConfigError, LoadError)):
@@ -82,8 +88,17 @@ def classify(exc: BaseException) -> tuple[str, str]:
     return INTERNAL, "internal error; the server log has the details"
 
 
-def format_error(error: Any, debug: bool = False) -> dict[str, Any]:
-    """Ariadne's error formatter: the spec's fields and a code, never a stack trace."""
+def format_error(error: Any, debug: bool = False, *, root: str | None = None) -> dict[str, Any]:
+    """Ariadne's error formatter: the spec's fields and a code, never a stack trace; paths
+    inside the project ``root`` are shown relative to it (a page need not learn where the
+    user keeps their files)."""
+    doc = _format(error)
+    if root:
+        doc["message"] = doc["message"].replace(root.rstrip("/\\") + os.sep, "")
+    return doc
+
+
+def _format(error: Any) -> dict[str, Any]:
     original = getattr(error, "original_error", None)
     if isinstance(original, GraphQLError):
         # graphql-core wraps its own coercion errors (a null for a non-null variable):

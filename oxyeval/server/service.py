@@ -70,27 +70,6 @@ T = TypeVar("T")
 SYNC_EVERY_S = 2.0
 
 
-#: TestBranchExecution's numbers the seed makes required (non-null in the schema).
-_REQUIRED_NUMBERS = (
-    "latencyMs",
-    "inputTokens",
-    "outputTokens",
-    "totalTokens",
-    "estimatedCost",
-    "qualityScore",
-)
-
-
-def _required_numbers(doc: dict[str, Any]) -> dict[str, Any]:
-    """The seed requires these numbers, but a model without pricing has no cost and a
-    failed call no score or tokens: 0 then, not a null that would void the whole answer
-    (GraphQL nulls the list when one required field of an item is null)."""
-    for key in _REQUIRED_NUMBERS:
-        if doc.get(key) is None:
-            doc[key] = 0
-    return doc
-
-
 class TestingService:
     """One project and its history, shared by every request of a server."""
 
@@ -106,6 +85,7 @@ class TestingService:
         max_depth: int = 10,
         max_body: int = 1_000_000,
     ) -> None:
+        self._project: tuple[Any, Project] | None = None
         project, location, store = open_history(project_dir, db, write=True)
         assert store is not None
         self.project_root = project.root
@@ -130,8 +110,27 @@ class TestingService:
     # -- plumbing
 
     def project(self) -> Project:
-        """Loaded afresh: an edit of config.yml is seen by the next request."""
-        return load_project(project_dir=str(self.project_root))
+        """Loaded again when config.yml changed (an edit is seen by the next request),
+        else the one already loaded: a query asking it in many places reads it once."""
+        config = next(
+            (
+                self.project_root / n
+                for n in ("config.yml", "config.yaml")
+                if (self.project_root / n).is_file()
+            ),
+            None,
+        )
+        try:
+            st = config.stat() if config is not None else None
+        except OSError:
+            st = None
+        mark = None if st is None else (st.st_mtime_ns, st.st_size)
+        cached = self._project
+        if cached is not None and mark is not None and cached[0] == mark:
+            return cached[1]
+        project = load_project(project_dir=str(self.project_root))
+        self._project = (mark, project)
+        return project
 
     def sync(self, *, force: bool = True) -> None:
         """Put the prompts, cases and branches the project's files declare into the store
@@ -246,7 +245,7 @@ class TestingService:
                 raise ApiError(NOT_FOUND, f"no branch {branch_id!r}")
             return self.store.branches.executions(branch_id, limit=lim, offset=off)
 
-        return [_required_numbers(branch_execution_json(e)) for e in await self._read(read)]
+        return [branch_execution_json(e) for e in await self._read(read)]
 
     async def prompts(self) -> list[dict[str, Any]]:
         def read() -> list[dict[str, Any]]:
@@ -522,7 +521,8 @@ class TestingService:
             raise ApiError(NOT_FOUND, f"test case {case_id!r} did not run")
         result = run.results[0]
         if result.error and result.actual_output is None:
-            raise ApiError(PROVIDER_ERROR, result.error)
+            code = BAD_USER_INPUT if result.error_kind == "input" else PROVIDER_ERROR
+            raise ApiError(code, result.error)
         return case_result_json(result, run_id=run.runs.get(result.prompt_id))
 
     async def batch_run_tests(self, data: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -268,11 +268,6 @@ async def test_a_query_by_get(api: Api) -> None:
     assert api.service.store.cases.get(PRAISE) is not None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a fresh server does not sync the project's *.prompt.yml prompts, cases and "
-    "branches into the store; they appear only after a run (see the report)",
-)
 async def test_a_fresh_server_lists_the_yaml_cases(tmp_path: Path, make_api: MakeApi) -> None:
     api = await make_api(write_project(tmp_path / "fresh"))
     data = await api.data(seed.GET_TEST_CASES, {"promptId": "sentiment"})

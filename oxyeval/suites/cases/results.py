@@ -80,6 +80,9 @@ class CaseResult:
     output_tokens: int | None = None
     threshold: float = 0.8
     error: str | None = None
+    #: What failed, when ``error``: "input" (the case's input does not fit the prompt's
+    #: templates: bad input), "provider" (the model call), "scoring" (the similarity).
+    error_kind: str | None = None
     execution_id: str | None = None
     created_at: str | None = None
     pending: bool = False  # no expected output yet: shown and kept, not judged

@@ -172,9 +172,11 @@ async def _run_one(
         # A case created through the API may not fit the template: that case fails to run,
         # the others go on.
         result.error = f"case {result.case_id!r}: its input does not fit prompt version {version}: {exc.diagnostics[0].message}"
+        result.error_kind = "input"
         return await _store_error(plan, result, store)
     except ProviderError as exc:
         result.error = str(exc)
+        result.error_kind = "provider"
         result.run_duration_ms = (time.perf_counter() - started) * 1000
         return await _store_error(plan, result, store)
     # Already scrubbed where the answer entered (Model.generate); scrubbed again here
@@ -198,6 +200,7 @@ async def _run_one(
             similar = await scorer.scorer(prompt.similarity).score(actual, against)
         except (ProviderError, ValueError) as exc:
             result.error = redact(f"scoring case {result.case_id!r} failed: {exc}")
+            result.error_kind = "scoring"
             result.run_duration_ms = (time.perf_counter() - started) * 1000
             return await _store_error(plan, result, store)
         # In 0..1 (a negative cosine counts as 0: see the Similarity scorer).

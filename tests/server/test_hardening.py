@@ -1,0 +1,148 @@
+"""What an attacker review of ``oxy serve`` found, each pinned: query cost, the Host check,
+malformed bodies, queued runs, input errors and paths in messages."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from graphql import get_introspection_query
+
+from oxyeval.server.events import EventHub
+from oxyeval.server.guard import _loopback_host, is_loopback
+from oxyeval.server.runs import Runner, ServerBusy
+
+from .conftest import Api, MakeApi, codes, write_project
+
+pytestmark = pytest.mark.anyio
+
+
+def _doubling(n: int) -> str:
+    spreads = " ".join(f"fragment A{i} on Query {{ ...A{i + 1} ...A{i + 1} }}" for i in range(n))
+    return f"{{ ...A0 }} {spreads} fragment A{n} on Query {{ serverInfo {{ version }} }}"
+
+
+async def test_doubling_fragments_are_measured_once_and_refused(api: Api) -> None:
+    # 2^60 fields when expanded: the rule must count them without expanding them
+    response = await api.client.get("/graphql", params={"query": _doubling(60)})
+    body = response.json()
+    assert response.status_code == 400
+    assert codes(body) == ["GRAPHQL_VALIDATION_FAILED"]
+    assert "fields (fragments expanded)" in body["errors"][0]["message"]
+    small = await api.client.get("/graphql", params={"query": _doubling(3)})
+    assert small.status_code == 200 and "errors" not in small.json()  # 8 fields: fine
+
+
+async def test_root_fields_and_introspection_are_capped(api: Api) -> None:
+    many = "{" + " ".join(f"a{i}: serverInfo {{ version }}" for i in range(26)) + "}"
+    error = await api.error(many, code="GRAPHQL_VALIDATION_FAILED")
+    assert "26 root fields" in error["message"]
+    twice = "{ a: __schema { types { name } } b: __schema { types { name } } }"
+    assert "introspection" in (await api.error(twice))["message"]
+    # what GraphQL clients and code generators send still works
+    data = await api.data(get_introspection_query())
+    assert data["__schema"]["queryType"]["name"] == "Query"
+
+
+@pytest.mark.parametrize(
+    ("host", "ok"),
+    [
+        ("127.0.0.1:4000", True),
+        ("localhost:4000", True),
+        ("LOCALHOST", True),
+        ("[::1]:4000", True),
+        ("127.0.0.1.attacker.example", False),  # a DNS-rebinding name
+        ("127.attacker.example:4000", False),
+        ("localhost:4000@evil.example", False),
+        ("127.0.0.1:4000:x", False),
+        ("", False),
+    ],
+)
+def test_the_host_check_takes_loopback_names_only(host: str, ok: bool) -> None:
+    assert _loopback_host(host) is ok
+
+
+def test_loopback_is_an_address_not_a_prefix() -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("127.0.0.1.nip.io")
+
+
+async def test_a_rebinding_host_is_refused(api: Api) -> None:
+    response = await api.client.post(
+        "/graphql",
+        json={"query": "{ serverInfo { version } }"},
+        headers={"host": "127.0.0.1.attacker.example:4000"},
+    )
+    assert response.status_code == 421
+
+
+async def test_malformed_bodies_get_json_errors_not_a_500(api: Api) -> None:
+    nested = '{"query":"{serverInfo{version}}","variables":{"v":' + "[" * 100_000
+    nested += "]" * 100_000 + "}}"
+    response = await api.client.post(
+        "/graphql", content=nested, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400 and codes(response.json()) == ["BAD_USER_INPUT"]
+
+    async def chunks():  # no Content-Length: counted as it arrives
+        for _ in range(30):
+            yield b" " * 100_000
+
+    response = await api.client.post(
+        "/graphql", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413 and codes(response.json()) == ["BAD_USER_INPUT"]
+
+
+async def test_runs_beyond_the_queue_are_refused_and_unstarted_ones_dropped() -> None:
+    runner = Runner(EventHub(), max_runs=1, max_queued=1)
+    gate = asyncio.Event()
+    started: list[str] = []
+
+    async def work(name: str) -> str:
+        started.append(name)
+        await gate.wait()
+        return name
+
+    first = asyncio.ensure_future(runner.run("a", lambda _sink: work("first")))
+    await asyncio.sleep(0.01)
+    waiting = asyncio.ensure_future(runner.run("b", lambda _sink: work("waiting")))
+    await asyncio.sleep(0.01)
+    with pytest.raises(ServerBusy):
+        await runner.run("c", lambda _sink: work("third"))
+    waiting.cancel()  # its client left before it had a slot: never run for nobody
+    await asyncio.sleep(0.01)
+    first.cancel()  # this one had started: it finishes anyway
+    gate.set()
+    await runner.drain()
+    assert started == ["first"]
+    assert runner.running == 0
+
+
+async def test_a_case_whose_input_does_not_fit_is_bad_input(
+    tmp_path: Path, make_api: MakeApi
+) -> None:
+    api = await make_api(write_project(tmp_path / "p", prompt=None))
+    await api.data(
+        "mutation($i: PromptInput!) { createPrompt(input: $i) { id } }",
+        {"i": {"name": "strict", "model": "quick", "template": "{{ text.upper() }} {{ n + 1 }}"}},
+    )
+    created = await api.data(
+        "mutation($i: TestCaseInput!) { createTestCase(input: $i) { id } }",
+        {"i": {"promptId": "strict", "name": "odd", "input": {"text": "hi", "n": "x"}}},
+    )
+    error = await api.error(
+        "mutation($i: RunTestCaseInput!) { runTestCase(input: $i) { passed } }",
+        {"i": {"testCaseId": created["createTestCase"]["id"]}},
+        code="BAD_USER_INPUT",
+    )
+    assert "does not fit" in error["message"]
+
+
+async def test_messages_name_paths_relative_to_the_project(api: Api) -> None:
+    error = await api.error(
+        '{ compareRuns(baseRunId: "x", headRunId: "y") { regressed } }', code="NOT_FOUND"
+    )
+    assert str(api.root) not in error["message"]
+    assert ".oxy/oxyeval.db" in error["message"]
