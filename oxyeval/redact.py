@@ -22,9 +22,10 @@ Where redaction happens, and why there:
    YAML, and the history store (``case_runner`` redacts what it stores; the store's
    execution writer redacts again).
 
-A key is scrubbed verbatim and in its JSON-escaped and URL-encoded forms (which
-differ only for keys with unusual characters); a key re-encoded otherwise (base64,
-split across lines) is not recognised.
+A key is scrubbed verbatim, in its JSON-escaped and URL-encoded forms (which differ
+only for keys with unusual characters) and base64-encoded (standard and URL-safe, padded
+or not, as a whole value); a key re-encoded otherwise (reversed, split across lines, or
+base64 inside a longer encoded text) is not recognised.
 
 **One rule for what a secret is made of** (:func:`register_secret`, whoever registers:
 an API key, ``key_var``, a header from config.yml or from ``env_var``, a database
@@ -101,12 +102,20 @@ _MIN_LEN = 6
 
 
 def _variants(value: str) -> set[str]:
+    raw = value.encode("utf-8")
+    encoded = base64.b64encode(raw).decode("ascii")
+    urlsafe = base64.urlsafe_b64encode(raw).decode("ascii")
     return {
         value,
         json.dumps(value)[1:-1],
         json.dumps(value, ensure_ascii=False)[1:-1],
         quote(value, safe=""),
         quote_plus(value, safe=""),
+        # a server (or a model told to) may echo a key base64-encoded, as Basic auth does
+        encoded,
+        encoded.rstrip("="),
+        urlsafe,
+        urlsafe.rstrip("="),
     }
 
 

@@ -88,3 +88,20 @@ def test_a_url_userinfo_is_scrubbed_as_the_basic_header_carries_it_too() -> None
         register_credentials("https://tok-123456789@api.example/v1")  # a token as the user
         token = base64.b64encode(b"tok-123456789:").decode()
         assert token not in redact(f"echo {token}")
+
+
+def test_a_key_echoed_base64_encoded_is_scrubbed_too() -> None:
+    import base64
+
+    from oxyeval.redact import redact, register_secret, secret_scope
+
+    key = "sk-live-S3cr3tV4lue0123456789abcd?"
+    with secret_scope():
+        register_secret(key)
+        for form in (
+            base64.b64encode(key.encode()).decode(),
+            base64.b64encode(key.encode()).decode().rstrip("="),
+            base64.urlsafe_b64encode(key.encode()).decode(),
+        ):
+            assert form not in redact(f"the key, encoded: {form}.")
+        assert key[::-1] in redact(f"reversed: {key[::-1]}")  # not recognised (documented)
