@@ -225,6 +225,9 @@ def _case_regressions(obj: dict[str, Any], info: Any) -> Any:
     return _count_regressions(obj, info)
 
 
+_case_regressions.dict_first = True  # type: ignore[attr-defined]
+
+
 async def _count_regressions(obj: dict[str, Any], info: Any) -> int:
     memo = info.context.setdefault("memo", {})
     ids = info.context.get("case_ids") or []
