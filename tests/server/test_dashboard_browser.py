@@ -419,3 +419,34 @@ def test_assets_are_small_and_need_no_network() -> None:
         assert "https://" not in text, name
         assert ".innerHTML" not in text and "insertAdjacentHTML" not in text, name
     assert '<meta name="oxy-token" content="">' in files["index.html"]
+
+
+def test_the_live_page_shows_a_run_started_through_the_api(browser: Any, server: str) -> None:
+    # last in the file: it adds an A/B run the other tests' numbers do not expect
+    go(browser, server, "#/live", "#stream-state")
+    deadline = time.monotonic() + 15
+    # the page redraws on every event: read its text in the page, not through held elements
+    text_of = "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent)"
+    while not any("connected" in t for t in browser.execute_script(text_of, "#stream-state")):
+        assert time.monotonic() < deadline, "the event stream did not connect"
+        time.sleep(0.05)
+    branches = gql(server, "query($id: ID!) { testBranches(testCaseId: $id) { id } }", id=CASE)
+    ids = [b["id"] for b in branches["testBranches"]]
+    ran = gql(
+        server,
+        "mutation($i: RunABTestInput!) { runABTest(input: $i) { runId winner { branchName } } }",
+        i={"testCaseId": CASE, "branchIds": ids, "iterations": 2},
+    )["runABTest"]
+    assert ran["runId"]
+    import re
+
+    while True:  # the stream's progress, drawn from the events as they came, to the end
+        shown = browser.execute_script(text_of, "[data-stream]")
+        done = [re.search(r"(\d+)/(\d+) steps", t) for t in shown if "runABTest" in t]
+        finished = any("completed" in t and CASE in t for t in shown)  # run_finished came
+        if finished and any(
+            m and m.group(1) == m.group(2) and int(m.group(1)) >= 2 * len(ids) for m in done
+        ):
+            break
+        assert time.monotonic() < deadline + 15, shown
+        time.sleep(0.05)
