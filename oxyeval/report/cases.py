@@ -78,7 +78,8 @@ def execution_json(e: Execution, live: CaseResult | None = None) -> dict[str, An
     - ``executionId``: the prompt execution it checked (the seed's reference); an
       execution recorded by ``oxy cases run`` is its own, so it equals ``id``.
     - ``testCaseId``, ``runId`` (the run of its prompt version), ``status`` (passed,
-      failed, pending, error), ``passed``, ``pending``, ``score`` (0..1),
+      failed, pending, error), ``passed`` (null while pending: neither a pass nor a
+      failure), ``pending``, ``score`` (0..1),
       ``actualOutput``, ``expectedOutput``, ``outputDiff``, ``exactMatch``,
       ``semanticScore``, ``similarityMethod``, ``lengthDiff``, ``tokenDiff``,
       ``tokenMethod``, ``isRegression``, ``regressionType`` (the most severe),
@@ -99,7 +100,7 @@ def execution_json(e: Execution, live: CaseResult | None = None) -> dict[str, An
         "runId": e.run_id,
         "executionId": e.execution_id or None,
         "status": e.status,
-        "passed": e.passed,
+        "passed": None if e.pending else e.passed,  # pending: neither, not a failure
         "pending": e.pending,
         "score": e.score,
         "threshold": None if live is None else live.threshold,
@@ -138,7 +139,8 @@ def case_result_json(r: CaseResult, *, run_id: str | None = None) -> dict[str, A
 
 
 def _summary(s: ExecutionSummary, *, regression: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": s.id, "passed": s.passed, "score": s.score}
+    passed = None if s.status == "pending" else s.passed
+    out: dict[str, Any] = {"id": s.id, "passed": passed, "score": s.score}
     if regression:
         out["regressionType"] = s.regression_type
         out["regressionTypes"] = list(s.regression_types)

@@ -39,6 +39,7 @@ from .guard import (
     depth_limit,
     is_loopback,
 )
+from .handler import JsonHTTPHandler
 from .resolvers import build_schema
 from .service import TestingService
 
@@ -131,6 +132,7 @@ def create_app(
         ),
         logger=_quiet_logger(),
         execution_context_class=FastExecutor,
+        http_handler=JsonHTTPHandler(),
     )
 
     async def index(request: Request) -> Response:

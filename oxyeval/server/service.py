@@ -33,7 +33,14 @@ from ..report import (
     stats_json,
     stored_run_json,
 )
-from ..store import BRANCH_PROVIDERS, MAX_BRANCHES, RUN_KINDS, Store
+from ..store import (
+    BRANCH_PROVIDERS,
+    MAX_BRANCHES,
+    RUN_KINDS,
+    AlreadyExistsError,
+    Store,
+)
+from ..store import case_id as make_case_id
 from ..suites import (
     accept_baseline,
     compare_runs,
@@ -386,9 +393,34 @@ class TestingService:
                     f"no prompt {fields['prompt_id']!r}; create it with createPrompt, or "
                     "declare it in a *.prompt.yml file",
                 )
-            return self.store.cases.create(**fields)
+            self._name_free(fields["prompt_id"], fields["name"])
+            # A case deleted (or renamed) earlier keeps its id and its history: a new case
+            # of that name is another case, under an id of its own, with no history.
+            base = make_case_id(fields["prompt_id"], fields["name"])
+            for n in range(1, 1000):
+                new = base if n == 1 else f"{base}~{n}"
+                if self.store.cases.get(new, include_deleted=True) is not None:
+                    continue
+                try:
+                    return self.store.cases.create(**fields, id=new)
+                except AlreadyExistsError:
+                    continue  # another request took it meanwhile
+            raise ApiError(BAD_USER_INPUT, f"too many cases were named {fields['name']!r}")
 
         return case_json(await self._read(write))
+
+    def _name_free(self, prompt_id: str, name: str, keep: str | None = None) -> None:
+        taken = next(
+            (c for c in self.store.cases.list(prompt_id) if c.name == name and c.id != keep),
+            None,
+        )
+        if taken is not None:
+            raise ApiError(
+                BAD_USER_INPUT,
+                f"prompt {prompt_id!r} already has a test case named {name!r} (id "
+                f"{taken.id!r}); a name is used once per prompt: change that case with "
+                f'updateTestCase(id: "{taken.id}", ...)',
+            )
 
     def _declared(self, case: Any, what: str) -> ApiError:
         return ApiError(
@@ -420,10 +452,15 @@ class TestingService:
                 return accept_baseline(
                     self.store, self.project(), case.id, fields["expected_output"]
                 )[0]
-            if fields["prompt_id"] != case.prompt_id and (
-                self.store.prompts.get(fields["prompt_id"]) is None
-            ):
-                raise ApiError(NOT_FOUND, f"no prompt {fields['prompt_id']!r}")
+            if fields["prompt_id"] != case.prompt_id:
+                raise ApiError(
+                    BAD_USER_INPUT,
+                    f"test case {case.id!r} belongs to prompt {case.prompt_id!r}; a case "
+                    "cannot move to another prompt (its history was scored against this "
+                    "one): create it there with createTestCase",
+                )
+            if fields["name"] != case.name:
+                self._name_free(case.prompt_id, fields["name"], keep=case.id)
             return self.store.cases.update(case_id, **fields)
 
         return case_json(await self._read(write))
