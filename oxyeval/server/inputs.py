@@ -112,6 +112,13 @@ def check_case_input(data: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _template(value: Any) -> str:
+    text = _text(value, "template", 100_000)
+    if text is None or not text.strip():
+        raise _bad("template must be a non-empty template (what the model is sent)")
+    return text
+
+
 def check_prompt_input(data: Mapping[str, Any]) -> dict[str, Any]:
     params = data.get("params")
     if params is not None and not isinstance(params, dict):
@@ -119,7 +126,7 @@ def check_prompt_input(data: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "name": _name(data.get("name"), "name"),
         "model": _name(data.get("model"), "model"),
-        "template": _text(data.get("template"), "template", 100_000) or "",
+        "template": _template(data.get("template")),
         "system": _text(data.get("system"), "system", 100_000),
         "params": params or {},
     }

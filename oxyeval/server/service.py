@@ -34,17 +34,12 @@ from ..report import (
     stored_run_json,
 )
 from ..store import (
-    BRANCH_PROVIDERS,
     MAX_BRANCHES,
     RUN_KINDS,
-    AlreadyExistsError,
     Store,
 )
-from ..store import case_id as make_case_id
 from ..suites import (
-    accept_baseline,
     compare_runs,
-    create_prompt,
     latest_ab_run,
     open_history,
     run_ab_test_async,
@@ -53,14 +48,11 @@ from ..suites import (
     stored_run,
     sync_declared,
 )
+from .edits import Edits
 from .errors import BAD_USER_INPUT, NOT_FOUND, PROVIDER_ERROR, ApiError
 from .events import EventHub
 from .inputs import (
-    check_branch_input,
-    check_case_input,
     check_limit,
-    check_output,
-    check_prompt_input,
     check_run_kind,
     check_version,
 )
@@ -77,7 +69,7 @@ T = TypeVar("T")
 SYNC_EVERY_S = 2.0
 
 
-class TestingService:
+class TestingService(Edits):
     """One project and its history, shared by every request of a server."""
 
     __test__ = False  # not a pytest class
@@ -350,7 +342,17 @@ class TestingService:
         return case
 
     async def compare(self, base: str, head: str) -> dict[str, Any]:
-        return comparison_json(await self._read(lambda: compare_runs(self.store, base, head)))
+        def read() -> Any:
+            # an unambiguous start of an id, as `oxy history` and the dashboard show them
+            ids = []
+            for given in (base, head):
+                try:
+                    ids.append(stored_run(self.store, given).run.id)
+                except ConfigError as exc:
+                    raise ApiError(NOT_FOUND, str(exc)) from None
+            return compare_runs(self.store, *ids)
+
+        return comparison_json(await self._read(read))
 
     def server_info(self) -> dict[str, Any]:
         from .. import __version__
@@ -370,171 +372,6 @@ class TestingService:
             "runKinds": list(RUN_KINDS),
             "syncError": self.sync_error,
         }
-
-    # -- mutations: prompts and cases
-
-    async def create_prompt(self, data: Mapping[str, Any]) -> dict[str, Any]:
-        fields = check_prompt_input(data)
-        project = self.project()
-
-        def write() -> dict[str, Any]:
-            prompt, _ = create_prompt(self.store, project, **fields)
-            return prompt_doc(self.store, prompt)
-
-        return await self._read(write)
-
-    async def create_test_case(self, data: Mapping[str, Any]) -> dict[str, Any]:
-        fields = check_case_input(data)
-
-        def write() -> Any:
-            if self.store.prompts.get(fields["prompt_id"]) is None:
-                raise ApiError(
-                    NOT_FOUND,
-                    f"no prompt {fields['prompt_id']!r}; create it with createPrompt, or "
-                    "declare it in a *.prompt.yml file",
-                )
-            self._name_free(fields["prompt_id"], fields["name"])
-            # A case deleted (or renamed) earlier keeps its id and its history: a new case
-            # of that name is another case, under an id of its own, with no history.
-            base = make_case_id(fields["prompt_id"], fields["name"])
-            for n in range(1, 1000):
-                new = base if n == 1 else f"{base}~{n}"
-                if self.store.cases.get(new, include_deleted=True) is not None:
-                    continue
-                try:
-                    return self.store.cases.create(**fields, id=new)
-                except AlreadyExistsError:
-                    continue  # another request took it meanwhile
-            raise ApiError(BAD_USER_INPUT, f"too many cases were named {fields['name']!r}")
-
-        return case_json(await self._read(write))
-
-    def _name_free(self, prompt_id: str, name: str, keep: str | None = None) -> None:
-        taken = next(
-            (c for c in self.store.cases.list(prompt_id) if c.name == name and c.id != keep),
-            None,
-        )
-        if taken is not None:
-            raise ApiError(
-                BAD_USER_INPUT,
-                f"prompt {prompt_id!r} already has a test case named {name!r} (id "
-                f"{taken.id!r}); a name is used once per prompt: change that case with "
-                f'updateTestCase(id: "{taken.id}", ...)',
-            )
-
-    def _declared(self, case: Any, what: str) -> ApiError:
-        return ApiError(
-            BAD_USER_INPUT,
-            f"test case {case.id!r} is declared in {case.source_file}: {what} there (the file "
-            "is the source of truth; a change made here would be undone by its next run). "
-            "Only its expected output can be set here (updateExpectedOutput), which "
-            "rewrites the file as `oxy cases accept` does",
-        )
-
-    async def update_test_case(self, case_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
-        fields = check_case_input(data)
-
-        def write() -> Any:
-            case = self._case(case_id)
-            if case.source_file is not None:
-                same = (
-                    case.prompt_id == fields["prompt_id"]
-                    and case.name == fields["name"]
-                    and (case.description or None) == fields["description"]
-                    and case.input == fields["input"]
-                )
-                if not same:
-                    raise self._declared(case, "change its name, description or input")
-                if fields["expected_output"] == case.expected_output:
-                    return case
-                if fields["expected_output"] is None:
-                    raise self._declared(case, "remove its expected output")
-                return accept_baseline(
-                    self.store, self.project(), case.id, fields["expected_output"]
-                )[0]
-            if fields["prompt_id"] != case.prompt_id:
-                raise ApiError(
-                    BAD_USER_INPUT,
-                    f"test case {case.id!r} belongs to prompt {case.prompt_id!r}; a case "
-                    "cannot move to another prompt (its history was scored against this "
-                    "one): create it there with createTestCase",
-                )
-            if fields["name"] != case.name:
-                self._name_free(case.prompt_id, fields["name"], keep=case.id)
-            return self.store.cases.update(case_id, **fields)
-
-        return case_json(await self._read(write))
-
-    async def delete_test_case(self, case_id: str) -> bool:
-        def write() -> bool:
-            case = self.store.cases.get(case_id)
-            if case is None:
-                return False
-            if case.source_file is not None:
-                raise self._declared(case, "remove it from the file")
-            return self.store.cases.delete(case_id)
-
-        return await self._read(write)
-
-    async def update_expected_output(self, case_id: str, output: str) -> dict[str, Any]:
-        output = check_output(output, "output")
-
-        def write() -> Any:
-            case = self._case(case_id)
-            return accept_baseline(self.store, self.project(), case.id, output)[0]
-
-        return case_json(await self._read(write))
-
-    # -- mutations: branches
-
-    async def create_test_branch(self, data: Mapping[str, Any]) -> dict[str, Any]:
-        project = self.project()
-        fields = check_branch_input(data, project, BRANCH_PROVIDERS)
-
-        def write() -> Any:
-            self._case(fields["test_case_id"])
-            case_id = fields.pop("test_case_id")
-            return self.store.branches.create(case_id, fields.pop("name"), **fields)
-
-        return self._branch_doc(await self._read(write), project)
-
-    async def update_test_branch(self, branch_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
-        project = self.project()
-        fields = check_branch_input(data, project, BRANCH_PROVIDERS)
-
-        def write() -> Any:
-            branch = self.store.branches.get(branch_id)
-            if branch is None:
-                raise ApiError(NOT_FOUND, f"no branch {branch_id!r}")
-            if fields.pop("test_case_id") != branch.test_case_id:
-                raise ApiError(
-                    BAD_USER_INPUT,
-                    f"branch {branch_id!r} belongs to test case {branch.test_case_id!r}; a "
-                    "branch cannot move to another case (create one there)",
-                )
-            if branch.source_file is not None:
-                raise ApiError(
-                    BAD_USER_INPUT,
-                    f"branch {branch_id!r} is declared in {branch.source_file}; change it "
-                    "there (a change made here would be undone by its next run)",
-                )
-            return self.store.branches.update(branch_id, **fields)
-
-        return self._branch_doc(await self._read(write), project)
-
-    async def delete_test_branch(self, branch_id: str) -> bool:
-        def write() -> bool:
-            branch = self.store.branches.get(branch_id)
-            if branch is None:
-                return False
-            if branch.source_file is not None:
-                raise ApiError(
-                    BAD_USER_INPUT,
-                    f"branch {branch_id!r} is declared in {branch.source_file}; remove it there",
-                )
-            return self.store.branches.delete(branch_id)
-
-        return await self._read(write)
 
     # -- mutations that call models
 

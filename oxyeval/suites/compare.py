@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ConfigError
 from ..store import NotFoundError
 from .cases.scoring import output_diff
 
@@ -96,6 +97,11 @@ def compare_runs(store: Store, base_run_id: str, head_run_id: str) -> RunCompari
         if run is None:
             raise NotFoundError(f"no run {run_id!r} in {store.path}", path=store.path)
         runs.append(run)
+    if runs[0].kind != runs[1].kind:
+        raise ConfigError(
+            f"run {base_run_id!r} is a {runs[0].kind} run and {head_run_id!r} a "
+            f"{runs[1].kind} run: compare two runs of one kind"
+        )
     before = {result_key(r): r for r in store.results.for_run(base_run_id)}
     after = {result_key(r): r for r in store.results.for_run(head_run_id)}
     comparison = RunComparison(base=runs[0], head=runs[1])

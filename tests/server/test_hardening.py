@@ -142,7 +142,84 @@ async def test_a_case_whose_input_does_not_fit_is_bad_input(
 
 async def test_messages_name_paths_relative_to_the_project(api: Api) -> None:
     error = await api.error(
-        '{ compareRuns(baseRunId: "x", headRunId: "y") { regressed } }', code="NOT_FOUND"
+        '{ abResult(testCaseId: "sentiment::praise", runId: "zz") { criteria } }',
+        code="NOT_FOUND",
     )
     assert str(api.root) not in error["message"]
     assert ".oxy/oxyeval.db" in error["message"]
+
+
+CREATE = "mutation($i: TestCaseInput!) { createTestCase(input: $i) { id name } }"
+UPDATE = "mutation($id: ID!, $i: TestCaseInput!) { updateTestCase(id: $id, input: $i) { id name } }"
+DELETE = "mutation($id: ID!) { deleteTestCase(id: $id) }"
+RUN = "mutation($i: RunTestCaseInput!) { runTestCase(input: $i) { passed } }"
+EXECUTIONS = "query($id: ID!) { testCaseExecutions(testCaseId: $id) { id } }"
+
+
+async def test_a_new_case_never_inherits_an_old_ones_history(
+    tmp_path: Path, make_api: MakeApi
+) -> None:
+    api = await make_api(write_project(tmp_path / "p", prompt=None))
+    await api.data(
+        "mutation($i: PromptInput!) { createPrompt(input: $i) { id } }",
+        {"i": {"name": "tone", "model": "quick", "template": "{{ text }}"}},
+    )
+    case = {"promptId": "tone", "name": "a", "input": {"text": "hi"}, "expectedOutput": "positive"}
+    first = (await api.data(CREATE, {"i": case}))["createTestCase"]["id"]
+    await api.data(RUN, {"i": {"testCaseId": first}})
+    dup = await api.error(CREATE, {"i": case}, code="BAD_USER_INPUT")
+    assert "updateTestCase" in dup["message"] and "store." not in dup["message"]
+    assert (await api.data(DELETE, {"id": first}))["deleteTestCase"] is True
+    again = (await api.data(CREATE, {"i": case}))["createTestCase"]["id"]
+    assert again != first and again.startswith("tone::a")
+    assert (await api.data(EXECUTIONS, {"id": again}))["testCaseExecutions"] == []
+    # renamed: keeps its id; its old name is free for a new case with no history
+    await api.data(UPDATE, {"id": again, "i": {**case, "name": "b"}})
+    third = (await api.data(CREATE, {"i": case}))["createTestCase"]["id"]
+    assert third not in (first, again)
+    taken = await api.error(UPDATE, {"id": third, "i": {**case, "name": "b"}})
+    assert "already has a test case named 'b'" in taken["message"]
+    moved = await api.error(UPDATE, {"id": third, "i": {**case, "promptId": "other"}})
+    assert "cannot move to another prompt" in moved["message"]
+
+
+async def test_compare_takes_id_starts_and_refuses_two_kinds(api: Api) -> None:
+    runs = (await api.data('{ runs(kind: "cases") { id } }'))["runs"]
+    await api.data(RUN, {"i": {"testCaseId": "sentiment::praise"}})
+    latest = (await api.data('{ runs(kind: "cases", limit: 1) { id } }'))["runs"][0]["id"]
+    short = await api.data(
+        "query($a: ID!, $b: ID!) { compareRuns(baseRunId: $a, headRunId: $b) { base { id } } }",
+        {"a": runs[-1]["id"][:8], "b": latest},
+    )
+    assert short["compareRuns"]["base"]["id"] == runs[-1]["id"]
+    ab = await api.data('{ testBranches(testCaseId: "sentiment::praise") { id } }')
+    ids = [b["id"] for b in ab["testBranches"]]
+    ran = await api.data(
+        "mutation($i: RunABTestInput!) { runABTest(input: $i) { runId } }",
+        {"i": {"testCaseId": "sentiment::praise", "branchIds": ids}},
+    )
+    mixed = await api.error(
+        "query($a: ID!, $b: ID!) { compareRuns(baseRunId: $a, headRunId: $b) { regressed } }",
+        {"a": latest, "b": ran["runABTest"]["runId"]},
+        code="BAD_USER_INPUT",
+    )
+    assert "one kind" in mixed["message"]
+
+
+async def test_http_answers_are_json_with_the_spec_statuses(api: Api) -> None:
+    bad = await api.client.post(
+        "/graphql", content="{bad json", headers={"content-type": "application/json"}
+    )
+    assert bad.status_code == 400 and codes(bad.json()) == ["BAD_USER_INPUT"]
+    get = await api.client.get("/graphql", params={"query": 'mutation { deleteTestCase(id: "x") }'})
+    assert get.status_code == 405 and "POST" in get.json()["errors"][0]["message"]
+    ran = await api.client.post(
+        "/graphql", json={"query": '{ testCaseStats(testCaseId: "nope") { totalRuns } }'}
+    )
+    assert ran.status_code == 200 and codes(ran.json()) == ["NOT_FOUND"]  # it ran: 200
+    empty = await api.error(
+        "mutation($i: PromptInput!) { createPrompt(input: $i) { id } }",
+        {"i": {"name": "x", "model": "quick", "template": "  "}},
+        code="BAD_USER_INPUT",
+    )
+    assert "template" in empty["message"]

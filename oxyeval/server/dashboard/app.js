@@ -62,7 +62,8 @@ const fmtPct = (v) => (isNum(v) ? `${v.toFixed(1)}%` : "—"); // passRate: alre
 const fmtFrac = (v) => (isNum(v) ? `${(v * 100).toFixed(1)}%` : "—"); // 0..1 as percent
 const fmtScore = (v) => (isNum(v) ? v.toFixed(2) : "—");
 const fmtMs = (v) => (!isNum(v) ? "—" : v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${Math.round(v)} ms`);
-const fmtUsd = (v) => (!isNum(v) ? "—" : v === 0 ? "$0" : v < 0.01 ? `$${v.toPrecision(2)}` : `$${v.toFixed(4)}`);
+// fixed-point with two significant digits below a cent ($0.0000006), never an exponent
+const fmtUsd = (v) => (!isNum(v) ? "—" : v === 0 ? "$0" : v < 0.01 ? `$${v.toFixed(Math.min(12, 1 - Math.floor(Math.log10(v))))}` : `$${v.toFixed(4)}`);
 const fmtInt = (v) => (isNum(v) ? String(v) : "—");
 
 function fmtDate(iso) {

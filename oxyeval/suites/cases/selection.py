@@ -237,9 +237,9 @@ def by_name(cases: Sequence[TestCase]) -> dict[str, TestCase]:
 
 def run_subject(prompt: PromptDef, root: Path) -> str | None:
     """What a cases run is of, as ``oxy history`` lists it: the prompt's file, relative to
-    the project (None for a prompt built in code)."""
+    the project (a prompt built in code or made through the API: its id)."""
     if prompt.file is None:
-        return None
+        return prompt.id
     try:
         return Path(prompt.file).resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
