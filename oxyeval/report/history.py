@@ -76,9 +76,10 @@ def render_history(
     if not runs:
         console.print("no runs yet")
         return
-    table = _table("started (UTC)", "kind", "what", "status", "done", "result")
+    table = _table("run", "started (UTC)", "kind", "what", "status", "done", "result")
     for r in runs:
         table.add_row(
+            escape(r.id[:8]),  # what --run and --compare take (an unambiguous start)
             _when(r.started_at),
             escape(r.kind),  # the stored name, as --format json and --kind say it
             escape(_run_what(r)),
