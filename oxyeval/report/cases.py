@@ -89,7 +89,7 @@ def execution_json(e: Execution, live: CaseResult | None = None) -> dict[str, An
     - Known to the run only, null when read back from the history: ``name`` and
       ``promptId`` (of the case), ``threshold`` (the score that passes it),
       ``regressionReasons``, ``cached`` (the answer was replayed by ``--cache``).
-      ``costUsd`` is null until prices are known.
+      ``costUsd`` is null when the model has no known price.
     """
     return {
         "id": e.id or None,
@@ -120,7 +120,7 @@ def execution_json(e: Execution, live: CaseResult | None = None) -> dict[str, An
         "promptVersion": e.prompt_version,
         "runDuration": e.run_duration_ms,
         "latencyMs": e.latency_ms,
-        "costUsd": None,
+        "costUsd": e.cost_usd,
         "inputTokens": e.input_tokens,
         "outputTokens": e.output_tokens,
         "finishReason": e.finish_reason,

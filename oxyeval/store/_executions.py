@@ -27,6 +27,7 @@ from ._prompts import _upsert
 from ._results import execution_result, write_results
 from ._rows import Execution, NewExecution
 from ._tables import EXECUTION_STATUSES, case_baselines, case_daily, executions, runs, test_cases
+from ._tables import results as results_table
 from ._util import (
     baseline_key,
     canonical_json,
@@ -54,6 +55,7 @@ def execution_row(r: Any) -> Execution:
         test_case_id=r.test_case_id,
         run_id=r.run_id,
         execution_id=r.execution_id,
+        cost_usd=getattr(r, "cost_usd", None),
         status=r.status,
         score=r.score,
         actual_output=r.actual_output,
@@ -280,7 +282,9 @@ class Executions:
         """Newest first (the seed's testCaseExecutions)."""
         with self._store.read("reading executions") as conn:
             rows = conn.execute(
-                sa.select(executions)
+                # the call's cost is kept in its results row (same id)
+                sa.select(executions, results_table.c.cost_usd)
+                .select_from(executions.outerjoin(results_table, results_table.c.id == _E.id))
                 .where(_E.test_case_id == test_case_id)
                 .order_by(_E.created_at.desc(), _E.seq.desc())
                 .limit(limit)

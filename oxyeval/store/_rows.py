@@ -164,6 +164,8 @@ class Execution:
     finish_reason: str | None
     error: str | None
     created_at: str
+    #: What the call cost in USD (kept in its ``results`` row; None: no known price).
+    cost_usd: float | None = None
 
     @property
     def passed(self) -> bool:

@@ -223,3 +223,18 @@ async def test_http_answers_are_json_with_the_spec_statuses(api: Api) -> None:
         code="BAD_USER_INPUT",
     )
     assert "template" in empty["message"]
+
+
+async def test_a_priced_models_case_runs_carry_their_cost(api: Api) -> None:
+    ran = await api.data(
+        "mutation($i: RunTestCaseInput!) { runTestCase(input: $i) { testCaseExecutionId costUsd } }",
+        {"i": {"testCaseId": "sentiment::praise"}},
+    )
+    cost = ran["runTestCase"]["costUsd"]
+    assert cost is not None and cost > 0  # quick is priced in config.yml
+    stored = await api.data(
+        'query { testCaseExecutions(testCaseId: "sentiment::praise", limit: 1) { id costUsd } }'
+    )
+    first = stored["testCaseExecutions"][0]
+    assert first["id"] == ran["runTestCase"]["testCaseExecutionId"]
+    assert first["costUsd"] == pytest.approx(cost)

@@ -207,6 +207,7 @@ class CaseResult:
             finish_reason=self.finish_reason,
             error=self.error,
             created_at=self.created_at or "",
+            cost_usd=self.cost_usd,
         )
 
 
