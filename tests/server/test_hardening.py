@@ -238,3 +238,28 @@ async def test_a_priced_models_case_runs_carry_their_cost(api: Api) -> None:
     first = stored["testCaseExecutions"][0]
     assert first["id"] == ran["runTestCase"]["testCaseExecutionId"]
     assert first["costUsd"] == pytest.approx(cost)
+
+
+async def test_a_keyless_vendor_branch_names_its_model(api: Api, no_env_keys: None) -> None:
+    created = await api.data(
+        "mutation($i: TestBranchInput!) { createTestBranch(input: $i) { id } }",
+        {
+            "i": {
+                "testCaseId": "sentiment::praise",
+                "name": "GPT-4 Turbo",
+                "provider": "openai",
+                "model": "gpt-4-turbo-preview",
+            }
+        },
+    )
+    error = await api.error(
+        "mutation($i: RunABTestInput!) { runABTest(input: $i) { criteria } }",
+        {
+            "i": {
+                "testCaseId": "sentiment::praise",
+                "branchIds": [created["createTestBranch"]["id"]],
+            }
+        },
+        code="BAD_USER_INPUT",
+    )
+    assert "gpt-4-turbo-preview" in error["message"] and "OPENAI_API_KEY" in error["message"]

@@ -67,7 +67,9 @@ def check_options(criteria: str, iterations: int) -> None:
 def _branch_model(context: RunContext, project: Project, branch: TestBranch) -> Model:
     """The model a branch calls: a config.yml model with the branch's sampling settings,
     or the branch's vendor and model id at the endpoint config.yml's ``providers:`` or
-    the vendor's environment variables give. Named by the branch's id, unique per run."""
+    the vendor's environment variables give. Named by its model and the branch's id
+    (unique per run), so a message about it ("needs an API key") names the model meant."""
+    name = f"{branch.model} [branch {branch.id}]"
     params = GenerateParams(
         temperature=branch.temperature,
         max_tokens=branch.max_tokens,
@@ -80,9 +82,9 @@ def _branch_model(context: RunContext, project: Project, branch: TestBranch) -> 
                 f"branch '{branch.name}' of case '{branch.test_case_id}' uses model "
                 f"'{branch.model}', which {project.config.display} does not define"
             )
-        return context.models.variant(branch.model, params, name=branch.id)
+        return context.models.variant(branch.model, params, name=name)
     spec = project.provider_model_spec(
-        branch.provider, branch.model, params=params, environ=context.environ, name=branch.id
+        branch.provider, branch.model, params=params, environ=context.environ, name=name
     )
     return context.models.add(spec)
 
