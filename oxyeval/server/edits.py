@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import LoadError
+from ..project.templates import TemplateRef, render
 from ..report import case_json
 from ..store import BRANCH_PROVIDERS, AlreadyExistsError
 from ..store import branch_id as make_branch_id
@@ -62,6 +64,7 @@ class Edits:
                     "declare it in a *.prompt.yml file",
                 )
             self._name_free(fields["prompt_id"], fields["name"])
+            self._fits(fields["prompt_id"], fields["input"])
             # A case deleted (or renamed) earlier keeps its id and its history: a new case
             # of that name is another case, under an id of its own, with no history.
             base = make_case_id(fields["prompt_id"], fields["name"])
@@ -76,6 +79,25 @@ class Edits:
             raise ApiError(BAD_USER_INPUT, f"too many cases were named {fields['name']!r}")
 
         return case_json(await self._read(write))
+
+    def _fits(self, prompt_id: str, values: Mapping[str, Any]) -> None:
+        """Refuse an input the prompt's latest version cannot render (a variable it does
+        not give), now rather than as an error on every run. An agent renders its own
+        system prompt with defaults: only a plain prompt's templates are tried."""
+        version = self.store.prompts.latest_version(prompt_id)
+        content = self.store.prompts.get_version(prompt_id, version) if version else None
+        if not content or content.get("kind", "prompt") != "prompt":
+            return
+        try:
+            for key in ("template", "system"):
+                if content.get(key):
+                    render(TemplateRef(str(content[key])), dict(values))
+        except LoadError as exc:
+            raise ApiError(
+                BAD_USER_INPUT,
+                f"input does not fit prompt {prompt_id!r} version {version}: "
+                f"{exc.diagnostics[0].message}",
+            ) from None
 
     def _name_free(self, prompt_id: str, name: str, keep: str | None = None) -> None:
         taken = next(

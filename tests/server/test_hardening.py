@@ -124,13 +124,21 @@ async def test_a_case_whose_input_does_not_fit_is_bad_input(
     tmp_path: Path, make_api: MakeApi
 ) -> None:
     api = await make_api(write_project(tmp_path / "p", prompt=None))
-    await api.data(
-        "mutation($i: PromptInput!) { createPrompt(input: $i) { id } }",
-        {"i": {"name": "strict", "model": "quick", "template": "{{ text.upper() }} {{ n + 1 }}"}},
-    )
+    prompt = "mutation($i: PromptInput!) { createPrompt(input: $i) { latestVersion } }"
+    create = "mutation($i: TestCaseInput!) { createTestCase(input: $i) { id } }"
+    await api.data(prompt, {"i": {"name": "strict", "model": "quick", "template": "{{ text }}"}})
+    refused = await api.error(
+        create,
+        {"i": {"promptId": "strict", "name": "odd", "input": {"other": "x"}}},
+        code="BAD_USER_INPUT",
+    )  # caught when made, not as an error on every run
+    assert "does not fit prompt 'strict' version 1" in refused["message"]
     created = await api.data(
-        "mutation($i: TestCaseInput!) { createTestCase(input: $i) { id } }",
-        {"i": {"promptId": "strict", "name": "odd", "input": {"text": "hi", "n": "x"}}},
+        create, {"i": {"promptId": "strict", "name": "ok", "input": {"text": "hi"}}}
+    )
+    # the prompt's next version asks for a variable the case does not give: its run says so
+    await api.data(
+        prompt, {"i": {"name": "strict", "model": "quick", "template": "{{ text }} {{ n + 1 }}"}}
     )
     error = await api.error(
         "mutation($i: RunTestCaseInput!) { runTestCase(input: $i) { passed } }",
