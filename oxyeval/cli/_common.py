@@ -34,7 +34,6 @@ __all__ = [
     "concurrency_option",
     "consoles",
     "fail",
-    "live_progress",
     "print_json",
     "read_history",
     "run_reporting",
@@ -115,22 +114,25 @@ def read_history(
 
 
 def run_reporting(
-    main: Any,
+    start: Callable[[Any], Any],
     *,
-    progress: Any,
     err: Console,
+    quiet: bool,
     as_json: bool,
     finished: Callable[[], int],
     noun: str,
 ) -> tuple[bool, OxyError | None]:
-    """Run ``main`` (under its progress bar, if any) so that what finished is reported
-    whatever happens: Ctrl-C/SIGTERM is said and returned as interrupted; an error once
-    something finished is said and returned (before anything finished, it fails the
-    command the one way: exit 2 or 3, JSON too). Returns (interrupted, error)."""
+    """Run ``start(events)`` (the run's coroutine, told of its events by a progress bar on
+    a terminal: :func:`_live_progress`) so that what finished is reported whatever
+    happens: Ctrl-C/SIGTERM is said and returned as interrupted; an error once something
+    finished is said and returned (before anything finished, it fails the command the one
+    way: exit 2 or 3, JSON too). Returns (interrupted, error)."""
     from contextlib import nullcontext
 
     from .interrupt import interrupt_reason, run_interruptible
 
+    progress, events = _live_progress(err, quiet=quiet, as_json=as_json)
+    main = start(events)
     try:
         with progress.progress if progress is not None else nullcontext():
             run_interruptible(main)
@@ -159,7 +161,7 @@ def check_junit(err: Console, junit: str | None, as_json: bool) -> None:
         raise fail(err, OxyError(problem), as_json)
 
 
-def live_progress(err: Console, *, quiet: bool, as_json: bool) -> tuple[Any, Any]:
+def _live_progress(err: Console, *, quiet: bool, as_json: bool) -> tuple[Any, Any]:
     """A progress bar on a terminal's stderr (not with -q or --format json) and the event
     subscriber that moves it; (None, None) otherwise."""
     import sys

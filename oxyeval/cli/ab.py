@@ -20,7 +20,6 @@ from ._common import (
     check_junit,
     concurrency_option,
     consoles,
-    live_progress,
     print_json,
     read_history,
     run_reporting,
@@ -95,23 +94,21 @@ def ab_run(
     check_junit(err, junit, as_json)
     run = ABRun(criteria=criteria.value, iterations=iterations)
     started = datetime.now(timezone.utc)
-    progress, events = live_progress(err, quiet=quiet, as_json=as_json)
-    main = run_ab_tests_async(
-        paths or [],
-        project_dir=project,
-        cases=case,
-        criteria=criteria.value,
-        iterations=iterations,
-        prompt_version=prompt_version,
-        db=db,
-        concurrency=concurrency,
-        cache=cache,
-        events=events,
-        into=run,
-    )
     interrupted, error = run_reporting(
-        main,
-        progress=progress,
+        lambda events: run_ab_tests_async(
+            paths or [],
+            project_dir=project,
+            cases=case,
+            criteria=criteria.value,
+            iterations=iterations,
+            prompt_version=prompt_version,
+            db=db,
+            concurrency=concurrency,
+            cache=cache,
+            events=events,
+            into=run,
+        ),
+        quiet=quiet,
         err=err,
         as_json=as_json,
         finished=lambda: len(run.executions),

@@ -14,7 +14,6 @@ from ._common import (
     check_junit,
     concurrency_option,
     consoles,
-    live_progress,
     print_json,
     run_reporting,
 )
@@ -66,20 +65,18 @@ def chattest_command(
     check_junit(err, junit, as_json)
     run = PassFailRun()
     started = datetime.now(timezone.utc)
-    progress, events = live_progress(err, quiet=quiet, as_json=as_json)
-    main = run_chattest_async(
-        paths or [],
-        project_dir=project,
-        db=db,
-        cache=cache,
-        events=events,
-        concurrency=concurrency,
-        adaptive=adaptive,
-        into=run,
-    )
     interrupted, error = run_reporting(
-        main,
-        progress=progress,
+        lambda events: run_chattest_async(
+            paths or [],
+            project_dir=project,
+            db=db,
+            cache=cache,
+            events=events,
+            concurrency=concurrency,
+            adaptive=adaptive,
+            into=run,
+        ),
+        quiet=quiet,
         err=err,
         as_json=as_json,
         finished=lambda: len(run.subjects),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from ._common import check_junit, consoles, live_progress, print_json, run_reporting
+from ._common import check_junit, consoles, print_json, run_reporting
 from .artifacts import write_report
 
 __all__ = ["is_test_file", "run_test_files_command"]
@@ -53,22 +53,20 @@ def run_test_files_command(
     check_junit(err, junit, as_json)
     run = PassFailRun()
     started = datetime.now(timezone.utc)
-    progress, events = live_progress(err, quiet=quiet, as_json=as_json)
-    main = run_test_files_async(
-        paths,
-        project_dir=project,
-        tags=tags,
-        cases=cases,
-        db=db,
-        history=not no_history,
-        cache=cache,
-        events=events,
-        adaptive=adaptive,
-        into=run,
-    )
     interrupted, error = run_reporting(
-        main,
-        progress=progress,
+        lambda events: run_test_files_async(
+            paths,
+            project_dir=project,
+            tags=tags,
+            cases=cases,
+            db=db,
+            history=not no_history,
+            cache=cache,
+            events=events,
+            adaptive=adaptive,
+            into=run,
+        ),
+        quiet=quiet,
         err=err,
         as_json=as_json,
         finished=lambda: len(run.subjects),
