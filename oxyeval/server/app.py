@@ -29,7 +29,7 @@ from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..redact import redact
-from .errors import format_error
+from .errors import error_body, format_error
 from .execution import FastExecutor
 from .guard import (
     DEFAULT_MAX_BODY,
@@ -83,16 +83,18 @@ def _quiet_logger() -> logging.Logger:
     return quiet
 
 
+def _json_error(status: int, code: str, message: str) -> Response:
+    return Response(json.dumps(error_body(message, code)), status, media_type="application/json")
+
+
 def _refused(status: int, code: str, message: str | None = None) -> Any:
     """A JSON answer for an exception a request raised outside GraphQL's own handling (a
     body too large or too deeply nested, our bug), never Starlette's plain-text 500."""
 
     async def handler(_request: Request, exc: Exception) -> Response:
-        text = message or str(exc)
         if status == 500:
             log.error("internal error: %s: %s", type(exc).__name__, redact(str(exc)))
-        body = json.dumps({"errors": [{"message": text, "extensions": {"code": code}}]})
-        return Response(body, status, media_type="application/json")
+        return _json_error(status, code, message or str(exc))
 
     return handler
 
@@ -162,9 +164,7 @@ def create_app(
 
     async def events(request: Request) -> Response:
         if service.hub.full:
-            return await _refused(503, "SERVER_BUSY", "too many event listeners; try again later")(
-                request, Exception()
-            )
+            return _json_error(503, "SERVER_BUSY", "too many event listeners; try again later")
         return StreamingResponse(
             service.hub.stream(),
             media_type="text/event-stream",

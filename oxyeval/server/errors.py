@@ -31,6 +31,7 @@ __all__ = [
     "UNAUTHENTICATED",
     "ApiError",
     "classify",
+    "error_body",
     "format_error",
 ]
 
@@ -43,6 +44,12 @@ UNAUTHENTICATED = "UNAUTHENTICATED"
 SERVER_BUSY = "SERVER_BUSY"
 INTERNAL = "INTERNAL_SERVER_ERROR"
 _MAX_MESSAGE = 4000
+
+
+def error_body(message: str, code: str) -> dict[str, Any]:
+    """The one JSON answer for a request refused before or outside GraphQL's execution
+    (the guard's, the HTTP handler's, the app's): the spec's ``errors`` with a code."""
+    return {"errors": [{"message": message, "extensions": {"code": code}}]}
 
 
 class ApiError(Exception):

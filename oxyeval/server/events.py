@@ -126,11 +126,9 @@ class EventHub:
             listener.queue.put_nowait(_END)
 
     async def stream(self) -> AsyncIterator[str]:
-        """One listener's server-sent events, with a comment line as a heartbeat."""
+        """One listener's server-sent events, with a comment line as a heartbeat (the app
+        refuses a listener beyond the cap first: :attr:`full`)."""
         if self._closed:
-            return
-        if len(self._listeners) >= _MAX_LISTENERS:
-            yield 'event: error\ndata: {"message": "too many listeners"}\n\n'
             return
         listener = _Listener(asyncio.Queue(_QUEUE))
         self._listeners.append(listener)

@@ -30,6 +30,7 @@ from graphql import (
 )
 
 from ..redact import redact
+from .errors import error_body
 
 __all__ = [
     "DEFAULT_MAX_BODY",
@@ -205,10 +206,6 @@ async def _reply(send: Send, status: int, body: dict[str, Any], headers: list[An
     await send({"type": "http.response.body", "body": payload})
 
 
-def _error(message: str, code: str) -> dict[str, Any]:
-    return {"errors": [{"message": message, "extensions": {"code": code}}]}
-
-
 class Guard:
     """ASGI middleware in front of the whole app (see the module's docstring)."""
 
@@ -247,13 +244,15 @@ class Guard:
         path: str = scope.get("path", "")
         headers = dict(scope.get("headers") or ())
         if self.loopback_only and not _loopback_host(headers.get(b"host", b"").decode("latin-1")):
-            await _reply(send, 421, _error("this server answers only on localhost", "FORBIDDEN"))
+            await _reply(
+                send, 421, error_body("this server answers only on localhost", "FORBIDDEN")
+            )
             return
         if not path.startswith(self.open_paths) and not self._authorised(scope):
             await _reply(
                 send,
                 401,
-                _error(
+                error_body(
                     "a token is required: send 'Authorization: Bearer <token>' (or open the "
                     "dashboard as /?token=<token>)",
                     "UNAUTHENTICATED",
@@ -267,7 +266,9 @@ class Guard:
                 await _reply(
                     send,
                     415,
-                    _error("POST a JSON body (Content-Type: application/json)", "BAD_USER_INPUT"),
+                    error_body(
+                        "POST a JSON body (Content-Type: application/json)", "BAD_USER_INPUT"
+                    ),
                 )
                 return
             length = headers.get(b"content-length")
@@ -275,7 +276,9 @@ class Guard:
                 await _reply(
                     send,
                     413,
-                    _error(f"the body is larger than {self.max_body:,} bytes", "BAD_USER_INPUT"),
+                    error_body(
+                        f"the body is larger than {self.max_body:,} bytes", "BAD_USER_INPUT"
+                    ),
                 )
                 return
             receive = self._capped(receive)
@@ -288,19 +291,12 @@ class Guard:
 
         try:
             await self.app(scope, receive, tracked)
-        except BodyTooLarge as exc:
+        except Exception as exc:
+            # Starlette has answered it (JSON, see app.py) and raises it again for the
+            # server to log with its traceback: it was logged without one instead
             if not started:
-                await _reply(send, 413, _error(str(exc), "BAD_USER_INPUT"))
-        except RecursionError:
-            # a body of JSON nested thousands deep: the parser's recursion, not ours
-            if not started:
-                await _reply(
-                    send, 400, _error("the JSON body is nested too deeply", "BAD_USER_INPUT")
-                )
-        except Exception as exc:  # never a traceback to the client, nor in the log
-            log.error("internal error: %s: %s", type(exc).__name__, redact(str(exc)))
-            if not started:
-                await _reply(send, 500, _error("internal error", "INTERNAL_SERVER_ERROR"))
+                log.error("internal error: %s: %s", type(exc).__name__, redact(str(exc)))
+                await _reply(send, 500, error_body("internal error", "INTERNAL_SERVER_ERROR"))
 
     def _capped(self, receive: Receive) -> Receive:
         """A chunked body without a length is counted as it arrives."""

@@ -16,11 +16,13 @@ from graphql import GraphQLSyntaxError, OperationDefinitionNode, OperationType, 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from .errors import error_body
+
 __all__ = ["JsonHTTPHandler"]
 
 
 def _error(status: int, message: str, code: str) -> JSONResponse:
-    return JSONResponse({"errors": [{"message": message, "extensions": {"code": code}}]}, status)
+    return JSONResponse(error_body(message, code), status)
 
 
 def _is_mutation(query: str) -> bool:
