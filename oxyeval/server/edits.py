@@ -38,7 +38,7 @@ class Edits:
     def _case(self, case_id: str) -> Any:
         raise NotImplementedError
 
-    def _branch_doc(self, branch: Any, project: Any = None) -> dict[str, Any]:
+    def _branch_doc(self, branch: Any) -> dict[str, Any]:
         raise NotImplementedError
 
     # -- mutations: prompts and cases
@@ -195,7 +195,7 @@ class Edits:
                     f'with updateTestBranch(id: "{taken}", ...)',
                 ) from None
 
-        return self._branch_doc(await self._read(write), project)
+        return self._branch_doc(await self._read(write))
 
     async def update_test_branch(self, branch_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
         project = self.project()
@@ -219,7 +219,7 @@ class Edits:
                 )
             return self.store.branches.update(branch_id, **fields)
 
-        return self._branch_doc(await self._read(write), project)
+        return self._branch_doc(await self._read(write))
 
     async def delete_test_branch(self, branch_id: str) -> bool:
         def write() -> bool:

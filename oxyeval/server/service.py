@@ -29,6 +29,8 @@ from ..report import (
     branch_json,
     case_json,
     case_result_json,
+    comparison_json,
+    daily_json,
     run_json,
     stats_json,
     stored_run_json,
@@ -52,12 +54,13 @@ from .edits import Edits
 from .errors import BAD_USER_INPUT, NOT_FOUND, PROVIDER_ERROR, ApiError
 from .events import EventHub
 from .inputs import (
+    check_ab_input,
     check_limit,
     check_run_kind,
     check_version,
 )
 from .runs import DEFAULT_MAX_RUNS, Runner
-from .shapes import comparison_json, consistency_interval, daily_json, prompt_doc
+from .shapes import consistency_interval, prompt_doc
 
 __all__ = ["TestingService"]
 
@@ -67,6 +70,15 @@ T = TypeVar("T")
 
 #: How often a request may look for edited project files (a walk of the project).
 SYNC_EVERY_S = 2.0
+
+
+def _mark(path: Any) -> tuple[int, int] | None:
+    """When a file last changed, and its size (None: it is not there)."""
+    try:
+        st = path.stat()
+    except (OSError, AttributeError):
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 class TestingService(Edits):
@@ -84,7 +96,7 @@ class TestingService(Edits):
         max_depth: int = 10,
         max_body: int = 1_000_000,
     ) -> None:
-        self._project: tuple[Any, Project] | None = None
+        self._project: tuple[Project, Any] | None = None
         project, location, store = open_history(project_dir, db, write=True)
         assert store is not None
         self.project_root = project.root
@@ -111,24 +123,12 @@ class TestingService(Edits):
     def project(self) -> Project:
         """Loaded again when config.yml changed (an edit is seen by the next request),
         else the one already loaded: a query asking it in many places reads it once."""
-        config = next(
-            (
-                self.project_root / n
-                for n in ("config.yml", "config.yaml")
-                if (self.project_root / n).is_file()
-            ),
-            None,
-        )
-        try:
-            st = config.stat() if config is not None else None
-        except OSError:
-            st = None
-        mark = None if st is None else (st.st_mtime_ns, st.st_size)
-        cached = self._project
-        if cached is not None and mark is not None and cached[0] == mark:
-            return cached[1]
+        if self._project is not None:
+            loaded, mark = self._project
+            if _mark(loaded.config.path) == mark:
+                return loaded
         project = load_project(project_dir=str(self.project_root))
-        self._project = (mark, project)
+        self._project = (project, _mark(project.config.path))
         return project
 
     def sync(self, *, force: bool = True) -> None:
@@ -144,12 +144,7 @@ class TestingService(Edits):
             try:
                 project = self.project()
                 files = collect_case_files(project, [])
-                mark = tuple(
-                    (str(f), st.st_mtime_ns, st.st_size)
-                    for f in [project.config.path, *files]
-                    if f is not None
-                    for st in (f.stat(),)
-                )
+                mark = tuple((str(f), _mark(f)) for f in [project.config.path, *files])
                 if mark == self._synced_mark:
                     return
                 sync_declared(self.store, project, load_prompts(project, files))
@@ -174,21 +169,22 @@ class TestingService(Edits):
     async def drain(self) -> None:
         await self.runner.drain()
 
-    def _case(self, case_id: str) -> Any:
-        case = self.store.cases.get(case_id)
+    def _case(self, case_id: str, *, deleted: bool = False) -> Any:
+        case = self.store.cases.get(case_id, include_deleted=deleted)
         if case is None:
             raise ApiError(NOT_FOUND, f"no test case {case_id!r}")
         return case
 
-    def _branch_doc(self, branch: Any, project: Project | None = None) -> dict[str, Any]:
-        """The seed's TestBranch; ``provider`` is required there, so a branch naming a
-        config.yml model reports that model's vendor."""
-        doc = branch_json(branch)
-        if doc["provider"] is None:
-            project = project or self.project()
-            spec = project.models.get(branch.model)
+    def _with_vendor(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """``provider`` is required in the seed's branch types: a branch naming a
+        config.yml model (``provider`` None) reports that model's vendor."""
+        if doc.get("provider") is None:
+            spec = self.project().models.get(doc["model"])
             doc["provider"] = spec.vendor if spec is not None else "project"
         return doc
+
+    def _branch_doc(self, branch: Any) -> dict[str, Any]:
+        return self._with_vendor(branch_json(branch))
 
     # -- queries
 
@@ -230,9 +226,7 @@ class TestingService(Edits):
             self._case(case_id)
             return self.store.branches.list(case_id)
 
-        branches = await self._read(read)
-        project = self.project() if any(b.provider is None for b in branches) else None
-        return [self._branch_doc(b, project) for b in branches]
+        return [self._branch_doc(b) for b in await self._read(read)]
 
     async def test_branch_executions(
         self, branch_id: str, limit: int | None, offset: int | None
@@ -314,7 +308,7 @@ class TestingService(Edits):
         self, case_id: str, run_id: str | None, criteria: str | None
     ) -> dict[str, Any] | None:
         def read() -> Any:
-            self._case_any(case_id)
+            self._case(case_id, deleted=True)  # a deleted case's runs still answer
             chosen = run_id or latest_ab_run(self.store, case_id)
             if chosen is None:
                 return None
@@ -328,18 +322,9 @@ class TestingService(Edits):
 
     def _ab_doc(self, result: Any) -> dict[str, Any]:
         doc = ab_case_json(result)
-        project = self.project()
         for branch in doc["branches"]:
-            if branch.get("provider") is None:
-                spec = project.models.get(branch["model"])
-                branch["provider"] = spec.vendor if spec is not None else "project"
+            self._with_vendor(branch)
         return doc
-
-    def _case_any(self, case_id: str) -> Any:
-        case = self.store.cases.get(case_id, include_deleted=True)
-        if case is None:
-            raise ApiError(NOT_FOUND, f"no test case {case_id!r}")
-        return case
 
     async def compare(self, base: str, head: str) -> dict[str, Any]:
         def read() -> Any:
@@ -438,8 +423,6 @@ class TestingService(Edits):
         return [case_result_json(r, run_id=run.runs.get(r.prompt_id)) for r in results]
 
     async def run_ab_test(self, data: Mapping[str, Any]) -> dict[str, Any]:
-        from .inputs import check_ab_input
-
         case_id, branch_ids, version, criteria, iterations = check_ab_input(data)
         await self._read(lambda: self._case(case_id))
         result = await self._run(

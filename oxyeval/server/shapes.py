@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..evaluation import wilson_interval
-from ..report import comparison_json, daily_json, prompt_json, version_json
+from ..report import prompt_json, version_json
 
 if TYPE_CHECKING:
     from ..store import Prompt, Store
 
-__all__ = ["comparison_json", "consistency_interval", "daily_json", "prompt_doc"]
+__all__ = ["consistency_interval", "prompt_doc"]
 
 
 def prompt_doc(store: Store, prompt: Prompt) -> dict[str, Any]:
