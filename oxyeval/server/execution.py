@@ -25,36 +25,61 @@ __all__ = ["FastExecutor"]
 class FastExecutor(Executor):
     """graphql-core's executor with the fast path above, per field and, for an object whose
     every selected field takes it (a row of a list), per object: one loop, no path objects
-    or awaitable checks, the field plan worked out once per selection. A resolver marked
+    or awaitable checks, each field's plan worked out once per query. A resolver marked
     ``dict_first`` (it answers the dict's own value when there is one) does not stop it."""
 
-    def _plan(self, parent_type: Any, grouped_field_set: Any) -> Any:
-        cache = self.__dict__.setdefault("_oxy_plans", {})
-        key = (parent_type.name, id(grouped_field_set))
-        found = cache.get(key)
-        if found is not None and found[0] is grouped_field_set:
-            return found[1]
-        plan: list[tuple[str, str, Any, bool, bool]] | None = []
-        for response_name, details in grouped_field_set.items():
-            node = details[0].node
-            field_def = self.schema.get_field(parent_type, node.name.value)
-            resolve = None if field_def is None else field_def.resolve
+    def _field(self, parent_type: Any, node: Any) -> tuple[str, Any, bool, bool] | None:
+        """How a field takes the fast path: (name, scalar type, required, dict_first);
+        None when it cannot (arguments, a resolver of its own, an object or list type)."""
+        cache = self.__dict__.setdefault("_oxy_fields", {})
+        key = (parent_type.name, id(node))
+        if key in cache and cache[key][0] is node:
+            return cache[key][1]
+        found = None
+        field_def = self.schema.get_field(parent_type, node.name.value)
+        if field_def is not None and not node.arguments and not field_def.args:
+            resolve = field_def.resolve
             dict_first = resolve is not None and getattr(resolve, "dict_first", False)
-            if node.arguments or field_def is None or field_def.args:
-                plan = None
-                break
-            if resolve is not None and not dict_first:
-                plan = None
-                break
             kind = field_def.type
             required = isinstance(kind, GraphQLNonNull)
             leaf = kind.of_type if required else kind
-            if not is_leaf_type(leaf):
+            if (resolve is None or dict_first) and is_leaf_type(leaf):
+                found = (node.name.value, leaf, required, dict_first)
+        cache[key] = (node, found)
+        return found
+
+    def _row(self, parent_type: Any, grouped_field_set: Any) -> list[tuple[str, Any]] | None:
+        """Every selected field's plan, worked out once per selection (the rows of a list
+        share it); None when one of them cannot take the fast path."""
+        cache = self.__dict__.setdefault("_oxy_rows", {})
+        key = (parent_type.name, id(grouped_field_set))
+        if key in cache and cache[key][0] is grouped_field_set:
+            return cache[key][1]
+        plan: list[tuple[str, Any]] | None = []
+        for response_name, details in grouped_field_set.items():
+            field = self._field(parent_type, details[0].node)
+            if field is None:
                 plan = None
                 break
-            plan.append((response_name, node.name.value, leaf, required, dict_first))
+            plan.append((response_name, field))
         cache[key] = (grouped_field_set, plan)
         return plan
+
+    @staticmethod
+    def _value(source: dict[str, Any], field: tuple[str, Any, bool, bool]) -> Any:
+        """The field's answer from the dict, or ``Undefined``: graphql-core's own path
+        then answers it (a resolver to call, a null where one is required, a bad value)."""
+        name, leaf, required, dict_first = field
+        if dict_first and name not in source:
+            return Undefined
+        value = source.get(name)
+        if value is None:
+            return Undefined if required else None
+        try:
+            out = leaf.serialize(value)
+        except Exception:
+            return Undefined
+        return Undefined if out is None else out
 
     def execute_fields(  # type: ignore[override]
         self,
@@ -65,25 +90,14 @@ class FastExecutor(Executor):
         position_context: Any,
     ) -> Any:
         if type(source_value) is dict and self.middleware_manager is None:
-            plan = self._plan(parent_type, grouped_field_set)
+            plan = self._row(parent_type, grouped_field_set)
             if plan is not None:
+                value = self._value
                 results: dict[str, Any] = {}
-                for response_name, name, leaf, required, dict_first in plan:
-                    if dict_first and name not in source_value:
-                        break  # its resolver has work to do
-                    value = source_value.get(name)
-                    if value is None:
-                        if required:
-                            break
-                        results[response_name] = None
-                        continue
-                    try:
-                        out = leaf.serialize(value)
-                    except Exception:
+                for response_name, field in plan:
+                    results[response_name] = answer = value(source_value, field)
+                    if answer is Undefined:
                         break
-                    if out is Undefined or out is None:
-                        break
-                    results[response_name] = out
                 else:
                     return results
         return super().execute_fields(
@@ -99,25 +113,11 @@ class FastExecutor(Executor):
         position_context: Any,
     ) -> Any:
         if type(source) is dict and self.middleware_manager is None:
-            node = field_details_list[0].node
-            if not node.arguments:
-                field_def = self.schema.get_field(parent_type, node.name.value)
-                if field_def is not None and field_def.resolve is None and not field_def.args:
-                    kind = field_def.type
-                    required = isinstance(kind, GraphQLNonNull)
-                    leaf = kind.of_type if required else kind
-                    if is_leaf_type(leaf):
-                        value = source.get(node.name.value)
-                        if value is None:
-                            if not required:
-                                return None
-                        else:
-                            try:
-                                out = leaf.serialize(value)
-                            except Exception:
-                                out = Undefined
-                            if out is not Undefined and out is not None:
-                                return out
+            field = self._field(parent_type, field_details_list[0].node)
+            if field is not None:
+                value = self._value(source, field)
+                if value is not Undefined:
+                    return value
         return super().execute_field(
             parent_type, source, field_details_list, path, position_context
         )

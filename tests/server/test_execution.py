@@ -50,8 +50,8 @@ class _Service:
 class _Counting(FastExecutor):
     plans: ClassVar[list[Any]] = []
 
-    def _plan(self, parent_type: Any, grouped_field_set: Any) -> Any:
-        plan = super()._plan(parent_type, grouped_field_set)
+    def _field(self, parent_type: Any, node: Any) -> Any:
+        plan = super()._field(parent_type, node)
         _Counting.plans.append(plan)
         return plan
 
