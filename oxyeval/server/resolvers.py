@@ -8,7 +8,6 @@ client asks for them.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 from importlib import resources
 from typing import Any
@@ -84,11 +83,16 @@ mutation = MutationType()
 
 @query.field("testCases")
 async def _test_cases(_: Any, info: Any, promptId: str | None = None) -> Any:
+    return await _case_list(info, promptId)
+
+
+async def _case_list(info: Any, prompt_id: str | None) -> list[dict[str, Any]]:
+    """A prompt's cases (every case: None); their regression counts, when asked, in one
+    grouped query, read by the field as the dict's own value."""
     service = _service(info)
-    cases = await service.test_cases(promptId)
-    info.context["case_ids"] = [c["id"] for c in cases]
-    if _asks(info, "regressionCount"):  # one grouped query, read by a synchronous field
-        counts = await service.regression_counts(info.context["case_ids"])
+    cases = await service.test_cases(prompt_id)
+    if _asks(info, "regressionCount"):
+        counts = await service.regression_counts([c["id"] for c in cases])
         for case in cases:
             case["regressionCount"] = counts.get(case["id"], 0)
     return cases
@@ -217,26 +221,15 @@ async def _case_prompt(obj: dict[str, Any], info: Any) -> Any:
 
 
 @test_case.field("regressionCount")
-def _case_regressions(obj: dict[str, Any], info: Any) -> Any:
-    """Counted already for a list (see ``testCases``); else one grouped query for every
-    case being answered: the resolvers of a list run concurrently, so they share it."""
+async def _case_regressions(obj: dict[str, Any], info: Any) -> int:
+    """One case's count (a case of a list has it already: see :func:`_case_list`)."""
     if "regressionCount" in obj:
         return obj["regressionCount"]
-    return _count_regressions(obj, info)
+    counts = await _service(info).regression_counts([obj["id"]])
+    return counts.get(obj["id"], 0)
 
 
 _case_regressions.dict_first = True  # type: ignore[attr-defined]
-
-
-async def _count_regressions(obj: dict[str, Any], info: Any) -> int:
-    memo = info.context.setdefault("memo", {})
-    ids = info.context.get("case_ids") or []
-    key = "regressions" if obj["id"] in ids else f"regressions:{obj['id']}"
-    task = memo.get(key)
-    if task is None:
-        wanted = ids if key == "regressions" else [obj["id"]]
-        task = memo[key] = asyncio.ensure_future(_service(info).regression_counts(wanted))
-    return (await task).get(obj["id"], 0)
 
 
 prompt_type = ObjectType("Prompt")
@@ -244,7 +237,7 @@ prompt_type = ObjectType("Prompt")
 
 @prompt_type.field("testCases")
 async def _prompt_cases(obj: dict[str, Any], info: Any) -> Any:
-    return await _service(info).test_cases(obj["id"])
+    return await _case_list(info, obj["id"])
 
 
 version_type = ObjectType("PromptVersion")
