@@ -18,6 +18,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
+from urllib.parse import parse_qs
 
 from graphql import (
     FieldNode,
@@ -232,8 +233,6 @@ class Guard:
         if auth[:7].lower() == "bearer " and token_matches(auth[7:].strip(), self.token):
             return True
         # EventSource and a first visit of the page cannot set a header: ?token=
-        from urllib.parse import parse_qs
-
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         return token_matches((query.get("token") or [None])[0], self.token)
 

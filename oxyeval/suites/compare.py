@@ -82,11 +82,12 @@ def _classify(before: StoredResult | None, after: StoredResult | None) -> tuple[
 
 
 def _diff(before: StoredResult | None, after: StoredResult | None) -> list[dict[str, str]] | None:
-    if before is None or after is None or before.output is None or after.output is None:
+    """The outputs diffed, when both exist and differ (and are not too long to diff)."""
+    old = None if before is None else before.output
+    new = None if after is None else after.output
+    if old is None or new is None or old == new or len(old) + len(new) > _MAX_DIFFED:
         return None
-    if len(before.output) + len(after.output) > _MAX_DIFFED:
-        return None
-    return output_diff(before.output, after.output)
+    return output_diff(old, new)
 
 
 def compare_runs(store: Store, base_run_id: str, head_run_id: str) -> RunComparison:
@@ -116,9 +117,7 @@ def compare_runs(store: Store, base_run_id: str, head_run_id: str) -> RunCompari
                 before=b,
                 after=a,
                 score_delta=delta,
-                output_diff=_diff(b, a)
-                if change != "unchanged" or (b and a and b.output != a.output)
-                else None,
+                output_diff=_diff(b, a),
             )
         )
     order = {c: i for i, c in enumerate(CHANGES)}
