@@ -10,7 +10,7 @@ read in one place; it uses the service's store, project and ``_read``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LoadError
 from ..project.templates import TemplateRef, render
@@ -27,19 +27,13 @@ __all__ = ["Edits"]
 
 
 class Edits:
-    store: Any
+    if TYPE_CHECKING:  # what it uses of the service it is mixed into
+        store: Any
 
-    def project(self) -> Any:  # the service's
-        raise NotImplementedError
-
-    async def _read(self, fn: Any) -> Any:  # the service's
-        raise NotImplementedError
-
-    def _case(self, case_id: str) -> Any:
-        raise NotImplementedError
-
-    def _branch_doc(self, branch: Any) -> dict[str, Any]:
-        raise NotImplementedError
+        def project(self) -> Any: ...
+        async def _read(self, fn: Any) -> Any: ...
+        def _case(self, case_id: str) -> Any: ...
+        def _branch_doc(self, branch: Any) -> dict[str, Any]: ...
 
     # -- mutations: prompts and cases
 
