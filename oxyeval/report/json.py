@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..redact import redact, redact_data
 
 if TYPE_CHECKING:
-    from ..suites.results import ConsistencyRun, ConsistencyTestResult, DropResult, ThresholdResult
+    from ..evaluation import DropResult, ThresholdResult
+    from ..suites.consistency.results import ConsistencyRun, ConsistencyTestResult
     from ..suites.validate import ValidationReport
 
 __all__ = ["result_json", "to_json", "validation_json", "write_json"]
