@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import LoadError
 from ..project.templates import TemplateRef, render
 from ..report import case_json
-from ..store import BRANCH_PROVIDERS, AlreadyExistsError
+from ..store import BRANCH_PROVIDERS, AlreadyExistsError, NameTakenError
 from ..store import branch_id as make_branch_id
 from ..store import case_id as make_case_id
 from ..suites import accept_baseline, create_prompt
@@ -68,8 +68,10 @@ class Edits:
                     continue
                 try:
                     return self.store.cases.create(**fields, id=new)
+                except NameTakenError as exc:  # another request made the name meanwhile
+                    raise self._taken(fields["prompt_id"], fields["name"], exc.taken) from None
                 except AlreadyExistsError:
-                    continue  # another request took it meanwhile
+                    continue  # another request took the id meanwhile
             raise ApiError(BAD_USER_INPUT, f"too many cases were named {fields['name']!r}")
 
         return case_json(await self._read(write))
@@ -94,17 +96,23 @@ class Edits:
             ) from None
 
     def _name_free(self, prompt_id: str, name: str, keep: str | None = None) -> None:
+        """Said early, in the API's words; the store holds the rule (a request that
+        checked here at the same moment as another is stopped there)."""
         taken = next(
             (c for c in self.store.cases.list(prompt_id) if c.name == name and c.id != keep),
             None,
         )
         if taken is not None:
-            raise ApiError(
-                BAD_USER_INPUT,
-                f"prompt {prompt_id!r} already has a test case named {name!r} (id "
-                f"{taken.id!r}); a name is used once per prompt: change that case with "
-                f'updateTestCase(id: "{taken.id}", ...)',
-            )
+            raise self._taken(prompt_id, name, taken.id)
+
+    @staticmethod
+    def _taken(prompt_id: str, name: str, taken: str) -> ApiError:
+        return ApiError(
+            BAD_USER_INPUT,
+            f"prompt {prompt_id!r} already has a test case named {name!r} (id "
+            f"{taken!r}); a name is used once per prompt: change that case with "
+            f'updateTestCase(id: "{taken}", ...)',
+        )
 
     def _declared(self, case: Any, what: str) -> ApiError:
         return ApiError(
@@ -145,7 +153,10 @@ class Edits:
                 )
             if fields["name"] != case.name:
                 self._name_free(case.prompt_id, fields["name"], keep=case.id)
-            return self.store.cases.update(case_id, **fields)
+            try:
+                return self.store.cases.update(case_id, **fields)
+            except NameTakenError as exc:
+                raise self._taken(case.prompt_id, fields["name"], exc.taken) from None
 
         return case_json(await self._read(write))
 
