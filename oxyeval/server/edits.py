@@ -29,6 +29,7 @@ __all__ = ["Edits"]
 class Edits:
     if TYPE_CHECKING:  # what it uses of the service it is mixed into
         store: Any
+        _sync_lock: Any
 
         def project(self) -> Any: ...
         async def _read(self, fn: Any) -> Any: ...
@@ -141,9 +142,7 @@ class Edits:
                     return case
                 if fields["expected_output"] is None:
                     raise self._declared(case, "remove its expected output")
-                return accept_baseline(
-                    self.store, self.project(), case.id, fields["expected_output"]
-                )[0]
+                return self._accept(case.id, fields["expected_output"])
             if fields["prompt_id"] != case.prompt_id:
                 raise ApiError(
                     BAD_USER_INPUT,
@@ -175,10 +174,16 @@ class Edits:
         output = check_output(output, "output")
 
         def write() -> Any:
-            case = self._case(case_id)
-            return accept_baseline(self.store, self.project(), case.id, output)[0]
+            return self._accept(self._case(case_id).id, output)
 
         return case_json(await self._read(write))
+
+    def _accept(self, case_id: str, output: str) -> Any:
+        """A new expected output, in the case's file and the store. Under the lock of the
+        service's syncs: an accept syncs the files first, and a sync that read a file
+        before another accept rewrote it would put the old value back in the store."""
+        with self._sync_lock:
+            return accept_baseline(self.store, self.project(), case_id, output)[0]
 
     # -- mutations: branches
 
