@@ -8,6 +8,7 @@ run and the accept. The victim's content and mode must be unchanged afterwards.
 
 from __future__ import annotations
 
+import os
 import stat
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -103,3 +104,26 @@ def test_writers_of_one_file_take_turns(make_project: MakeProject) -> None:
     with ThreadPoolExecutor(len(cases)) as pool:
         list(pool.map(accept, cases))
     assert _expected(root / "s.prompt.yml") == {"happy": "happy 4", "sad": "sad 4", "meh": "meh 4"}
+
+
+@pytest.mark.skipif(not hasattr(os, "O_DIRECTORY"), reason="needs flock on a folder")
+def test_a_writer_in_another_process_is_waited_for(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process's turn is the folder's flock (a descriptor of its own stands for
+    that process here); with no time left to wait, the accept refuses and writes nothing."""
+    import fcntl
+
+    root = make_project(CONFIG, {"s.prompt.yml": PROMPT})
+    case = _case(root, "meh")
+    monkeypatch.setattr("oxyeval.project.rewrite.LOCK_WAIT_S", 0.0)
+    other = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        with pytest.raises(ConfigError, match="another oxyeval process has been writing"):
+            rewrite_expected_output(case, "neutral")
+        assert (root / "s.prompt.yml").read_text(encoding="utf-8") == PROMPT
+    finally:
+        os.close(other)
+    rewrite_expected_output(case, "neutral")  # its turn came
+    assert _expected(root / "s.prompt.yml")["meh"] == "neutral"
