@@ -407,8 +407,12 @@ def path_problem(path: str | os.PathLike[str]) -> str | None:
     """Why ``path`` cannot be read as a file, in words; None when it can.
 
     ``Path.exists()`` answers False for a symlink loop, which then reads as "file not
-    found"; this says what is really there.
+    found"; this says what is really there. A file of a project that is a link out of
+    it cannot be read either (:func:`~.files.link_leaves`): every reader of project files
+    asks here first, so that one rule holds for all of them.
     """
+    from .files import link_leaves  # files imports this module
+
     file = Path(path)
     try:
         info = file.stat()
@@ -420,6 +424,9 @@ def path_problem(path: str | os.PathLike[str]) -> str | None:
         if exc.errno == errno.ELOOP:
             return SYMLINK_LOOP
         return f"cannot read file: {exc.strerror}"
+    leaves = link_leaves(file)
+    if leaves is not None:
+        return leaves
     if stat.S_ISDIR(info.st_mode):
         return "is a directory, expected a YAML file"
     if not stat.S_ISREG(info.st_mode):

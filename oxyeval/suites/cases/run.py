@@ -22,7 +22,7 @@ from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...project.templates import TemplateRef
 from ...providers import GenerateParams, stopped_at_token_limit
 from ...redact import redact
-from ...store import TestCase
+from ...store import NameTakenError, TestCase, case_id
 from ...workflow.agent import counted, token_limit_warning
 from ...workflow.context import RunContext
 from ..history import history_location
@@ -278,8 +278,18 @@ def sync_prompt(store: Store, project: Project, prompt: PromptDef) -> int:
     source = API_SOURCE if prompt.file is None else project.relative(prompt.file)
     store.prompts.upsert(prompt.id, prompt.id, source)
     version = store.prompts.ensure_version(prompt.id, prompt.content(project))
+    where = {case_id(prompt.id, c.name): c.where for c in prompt.cases}
     for cid, fields in declared_cases(project, prompt).items():
-        store.cases.upsert(cid, **fields)
+        try:
+            store.cases.upsert(cid, **fields)
+        except NameTakenError as exc:
+            # The file alone is valid: a case made through the API has the name. Say where.
+            raise ConfigError(
+                f"{where[cid]}: prompt '{prompt.id}' already has a test case named "
+                f"'{fields['name']}' made through the API (id '{exc.taken}'); a name is used "
+                "once per prompt: rename or delete that case (updateTestCase, deleteTestCase), "
+                "or rename this one"
+            ) from None
     for cid in leaving_cases(project, prompt, store.cases.list(prompt.id)):
         store.cases.delete(cid)
     return version
