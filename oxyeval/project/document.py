@@ -13,17 +13,19 @@ import contextlib
 import errno
 import math
 import os
+import re
 import stat
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ..errors import Diagnostic, LoadError
-from ..inputs import valid_text
+from ..inputs import MAX_INT_DIGITS, valid_text
 from ..redact import clip
-from .limits import MAX_ALIAS_NODES, MAX_FILE_BYTES, MAX_YAML_DEPTH
+from .limits import MAX_ALIAS_NODES, MAX_FILE_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
 
 __all__ = [
     "SYMLINK_LOOP",
@@ -96,8 +98,14 @@ class Document:
             return str(self.path)
         return str(self.path) if rel.startswith("..") else rel
 
+    @cached_property
+    def _lines(self) -> list[str]:
+        return self.text.splitlines()
+
     def source_line(self, line: int) -> str | None:
-        lines = self.text.splitlines()
+        """Line ``line`` (1-based) of the text. The text is split once: a file with many
+        problems (every key a duplicate) quotes a line for each."""
+        lines = self._lines
         return lines[line - 1] if 0 < line <= len(lines) else None
 
     def locate(self, path: KeyPath, *, at_key: bool = False) -> _Pos | None:
@@ -174,21 +182,110 @@ class _LimitError(yaml.MarkedYAMLError):
     """A file that is valid YAML but too deep or too large once its aliases are expanded."""
 
 
+_INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+_STR_TAG = "tag:yaml.org,2002:str"
+
+# YAML 1.1's implicit int and float forms, less base 60 (``1:30`` read as 90): YAML 1.2
+# dropped it, and so does oxy's own loader (serde_yaml), which reads ``1:30`` as text. It
+# is also the form that escapes every bound: PyYAML computes ``59:59:...`` by repeated
+# big-integer multiplication (quadratic in its length, with no digit limit), and a float
+# written so raises OverflowError. Here it is plain text, as oxy reads it.
+_INT = re.compile(
+    r"""^(?:[-+]?0b[0-1_]+
+    |[-+]?0[0-7_]+
+    |[-+]?(?:0|[1-9][0-9_]*)
+    |[-+]?0x[0-9a-fA-F_]+)$""",
+    re.X,
+)
+_FLOAT = re.compile(
+    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    re.X,
+)
+
+
+def _without_base_60(
+    resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]],
+) -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
+    """PyYAML's implicit resolvers, in their order, with the int and float patterns above."""
+    patterns = {_INT_TAG: _INT, _FLOAT_TAG: _FLOAT}
+    return {
+        first: [(tag, patterns.get(tag, regexp)) for tag, regexp in pairs]
+        for first, pairs in resolvers.items()
+    }
+
+
+class _SimpleKeys(dict):  # type: ignore[type-arg]
+    """PyYAML's possible simple keys, by flow level, knowing their lowest level cheaply.
+
+    A key is saved at the current flow level and every key of a deeper level is gone
+    before one is saved at a shallower level, so the lowest level holds the oldest key
+    (smallest index and token number). PyYAML looks at every key before each token to find
+    the oldest or the stale: quadratic in flow nesting (100 levels of ``[`` made each
+    token 100 times dearer); this answers from the lowest level instead."""
+
+    _low: int | None = None
+
+    def __setitem__(self, level: int, key: Any) -> None:
+        super().__setitem__(level, key)
+        if len(self) == 1 or (self._low is not None and level < self._low):
+            self._low = level
+
+    def __delitem__(self, level: int) -> None:
+        super().__delitem__(level)
+        if level == self._low:
+            self._low = None
+
+    def oldest(self) -> Any:
+        if self._low is None:
+            self._low = min(self)
+        return self[self._low]
+
+
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that bounds nesting depth and alias expansion while composing.
+    """SafeLoader that bounds nesting depth, node count and alias expansion while composing.
 
     PyYAML composes recursively (5,000 levels of ``[[[...]]]`` end in RecursionError)
     and expands aliases by sharing nodes, so a "billion laughs" file loads in
     microseconds and explodes later, when a template prints it or a report copies it.
     Both are measured here, node by node, before any Python object exists: a node's
-    size and depth count its aliased parts in full.
+    size and depth count its aliased parts in full. Nodes are counted too: PyYAML spends
+    some 10 microseconds on each, so 5 MB of ``[1,1,1,...]`` (2.5 million of them)
+    would hold a command, or the server's sync, for most of a minute.
     """
+
+    yaml_implicit_resolvers = _without_base_60(yaml.SafeLoader.yaml_implicit_resolvers)
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
+        self._nodes = 0  # nodes composed so far (an alias is counted by its expansion)
         self._depth = 0  # collections open around the node being composed
         self._alias_nodes = 0  # nodes that the aliases seen so far expand to
         self._sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, depth), expanded
+
+    @property  # type: ignore[override]
+    def possible_simple_keys(self) -> _SimpleKeys:
+        return self._simple_keys
+
+    @possible_simple_keys.setter
+    def possible_simple_keys(self, keys: dict[int, Any]) -> None:
+        self._simple_keys = _SimpleKeys(keys)
+
+    def next_possible_simple_key(self) -> int | None:
+        keys = self._simple_keys
+        return keys.oldest().token_number if keys else None
+
+    def stale_possible_simple_keys(self) -> None:
+        keys = self._simple_keys
+        if not keys:
+            return
+        oldest = keys.oldest()
+        if oldest.line == self.line and self.index - oldest.index <= 1024:
+            return  # the oldest is still a possible key, so is every newer one
+        super().stale_possible_simple_keys()
 
     def fetch_flow_collection_start(self, token_class: Any) -> None:
         # The scanner is quadratic in flow nesting (5,000 levels of '[' take a second before
@@ -228,6 +325,15 @@ class _Loader(yaml.SafeLoader):
                     event.start_mark,
                 )
             return node
+        self._nodes += 1
+        if self._nodes > MAX_YAML_NODES:
+            raise _LimitError(
+                None,
+                None,
+                f"YAML file has more than {MAX_YAML_NODES:,} values (keys, items and "
+                "scalars); split it, or keep large data in a file the project reads",
+                event.start_mark,
+            )
         opens = isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent))
         if opens:
             self._depth += 1
@@ -277,7 +383,7 @@ def _walk(
             if isinstance(key_node, yaml.ScalarNode):
                 _check_scalar(key_node, (*path, key_node.value), doc, problems)
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
-            if isinstance(key_node, yaml.ScalarNode) and key_node.tag == "tag:yaml.org,2002:int":
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag == _INT_TAG:
                 with contextlib.suppress(ValueError):
                     key = int(key)
             child = (*path, key)
@@ -303,53 +409,86 @@ def _walk(
             _walk(item, (*path, index), doc, problems, seen)
 
 
-_FLOAT_TAG = "tag:yaml.org,2002:float"
-
-
 def _check_scalar(
     node: yaml.ScalarNode, path: KeyPath, doc: Document, problems: list[Diagnostic]
 ) -> None:
-    """Values as documented: numbers finite, text valid. ``.inf``, ``.nan`` and
-    ``1.0e+999`` are errors here, at their line, whatever key holds them; a double-quoted
-    ``"\\ud800"`` (a lone surrogate, which no file, report or database can hold) is
-    replaced by U+FFFD with a warning."""
-    line = node.start_mark.line + 1
+    """Values as documented: numbers finite and within a float's range, text valid.
+    ``.inf``, ``.nan``, ``1.0e+999`` and an integer of more than
+    :data:`~oxyeval.inputs.MAX_INT_DIGITS` digits are errors here, at their line, whatever
+    key holds them (the integer is then read as text, so the rest of the file still loads
+    and is checked); a double-quoted ``"\\ud800"`` (a lone surrogate, which no file, report
+    or database can hold) is replaced by U+FFFD with a warning."""
+    problem = None
     if node.tag == _FLOAT_TAG and not _finite_yaml_float(str(node.value)):
+        problem = (
+            f"{node.value} is not a finite number; numbers must be finite "
+            "(quote it if it is meant as text)"
+        )
+    elif node.tag == _INT_TAG and _int_too_long(str(node.value)):
+        problem = (
+            f"an integer of more than {MAX_INT_DIGITS} digits; numbers must be within a "
+            "float's range (quote it if it is meant as text)"
+        )
+        node.tag = _STR_TAG  # Python would refuse to read it past 4,300 digits
+    elif isinstance(node.value, str) and not node.value.isascii():
+        line = node.start_mark.line + 1
+        node.value = valid_text(node.value, f"{doc.display}:{line}")
+    if problem is not None:
+        line = node.start_mark.line + 1
         problems.append(
             Diagnostic(
                 doc.display,
-                f"{node.value} is not a finite number; numbers must be finite "
-                "(quote it if it is meant as text)",
+                problem,
                 line=line,
                 column=node.start_mark.column + 1,
                 key=format_key_path(path),
                 source_line=_clip(doc.source_line(line)),
-                span=max(1, len(str(node.value))),
+                span=min(max(1, len(str(node.value))), 200),
             )
         )
-    elif isinstance(node.value, str):
-        node.value = valid_text(node.value, f"{doc.display}:{line}")
 
 
 def _finite_yaml_float(text: str) -> bool:
-    """A YAML 1.1 float as PyYAML reads it (``_`` separators, ``.inf``, ``1:30.5``) is finite."""
+    """A YAML 1.1 float as PyYAML reads it (``_`` separators, ``.inf``) is finite."""
     value = text.replace("_", "").lower().lstrip("+-")
     if value in (".inf", ".nan"):
         return False
-    if ":" in value:  # base 60: finite digits, finite value
-        return True
     try:
         return math.isfinite(float(value))
     except ValueError:
         return True  # not what PyYAML reads as a float either: its own error, if any
 
 
+#: Digits past which no base's integer can be within MAX_INT_DIGITS decimal digits
+#: (10**308 has 1,024 binary digits): longer ones are refused without being converted.
+_MAX_INT_CHARS = 1_100
+
+
+def _int_too_long(text: str) -> bool:
+    """A YAML int (``0b``, ``0x``, octal ``0..``, decimal, ``_`` separators) of more than
+    MAX_INT_DIGITS decimal digits. Linear in the text, whatever its length."""
+    value = text.replace("_", "").lstrip("+-")
+    base = 10
+    if value[:2] in ("0b", "0x"):
+        base, value = (2 if value[1] == "b" else 16), value[2:]
+    elif value.startswith("0") and len(value) > 1:
+        base, value = 8, value[1:]
+    value = value.lstrip("0")
+    if len(value) > _MAX_INT_CHARS:
+        return True
+    try:
+        return abs(int(value or "0", base)) >= 10**MAX_INT_DIGITS
+    except ValueError:
+        return False  # not what PyYAML reads as an int either: its own error, if any
+
+
 def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:
     """Parse ``text``; syntax errors come back as diagnostics, never as exceptions."""
     doc = Document(path=path, text=text, data=None)
     problems: list[Diagnostic] = []
-    loader = _Loader(text)
+    loader: _Loader | None = None
     try:
+        loader = _Loader(text)  # reads the whole text: a NUL byte is refused here
         node = loader.get_single_node()
         if node is not None:
             _walk(node, (), doc, problems, set())
@@ -391,11 +530,34 @@ def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:
                 source_line=doc.source_line(line) if line else None,
             )
         )
+    except yaml.reader.ReaderError as exc:
+        problems.append(_unreadable(doc, exc))
     except yaml.YAMLError as exc:
         problems.append(Diagnostic(doc.display, f"YAML error: {exc}"))
+    except (ValueError, OverflowError, RecursionError) as exc:
+        # A value PyYAML itself cannot make (a date out of range): the file is bad input,
+        # never a crash of the command or of the server's sync.
+        problems.append(Diagnostic(doc.display, f"YAML error: a value cannot be read ({exc})"))
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return doc, problems
+
+
+def _unreadable(doc: Document, exc: yaml.reader.ReaderError) -> Diagnostic:
+    """A character YAML does not allow (NUL, other control characters), at its line."""
+    position = exc.position if isinstance(exc.position, int) else 0
+    line = doc.text.count("\n", 0, position) + 1
+    column = position - (doc.text.rfind("\n", 0, position) + 1) + 1
+    code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "?")
+    return Diagnostic(
+        doc.display,
+        f"the character U+{code:04X} is not allowed in a YAML file (control characters "
+        'are refused); inside double quotes, write it as an escape such as "\\x00"',
+        line=line,
+        column=column,
+        source_line=_clip(doc.source_line(line), 200),
+    )
 
 
 def _clip(line: str | None, width: int = 200) -> str | None:

@@ -271,3 +271,36 @@ async def test_a_keyless_vendor_branch_names_its_model(api: Api, no_env_keys: No
         code="BAD_USER_INPUT",
     )
     assert "gpt-4-turbo-preview" in error["message"] and "OPENAI_API_KEY" in error["message"]
+
+
+async def test_a_bad_number_in_a_served_file_is_a_sync_error_not_a_failing_api(
+    api: Api,
+) -> None:
+    prompt = api.root / "sentiment.prompt.yml"
+    prompt.write_text(
+        prompt.read_text().replace('input: {text: "I love it"}', f"input: {{text: {'9' * 5000}}}")
+    )
+    api.service.sync()
+    data = await api.data("{ serverInfo { syncError models } testCases { id input } }")
+    error = data["serverInfo"]["syncError"]
+    assert "sentiment.prompt.yml:" in error and "more than 308 digits" in error
+    assert data["serverInfo"]["models"] == ["quick", "steady"]
+    # the last good state is served meanwhile
+    assert {"text": "I love it"} in [c["input"] for c in data["testCases"]]
+
+
+def test_a_read_does_not_wait_for_a_sync_under_way(project: Path) -> None:
+    import threading
+
+    from oxyeval.server import TestingService
+
+    service = TestingService(project)
+    try:
+        service._checked_at = float("-inf")  # due for a check
+        with service._sync_lock:  # another request's sync, loading a large file
+            reader = threading.Thread(target=service.sync, kwargs={"force": False})
+            reader.start()
+            reader.join(30)
+            assert not reader.is_alive()  # it answered from the store as it is
+    finally:
+        service.close()
