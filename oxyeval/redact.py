@@ -32,7 +32,7 @@ not recognised.
 **What a terminal does not show does not hide a key.** A key split by an ANSI escape
 sequence (a colour code), a control character or a zero-width character reads whole
 on a terminal while the text holds no copy of it. So before matching, such sequences
-are looked through (:func:`_visible`): a key found in what a terminal shows is replaced,
+are looked through (:mod:`oxyeval.terminal`): a key found in what a terminal shows is replaced,
 with the sequences inside it, by ``***``; the sequences elsewhere are left as they were.
 
 **One rule for what a secret is made of** (:func:`register_secret`, whoever registers:
@@ -79,6 +79,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TextIO
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
+
+from .terminal import has_invisible, open_escape_start, visible
 
 __all__ = [
     "RedactingPieces",
@@ -234,7 +236,7 @@ def redact(text: str) -> str:
     forms = _forms
     if not forms or not text:
         return text
-    if _INVISIBLE.search(text) is not None:
+    if has_invisible(text):
         text = _redact_visible(text, forms)
     for form in forms:
         if form in text:
@@ -242,38 +244,10 @@ def redact(text: str) -> str:
     return text
 
 
-#: What a terminal shows nothing of: ANSI escape sequences (CSI ``ESC [ ... m`` colour
-#: codes and the like, OSC ``ESC ] ... BEL`` titles and links, ``ESC ( B`` and the other
-#: short escapes),
-#: other C0 control characters but tab and line ends, DEL, C1 controls, and the
-#: zero-width characters.
-_INVISIBLE = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
-    r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
-    r"|\x1b[ -/]*[0-~]"
-    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u2060-\u2064\ufeff]"
-)
-
-
-def _visible(text: str) -> tuple[str, list[int]]:
-    """``text`` as a terminal shows it (:data:`_INVISIBLE` left out), and for each of its
-    characters the index of that character in ``text``."""
-    shown: list[str] = []
-    where: list[int] = []
-    last = 0
-    for match in _INVISIBLE.finditer(text):
-        shown.append(text[last : match.start()])
-        where.extend(range(last, match.start()))
-        last = match.end()
-    shown.append(text[last:])
-    where.extend(range(last, len(text)))
-    return "".join(shown), where
-
-
 def _redact_visible(text: str, forms: tuple[str, ...]) -> str:
     """``text`` with each secret found in what a terminal shows of it replaced, together
     with the invisible sequences inside it, by ``***``."""
-    shown, where = _visible(text)
+    shown, where = visible(text)
     spans: list[tuple[int, int]] = []
     taken = bytearray(len(shown))
     for form in forms:  # longest first: a key holding another is replaced whole
@@ -602,21 +576,14 @@ class RedactingPieces:
             self._target(text)
 
 
-#: The start of an escape sequence whose end has not arrived yet.
-_OPEN_ESCAPE = re.compile(r"(?:\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*)?|\x9b[0-?]*[ -/]*)\Z")
-
-
 def _held_from(text: str) -> int:
     """Where the end of ``text`` that must wait for the next piece starts: the beginning
     of a scrubbed form, as a terminal would show it (escape sequences inside it looked
     through), or an escape sequence not yet complete."""
-    cut = len(text)
-    tail = _OPEN_ESCAPE.search(text)
-    if tail is not None:
-        cut = tail.start()
-    if _INVISIBLE.search(text, 0, cut) is None:
+    cut = open_escape_start(text)
+    if not has_invisible(text[:cut]):
         return cut - _open_prefix(text[:cut])
-    shown, where = _visible(text[:cut])
+    shown, where = visible(text[:cut])
     size = _open_prefix(shown)
     return where[len(shown) - size] if size else cut
 

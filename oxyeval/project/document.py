@@ -13,7 +13,6 @@ import contextlib
 import errno
 import math
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,7 +24,8 @@ import yaml
 from ..errors import Diagnostic, LoadError
 from ..inputs import MAX_INT_DIGITS, valid_text
 from ..redact import clip
-from .limits import MAX_ALIAS_NODES, MAX_FILE_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
+from .limits import MAX_FILE_BYTES
+from .yamlloader import FLOAT_TAG, INT_TAG, STR_TAG, LimitError, ProjectLoader
 
 __all__ = [
     "SYMLINK_LOOP",
@@ -171,197 +171,6 @@ class Document:
         return node
 
 
-def _too_deep() -> str:
-    return (
-        f"YAML nested more than {MAX_YAML_DEPTH} levels deep (lists and mappings inside "
-        "each other); no project file needs that"
-    )
-
-
-class _LimitError(yaml.MarkedYAMLError):
-    """A file that is valid YAML but too deep or too large once its aliases are expanded."""
-
-
-_INT_TAG = "tag:yaml.org,2002:int"
-_FLOAT_TAG = "tag:yaml.org,2002:float"
-_STR_TAG = "tag:yaml.org,2002:str"
-
-# YAML 1.1's implicit int and float forms, less base 60 (``1:30`` read as 90): YAML 1.2
-# dropped it, and so does oxy's own loader (serde_yaml), which reads ``1:30`` as text. It
-# is also the form that escapes every bound: PyYAML computes ``59:59:...`` by repeated
-# big-integer multiplication (quadratic in its length, with no digit limit), and a float
-# written so raises OverflowError. Here it is plain text, as oxy reads it.
-_INT = re.compile(
-    r"""^(?:[-+]?0b[0-1_]+
-    |[-+]?0[0-7_]+
-    |[-+]?(?:0|[1-9][0-9_]*)
-    |[-+]?0x[0-9a-fA-F_]+)$""",
-    re.X,
-)
-_FLOAT = re.compile(
-    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
-    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
-    |[-+]?\.(?:inf|Inf|INF)
-    |\.(?:nan|NaN|NAN))$""",
-    re.X,
-)
-
-
-def _without_base_60(
-    resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]],
-) -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
-    """PyYAML's implicit resolvers, in their order, with the int and float patterns above."""
-    patterns = {_INT_TAG: _INT, _FLOAT_TAG: _FLOAT}
-    return {
-        first: [(tag, patterns.get(tag, regexp)) for tag, regexp in pairs]
-        for first, pairs in resolvers.items()
-    }
-
-
-class _SimpleKeys(dict):  # type: ignore[type-arg]
-    """PyYAML's possible simple keys, by flow level, knowing their lowest level cheaply.
-
-    A key is saved at the current flow level and every key of a deeper level is gone
-    before one is saved at a shallower level, so the lowest level holds the oldest key
-    (smallest index and token number). PyYAML looks at every key before each token to find
-    the oldest or the stale: quadratic in flow nesting (100 levels of ``[`` made each
-    token 100 times dearer); this answers from the lowest level instead."""
-
-    _low: int | None = None
-
-    def __setitem__(self, level: int, key: Any) -> None:
-        super().__setitem__(level, key)
-        if len(self) == 1 or (self._low is not None and level < self._low):
-            self._low = level
-
-    def __delitem__(self, level: int) -> None:
-        super().__delitem__(level)
-        if level == self._low:
-            self._low = None
-
-    def oldest(self) -> Any:
-        if self._low is None:
-            self._low = min(self)
-        return self[self._low]
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that bounds nesting depth, node count and alias expansion while composing.
-
-    PyYAML composes recursively (5,000 levels of ``[[[...]]]`` end in RecursionError)
-    and expands aliases by sharing nodes, so a "billion laughs" file loads in
-    microseconds and explodes later, when a template prints it or a report copies it.
-    Both are measured here, node by node, before any Python object exists: a node's
-    size and depth count its aliased parts in full. Nodes are counted too: PyYAML spends
-    some 10 microseconds on each, so 5 MB of ``[1,1,1,...]`` (2.5 million of them)
-    would hold a command, or the server's sync, for most of a minute.
-    """
-
-    yaml_implicit_resolvers = _without_base_60(yaml.SafeLoader.yaml_implicit_resolvers)
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._nodes = 0  # nodes composed so far (an alias is counted by its expansion)
-        self._depth = 0  # collections open around the node being composed
-        self._alias_nodes = 0  # nodes that the aliases seen so far expand to
-        self._sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, depth), expanded
-
-    @property  # type: ignore[override]
-    def possible_simple_keys(self) -> _SimpleKeys:
-        return self._simple_keys
-
-    @possible_simple_keys.setter
-    def possible_simple_keys(self, keys: dict[int, Any]) -> None:
-        self._simple_keys = _SimpleKeys(keys)
-
-    def next_possible_simple_key(self) -> int | None:
-        keys = self._simple_keys
-        return keys.oldest().token_number if keys else None
-
-    def stale_possible_simple_keys(self) -> None:
-        keys = self._simple_keys
-        if not keys:
-            return
-        oldest = keys.oldest()
-        if oldest.line == self.line and self.index - oldest.index <= 1024:
-            return  # the oldest is still a possible key, so is every newer one
-        super().stale_possible_simple_keys()
-
-    def fetch_flow_collection_start(self, token_class: Any) -> None:
-        # The scanner is quadratic in flow nesting (5,000 levels of '[' take a second before
-        # the composer sees the first node): stop it at the same depth.
-        if self.flow_level >= MAX_YAML_DEPTH:
-            raise _LimitError(None, None, _too_deep(), self.get_mark())
-        super().fetch_flow_collection_start(token_class)
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent):
-            node = super().compose_node(parent, index)
-            size = self._sizes.get(id(node))
-            if size is None:  # the anchor's own node is still open: it would contain itself
-                raise _LimitError(
-                    None,
-                    None,
-                    f"YAML alias *{event.anchor} is used inside the node it names; "
-                    "a structure that contains itself cannot be loaded",
-                    event.start_mark,
-                )
-            nodes, depth = size
-            self._alias_nodes += nodes
-            if self._alias_nodes > MAX_ALIAS_NODES:
-                raise _LimitError(
-                    None,
-                    None,
-                    f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} nodes (an alias bomb?); "
-                    f"this one adds {nodes:,}",
-                    event.start_mark,
-                )
-            if self._depth + depth > MAX_YAML_DEPTH:
-                raise _LimitError(
-                    None,
-                    None,
-                    f"YAML alias *{event.anchor} nests the data more than {MAX_YAML_DEPTH} levels deep",
-                    event.start_mark,
-                )
-            return node
-        self._nodes += 1
-        if self._nodes > MAX_YAML_NODES:
-            raise _LimitError(
-                None,
-                None,
-                f"YAML file has more than {MAX_YAML_NODES:,} values (keys, items and "
-                "scalars); split it, or keep large data in a file the project reads",
-                event.start_mark,
-            )
-        opens = isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent))
-        if opens:
-            self._depth += 1
-            if self._depth > MAX_YAML_DEPTH:
-                raise _LimitError(None, None, _too_deep(), event.start_mark)
-        try:
-            node = super().compose_node(parent, index)
-        finally:
-            if opens:
-                self._depth -= 1
-        self._sizes[id(node)] = self._measure(node)
-        return node
-
-    def _measure(self, node: yaml.Node) -> tuple[int, int]:
-        if isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        elif isinstance(node, yaml.MappingNode):
-            children = [part for pair in node.value for part in pair]
-        else:
-            return 1, 0
-        nodes, depth = 1, 0
-        for child in children:
-            c_nodes, c_depth = self._sizes.get(id(child), (1, 0))
-            nodes += c_nodes
-            depth = max(depth, c_depth)
-        return nodes, depth + 1
-
-
 def _walk(
     node: yaml.Node,
     path: KeyPath,
@@ -383,7 +192,7 @@ def _walk(
             if isinstance(key_node, yaml.ScalarNode):
                 _check_scalar(key_node, (*path, key_node.value), doc, problems)
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
-            if isinstance(key_node, yaml.ScalarNode) and key_node.tag == _INT_TAG:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag == INT_TAG:
                 with contextlib.suppress(ValueError):
                     key = int(key)
             child = (*path, key)
@@ -419,17 +228,17 @@ def _check_scalar(
     and is checked); a double-quoted ``"\\ud800"`` (a lone surrogate, which no file, report
     or database can hold) is replaced by U+FFFD with a warning."""
     problem = None
-    if node.tag == _FLOAT_TAG and not _finite_yaml_float(str(node.value)):
+    if node.tag == FLOAT_TAG and not _finite_yaml_float(str(node.value)):
         problem = (
             f"{node.value} is not a finite number; numbers must be finite "
             "(quote it if it is meant as text)"
         )
-    elif node.tag == _INT_TAG and _int_too_long(str(node.value)):
+    elif node.tag == INT_TAG and _int_too_long(str(node.value)):
         problem = (
             f"an integer of more than {MAX_INT_DIGITS} digits; numbers must be within a "
             "float's range (quote it if it is meant as text)"
         )
-        node.tag = _STR_TAG  # Python would refuse to read it past 4,300 digits
+        node.tag = STR_TAG  # Python would refuse to read it past 4,300 digits
     elif isinstance(node.value, str) and not node.value.isascii():
         line = node.start_mark.line + 1
         node.value = valid_text(node.value, f"{doc.display}:{line}")
@@ -486,14 +295,14 @@ def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:
     """Parse ``text``; syntax errors come back as diagnostics, never as exceptions."""
     doc = Document(path=path, text=text, data=None)
     problems: list[Diagnostic] = []
-    loader: _Loader | None = None
+    loader: ProjectLoader | None = None
     try:
-        loader = _Loader(text)  # reads the whole text: a NUL byte is refused here
+        loader = ProjectLoader(text)  # reads the whole text: a NUL byte is refused here
         node = loader.get_single_node()
         if node is not None:
             _walk(node, (), doc, problems, set())
             doc.data = loader.construct_document(node)
-    except _LimitError as exc:
+    except LimitError as exc:
         mark = exc.problem_mark
         line = mark.line + 1 if mark else None
         problems.append(

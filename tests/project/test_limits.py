@@ -151,7 +151,7 @@ def test_a_control_character_is_an_error_at_its_line(text: str, where: str) -> N
 def test_a_file_with_too_many_values_is_refused_where_it_passes_the_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("oxyeval.project.document.MAX_YAML_NODES", 50)
+    monkeypatch.setattr("oxyeval.project.yamlloader.MAX_YAML_NODES", 50)
     data, problems = _parse("".join(f"k{i}: v\n" for i in range(24)))  # 1 + 48 nodes
     assert problems == [] and len(data) == 24  # type: ignore[arg-type]
     _, problems = _parse("a: [" + ", ".join("1" for _ in range(60)) + "]\n")
