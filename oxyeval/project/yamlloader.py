@@ -28,7 +28,8 @@ def _too_deep() -> str:
 
 
 class LimitError(yaml.MarkedYAMLError):
-    """A file that is valid YAML but too deep or too large once its aliases are expanded."""
+    """A file that is valid YAML but too deep, with too many values, or too large once its
+    aliases are expanded."""
 
 
 INT_TAG = "tag:yaml.org,2002:int"
