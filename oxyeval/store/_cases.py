@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from ..inputs import value_problem
 from ._errors import AlreadyExistsError, NameTakenError, NotFoundError
 from ._prompts import _upsert, ensure_prompt_row
 from ._rows import TestCase
@@ -60,6 +61,11 @@ def check_fields(fields: Mapping[str, Any]) -> None:
         raise TypeError(
             f"input must be a mapping of template variables, not {type(fields['input']).__name__}"
         )
+    if "input" in fields:
+        # stored as JSON and answered as JSON: only what strict JSON can hold
+        problem = value_problem(fields["input"], "input")
+        if problem is not None:
+            raise ValueError(problem)
     expected = fields.get("expected_output")
     if expected is not None and not isinstance(expected, str):
         raise TypeError(f"expected_output must be a string or None, not {type(expected).__name__}")
