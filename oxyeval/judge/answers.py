@@ -132,7 +132,7 @@ class JsonJudge:
         (:attr:`JudgeResult.error`): the call failed, or two replies in a row were not
         such an object (the second asked after being told what was wrong). An invalid
         ``schema`` is a programming error: ``jsonschema.SchemaError``."""
-        text = json.dumps(schema, sort_keys=True, ensure_ascii=False)
+        text = json.dumps(schema, ensure_ascii=False)  # in order: vendors answer in it
         validator, asked = _checker(text)
         if self.cache is None:
             return await self._ask(prompt, schema, validator, asked)

@@ -156,10 +156,16 @@ def _checks(metrics: Sequence[Any]) -> list[Check]:
     from ._run import Check
 
     def check(metric: Any) -> Check:
-        async def measure(case: TestCase, _output: Any) -> Measured:
-            return _measured(await _measure(metric, case))
+        name = _metric_name(metric)
 
-        return Check(_metric_name(metric), measure)
+        async def measure(case: TestCase, _output: Any) -> Measured:
+            try:
+                return _measured(await _measure(metric, case))
+            except Exception as exc:  # not even measurable (a bad threshold): its error
+                error = f"{type(exc).__name__}: {exc}"
+                return _measured(MetricData(name, 0.5, False, None, None, error=error))
+
+        return Check(name, measure)
 
     return [check(m) for m in metrics]
 

@@ -86,20 +86,17 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _project(where: Path, warn: Callable[[str], None]) -> Any:
-    """The project found from ``where`` (None: outside any project, or one whose
-    config.yml cannot be loaded, which is said: its metrics still run, unkept)."""
+def _project(where: Path) -> tuple[Any, str | None]:
+    """The project found from ``where`` (None: outside any project), or None and why
+    when its config.yml cannot be loaded: its metrics still run, unkept."""
     from ..project import find_config, load_project
 
     if find_config(where) is None:
-        return None
+        return None, None
     try:
-        return load_project(where)
+        return load_project(where), None
     except OxyError as exc:
-        message = f"warning: the evaluations are not kept in the history: {exc}"
-        log.warning("%s", message)
-        warn(message)
-        return None
+        return None, f"warning: the evaluations are not kept in the history: {exc}"
 
 
 class _Slot:
@@ -163,16 +160,21 @@ class SdkRun:
     async def __aenter__(self) -> SdkRun:
         from ..workflow import RunContext
 
-        project = _project(self.where, self.suite.warn)
+        project, problem = _project(self.where)
+        history = cache = None
         if project is not None:
             try:
                 history = self.suite.histories.for_project(project)
+                cache = self.suite.caches(project)
             except OxyError as exc:  # a bad history: entry: the run goes on, unkept
-                self.history.fail(exc)
-                history = None
-            self.history = SdkHistory(history, self.label, self._total, self.suite.warn)
-            self.context = RunContext(project, cache=self.suite.caches(project))
+                history = cache = None
+                problem = f"warning: the evaluations are not kept in the history: {exc}"
+            self.context = RunContext(project, cache=cache)
+        self.history = SdkHistory(history, self.label, self._total, self.suite.warn)
         self.suite.start(self._subjects)
+        if problem is not None:
+            log.warning("%s", problem)
+            self.suite.warn(problem)
         self.history.start()
         return self
 
