@@ -230,8 +230,10 @@ class SdkRun:
             outcome.measured = await gather_settled(
                 *(self._measure(name, subject, check, outcome.output) for check in subject.checks)
             )
-        else:
+        else:  # nothing to measure: each check's step ends in that error
             outcome.measured = [Measured(error=outcome.error) for _ in subject.checks]
+            for check in subject.checks:
+                emit(ScoreRecorded(kind=kind, subject=name, metric=check.name, label="error"))
         latency = None if subject.produce is None else round(outcome.duration_s * 1000, 3)
         for check, measured in zip(subject.checks, outcome.measured, strict=True):
             if measured is not None:
@@ -313,5 +315,6 @@ async def run_sdk(
             subjects=len(subjects),
         ) as run:
             outcomes = await run.run(subjects)
-        decision = suite.decision = decide_results(run.results)
+        # In the test cases' order, the order their outcomes are read back in.
+        decision = suite.decision = decide_results([r for o in outcomes for r in o.results])
     return Finished(outcomes, decision, run.regressions(), run.history.stored)

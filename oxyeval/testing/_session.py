@@ -71,9 +71,8 @@ class LiveRun:
         from ._run import Finished
 
         run = await self._run(where)
-        before = len(run.results)
         outcomes = await run.run(subjects)
-        mine = run.results[before:]
+        mine = [r for o in outcomes for r in o.results]
         regressions = [
             f"{r.details.get('case')} / {r.details.get('metric')}: {why}"
             for r in mine

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,12 +26,6 @@ from tests.testing.test_judged import fake_openai, project, scripted
 
 JUDGED = re.compile(r'<judged>\n<turn number="(\d+)">')
 LISTED = re.compile(r'^\d+\. <turn number="(\d+)">', re.MULTILINE)
-
-
-@pytest.fixture
-def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
 
 
 def conversation(n: int, role: str | None = None) -> ConversationalTestCase:

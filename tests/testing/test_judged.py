@@ -8,7 +8,7 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -56,12 +56,6 @@ def scripted(*replies: str) -> Callable[[RecordedRequest], str]:
             return queue.pop(0) if len(queue) > 1 else queue[0]
 
     return answer
-
-
-@pytest.fixture
-def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
 
 
 def geval(**kw: object) -> GEval:
