@@ -77,11 +77,13 @@ class TestResult:
         return case.actual_output if isinstance(case, LLMTestCase) else None
 
 
-def _case_key(case: TestCase, index: int) -> str:
-    """A test case's name in the history: its input, or its place for a conversation."""
+def _case_key(case: TestCase) -> str:
+    """A test case's name in the history, what a later run's same case is found by: its
+    input; a conversation's first input (a place in a list would tie unrelated
+    conversations together when the list changes)."""
     if isinstance(case, LLMTestCase):
         return shown_case(case.input)
-    return f"test_case_{index} (conversation)"
+    return f"{shown_case(case.turns[0].input)} (conversation)"
 
 
 def _measured(data: MetricData) -> Measured:
@@ -109,8 +111,8 @@ class EvaluationResult:
     def __post_init__(self) -> None:
         if self.decision is None:  # made by hand: decided over the same results
             results = [
-                sdk_result("evaluate", _case_key(t.test_case, i), d.name, _measured(d))
-                for i, t in enumerate(self.test_results)
+                sdk_result("evaluate", _case_key(t.test_case), d.name, _measured(d))
+                for t in self.test_results
                 for d in t.metrics_data
             ]
             self.decision = decide_results(results)
@@ -175,7 +177,7 @@ def _subjects(test_cases: Sequence[TestCase], metrics: Sequence[Any]) -> list[Su
 
     checks = _checks(metrics)
     return [
-        Subject(_case_key(case, i), case, checks, label=f"test_case_{i}")
+        Subject(_case_key(case), case, checks, label=f"test_case_{i}")
         for i, case in enumerate(test_cases)
     ]
 
