@@ -61,7 +61,11 @@ class _Session:
         self.run: LiveRun | None = None
         self.summary: SessionSummary | None = None
 
-    def live(self) -> LiveRun:
+    def live(self) -> LiveRun | None:
+        """The session's run (begun now if need be); None once it has finished: an
+        ``assert_test`` after the summary (a late teardown) is a run of its own."""
+        if self.summary is not None:
+            return None
         if self.run is None:
             from ._session import LiveRun
 

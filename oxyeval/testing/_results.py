@@ -20,7 +20,15 @@ from ..redact import clip, redact
 if TYPE_CHECKING:
     from ..evaluation import Decision
 
-__all__ = ["SDK", "Measured", "case_states", "decide_results", "sdk_result", "shown_case"]
+__all__ = [
+    "SDK",
+    "Measured",
+    "case_states",
+    "decide_results",
+    "regression_lines",
+    "sdk_result",
+    "shown_case",
+]
 
 
 def _named(result: Result) -> str:
@@ -141,3 +149,8 @@ def case_states(decision: Decision, sizes: Sequence[int]) -> list[bool]:
         states.append(all(o.state in ("passed", "neutral") for o in mine))
         start += size
     return states
+
+
+def regression_lines(results: Sequence[Result]) -> list[str]:
+    """Each regression of ``results`` as it is printed: ``case / metric: why``."""
+    return [f"{_named(r)}: {why}" for r in results for why in r.regressions]

@@ -30,7 +30,7 @@ from ..errors import OxyError
 from ..evaluation import SampleFinished, ScoreRecorded, SubjectStarted
 from ._history import SdkHistory
 from ._judge import judging_in
-from ._results import SDK, Measured, decide_results, sdk_result
+from ._results import SDK, Measured, decide_results, regression_lines, sdk_result
 
 if TYPE_CHECKING:
     from ..evaluation import Decision, EventSink, Result
@@ -199,8 +199,8 @@ class SdkRun:
         return limit
 
     async def run(self, subjects: Sequence[Subject]) -> list[Outcome]:
-        """Produce and measure every test case (each at most once per unit of the budget),
-        record each result as its test case finishes; the outcomes in the order given."""
+        """Produce and measure every test case, each unit of work within the budget, and
+        record each case's results as it finishes; the outcomes in the order given."""
         with judging_in(self.context):
             return await gather_settled(*(self._one(s) for s in subjects))
 
@@ -270,11 +270,7 @@ class SdkRun:
 
     def regressions(self) -> list[str]:
         """Each result whose score fell against its previous one: ``case / metric: why``."""
-        return [
-            f"{r.details.get('case')} / {r.details.get('metric')}: {why}"
-            for r in self.results
-            for why in r.regressions
-        ]
+        return regression_lines(self.results)
 
 
 @dataclass
@@ -299,9 +295,9 @@ async def run_sdk(
     events: EventSink | Iterable[EventSink | None] | None = None,
 ) -> Finished:
     """Run ``subjects`` as one SDK run labelled ``label`` (see :class:`SdkRun`):
-    ``history=False`` keeps nothing (and caches nothing); ``cache`` is ``--cache`` (True:
-    answers replayed too), ``--no-cache`` (False) or neither (None: judge verdicts and
-    answers replayed); ``events`` subscribe to the run's events."""
+    ``history=False`` keeps nothing (and caches nothing); ``cache`` is the run's
+    ``--cache`` (True) / ``--no-cache`` (False) / neither (None: what the judges answer is
+    kept and replayed); ``events`` subscribe to the run's events."""
     from ..suites import SuiteRun
 
     total = sum(len(s.checks) or 1 for s in subjects)

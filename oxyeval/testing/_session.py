@@ -67,18 +67,13 @@ class LiveRun:
         return self._submit(self._measure(Path.cwd().resolve(), subjects)).result()
 
     async def _measure(self, where: Path, subjects: Sequence[Subject]) -> Finished:
-        from ._results import decide_results
+        from ._results import decide_results, regression_lines
         from ._run import Finished
 
         run = await self._run(where)
         outcomes = await run.run(subjects)
         mine = [r for o in outcomes for r in o.results]
-        regressions = [
-            f"{r.details.get('case')} / {r.details.get('metric')}: {why}"
-            for r in mine
-            for why in r.regressions
-        ]
-        return Finished(outcomes, decide_results(mine), regressions)
+        return Finished(outcomes, decide_results(mine), regression_lines(mine))
 
     async def _run(self, where: Path) -> SdkRun:
         from ..project import find_config
