@@ -2,9 +2,11 @@
 
 Test code builds test cases from its app's outputs (``LLMTestCase``,
 ``ConversationalTestCase``), scores them with metrics (deterministic ones, and judged
-ones asking the project's judge model through one JSON judge) and runs them with
-``evaluate`` or ``assert_test``, in plain scripts or pytest. Moving a DeepEval test
-here means changing its import line to ``from oxyeval.testing import ...``.
+ones asking the project's judge model through the judge package) and runs them with
+``evaluate`` or ``assert_test``, in plain scripts or pytest, or sends test cases through
+its app with ``run_test_suite``. Each of those is a run of kind ``sdk`` on the pipeline
+every kind of test shares (its history, cache, events and one decision). Moving a
+DeepEval test here means changing its import line to ``from oxyeval.testing import ...``.
 Nothing is sent anywhere but the models config.yml configures.
 """
 
