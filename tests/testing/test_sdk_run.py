@@ -383,10 +383,9 @@ def test_nothing_but_the_decision_passes_or_fails(
     passing = evaluate([case("Paris")], [ExactMatchMetric()], print_results=False)
     assert passing.test_results[0].metrics_data[0].success is True  # the metric's own check
     assert not passing.success
-    suite = run_test_suite(
-        "s", [Question("France", "Paris")], [IsEqual("e", lambda q: q.capital)], lambda q: "Paris",
-        print_results=False,
-    )  # fmt: skip
+    right = [IsEqual("e", lambda q: q.capital)]
+    suite = run_test_suite("s", [Question("France", "Paris")], right, lambda q: "Paris")
+    assert suite.outcomes[0].evaluations["e"].passed() is True  # type: ignore[union-attr]
     assert not suite.passed
     monkeypatch.setattr(core, "decide", forced(0))
     assert_test(case("Lyon"), [ExactMatchMetric()])  # the metric failed; the decision did not
