@@ -239,12 +239,6 @@ class SuiteRun:
     def warn(self, message: str) -> None:
         self.emit(Warned(kind=self.kind, message=message))
 
-    def status_for(self, exc_type: type[BaseException] | None) -> str:
-        """The status this run ends with if ``exc_type`` ends it (None: it ends normally):
-        for a kind that finishes its history rows before the run itself ends."""
-        failed = exc_type is not None or self.errors > 0
-        return final_status(interrupted=interrupted_by(exc_type), failed=failed)
-
     # -- the run ------------------------------------------------------------------------
 
     async def run(self, kind: Kind) -> Decision:
@@ -275,7 +269,8 @@ class SuiteRun:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
         interrupted = interrupted_by(exc_type)
-        self.status = self.status_for(exc_type)
+        errors = self.errors > 0
+        self.status = final_status(interrupted=interrupted, failed=exc_type is not None or errors)
         error = rest[0] if rest and isinstance(rest[0], BaseException) else None
         try:
             try:

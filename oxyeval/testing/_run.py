@@ -10,8 +10,9 @@ evaluators) are the same run seen two ways, so both are thin over this: a
 kept in the history, one judge session, named for the judged metrics by
 :func:`~oxyeval.testing._judge.judging_in`), one concurrency budget, the event stream
 (subjects started, samples, scores, results recorded), the run row and its results in
-the history (:class:`~oxyeval.testing._history.SdkHistory`), finished by the one
-status rule (:func:`~oxyeval.suites.final_status`); pass or fail is the one decision's
+the history (kept by the suite run's recorder, compared with earlier results by
+:mod:`~oxyeval.testing._history`), finished by the one status rule
+(:func:`~oxyeval.suites.final_status`); pass or fail is the one decision's
 (:func:`~oxyeval.testing._results.decide_results`).
 """
 
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .._tasks import gather_settled
 from ..errors import OxyError
 from ..evaluation import SampleFinished, ScoreRecorded, SubjectStarted
-from ._history import SdkHistory
+from ._history import STORAGE
 from ._judge import judging_in
 from ._results import SDK, Measured, decide_results, regression_lines, sdk_result
 
@@ -150,40 +151,42 @@ class SdkRun:
         self.label = label
         self.where = where or Path.cwd()
         self.context: RunContext | None = None
-        self.history = SdkHistory(None, label, total, suite.warn)
+        self.handle: Any = None
         self.results: list[Result] = []
         self._total, self._subjects = total, subjects
-        self._budget = asyncio.Semaphore(concurrency) if concurrency else None
+        self._budget = suite.budget or (asyncio.Semaphore(concurrency) if concurrency else None)
         self._produce = asyncio.Semaphore(produce_limit) if produce_limit else None
         self._limits: dict[int, asyncio.Semaphore] = {}
 
     async def __aenter__(self) -> SdkRun:
-        from ..workflow import RunContext
+        from ..suites import RunRow
 
         project, problem = _project(self.where)
-        history = cache = None
         if project is not None:
             try:
-                history = self.suite.histories.for_project(project)
-                cache = self.suite.caches(project)
-            except OxyError as exc:  # a bad history: entry: the run goes on, unkept
-                history = cache = None
+                # a bad history: entry is bad input here: the run goes on, unkept
+                self.handle = self.suite.add(project, RunRow(subject=self.label), count=self._total)
+            except OxyError as exc:
                 problem = f"warning: the evaluations are not kept in the history: {exc}"
-            self.context = RunContext(project, cache=cache)
-        self.history = SdkHistory(history, self.label, self._total, self.suite.warn)
+            self.context = self.suite.context(project)
         self.suite.start(self._subjects)
         if problem is not None:
             log.warning("%s", problem)
             self.suite.warn(problem)
-        self.history.start()
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
-        try:
-            await self.history.close(self.suite.status_for(exc_type))
-        finally:
-            if self.context is not None:
-                await self.context.aclose()
+        """Why the results are not (all) kept, said once: the run goes on without them."""
+        for note in self.suite.recorder.notes:
+            if note.error is not None:
+                message = f"warning: the evaluations were not stored in the history: {note.error}"
+                log.warning("%s", message)
+                self.suite.warn(message)
+
+    @property
+    def stored(self) -> int:
+        """Results the history holds so far."""
+        return sum(note.stored for note in self.suite.recorder.notes)
 
     # -- the work
 
@@ -243,10 +246,12 @@ class SdkRun:
         if outcome.error is not None and not subject.checks:  # never a silent failure
             failed = Measured(error=outcome.error)
             outcome.results.append(sdk_result(self.label, subject.key, PRODUCE, failed, latency))
-        await self.history.write(outcome.results)
-        for result in outcome.results:
-            self.results.append(result)
-            self.suite.record(result)
+        if self.handle is not None:
+            await asyncio.gather(*(self.suite.keep(self.handle, r) for r in outcome.results))
+        else:
+            for result in outcome.results:
+                self.suite.record(result)
+        self.results.extend(outcome.results)
         return outcome
 
     async def _measure(
@@ -301,7 +306,14 @@ async def run_sdk(
     from ..suites import SuiteRun
 
     total = sum(len(s.checks) or 1 for s in subjects)
-    async with SuiteRun(SDK.name, history=history, cache=cache, events=events) as suite:
+    async with SuiteRun(
+        SDK.name,
+        history=history,
+        cache=cache,
+        events=events,
+        storage=STORAGE,
+        concurrency=concurrency,
+    ) as suite:
         async with SdkRun(
             suite,
             label,
@@ -313,4 +325,4 @@ async def run_sdk(
             outcomes = await run.run(subjects)
         # In the test cases' order, the order their outcomes are read back in.
         decision = suite.decision = decide_results([r for o in outcomes for r in o.results])
-    return Finished(outcomes, decision, run.regressions(), run.history.stored)
+    return Finished(outcomes, decision, run.regressions(), run.stored)

@@ -78,13 +78,14 @@ class LiveRun:
     async def _run(self, where: Path) -> SdkRun:
         from ..project import find_config
         from ..suites import SuiteRun
+        from ._history import STORAGE
         from ._run import SdkRun
 
         config = find_config(where)
         key = config.resolve() if config is not None else None
         found = self._runs.get(key)
         if found is None:
-            suite = SuiteRun("sdk", history=self.history)
+            suite = SuiteRun("sdk", history=self.history, storage=STORAGE)
             await suite.__aenter__()
             run = SdkRun(suite, self.label, where=where)
             try:
@@ -123,6 +124,6 @@ class LiveRun:
                 suite.decision = decide_results(run.results)
             finally:
                 await suite.__aexit__(None, None, None)
-            summary.stored += run.history.stored
+            summary.stored += run.stored
             summary.regressions += run.regressions()
         return summary
