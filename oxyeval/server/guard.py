@@ -16,6 +16,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs
@@ -72,17 +73,42 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _loopback_host(raw: str) -> bool:
-    """A Host header naming loopback, with an optional numeric port, and nothing else."""
+def parse_host(raw: str) -> tuple[str, int | None] | None:
+    """A Host header's (host, port): a name or IPv4 literal, or an IPv6 literal in brackets,
+    with an optional numeric port; None when it is none of these (``[::1`` without its
+    closing bracket, ``a:b:c``, a user or a path in it)."""
     if raw.startswith("["):
         end = raw.find("]")
-        host, rest = raw[1:end], raw[end + 1 :] if end > 0 else ("", "x")
+        if end < 0:
+            return None
+        host, rest = raw[1:end], raw[end + 1 :]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return None
     else:
-        host, _, port = raw.partition(":")
-        rest = f":{port}" if port or raw.endswith(":") else ""
-    if rest and not (rest.startswith(":") and rest[1:].isdigit()):
-        return False
-    return bool(host) and is_loopback(host)
+        host, colon, port = raw.partition(":")
+        rest = colon + port
+        if not host or not _HOST_NAME.fullmatch(host):
+            return None
+    if not rest:
+        return host, None
+    port_text = rest[1:]
+    if not rest.startswith(":") or not port_text.isdigit() or not port_text.isascii():
+        return None
+    port = int(port_text)
+    return (host, port) if port <= 65535 else None
+
+
+#: What a name or an IPv4 literal may hold in a Host header (RFC 3986's reg-name, less
+#: percent-encoding and the sub-delimiters no DNS name uses).
+_HOST_NAME = re.compile(r"[A-Za-z0-9._~-]+")
+
+
+def _loopback_host(raw: str) -> bool:
+    """A Host header naming loopback, with an optional numeric port, and nothing else."""
+    parsed = parse_host(raw)
+    return parsed is not None and is_loopback(parsed[0])
 
 
 def token_matches(given: str | None, token: str) -> bool:
@@ -240,46 +266,15 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path: str = scope.get("path", "")
-        headers = dict(scope.get("headers") or ())
-        if self.loopback_only and not _loopback_host(headers.get(b"host", b"").decode("latin-1")):
-            await _reply(
-                send, 421, error_body("this server answers only on localhost", "FORBIDDEN")
-            )
-            return
-        if not path.startswith(self.open_paths) and not self._authorised(scope):
-            await _reply(
-                send,
-                401,
-                error_body(
-                    "a token is required: send 'Authorization: Bearer <token>' (or open the "
-                    "dashboard as /?token=<token>)",
-                    "UNAUTHENTICATED",
-                ),
-                [(b"www-authenticate", b"Bearer")],
-            )
+        try:
+            refusal = self._refusal(scope)
+        except Exception as exc:  # our bug: a JSON answer, one log line, no traceback
+            log.error("internal error: %s: %s", type(exc).__name__, redact(str(exc)))
+            refusal = 500, error_body("internal error", "INTERNAL_SERVER_ERROR"), []
+        if refusal is not None:
+            await _reply(send, *refusal)
             return
         if scope.get("method") == "POST":
-            kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
-            if kind != b"application/json":
-                await _reply(
-                    send,
-                    415,
-                    error_body(
-                        "POST a JSON body (Content-Type: application/json)", "BAD_USER_INPUT"
-                    ),
-                )
-                return
-            length = headers.get(b"content-length")
-            if length is not None and (not length.isdigit() or int(length) > self.max_body):
-                await _reply(
-                    send,
-                    413,
-                    error_body(
-                        f"the body is larger than {self.max_body:,} bytes", "BAD_USER_INPUT"
-                    ),
-                )
-                return
             receive = self._capped(receive)
         started = False
 
@@ -296,6 +291,34 @@ class Guard:
             if not started:
                 log.error("internal error: %s: %s", type(exc).__name__, redact(str(exc)))
                 await _reply(send, 500, error_body("internal error", "INTERNAL_SERVER_ERROR"))
+
+    def _refusal(self, scope: Scope) -> tuple[int, dict[str, Any], list[Any]] | None:
+        """Why a request is refused before the app sees it (None: it is not): status, body,
+        extra headers."""
+        path: str = scope.get("path", "")
+        headers = dict(scope.get("headers") or ())
+        host = headers.get(b"host", b"").decode("latin-1")
+        if host and parse_host(host) is None:
+            message = f"the Host header is malformed: {host[:100]!r}"
+            return 400, error_body(message, "BAD_USER_INPUT"), []
+        if self.loopback_only and not _loopback_host(host):
+            return 421, error_body("this server answers only on localhost", "FORBIDDEN"), []
+        if not path.startswith(self.open_paths) and not self._authorised(scope):
+            message = (
+                "a token is required: send 'Authorization: Bearer <token>' (or open the "
+                "dashboard as /?token=<token>)"
+            )
+            return 401, error_body(message, "UNAUTHENTICATED"), [(b"www-authenticate", b"Bearer")]
+        if scope.get("method") == "POST":
+            kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+            if kind != b"application/json":
+                message = "POST a JSON body (Content-Type: application/json)"
+                return 415, error_body(message, "BAD_USER_INPUT"), []
+            length = headers.get(b"content-length")
+            if length is not None and (not length.isdigit() or int(length) > self.max_body):
+                message = f"the body is larger than {self.max_body:,} bytes"
+                return 413, error_body(message, "BAD_USER_INPUT"), []
+        return None
 
     def _capped(self, receive: Receive) -> Receive:
         """A chunked body without a length is counted as it arrives."""

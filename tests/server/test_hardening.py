@@ -17,6 +17,8 @@ from .conftest import Api, MakeApi, codes, write_project
 
 pytestmark = pytest.mark.anyio
 
+TOKEN = "t0ken-" + "y" * 26
+
 
 def _doubling(n: int) -> str:
     spreads = " ".join(f"fragment A{i} on Query {{ ...A{i + 1} ...A{i + 1} }}" for i in range(n))
@@ -56,6 +58,10 @@ async def test_root_fields_and_introspection_are_capped(api: Api) -> None:
         ("127.attacker.example:4000", False),
         ("localhost:4000@evil.example", False),
         ("127.0.0.1:4000:x", False),
+        ("[::1", False),
+        ("[::1]x", False),
+        ("[127.0.0.1]:4000", False),
+        ("localhost:99999", False),
         ("", False),
     ],
 )
@@ -75,6 +81,19 @@ async def test_a_rebinding_host_is_refused(api: Api) -> None:
         headers={"host": "127.0.0.1.attacker.example:4000"},
     )
     assert response.status_code == 421
+
+
+@pytest.mark.parametrize("host", ["[::1", "[::1]:x", "a b", "localhost:4000/path"])
+async def test_a_malformed_host_is_a_400_json_answer(
+    project: Path, make_api: MakeApi, host: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    for api in (await make_api(project), await make_api(project, token=TOKEN, loopback_only=False)):
+        response = await api.client.get(
+            "/healthz", headers={"host": host, "authorization": f"Bearer {TOKEN}"}
+        )
+        assert response.status_code == 400 and codes(response.json()) == ["BAD_USER_INPUT"]
+        assert "Host" in response.json()["errors"][0]["message"]
+    assert "Traceback" not in caplog.text and "internal error" not in caplog.text
 
 
 async def test_malformed_bodies_get_json_errors_not_a_500(api: Api) -> None:
