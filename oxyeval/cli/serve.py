@@ -66,7 +66,10 @@ def serve_command(
         typer.Option(
             "--cors-origin",
             metavar="URL",
-            help="Let pages from this origin call the API (no CORS by default).",
+            help=(
+                "Let pages from this origin (scheme://host[:port]) call the API; '*' or "
+                "'null' (any page) only with a token. No CORS by default."
+            ),
         ),
     ] = None,
     db: DbOption = None,

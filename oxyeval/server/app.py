@@ -36,6 +36,7 @@ from .guard import (
     DEFAULT_MAX_DEPTH,
     BodyTooLarge,
     Guard,
+    check_cors_origin,
     depth_limit,
     is_loopback,
 )
@@ -120,7 +121,13 @@ def create_app(
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_body: int = DEFAULT_MAX_BODY,
 ) -> Any:
-    """The whole server as one ASGI app (tests drive it in process, ``serve`` runs it)."""
+    """The whole server as one ASGI app (tests drive it in process, ``serve`` runs it).
+    ServeError: ``cors_origin`` is malformed, or lets any page in without a token."""
+    if cors_origin:
+        try:
+            cors_origin = check_cors_origin(cors_origin, token)
+        except ValueError as exc:
+            raise ServeError(str(exc)) from None
     service.max_depth, service.max_body = max_depth, max_body
     graphql = GraphQL(
         build_schema(),
@@ -227,6 +234,11 @@ def serve(
         )
     if token is not None and len(token) < 16:
         raise ServeError("the token is shorter than 16 characters; use a long random one")
+    if cors_origin:
+        try:
+            check_cors_origin(cors_origin, token)
+        except ValueError as exc:
+            raise ServeError(str(exc)) from None
     service = TestingService(project_dir, db=db, environ=environ)
     app = create_app(
         service,

@@ -42,6 +42,7 @@ __all__ = [
     "MAX_ROOT_FIELDS",
     "BodyTooLarge",
     "Guard",
+    "check_cors_origin",
     "depth_limit",
     "is_loopback",
     "token_matches",
@@ -109,6 +110,39 @@ def _loopback_host(raw: str) -> bool:
     """A Host header naming loopback, with an optional numeric port, and nothing else."""
     parsed = parse_host(raw)
     return parsed is not None and is_loopback(parsed[0])
+
+
+def check_cors_origin(origin: str, token: str | None) -> str:
+    """The origin ``--cors-origin`` names, as a browser sends it in ``Origin``; ValueError
+    when it is malformed, or when it lets any page call the API and no token guards it.
+
+    ``*`` is every web site and ``null`` the origin of every sandboxed iframe and local
+    file (any page can get it): without a token, either lets any page run mutations that
+    rewrite the project's files. An origin is ``scheme://host[:port]`` and nothing more: a
+    path, a trailing slash or a user never matches what a browser sends."""
+    text = origin.strip()
+    if text in ("*", "null"):
+        if token is None:
+            who = "every web site" if text == "*" else "any page (sandboxed iframes, local files)"
+            raise ValueError(
+                f"--cors-origin {text} would let {who} call the API, mutations included; "
+                "name one origin (--cors-origin https://app.example), or give a token "
+                "(--token or OXY_SERVE_TOKEN) that such pages must send"
+            )
+        return text
+    scheme, sep, rest = text.partition("://")
+    parsed = parse_host(rest) if sep else None
+    if scheme.lower() not in ("http", "https") or parsed is None:
+        raise ValueError(
+            f"--cors-origin {origin!r} is not an origin: give scheme://host[:port] as a browser "
+            "sends it (https://app.example, http://localhost:3000), without a path or a "
+            "trailing slash"
+        )
+    host, port = parsed
+    default = 443 if scheme.lower() == "https" else 80
+    shown = (f"[{host}]" if ":" in host else host).lower()
+    suffix = f":{port}" if port not in (None, default) else ""
+    return f"{scheme.lower()}://{shown}{suffix}"
 
 
 def token_matches(given: str | None, token: str) -> bool:
