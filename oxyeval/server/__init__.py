@@ -26,7 +26,7 @@ _EXPORTS = {
     "EventHub": "events",
     "event_json": "events",
     "DEFAULT_MAX_BODY": "guard",
-    "DEFAULT_MAX_DEPTH": "guard",
+    "DEFAULT_MAX_DEPTH": "limits",
     "is_loopback": "guard",
     "schema_text": "resolvers",
 }
@@ -47,6 +47,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:
     from .app import ServeError, create_app, serve
     from .events import EventHub, event_json
-    from .guard import DEFAULT_MAX_BODY, DEFAULT_MAX_DEPTH, is_loopback
+    from .guard import DEFAULT_MAX_BODY, is_loopback
+    from .limits import DEFAULT_MAX_DEPTH
     from .resolvers import schema_text
     from .service import TestingService

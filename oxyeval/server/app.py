@@ -33,14 +33,19 @@ from .errors import error_body, format_error
 from .execution import FastExecutor
 from .guard import (
     DEFAULT_MAX_BODY,
-    DEFAULT_MAX_DEPTH,
     BodyTooLarge,
     Guard,
     check_cors_origin,
-    depth_limit,
     is_loopback,
 )
 from .handler import JsonHTTPHandler
+from .limits import (
+    DEFAULT_MAX_COST,
+    DEFAULT_MAX_DEPTH,
+    parse_query,
+    query_limits,
+    validate_limits_first,
+)
 from .resolvers import build_schema
 from .service import TestingService
 
@@ -120,6 +125,7 @@ def create_app(
     loopback_only: bool = True,
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_body: int = DEFAULT_MAX_BODY,
+    max_cost: int = DEFAULT_MAX_COST,
 ) -> Any:
     """The whole server as one ASGI app (tests drive it in process, ``serve`` runs it).
     ServeError: ``cors_origin`` is malformed, or lets any page in without a token."""
@@ -128,11 +134,19 @@ def create_app(
             cors_origin = check_cors_origin(cors_origin, token)
         except ValueError as exc:
             raise ServeError(str(exc)) from None
-    service.max_depth, service.max_body = max_depth, max_body
+    service.max_depth, service.max_body, service.max_cost = max_depth, max_body, max_cost
+
+    def rules(_context: Any, _document: Any, data: Any) -> list[Any]:
+        # per request: a list's limit may be one of its variables
+        variables = data.get("variables") if isinstance(data, dict) else None
+        return [query_limits(max_depth, max_cost, variables)]
+
     graphql = GraphQL(
         build_schema(),
         context_value=lambda request, _data=None: {"request": request, "service": service},
-        validation_rules=[depth_limit(max_depth)],
+        query_parser=parse_query,
+        query_validator=validate_limits_first,
+        validation_rules=rules,
         execute_get_queries=True,
         debug=False,
         explorer=ExplorerHttp405(),

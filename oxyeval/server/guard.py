@@ -17,40 +17,25 @@ import ipaddress
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs
-
-from graphql import (
-    FieldNode,
-    FragmentSpreadNode,
-    GraphQLError,
-    InlineFragmentNode,
-    OperationDefinitionNode,
-    SelectionSetNode,
-    ValidationRule,
-)
 
 from ..redact import redact
 from .errors import error_body
 
 __all__ = [
     "DEFAULT_MAX_BODY",
-    "DEFAULT_MAX_DEPTH",
     "LOOPBACK_HOSTS",
-    "MAX_FIELDS",
-    "MAX_ROOT_FIELDS",
     "BodyTooLarge",
     "Guard",
     "check_cors_origin",
-    "depth_limit",
     "is_loopback",
     "token_matches",
 ]
 
 log = logging.getLogger("oxyeval.server")
 
-DEFAULT_MAX_DEPTH = 10
 DEFAULT_MAX_BODY = 1_000_000
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
@@ -147,108 +132,6 @@ def check_cors_origin(origin: str, token: str | None) -> str:
 
 def token_matches(given: str | None, token: str) -> bool:
     return given is not None and hmac.compare_digest(given.encode(), token.encode())
-
-
-#: Fields one operation may select, fragments expanded (the dashboard's largest asks ~200).
-MAX_FIELDS = 2000
-#: Fields at the root of one operation: each root field is a query of its own.
-MAX_ROOT_FIELDS = 25
-
-
-class _Measure:
-    """Depth and field count of selection sets, each fragment measured once per document:
-    a fragment spread twice by a fragment spread twice... is 2^n fields when expanded,
-    but n fragments to measure."""
-
-    def __init__(self, fragments: Mapping[str, Any]) -> None:
-        self.fragments = fragments
-        self.memo: dict[str, tuple[int, int]] = {}
-        self.active: set[str] = set()
-
-    def fragment(self, name: str) -> tuple[int, int]:
-        found = self.memo.get(name)
-        if found is not None:
-            return found
-        node = self.fragments.get(name)
-        if node is None or name in self.active:  # unknown or a cycle: the spec's rules say so
-            return 0, 0
-        self.active.add(name)
-        found = self.memo[name] = self.selections(node.selection_set)
-        self.active.discard(name)
-        return found
-
-    def selections(self, node: SelectionSetNode | None) -> tuple[int, int]:
-        """(depth, fields) under ``node``; introspection fields count as fields, not depth."""
-        if node is None:
-            return 0, 0
-        depth = fields = 0
-        for selection in node.selections:
-            if isinstance(selection, FieldNode):
-                below_depth, below_fields = self.selections(selection.selection_set)
-                fields += 1 + below_fields
-                if not selection.name.value.startswith("__"):
-                    depth = max(depth, 1 + below_depth)
-            elif isinstance(selection, InlineFragmentNode):
-                d, f = self.selections(selection.selection_set)
-                depth, fields = max(depth, d), fields + f
-            elif isinstance(selection, FragmentSpreadNode):
-                d, f = self.fragment(selection.name.value)
-                depth, fields = max(depth, d), fields + f
-        return depth, fields
-
-
-def _root_fields(node: SelectionSetNode, measure: _Measure, seen: frozenset[str]) -> list[str]:
-    names: list[str] = []
-    for selection in node.selections:
-        if isinstance(selection, FieldNode):
-            names.append(selection.name.value)
-        elif isinstance(selection, InlineFragmentNode):
-            names += _root_fields(selection.selection_set, measure, seen)
-        elif isinstance(selection, FragmentSpreadNode):
-            name = selection.name.value
-            fragment = measure.fragments.get(name)
-            if fragment is not None and name not in seen and len(names) <= MAX_ROOT_FIELDS:
-                names += _root_fields(fragment.selection_set, measure, seen | {name})
-    return names
-
-
-def depth_limit(
-    max_depth: int, max_fields: int = MAX_FIELDS, max_root: int = MAX_ROOT_FIELDS
-) -> type[ValidationRule]:
-    """A validation rule refusing an operation nested deeper than ``max_depth`` fields,
-    selecting more than ``max_fields`` fields (fragments expanded), more than ``max_root``
-    root fields, or introspection more than once: each in time linear in the document."""
-
-    class QueryLimits(ValidationRule):
-        def enter_operation_definition(self, node: OperationDefinitionNode, *_: Any) -> None:
-            fragments = {
-                d.name.value: d
-                for d in self.context.document.definitions
-                if d.kind == "fragment_definition"
-            }
-            measure = _Measure(fragments)
-            depth, fields = measure.selections(node.selection_set)
-            name = node.name.value if node.name else "anonymous"
-            roots = _root_fields(node.selection_set, measure, frozenset())
-            problem = None
-            if depth > max_depth:
-                problem = f"is nested {depth} fields deep; this server allows at most {max_depth}"
-            elif fields > max_fields:
-                problem = (
-                    f"selects {fields:,} fields (fragments expanded); this server allows at "
-                    f"most {max_fields:,}"
-                )
-            elif len(roots) > max_root:
-                problem = (
-                    f"asks {len(roots)} root fields; this server allows at most {max_root} "
-                    "(send several requests)"
-                )
-            elif sum(1 for r in roots if r in ("__schema", "__type")) > 1:
-                problem = "asks for introspection more than once"
-            if problem is not None:
-                self.report_error(GraphQLError(f"operation '{name}' {problem}", node))
-
-    return QueryLimits
 
 
 async def _reply(send: Send, status: int, body: dict[str, Any], headers: list[Any] = ()) -> None:  # type: ignore[assignment]

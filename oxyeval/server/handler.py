@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .errors import error_body
+from .limits import MAX_TOKENS
 
 __all__ = ["JsonHTTPHandler"]
 
@@ -27,7 +28,7 @@ def _error(status: int, message: str, code: str) -> JSONResponse:
 
 def _is_mutation(query: str) -> bool:
     try:
-        document = parse(query, no_location=True)
+        document = parse(query, no_location=True, max_tokens=MAX_TOKENS)
     except GraphQLSyntaxError:
         return False
     return any(

@@ -59,6 +59,7 @@ from .inputs import (
     check_run_kind,
     check_version,
 )
+from .limits import DEFAULT_MAX_COST
 from .runs import DEFAULT_MAX_RUNS, Runner
 from .shapes import consistency_interval, prompt_doc
 
@@ -108,6 +109,7 @@ class TestingService(Edits):
         self.runner = Runner(self.hub, max_runs)
         self.max_depth = max_depth
         self.max_body = max_body
+        self.max_cost = DEFAULT_MAX_COST
         self._sync_lock = threading.Lock()
         self._synced_mark: tuple[Any, ...] | None = None
         self._checked_at = float("-inf")
