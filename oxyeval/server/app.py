@@ -33,15 +33,17 @@ from .errors import error_body, format_error
 from .execution import FastExecutor
 from .guard import (
     DEFAULT_MAX_BODY,
-    BodyTooLarge,
     Guard,
     check_cors_origin,
     is_loopback,
 )
 from .handler import JsonHTTPHandler
 from .limits import (
+    BUDGET_KEY,
     DEFAULT_MAX_COST,
     DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_VALUES,
+    DEFAULT_QUERY_TIMEOUT,
     parse_query,
     query_limits,
     validate_limits_first,
@@ -126,6 +128,8 @@ def create_app(
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_body: int = DEFAULT_MAX_BODY,
     max_cost: int = DEFAULT_MAX_COST,
+    max_values: int = DEFAULT_MAX_VALUES,
+    query_timeout: float = DEFAULT_QUERY_TIMEOUT,
 ) -> Any:
     """The whole server as one ASGI app (tests drive it in process, ``serve`` runs it).
     ServeError: ``cors_origin`` is malformed, or lets any page in without a token."""
@@ -135,6 +139,7 @@ def create_app(
         except ValueError as exc:
             raise ServeError(str(exc)) from None
     service.max_depth, service.max_body, service.max_cost = max_depth, max_body, max_cost
+    service.max_values, service.query_timeout = max_values, query_timeout
 
     def rules(_context: Any, _document: Any, data: Any) -> list[Any]:
         # per request: a list's limit may be one of its variables
@@ -143,7 +148,11 @@ def create_app(
 
     graphql = GraphQL(
         build_schema(),
-        context_value=lambda request, _data=None: {"request": request, "service": service},
+        context_value=lambda request, _data=None: {
+            "request": request,
+            "service": service,
+            "budget": request.scope.get(BUDGET_KEY),
+        },
         query_parser=parse_query,
         query_validator=validate_limits_first,
         validation_rules=rules,
@@ -155,7 +164,7 @@ def create_app(
         ),
         logger=_quiet_logger(),
         execution_context_class=FastExecutor,
-        http_handler=JsonHTTPHandler(),
+        http_handler=JsonHTTPHandler(max_values=max_values, timeout=query_timeout),
     )
 
     async def index(request: Request) -> Response:
@@ -205,7 +214,6 @@ def create_app(
         ],
         lifespan=_lifespan(service),
         exception_handlers={
-            BodyTooLarge: _refused(413, "BAD_USER_INPUT"),
             RecursionError: _refused(400, "BAD_USER_INPUT", "the JSON body is nested too deeply"),
             Exception: _refused(500, "INTERNAL_SERVER_ERROR", "internal error"),
         },

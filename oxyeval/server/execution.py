@@ -9,15 +9,21 @@ of its own, no arguments and a scalar type is just ``type.serialize(source[name]
 Anything else (a resolver, arguments, an object or list type, a null where the schema
 says non-null, a value the scalar refuses) takes graphql-core's own path, which raises
 the errors the spec prescribes.
+
+It is also where a request's budget (``limits.Budget``) is spent: every object's fields
+and every list's rows, counted before they are completed, so an answer past the bound
+stops growing (and each field after it fails at once) instead of taking the memory.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from graphql import GraphQLNonNull, is_leaf_type
+from graphql import GraphQLNonNull, OperationType, is_leaf_type
 from graphql.execution.executor import Executor
 from graphql.pyutils import Undefined
+
+from .limits import SLOW_FIELD, Budget
 
 __all__ = ["FastExecutor"]
 
@@ -27,6 +33,40 @@ class FastExecutor(Executor):
     every selected field takes it (a row of a list), per object: one loop, no path objects
     or awaitable checks, each field's plan worked out once per query. A resolver marked
     ``dict_first`` (it answers the dict's own value when there is one) does not stop it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        budget = self.budget
+        if budget is not None and self.abort_signal is None:
+            self.abort_signal = budget.signal  # a spent budget stops the whole execution
+
+    @property
+    def budget(self) -> Budget | None:
+        context = self.context_value
+        found = context.get("budget") if isinstance(context, dict) else None
+        return found if isinstance(found, Budget) else None
+
+    def execute_operation(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        budget = self.budget
+        if budget is not None and self.operation.operation != OperationType.QUERY:
+            budget.without_deadline()
+        return super().execute_operation(*args, **kwargs)
+
+    def complete_list_value(  # type: ignore[override]
+        self,
+        return_type: Any,
+        field_details_list: Any,
+        info: Any,
+        path: Any,
+        result: Any,
+        position_context: Any,
+    ) -> Any:
+        budget = self.budget
+        if budget is not None and hasattr(result, "__len__"):
+            budget.spend(len(result))
+        return super().complete_list_value(
+            return_type, field_details_list, info, path, result, position_context
+        )
 
     def _field(self, parent_type: Any, node: Any) -> tuple[str, Any, bool, bool] | None:
         """How a field takes the fast path: (name, scalar type, required, dict_first);
@@ -89,6 +129,9 @@ class FastExecutor(Executor):
         grouped_field_set: Any,
         position_context: Any,
     ) -> Any:
+        budget = self.budget
+        if budget is not None:
+            budget.spend(len(grouped_field_set))
         if type(source_value) is dict and self.middleware_manager is None:
             plan = self._row(parent_type, grouped_field_set)
             if plan is not None:
@@ -118,6 +161,9 @@ class FastExecutor(Executor):
                 value = self._value(source, field)
                 if value is not Undefined:
                     return value
+        budget = self.budget
+        if budget is not None:  # graphql-core's path: a resolver, a coroutine, its bookkeeping
+            budget.spend(SLOW_FIELD - 1)
         return super().execute_field(
             parent_type, source, field_details_list, path, position_context
         )

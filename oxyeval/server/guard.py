@@ -12,6 +12,7 @@ Host header must name loopback too: a DNS-rebinding page cannot then reach it by
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import json
@@ -23,8 +24,10 @@ from urllib.parse import parse_qs
 
 from ..redact import redact
 from .errors import error_body
+from .limits import BUDGET_KEY
 
 __all__ = [
+    "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_MAX_BODY",
     "LOOPBACK_HOSTS",
     "BodyTooLarge",
@@ -37,6 +40,9 @@ __all__ = [
 log = logging.getLogger("oxyeval.server")
 
 DEFAULT_MAX_BODY = 1_000_000
+#: Seconds a request's body may take to arrive after its headers (1 MB at 33 KB/s).
+DEFAULT_BODY_TIMEOUT = 30.0
+_CLOSE = (b"connection", b"close")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 Scope = MutableMapping[str, Any]
@@ -161,12 +167,14 @@ class Guard:
         max_body: int = DEFAULT_MAX_BODY,
         loopback_only: bool = True,
         open_paths: tuple[str, ...] = ("/assets/", "/favicon"),
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
     ) -> None:
         self.app = app
         self.token = token
         self.max_body = max_body
         self.loopback_only = loopback_only and token is None
         self.open_paths = open_paths
+        self.body_timeout = body_timeout
 
     def _authorised(self, scope: Scope) -> bool:
         if self.token is None:
@@ -191,28 +199,96 @@ class Guard:
         if refusal is not None:
             await _reply(send, *refusal)
             return
-        if scope.get("method") == "POST":
-            receive = self._capped(receive)
-        started = False
+        try:
+            body = await asyncio.wait_for(self._body(receive), self.body_timeout)
+        except BodyTooLarge as exc:
+            await _reply(send, 413, error_body(str(exc), "BAD_USER_INPUT"), [_CLOSE])
+            return
+        except asyncio.TimeoutError:
+            message = f"the request body did not arrive within {self.body_timeout:g} s"
+            await _reply(send, 408, error_body(message, "BAD_USER_INPUT"), [_CLOSE])
+            return
+        if body is None:  # the client left while sending it
+            return
+        await self._run(scope, body, receive, send)
+
+    async def _body(self, receive: Receive) -> bytes | None:
+        """The whole body (None: the client left first), counted as it arrives: a chunked
+        body has no length to refuse it by up front."""
+        chunks: list[bytes] = []
+        seen = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_body:
+                raise BodyTooLarge(self.max_body)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def _run(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        """The app on a received request, stopped when its client leaves: a query's work
+        is for nobody then (a run it started goes on: the runner shields it)."""
+        left = asyncio.Event()
+        given = False
+        started = completed = False
+
+        async def replay() -> MutableMapping[str, Any]:
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await left.wait()
+            return {"type": "http.disconnect"}
 
         async def tracked(message: MutableMapping[str, Any]) -> None:
-            nonlocal started
+            nonlocal started, completed
             started = True
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                completed = True
             await send(message)
 
+        work = asyncio.ensure_future(self.app(scope, replay, tracked))
+
+        async def watch() -> None:
+            # the server answers receive() with a disconnect when the client goes (or once
+            # the response is complete: nothing to stop then)
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            left.set()
+            if completed:
+                return
+            budget = scope.get(BUDGET_KEY)
+            if budget is not None:
+                budget.stop("left")  # GraphQL's own stop: each resolver in flight cancelled
+            else:
+                work.cancel()
+
+        watcher = asyncio.ensure_future(watch())
         try:
-            await self.app(scope, receive, tracked)
-        except Exception as exc:
-            # Starlette has answered it (JSON, see app.py) and raises it again for the
-            # server to log with its traceback: it was logged without one instead
-            if not started:
-                log.error("internal error: %s: %s", type(exc).__name__, redact(str(exc)))
-                await _reply(send, 500, error_body("internal error", "INTERNAL_SERVER_ERROR"))
+            await asyncio.wait({work})
+        except asyncio.CancelledError:  # the server itself stops this request
+            work.cancel()
+            raise
+        finally:
+            watcher.cancel()
+        if work.cancelled():
+            return
+        exc = work.exception()
+        # Starlette has answered it (JSON, see app.py) and raises it again for the server
+        # to log with its traceback: it is logged without one instead
+        if exc is not None and not started:
+            log.error("internal error: %s: %s", type(exc).__name__, redact(str(exc)))
+            await _reply(send, 500, error_body("internal error", "INTERNAL_SERVER_ERROR"))
 
     def _refusal(self, scope: Scope) -> tuple[int, dict[str, Any], list[Any]] | None:
         """Why a request is refused before the app sees it (None: it is not): status, body,
         extra headers."""
         path: str = scope.get("path", "")
+        method = scope.get("method")
         headers = dict(scope.get("headers") or ())
         host = headers.get(b"host", b"").decode("latin-1")
         if host and parse_host(host) is None:
@@ -226,32 +302,16 @@ class Guard:
                 "dashboard as /?token=<token>)"
             )
             return 401, error_body(message, "UNAUTHENTICATED"), [(b"www-authenticate", b"Bearer")]
-        if scope.get("method") == "POST":
-            kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+        kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+        if method == "POST":
             if kind != b"application/json":
                 message = "POST a JSON body (Content-Type: application/json)"
                 return 415, error_body(message, "BAD_USER_INPUT"), []
             length = headers.get(b"content-length")
             if length is not None and (not length.isdigit() or int(length) > self.max_body):
                 message = f"the body is larger than {self.max_body:,} bytes"
-                return 413, error_body(message, "BAD_USER_INPUT"), []
+                return 413, error_body(message, "BAD_USER_INPUT"), [_CLOSE]
         return None
-
-    def _capped(self, receive: Receive) -> Receive:
-        """A chunked body without a length is counted as it arrives."""
-        seen = 0
-        limit = self.max_body
-
-        async def capped() -> MutableMapping[str, Any]:
-            nonlocal seen
-            message = await receive()
-            if message.get("type") == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise BodyTooLarge(limit)
-            return message
-
-        return capped
 
 
 class BodyTooLarge(Exception):

@@ -7,6 +7,8 @@ as a GET is told to use POST (Ariadne's message speaks of ``operationName``)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
 from http import HTTPStatus
 from typing import Any
 
@@ -16,10 +18,21 @@ from graphql import GraphQLSyntaxError, OperationDefinitionNode, OperationType, 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .errors import error_body
-from .limits import MAX_TOKENS
+from .errors import BAD_USER_INPUT, SERVER_BUSY, error_body
+from .limits import (
+    BUDGET_KEY,
+    DEFAULT_MAX_VALUES,
+    DEFAULT_QUERY_TIMEOUT,
+    MAX_TOKENS,
+    POOL_FACTOR,
+    Budget,
+    Pool,
+)
 
 __all__ = ["JsonHTTPHandler"]
+
+#: Seconds a stopped execution has to unwind before it is cancelled outright.
+_GRACE_S = 1.0
 
 
 def _error(status: int, message: str, code: str) -> JSONResponse:
@@ -38,6 +51,22 @@ def _is_mutation(query: str) -> bool:
 
 
 class JsonHTTPHandler(GraphQLHTTPHandler):
+    """Also where a request's :class:`~oxyeval.server.limits.Budget` is made (the executor
+    counts its values against it, see ``execution``) and its deadline kept: a query still
+    running at its deadline is stopped, every resolver in flight in it cancelled."""
+
+    def __init__(
+        self,
+        *,
+        max_values: int = DEFAULT_MAX_VALUES,
+        timeout: float = DEFAULT_QUERY_TIMEOUT,
+        pool: Pool | None = None,
+    ) -> None:
+        super().__init__()
+        self.max_values = max_values
+        self.timeout = timeout
+        self.pool = pool if pool is not None else Pool(POOL_FACTOR * max_values)
+
     async def graphql_http_server(self, request: Request) -> Response:
         if request.method == "GET" and _is_mutation(request.query_params.get("query", "")):
             return _error(
@@ -49,8 +78,42 @@ class JsonHTTPHandler(GraphQLHTTPHandler):
             data = await self.extract_data_from_request(request)
         except HttpError as error:
             return _error(HTTPStatus.BAD_REQUEST, error.message or error.status, "BAD_USER_INPUT")
-        success, result = await self.execute_graphql_query(request, data)
-        return await self.create_json_response(request, result, success)
+        budget = Budget(self.max_values, self.timeout, self.pool)
+        request.scope[BUDGET_KEY] = budget  # the context of the request hands it on
+        try:
+            result = await self._within(budget, self.execute_graphql_query(request, data))
+        finally:
+            budget.release()
+        if budget.exceeded in ("time", "busy", "left"):
+            return _error(HTTPStatus.SERVICE_UNAVAILABLE, budget.message(), SERVER_BUSY)
+        if budget.exceeded == "size":
+            return _error(HTTPStatus.BAD_REQUEST, budget.message(), BAD_USER_INPUT)
+        success, answer = result
+        return await self.create_json_response(request, answer, success)
+
+    @staticmethod
+    async def _within(budget: Budget, execution: Awaitable[Any]) -> Any:
+        """The execution's result; at the deadline (a query's: a mutation drops it once it
+        starts) the execution is stopped, and cancelled if it has not ended a moment
+        later. None when it was stopped."""
+        work = asyncio.ensure_future(execution)
+        try:
+            while not work.done():
+                await asyncio.wait({work}, timeout=budget.remaining())
+                left = budget.remaining()
+                if not work.done() and left is not None and left <= 0:
+                    budget.stop("time")
+                    await asyncio.wait({work}, timeout=_GRACE_S)
+                    work.cancel()
+                    await asyncio.wait({work})
+        except asyncio.CancelledError:  # the server stops this request: so does its work
+            work.cancel()
+            raise
+        if budget.exceeded is not None:
+            if not work.cancelled():
+                work.exception()  # retrieved: graphql-core's abort error, expected here
+            return None
+        return work.result()
 
     async def create_json_response(
         self, request: Request, result: dict[str, Any], success: bool

@@ -41,13 +41,16 @@ from graphql import (
     parse,
     validate,
 )
+from graphql.pyutils import AbortController, AbortSignal
 from graphql.validation import specified_rules
 
 from ..store import MAX_BRANCHES
 from ..store._stats import REGRESSIONS_SHOWN
+from .errors import BudgetExceeded
 from .inputs import MAX_LIMIT
 
 __all__ = [
+    "BUDGET_KEY",
     "DEFAULT_MAX_COST",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_VALUES",
@@ -58,8 +61,10 @@ __all__ = [
     "MAX_SAME_NAME",
     "MAX_TOKENS",
     "NOMINAL_LIST",
+    "POOL_FACTOR",
+    "SLOW_FIELD",
     "Budget",
-    "BudgetExceeded",
+    "Pool",
     "parse_query",
     "query_limits",
     "validate_limits_first",
@@ -85,10 +90,17 @@ DEFAULT_MAX_COST = 500_000
 NOMINAL_LIST = 100
 #: What a field read from the history costs beside its value (a query of its own).
 READ_COST = 10
-#: Values one answer may hold while it runs: objects' fields and list items.
-DEFAULT_MAX_VALUES = 1_000_000
+#: Values one answer may hold while it runs: objects' fields and list items, a field that
+#: takes graphql-core's general path (a resolver of its own, an object or a list: a
+#: coroutine, a resolve info and a path while it is pending) counted as :data:`SLOW_FIELD`.
+DEFAULT_MAX_VALUES = 500_000
+SLOW_FIELD = 10
+#: The requests of a server together: the answers being built at once (see :class:`Pool`).
+POOL_FACTOR = 4
 #: Seconds a query may run (a mutation that runs models waits for its run instead).
 DEFAULT_QUERY_TIMEOUT = 30.0
+#: Where a request's :class:`Budget` is kept in its ASGI scope.
+BUDGET_KEY = "oxyeval.budget"
 
 #: Lists the data model bounds: a case has at most 5 branches; stats show the newest 10
 #: runs and 50 regressions; a result has one score per metric of its test (a handful, and
@@ -367,29 +379,33 @@ def _short(n: int) -> str:
     return f"{n:,}" if n < 10**15 else f"{n:.1e}"
 
 
-class BudgetExceeded(GraphQLError):
-    """Raised in the field that went past a request's budget, and in every field after it:
-    the work left stops at once, and the HTTP handler answers the refusal instead."""
-
-
 class Budget:
-    """What one request may spend while it runs: values in its answer, and time.
+    """What one request may spend while it runs: values in its answer, and time; and the
+    signal that stops its execution (graphql-core's abort: every field checks it, every
+    resolver in flight is cancelled) when it is spent or its client has left.
 
     The executor calls :meth:`spend` with each object's field count and each list's length
     (before the list's rows are completed, so a long list is refused before its rows are
     made). The clock is read every :data:`_CHECK_EVERY` values: a long stretch of
-    synchronous work (a big list of plain rows) is stopped too, not only an await."""
+    synchronous work (a big list of plain rows) is stopped too, not only an await. All the
+    requests of a server also share one :class:`Pool`: the answers being built at once."""
 
     _CHECK_EVERY = 2000
 
-    def __init__(self, max_values: int, timeout: float | None) -> None:
+    def __init__(self, max_values: int, timeout: float | None, pool: Pool | None = None) -> None:
         self.max_values = max_values
         self.timeout = timeout
+        self.pool = pool
         self.spent = 0
         self.deadline = None if timeout is None else time.monotonic() + timeout
-        #: Why it stopped: "size" or "time" (None: it did not).
+        #: Why it stopped: "size", "busy" (the pool), "time" or "left" (None: it did not).
         self.exceeded: str | None = None
+        self._controller = AbortController()
         self._check_at = self._CHECK_EVERY
+
+    @property
+    def signal(self) -> AbortSignal:
+        return self._controller.signal
 
     def without_deadline(self) -> None:
         """A mutation: the runs it waits for are bounded by the run queue and the models'
@@ -401,18 +417,32 @@ class Budget:
 
     def spend(self, n: int) -> None:
         self.spent += n
+        pool = self.pool
+        if pool is not None:
+            pool.used += n
         if self.exceeded is None:
             if self.spent > self.max_values:
-                self.exceeded = "size"
+                self.stop("size")
+            elif pool is not None and pool.used > pool.limit:
+                self.stop("busy")
             elif self.spent >= self._check_at:
                 self._check_at = self.spent + self._CHECK_EVERY
                 if self.deadline is not None and time.monotonic() > self.deadline:
-                    self.exceeded = "time"
+                    self.stop("time")
         if self.exceeded is not None:
             raise BudgetExceeded(self.message())
 
-    def expire(self) -> None:
-        self.exceeded = self.exceeded or "time"
+    def stop(self, why: str) -> None:
+        """Stop the request's execution (the first reason is the one answered)."""
+        if self.exceeded is None:
+            self.exceeded = why
+            self._controller.abort(BudgetExceeded(self.message()))
+
+    def release(self) -> None:
+        """The request is over: what it held goes back to the pool."""
+        if self.pool is not None:
+            self.pool.used -= self.spent
+            self.spent = 0
 
     def message(self) -> str:
         if self.exceeded == "time":
@@ -420,7 +450,23 @@ class Budget:
                 f"the query ran longer than {self.timeout:g} s and was stopped; ask for less "
                 "(fewer nested lists, smaller pages)"
             )
+        if self.exceeded == "busy":
+            return (
+                "the server is building other large answers; try again in a moment, or ask for less"
+            )
+        if self.exceeded == "left":
+            return "the client left"
         return (
             f"the answer would hold more than {self.max_values:,} values (fields and list "
             "items) and was stopped; ask for fewer fields, fewer nested lists or smaller pages"
         )
+
+
+class Pool:
+    """The values the answers being built at once hold, all requests together: each
+    request is bounded by ``--max-values``, and their number by the connection caps, but
+    their product is the memory that matters."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0

@@ -59,7 +59,7 @@ from .inputs import (
     check_run_kind,
     check_version,
 )
-from .limits import DEFAULT_MAX_COST
+from .limits import DEFAULT_MAX_COST, DEFAULT_MAX_VALUES, DEFAULT_QUERY_TIMEOUT
 from .runs import DEFAULT_MAX_RUNS, Runner
 from .shapes import consistency_interval, prompt_doc
 
@@ -110,6 +110,8 @@ class TestingService(Edits):
         self.max_depth = max_depth
         self.max_body = max_body
         self.max_cost = DEFAULT_MAX_COST
+        self.max_values = DEFAULT_MAX_VALUES
+        self.query_timeout = DEFAULT_QUERY_TIMEOUT
         self._sync_lock = threading.Lock()
         self._synced_mark: tuple[Any, ...] | None = None
         self._checked_at = float("-inf")
@@ -355,6 +357,9 @@ class TestingService(Edits):
             "maxBranches": MAX_BRANCHES,
             "maxDepth": self.max_depth,
             "maxBodyBytes": self.max_body,
+            "maxCost": self.max_cost,
+            "maxValues": self.max_values,
+            "queryTimeoutMs": round(self.query_timeout * 1000),
             "models": models,
             "runKinds": list(RUN_KINDS),
             "syncError": self.sync_error,

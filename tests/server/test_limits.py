@@ -5,11 +5,14 @@ a deadline, and its work stopped when its client leaves."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
 
 import pytest
 
 from oxyeval.server import limits
+from oxyeval.server.errors import BudgetExceeded
 
 from .conftest import Api, MakeApi, codes
 
@@ -106,3 +109,111 @@ async def test_what_makes_the_spec_checks_quadratic_is_refused_first(
     # only this server's rule answered: graphql-core's (conflicting fields, unused
     # fragments) never ran on the document
     assert len(body["errors"]) == 1 and words in body["errors"][0]["message"]
+
+
+# -- while it runs
+
+
+async def test_an_answer_past_its_value_bound_is_refused(project: Path, make_api: MakeApi) -> None:
+    api = await make_api(project, max_values=40)
+    small = await api.data("{ testCases { id } }")
+    assert len(small["testCases"]) == 2
+    many = "{ " + " ".join(f"a{i}: testCases {{ id name passRate }}" for i in range(8)) + " }"
+    status, body = await api.gql(many)  # 8 lists of 2 cases of 3 fields: past 40 values
+    assert status == 400 and codes(body) == ["BAD_USER_INPUT"]
+    assert "more than 40 values" in body["errors"][0]["message"] and "data" not in body
+    assert (await api.gql("{ a0: testCases { id name passRate } }"))[0] == 200
+
+
+class Stalled:
+    """A read that never ends, and whether it was cancelled."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.cancelled = False
+
+    async def __call__(self, *_: object) -> list:
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        return []
+
+
+async def test_a_query_past_its_deadline_is_stopped(
+    project: Path, make_api: MakeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = await make_api(project, query_timeout=0.2)
+    stalled = Stalled()
+    monkeypatch.setattr(api.service, "prompts", stalled)
+    status, body = await api.gql("{ prompts { id } }")
+    assert status == 503 and codes(body) == ["SERVER_BUSY"]
+    assert "longer than 0.2 s" in body["errors"][0]["message"]
+    assert stalled.cancelled  # its await was cancelled, not left running
+
+
+async def test_a_mutation_has_no_query_deadline(
+    project: Path, make_api: MakeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a run goes on until its models answer; it is bounded by the run queue instead
+    api = await make_api(project, query_timeout=0.05)
+    real = api.service.delete_test_case
+
+    async def slow(case_id: str) -> bool:
+        await asyncio.sleep(0.3)
+        return await real(case_id)
+
+    monkeypatch.setattr(api.service, "delete_test_case", slow)
+    data = await api.data('mutation { deleteTestCase(id: "nope") }')
+    assert data == {"deleteTestCase": False}
+
+
+async def test_a_query_stops_when_its_client_leaves(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stalled = Stalled()
+    monkeypatch.setattr(api.service, "prompts", stalled)
+    body = json.dumps({"query": "{ prompts { id } }"}).encode()
+    messages = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict:
+        if messages:
+            return messages.pop()
+        await stalled.started.wait()  # the client goes once the query is running
+        return {"type": "http.disconnect"}
+
+    sent: list[dict] = []
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/graphql",
+        "raw_path": b"/graphql",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 4000),
+    }
+    await asyncio.wait_for(api.app(scope, receive, send), 10)  # returns: nothing is left
+    assert stalled.cancelled
+
+
+def test_the_answers_built_at_once_share_one_pool() -> None:
+    pool = limits.Pool(100)
+    first, second = limits.Budget(80, None, pool), limits.Budget(80, None, pool)
+    first.spend(70)
+    with pytest.raises(BudgetExceeded):
+        second.spend(40)  # 110 in all
+    assert second.exceeded == "busy" and first.exceeded is None
+    second.release()
+    first.spend(10)  # what the refused one held is back in the pool
+    assert pool.used == 80

@@ -246,6 +246,8 @@ async def test_server_info(api: Api) -> None:
     assert info["version"] == __version__ and info["project"] == str(api.root)
     assert info["models"] == ["quick", "steady"] and info["maxBranches"] == 5
     assert info["maxDepth"] == 10 and info["maxBodyBytes"] == 1_000_000
+    limits = (await api.data("{ serverInfo { maxCost maxValues queryTimeoutMs } }"))["serverInfo"]
+    assert limits == {"maxCost": 500_000, "maxValues": 500_000, "queryTimeoutMs": 30_000}
     assert "cases" in info["runKinds"] and "ab" in info["runKinds"]
 
 
