@@ -42,6 +42,10 @@ log = logging.getLogger("oxyeval.server")
 DEFAULT_MAX_BODY = 1_000_000
 #: Seconds a request's body may take to arrive after its headers (1 MB at 33 KB/s).
 DEFAULT_BODY_TIMEOUT = 30.0
+#: Content types a page may send cross-site without a preflight (none is no header at all).
+_SIMPLE_TYPES = frozenset(
+    {b"", b"application/x-www-form-urlencoded", b"multipart/form-data", b"text/plain"}
+)
 _CLOSE = (b"connection", b"close")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
@@ -303,6 +307,16 @@ class Guard:
             )
             return 401, error_body(message, "UNAUTHENTICATED"), [(b"www-authenticate", b"Bearer")]
         kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+        # an <img src>, a link or a form can send a GET from any site; what they cannot send
+        # without the browser asking this server first (a CORS preflight, refused unless
+        # --cors-origin allows that site) is another content type or a header
+        cross_site = kind in _SIMPLE_TYPES and b"authorization" not in headers
+        if path == "/graphql" and method in ("GET", "HEAD") and self.token is None and cross_site:
+            message = (
+                "a query sent as GET must carry 'Content-Type: application/json' (what a page "
+                "on another site cannot send without asking first); or POST it"
+            )
+            return 403, error_body(message, "FORBIDDEN"), []
         if method == "POST":
             if kind != b"application/json":
                 message = "POST a JSON body (Content-Type: application/json)"

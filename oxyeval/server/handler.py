@@ -115,6 +115,13 @@ class JsonHTTPHandler(GraphQLHTTPHandler):
             return None
         return work.result()
 
+    async def extract_data_from_request(self, request: Request) -> Any:
+        # a GET's query is in its URL, whatever its Content-Type (the guard asks for JSON's
+        # there: a type a page on another site cannot send without a preflight)
+        if request.method in ("GET", "HEAD") and request.query_params.get("query"):
+            return self.extract_data_from_get_request(request)
+        return await super().extract_data_from_request(request)
+
     async def create_json_response(
         self, request: Request, result: dict[str, Any], success: bool
     ) -> Response:
