@@ -29,9 +29,16 @@ from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..redact import redact
+from .connections import (
+    DEFAULT_MAX_CLIENT_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS,
+    ConnectionLimits,
+    limited_protocol,
+)
 from .errors import error_body, format_error
 from .execution import FastExecutor
 from .guard import (
+    DEFAULT_BODY_TIMEOUT,
     DEFAULT_MAX_BODY,
     Guard,
     check_cors_origin,
@@ -44,6 +51,8 @@ from .limits import (
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_VALUES,
     DEFAULT_QUERY_TIMEOUT,
+    POOL_FACTOR,
+    Pool,
     parse_query,
     query_limits,
     validate_limits_first,
@@ -130,6 +139,7 @@ def create_app(
     max_cost: int = DEFAULT_MAX_COST,
     max_values: int = DEFAULT_MAX_VALUES,
     query_timeout: float = DEFAULT_QUERY_TIMEOUT,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
 ) -> Any:
     """The whole server as one ASGI app (tests drive it in process, ``serve`` runs it).
     ServeError: ``cors_origin`` is malformed, or lets any page in without a token."""
@@ -140,6 +150,7 @@ def create_app(
             raise ServeError(str(exc)) from None
     service.max_depth, service.max_body, service.max_cost = max_depth, max_body, max_cost
     service.max_values, service.query_timeout = max_values, query_timeout
+    service.answers = Pool(POOL_FACTOR * max_values)
 
     def rules(_context: Any, _document: Any, data: Any) -> list[Any]:
         # per request: a list's limit may be one of its variables
@@ -164,7 +175,9 @@ def create_app(
         ),
         logger=_quiet_logger(),
         execution_context_class=FastExecutor,
-        http_handler=JsonHTTPHandler(max_values=max_values, timeout=query_timeout),
+        http_handler=JsonHTTPHandler(
+            max_values=max_values, timeout=query_timeout, pool=service.answers
+        ),
     )
 
     async def index(request: Request) -> Response:
@@ -193,10 +206,12 @@ def create_app(
         )
 
     async def events(request: Request) -> Response:
-        if service.hub.full:
-            return _json_error(503, "SERVER_BUSY", "too many event listeners; try again later")
+        client = request.client.host if request.client else ""
+        refusal = service.hub.refusal(client)
+        if refusal is not None:
+            return _json_error(503, "SERVER_BUSY", refusal)
         return StreamingResponse(
-            service.hub.stream(),
+            service.hub.stream(client),
             media_type="text/event-stream",
             headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
         )
@@ -218,7 +233,13 @@ def create_app(
             Exception: _refused(500, "INTERNAL_SERVER_ERROR", "internal error"),
         },
     )
-    guarded = Guard(app, token=token, max_body=max_body, loopback_only=loopback_only)
+    guarded = Guard(
+        app,
+        token=token,
+        max_body=max_body,
+        loopback_only=loopback_only,
+        body_timeout=body_timeout,
+    )
     if cors_origin:
         # the preflight (OPTIONS) carries no token: answer it before the guard asks
         cors = CORSMiddleware(
@@ -242,9 +263,15 @@ def serve(
     environ: Mapping[str, str] | None = None,
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_body: int = DEFAULT_MAX_BODY,
+    max_cost: int = DEFAULT_MAX_COST,
+    max_values: int = DEFAULT_MAX_VALUES,
+    query_timeout: float = DEFAULT_QUERY_TIMEOUT,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    max_client_connections: int = DEFAULT_MAX_CLIENT_CONNECTIONS,
     on_ready: Any = None,
 ) -> None:
-    """Run the server until SIGINT/SIGTERM (finishing the runs it has going)."""
+    """Run the server until SIGINT/SIGTERM (finishing the runs it has going; the queries
+    it has going are stopped)."""
     import uvicorn
 
     token = token or (environ or os.environ).get("OXY_SERVE_TOKEN") or None
@@ -269,11 +296,17 @@ def serve(
         loopback_only=is_loopback(host),
         max_depth=max_depth,
         max_body=max_body,
+        max_cost=max_cost,
+        max_values=max_values,
+        query_timeout=query_timeout,
     )
+    limits = ConnectionLimits(max_connections, max_client_connections)
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
+        http=limited_protocol(limits),
+        ws="none",  # no WebSocket route: an upgrade is an ordinary request
         log_level="warning",
         access_log=False,
         server_header=False,
@@ -287,6 +320,8 @@ def serve(
             loop = getattr(self, "_oxy_loop", None)
             if loop is not None:
                 loop.call_soon_threadsafe(service.hub.close)
+                # a query is for a client who will not get its answer now; the runs go on
+                loop.call_soon_threadsafe(service.answers.stop_all)
             super().handle_exit(sig, frame)
 
         async def startup(self, sockets: Any = None) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from ..redact import redact
+from .defaults import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY
 from .errors import error_body
 from .limits import BUDGET_KEY
 
@@ -39,9 +40,6 @@ __all__ = [
 
 log = logging.getLogger("oxyeval.server")
 
-DEFAULT_MAX_BODY = 1_000_000
-#: Seconds a request's body may take to arrive after its headers (1 MB at 33 KB/s).
-DEFAULT_BODY_TIMEOUT = 30.0
 #: Content types a page may send cross-site without a preflight (none is no header at all).
 _SIMPLE_TYPES = frozenset(
     {b"", b"application/x-www-form-urlencoded", b"multipart/form-data", b"text/plain"}

@@ -84,7 +84,7 @@ class JsonHTTPHandler(GraphQLHTTPHandler):
             result = await self._within(budget, self.execute_graphql_query(request, data))
         finally:
             budget.release()
-        if budget.exceeded in ("time", "busy", "left"):
+        if budget.exceeded in ("time", "busy", "left", "stopping"):
             return _error(HTTPStatus.SERVICE_UNAVAILABLE, budget.message(), SERVER_BUSY)
         if budget.exceeded == "size":
             return _error(HTTPStatus.BAD_REQUEST, budget.message(), BAD_USER_INPUT)

@@ -46,6 +46,12 @@ from graphql.validation import specified_rules
 
 from ..store import MAX_BRANCHES
 from ..store._stats import REGRESSIONS_SHOWN
+from .defaults import (
+    DEFAULT_MAX_COST,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_VALUES,
+    DEFAULT_QUERY_TIMEOUT,
+)
 from .errors import BudgetExceeded
 from .inputs import MAX_LIMIT
 
@@ -70,7 +76,6 @@ __all__ = [
     "validate_limits_first",
 ]
 
-DEFAULT_MAX_DEPTH = 10
 #: Fields one operation may select, fragments expanded (the dashboard's largest asks 600).
 MAX_FIELDS = 2000
 #: Fields at the root of one operation: each root field is a query of its own.
@@ -83,22 +88,15 @@ MAX_FRAGMENTS = 200
 #: Tokens of one document (names, punctuation, values; the dashboard's largest has ~1,200):
 #: what parsing and validating a document take is linear in them.
 MAX_TOKENS = 10_000
-#: The estimated cost an operation may have (see :func:`query_limits`): two unbounded lists
-#: nested (every prompt's cases, ~100 x 100 x their fields) fit, a third does not.
-DEFAULT_MAX_COST = 500_000
 #: Rows a list is counted as when nothing bounds it (a prompt's cases, every prompt).
 NOMINAL_LIST = 100
 #: What a field read from the history costs beside its value (a query of its own).
 READ_COST = 10
-#: Values one answer may hold while it runs: objects' fields and list items, a field that
-#: takes graphql-core's general path (a resolver of its own, an object or a list: a
-#: coroutine, a resolve info and a path while it is pending) counted as :data:`SLOW_FIELD`.
-DEFAULT_MAX_VALUES = 500_000
+#: What a field that takes graphql-core's general path counts for in an answer's values
+#: (see ``defaults.DEFAULT_MAX_VALUES``).
 SLOW_FIELD = 10
 #: The requests of a server together: the answers being built at once (see :class:`Pool`).
 POOL_FACTOR = 4
-#: Seconds a query may run (a mutation that runs models waits for its run instead).
-DEFAULT_QUERY_TIMEOUT = 30.0
 #: Where a request's :class:`Budget` is kept in its ASGI scope.
 BUDGET_KEY = "oxyeval.budget"
 
@@ -396,9 +394,12 @@ class Budget:
         self.max_values = max_values
         self.timeout = timeout
         self.pool = pool
+        if pool is not None:
+            pool.active.add(self)
         self.spent = 0
         self.deadline = None if timeout is None else time.monotonic() + timeout
-        #: Why it stopped: "size", "busy" (the pool), "time" or "left" (None: it did not).
+        #: Why it stopped: "size", "busy" (the pool), "time", "left" (its client) or
+        #: "stopping" (the server); None: it did not.
         self.exceeded: str | None = None
         self._controller = AbortController()
         self._check_at = self._CHECK_EVERY
@@ -442,6 +443,7 @@ class Budget:
         """The request is over: what it held goes back to the pool."""
         if self.pool is not None:
             self.pool.used -= self.spent
+            self.pool.active.discard(self)
             self.spent = 0
 
     def message(self) -> str:
@@ -456,6 +458,8 @@ class Budget:
             )
         if self.exceeded == "left":
             return "the client left"
+        if self.exceeded == "stopping":
+            return "the server is stopping; try again when it is back"
         return (
             f"the answer would hold more than {self.max_values:,} values (fields and list "
             "items) and was stopped; ask for fewer fields, fewer nested lists or smaller pages"
@@ -470,3 +474,10 @@ class Pool:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.used = 0
+        self.active: set[Budget] = set()
+
+    def stop_all(self) -> None:
+        """The server is stopping: every request still executing stops (a run a mutation
+        started goes on, and is finished and stored before the server exits)."""
+        for budget in list(self.active):
+            budget.stop("stopping")

@@ -59,7 +59,13 @@ from .inputs import (
     check_run_kind,
     check_version,
 )
-from .limits import DEFAULT_MAX_COST, DEFAULT_MAX_VALUES, DEFAULT_QUERY_TIMEOUT
+from .limits import (
+    DEFAULT_MAX_COST,
+    DEFAULT_MAX_VALUES,
+    DEFAULT_QUERY_TIMEOUT,
+    POOL_FACTOR,
+    Pool,
+)
 from .runs import DEFAULT_MAX_RUNS, Runner
 from .shapes import consistency_interval, prompt_doc
 
@@ -112,6 +118,8 @@ class TestingService(Edits):
         self.max_cost = DEFAULT_MAX_COST
         self.max_values = DEFAULT_MAX_VALUES
         self.query_timeout = DEFAULT_QUERY_TIMEOUT
+        #: The answers its requests are building (create_app makes it for its limits).
+        self.answers = Pool(POOL_FACTOR * DEFAULT_MAX_VALUES)
         self._sync_lock = threading.Lock()
         self._synced_mark: tuple[Any, ...] | None = None
         self._checked_at = float("-inf")

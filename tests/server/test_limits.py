@@ -217,3 +217,12 @@ def test_the_answers_built_at_once_share_one_pool() -> None:
     second.release()
     first.spend(10)  # what the refused one held is back in the pool
     assert pool.used == 80
+
+
+def test_a_stopping_server_stops_the_queries_it_has_going() -> None:
+    pool = limits.Pool(1000)
+    going = limits.Budget(100, 30, pool)
+    pool.stop_all()
+    assert going.exceeded == "stopping" and going.signal.aborted
+    going.release()
+    assert not pool.active
