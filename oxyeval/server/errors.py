@@ -30,7 +30,6 @@ __all__ = [
     "SERVER_BUSY",
     "UNAUTHENTICATED",
     "ApiError",
-    "BudgetExceeded",
     "classify",
     "error_body",
     "format_error",
@@ -51,12 +50,6 @@ def error_body(message: str, code: str) -> dict[str, Any]:
     """The one JSON answer for a request refused before or outside GraphQL's execution
     (the guard's, the HTTP handler's, the app's): the spec's ``errors`` with a code."""
     return {"errors": [{"message": message, "extensions": {"code": code}}]}
-
-
-class BudgetExceeded(GraphQLError):
-    """Raised in the field that went past a request's budget (``limits.Budget``), and in
-    every field after it; the request's work is cancelled at its next await, and the HTTP
-    handler answers one refusal instead of a partial answer."""
 
 
 class ApiError(Exception):
@@ -114,9 +107,6 @@ def format_error(error: Any, debug: bool = False, *, root: str | None = None) ->
 
 def _format(error: Any) -> dict[str, Any]:
     original = getattr(error, "original_error", None)
-    if isinstance(original, BudgetExceeded):
-        # a request past its budget: the HTTP handler answers one refusal for all of them
-        return {"message": original.message, "extensions": {"code": BAD_USER_INPUT}}
     if isinstance(original, GraphQLError):
         # graphql-core wraps its own coercion errors (a null for a non-null variable):
         # the client's mistake, classified by its message like the unwrapped ones

@@ -17,6 +17,7 @@ stops growing (and each field after it fails at once) instead of taking the memo
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from graphql import GraphQLNonNull, OperationType, is_leaf_type
@@ -33,12 +34,6 @@ class FastExecutor(Executor):
     every selected field takes it (a row of a list), per object: one loop, no path objects
     or awaitable checks, each field's plan worked out once per query. A resolver marked
     ``dict_first`` (it answers the dict's own value when there is one) does not stop it."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        budget = self.budget
-        if budget is not None and self.abort_signal is None:
-            self.abort_signal = budget.signal  # a spent budget stops the whole execution
 
     @property
     def budget(self) -> Budget | None:
@@ -62,8 +57,10 @@ class FastExecutor(Executor):
         position_context: Any,
     ) -> Any:
         budget = self.budget
-        if budget is not None and hasattr(result, "__len__"):
-            budget.spend(len(result))
+        if budget is not None and not budget.spend(
+            len(result) if hasattr(result, "__len__") else 1
+        ):
+            return []  # stopped: thrown away by the HTTP handler, only made cheaply
         return super().complete_list_value(
             return_type, field_details_list, info, path, result, position_context
         )
@@ -131,7 +128,32 @@ class FastExecutor(Executor):
     ) -> Any:
         budget = self.budget
         if budget is not None:
-            budget.spend(len(grouped_field_set))
+            if not budget.spend(len(grouped_field_set)):
+                return {}  # stopped: thrown away by the HTTP handler, only made cheaply
+            if budget.turn_due():
+                return self._after_turn(
+                    budget, parent_type, source_value, path, grouped_field_set, position_context
+                )
+        return self._fields(parent_type, source_value, path, grouped_field_set, position_context)
+
+    async def _after_turn(self, budget: Budget, *args: Any) -> Any:
+        """The fields of one object, after the event loop has had a turn: an answer
+        completed without an await (rows read once, then served from memory) would keep
+        every other request, ``/healthz`` included, waiting until it is whole."""
+        await asyncio.sleep(0)
+        if budget.exceeded is not None:
+            return {}
+        result = self._fields(*args)
+        return await result if self.is_awaitable(result) else result
+
+    def _fields(
+        self,
+        parent_type: Any,
+        source_value: Any,
+        path: Any,
+        grouped_field_set: Any,
+        position_context: Any,
+    ) -> Any:
         if type(source_value) is dict and self.middleware_manager is None:
             plan = self._row(parent_type, grouped_field_set)
             if plan is not None:
@@ -162,8 +184,9 @@ class FastExecutor(Executor):
                 if value is not Undefined:
                     return value
         budget = self.budget
-        if budget is not None:  # graphql-core's path: a resolver, a coroutine, its bookkeeping
-            budget.spend(SLOW_FIELD - 1)
+        # graphql-core's path: a resolver, a coroutine, its bookkeeping
+        if budget is not None and not budget.spend(SLOW_FIELD - 1):
+            return None  # stopped: not completed, so no null check and no error to build
         return super().execute_field(
             parent_type, source, field_details_list, path, position_context
         )

@@ -8,6 +8,7 @@ as a GET is told to use POST (Ariadne's message speaks of ``operationName``)."""
 from __future__ import annotations
 
 import asyncio
+from asyncio import FIRST_COMPLETED
 from collections.abc import Awaitable
 from http import HTTPStatus
 from typing import Any
@@ -31,8 +32,8 @@ from .limits import (
 
 __all__ = ["JsonHTTPHandler"]
 
-#: Seconds a stopped execution has to unwind before it is cancelled outright.
-_GRACE_S = 1.0
+#: Seconds a stopped execution has to end before it is cancelled outright.
+_GRACE_S = 0.5
 
 
 def _error(status: int, message: str, code: str) -> JSONResponse:
@@ -93,25 +94,33 @@ class JsonHTTPHandler(GraphQLHTTPHandler):
 
     @staticmethod
     async def _within(budget: Budget, execution: Awaitable[Any]) -> Any:
-        """The execution's result; at the deadline (a query's: a mutation drops it once it
-        starts) the execution is stopped, and cancelled if it has not ended a moment
-        later. None when it was stopped."""
+        """The execution's result, or None when it was stopped: at the deadline (a
+        query's: a mutation drops it once it starts), or by the budget for another reason.
+        A stopped execution ends by itself at once (see ``Budget``) unless an await in it
+        hangs: that one is cancelled after a moment."""
         work = asyncio.ensure_future(execution)
+        stopped = asyncio.ensure_future(budget.stopped.wait())
         try:
-            while not work.done():
-                await asyncio.wait({work}, timeout=budget.remaining())
+            while not work.done() and not stopped.done():
+                await asyncio.wait(
+                    {work, stopped}, timeout=budget.remaining(), return_when=FIRST_COMPLETED
+                )
                 left = budget.remaining()
                 if not work.done() and left is not None and left <= 0:
                     budget.stop("time")
-                    await asyncio.wait({work}, timeout=_GRACE_S)
-                    work.cancel()
-                    await asyncio.wait({work})
+                    break
+            if not work.done():
+                await asyncio.wait({work}, timeout=_GRACE_S)
+                work.cancel()
+                await asyncio.wait({work})
         except asyncio.CancelledError:  # the server stops this request: so does its work
             work.cancel()
             raise
+        finally:
+            stopped.cancel()
         if budget.exceeded is not None:
             if not work.cancelled():
-                work.exception()  # retrieved: graphql-core's abort error, expected here
+                work.exception()  # retrieved: an error of a stopped execution is no answer
             return None
         return work.result()
 

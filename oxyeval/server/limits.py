@@ -17,6 +17,7 @@ which a large project exceeds: the count is what holds there.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from collections.abc import Collection, Mapping
@@ -41,7 +42,6 @@ from graphql import (
     parse,
     validate,
 )
-from graphql.pyutils import AbortController, AbortSignal
 from graphql.validation import specified_rules
 
 from ..store import MAX_BRANCHES
@@ -52,7 +52,6 @@ from .defaults import (
     DEFAULT_MAX_VALUES,
     DEFAULT_QUERY_TIMEOUT,
 )
-from .errors import BudgetExceeded
 from .inputs import MAX_LIMIT
 
 __all__ = [
@@ -378,17 +377,20 @@ def _short(n: int) -> str:
 
 
 class Budget:
-    """What one request may spend while it runs: values in its answer, and time; and the
-    signal that stops its execution (graphql-core's abort: every field checks it, every
-    resolver in flight is cancelled) when it is spent or its client has left.
+    """What one request may spend while it runs: values in its answer, and time.
 
     The executor calls :meth:`spend` with each object's field count and each list's length
     (before the list's rows are completed, so a long list is refused before its rows are
-    made). The clock is read every :data:`_CHECK_EVERY` values: a long stretch of
-    synchronous work (a big list of plain rows) is stopped too, not only an await. All the
+    made); once it is spent (or stopped: its client left, the deadline passed, the server
+    is stopping), every object and list left completes empty at once, with no error to
+    build for each, and the HTTP handler answers the refusal instead. The clock is read
+    every :data:`_CHECK_EVERY` values, so a long stretch of synchronous work (a big list
+    of plain rows) is stopped too, not only an await; and every :data:`_TURN_EVERY`
+    values the event loop gets a turn, so other requests are answered meanwhile. All the
     requests of a server also share one :class:`Pool`: the answers being built at once."""
 
     _CHECK_EVERY = 2000
+    _TURN_EVERY = 2000
 
     def __init__(self, max_values: int, timeout: float | None, pool: Pool | None = None) -> None:
         self.max_values = max_values
@@ -401,12 +403,11 @@ class Budget:
         #: Why it stopped: "size", "busy" (the pool), "time", "left" (its client) or
         #: "stopping" (the server); None: it did not.
         self.exceeded: str | None = None
-        self._controller = AbortController()
+        #: Set when it stops (the HTTP handler waits for it, or for the execution's end).
+        self.stopped = asyncio.Event()
         self._check_at = self._CHECK_EVERY
-
-    @property
-    def signal(self) -> AbortSignal:
-        return self._controller.signal
+        self._turn_at = self._TURN_EVERY
+        self._paused = False
 
     def without_deadline(self) -> None:
         """A mutation: the runs it waits for are bounded by the run queue and the models'
@@ -416,28 +417,45 @@ class Budget:
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
-    def spend(self, n: int) -> None:
+    def spend(self, n: int) -> bool:
+        """Count ``n`` values in; whether the execution may go on."""
+        if self.exceeded is not None:
+            return False
         self.spent += n
         pool = self.pool
         if pool is not None:
             pool.used += n
-        if self.exceeded is None:
-            if self.spent > self.max_values:
-                self.stop("size")
-            elif pool is not None and pool.used > pool.limit:
-                self.stop("busy")
-            elif self.spent >= self._check_at:
-                self._check_at = self.spent + self._CHECK_EVERY
-                if self.deadline is not None and time.monotonic() > self.deadline:
-                    self.stop("time")
-        if self.exceeded is not None:
-            raise BudgetExceeded(self.message())
+        if self.spent > self.max_values:
+            self.stop("size")
+        elif pool is not None and pool.used > pool.limit:
+            self.stop("busy")
+        elif self.spent >= self._check_at:
+            self._check_at = self.spent + self._CHECK_EVERY
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                self.stop("time")
+        return self.exceeded is None
+
+    def turn_due(self) -> bool:
+        """Whether the execution should let the event loop run before it goes on: from
+        every :data:`_TURN_EVERY` values until the loop has had its turn, each object's
+        fields wait for it (one returned awaitable does not stop the others of a list)."""
+        if self._paused:
+            return True
+        if self.spent < self._turn_at:
+            return False
+        self._paused = True
+        asyncio.get_running_loop().call_soon(self._resume)
+        return True
+
+    def _resume(self) -> None:
+        self._paused = False
+        self._turn_at = self.spent + self._TURN_EVERY
 
     def stop(self, why: str) -> None:
         """Stop the request's execution (the first reason is the one answered)."""
         if self.exceeded is None:
             self.exceeded = why
-            self._controller.abort(BudgetExceeded(self.message()))
+            self.stopped.set()
 
     def release(self) -> None:
         """The request is over: what it held goes back to the pool."""
