@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
 
@@ -385,12 +385,14 @@ class Budget:
     is stopping), every object and list left completes empty at once, with no error to
     build for each, and the HTTP handler answers the refusal instead. The clock is read
     every :data:`_CHECK_EVERY` values, so a long stretch of synchronous work (a big list
-    of plain rows) is stopped too, not only an await; and every :data:`_TURN_EVERY`
-    values the event loop gets a turn, so other requests are answered meanwhile. All the
+    of plain rows) is stopped too, not only an await; and past :data:`_TURN_EVERY` values
+    the objects left wait their turn (:meth:`turn`), so other requests are answered
+    meanwhile. All the
     requests of a server also share one :class:`Pool`: the answers being built at once."""
 
     _CHECK_EVERY = 2000
     _TURN_EVERY = 2000
+    _TURN_BATCH = 20
 
     def __init__(self, max_values: int, timeout: float | None, pool: Pool | None = None) -> None:
         self.max_values = max_values
@@ -406,8 +408,9 @@ class Budget:
         #: Set when it stops (the HTTP handler waits for it, or for the execution's end).
         self.stopped = asyncio.Event()
         self._check_at = self._CHECK_EVERY
-        self._turn_at = self._TURN_EVERY
-        self._paused = False
+        self._turned_at = 0
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._releasing = False
 
     def without_deadline(self) -> None:
         """A mutation: the runs it waits for are bounded by the run queue and the models'
@@ -436,20 +439,32 @@ class Budget:
         return self.exceeded is None
 
     def turn_due(self) -> bool:
-        """Whether the execution should let the event loop run before it goes on: from
-        every :data:`_TURN_EVERY` values until the loop has had its turn, each object's
-        fields wait for it (one returned awaitable does not stop the others of a list)."""
-        if self._paused:
-            return True
-        if self.spent < self._turn_at:
-            return False
-        self._paused = True
-        asyncio.get_running_loop().call_soon(self._resume)
-        return True
+        """Whether the execution should wait for its next turn (:meth:`turn`) before it
+        completes another object: it has completed :data:`_TURN_EVERY` values since its
+        last one."""
+        return self.spent - self._turned_at >= self._TURN_EVERY
 
-    def _resume(self) -> None:
-        self._paused = False
-        self._turn_at = self.spent + self._TURN_EVERY
+    def turn(self) -> asyncio.Future[None]:
+        """Resolved on a later pass of the event loop, :data:`_TURN_BATCH` waiters a pass:
+        between two passes the loop serves every other connection, so an answer completed
+        from memory (no await of its own) cannot hold them until it is whole."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        if not self._releasing:
+            self._releasing = True
+            asyncio.get_running_loop().call_soon(self._release)
+        return waiter
+
+    def _release(self) -> None:
+        self._turned_at = self.spent
+        for _ in range(min(self._TURN_BATCH, len(self._waiting))):
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+        if self._waiting:
+            asyncio.get_running_loop().call_soon(self._release)
+        else:
+            self._releasing = False
 
     def stop(self, why: str) -> None:
         """Stop the request's execution (the first reason is the one answered)."""
