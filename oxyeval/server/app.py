@@ -320,7 +320,7 @@ def serve(
             loop = getattr(self, "_oxy_loop", None)
             if loop is not None:
                 loop.call_soon_threadsafe(service.hub.close)
-                # a query is for a client who will not get its answer now; the runs go on
+                # a query's client will not get its answer now; mutations wait for their runs
                 loop.call_soon_threadsafe(service.answers.stop_all)
             super().handle_exit(sig, frame)
 

@@ -12,7 +12,8 @@ the errors the spec prescribes.
 
 It is also where a request's budget (``limits.Budget``) is spent: every object's fields
 and every list's rows, counted before they are completed, so an answer past the bound
-stops growing (and each field after it fails at once) instead of taking the memory.
+stops growing (what is left of it completes empty, and is thrown away) instead of taking
+the memory; and where a long answer waits its turn, so other requests are served.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class FastExecutor(Executor):
     def execute_operation(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         budget = self.budget
         if budget is not None and self.operation.operation != OperationType.QUERY:
-            budget.without_deadline()
+            budget.for_mutation()
         return super().execute_operation(*args, **kwargs)
 
     def complete_list_value(  # type: ignore[override]

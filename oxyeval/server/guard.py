@@ -1,13 +1,16 @@
-"""What stands between the network and the API: the token, the body size, the content
-type, the hosts a browser may reach it under, and the depth of a query.
+"""What stands between the network and the API: the token, the hosts a browser may reach
+it under, the requests a page on another site may send, the content type and size of a
+body and the time it may take to arrive; and a request whose client has left is stopped.
 
 Why each: a server bound to another interface than loopback is reachable by anyone on
 that network, so it needs a token (compared in constant time, so its bytes cannot be
-guessed one by one from response times). A body is capped before it is parsed, and a
-query's nesting before it is executed, so one request cannot take the memory or the CPU.
-POST must be JSON: a form or multipart post is a "simple" request a hostile web page can
-send cross-site without a preflight, JSON is not. Bound to loopback without a token, the
-Host header must name loopback too: a DNS-rebinding page cannot then reach it by name.
+guessed one by one from response times). Bound to loopback without a token, the Host
+header must name loopback too: a DNS-rebinding page cannot then reach it by name. A page
+on any site can make the browser send a "simple" request (a form post, an ``<img>``'s
+GET) without asking the server first: POST must be JSON, and a GET query must carry a
+content type a page cannot send that way. A body is read whole before the app sees it,
+capped and within a deadline, so a slow or endless one holds nothing for long. And the
+work of a request whose client has disconnected is for nobody: it is stopped.
 """
 
 from __future__ import annotations

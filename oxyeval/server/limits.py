@@ -45,7 +45,6 @@ from graphql import (
 from graphql.validation import specified_rules
 
 from ..store import MAX_BRANCHES
-from ..store._stats import REGRESSIONS_SHOWN
 from .defaults import (
     DEFAULT_MAX_COST,
     DEFAULT_MAX_DEPTH,
@@ -100,13 +99,12 @@ POOL_FACTOR = 4
 BUDGET_KEY = "oxyeval.budget"
 
 #: Lists the data model bounds: a case has at most 5 branches; stats show the newest 10
-#: runs and 50 regressions; a result has one score per metric of its test (a handful, and
-#: a score selects no list of its own).
+#: runs; a result has one score per metric of its test (a handful, and a score selects no
+#: list of its own).
 _BOUNDED = {
     ("Query", "testBranches"): MAX_BRANCHES,
     ("ABTestResult", "branches"): MAX_BRANCHES,
     ("TestCaseStats", "recentRuns"): 10,
-    ("TestCaseStats", "regressions"): REGRESSIONS_SHOWN,
     ("Result", "scores"): 10,
 }
 #: Lists paged by their ``limit`` argument: its default when it is not given.
@@ -407,14 +405,16 @@ class Budget:
         self.exceeded: str | None = None
         #: Set when it stops (the HTTP handler waits for it, or for the execution's end).
         self.stopped = asyncio.Event()
+        self.mutation = False
         self._check_at = self._CHECK_EVERY
         self._turned_at = 0
         self._waiting: deque[asyncio.Future[None]] = deque()
         self._releasing = False
 
-    def without_deadline(self) -> None:
-        """A mutation: the runs it waits for are bounded by the run queue and the models'
-        own timeouts, and go on (stored) whatever the client does."""
+    def for_mutation(self) -> None:
+        """A mutation has no deadline: the runs it waits for are bounded by the run queue
+        and the models' own timeouts, and go on (stored) whatever the client does."""
+        self.mutation = True
         self.deadline = None
 
     def remaining(self) -> float | None:
@@ -510,7 +510,9 @@ class Pool:
         self.active: set[Budget] = set()
 
     def stop_all(self) -> None:
-        """The server is stopping: every request still executing stops (a run a mutation
-        started goes on, and is finished and stored before the server exits)."""
+        """The server is stopping: every query still executing stops. A mutation is let
+        finish: the run it waits for is finished and stored before the server exits
+        anyway, and its client gets the answer."""
         for budget in list(self.active):
-            budget.stop("stopping")
+            if not budget.mutation:
+                budget.stop("stopping")
