@@ -54,7 +54,7 @@ def _is_mutation(query: str) -> bool:
 class JsonHTTPHandler(GraphQLHTTPHandler):
     """Also where a request's :class:`~oxyeval.server.limits.Budget` is made (the executor
     counts its values against it, see ``execution``) and its deadline kept: a query still
-    running at its deadline is stopped, every resolver in flight in it cancelled."""
+    running at its deadline is stopped, and an await in it that hangs is cancelled."""
 
     def __init__(
         self,
