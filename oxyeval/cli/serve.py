@@ -14,6 +14,13 @@ from typing import Annotated
 import typer
 
 from ..errors import EXIT_INFRA, ConfigError, OxyError
+from ..server import (
+    DEFAULT_MAX_CLIENT_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_COST,
+    DEFAULT_MAX_VALUES,
+    DEFAULT_QUERY_TIMEOUT,
+)
 from ._app import DebugOption, ProjectOption, app, setup_logging
 from ._common import DbOption, consoles, fail
 
@@ -66,9 +73,60 @@ def serve_command(
         typer.Option(
             "--cors-origin",
             metavar="URL",
-            help="Let pages from this origin call the API (no CORS by default).",
+            help=(
+                "Let pages from this origin (scheme://host[:port]) call the API; '*' or "
+                "'null' (any page) only with a token. No CORS by default."
+            ),
         ),
     ] = None,
+    max_cost: Annotated[
+        int,
+        typer.Option(
+            "--max-cost",
+            metavar="N",
+            min=1,
+            help=(
+                "Estimated cost a query may have, each list counted at its limit (or 100 "
+                "rows) times what it selects; a costlier one is refused before it runs."
+            ),
+        ),
+    ] = DEFAULT_MAX_COST,
+    max_values: Annotated[
+        int,
+        typer.Option(
+            "--max-values",
+            metavar="N",
+            min=1,
+            help="Values (fields, list items) one answer may hold while it is built.",
+        ),
+    ] = DEFAULT_MAX_VALUES,
+    query_timeout: Annotated[
+        float,
+        typer.Option(
+            "--query-timeout",
+            metavar="SECONDS",
+            min=0.1,
+            help="How long a query may run (a mutation waits for the run it starts).",
+        ),
+    ] = DEFAULT_QUERY_TIMEOUT,
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-connections",
+            metavar="N",
+            min=1,
+            help="Connections open at once, all clients together.",
+        ),
+    ] = DEFAULT_MAX_CONNECTIONS,
+    max_client_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-client-connections",
+            metavar="N",
+            min=1,
+            help="Connections one client address may hold open.",
+        ),
+    ] = DEFAULT_MAX_CLIENT_CONNECTIONS,
     db: DbOption = None,
     project: ProjectOption = None,
     debug: DebugOption = False,
@@ -119,6 +177,11 @@ def serve_command(
             db=db,
             token=token,
             cors_origin=cors_origin,
+            max_cost=max_cost,
+            max_values=max_values,
+            query_timeout=query_timeout,
+            max_connections=max_connections,
+            max_client_connections=max_client_connections,
             on_ready=ready,
         )
     except ServeError as exc:

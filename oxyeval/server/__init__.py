@@ -3,8 +3,10 @@
 One process over one project and its history. ``schema.graphql`` is the contract (the
 seed's types, fields and inputs, plus prompts, runs of every kind and run comparison);
 ``resolvers`` binds it to ``service``, which calls the same store, suites and report
-functions the CLI does; ``guard`` holds the token, size, content-type, host and depth
-limits; ``events`` relays the runs it starts to ``GET /events``; ``dashboard/`` is the
+functions the CLI does; ``guard`` holds the token, size, content-type, host, origin and
+cross-site rules, ``limits`` what a query may cost (before it runs and while it runs),
+``connections`` how many connections and how long each may take (``defaults`` their
+numbers); ``events`` relays the runs it starts to ``GET /events``; ``dashboard/`` is the
 page, served from the package (no CDN). Needs ``pip install 'oxyeval[serve]'``
 (Ariadne, uvicorn); imported only by ``oxy serve`` and by code that asks for it.
 
@@ -25,14 +27,24 @@ _EXPORTS = {
     "TestingService": "service",
     "EventHub": "events",
     "event_json": "events",
-    "DEFAULT_MAX_BODY": "guard",
-    "DEFAULT_MAX_DEPTH": "guard",
+    "DEFAULT_MAX_BODY": "defaults",
+    "DEFAULT_MAX_CLIENT_CONNECTIONS": "defaults",
+    "DEFAULT_MAX_CONNECTIONS": "defaults",
+    "DEFAULT_MAX_COST": "defaults",
+    "DEFAULT_MAX_DEPTH": "defaults",
+    "DEFAULT_MAX_VALUES": "defaults",
+    "DEFAULT_QUERY_TIMEOUT": "defaults",
     "is_loopback": "guard",
     "schema_text": "resolvers",
 }
 __all__ = [
     "DEFAULT_MAX_BODY",
+    "DEFAULT_MAX_CLIENT_CONNECTIONS",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_COST",
     "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_VALUES",
+    "DEFAULT_QUERY_TIMEOUT",
     "EventHub",
     "ServeError",
     "TestingService",
@@ -46,7 +58,16 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .app import ServeError, create_app, serve
+    from .defaults import (
+        DEFAULT_MAX_BODY,
+        DEFAULT_MAX_CLIENT_CONNECTIONS,
+        DEFAULT_MAX_CONNECTIONS,
+        DEFAULT_MAX_COST,
+        DEFAULT_MAX_DEPTH,
+        DEFAULT_MAX_VALUES,
+        DEFAULT_QUERY_TIMEOUT,
+    )
     from .events import EventHub, event_json
-    from .guard import DEFAULT_MAX_BODY, DEFAULT_MAX_DEPTH, is_loopback
+    from .guard import is_loopback
     from .resolvers import schema_text
     from .service import TestingService

@@ -29,17 +29,34 @@ from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..redact import redact
+from .connections import (
+    DEFAULT_MAX_CLIENT_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS,
+    ConnectionLimits,
+    limited_protocol,
+)
 from .errors import error_body, format_error
 from .execution import FastExecutor
 from .guard import (
+    DEFAULT_BODY_TIMEOUT,
     DEFAULT_MAX_BODY,
-    DEFAULT_MAX_DEPTH,
-    BodyTooLarge,
     Guard,
-    depth_limit,
+    check_cors_origin,
     is_loopback,
 )
 from .handler import JsonHTTPHandler
+from .limits import (
+    BUDGET_KEY,
+    DEFAULT_MAX_COST,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_VALUES,
+    DEFAULT_QUERY_TIMEOUT,
+    POOL_FACTOR,
+    Pool,
+    parse_query,
+    query_limits,
+    validate_limits_first,
+)
 from .resolvers import build_schema
 from .service import TestingService
 
@@ -119,13 +136,37 @@ def create_app(
     loopback_only: bool = True,
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_body: int = DEFAULT_MAX_BODY,
+    max_cost: int = DEFAULT_MAX_COST,
+    max_values: int = DEFAULT_MAX_VALUES,
+    query_timeout: float = DEFAULT_QUERY_TIMEOUT,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
 ) -> Any:
-    """The whole server as one ASGI app (tests drive it in process, ``serve`` runs it)."""
-    service.max_depth, service.max_body = max_depth, max_body
+    """The whole server as one ASGI app (tests drive it in process, ``serve`` runs it).
+    ServeError: ``cors_origin`` is malformed, or lets any page in without a token."""
+    if cors_origin:
+        try:
+            cors_origin = check_cors_origin(cors_origin, token)
+        except ValueError as exc:
+            raise ServeError(str(exc)) from None
+    service.max_depth, service.max_body, service.max_cost = max_depth, max_body, max_cost
+    service.max_values, service.query_timeout = max_values, query_timeout
+    service.answers = Pool(POOL_FACTOR * max_values)
+
+    def rules(_context: Any, _document: Any, data: Any) -> list[Any]:
+        # per request: a list's limit may be one of its variables
+        variables = data.get("variables") if isinstance(data, dict) else None
+        return [query_limits(max_depth, max_cost, variables)]
+
     graphql = GraphQL(
         build_schema(),
-        context_value=lambda request, _data=None: {"request": request, "service": service},
-        validation_rules=[depth_limit(max_depth)],
+        context_value=lambda request, _data=None: {
+            "request": request,
+            "service": service,
+            "budget": request.scope.get(BUDGET_KEY),
+        },
+        query_parser=parse_query,
+        query_validator=validate_limits_first,
+        validation_rules=rules,
         execute_get_queries=True,
         debug=False,
         explorer=ExplorerHttp405(),
@@ -134,7 +175,9 @@ def create_app(
         ),
         logger=_quiet_logger(),
         execution_context_class=FastExecutor,
-        http_handler=JsonHTTPHandler(),
+        http_handler=JsonHTTPHandler(
+            max_values=max_values, timeout=query_timeout, pool=service.answers
+        ),
     )
 
     async def index(request: Request) -> Response:
@@ -163,10 +206,12 @@ def create_app(
         )
 
     async def events(request: Request) -> Response:
-        if service.hub.full:
-            return _json_error(503, "SERVER_BUSY", "too many event listeners; try again later")
+        client = request.client.host if request.client else ""
+        refusal = service.hub.refusal(client)
+        if refusal is not None:
+            return _json_error(503, "SERVER_BUSY", refusal)
         return StreamingResponse(
-            service.hub.stream(),
+            service.hub.stream(client),
             media_type="text/event-stream",
             headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
         )
@@ -184,12 +229,17 @@ def create_app(
         ],
         lifespan=_lifespan(service),
         exception_handlers={
-            BodyTooLarge: _refused(413, "BAD_USER_INPUT"),
             RecursionError: _refused(400, "BAD_USER_INPUT", "the JSON body is nested too deeply"),
             Exception: _refused(500, "INTERNAL_SERVER_ERROR", "internal error"),
         },
     )
-    guarded = Guard(app, token=token, max_body=max_body, loopback_only=loopback_only)
+    guarded = Guard(
+        app,
+        token=token,
+        max_body=max_body,
+        loopback_only=loopback_only,
+        body_timeout=body_timeout,
+    )
     if cors_origin:
         # the preflight (OPTIONS) carries no token: answer it before the guard asks
         cors = CORSMiddleware(
@@ -213,9 +263,15 @@ def serve(
     environ: Mapping[str, str] | None = None,
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_body: int = DEFAULT_MAX_BODY,
+    max_cost: int = DEFAULT_MAX_COST,
+    max_values: int = DEFAULT_MAX_VALUES,
+    query_timeout: float = DEFAULT_QUERY_TIMEOUT,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    max_client_connections: int = DEFAULT_MAX_CLIENT_CONNECTIONS,
     on_ready: Any = None,
 ) -> None:
-    """Run the server until SIGINT/SIGTERM (finishing the runs it has going)."""
+    """Run the server until SIGINT/SIGTERM (finishing the runs it has going; the queries
+    it has going are stopped)."""
     import uvicorn
 
     token = token or (environ or os.environ).get("OXY_SERVE_TOKEN") or None
@@ -227,6 +283,11 @@ def serve(
         )
     if token is not None and len(token) < 16:
         raise ServeError("the token is shorter than 16 characters; use a long random one")
+    if cors_origin:
+        try:
+            check_cors_origin(cors_origin, token)
+        except ValueError as exc:
+            raise ServeError(str(exc)) from None
     service = TestingService(project_dir, db=db, environ=environ)
     app = create_app(
         service,
@@ -235,11 +296,17 @@ def serve(
         loopback_only=is_loopback(host),
         max_depth=max_depth,
         max_body=max_body,
+        max_cost=max_cost,
+        max_values=max_values,
+        query_timeout=query_timeout,
     )
+    limits = ConnectionLimits(max_connections, max_client_connections)
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
+        http=limited_protocol(limits),
+        ws="none",  # no WebSocket route: an upgrade is an ordinary request
         log_level="warning",
         access_log=False,
         server_header=False,
@@ -253,6 +320,8 @@ def serve(
             loop = getattr(self, "_oxy_loop", None)
             if loop is not None:
                 loop.call_soon_threadsafe(service.hub.close)
+                # a query's client will not get its answer now; mutations wait for their runs
+                loop.call_soon_threadsafe(service.answers.stop_all)
             super().handle_exit(sig, frame)
 
         async def startup(self, sockets: Any = None) -> None:

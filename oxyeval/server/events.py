@@ -29,10 +29,13 @@ from ..evaluation import (
 )
 from ..redact import redact
 
-__all__ = ["EventHub", "event_json"]
+__all__ = ["MAX_CLIENT_LISTENERS", "MAX_LISTENERS", "EventHub", "event_json"]
 
 _QUEUE = 1000
-_MAX_LISTENERS = 64
+#: Streams open at once, all clients together, and one client address (a dashboard tab
+#: holds one; a browser opens at most 6 connections to one host).
+MAX_LISTENERS = 64
+MAX_CLIENT_LISTENERS = 8
 _HEARTBEAT_S = 15.0
 _END = "\x00end"  # put on a listener's queue: its stream ends
 
@@ -77,6 +80,7 @@ def event_json(event: Event) -> dict[str, Any] | None:
 @dataclass
 class _Listener:
     queue: asyncio.Queue[str]
+    client: str = ""
     dropped: int = 0
 
 
@@ -90,10 +94,17 @@ class EventHub:
     def listeners(self) -> int:
         return len(self._listeners)
 
-    @property
-    def full(self) -> bool:
-        """No room for another listener (each holds a queue and a connection)."""
-        return len(self._listeners) >= _MAX_LISTENERS
+    def refusal(self, client: str) -> str | None:
+        """Why ``client`` may not open another stream (None: it may): each holds a queue
+        and a connection, and one client must not take them all from every dashboard."""
+        if sum(1 for one in self._listeners if one.client == client) >= MAX_CLIENT_LISTENERS:
+            return (
+                f"this client has {MAX_CLIENT_LISTENERS} event streams open, the most one "
+                "client may; close a dashboard tab"
+            )
+        if len(self._listeners) >= MAX_LISTENERS:
+            return "too many event listeners; try again later"
+        return None
 
     def sink(self, operation: str) -> tuple[str, Any]:
         """A new stream id and the event sink a run of ``operation`` reports to."""
@@ -125,12 +136,12 @@ class EventHub:
                 listener.queue.get_nowait()
             listener.queue.put_nowait(_END)
 
-    async def stream(self) -> AsyncIterator[str]:
+    async def stream(self, client: str = "") -> AsyncIterator[str]:
         """One listener's server-sent events, with a comment line as a heartbeat (the app
-        refuses a listener beyond the cap first: :attr:`full`)."""
+        refuses a listener beyond the caps first: :meth:`refusal`)."""
         if self._closed:
             return
-        listener = _Listener(asyncio.Queue(_QUEUE))
+        listener = _Listener(asyncio.Queue(_QUEUE), client)
         self._listeners.append(listener)
         try:
             yield ": connected\n\n"

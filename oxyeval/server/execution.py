@@ -9,15 +9,22 @@ of its own, no arguments and a scalar type is just ``type.serialize(source[name]
 Anything else (a resolver, arguments, an object or list type, a null where the schema
 says non-null, a value the scalar refuses) takes graphql-core's own path, which raises
 the errors the spec prescribes.
+
+It is also where a request's budget (``limits.Budget``) is spent: every object's fields
+and every list's rows, counted before they are completed, so an answer past the bound
+stops growing (what is left of it completes empty, and is thrown away) instead of taking
+the memory; and where a long answer waits its turn, so other requests are served.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from graphql import GraphQLNonNull, is_leaf_type
+from graphql import GraphQLNonNull, OperationType, is_leaf_type
 from graphql.execution.executor import Executor
 from graphql.pyutils import Undefined
+
+from .limits import SLOW_FIELD, Budget
 
 __all__ = ["FastExecutor"]
 
@@ -27,6 +34,36 @@ class FastExecutor(Executor):
     every selected field takes it (a row of a list), per object: one loop, no path objects
     or awaitable checks, each field's plan worked out once per query. A resolver marked
     ``dict_first`` (it answers the dict's own value when there is one) does not stop it."""
+
+    @property
+    def budget(self) -> Budget | None:
+        context = self.context_value
+        found = context.get("budget") if isinstance(context, dict) else None
+        return found if isinstance(found, Budget) else None
+
+    def execute_operation(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        budget = self.budget
+        if budget is not None and self.operation.operation != OperationType.QUERY:
+            budget.for_mutation()
+        return super().execute_operation(*args, **kwargs)
+
+    def complete_list_value(  # type: ignore[override]
+        self,
+        return_type: Any,
+        field_details_list: Any,
+        info: Any,
+        path: Any,
+        result: Any,
+        position_context: Any,
+    ) -> Any:
+        budget = self.budget
+        if budget is not None and not budget.spend(
+            len(result) if hasattr(result, "__len__") else 1
+        ):
+            return []  # stopped: thrown away by the HTTP handler, only made cheaply
+        return super().complete_list_value(
+            return_type, field_details_list, info, path, result, position_context
+        )
 
     def _field(self, parent_type: Any, node: Any) -> tuple[str, Any, bool, bool] | None:
         """How a field takes the fast path: (name, scalar type, required, dict_first);
@@ -89,6 +126,34 @@ class FastExecutor(Executor):
         grouped_field_set: Any,
         position_context: Any,
     ) -> Any:
+        budget = self.budget
+        if budget is not None:
+            if not budget.spend(len(grouped_field_set)):
+                return {}  # stopped: thrown away by the HTTP handler, only made cheaply
+            if budget.turn_due():
+                return self._after_turn(
+                    budget, parent_type, source_value, path, grouped_field_set, position_context
+                )
+        return self._fields(parent_type, source_value, path, grouped_field_set, position_context)
+
+    async def _after_turn(self, budget: Budget, *args: Any) -> Any:
+        """The fields of one object, in the request's next turn: an answer completed
+        without an await (rows read once, then served from memory) would keep every other
+        request, ``/healthz`` included, waiting until it is whole."""
+        await budget.turn()
+        if budget.exceeded is not None:
+            return {}
+        result = self._fields(*args)
+        return await result if self.is_awaitable(result) else result
+
+    def _fields(
+        self,
+        parent_type: Any,
+        source_value: Any,
+        path: Any,
+        grouped_field_set: Any,
+        position_context: Any,
+    ) -> Any:
         if type(source_value) is dict and self.middleware_manager is None:
             plan = self._row(parent_type, grouped_field_set)
             if plan is not None:
@@ -118,6 +183,10 @@ class FastExecutor(Executor):
                 value = self._value(source, field)
                 if value is not Undefined:
                     return value
+        budget = self.budget
+        # graphql-core's path: a resolver, a coroutine, its bookkeeping
+        if budget is not None and not budget.spend(SLOW_FIELD - 1):
+            return None  # stopped: not completed, so no null check and no error to build
         return super().execute_field(
             parent_type, source, field_details_list, path, position_context
         )

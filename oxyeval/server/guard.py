@@ -1,55 +1,53 @@
-"""What stands between the network and the API: the token, the body size, the content
-type, the hosts a browser may reach it under, and the depth of a query.
+"""What stands between the network and the API: the token, the hosts a browser may reach
+it under, the requests a page on another site may send, the content type and size of a
+body and the time it may take to arrive; and a request whose client has left is stopped.
 
 Why each: a server bound to another interface than loopback is reachable by anyone on
 that network, so it needs a token (compared in constant time, so its bytes cannot be
-guessed one by one from response times). A body is capped before it is parsed, and a
-query's nesting before it is executed, so one request cannot take the memory or the CPU.
-POST must be JSON: a form or multipart post is a "simple" request a hostile web page can
-send cross-site without a preflight, JSON is not. Bound to loopback without a token, the
-Host header must name loopback too: a DNS-rebinding page cannot then reach it by name.
+guessed one by one from response times). Bound to loopback without a token, the Host
+header must name loopback too: a DNS-rebinding page cannot then reach it by name. A page
+on any site can make the browser send a "simple" request (a form post, an ``<img>``'s
+GET) without asking the server first: POST must be JSON, and a GET query must carry a
+content type a page cannot send that way. A body is read whole before the app sees it,
+capped and within a deadline, so a slow or endless one holds nothing for long. And the
+work of a request whose client has disconnected is for nobody: it is stopped.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+import re
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs
 
-from graphql import (
-    FieldNode,
-    FragmentSpreadNode,
-    GraphQLError,
-    InlineFragmentNode,
-    OperationDefinitionNode,
-    SelectionSetNode,
-    ValidationRule,
-)
-
 from ..redact import redact
+from .defaults import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY
 from .errors import error_body
+from .limits import BUDGET_KEY
 
 __all__ = [
+    "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_MAX_BODY",
-    "DEFAULT_MAX_DEPTH",
     "LOOPBACK_HOSTS",
-    "MAX_FIELDS",
-    "MAX_ROOT_FIELDS",
     "BodyTooLarge",
     "Guard",
-    "depth_limit",
+    "check_cors_origin",
     "is_loopback",
     "token_matches",
 ]
 
 log = logging.getLogger("oxyeval.server")
 
-DEFAULT_MAX_DEPTH = 10
-DEFAULT_MAX_BODY = 1_000_000
+#: Content types a page may send cross-site without a preflight (none is no header at all).
+_SIMPLE_TYPES = frozenset(
+    {b"", b"application/x-www-form-urlencoded", b"multipart/form-data", b"text/plain"}
+)
+_CLOSE = (b"connection", b"close")
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 Scope = MutableMapping[str, Any]
@@ -72,123 +70,79 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _loopback_host(raw: str) -> bool:
-    """A Host header naming loopback, with an optional numeric port, and nothing else."""
+def parse_host(raw: str) -> tuple[str, int | None] | None:
+    """A Host header's (host, port): a name or IPv4 literal, or an IPv6 literal in brackets,
+    with an optional numeric port; None when it is none of these (``[::1`` without its
+    closing bracket, ``a:b:c``, a user or a path in it)."""
     if raw.startswith("["):
         end = raw.find("]")
-        host, rest = raw[1:end], raw[end + 1 :] if end > 0 else ("", "x")
+        if end < 0:
+            return None
+        host, rest = raw[1:end], raw[end + 1 :]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return None
     else:
-        host, _, port = raw.partition(":")
-        rest = f":{port}" if port or raw.endswith(":") else ""
-    if rest and not (rest.startswith(":") and rest[1:].isdigit()):
-        return False
-    return bool(host) and is_loopback(host)
+        host, colon, port = raw.partition(":")
+        rest = colon + port
+        if not host or not _HOST_NAME.fullmatch(host):
+            return None
+    if not rest:
+        return host, None
+    port_text = rest[1:]
+    if not rest.startswith(":") or not port_text.isdigit() or not port_text.isascii():
+        return None
+    port = int(port_text)
+    return (host, port) if port <= 65535 else None
+
+
+#: What a name or an IPv4 literal may hold in a Host header (RFC 3986's reg-name, less
+#: percent-encoding and the sub-delimiters no DNS name uses).
+_HOST_NAME = re.compile(r"[A-Za-z0-9._~-]+")
+
+
+def _loopback_host(raw: str) -> bool:
+    """A Host header naming loopback, with an optional numeric port, and nothing else."""
+    parsed = parse_host(raw)
+    return parsed is not None and is_loopback(parsed[0])
+
+
+def check_cors_origin(origin: str, token: str | None) -> str:
+    """The origin ``--cors-origin`` names, as a browser sends it in ``Origin``; ValueError
+    when it is malformed, or when it lets any page call the API and no token guards it.
+
+    ``*`` is every web site and ``null`` the origin of every sandboxed iframe and local
+    file (any page can get it): without a token, either lets any page run mutations that
+    rewrite the project's files. An origin is ``scheme://host[:port]`` and nothing more: a
+    path, a trailing slash or a user never matches what a browser sends."""
+    text = origin.strip()
+    if text in ("*", "null"):
+        if token is None:
+            who = "every web site" if text == "*" else "any page (sandboxed iframes, local files)"
+            raise ValueError(
+                f"--cors-origin {text} would let {who} call the API, mutations included; "
+                "name one origin (--cors-origin https://app.example), or give a token "
+                "(--token or OXY_SERVE_TOKEN) that such pages must send"
+            )
+        return text
+    scheme, sep, rest = text.partition("://")
+    parsed = parse_host(rest) if sep else None
+    if scheme.lower() not in ("http", "https") or parsed is None:
+        raise ValueError(
+            f"--cors-origin {origin!r} is not an origin: give scheme://host[:port] as a browser "
+            "sends it (https://app.example, http://localhost:3000), without a path or a "
+            "trailing slash"
+        )
+    host, port = parsed
+    default = 443 if scheme.lower() == "https" else 80
+    shown = (f"[{host}]" if ":" in host else host).lower()
+    suffix = f":{port}" if port not in (None, default) else ""
+    return f"{scheme.lower()}://{shown}{suffix}"
 
 
 def token_matches(given: str | None, token: str) -> bool:
     return given is not None and hmac.compare_digest(given.encode(), token.encode())
-
-
-#: Fields one operation may select, fragments expanded (the dashboard's largest asks ~200).
-MAX_FIELDS = 2000
-#: Fields at the root of one operation: each root field is a query of its own.
-MAX_ROOT_FIELDS = 25
-
-
-class _Measure:
-    """Depth and field count of selection sets, each fragment measured once per document:
-    a fragment spread twice by a fragment spread twice... is 2^n fields when expanded,
-    but n fragments to measure."""
-
-    def __init__(self, fragments: Mapping[str, Any]) -> None:
-        self.fragments = fragments
-        self.memo: dict[str, tuple[int, int]] = {}
-        self.active: set[str] = set()
-
-    def fragment(self, name: str) -> tuple[int, int]:
-        found = self.memo.get(name)
-        if found is not None:
-            return found
-        node = self.fragments.get(name)
-        if node is None or name in self.active:  # unknown or a cycle: the spec's rules say so
-            return 0, 0
-        self.active.add(name)
-        found = self.memo[name] = self.selections(node.selection_set)
-        self.active.discard(name)
-        return found
-
-    def selections(self, node: SelectionSetNode | None) -> tuple[int, int]:
-        """(depth, fields) under ``node``; introspection fields count as fields, not depth."""
-        if node is None:
-            return 0, 0
-        depth = fields = 0
-        for selection in node.selections:
-            if isinstance(selection, FieldNode):
-                below_depth, below_fields = self.selections(selection.selection_set)
-                fields += 1 + below_fields
-                if not selection.name.value.startswith("__"):
-                    depth = max(depth, 1 + below_depth)
-            elif isinstance(selection, InlineFragmentNode):
-                d, f = self.selections(selection.selection_set)
-                depth, fields = max(depth, d), fields + f
-            elif isinstance(selection, FragmentSpreadNode):
-                d, f = self.fragment(selection.name.value)
-                depth, fields = max(depth, d), fields + f
-        return depth, fields
-
-
-def _root_fields(node: SelectionSetNode, measure: _Measure, seen: frozenset[str]) -> list[str]:
-    names: list[str] = []
-    for selection in node.selections:
-        if isinstance(selection, FieldNode):
-            names.append(selection.name.value)
-        elif isinstance(selection, InlineFragmentNode):
-            names += _root_fields(selection.selection_set, measure, seen)
-        elif isinstance(selection, FragmentSpreadNode):
-            name = selection.name.value
-            fragment = measure.fragments.get(name)
-            if fragment is not None and name not in seen and len(names) <= MAX_ROOT_FIELDS:
-                names += _root_fields(fragment.selection_set, measure, seen | {name})
-    return names
-
-
-def depth_limit(
-    max_depth: int, max_fields: int = MAX_FIELDS, max_root: int = MAX_ROOT_FIELDS
-) -> type[ValidationRule]:
-    """A validation rule refusing an operation nested deeper than ``max_depth`` fields,
-    selecting more than ``max_fields`` fields (fragments expanded), more than ``max_root``
-    root fields, or introspection more than once: each in time linear in the document."""
-
-    class QueryLimits(ValidationRule):
-        def enter_operation_definition(self, node: OperationDefinitionNode, *_: Any) -> None:
-            fragments = {
-                d.name.value: d
-                for d in self.context.document.definitions
-                if d.kind == "fragment_definition"
-            }
-            measure = _Measure(fragments)
-            depth, fields = measure.selections(node.selection_set)
-            name = node.name.value if node.name else "anonymous"
-            roots = _root_fields(node.selection_set, measure, frozenset())
-            problem = None
-            if depth > max_depth:
-                problem = f"is nested {depth} fields deep; this server allows at most {max_depth}"
-            elif fields > max_fields:
-                problem = (
-                    f"selects {fields:,} fields (fragments expanded); this server allows at "
-                    f"most {max_fields:,}"
-                )
-            elif len(roots) > max_root:
-                problem = (
-                    f"asks {len(roots)} root fields; this server allows at most {max_root} "
-                    "(send several requests)"
-                )
-            elif sum(1 for r in roots if r in ("__schema", "__type")) > 1:
-                problem = "asks for introspection more than once"
-            if problem is not None:
-                self.report_error(GraphQLError(f"operation '{name}' {problem}", node))
-
-    return QueryLimits
 
 
 async def _reply(send: Send, status: int, body: dict[str, Any], headers: list[Any] = ()) -> None:  # type: ignore[assignment]
@@ -218,12 +172,14 @@ class Guard:
         max_body: int = DEFAULT_MAX_BODY,
         loopback_only: bool = True,
         open_paths: tuple[str, ...] = ("/assets/", "/favicon"),
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
     ) -> None:
         self.app = app
         self.token = token
         self.max_body = max_body
         self.loopback_only = loopback_only and token is None
         self.open_paths = open_paths
+        self.body_timeout = body_timeout
 
     def _authorised(self, scope: Scope) -> bool:
         if self.token is None:
@@ -240,78 +196,137 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path: str = scope.get("path", "")
-        headers = dict(scope.get("headers") or ())
-        if self.loopback_only and not _loopback_host(headers.get(b"host", b"").decode("latin-1")):
-            await _reply(
-                send, 421, error_body("this server answers only on localhost", "FORBIDDEN")
-            )
+        try:
+            refusal = self._refusal(scope)
+        except Exception as exc:  # our bug: a JSON answer, one log line, no traceback
+            log.error("internal error: %s: %s", type(exc).__name__, redact(str(exc)))
+            refusal = 500, error_body("internal error", "INTERNAL_SERVER_ERROR"), []
+        if refusal is not None:
+            await _reply(send, *refusal)
             return
-        if not path.startswith(self.open_paths) and not self._authorised(scope):
-            await _reply(
-                send,
-                401,
-                error_body(
-                    "a token is required: send 'Authorization: Bearer <token>' (or open the "
-                    "dashboard as /?token=<token>)",
-                    "UNAUTHENTICATED",
-                ),
-                [(b"www-authenticate", b"Bearer")],
-            )
+        try:
+            body = await asyncio.wait_for(self._body(receive), self.body_timeout)
+        except BodyTooLarge as exc:
+            await _reply(send, 413, error_body(str(exc), "BAD_USER_INPUT"), [_CLOSE])
             return
-        if scope.get("method") == "POST":
-            kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
-            if kind != b"application/json":
-                await _reply(
-                    send,
-                    415,
-                    error_body(
-                        "POST a JSON body (Content-Type: application/json)", "BAD_USER_INPUT"
-                    ),
-                )
-                return
-            length = headers.get(b"content-length")
-            if length is not None and (not length.isdigit() or int(length) > self.max_body):
-                await _reply(
-                    send,
-                    413,
-                    error_body(
-                        f"the body is larger than {self.max_body:,} bytes", "BAD_USER_INPUT"
-                    ),
-                )
-                return
-            receive = self._capped(receive)
-        started = False
+        except asyncio.TimeoutError:
+            message = f"the request body did not arrive within {self.body_timeout:g} s"
+            await _reply(send, 408, error_body(message, "BAD_USER_INPUT"), [_CLOSE])
+            return
+        if body is None:  # the client left while sending it
+            return
+        await self._run(scope, body, receive, send)
+
+    async def _body(self, receive: Receive) -> bytes | None:
+        """The whole body (None: the client left first), counted as it arrives: a chunked
+        body has no length to refuse it by up front."""
+        chunks: list[bytes] = []
+        seen = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_body:
+                raise BodyTooLarge(self.max_body)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def _run(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        """The app on a received request, stopped when its client leaves: a query's work
+        is for nobody then (a run it started goes on: the runner shields it)."""
+        left = asyncio.Event()
+        given = False
+        started = completed = False
+
+        async def replay() -> MutableMapping[str, Any]:
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await left.wait()
+            return {"type": "http.disconnect"}
 
         async def tracked(message: MutableMapping[str, Any]) -> None:
-            nonlocal started
+            nonlocal started, completed
             started = True
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                completed = True
             await send(message)
 
+        work = asyncio.ensure_future(self.app(scope, replay, tracked))
+
+        async def watch() -> None:
+            # the server answers receive() with a disconnect when the client goes (or once
+            # the response is complete: nothing to stop then)
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            left.set()
+            if completed:
+                return
+            budget = scope.get(BUDGET_KEY)
+            if budget is not None:
+                budget.stop("left")  # GraphQL's own stop: each resolver in flight cancelled
+            else:
+                work.cancel()
+
+        watcher = asyncio.ensure_future(watch())
         try:
-            await self.app(scope, receive, tracked)
-        except Exception as exc:
-            # Starlette has answered it (JSON, see app.py) and raises it again for the
-            # server to log with its traceback: it was logged without one instead
-            if not started:
-                log.error("internal error: %s: %s", type(exc).__name__, redact(str(exc)))
-                await _reply(send, 500, error_body("internal error", "INTERNAL_SERVER_ERROR"))
+            await asyncio.wait({work})
+        except asyncio.CancelledError:  # the server itself stops this request
+            work.cancel()
+            raise
+        finally:
+            watcher.cancel()
+        if work.cancelled():
+            return
+        exc = work.exception()
+        # Starlette has answered it (JSON, see app.py) and raises it again for the server
+        # to log with its traceback: it is logged without one instead
+        if exc is not None and not started:
+            log.error("internal error: %s: %s", type(exc).__name__, redact(str(exc)))
+            await _reply(send, 500, error_body("internal error", "INTERNAL_SERVER_ERROR"))
 
-    def _capped(self, receive: Receive) -> Receive:
-        """A chunked body without a length is counted as it arrives."""
-        seen = 0
-        limit = self.max_body
-
-        async def capped() -> MutableMapping[str, Any]:
-            nonlocal seen
-            message = await receive()
-            if message.get("type") == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise BodyTooLarge(limit)
-            return message
-
-        return capped
+    def _refusal(self, scope: Scope) -> tuple[int, dict[str, Any], list[Any]] | None:
+        """Why a request is refused before the app sees it (None: it is not): status, body,
+        extra headers."""
+        path: str = scope.get("path", "")
+        method = scope.get("method")
+        headers = dict(scope.get("headers") or ())
+        host = headers.get(b"host", b"").decode("latin-1")
+        if host and parse_host(host) is None:
+            message = f"the Host header is malformed: {host[:100]!r}"
+            return 400, error_body(message, "BAD_USER_INPUT"), []
+        if self.loopback_only and not _loopback_host(host):
+            return 421, error_body("this server answers only on localhost", "FORBIDDEN"), []
+        if not path.startswith(self.open_paths) and not self._authorised(scope):
+            message = (
+                "a token is required: send 'Authorization: Bearer <token>' (or open the "
+                "dashboard as /?token=<token>)"
+            )
+            return 401, error_body(message, "UNAUTHENTICATED"), [(b"www-authenticate", b"Bearer")]
+        kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+        # an <img src>, a link or a form can send a GET from any site; what they cannot send
+        # without the browser asking this server first (a CORS preflight, refused unless
+        # --cors-origin allows that site) is another content type or a header
+        cross_site = kind in _SIMPLE_TYPES and b"authorization" not in headers
+        if path == "/graphql" and method in ("GET", "HEAD") and self.token is None and cross_site:
+            message = (
+                "a query sent as GET must carry 'Content-Type: application/json' (what a page "
+                "on another site cannot send without asking first); or POST it"
+            )
+            return 403, error_body(message, "FORBIDDEN"), []
+        if method == "POST":
+            if kind != b"application/json":
+                message = "POST a JSON body (Content-Type: application/json)"
+                return 415, error_body(message, "BAD_USER_INPUT"), []
+            length = headers.get(b"content-length")
+            if length is not None and (not length.isdigit() or int(length) > self.max_body):
+                message = f"the body is larger than {self.max_body:,} bytes"
+                return 413, error_body(message, "BAD_USER_INPUT"), [_CLOSE]
+        return None
 
 
 class BodyTooLarge(Exception):

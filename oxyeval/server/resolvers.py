@@ -8,9 +8,11 @@ client asks for them.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+from collections.abc import Awaitable, Callable
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 from ariadne import (
     MutationType,
@@ -25,6 +27,7 @@ from graphql import (
     IntValueNode,
     ListValueNode,
     ObjectValueNode,
+    OperationType,
     ValueNode,
     value_from_ast_untyped,
 )
@@ -34,6 +37,8 @@ from .errors import BAD_USER_INPUT, ApiError
 from .service import TestingService
 
 __all__ = ["build_schema", "schema_text"]
+
+T = TypeVar("T")
 
 
 def schema_text() -> str:
@@ -119,20 +124,42 @@ mutation = MutationType()
 
 
 @query.field("testCases")
-async def _test_cases(_: Any, info: Any, promptId: str | None = None) -> Any:
-    return await _case_list(info, promptId)
+def _test_cases(_: Any, info: Any, promptId: str | None = None) -> Any:
+    return _case_list(info, promptId)
 
 
-async def _case_list(info: Any, prompt_id: str | None) -> list[dict[str, Any]]:
-    """A prompt's cases (every case: None); their regression counts, when asked, in one
-    grouped query, read by the field as the dict's own value."""
+def _case_list(info: Any, prompt_id: str | None) -> Any:
+    """A prompt's cases (every case: None), or an awaitable of them; their regression
+    counts, when asked, in one grouped query, read by the field as the dict's own value."""
     service = _service(info)
-    cases = await service.test_cases(prompt_id)
-    if _asks(info, "regressionCount"):
-        counts = await service.regression_counts([c["id"] for c in cases])
-        for case in cases:
-            case["regressionCount"] = counts.get(case["id"], 0)
-    return cases
+    counted = _asks(info, "regressionCount")
+
+    async def read() -> list[dict[str, Any]]:
+        cases = await service.test_cases(prompt_id)
+        if counted:
+            counts = await service.regression_counts([c["id"] for c in cases])
+            for case in cases:
+                case["regressionCount"] = counts.get(case["id"], 0)
+        return cases
+
+    return _once(info, ("cases", prompt_id, counted), read)
+
+
+def _once(info: Any, key: tuple[Any, ...], read: Callable[[], Awaitable[T]]) -> T | Awaitable[T]:
+    """``read()`` once per query for each ``key``: the cases of a list each ask their
+    prompt, the prompts of a list each their cases, and an answer nesting one in the other
+    would otherwise read the same rows again for every row. Once read, the value itself
+    (no coroutine: the field completes at once). A mutation reads afresh: a root field may
+    see what the one before it changed."""
+    if info.operation.operation != OperationType.QUERY:
+        return read()
+    reads: dict[tuple[Any, ...], asyncio.Future[Any]] = info.context.setdefault("reads", {})
+    found = reads.get(key)
+    if found is None:
+        found = reads[key] = asyncio.ensure_future(read())
+    if found.done() and not found.cancelled() and found.exception() is None:
+        return found.result()
+    return asyncio.shield(found)  # one field cancelled does not cancel the others' read
 
 
 def _asks(info: Any, field: str) -> bool:
@@ -252,9 +279,15 @@ test_case = ObjectType("TestCase")
 
 
 @test_case.field("prompt")
-async def _case_prompt(obj: dict[str, Any], info: Any) -> Any:
-    found = await _service(info).prompt(obj["promptId"])
-    return found or {"id": obj["promptId"], "name": obj["promptId"], "versions": []}
+def _case_prompt(obj: dict[str, Any], info: Any) -> Any:
+    prompt_id = obj["promptId"]
+    service = _service(info)
+
+    async def read() -> dict[str, Any]:
+        found = await service.prompt(prompt_id)
+        return found or {"id": prompt_id, "name": prompt_id, "versions": []}
+
+    return _once(info, ("prompt", prompt_id), read)
 
 
 @test_case.field("regressionCount")
@@ -273,8 +306,8 @@ prompt_type = ObjectType("Prompt")
 
 
 @prompt_type.field("testCases")
-async def _prompt_cases(obj: dict[str, Any], info: Any) -> Any:
-    return await _case_list(info, obj["id"])
+def _prompt_cases(obj: dict[str, Any], info: Any) -> Any:
+    return _case_list(info, obj["id"])
 
 
 version_type = ObjectType("PromptVersion")

@@ -59,6 +59,13 @@ from .inputs import (
     check_run_kind,
     check_version,
 )
+from .limits import (
+    DEFAULT_MAX_COST,
+    DEFAULT_MAX_VALUES,
+    DEFAULT_QUERY_TIMEOUT,
+    POOL_FACTOR,
+    Pool,
+)
 from .runs import DEFAULT_MAX_RUNS, Runner
 from .shapes import consistency_interval, prompt_doc
 
@@ -108,6 +115,11 @@ class TestingService(Edits):
         self.runner = Runner(self.hub, max_runs)
         self.max_depth = max_depth
         self.max_body = max_body
+        self.max_cost = DEFAULT_MAX_COST
+        self.max_values = DEFAULT_MAX_VALUES
+        self.query_timeout = DEFAULT_QUERY_TIMEOUT
+        #: The answers its requests are building (create_app makes it for its limits).
+        self.answers = Pool(POOL_FACTOR * DEFAULT_MAX_VALUES)
         self._sync_lock = threading.Lock()
         self._synced_mark: tuple[Any, ...] | None = None
         self._checked_at = float("-inf")
@@ -359,6 +371,9 @@ class TestingService(Edits):
             "maxBranches": MAX_BRANCHES,
             "maxDepth": self.max_depth,
             "maxBodyBytes": self.max_body,
+            "maxCost": self.max_cost,
+            "maxValues": self.max_values,
+            "queryTimeoutMs": round(self.query_timeout * 1000),
             "models": models,
             "runKinds": list(RUN_KINDS),
             "syncError": self.sync_error,

@@ -153,9 +153,10 @@ MakeApi = Callable[..., Any]
 
 
 @contextlib.asynccontextmanager
-async def live(app: Any) -> AsyncIterator[str]:
-    """The app on a real 127.0.0.1 socket (uvicorn, no lifespan): its base URL. For what
-    ASGITransport cannot do: it buffers a whole response, so an endless stream hangs."""
+async def live(app: Any, **config: Any) -> AsyncIterator[str]:
+    """The app on a real 127.0.0.1 socket (uvicorn, no lifespan; ``config``: more of
+    uvicorn.Config's options): its base URL. For what ASGITransport cannot do: it buffers
+    a whole response, so an endless stream hangs; and what happens on the socket itself."""
     import socket
 
     import uvicorn
@@ -163,7 +164,9 @@ async def live(app: Any) -> AsyncIterator[str]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
+        uvicorn.Config(
+            app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1, **config
+        )
     )
     serving = asyncio.ensure_future(server.serve(sockets=[sock]))
     try:

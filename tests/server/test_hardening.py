@@ -20,6 +20,10 @@ from .conftest import Api, MakeApi, codes, write_project
 
 pytestmark = pytest.mark.anyio
 
+TOKEN = "t0ken-" + "y" * 26
+#: what a GET query carries to show it is not a page's cross-site request
+JSON = {"content-type": "application/json"}
+
 
 def _doubling(n: int) -> str:
     spreads = " ".join(f"fragment A{i} on Query {{ ...A{i + 1} ...A{i + 1} }}" for i in range(n))
@@ -28,12 +32,12 @@ def _doubling(n: int) -> str:
 
 async def test_doubling_fragments_are_measured_once_and_refused(api: Api) -> None:
     # 2^60 fields when expanded: the rule must count them without expanding them
-    response = await api.client.get("/graphql", params={"query": _doubling(60)})
+    response = await api.client.get("/graphql", params={"query": _doubling(60)}, headers=JSON)
     body = response.json()
     assert response.status_code == 400
     assert codes(body) == ["GRAPHQL_VALIDATION_FAILED"]
     assert "fields (fragments expanded)" in body["errors"][0]["message"]
-    small = await api.client.get("/graphql", params={"query": _doubling(3)})
+    small = await api.client.get("/graphql", params={"query": _doubling(3)}, headers=JSON)
     assert small.status_code == 200 and "errors" not in small.json()  # 8 fields: fine
 
 
@@ -59,6 +63,10 @@ async def test_root_fields_and_introspection_are_capped(api: Api) -> None:
         ("127.attacker.example:4000", False),
         ("localhost:4000@evil.example", False),
         ("127.0.0.1:4000:x", False),
+        ("[::1", False),
+        ("[::1]x", False),
+        ("[127.0.0.1]:4000", False),
+        ("localhost:99999", False),
         ("", False),
     ],
 )
@@ -78,6 +86,22 @@ async def test_a_rebinding_host_is_refused(api: Api) -> None:
         headers={"host": "127.0.0.1.attacker.example:4000"},
     )
     assert response.status_code == 421
+
+
+async def test_a_malformed_host_is_a_400_json_answer(
+    tmp_path: Path, make_api: MakeApi, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = write_project(tmp_path / "p")
+    apis = [await make_api(root), await make_api(root, token=TOKEN, loopback_only=False)]
+    for api in apis:
+        for host in ("[::1", "[::1]:x", "a b", "localhost:4000/path"):
+            response = await api.client.get(
+                "/healthz", headers={"host": host, "authorization": f"Bearer {TOKEN}"}
+            )
+            assert response.status_code == 400, host
+            assert codes(response.json()) == ["BAD_USER_INPUT"]
+            assert "Host" in response.json()["errors"][0]["message"]
+    assert "Traceback" not in caplog.text and "internal error" not in caplog.text
 
 
 async def test_malformed_bodies_get_json_errors_not_a_500(api: Api) -> None:
@@ -222,7 +246,9 @@ async def test_http_answers_are_json_with_the_spec_statuses(api: Api) -> None:
         "/graphql", content="{bad json", headers={"content-type": "application/json"}
     )
     assert bad.status_code == 400 and codes(bad.json()) == ["BAD_USER_INPUT"]
-    get = await api.client.get("/graphql", params={"query": 'mutation { deleteTestCase(id: "x") }'})
+    get = await api.client.get(
+        "/graphql", params={"query": 'mutation { deleteTestCase(id: "x") }'}, headers=JSON
+    )
     assert get.status_code == 405 and "POST" in get.json()["errors"][0]["message"]
     ran = await api.client.post(
         "/graphql", json={"query": '{ testCaseStats(testCaseId: "nope") { totalRuns } }'}

@@ -246,26 +246,51 @@ async def test_server_info(api: Api) -> None:
     assert info["version"] == __version__ and info["project"] == str(api.root)
     assert info["models"] == ["quick", "steady"] and info["maxBranches"] == 5
     assert info["maxDepth"] == 10 and info["maxBodyBytes"] == 1_000_000
+    limits = (await api.data("{ serverInfo { maxCost maxValues queryTimeoutMs } }"))["serverInfo"]
+    assert limits == {"maxCost": 500_000, "maxValues": 500_000, "queryTimeoutMs": 30_000}
     assert "cases" in info["runKinds"] and "ab" in info["runKinds"]
 
 
 async def test_a_query_by_get(api: Api) -> None:
-    response = await api.client.get(
-        "/graphql",
-        params={
-            "query": seed.GET_TEST_CASE,
-            "variables": json.dumps({"id": PRAISE}),
-        },
-    )
+    params = {"query": seed.GET_TEST_CASE, "variables": json.dumps({"id": PRAISE})}
+    json_type = {"content-type": "application/json"}
+    response = await api.client.get("/graphql", params=params, headers=json_type)
     assert response.status_code == 200
     assert response.json()["data"]["testCase"]["prompt"]["id"] == "sentiment"
     # a mutation is not run by GET
     refused = await api.client.get(
         "/graphql",
         params={"query": seed.DELETE_TEST_CASE, "variables": json.dumps({"id": PRAISE})},
+        headers=json_type,
     )
-    assert refused.status_code >= 400 or refused.json().get("errors")
+    assert refused.status_code == 405 and refused.json()["errors"]
     assert api.service.store.cases.get(PRAISE) is not None
+
+
+@pytest.mark.parametrize("content_type", [None, "text/plain", "multipart/form-data; boundary=x"])
+async def test_a_cross_site_get_query_is_refused(
+    api: Api, monkeypatch: pytest.MonkeyPatch, content_type: str | None
+) -> None:
+    # what an <img src> or a no-cors fetch on any web page sends, with no preflight
+    asked: list[str] = []
+    real = api.service.prompts
+
+    async def counted() -> list:
+        asked.append("prompts")
+        return await real()
+
+    monkeypatch.setattr(api.service, "prompts", counted)
+    headers = {"origin": "https://evil.example"}
+    if content_type is not None:
+        headers["content-type"] = content_type
+    response = await api.client.get(
+        "/graphql", params={"query": "{ prompts { id } }"}, headers=headers
+    )
+    assert response.status_code == 403 and response.json()["errors"][0]["extensions"] == {
+        "code": "FORBIDDEN"
+    }
+    assert "Content-Type: application/json" in response.json()["errors"][0]["message"]
+    assert asked == []
 
 
 async def test_a_fresh_server_lists_the_yaml_cases(tmp_path: Path, make_api: MakeApi) -> None:

@@ -13,6 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from oxyeval.server import ServeError, serve
+from oxyeval.server.guard import check_cors_origin
 from tests.fakes import fake_openai, openai_error
 
 from . import seed_docs as seed
@@ -314,3 +316,69 @@ def test_serve_on_a_taken_port_exits_3(project: Path) -> None:
         port = taken.getsockname()[1]
         result = _oxy("--port", str(port), "--project", str(project))
     assert result.returncode == 3 and str(port) in result.stderr
+
+
+# -- CORS
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("https://app.example", "https://app.example"),
+        ("HTTPS://App.Example:443", "https://app.example"),
+        ("http://localhost:3000", "http://localhost:3000"),
+        ("http://[::1]:8080", "http://[::1]:8080"),
+    ],
+)
+def test_a_cors_origin_is_taken_as_a_browser_sends_it(given: str, expected: str) -> None:
+    assert check_cors_origin(given, None) == expected
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "https://app.example/",
+        "https://app.example/path",
+        "app.example",
+        "ftp://app.example",
+        "https://user@app.example",
+        "https://app.example:99999",
+        "https://a.example,https://b.example",
+        "https://",
+    ],
+)
+def test_a_malformed_cors_origin_is_refused(given: str) -> None:
+    with pytest.raises(ValueError, match="not an origin"):
+        check_cors_origin(given, TOKEN)
+
+
+async def test_any_origin_needs_a_token(project: Path, make_api: MakeApi) -> None:
+    for origin in ("*", "null"):
+        with pytest.raises(ServeError, match="token"):
+            await make_api(project, cors_origin=origin)
+    api = await make_api(project, cors_origin="*", token=TOKEN, loopback_only=False)
+    response = await api.client.post(
+        "/graphql",
+        json={"query": "{ serverInfo { version } }"},
+        headers={"Origin": "https://elsewhere.example", "Authorization": f"Bearer {TOKEN}"},
+    )
+    assert response.status_code == 200 and response.headers["access-control-allow-origin"] == "*"
+
+
+async def test_only_the_named_origin_is_allowed(project: Path, make_api: MakeApi) -> None:
+    api = await make_api(project, cors_origin="http://localhost:3000")
+    ask = {
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type",
+    }
+    ok = await api.client.options("/graphql", headers={"Origin": "http://localhost:3000", **ask})
+    assert ok.status_code == 200
+    assert ok.headers["access-control-allow-origin"] == "http://localhost:3000"
+    other = await api.client.options("/graphql", headers={"Origin": "https://evil.example", **ask})
+    assert other.status_code == 400 and "access-control-allow-origin" not in other.headers
+
+
+def test_serve_refuses_any_origin_without_a_token(tmp_path: Path) -> None:
+    # before it opens anything (`oxy serve` turns ServeError into exit 2)
+    with pytest.raises(ServeError, match=r"--cors-origin \* would let every web site"):
+        serve(tmp_path / "nowhere", cors_origin="*", environ={"OXY_SERVE_TOKEN": ""})
