@@ -94,7 +94,7 @@ class Result:
 
     def to_dict(self) -> dict[str, Any]:
         """The one JSON shape of a result of any kind (live, read back from the history,
-        and later the API's): camelCase like the seed's API, every key always present.
+        and later the API's): camelCase like the Testing API, every key always present.
         Texts are scrubbed of secrets by whoever prints it (the history stores them
         scrubbed already)."""
         return {

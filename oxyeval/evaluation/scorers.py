@@ -77,7 +77,7 @@ class SetScorer(Protocol):
 
 class ExactMatch:
     """1.0 when the output equals the expected one after trimming surrounding whitespace
-    (the seed's definition), else 0.0; no expected output: no value."""
+    (the Testing API's definition), else 0.0; no expected output: no value."""
 
     name = "exact_match"
 

@@ -36,11 +36,11 @@ __all__ = [
     "parse_branches",
 ]
 
-#: The seed's three vendors, and Ollama.
+#: The Testing API's three vendors, and Ollama.
 BRANCH_PROVIDERS = ("openai", "anthropic", "gemini", "ollama")
-#: The seed's limit per test case.
+#: The Testing API's limit per test case.
 MAX_BRANCHES = 5
-#: The seed's defaults: a branch is a sampling configuration, so it always sends them.
+#: The Testing API's defaults: a branch is a sampling configuration, so it always sends them.
 DEFAULT_TEMPERATURE = 0.7
 DEFAULT_MAX_TOKENS = 2048
 DEFAULT_TOP_P = 1.0

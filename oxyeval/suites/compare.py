@@ -3,7 +3,7 @@
 The question after a prompt change is rarely "what is the pass rate" but "which tests
 did this break, which did it fix, and how do the answers differ". Results of the two runs
 are paired by what they tested (subject, and the repeat when a run has several per
-subject), so it works for every kind on the results spine: test cases, consistency
+subject), so it works for every kind in the history's results table: test cases, consistency
 tests, A/B branches, judged pass/fail tests and SDK suites.
 """
 

@@ -119,7 +119,7 @@ class _Opened:
 
 
 @dataclass(eq=False)
-class _Book:
+class _Database:
     """One history database of this run: its store, its run rows, its pending writes."""
 
     history: History
@@ -152,7 +152,7 @@ def _why(exc: BaseException) -> str:
 class Handle:
     """Where one unit's results go: its history (None: none is kept) and its row."""
 
-    book: _Book | None
+    database: _Database | None
     row: _Row | None
 
 
@@ -170,7 +170,7 @@ class Recorder:
         self.storage = storage or Storage()
         self.notes: list[StoredRun] = []
         self._histories = histories
-        self._books: dict[Location, _Book] = {}
+        self._databases: dict[Location, _Database] = {}
         self._group = uuid.uuid4().hex
         self._started_at = ""
 
@@ -182,25 +182,25 @@ class Recorder:
         history = self._histories.for_project(project, full=self.storage.full)
         if history is None or history.location is None:
             return Handle(None, None)
-        book = self._books.get(history.location)
-        if book is None:
-            book = self._books[history.location] = _Book(
+        database = self._databases.get(history.location)
+        if database is None:
+            database = self._databases[history.location] = _Database(
                 history, StoredRun(history.location.display)
             )
-        found = book.rows.get(row.key)
+        found = database.rows.get(row.key)
         if found is None:
-            found = book.rows[row.key] = _Row(row)
+            found = database.rows[row.key] = _Row(row)
         if part:
             found.parts.append(part)
         found.total += count
-        return Handle(book, found)
+        return Handle(database, found)
 
     @property
     def run_ids(self) -> dict[str, str]:
         """Each started row's id by its key (the first database's, for a shared key)."""
         found: dict[str, str] = {}
-        for book in self._books.values():
-            for key, row in book.rows.items():
+        for database in self._databases.values():
+            for key, row in database.rows.items():
                 if row.run_id is not None:
                     found.setdefault(key, row.run_id)
         return found
@@ -210,47 +210,47 @@ class Recorder:
         from ..store import utc_timestamp
 
         self._started_at = self._started_at or utc_timestamp()
-        for book in self._books.values():
-            if book.ready is None:
-                self.notes.append(book.note)
-                book.ready = asyncio.ensure_future(self._begin(book))
+        for database in self._databases.values():
+            if database.ready is None:
+                self.notes.append(database.note)
+                database.ready = asyncio.ensure_future(self._begin(database))
 
     async def run_id(self, handle: Handle) -> str | None:
         """The id of the run row ``handle``'s results go under (None: none could start)."""
-        if handle.book is None or handle.row is None:
+        if handle.database is None or handle.row is None:
             return None
-        if handle.book.ready is None:
+        if handle.database.ready is None:
             self.start()
-        assert handle.book.ready is not None
-        await asyncio.shield(handle.book.ready)
+        assert handle.database.ready is not None
+        await asyncio.shield(handle.database.ready)
         return handle.row.run_id
 
     async def reader(self, handle: Handle) -> RunStore | Store | None:
         """The store ``handle``'s earlier results are read from (None: none yet or none
         readable, noted)."""
-        if handle.book is None:
+        if handle.database is None:
             return None
-        if handle.book.ready is None:
+        if handle.database.ready is None:
             self.start()
-        assert handle.book.ready is not None
-        opened = await asyncio.shield(handle.book.ready)
+        assert handle.database.ready is not None
+        opened = await asyncio.shield(handle.database.ready)
         return None if opened is None else opened.reader
 
-    async def _begin(self, book: _Book) -> _Opened | None:
+    async def _begin(self, database: _Database) -> _Opened | None:
         """Open the history and start this run's rows in it; when it cannot be written,
         what it can still be read through (None: nothing)."""
         try:
-            store = await book.history.store()
+            store = await database.history.store()
             assert store is not None
         except Exception as exc:
             if getattr(exc, "unreachable", False):  # a read-only open would wait again
-                book.unread(exc)
+                database.unread(exc)
                 return None
-            book.fail(exc)
-            return await self._read_only(book)
-        rows = sum(len(b.rows) for b in self._books.values())
+            database.fail(exc)
+            return await self._read_only(database)
+        rows = sum(len(d.rows) for d in self._databases.values())
         try:
-            for row in book.rows.values():
+            for row in database.rows.values():
                 prompt: dict[str, Any] = {}
                 if row.spec.prompt_id is not None:  # the full store's rows only
                     prompt = {"prompt_id": row.spec.prompt_id}
@@ -264,27 +264,27 @@ class Recorder:
                     started_at=self._started_at,
                     **prompt,
                 )
-                if book.note.run_id is None:
-                    book.note.run_id = row.run_id
+                if database.note.run_id is None:
+                    database.note.run_id = row.run_id
         except Exception as exc:  # open but not writable (a read-only file): still read
-            book.fail(exc)
+            database.fail(exc)
             return _Opened(store, False)
         return _Opened(store, True)
 
-    async def _read_only(self, book: _Book) -> _Opened | None:
+    async def _read_only(self, database: _Database) -> _Opened | None:
         """The history opened only to read, when it cannot be opened to write."""
         from ..store import EmptyHistoryError, open_store
 
-        location = book.history.location
+        location = database.history.location
         assert location is not None
         try:
             reader = await asyncio.to_thread(open_store, location, read_only=True)
         except EmptyHistoryError:
             return _Opened(None, False)  # no history yet: no earlier result to compare with
         except Exception as exc:
-            book.unread(exc)
+            database.unread(exc)
             return None
-        book.own_reader = reader
+        database.own_reader = reader
         return _Opened(reader, False)
 
     async def record(self, handle: Handle, result: Result, extra: Any = None) -> Recorded:
@@ -306,51 +306,51 @@ class Recorder:
         unknown = result_kind(result.kind).unknown - {"interrupted"}
         if handle.row is not None and result.status in unknown:
             handle.row.failed = True
-        if handle.book is None or handle.row is None:
+        if handle.database is None or handle.row is None:
             future.set_result(recorded)
             return future
-        book, row = handle.book, handle.row
-        if book.ready is None:
+        database, row = handle.database, handle.row
+        if database.ready is None:
             self.start()
-        book.pending.append((row, recorded, future))
-        if book.flushing is None or book.flushing.done():
-            book.flushing = asyncio.ensure_future(self._flush(book))
+        database.pending.append((row, recorded, future))
+        if database.flushing is None or database.flushing.done():
+            database.flushing = asyncio.ensure_future(self._flush(database))
         return future
 
-    async def _flush(self, book: _Book) -> None:
+    async def _flush(self, database: _Database) -> None:
         """Write what is pending, a batch per transaction, until nothing is (group
         commit: results that finish while one batch is written go in the next)."""
-        assert book.ready is not None
-        opened = await asyncio.shield(book.ready)
-        while book.pending:
-            batch, book.pending = book.pending, []
+        assert database.ready is not None
+        opened = await asyncio.shield(database.ready)
+        while database.pending:
+            batch, database.pending = database.pending, []
             by_row: dict[int, list[tuple[_Row, Recorded, asyncio.Future[Recorded]]]] = {}
             for entry in batch:
                 by_row.setdefault(id(entry[0]), []).append(entry)
             for entries in by_row.values():
-                await self._write(book, opened, entries)
+                await self._write(database, opened, entries)
 
     async def _write(
         self,
-        book: _Book,
+        database: _Database,
         opened: _Opened | None,
         entries: list[tuple[_Row, Recorded, asyncio.Future[Recorded]]],
     ) -> None:
         try:
-            if opened is not None and book.note.read_error is None:
+            if opened is not None and database.note.read_error is None:
                 row = entries[0][0]
-                write = opened.writable and row.run_id is not None and book.note.error is None
+                write = opened.writable and row.run_id is not None and database.note.error is None
                 items = [(r.result, r.extra) for _row, r, _f in entries]
                 try:
                     previous, stored, error = await asyncio.to_thread(
                         self._in_thread, opened.reader, row.run_id, items, write
                     )
                 except Exception as exc:  # the earlier results could not be read
-                    book.unread(exc)
+                    database.unread(exc)
                 else:
-                    book.note.stored += sum(1 for s in stored if s is not _NOT_STORED)
+                    database.note.stored += sum(1 for s in stored if s is not _NOT_STORED)
                     if error is not None:
-                        book.fail(error)
+                        database.fail(error)
                     for (_row, recorded, _f), prev, kept in zip(
                         entries, previous, stored, strict=True
                     ):
@@ -391,31 +391,31 @@ class Recorder:
         what was opened here. A cancellation arriving meanwhile does not cut this short:
         it is raised again once the history has its final word (every wait is bounded,
         and shortened once the command is asked to stop)."""
-        if not self._books:
+        if not self._databases:
             return
         _, cancelled = await finish_shielded(self._close(interrupted, failed))
         if cancelled:
             raise asyncio.CancelledError
 
     async def _close(self, interrupted: bool, failed: bool) -> None:
-        for book in self._books.values():
-            while book.flushing is not None and not book.flushing.done():
-                await asyncio.shield(book.flushing)
-        for book in self._books.values():
-            opened = None if book.ready is None else await asyncio.shield(book.ready)
+        for database in self._databases.values():
+            while database.flushing is not None and not database.flushing.done():
+                await asyncio.shield(database.flushing)
+        for database in self._databases.values():
+            opened = None if database.ready is None else await asyncio.shield(database.ready)
             if opened is not None and opened.reader is not None and opened.writable:
-                for row in book.rows.values():
+                for row in database.rows.values():
                     if row.run_id is None:
                         continue
                     status = final_status(interrupted=interrupted, failed=failed or row.failed)
                     try:
                         await asyncio.to_thread(opened.reader.runs.finish, row.run_id, status)
                     except Exception as exc:
-                        book.fail(exc)
-            if book.own_reader is not None:
-                reader, book.own_reader = book.own_reader, None
+                        database.fail(exc)
+            if database.own_reader is not None:
+                reader, database.own_reader = database.own_reader, None
                 await asyncio.to_thread(reader.close)
-        self._books.clear()
+        self._databases.clear()
 
 
 _NOT_STORED = object()

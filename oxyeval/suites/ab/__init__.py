@@ -4,7 +4,7 @@ winner criterion, with the Pareto front, and with iterations a significance call
 
 ``plan`` finds everything that can be bad input before any call (branches synced and
 checked, each branch's model, the messages); ``run`` makes the calls and ``writer``
-stores them as they finish (``results``: what it returns); ``ranking`` holds the seed's
+stores them as they finish (``results``: what it returns); ``ranking`` holds the Testing API's
 winner criteria; ``summary`` turns executions into ranks and a verdict; ``branches``
 shows what a command sees without writing.
 """

@@ -1,6 +1,6 @@
 """Who won an A/B run, and whether the win is more than noise: pure functions, no I/O.
 
-The seed's five winner criteria rank every branch of one run (:func:`rank`); the Pareto
+The Testing API's five winner criteria rank every branch of one run (:func:`rank`); the Pareto
 front says which branches no other beats on quality, latency and cost at once; over
 iterations, :func:`significance` calls a winner only when its bootstrap interval is clear
 of the runner-up's, and :func:`winner_distribution` counts who won each time. The engine,
@@ -14,7 +14,7 @@ Rules every criterion shares:
   balanced score's normalisation (a failed call's latency says nothing about speed).
 - A branch without the criterion's value (no quality score, no price, no latency) ranks
   after those with one, and a note says so; it cannot win.
-- Ties on the criterion's value break as the seed says, control first, then by name
+- Ties on the criterion's value break as the Testing API says, control first, then by name
   (then id), except that a branch another tied branch dominates goes after the ones
   that are not dominated: so the winner is always on the Pareto front (with control
   first alone, a control would win ``fastest`` over a branch exactly as fast and of

@@ -1,8 +1,8 @@
 """What an A/B test produces: each branch's executions, its summary over the iterations,
 and the case's ranking with its winner.
 
-Field names follow the seed's TestBranchExecution and runABTest result (snake_case here,
-camelCase in JSON, see :mod:`oxyeval.report`); what goes beyond the seed (iterations,
+Field names follow the Testing API's TestBranchExecution and runABTest result (snake_case here,
+camelCase in JSON, see :mod:`oxyeval.report`); what goes beyond that API (iterations,
 confidence intervals, the Pareto front) sits beside them.
 """
 
@@ -38,7 +38,7 @@ AB = register_kind(
     )
 )
 
-#: The seed's quality threshold for a branch's pass rate.
+#: The Testing API's quality threshold for a branch's pass rate.
 PASS_QUALITY = 0.7
 
 
@@ -182,7 +182,7 @@ class BranchSummary:
 
 @dataclass
 class ABCaseResult:
-    """One test case's A/B test: the seed's runABTest result, and the iterations' verdict."""
+    """One test case's A/B test: the Testing API's runABTest result, and the iterations' verdict."""
 
     test_case_id: str
     case_name: str

@@ -376,7 +376,7 @@ async def run_ab_test_async(
     cache: bool | None = None,
     events: EventSink | None = None,
 ) -> ABCaseResult:
-    """The seed's ``runABTest(testCaseId, branchIds, promptVersion?, winnerCriteria)``:
+    """The Testing API's ``runABTest(testCaseId, branchIds, promptVersion?, winnerCriteria)``:
     the given branches (default: the case's active ones) on one case, ranked."""
     check_options(winner_criteria, iterations)
     run = ABRun(criteria=winner_criteria, iterations=iterations)

@@ -1,7 +1,7 @@
 """From executions to a verdict: each branch's means, its rank, the winner, and whether
 the winner is more than noise.
 
-With one iteration the ranking is the seed's: each criterion on the one execution per
+With one iteration the ranking is the Testing API's: each criterion on the one execution per
 branch. With several, branches are ranked on their mean metrics (so the ranks, the
 winner and the Pareto front agree with the table), every iteration is also ranked on
 its own (the winner distribution), and the winner is called *significant* only when
@@ -53,7 +53,7 @@ def _score(branch: TestBranch, outcomes: Sequence[BranchOutcome]) -> BranchScore
 
 def _to_the_ms(latency: float | None) -> float | None:
     """Latency as the ranking compares it: to the millisecond, so identical configurations
-    tie (and the seed's tie rule, control first then name, decides) instead of ranking by
+    tie (and the Testing API's tie rule, control first then name, decides) instead of ranking by
     a timer's sub-millisecond noise."""
     return None if latency is None else float(round(latency))
 

@@ -1,4 +1,4 @@
-"""What ``oxy cases run`` produces: one :class:`CaseResult` per case (the seed's
+"""What ``oxy cases run`` produces: one :class:`CaseResult` per case (the Testing API's
 TestCaseExecution, by :meth:`CaseResult.to_dict`) and the :class:`CaseRun` that holds them
 and decides the exit code. Apart from the runner so reports and the CLI read results
 without the machinery that makes them."""
@@ -174,7 +174,7 @@ class CaseResult:
     def as_execution(self, run_id: str | None = None) -> Execution:
         """This result as the history row it was recorded as (``run_id``: its run's, see
         :attr:`CaseRun.runs`): one shape for a live execution and a stored one. A run of
-        ``oxy cases`` is its own prompt execution, so ``execution_id`` (the seed's
+        ``oxy cases`` is its own prompt execution, so ``execution_id`` (the Testing API's
         reference to the prompt execution) is the execution's id, as the store records
         it; neither is known before the result is committed (empty then)."""
         from ...store import Execution
