@@ -81,10 +81,10 @@ _EXPORTS = {
     "PromptTarget": "targets",
     "Target": "targets",
     "WorkflowTarget": "targets",
-    "cache_factory": "cache",
-    "history_location": "history",
-    "open_history": "history",
-    "clear_cache": "cache",
+    "cache_factory": "run_cache",
+    "history_location": "history_store",
+    "open_history": "history_store",
+    "clear_cache": "run_cache",
     "TestHistory": "history_queries",
     "history_of_test": "history_queries",
     "StoredRunView": "history_queries",
@@ -184,7 +184,6 @@ if TYPE_CHECKING:
         stored_ab_result,
         sync_declared,
     )
-    from .cache import cache_factory, clear_cache
     from .cases import (
         API_SOURCE,
         CaseResult,
@@ -207,7 +206,6 @@ if TYPE_CHECKING:
         run_tests,
         run_tests_async,
     )
-    from .history import history_location, open_history
     from .history_queries import (
         StoredRunView,
         TestHistory,
@@ -215,6 +213,7 @@ if TYPE_CHECKING:
         recent_runs,
         stored_run,
     )
+    from .history_store import history_location, open_history
     from .passfail import (
         Criterion,
         CriterionResult,
@@ -230,6 +229,7 @@ if TYPE_CHECKING:
         run_test_files_async,
     )
     from .recorder import Recorder, RunRow, Storage
+    from .run_cache import cache_factory, clear_cache
     from .status import StoredRun, final_status
     from .suite import Kind, ProgressSink, SuiteRun, progress_events
     from .targets import AgentTarget, PromptTarget, Target, WorkflowTarget

@@ -28,14 +28,14 @@ from ..project.config import load_project
 from ..store import NewWorkflowRun, NewWorkflowTask
 from ..workflow.outputs import to_jsonable
 from ..workflow.records import TaskRecord, WorkflowRun
-from .cache import cache_factory
 from .recorder import Handle, RunRow, Storage
+from .run_cache import cache_factory
 from .suite import SuiteRun
 
 if TYPE_CHECKING:
     from ..workflow.ask import AgentAnswer
     from ..workflow.context import RunContext
-    from .history import RunStore
+    from .history_store import RunStore
 
 __all__ = [
     "Workflow",

@@ -78,7 +78,7 @@ async def ask_agent(
     SIGTERM) still holds it, marked ``interrupted``. Bad input raises
     :class:`~oxyeval.errors.OxyError` (exit code 2); a failed model call
     :class:`~oxyeval.errors.ProviderError` (3). ``cache`` makes the project's answer
-    cache (``oxyeval.suites.cache.cache_factory``); None: the model is always asked. It
+    cache (``oxyeval.suites.run_cache.cache_factory``); None: the model is always asked. It
     is made once the model's key is found, so an ask that cannot start never opens (or
     creates) the history the cache lives in.
     """

@@ -25,7 +25,7 @@ from ...redact import redact
 from ...store import NameTakenError, TestCase, case_id
 from ...workflow.agent import counted, token_limit_warning
 from ...workflow.context import RunContext
-from ..history import history_location
+from ..history_store import history_location
 from ..recorder import Handle, KeptThenCancelled, Recorded, RunRow, Storage
 from ..suite import SuiteRun
 from ..targets import AgentTarget, PromptTarget, Target
@@ -52,7 +52,7 @@ from .stored import API_SOURCE, api_prompt_defs
 if TYPE_CHECKING:
     from ...evaluation import Gates, Result
     from ...store import Store
-    from ..history import RunStore
+    from ..history_store import RunStore
 
 __all__ = [
     "CaseResult",
@@ -515,7 +515,7 @@ async def run_cases_async(
 
     ``cache=True`` (``--cache``) replays answers kept in the history from an identical
     earlier call; by default every case calls its model and keeps the answer for a later
-    ``cache=True`` run; with False nothing is kept (see :mod:`oxyeval.suites.cache`).
+    ``cache=True`` run; with False nothing is kept (see :mod:`oxyeval.suites.run_cache`).
     ``events`` hears the run as it happens (:mod:`oxyeval.evaluation.events`);
     ``run.decision`` is the one decision under ``gates``."""
     run = into if into is not None else CaseRun(db=Path("."))
