@@ -56,6 +56,10 @@ _EXPORTS = {
     "run_tests": "consistency",
     "run_tests_async": "consistency",
     "Consistency": "consistency",
+    "Cases": "cases.run",
+    "AB": "ab.run",
+    "PassFail": "passfail.run",
+    "Workflow": "workflows",
     "OutputRecord": "consistency",
     "ConsistencyTestResult": "consistency",
     "ConsistencyRun": "consistency",
@@ -63,7 +67,9 @@ _EXPORTS = {
     "CaseResult": "cases",
     "CaseRun": "cases",
     "accept_baseline": "cases",
-    "API_SOURCE": "cases",
+    "API_SOURCE": "prompt_sync",
+    "sync_prompt": "prompt_sync",
+    "sync_files": "prompt_sync",
     "create_prompt": "cases",
     "latest_ab_run": "ab",
     "sync_declared": "ab",
@@ -93,6 +99,7 @@ _EXPORTS = {
     "preview_cases": "cases.selection",
 }
 __all__ = [
+    "AB",
     "API_SOURCE",
     "ABCaseResult",
     "ABRun",
@@ -101,6 +108,7 @@ __all__ = [
     "BranchSummary",
     "CaseResult",
     "CaseRun",
+    "Cases",
     "Consistency",
     "ConsistencyRun",
     "ConsistencyTestResult",
@@ -108,6 +116,7 @@ __all__ = [
     "CriterionResult",
     "Kind",
     "OutputRecord",
+    "PassFail",
     "PassFailRun",
     "ProgressSink",
     "PromptTarget",
@@ -124,6 +133,7 @@ __all__ = [
     "Target",
     "TestHistory",
     "ValidationReport",
+    "Workflow",
     "WorkflowTarget",
     "accept_baseline",
     "ask",
@@ -163,6 +173,8 @@ __all__ = [
     "stored_ab_result",
     "stored_run",
     "sync_declared",
+    "sync_files",
+    "sync_prompt",
     "validate_paths",
     "workflow_result",
 ]
@@ -184,8 +196,8 @@ if TYPE_CHECKING:
         stored_ab_result,
         sync_declared,
     )
+    from .ab.run import AB
     from .cases import (
-        API_SOURCE,
         CaseResult,
         CaseRun,
         accept_baseline,
@@ -195,6 +207,7 @@ if TYPE_CHECKING:
         run_cases,
         run_cases_async,
     )
+    from .cases.run import Cases
     from .cases.selection import preview_cases
     from .compare import ResultChange, RunComparison, compare_runs
     from .consistency import (
@@ -228,10 +241,11 @@ if TYPE_CHECKING:
         run_test_files,
         run_test_files_async,
     )
+    from .passfail.run import PassFail
     from .recorder import Recorder, RunRow, Storage
     from .run_cache import cache_factory, clear_cache
     from .status import StoredRun, final_status
     from .suite import Kind, ProgressSink, SuiteRun, progress_events
     from .targets import AgentTarget, PromptTarget, Target, WorkflowTarget
     from .validate import ValidationReport, validate_paths
-    from .workflows import ask, run_workflow, workflow_result
+    from .workflows import Workflow, ask, run_workflow, workflow_result

@@ -17,7 +17,7 @@ from ...project.config import Project
 from ...project.prompts import rewrite_expected_output
 from ...project.schema import did_you_mean
 from ...redact import redact
-from .run import sync_files
+from ..prompt_sync import sync_files
 from .selection import preview_cases
 
 if TYPE_CHECKING:
