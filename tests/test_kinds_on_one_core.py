@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import oxyeval
-from oxyeval.suites import AB, Cases, Consistency, PassFail, Storage, Workflow
+from oxyeval.suites import AB, Ask, Cases, Consistency, PassFail, Storage, Workflow
 
 PACKAGE = Path(oxyeval.__file__).parent
 SUITES = PACKAGE / "suites"
@@ -26,6 +26,7 @@ KINDS = {
     "ab": "suites/ab/",
     "passfail": "suites/passfail/",
     "workflow": "suites/workflows.py",
+    "ask": "suites/asking.py",
     "sdk": "testing/",
 }
 #: The core every kind stands on (and the modules it shares among them).
@@ -124,7 +125,7 @@ def test_a_run_is_set_up_only_by_a_kind_or_the_core() -> None:
     assert wrong == [], "a run is set up by its kind:\n" + "\n".join(wrong)
 
 
-@pytest.mark.parametrize("kind", [Consistency, Cases, AB, PassFail, Workflow])
+@pytest.mark.parametrize("kind", [Consistency, Cases, AB, PassFail, Workflow, Ask])
 def test_each_kind_is_the_core_s_plugin(kind: type) -> None:
     """What :class:`oxyeval.suites.Kind` asks of a kind, and a registered result kind."""
     from oxyeval.evaluation import result_kind

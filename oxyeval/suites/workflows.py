@@ -1,5 +1,4 @@
-"""``oxy run`` on a workflow as a kind on the run pipeline (:class:`Workflow`), and ``oxy
-run AGENT --question`` (:func:`ask`).
+"""``oxy run`` on a workflow as a kind on the run pipeline (:class:`Workflow`).
 
 The engine (:mod:`oxyeval.workflow`) runs a workflow and knows nothing of the store; the
 suite run gives it the project's context (models, databases, the run's cache) and, when
@@ -29,18 +28,15 @@ from ..store import NewWorkflowRun, NewWorkflowTask
 from ..workflow.outputs import to_jsonable
 from ..workflow.records import TaskRecord, WorkflowRun
 from .recorder import Handle, RunRow, Storage
-from .run_cache import cache_factory
 from .suite import SuiteRun
 
 if TYPE_CHECKING:
-    from ..workflow.ask import AgentAnswer
     from ..workflow.context import RunContext
     from .history_store import RunStore
 
 __all__ = [
     "Workflow",
     "WorkflowOutcome",
-    "ask",
     "new_workflow_run",
     "run_workflow",
     "workflow_result",
@@ -308,27 +304,3 @@ def _events(
             on_event(record)
 
     return event
-
-
-async def ask(
-    path: str | Path,
-    question: str,
-    *,
-    project_dir: str | None = None,
-    environ: Mapping[str, str] | None = None,
-    into: AgentAnswer | None = None,
-    cache: bool | None = None,
-) -> AgentAnswer:
-    """``oxy run AGENT --question``: ask an agent one question, its answers kept in (and,
-    with ``cache=True``, replayed from) the project's history, as for every other run
-    (:func:`oxyeval.workflow.ask_agent`, whose errors it raises)."""
-    from ..workflow.ask import ask_agent
-
-    return await ask_agent(
-        path,
-        question,
-        project_dir=project_dir,
-        environ=environ,
-        into=into,
-        cache=cache_factory(cache),
-    )
