@@ -10,6 +10,7 @@ import math
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from ..providers import extra_problem
 from ..store import RUN_KIND_ALIASES, RUN_KINDS
 from .errors import BAD_USER_INPUT, ApiError
 
@@ -188,6 +189,9 @@ def check_branch_input(
             raise _bad("otherParams must be a JSON object")
         if len(json.dumps(other, default=str)) > 20_000:
             raise _bad("otherParams is larger than 20,000 bytes of JSON")
+        problem = extra_problem(other)  # what a vendor accepts: the store does not know
+        if problem is not None:
+            raise _bad(f"otherParams {problem}")
         fields["other_params"] = other
     return fields
 

@@ -24,7 +24,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._branch_rows import PASS_QUALITY
 from ._cache import Sql
 from ._result_rows import NewWorkflowRun, bounded_text
 from ._util import (
@@ -341,8 +340,8 @@ def branch_result(
     created_at: str | None = None,
 ) -> ResultRow:
     """The result of one A/B branch execution (kind ``ab``): subject and branch are the
-    branch id, repeat its iteration; passed only for a success with a quality score (at
-    least 0.7); quality, similarity and clarity as named scores; what only A/B has in
+    branch id, repeat its iteration; passed as the writer decided it (an error never
+    passes or fails); quality, similarity and clarity as named scores; what only A/B has in
     ``details`` (:data:`BRANCH_DETAIL_KEYS`, over the engine's own ``details``). Checked
     and redacted here, whatever the caller did: a model may echo a secret."""
     if e.status not in BRANCH_STATUSES:
@@ -356,12 +355,16 @@ def branch_result(
         raise ValueError(f"an A/B execution's iteration is a count from 0, not {e.iteration!r}")
     if e.status == "error" and not e.error:
         raise ValueError(f"an errored A/B execution of {e.branch_id!r} needs its error text")
+    if e.passed is not None and (not isinstance(e.passed, bool) or e.status != "success"):
+        raise ValueError(
+            f"an A/B execution's passed is true, false or None (None unless it succeeded), "
+            f"not {e.passed!r} for status {e.status!r}"
+        )
     if not isinstance(e.details, Mapping):
         raise TypeError(f"an A/B execution's details must be a mapping, not {e.details!r}")
     quality = _share("quality score", e.quality_score)
     similarity = _share("similarity score", e.similarity_score)
     clarity = _share("clarity score", e.clarity_score)
-    success = e.status == "success"
     result_id = id or new_id()
     details = {
         **redact_json(dict(e.details)),
@@ -390,7 +393,7 @@ def branch_result(
         "branch": e.branch_id,
         "repeat": e.iteration,
         "status": e.status,
-        "passed": (quality >= PASS_QUALITY) if success and quality is not None else None,
+        "passed": e.passed,
         "score": quality,
         "latency_ms": _measure("latency", e.latency_ms),
         "ttft_ms": _measure("time to first token", e.time_to_first_token),

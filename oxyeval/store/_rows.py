@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..providers import stopped_at_token_limit  # the one truncation rule; no httpx behind it
-
 __all__ = [
     "CaseHistory",
     "CaseStats",
@@ -174,11 +172,6 @@ class Execution:
     @property
     def pending(self) -> bool:
         return self.status == "pending"
-
-    @property
-    def truncated(self) -> bool:
-        """The model stopped at its token limit: the output may be cut off."""
-        return stopped_at_token_limit(self.finish_reason)
 
 
 @dataclass(frozen=True)
