@@ -48,6 +48,7 @@ __all__ = [
     "check_run_kind",
     "consistency_result",
     "execution_result",
+    "outcome",
     "result_row",
     "workflow_result",
     "workflow_status",
@@ -78,6 +79,7 @@ _RESULT_COLUMNS = (
     "error_message",
     "details",
     "created_at",
+    "outcome",
 )
 _SCORE_COLUMNS = ("result_id", "metric", "value", "label", "passed", "threshold", "reason")
 _DAILY_SUMS = (
@@ -104,6 +106,28 @@ def check_run_kind(kind: str, refused: Sequence[str] = ()) -> None:
     known = [k for k in dict.fromkeys((*RUN_KINDS, *kind_names())) if k not in refused]
     if kind not in known:
         raise ValueError(f"run kind must be one of {', '.join(known)}, not {kind!r}")
+
+
+def outcome(kind: str, status: str, passed: bool | None) -> str:
+    """What a result counts as in its run (:data:`~.kinds.RESULT_OUTCOMES`), by its kind's
+    own statuses and the ``passed`` its writer decided: the kind's unknown statuses first
+    (an error is never a pass, whatever else was set), then its neutral ones, then
+    ``passed``. Kept with the row, so a reader counts any kind without knowing it.
+
+    The kind is registered wherever its results are written (its own code registers it;
+    :meth:`Results.add <oxyeval.store.Results.add>` refuses one that is not); a store used
+    bare, without the suites (a script, the store's own tests), writing one of its detail
+    tables' kinds, gets the core's default statuses."""
+    from ..evaluation import ResultKind, kind_names, result_kind
+
+    rules = result_kind(kind) if kind in kind_names() else ResultKind(kind, (status,))
+    if status in rules.unknown:
+        return "unknown"
+    if status in rules.neutral:
+        return "neutral"
+    if passed is None:
+        return "unjudged"
+    return "passed" if passed else "failed"
 
 
 _INSERT_RESULT = insert_sql("results", _RESULT_COLUMNS)
@@ -207,6 +231,7 @@ def result_row(
         "error_message": _bounded(result.error),
         "details": canonical_json(redact_json(dict(result.details))),
         "created_at": utc_timestamp(created_at),
+        "outcome": outcome(result.kind, str(result.status)[:40], result.passed),
     }
     return ResultRow(values, tuple(_score_values(result_id, s) for s in result.scores))
 
@@ -216,6 +241,7 @@ def _row(values: dict[str, Any], scores: Iterable[tuple[str, Any, str | None]] =
     full = {c: values.get(c) for c in _RESULT_COLUMNS}
     full["repeat"] = values.get("repeat", 0)
     full["details"] = canonical_json(values.get("details", {}))
+    full["outcome"] = outcome(full["kind"], full["status"], full["passed"])
     return ResultRow(full, tuple(_score_row(values["id"], *score) for score in scores))
 
 
@@ -404,6 +430,7 @@ def branch_result(
         "error_message": _bounded(e.error),
         "details": canonical_json(details),
         "created_at": utc_timestamp(created_at),
+        "outcome": outcome("ab", e.status, e.passed),
     }
     return ResultRow(values, tuple(scores))
 

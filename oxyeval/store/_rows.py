@@ -8,7 +8,8 @@ here: see ``oxyeval.report.cases``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
@@ -176,7 +177,13 @@ class Execution:
 
 @dataclass(frozen=True)
 class Run:
-    """A run with counts of its executions by status (test-case runs)."""
+    """A run with its results counted, the same way for every kind (``results.outcome``):
+    ``passed`` and ``failed`` by their own check, ``errors`` those whose outcome is
+    unknown, ``pending`` those their kind calls neutral; ``results`` all of them;
+    ``average_score`` over the scored ones whose outcome is known (an interrupted test's
+    partial score is not averaged). ``statuses`` counts them by their kind's own status
+    words; ``regressions`` is what only test cases have (their executions).
+    """
 
     id: str
     kind: str
@@ -196,6 +203,14 @@ class Run:
     pending: int = 0
     errors: int = 0
     regressions: int = 0
+    results: int = 0
+    scored: int = 0
+    score_sum: float = 0.0
+    statuses: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def average_score(self) -> float | None:
+        return average(self.score_sum, self.scored)
 
 
 @dataclass(frozen=True)

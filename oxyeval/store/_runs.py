@@ -27,7 +27,7 @@ from ._errors import NotFoundError
 from ._owner import DEAD, UNKNOWN, current_owner, run_state
 from ._results import check_run_kind
 from ._rows import Run
-from ._tables import executions, runs
+from ._tables import executions, results, runs
 from ._util import new_id, utc_timestamp
 from .kinds import FINISHED_RUN_STATUSES
 
@@ -82,30 +82,54 @@ def interrupt_runs(conn: Connection, run_ids: Sequence[str]) -> None:
         )
 
 
-def _counts(conn: Connection, run_ids: list[str]) -> dict[str, dict[str, int]]:
-    """Executions of these runs counted by status (one grouped query over the run index)."""
+#: ``Run``'s count of each stored outcome (``unjudged`` is counted in ``results`` only).
+_COUNTED = {"passed": "passed", "failed": "failed", "unknown": "errors", "neutral": "pending"}
+
+
+def _counts(conn: Connection, found: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """The results of these runs counted by their stored outcome, whatever their kind (one
+    grouped query over the run index), and the test-case runs' regressions from their
+    executions (what only that kind has)."""
+    run_ids = [r.id for r in found]
     if not run_ids:
         return {}
-    e = executions.c
+    x = results.c
     rows = conn.execute(
         sa.select(
-            e.run_id,
-            e.status,
+            x.run_id,
+            x.outcome,
+            x.status,
             sa.func.count().label("n"),
-            sa.func.sum(sa.case((e.is_regression, 1), else_=0)).label("regressions"),
+            sa.func.count(x.score).label("scored"),
+            sa.func.sum(x.score).label("score_sum"),
         )
-        .where(e.run_id.in_(run_ids))
-        .group_by(e.run_id, e.status)
+        .where(x.run_id.in_(run_ids))
+        .group_by(x.run_id, x.outcome, x.status)
     ).all()
-    out: dict[str, dict[str, int]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for r in rows:
-        c = out.setdefault(r.run_id, {"regressions": 0})
-        c[r.status] = int(r.n)
-        c["regressions"] += int(r.regressions or 0)
+        c = out.setdefault(r.run_id, {"results": 0, "scored": 0, "score_sum": 0.0, "statuses": {}})
+        n = int(r.n)
+        c["results"] += n
+        c["statuses"][r.status] = c["statuses"].get(r.status, 0) + n
+        if r.outcome in _COUNTED:
+            c[_COUNTED[r.outcome]] = c.get(_COUNTED[r.outcome], 0) + n
+        if r.outcome != "unknown":  # an interrupted test's partial score is no average
+            c["scored"] += int(r.scored)
+            c["score_sum"] += float(r.score_sum or 0.0)
+    cases = [r.id for r in found if r.kind == "cases"]
+    if cases:
+        e = executions.c
+        for run_id, n in conn.execute(
+            sa.select(e.run_id, sa.func.count())
+            .where(e.run_id.in_(cases), e.is_regression)
+            .group_by(e.run_id)
+        ).all():
+            out.setdefault(run_id, {})["regressions"] = int(n)
     return out
 
 
-def _run(r: Any, counts: dict[str, int] | None) -> Run:
+def _run(r: Any, counts: dict[str, Any] | None) -> Run:
     c = counts or {}
     return Run(
         id=r.id,
@@ -124,8 +148,12 @@ def _run(r: Any, counts: dict[str, int] | None) -> Run:
         passed=c.get("passed", 0),
         failed=c.get("failed", 0),
         pending=c.get("pending", 0),
-        errors=c.get("error", 0),
+        errors=c.get("errors", 0),
         regressions=c.get("regressions", 0),
+        results=c.get("results", 0),
+        scored=c.get("scored", 0),
+        score_sum=c.get("score_sum", 0.0),
+        statuses=c.get("statuses", {}),
     )
 
 
@@ -193,7 +221,7 @@ class Runs:
     def get(self, run_id: str) -> Run | None:
         with self._store.read("reading a run") as conn:
             row = conn.execute(sa.select(runs).where(_R.id == run_id)).first()
-            counts = _counts(conn, [run_id]) if row is not None else {}
+            counts = _counts(conn, [row]) if row is not None else {}
         return None if row is None else _run(row, counts.get(run_id))
 
     def list(
@@ -206,8 +234,7 @@ class Runs:
         status: str | None = None,
         offset: int = 0,
     ) -> list[Run]:
-        """Newest first, with passed/failed/pending/errors/regressions counted from each run's
-        executions."""
+        """Newest first, each with its results counted (:class:`~._rows.Run`)."""
         q = sa.select(runs)
         if kind is not None:
             q = q.where(_R.kind == kind)
@@ -220,7 +247,7 @@ class Runs:
         q = q.order_by(_R.started_at.desc(), _R.seq.desc()).limit(limit).offset(max(0, offset))
         with self._store.read("listing runs") as conn:
             rows = conn.execute(q).all()
-            counts = _counts(conn, [r.id for r in rows])
+            counts = _counts(conn, rows)
         return [_run(r, counts.get(r.id)) for r in rows]
 
     def _stale(self, conn: Connection) -> list[str]:

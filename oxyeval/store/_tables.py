@@ -311,6 +311,9 @@ results = sa.Table(
     sa.Column("error_message", sa.Text),
     sa.Column("details", sa.Text, nullable=False, server_default="{}"),
     sa.Column("created_at", sa.Text, nullable=False),
+    # What the result counts as in its run (``kinds.RESULT_OUTCOMES``), as its kind said
+    # when it was written (revision 0007): readers count every kind by it alone.
+    sa.Column("outcome", sa.Text, nullable=False, server_default="unjudged"),
     sa.Index("ix_results_subject", "kind", "subject", "created_at", "seq"),
     sa.Index("ix_results_run", "run_id", "seq"),
     sa.Index("ix_results_branch", "branch", "seq"),  # a branch's executions, newest first
