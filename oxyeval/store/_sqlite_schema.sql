@@ -295,6 +295,7 @@ CREATE INDEX ix_executions_case_regression ON executions (test_case_id, is_regre
 CREATE INDEX ix_executions_run ON executions (run_id);
 CREATE INDEX ix_results_branch ON results (branch, seq);
 CREATE INDEX ix_results_run ON results (run_id, seq);
+CREATE INDEX ix_results_run_outcome ON results (run_id, outcome, status, score);
 CREATE INDEX ix_results_subject ON results (kind, subject, created_at, seq);
 CREATE INDEX ix_runs_group ON runs (group_id);
 CREATE INDEX ix_runs_kind_started ON runs (kind, started_at, seq);

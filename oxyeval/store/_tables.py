@@ -317,6 +317,8 @@ results = sa.Table(
     sa.Index("ix_results_subject", "kind", "subject", "created_at", "seq"),
     sa.Index("ix_results_run", "run_id", "seq"),
     sa.Index("ix_results_branch", "branch", "seq"),  # a branch's executions, newest first
+    # A run's results counted by outcome (the runs list) without reading a row.
+    sa.Index("ix_results_run_outcome", "run_id", "outcome", "status", "score"),
     implicit_returning=False,
 )
 
