@@ -137,14 +137,23 @@ _UPSERT_DAILY = (
     + " ON CONFLICT (kind, subject, day) DO UPDATE SET "
     + ", ".join(f"{c} = result_daily.{c} + excluded.{c}" for c in _DAILY_SUMS)
 )
+_RUN_SUMS = ("results", "scored", "score_sum", "regressions")
+_UPSERT_RUN = (
+    insert_sql("run_totals", ("run_id", "outcome", "status", *_RUN_SUMS))
+    + " ON CONFLICT (run_id, outcome, status) DO UPDATE SET "
+    + ", ".join(f"{c} = run_totals.{c} + excluded.{c}" for c in _RUN_SUMS)
+)
 
 
 @dataclass(frozen=True)
 class ResultRow:
-    """One result's ``results`` row and its ``scores`` rows, checked and redacted."""
+    """One result's ``results`` row and its ``scores`` rows, checked and redacted;
+    ``regressed``: its writer found it regressed against its history (counted in its
+    run's totals; why is in the kind's own record)."""
 
     values: dict[str, Any]
     scores: tuple[dict[str, Any], ...] = ()
+    regressed: bool = False
 
 
 def _bounded(text: str | None) -> str | None:
@@ -233,16 +242,23 @@ def result_row(
         "created_at": utc_timestamp(created_at),
         "outcome": outcome(result.kind, str(result.status)[:40], result.passed),
     }
-    return ResultRow(values, tuple(_score_values(result_id, s) for s in result.scores))
+    scores = tuple(_score_values(result_id, s) for s in result.scores)
+    return ResultRow(values, scores, regressed=bool(result.regressions))
 
 
-def _row(values: dict[str, Any], scores: Iterable[tuple[str, Any, str | None]] = ()) -> ResultRow:
+def _row(
+    values: dict[str, Any],
+    scores: Iterable[tuple[str, Any, str | None]] = (),
+    *,
+    regressed: bool = False,
+) -> ResultRow:
     """A row built from a kind's detail row (already redacted there)."""
     full = {c: values.get(c) for c in _RESULT_COLUMNS}
     full["repeat"] = values.get("repeat", 0)
     full["details"] = canonical_json(values.get("details", {}))
     full["outcome"] = outcome(full["kind"], full["status"], full["passed"])
-    return ResultRow(full, tuple(_score_row(values["id"], *score) for score in scores))
+    scored = tuple(_score_row(values["id"], *score) for score in scores)
+    return ResultRow(full, scored, regressed=regressed)
 
 
 def consistency_result(v: Mapping[str, Any]) -> ResultRow:
@@ -324,6 +340,7 @@ def execution_result(
             },
         },
         scores,
+        regressed=bool(v["is_regression"]),
     )
 
 
@@ -500,3 +517,25 @@ def write_results(sql: Sql, rows: Sequence[ResultRow]) -> None:
     if scores:
         sql.run(_INSERT_SCORE, scores)
     sql.run(_UPSERT_DAILY, _daily(rows))
+    totals = _run_totals(rows)
+    if totals:
+        sql.run(_UPSERT_RUN, totals)
+
+
+def _run_totals(rows: Sequence[ResultRow]) -> list[dict[str, Any]]:
+    """What each run's results add to its ``run_totals`` (results outside a run add none)."""
+    totals: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for row in rows:
+        v = row.values
+        if v["run_id"] is None:
+            continue
+        key = (v["run_id"], v["outcome"], v["status"])
+        t = totals.setdefault(key, {"results": 0, "scored": 0, "score_sum": 0.0, "regressions": 0})
+        t["results"] += 1
+        if v["score"] is not None:
+            t["scored"] += 1
+            t["score_sum"] += v["score"]
+        t["regressions"] += row.regressed
+    return [
+        {"run_id": r, "outcome": o, "status": s, **t} for (r, o, s), t in sorted(totals.items())
+    ]

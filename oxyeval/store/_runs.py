@@ -27,7 +27,7 @@ from ._errors import NotFoundError
 from ._owner import DEAD, UNKNOWN, current_owner, run_state
 from ._results import check_run_kind
 from ._rows import Run
-from ._tables import executions, results, runs
+from ._tables import run_totals, runs
 from ._util import new_id, utc_timestamp
 from .kinds import FINISHED_RUN_STATUSES
 
@@ -84,74 +84,39 @@ def interrupt_runs(conn: Connection, run_ids: Sequence[str]) -> None:
 
 #: ``Run``'s count of each stored outcome (``unjudged`` is counted in ``results`` only).
 _COUNTED = {"passed": "passed", "failed": "failed", "unknown": "errors", "neutral": "pending"}
-#: The row of the counts query that carries a test-case run's regressions, not an outcome.
-_REGRESSIONS = "regressions"
-
-
-def _count_statements() -> tuple[sa.Select[Any], sa.CompoundSelect[Any]]:
-    """The runs' results counted by outcome, grouped over the index on ``(run_id, outcome,
-    status, score)`` (never reading a row); and the same with the test-case runs'
-    regressions from their executions (what only that kind has) in one statement, since
-    a second round trip cost more than both counts. Built once: building them per call
-    cost as much as running them."""
-    x, e = results.c, executions.c
-    counted = (
-        sa.select(
-            x.run_id,
-            x.outcome,
-            x.status,
-            sa.func.count(),
-            sa.func.count(x.score),
-            sa.func.sum(x.score),
-        )
-        .where(x.run_id.in_(sa.bindparam("runs", expanding=True)))
-        .group_by(x.run_id, x.outcome, x.status)
-    )
-    regressed = (
-        sa.select(
-            e.run_id,
-            sa.literal(_REGRESSIONS, sa.Text),
-            sa.cast(sa.null(), sa.Text),
-            sa.func.count(),
-            sa.literal(0, sa.Integer),
-            sa.cast(sa.null(), sa.Float),
-        )
-        .where(e.run_id.in_(sa.bindparam("cases", expanding=True)), e.is_regression)
-        .group_by(e.run_id)
-    )
-    return counted, sa.union_all(counted, regressed)
-
-
-_COUNT, _COUNT_WITH_REGRESSIONS = _count_statements()
+_T = run_totals.c
+#: Built once: building it per call cost as much as running it.
+_TOTALS = sa.select(
+    _T.run_id, _T.outcome, _T.status, _T.results, _T.scored, _T.score_sum, _T.regressions
+).where(_T.run_id.in_(sa.bindparam("runs", expanding=True)))
 
 
 def _counts(conn: Connection, found: Sequence[Any]) -> dict[str, dict[str, Any]]:
-    """Each run's results counted by their stored outcome, whatever their kind, and a
-    test-case run's regressions."""
+    """Each run's results counted by their stored outcome, whatever their kind, from the
+    totals kept as they were written (a few rows per run, however many results it has)."""
     if not found:
         return {}
-    ids = [r.id for r in found]
-    cases = [r.id for r in found if r.kind == "cases"]
-    if cases:
-        rows = conn.execute(_COUNT_WITH_REGRESSIONS, {"runs": ids, "cases": cases}).all()
-    else:
-        rows = conn.execute(_COUNT, {"runs": ids}).all()
     out: dict[str, dict[str, Any]] = {}
-    for run_id, outcome, status, n, scored, score_sum in rows:
+    rows = conn.execute(_TOTALS, {"runs": [r.id for r in found]}).all()
+    for run_id, outcome, status, n, scored, score_sum, regressions in rows:
         c = out.get(run_id)
         if c is None:
-            c = out[run_id] = {"results": 0, "scored": 0, "score_sum": 0.0, "statuses": {}}
-        if outcome == _REGRESSIONS and status is None:
-            c["regressions"] = n
-            continue
+            c = out[run_id] = {
+                "results": 0,
+                "scored": 0,
+                "score_sum": 0.0,
+                "regressions": 0,
+                "statuses": {},
+            }
         c["results"] += n
+        c["regressions"] += regressions
         c["statuses"][status] = c["statuses"].get(status, 0) + n
         if outcome in _COUNTED:
             key = _COUNTED[outcome]
             c[key] = c.get(key, 0) + n
         if outcome != "unknown":  # an interrupted test's partial score is no average
             c["scored"] += scored
-            c["score_sum"] += score_sum or 0.0
+            c["score_sum"] += score_sum
     return out
 
 

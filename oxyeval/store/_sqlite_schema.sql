@@ -143,6 +143,17 @@ CREATE TABLE results (
 	UNIQUE (id), 
 	FOREIGN KEY(run_id) REFERENCES runs (id)
 );
+CREATE TABLE run_totals (
+	run_id TEXT NOT NULL, 
+	outcome TEXT NOT NULL, 
+	status TEXT NOT NULL, 
+	results INTEGER NOT NULL, 
+	scored INTEGER NOT NULL, 
+	score_sum FLOAT NOT NULL, 
+	regressions INTEGER NOT NULL, 
+	PRIMARY KEY (run_id, outcome, status), 
+	FOREIGN KEY(run_id) REFERENCES runs (id)
+);
 CREATE TABLE runs (
 	seq INTEGER NOT NULL, 
 	id TEXT NOT NULL, 
@@ -295,7 +306,6 @@ CREATE INDEX ix_executions_case_regression ON executions (test_case_id, is_regre
 CREATE INDEX ix_executions_run ON executions (run_id);
 CREATE INDEX ix_results_branch ON results (branch, seq);
 CREATE INDEX ix_results_run ON results (run_id, seq);
-CREATE INDEX ix_results_run_outcome ON results (run_id, outcome, status, score);
 CREATE INDEX ix_results_subject ON results (kind, subject, created_at, seq);
 CREATE INDEX ix_runs_group ON runs (group_id);
 CREATE INDEX ix_runs_kind_started ON runs (kind, started_at, seq);

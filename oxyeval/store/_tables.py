@@ -41,6 +41,7 @@ __all__ = [
     "prompts",
     "result_daily",
     "results",
+    "run_totals",
     "runs",
     "scores",
     "test_branches",
@@ -317,8 +318,6 @@ results = sa.Table(
     sa.Index("ix_results_subject", "kind", "subject", "created_at", "seq"),
     sa.Index("ix_results_run", "run_id", "seq"),
     sa.Index("ix_results_branch", "branch", "seq"),  # a branch's executions, newest first
-    # A run's results counted by outcome (the runs list) without reading a row.
-    sa.Index("ix_results_run_outcome", "run_id", "outcome", "status", "score"),
     implicit_returning=False,
 )
 
@@ -357,6 +356,22 @@ result_daily = sa.Table(
     sa.Column("cost_sum", sa.Float, nullable=False),
     sa.Column("input_tokens", sa.BigInteger, nullable=False),
     sa.Column("output_tokens", sa.BigInteger, nullable=False),
+)
+
+
+# Per run, its results counted by outcome and status (revision 0007), kept in the same
+# transaction as each result like ``result_daily``: the runs list reads a few rows per
+# run, never a scan of a run's results, however many it holds.
+run_totals = sa.Table(
+    "run_totals",
+    metadata,
+    sa.Column("run_id", sa.Text, sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("outcome", sa.Text, primary_key=True),
+    sa.Column("status", sa.Text, primary_key=True),
+    sa.Column("results", sa.Integer, nullable=False),
+    sa.Column("scored", sa.Integer, nullable=False),
+    sa.Column("score_sum", sa.Float, nullable=False),
+    sa.Column("regressions", sa.Integer, nullable=False),
 )
 
 

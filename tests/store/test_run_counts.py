@@ -180,6 +180,19 @@ def test_a_kind_unknown_to_the_reader_counts_by_what_its_writer_stored(
     ]
 
 
+def test_an_sdk_result_that_regressed_counts_in_its_run(store: Store) -> None:
+    run = store.runs.start("sdk", total=2)
+    store.results.add(
+        run,
+        [
+            Result("sdk", "a", "scored", passed=True, score=0.5, regressions=("score fell",)),
+            Result("sdk", "b", "scored", passed=True, score=0.9),
+        ],
+    )
+    got = store.runs.get(run)
+    assert got is not None and (got.passed, got.regressions) == (2, 1)
+
+
 def test_a_run_with_no_results_counts_nothing(store: Store) -> None:
     run = store.runs.start("sdk")
     got = store.runs.get(run)
@@ -253,8 +266,66 @@ def test_revision_0007_on_the_0_2_history_file(tmp_path: Path) -> None:
     shutil.copyfile(Path(__file__).parent / "fixtures" / "history-v0.2.db", db)
     with open_store(db) as store:
         runs = store.runs.list(100)
-        cases = [r for r in runs if r.kind == "cases"]
-        assert cases and all(r.results == r.passed + r.failed + r.errors + r.pending for r in cases)
+        assert runs
+        for run in runs:  # the totals 0007 made are what a scan of the run finds
+            stored = store.results.for_run(run.id)
+            assert run.results == len(stored)
+            assert run.passed == sum(r.outcome == "passed" for r in stored)
+            assert run.errors == sum(r.outcome == "unknown" for r in stored)
     with sqlite3.connect(db) as conn:
         (left,) = conn.execute("SELECT count(*) FROM results WHERE outcome IS NULL").fetchone()
     assert left == 0
+
+
+def _down_to_0005(location: object) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    from oxyeval.store._engine import create_engine
+    from oxyeval.store._migrations import __file__ as migrations_init
+
+    engine = create_engine(location)  # type: ignore[arg-type]
+    try:
+        with engine.connect() as conn:
+            conn = conn.execution_options(oxy_write=True)
+            with conn.begin():
+                cfg = Config()
+                cfg.set_main_option("script_location", str(Path(migrations_init).parent))
+                cfg.attributes["connection"] = conn
+                command.downgrade(cfg, "0005")
+            assert "run_totals" not in sa.inspect(conn).get_table_names()
+    finally:
+        engine.dispose()
+
+
+def test_revision_0007_totals_every_run_as_its_writers_would_have(backend: Backend) -> None:
+    """Runs written at this revision, taken back to 0005 and upgraded again: the totals
+    the upgrade makes from the stored rows are the ones the writers kept, regressions
+    included."""
+    location = backend.fresh()
+    with open_store(location) as store:
+        make_case(store, "c1")
+        cases = store.runs.start("cases", prompt_id="p1", prompt_version=1, total=3)
+        store.executions.record_many(
+            [
+                new(run_id=cases, status="passed", score=0.9),
+                new(run_id=cases, status="failed", score=0.1, is_regression=True),
+                new(run_id=cases, status="error", error="boom"),
+            ]
+        )
+        consistency = store.runs.start("consistency", total=2)
+        for name, status in (("a", "scored"), ("b", "interrupted")):
+            store.tests.record(
+                consistency,
+                NewConsistencyResult(file="t.agent.yml", name=name, status=status, accuracy=0.5),
+            )
+        store.runs.finish(cases)
+        store.runs.finish(consistency)
+        kept = {r.id: r for r in store.runs.list(10)}
+    _down_to_0005(location)
+    with open_store(location) as store:
+        again = {r.id: r for r in store.runs.list(10)}
+    assert again == kept
+    assert (kept[cases].passed, kept[cases].failed, kept[cases].errors) == (1, 1, 1)
+    assert kept[cases].regressions == 1
+    assert (kept[consistency].errors, kept[consistency].average_score) == (1, 0.5)

@@ -62,6 +62,7 @@ OUR_TABLES = frozenset(
         "results",
         "scores",
         "result_daily",
+        "run_totals",
         "test_branches",
         "branch_outputs",
     }
