@@ -62,6 +62,7 @@ from .kinds import (
     RUN_KIND_ALIASES,
     RUN_KINDS,
     RUN_STATUSES,
+    WORKFLOW_STATUSES,
 )
 
 # Loaded on first use: the row types (some twenty dataclasses, ~20 ms to build, on the
@@ -149,6 +150,7 @@ __all__ = [
     "RUN_KINDS",
     "RUN_KIND_ALIASES",
     "RUN_STATUSES",
+    "WORKFLOW_STATUSES",
     "AlreadyExistsError",
     "BranchExecution",
     "BranchRuleError",

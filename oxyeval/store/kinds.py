@@ -20,6 +20,7 @@ __all__ = [
     "RUN_KINDS",
     "RUN_KIND_ALIASES",
     "RUN_STATUSES",
+    "WORKFLOW_STATUSES",
 ]
 
 #: The kinds of run the built-in commands write: ``oxy cases run`` (cases), ``oxy test``
@@ -52,6 +53,9 @@ RESULT_OUTCOMES = ("passed", "failed", "unknown", "neutral", "unjudged")
 EXECUTION_STATUSES = ("passed", "failed", "pending", "error")
 #: A consistency test's status (``oxy test``), in its results, its JSON and its history.
 CONSISTENCY_STATUSES = ("scored", "error", "interrupted")
+
+#: How a recorded workflow run ended, as its suite said it (results of kind ``workflow``).
+WORKFLOW_STATUSES = ("completed", "failed", "interrupted")
 
 #: An A/B branch execution's status (results of kind ``ab``).
 BRANCH_STATUSES = ("success", "error")
