@@ -15,7 +15,6 @@ from typing import Any
 __all__ = [
     "CaseHistory",
     "CaseStats",
-    "ConsistencyRunSummary",
     "Execution",
     "ExecutionSummary",
     "HistoryPoint",
@@ -206,7 +205,7 @@ class Run:
     results: int = 0
     scored: int = 0
     score_sum: float = 0.0
-    statuses: Mapping[str, int] = field(default_factory=dict)
+    statuses: Mapping[str, int] = field(default_factory=dict, hash=False)
 
     @property
     def average_score(self) -> float | None:
@@ -301,23 +300,6 @@ class CaseHistory:
     avg_score: float | None
     avg_length: float | None
     recent: tuple[HistoryPoint, ...] = ()
-
-
-@dataclass(frozen=True)
-class ConsistencyRunSummary:
-    """The tests of one ``oxy test`` run, counted by status (what ``oxy history`` lists)."""
-
-    run_id: str
-    tests: int
-    scored: int
-    errors: int
-    interrupted: int
-    accuracy_sum: float
-    with_accuracy: int  # scored tests (partial scores of interrupted ones are not counted)
-
-    @property
-    def average_accuracy(self) -> float | None:
-        return average(self.accuracy_sum, self.with_accuracy)
 
 
 @dataclass(frozen=True)
