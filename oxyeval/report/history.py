@@ -58,7 +58,8 @@ def _run_result(r: Run) -> str:
         return f"oxy history --run {r.id[:8]}"  # its variables, tasks and output
     if not r.results:
         return "-"
-    text = f"{r.passed} passed, {r.failed} failed"
+    judged = r.passed or r.failed
+    text = f"{r.passed} passed, {r.failed} failed" if judged else f"{r.results} result(s)"
     if r.regressions:
         text += f", [yellow]{r.regressions} regression(s)[/]"
     if r.errors:
