@@ -52,11 +52,11 @@ _LAZY = {
     "OxyError": "oxyeval.errors",
     "ProviderError": "oxyeval.errors",
     "CaseRun": "oxyeval.suites.cases.results",
-    "ConsistencyTestResult": "oxyeval.suites.results",
-    "TestResult": "oxyeval.suites.results",
-    "TestRun": "oxyeval.suites.results",
-    "ConsistencyRun": "oxyeval.suites.results",
-    "check_threshold": "oxyeval.report.threshold",
+    "ConsistencyTestResult": "oxyeval.suites.consistency.results",
+    "TestResult": "oxyeval.suites.consistency.results",
+    "TestRun": "oxyeval.suites.consistency.results",
+    "ConsistencyRun": "oxyeval.suites.consistency.results",
+    "check_threshold": "oxyeval.evaluation",
     "open_store": "oxyeval.store",
     "parse_verdict": "oxyeval.judge.judge",
     "ABRun": "oxyeval.suites",
@@ -74,16 +74,16 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from .errors import ConfigError, LoadError, OxyError, ProviderError
+    from .evaluation import check_threshold
     from .judge.judge import parse_verdict
     from .project.agents import Agent, load_agent
     from .project.config import Project, load_project
-    from .report.threshold import check_threshold
     from .store import open_store
     from .suites import ABRun, run_ab_test, run_ab_test_async, run_ab_tests, run_ab_tests_async
     from .suites.cases.results import CaseRun
     from .suites.cases.run import run_cases, run_cases_async
     from .suites.consistency import run_tests, run_tests_async
-    from .suites.results import ConsistencyRun, ConsistencyTestResult
+    from .suites.consistency.results import ConsistencyRun, ConsistencyTestResult
     from .suites.validate import validate_paths
     from .suites.workflows import run_workflow
 

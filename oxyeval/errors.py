@@ -22,6 +22,7 @@ __all__ = [
     "LoadError",
     "OxyError",
     "ProviderError",
+    "is_bad_input",
 ]
 
 EXIT_OK = 0
@@ -126,3 +127,9 @@ class ProviderError(OxyError):
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
+
+
+def is_bad_input(error: BaseException) -> bool:
+    """``error`` is bad input (a file, a value, an option): running again will not help,
+    so a run stops on it rather than count it as one failed sample."""
+    return isinstance(error, OxyError) and error.exit_code == EXIT_INPUT

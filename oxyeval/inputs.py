@@ -16,6 +16,12 @@ JSON from outside is also bounded (:func:`loads`): nesting deeper than
 that says nothing of where), and the non-finite numbers that Python's ``json`` accepts
 but JSON has not (``NaN``, ``Infinity``, ``1e999``), each a :class:`JSONProblem` with
 the line it is on. The documented contract is that numbers are finite.
+
+Values that arrive already decoded (a GraphQL variable, which the HTTP layer parsed with
+Python's lenient ``json``) are held to the same bounds by :func:`value_problem`. What is
+written out as JSON goes through :func:`finite_json` first: a value that slipped past
+these checks (a row an older version stored) is written as ``null``, as JavaScript's
+``JSON.stringify`` writes ``NaN``, rather than make the whole answer invalid JSON.
 """
 
 from __future__ import annotations
@@ -30,9 +36,12 @@ __all__ = [
     "MAX_INT_DIGITS",
     "MAX_JSON_DEPTH",
     "JSONProblem",
+    "finite_json",
+    "lenient_loads",
     "loads",
     "reset_warnings",
     "valid_text",
+    "value_problem",
 ]
 
 log = logging.getLogger("oxyeval.inputs")
@@ -237,3 +246,90 @@ def _depth_line(text: str) -> int | None:
         if depth > MAX_JSON_DEPTH:
             return _line(text, match.start())
     return None
+
+
+#: 10**MAX_INT_DIGITS: the first integer past the bound (a float's range ends before it).
+_INT_BOUND = 10**MAX_INT_DIGITS
+#: Integers Python can print (4,300 digits; 14,000 bits stay below that).
+_PRINTABLE_BITS = 14_000
+
+
+def _number_problem(value: Any) -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        name = "NaN" if math.isnan(value) else ("-Infinity" if value < 0 else "Infinity")
+        return f"{name} is not a number JSON allows (numbers must be finite)"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _INT_BOUND:
+        return f"an integer of more than {MAX_INT_DIGITS} digits is out of range"
+    return None
+
+
+def value_problem(value: Any, name: str = "value") -> str | None:
+    """Why a decoded value is not JSON as :func:`loads` bounds it, naming where in it
+    (``input.a[2]: ...``); None when it is. Iterative, so any depth is measured safely."""
+    stack: list[tuple[Any, str, int]] = [(value, name, 0)]
+    while stack:
+        node, where, depth = stack.pop()
+        if isinstance(node, (dict, list, tuple)):
+            if depth >= MAX_JSON_DEPTH:
+                return f"{name}: {_too_deep()}"  # its path would be 100 steps long
+            if isinstance(node, dict):
+                stack.extend((v, f"{where}.{k}", depth + 1) for k, v in node.items())
+            else:
+                stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(node))
+            continue
+        problem = _number_problem(node)
+        if problem is not None:
+            return f"{where}: {problem}"
+    return None
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if type(value) is int and value.bit_length() > _PRINTABLE_BITS:
+        return None
+    return value
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` with every non-finite float and every integer too long to print as
+    ``None``: what strict JSON can write. A copy (lists for tuples); iterative."""
+    if not isinstance(value, (dict, list, tuple)):
+        return _finite(value)
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in items:
+            if isinstance(item, (dict, list, tuple)):
+                copy: Any = {} if isinstance(item, dict) else []
+                stack.append((item, copy))
+            else:
+                copy = _finite(item)
+            if isinstance(target, dict):
+                target[key] = copy
+            else:
+                target.append(copy)
+    return root
+
+
+def _lenient_int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:  # past Python's 4,300 digits
+        return None
+
+
+_LENIENT = json.JSONDecoder(
+    parse_constant=lambda name: None,
+    parse_float=lambda text: _finite(float(text)),
+    parse_int=_lenient_int,
+)
+
+
+def lenient_loads(text: str) -> Any:
+    """JSON that this program wrote earlier (a stored row), read so that it never fails on
+    what an older version let through: ``NaN``, ``Infinity``, ``1e999`` and integers
+    Python cannot read become ``None``. Input from outside goes through :func:`loads`."""
+    return _LENIENT.decode(text)

@@ -7,7 +7,11 @@ against 40 characters runs for minutes inside C code, where neither a deadline n
 SIGTERM reaches it. Every such pattern therefore goes through :func:`compile_pattern`,
 which compiles it with RE2 (google-re2): matching takes time linear in the text, and
 compiling is bounded by RE2's memory budget (a pattern too large is an error), so no
-pattern can hang a run or exhaust memory. A time bound on a backtracking engine (the
+pattern can hang a run or exhaust memory. One dimension escapes that budget: RE2 keeps
+every capture group's position in each of its threads, so a search with N groups takes
+memory (and time) that grows as N times the pattern's size, quadratic in N (12,000 groups,
+a 24 KB pattern, took 2.3 GB for one search). A pattern has at most
+:data:`MAX_PATTERN_GROUPS` groups; past that it is refused where it is written. A time bound on a backtracking engine (the
 ``regex`` package's ``timeout=``) was the other candidate; it leaves compiling unbounded
 (``(?:a{1000}){1000}`` alone allocates hundreds of MB there) and turns a slow machine
 into spurious failures.
@@ -26,7 +30,11 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Pattern", "PatternError", "compile_pattern"]
+__all__ = ["MAX_PATTERN_GROUPS", "Pattern", "PatternError", "compile_pattern"]
+
+#: Capture groups of one pattern (``(...)`` and ``(?P<name>...)``; ``(?:...)`` does not
+#: count). Python's ``re`` itself allowed 100 until 3.5; no rule needs more.
+MAX_PATTERN_GROUPS = 100
 
 
 class PatternError(ValueError):
@@ -127,6 +135,12 @@ def compile_pattern(source: str) -> Pattern:
         raise PatternError(f"{reason}{_hint(str(reason))}") from None
     except (UnicodeEncodeError, TypeError) as exc:
         raise PatternError(f"not a usable pattern ({type(exc).__name__})") from None
+    if compiled.groups > MAX_PATTERN_GROUPS:
+        # Compiling is cheap and bounded; a search is what would cost N x the pattern.
+        raise PatternError(
+            f"{compiled.groups:,} capture groups; a pattern has at most {MAX_PATTERN_GROUPS} "
+            "(write (?:...) for a group that captures nothing)"
+        )
     return Pattern(source, compiled)
 
 

@@ -23,9 +23,17 @@ Where redaction happens, and why there:
    execution writer redacts again).
 
 A key is scrubbed verbatim, in its JSON-escaped and URL-encoded forms (which differ
-only for keys with unusual characters) and base64-encoded (standard and URL-safe, padded
-or not, as a whole value); a key re-encoded otherwise (reversed, split across lines, or
-base64 inside a longer encoded text) is not recognised.
+only for keys with unusual characters), escaped whole (every character as JSON's
+``\\u0073``, every byte as ``%73``; lower- or upper-case hex) and base64-encoded
+(standard and URL-safe, padded or not, as a whole value); a key re-encoded otherwise
+(reversed, split across lines, partly escaped, or base64 inside a longer encoded text) is
+not recognised.
+
+**What a terminal does not show does not hide a key.** A key split by an ANSI escape
+sequence (a colour code), a control character or a zero-width character reads whole
+on a terminal while the text holds no copy of it. So before matching, such sequences
+are looked through (:mod:`oxyeval.terminal`): a key found in what a terminal shows is replaced,
+with the sequences inside it, by ``***``; the sequences elsewhere are left as they were.
 
 **One rule for what a secret is made of** (:func:`register_secret`, whoever registers:
 an API key, ``key_var``, a header from config.yml or from ``env_var``, a database
@@ -72,6 +80,8 @@ from contextvars import ContextVar
 from typing import Any, TextIO
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
+from .terminal import has_invisible, open_escape_start, visible
+
 __all__ = [
     "RedactingPieces",
     "RedactingStream",
@@ -105,12 +115,21 @@ def _variants(value: str) -> set[str]:
     raw = value.encode("utf-8")
     encoded = base64.b64encode(raw).decode("ascii")
     urlsafe = base64.urlsafe_b64encode(raw).decode("ascii")
+    # every UTF-16 unit as JSON's \\uXXXX, every byte as %XX: a server or a model may
+    # escape all of a value, not only what needs it
+    units = value.encode("utf-16-be", "surrogatepass")
+    escaped = "".join(f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2))
+    percent = "".join(f"%{byte:02x}" for byte in raw)
     return {
         value,
         json.dumps(value)[1:-1],
         json.dumps(value, ensure_ascii=False)[1:-1],
         quote(value, safe=""),
         quote_plus(value, safe=""),
+        escaped,
+        escaped.replace("\\u", "\\U").upper().replace("\\U", "\\u"),
+        percent,
+        percent.upper(),
         # a server (or a model told to) may echo a key base64-encoded, as Basic auth does
         encoded,
         encoded.rstrip("="),
@@ -217,9 +236,30 @@ def redact(text: str) -> str:
     forms = _forms
     if not forms or not text:
         return text
+    if has_invisible(text):
+        text = _redact_visible(text, forms)
     for form in forms:
         if form in text:
             text = text.replace(form, "***")
+    return text
+
+
+def _redact_visible(text: str, forms: tuple[str, ...]) -> str:
+    """``text`` with each secret found in what a terminal shows of it replaced, together
+    with the invisible sequences inside it, by ``***``."""
+    shown, where = visible(text)
+    spans: list[tuple[int, int]] = []
+    taken = bytearray(len(shown))
+    for form in forms:  # longest first: a key holding another is replaced whole
+        at = shown.find(form)
+        while at != -1:
+            end = at + len(form)
+            if not any(taken[at:end]):
+                taken[at:end] = b"\x01" * len(form)
+                spans.append((where[at], where[end - 1] + 1))
+            at = shown.find(form, end)
+    for begin, end in sorted(spans, reverse=True):
+        text = text[:begin] + "***" + text[end:]
     return text
 
 
@@ -240,8 +280,10 @@ def redact_data(value: Any) -> Any:
 # --------------------------------------------------------------------------- names
 
 
+#: ``code`` is Azure Functions' key parameter (``https://app.azurewebsites.net/api/f?code=``).
 _SECRET_NAME = re.compile(
     r"(?i)auth|key|token|secret|passw|pwd|cookie|signature|credential|session|(?:^|[_-])sig$"
+    r"|^code$"
 )
 #: Names that match the above but hold no secret: the name of a variable holding one
 #: (``key_var``, ``password_var``), a path or id (``key_path``, ``key_id``, libpq's
@@ -254,7 +296,8 @@ _NOT_SECRET_NAME = re.compile(
 
 def is_secret_name(name: object) -> bool:
     """Whether a header, query parameter or config.yml key of this name holds a credential
-    (``Authorization``, ``X-Api-Key``, ``api_key``, ``password``, ``sslpassword``, ``sig``):
+    (``Authorization``, ``X-Api-Key``, ``api_key``, ``password``, ``sslpassword``, ``sig``,
+    ``code``):
     the one list every registration and every mask uses."""
     text = str(name)
     return bool(_SECRET_NAME.search(text)) and not _NOT_SECRET_NAME.search(text)
@@ -522,7 +565,7 @@ class RedactingPieces:
 
     def write(self, piece: str) -> None:
         text = redact(self._held + piece)
-        cut = len(text) - _open_prefix(text)
+        cut = _held_from(text)
         self._held = text[cut:]
         if cut:
             self._target(text[:cut])
@@ -531,6 +574,18 @@ class RedactingPieces:
         text, self._held = redact(self._held), ""
         if text:
             self._target(text)
+
+
+def _held_from(text: str) -> int:
+    """Where the end of ``text`` that must wait for the next piece starts: the beginning
+    of a scrubbed form, as a terminal would show it (escape sequences inside it looked
+    through), or an escape sequence not yet complete."""
+    cut = open_escape_start(text)
+    if not has_invisible(text[:cut]):
+        return cut - _open_prefix(text[:cut])
+    shown, where = visible(text[:cut])
+    size = _open_prefix(shown)
+    return where[len(shown) - size] if size else cut
 
 
 def _open_prefix(text: str) -> int:

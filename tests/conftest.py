@@ -22,6 +22,11 @@ models:
 
 MakeProject = Callable[..., Path]
 
+#: What a victim file outside the project holds: a secret on a line that is neither YAML
+#: nor JSON, so a reader that opened it would quote that line in its parse error.
+VICTIM_SECRET = "correct-horse-battery-staple"  # no pattern the redactor knows
+VICTIM_TEXT = f'password: "{VICTIM_SECRET}\n'
+
 
 @pytest.fixture
 def make_project(tmp_path: Path) -> MakeProject:
@@ -37,6 +42,17 @@ def make_project(tmp_path: Path) -> MakeProject:
         return tmp_path
 
     return make
+
+
+@pytest.fixture
+def victim(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A file of the user's outside every project, as ``~/.git-credentials`` is (mode
+    0600): what a shared project's links point at. Tests check it is never shown,
+    and that its content and mode are unchanged afterwards."""
+    path = tmp_path_factory.mktemp("home") / ".git-credentials"
+    path.write_text(VICTIM_TEXT, encoding="utf-8")
+    path.chmod(0o600)
+    return path
 
 
 @pytest.fixture(autouse=True)

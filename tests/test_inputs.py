@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
 
-from oxyeval.inputs import MAX_JSON_DEPTH, JSONProblem, loads, reset_warnings, valid_text
+from oxyeval.inputs import (
+    MAX_JSON_DEPTH,
+    JSONProblem,
+    finite_json,
+    lenient_loads,
+    loads,
+    reset_warnings,
+    valid_text,
+    value_problem,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -80,3 +90,54 @@ def test_loads_bytes_that_are_not_utf8() -> None:
     with pytest.raises(JSONProblem, match="not UTF-8") as caught:
         loads(b'"\xff"')
     assert caught.value.syntax
+
+
+def _nested(levels: int) -> object:
+    value: object = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ({"a": [1, float("nan")]}, "input.a[1]: NaN is not a number JSON allows"),
+        ({"a": float("-inf")}, "input.a: -Infinity is not a number JSON allows"),
+        ({"a": 10**308}, "input.a: an integer of more than 308 digits"),
+        ({"a": -(10**5000)}, "input.a: an integer of more than 308 digits"),
+        ({"a": _nested(MAX_JSON_DEPTH)}, "input: nested more than 100 levels"),
+        ({"a": _nested(900)}, "input: nested more than 100 levels"),
+    ],
+    ids=["nan", "-inf", "309 digits", "5001 digits", "101 levels", "901 levels"],
+)
+def test_a_decoded_value_is_held_to_the_bounds_loads_keeps(value: object, why: str) -> None:
+    assert value_problem(value, "input") == why + (
+        " (numbers must be finite)"
+        if "JSON allows" in why
+        else " is out of range"
+        if "digits" in why
+        else " deep (lists and objects inside each other)"
+    )
+
+
+def test_a_decoded_value_within_the_bounds_has_no_problem() -> None:
+    value = {"a": [10**308 - 1, -1e308, True, None, "NaN"], "b": _nested(MAX_JSON_DEPTH - 1)}
+    assert value_problem(value, "input") is None
+
+
+def test_finite_json_writes_what_strict_json_cannot_hold_as_null() -> None:
+    value = {"a": (float("nan"), 1.5, 10**5000), "b": [{"c": float("inf")}], "d": True}
+    fixed = finite_json(value)
+    assert fixed == {"a": [None, 1.5, None], "b": [{"c": None}], "d": True}
+    json.dumps(fixed, allow_nan=False)  # strict JSON now
+    assert value["b"][0]["c"] == float("inf")  # a copy: the caller's value is untouched
+    deep, levels = finite_json(_nested(5000)), 1  # iterative: any depth
+    while deep:
+        deep, levels = deep[0], levels + 1
+    assert levels == 5000
+
+
+def test_lenient_loads_reads_what_an_older_version_stored() -> None:
+    text = '{"a": NaN, "b": -Infinity, "c": 1e999, "d": ' + "9" * 5000 + ', "e": [1, 2.5]}'
+    assert lenient_loads(text) == {"a": None, "b": None, "c": None, "d": None, "e": [1, 2.5]}

@@ -105,3 +105,17 @@ def test_a_key_echoed_base64_encoded_is_scrubbed_too() -> None:
         ):
             assert form not in redact(f"the key, encoded: {form}.")
         assert key[::-1] in redact(f"reversed: {key[::-1]}")  # not recognised (documented)
+
+
+@pytest.mark.parametrize(
+    "name", ["code", "key", "api_key", "apikey", "token", "access_token", "sig", "password"]
+)
+def test_a_credential_named_query_parameter_of_a_url_is_registered_and_masked(name: str) -> None:
+    key = "qk-" + name + "-5Tz8Lm2Rq7Vw"
+    url = f"https://app.azurewebsites.net/api/chat?{name}={key}&v=2"
+    register_credentials(url)
+    assert mask_credentials(url) == f"https://app.azurewebsites.net/api/chat?{name}=***&v=2"
+    assert (
+        redact(f"401 for {url}") == f"401 for https://app.azurewebsites.net/api/chat?{name}=***&v=2"
+    )
+    assert redact(f"echo {key}") == "echo ***"

@@ -147,8 +147,9 @@ def test_interrupted_tests_are_listed_unscored() -> None:
     from types import SimpleNamespace
 
     from oxyeval.project.tests import JudgeSpec, TestSpec
-    from oxyeval.suites.consistency import _Job, _mark_unfinished
-    from oxyeval.suites.results import ConsistencyRun
+    from oxyeval.suites.consistency.judging import Job
+    from oxyeval.suites.consistency.results import ConsistencyRun
+    from oxyeval.suites.consistency.run import _unfinished
 
     spec = TestSpec(
         0,
@@ -165,11 +166,11 @@ def test_interrupted_tests_are_listed_unscored() -> None:
     )
     run = ConsistencyRun()
     target = SimpleNamespace(model="m")  # never called: the test had not started
-    _mark_unfinished(run, [_Job(spec, target, {}, "q", None)])  # type: ignore[arg-type]
+    _unfinished(run, [Job(spec, target, {}, "q", None)])  # type: ignore[arg-type]
     (test,) = run.tests
     assert (
         test.accuracy is None
         and test.error == "interrupted before it finished"
         and test.name == "slow"
     )
-    assert asyncio.iscoroutinefunction(_mark_unfinished) is False
+    assert asyncio.iscoroutinefunction(_unfinished) is False

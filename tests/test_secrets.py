@@ -14,6 +14,7 @@ import io
 import itertools
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -21,11 +22,12 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 
 from oxyeval.providers import ChatMessage, ModelSpec
-from oxyeval.redact import RedactingStream, redact, redact_data, register_secret
+from oxyeval.redact import RedactingPieces, RedactingStream, redact, redact_data, register_secret
 
 from .conftest import MakeProject
 from .fakes import (
@@ -337,6 +339,62 @@ def test_escaped_and_url_encoded_forms_are_scrubbed() -> None:
     assert redact("https://x.test/?k=pa%24%24%2Fw%C3%B6rd%22key%2B1") == "https://x.test/?k=***"
     register_secret("short")  # under the minimum length: never scrubbed
     assert redact("a short note") == "a short note"
+
+
+def _escaped(key: str, case: str) -> str:
+    """Every UTF-16 unit of ``key`` as JSON's ``\\uXXXX`` (a pair for an astral character)."""
+    units = key.encode("utf-16-be")
+    return "".join(
+        f"\\u{int.from_bytes(units[i : i + 2], 'big'):04{case}}" for i in range(0, len(units), 2)
+    )
+
+
+def _percent(key: str, case: str) -> str:
+    return "".join(f"%{b:02{case}}" for b in key.encode())
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        _escaped(KEY, "x"),
+        _escaped(KEY, "X"),
+        _percent(KEY, "x"),
+        _percent(KEY, "X"),
+        _escaped("pa$$/wörd😀", "x"),  # an astral character: its UTF-16 surrogate pair
+        _percent("pa$$/wörd😀", "X"),
+    ],
+    ids=["\\u lower", "\\u upper", "% lower", "% upper", "\\u pair", "% UTF-8"],
+)
+def test_a_key_escaped_whole_is_scrubbed(form: str) -> None:
+    register_secret(KEY)
+    register_secret("pa$$/wörd😀")
+    assert redact(f'echo "{form}".') == 'echo "***".'
+    decoded = json.loads(f'"{form}"') if form.startswith("\\u") else unquote(form)
+    assert decoded in (KEY, "pa$$/wörd😀")  # the form really is the key
+
+
+@pytest.mark.parametrize(
+    "splitter",
+    ["\x1b[31m", "\x1b[0m\x1b[1;38;5;196m", "\x1b]8;;http://x\x07", "\x1b(B", "\x00", "\u200b"],
+    ids=["colour", "reset then 256 colours", "OSC link", "charset", "NUL", "zero-width space"],
+)
+def test_a_key_split_by_what_a_terminal_does_not_show_is_scrubbed(splitter: str) -> None:
+    register_secret(KEY)
+    text = f"\x1b[1mkey:\x1b[0m {KEY[:3]}{splitter}{KEY[3:]}\x1b[0m and \x1b[32mgreen\x1b[0m"
+    assert redact(text) == "\x1b[1mkey:\x1b[0m ***\x1b[0m and \x1b[32mgreen\x1b[0m"
+    assert redact("\x1b[32mno key here\x1b[0m") == "\x1b[32mno key here\x1b[0m"
+
+
+def test_a_streamed_key_split_by_a_colour_code_across_pieces_is_scrubbed() -> None:
+    register_secret(KEY)
+    out: list[str] = []
+    pieces = RedactingPieces(out.append)
+    for piece in ["answer: ", KEY[:4], "\x1b[3", "1m", KEY[4:10], "\x1b[0m", KEY[10:], " done"]:
+        pieces.write(piece)
+    pieces.flush()
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", "".join(out))
+    assert shown == "answer: *** done", out
+    assert not any(KEY[:6] in piece or KEY[-6:] in piece for piece in out)
 
 
 def test_redact_data_scrubs_keys_and_nested_values() -> None:

@@ -661,3 +661,31 @@ def _refused_everywhere(root: Path) -> tuple[dict[str, str], str]:
         sinks[f"stdout (validate {i})"], sinks[f"stderr (validate {i})"] = proc.stdout, proc.stderr
     assert [p.returncode for p in (*procs, *checked)] == [2, 2, 2, 2], procs[0].stderr
     return sinks, procs[0].stderr + checked[0].stdout + checked[0].stderr
+
+
+# ------------------------------------------------------------- a key in api_url's query
+
+QUERY_KEY = "azfn-" + "Q7r2Lk9Vx4Zp1Hs8Dm3N"
+
+
+def test_a_key_in_the_query_of_api_url_is_never_shown(make_project: MakeProject) -> None:
+    """Azure Functions and signed URLs carry their key as a query parameter
+    (``.../api/chat?code=KEY``): a server that refuses it quotes the URL, and the key
+    must show as ``***`` there, in the retry warnings, the report and the history."""
+
+    def answer(request: RecordedRequest) -> Any:
+        return (404, openai_error(f"no function at {request.path}"))
+
+    with FakeServer(answer) as server:
+        entry = (
+            "  - name: hosted\n    vendor: openai\n    model_ref: gpt-x\n"
+            f"    api_url: '{server.url}/api?code={QUERY_KEY}'\n    max_retries: 0\n"
+        )
+        root = make_project(_config(entry), {"a.agent.yml": AGENT})
+        sinks, (pretty, as_json) = run_sinks(root, ("a.agent.yml",))
+        sent = server.requests
+    assert sent and QUERY_KEY in sent[0].path  # the key is sent, as written
+    assert pretty.returncode == as_json.returncode == 3, pretty.stderr
+    errors = " ".join(e["error"] for e in json_doc(as_json)["tests"][0]["run_errors"])
+    assert "code=***" in errors, errors
+    assert_nowhere(QUERY_KEY, sinks)

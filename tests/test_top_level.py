@@ -16,7 +16,7 @@ assert not [m for m in sys.modules if m.startswith("oxyeval.")], "a bare import 
 from oxyeval.suites.cases.run import run_cases
 assert oxyeval.run_cases is run_cases and oxyeval.suites.run_cases is run_cases
 assert callable(oxyeval.store.case_id) and callable(oxyeval.workflow.ask_agent)
-assert callable(oxyeval.report.load_saved_run) and callable(oxyeval.report.check_drop)
+assert callable(oxyeval.report.load_saved_run) and callable(oxyeval.evaluation.check_drop)
 assert oxyeval.CaseRun.__name__ == "CaseRun"
 try:
     oxyeval.nope

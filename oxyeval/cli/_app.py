@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from .. import __version__
-from ..errors import EXIT_INFRA, EXIT_INPUT, EXIT_OK
 from .console import Streams, echo, stderr_console, using_streams
 
 if TYPE_CHECKING:
@@ -187,7 +186,7 @@ def _root(
 ) -> None:
     if version:
         echo(f"oxyeval {__version__}")
-        raise typer.Exit(EXIT_OK)
+        raise typer.Exit()
 
 
 # Each module registers its commands on ``app``; the order is the order of ``oxy --help``.
@@ -214,13 +213,15 @@ def _invoke(args: list[str]) -> int:
     from typer.main import get_command
 
     code = get_command(app).main(args, prog_name=None, standalone_mode=False)
-    return code if isinstance(code, int) else EXIT_OK
+    return code if isinstance(code, int) else 0
 
 
 def _run_app(args: list[str], out: Streams) -> int:
     """Run the command ``args`` name and return its exit code; whatever stops it, say why
     on stderr, and with ``--format json`` make sure stdout holds one JSON document."""
     import io
+
+    from ..evaluation import error_code, interrupted_code, usage_code
 
     debug = "--debug" in args
     usage_error = _click_exception()
@@ -230,19 +231,19 @@ def _run_app(args: list[str], out: Streams) -> int:
         shown = io.StringIO()
         exc.show(file=shown)  # type: ignore[attr-defined]
         out.stderr.write(shown.getvalue())
-        code = exc.exit_code  # type: ignore[attr-defined]
+        code = usage_code()
         message = " ".join(shown.getvalue().split()) or "invalid command line"
     except typer.Abort:
-        code, message = EXIT_INFRA, "aborted"
+        code, message = interrupted_code(), "aborted"
         out.stderr.write(f"{message}\n")
     except SystemExit as exc:  # a signal outside the command's loop (see interrupt.py)
         from .interrupt import SignalExit
 
         if isinstance(exc.code, str):  # sys.exit("why"): say why, as Python would
-            code, message = EXIT_INPUT, exc.code
+            code, message = usage_code(), exc.code
             out.stderr.write(f"{message}\n")
         else:
-            code = exc.code or EXIT_OK
+            code = exc.code or 0
             reason = exc.reason if isinstance(exc, SignalExit) else None
             message = reason or f"stopped with exit code {code}"
     except Exception as exc:  # a bug no command caught: one paragraph, not a traceback
@@ -258,8 +259,8 @@ def _run_app(args: list[str], out: Streams) -> int:
         else:
             message += " (run with --debug for the traceback)"
         err.print(message, style="red", markup=False)
-        code = EXIT_INFRA
-    if code != EXIT_OK and _wants_json(args) and not out.wrote_stdout:
+        code = error_code(exc)
+    if code and _wants_json(args) and not out.wrote_stdout:
         from ..report.json import write_json
 
         write_json({"error": message, "exit_code": code}, out.stdout)

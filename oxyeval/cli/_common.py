@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from ..errors import EXIT_INFRA, OxyError
+from ..errors import OxyError
 from ._app import DbOption, Format
 from .console import json_error, print_error, stderr_console, stdout_console, streams
 
@@ -34,9 +34,9 @@ __all__ = [
     "concurrency_option",
     "consoles",
     "fail",
+    "live_progress",
     "print_json",
     "read_history",
-    "run_reporting",
 ]
 
 T = TypeVar("T")
@@ -84,7 +84,9 @@ def print_json(doc: dict[str, Any]) -> None:
 def fail(err: Console, exc: BaseException, as_json: bool) -> typer.Exit:
     """Say why on stderr (and in a JSON document with ``--format json``); the exit to raise:
     the error's own code, or 3 for an error that is not oxyeval's."""
-    code = exc.exit_code if isinstance(exc, OxyError) else EXIT_INFRA
+    from ..evaluation import error_code
+
+    code = error_code(exc)
     print_error(err, exc)
     if as_json:
         print_json({"error": json_error(exc), "exit_code": code})
@@ -113,45 +115,6 @@ def read_history(
         raise fail(err, exc, as_json) from None
 
 
-def run_reporting(
-    start: Callable[[Any], Any],
-    *,
-    err: Console,
-    quiet: bool,
-    as_json: bool,
-    finished: Callable[[], int],
-    noun: str,
-) -> tuple[bool, OxyError | None]:
-    """Run ``start(events)`` (the run's coroutine, told of its events by a progress bar on
-    a terminal: :func:`_live_progress`) so that what finished is reported whatever
-    happens: Ctrl-C/SIGTERM is said and returned as interrupted; an error once something
-    finished is said and returned (before anything finished, it fails the command the one
-    way: exit 2 or 3, JSON too). Returns (interrupted, error)."""
-    from contextlib import nullcontext
-
-    from .interrupt import interrupt_reason, run_interruptible
-
-    progress, events = _live_progress(err, quiet=quiet, as_json=as_json)
-    main = start(events)
-    try:
-        with progress.progress if progress is not None else nullcontext():
-            run_interruptible(main)
-    except KeyboardInterrupt as exc:
-        err.print(
-            f"{interrupt_reason(exc)}: reporting the {finished()} {noun} that finished; "
-            f"exit {EXIT_INFRA}",
-            style="yellow",
-            markup=False,
-        )
-        return True, None
-    except OxyError as exc:
-        if not finished():
-            raise fail(err, exc, as_json) from None
-        err.print(f"error: {exc}", style="red", markup=False)
-        return False, exc
-    return False, None
-
-
 def check_junit(err: Console, junit: str | None, as_json: bool) -> None:
     """A ``--junit`` path that cannot be written fails the command before anything runs."""
     from .artifacts import report_path_problem
@@ -161,7 +124,7 @@ def check_junit(err: Console, junit: str | None, as_json: bool) -> None:
         raise fail(err, OxyError(problem), as_json)
 
 
-def _live_progress(err: Console, *, quiet: bool, as_json: bool) -> tuple[Any, Any]:
+def live_progress(err: Console, *, quiet: bool, as_json: bool) -> tuple[Any, Any]:
     """A progress bar on a terminal's stderr (not with -q or --format json) and the event
     subscriber that moves it; (None, None) otherwise."""
     import sys

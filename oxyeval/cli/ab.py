@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import EXIT_OK
 from ._app import CacheOption, DebugOption, Format, ProjectOption, app, setup_logging
 from ._common import (
     CaseOption,
@@ -17,14 +15,12 @@ from ._common import (
     JsonOption,
     PathsArgument,
     PromptVersionOption,
-    check_junit,
     concurrency_option,
     consoles,
     print_json,
     read_history,
-    run_reporting,
 )
-from .artifacts import JunitOption, write_report
+from .artifacts import JunitOption
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -85,16 +81,17 @@ def ab_run(
     Exit codes: 0 done; 2 bad input; 3 a branch's call failed (the comparison misses
     data) or the run was interrupted.
     """
-    from ..report.ab import ab_run_json, render_ab_run
+    from ..evaluation import Gates
+    from ..report import reporter
     from ..suites import ABRun, run_ab_tests_async
+    from .driver import drive
 
     out, err = consoles()
     setup_logging(err, debug)
-    as_json = format is Format.json
-    check_junit(err, junit, as_json)
     run = ABRun(criteria=criteria.value, iterations=iterations)
-    started = datetime.now(timezone.utc)
-    interrupted, error = run_reporting(
+    code = drive(
+        reporter("ab"),
+        run,
         lambda events: run_ab_tests_async(
             paths or [],
             project_dir=project,
@@ -108,29 +105,14 @@ def ab_run(
             events=events,
             into=run,
         ),
-        quiet=quiet,
+        Gates(),
         err=err,
-        as_json=as_json,
-        finished=lambda: len(run.executions),
-        noun="execution(s) (stored)",
+        out=out,
+        as_json=format is Format.json,
+        quiet=quiet,
+        junit=junit,
+        debug=debug,
     )
-    run.interrupted = run.interrupted or interrupted or error is not None
-    code = run.exit_code
-    if junit is not None:
-        from ..report.junit import ab_junit
-
-        code = write_report("--junit", junit, ab_junit(run, timestamp=started), err, code)
-    if as_json:
-        print_json(ab_run_json(run))
-    else:
-        render_ab_run(run, out)
-    if code != EXIT_OK and not run.interrupted:
-        failed = sum(not o.ok for o in run.executions)
-        err.print(
-            f"{failed} branch call(s) failed: the comparison misses their data; exit {code}",
-            style="red",
-            markup=False,
-        )
     raise typer.Exit(code)
 
 
@@ -168,7 +150,6 @@ def ab_list(
         from ..report.ab import render_branches
 
         render_branches(branches, out)
-    raise typer.Exit(EXIT_OK)
 
 
 @ab_app.command("show")
@@ -216,7 +197,6 @@ def ab_show(
         from ..report.ab import render_branch
 
         render_branch(found, executions, out)
-    raise typer.Exit(EXIT_OK)
 
 
 app.add_typer(ab_app, name="ab")

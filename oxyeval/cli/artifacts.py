@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..errors import EXIT_INFRA, EXIT_OK
+from ..evaluation import with_artifact_failure
 from ..inputs import valid_text
 
 if TYPE_CHECKING:
@@ -55,5 +55,5 @@ def write_report(option: str, path: str, text: str, err: Console, code: int) -> 
             style="red",
             markup=False,
         )
-        return EXIT_INFRA if code == EXIT_OK else code
+        return with_artifact_failure(code)
     return code

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import EXIT_OK, OxyError
+from ..errors import OxyError
 from ..project.limits import MAX_DAYS
 from ._app import DebugOption, Format, ProjectOption, app, setup_logging
 from ._common import DbOption, FormatOption, JsonOption, consoles, fail, print_json
@@ -62,7 +62,6 @@ def cache_stats(
         from ..report.cache import render_cache_stats
 
         render_cache_stats(stats, where, out)
-    raise typer.Exit(EXIT_OK)
 
 
 @cache_app.command("clear")
@@ -119,7 +118,6 @@ def cache_clear(
             markup=False,
             highlight=False,
         )
-    raise typer.Exit(EXIT_OK)
 
 
 app.add_typer(cache_app, name="cache")

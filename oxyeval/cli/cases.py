@@ -3,13 +3,12 @@ which lists every kind of run, is :mod:`oxyeval.cli.history`)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import EXIT_INFRA, EXIT_OK, OxyError
+from ..errors import OxyError
 from ._app import CacheOption, DebugOption, Format, ProjectOption, app, setup_logging
 from ._common import (
     CaseOption,
@@ -18,15 +17,13 @@ from ._common import (
     JsonOption,
     PathsArgument,
     PromptVersionOption,
-    check_junit,
     concurrency_option,
     consoles,
     fail,
     print_json,
     read_history,
 )
-from .artifacts import JunitOption, write_report
-from .console import json_error
+from .artifacts import JunitOption
 
 if TYPE_CHECKING:
     from ..store import Store, TestCase
@@ -68,10 +65,10 @@ def cases_run(
     Exit codes: 0 all passed; 1 a case failed (or regressed, with --fail-on-regression);
     2 bad input; 3 a provider failure or an interrupted run.
     """
-    from ..report.cases import case_run_json
-    from ..report.cases_pretty import render_case_run
+    from ..evaluation import Gates
+    from ..report import reporter
     from ..suites.cases.run import CaseRun, run_cases_async
-    from .interrupt import interrupt_reason, run_interruptible
+    from .driver import drive
 
     out, err = consoles()
     setup_logging(err, debug)
@@ -79,62 +76,29 @@ def cases_run(
     if prompt_version is not None and old_version is not None and prompt_version != old_version:
         message = f"--prompt-version {prompt_version} and --version {old_version} disagree"
         raise fail(err, OxyError(message), as_json)
-    check_junit(err, junit, as_json)
     run = CaseRun(db=Path("."))
-    started = datetime.now(timezone.utc)  # the JUnit suites' timestamp
-    stopped_by: str | None = None  # an error that stopped the run after some cases finished
-    try:
-        run_interruptible(
-            run_cases_async(
-                paths or [],
-                project_dir=project,
-                cases=case,
-                version=prompt_version if prompt_version is not None else old_version,
-                db=db,
-                concurrency=concurrency,
-                into=run,
-                cache=cache,
-            )
-        )
-    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.cli.interrupt)
-        run.interrupted = True
-        err.print(
-            f"{interrupt_reason(exc)}: {len(run.results)} of {run.planned} case(s) finished "
-            f"and are stored in {run.db}; exit {EXIT_INFRA}",
-            style="yellow",
-            markup=False,
-        )
-    except OxyError as exc:
-        if not run.results:
-            if junit is not None:  # CI still gets a report, saying why nothing ran
-                from ..evaluation import Gates, decide
-                from ..report.junit import cases_junit
-
-                gates = Gates(fail_on_regression=fail_on_regression)
-                decision = decide([], gates, error=exc, kind="cases")  # the error's code
-                text = cases_junit(run, decision, error=json_error(exc), timestamp=started)
-                write_report("--junit", junit, text, err, exc.exit_code)
-            raise fail(err, exc, as_json) from None
-        err.print(f"error: {exc}", style="red", markup=False)
-        run.interrupted = True
-        stopped_by = str(exc)
-    for warning in run.warnings:
-        err.print(f"warning: {warning}", style="yellow", markup=False)
-    decision = run.decision(fail_on_regression=fail_on_regression)
-    code = decision.code
-    if junit is not None:
-        from ..report.junit import cases_junit
-
-        text = cases_junit(run, decision, error=stopped_by, timestamp=started)
-        code = write_report("--junit", junit, text, err, code)
-    if as_json:
-        print_json(case_run_json(run, code=code))
-    else:
-        render_case_run(run, out, quiet=quiet)
-    # After the table they explain (on a terminal both streams interleave), whatever the
-    # format: CI logs show them.
-    for reason in decision.reasons:
-        err.print(reason, style="red", markup=False)
+    code = drive(
+        reporter("cases"),
+        run,
+        lambda events: run_cases_async(
+            paths or [],
+            project_dir=project,
+            cases=case,
+            version=prompt_version if prompt_version is not None else old_version,
+            db=db,
+            concurrency=concurrency,
+            into=run,
+            cache=cache,
+            events=events,
+        ),
+        Gates(fail_on_regression=fail_on_regression),
+        err=err,
+        out=out,
+        as_json=as_json,
+        quiet=quiet,
+        junit=junit,
+        debug=debug,
+    )
     raise typer.Exit(code)
 
 
@@ -167,7 +131,6 @@ def cases_list(
         from ..report.cases_pretty import render_case_list
 
         render_case_list(cases, out, activity)
-    raise typer.Exit(EXIT_OK)
 
 
 @cases_app.command("show")
@@ -206,7 +169,6 @@ def cases_show(
         from ..report.cases_pretty import render_case_stats
 
         render_case_stats(case, stats, out, activity)
-    raise typer.Exit(EXIT_OK)
 
 
 @cases_app.command("accept")

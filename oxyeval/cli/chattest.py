@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Annotated
 
 import typer
 
 from ._app import CacheOption, DebugOption, Format, ProjectOption, app, setup_logging
-from ._common import (
-    DbOption,
-    FormatOption,
-    check_junit,
-    concurrency_option,
-    consoles,
-    print_json,
-    run_reporting,
-)
-from .artifacts import JunitOption, write_report
+from ._common import DbOption, FormatOption, concurrency_option, consoles
+from .artifacts import JunitOption
 
 __all__ = ["chattest_command"]
 
@@ -56,16 +47,17 @@ def chattest_command(
     (default 0). Exit codes: 0 every test passed for every model; 1 one failed; 2 bad
     input; 3 a provider failure, a test no run of which could be judged, or an interrupt.
     """
-    from ..report.passfail import chattest_json, render_chattest
+    from ..evaluation import Gates
+    from ..report import reporter
     from ..suites import PassFailRun, run_chattest_async
+    from .driver import drive
 
     out, err = consoles()
     setup_logging(err, debug)
-    as_json = format is Format.json
-    check_junit(err, junit, as_json)
     run = PassFailRun()
-    started = datetime.now(timezone.utc)
-    interrupted, error = run_reporting(
+    code = drive(
+        reporter("chattest"),
+        run,
         lambda events: run_chattest_async(
             paths or [],
             project_dir=project,
@@ -76,29 +68,12 @@ def chattest_command(
             adaptive=adaptive,
             into=run,
         ),
-        quiet=quiet,
+        Gates(),
         err=err,
-        as_json=as_json,
-        finished=lambda: len(run.subjects),
-        noun="prompt/model pair(s)",
+        out=out,
+        as_json=format is Format.json,
+        quiet=quiet,
+        junit=junit,
+        debug=debug,
     )
-    run.interrupted = run.interrupted or interrupted or error is not None
-    code = run.exit_code
-    if junit is not None:
-        from ..report.junit import passfail_junit
-
-        code = write_report("--junit", junit, passfail_junit(run, timestamp=started), err, code)
-    if as_json:
-        print_json(chattest_json(run))
-    else:
-        render_chattest(run, out, quiet=quiet)
-    for result in run.results:
-        if result.passed is False:
-            rate = result.rate.pass_rate or 0.0
-            err.print(
-                f"failed: {result.label}: {result.criterion.key}: pass rate {rate * 100:.0f}% "
-                f"< {result.threshold * 100:.0f}%",
-                style="red",
-                markup=False,
-            )
     raise typer.Exit(code)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import EXIT_OK, OxyError
+from ..errors import OxyError
 from ..store import RUN_KIND_ALIASES, RUN_KINDS
 from ._app import DebugOption, Format, ProjectOption, app, setup_logging
 from ._common import DbOption, FormatOption, JsonOption, consoles, fail, print_json, read_history
@@ -126,4 +126,3 @@ def history_command(
         print_json(as_doc(found))
     else:
         render(found, out)
-    raise typer.Exit(EXIT_OK)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import EXIT_INPUT, EXIT_OK
+from ..evaluation import usage_code
 from ._app import DebugOption, app, setup_logging
 from .console import echo, stderr_console
 
@@ -36,7 +36,7 @@ def init_command(
     target = Path(directory)
     if target.exists() and not target.is_dir():
         err.print(f"error: {directory} exists and is not a folder", style="red", markup=False)
-        raise typer.Exit(EXIT_INPUT)
+        raise typer.Exit(usage_code())
     try:
         written = write_scaffold(target, force=force)
     except ScaffoldConflict as exc:
@@ -54,14 +54,14 @@ def init_command(
             style="red",
             markup=False,
         )
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(usage_code()) from None
     except OSError as exc:
         err.print(
             f"error: could not write the project into {directory}: {exc.strerror or exc}",
             style="red",
             markup=False,
         )
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(usage_code()) from None
     echo(f"Created an oxyeval project in {target.resolve()}:")
     width = max(len(rel) for rel in written)
     about = {
@@ -75,4 +75,3 @@ def init_command(
     echo("\nNext (all offline):")
     for command in next_steps(directory):
         echo(f"  {command}")
-    raise typer.Exit(EXIT_OK)

@@ -132,12 +132,12 @@ class SignalExit(SystemExit):
 
 
 def _exit_now(signum: int, _frame: object) -> None:
-    from ..errors import EXIT_INFRA
+    from ..evaluation import interrupted_code
 
     name = signal.Signals(signum).name
     reason = f"interrupted ({name}) before any model was called; nothing ran"
     print(reason, file=sys.stderr)
-    raise SignalExit(EXIT_INFRA, reason)
+    raise SignalExit(interrupted_code(), reason)
 
 
 def exit_on_signal() -> None:

@@ -1,6 +1,6 @@
 """``oxy report``: gate a saved ``oxy test --format json`` result again, without a call.
 
-Same gates, exit codes and messages as ``oxy test`` (see :mod:`oxyeval.cli.verdict`):
+Same gates, exit codes and messages as ``oxy test`` (see :mod:`oxyeval.cli.driver`):
 change ``--min-accuracy`` or ``--threshold-mode`` after the fact, or add ``--strict`` or
 ``--fail-on-drop`` (against the previous results the document carries).
 """
@@ -11,7 +11,8 @@ from typing import Annotated
 
 import typer
 
-from ..errors import EXIT_INFRA, EXIT_INPUT, OxyError
+from ..errors import ConfigError, OxyError
+from ..evaluation import decide
 from ._app import (
     AllowEmptyOption,
     DebugOption,
@@ -23,7 +24,8 @@ from ._app import (
     ThresholdModeOption,
     app,
 )
-from .console import json_error, print_error, stderr_console, streams
+from ._common import print_json
+from .console import json_error, print_error, stderr_console, stdout_console
 
 __all__ = ["report_command"]
 
@@ -53,22 +55,20 @@ def report_command(
     or a gate given with no test in it (--allow-empty: 0); 2 a file that is not such a document, or bad options; 3 a test in it
     could not be scored, or the run it records was interrupted.
     """
-    from ..report.json import to_json, write_json
+    from ..evaluation import Gates, gate_option_error
+    from ..report import reporter
     from ..report.saved import load_saved_run
-    from ..suites.results import ConsistencyRun
-    from .verdict import Gates, finish_run, gate_option_error
+    from ..suites.consistency.results import ConsistencyRun
+    from .driver import finish
 
     err = stderr_console()
-    out = streams().stdout
     as_json = format is Format.json
+    consistency = reporter("consistency")
     gates = Gates(min_accuracy, threshold_mode.value, strict, fail_on_drop, allow_empty=allow_empty)
     message = gate_option_error(gates)
-    if message is not None:
-        err.print(f"error: {message}", style="red", markup=False)
-        if as_json:
-            write_json(to_json(ConsistencyRun(), code=EXIT_INPUT, error=message), out)
-        raise typer.Exit(EXIT_INPUT)
     try:
+        if message is not None:
+            raise ConfigError(message)
         text = None
         if file == "-":
             import sys
@@ -76,22 +76,26 @@ def report_command(
             text = sys.stdin.read()
         saved = load_saved_run("<stdin>" if file == "-" else file, text)
     except OxyError as exc:
+        decision = decide([], Gates(), error=exc, kind="consistency")
         print_error(err, exc, debug)
         if as_json:
-            write_json(to_json(ConsistencyRun(), code=exc.exit_code, error=json_error(exc)), out)
-        raise typer.Exit(exc.exit_code) from None
+            print_json(
+                consistency.error_document(ConsistencyRun(), decision, error=json_error(exc))
+            )
+        raise typer.Exit(decision.code) from None
     run = saved.run
     if saved.error is not None and not run.tests:  # the saved run itself failed
-        code = saved.code if saved.code is not None else EXIT_INFRA
+        decision = decide([], Gates(), error=saved.failure(), kind="consistency")
         err.print(
-            f"{file}: the saved run ended before any test finished (exit {code}): {saved.error}",
+            f"{file}: the saved run ended before any test finished (exit {decision.code}): "
+            f"{saved.error}",
             style="red",
             markup=False,
         )
         if as_json:
-            write_json(to_json(run, code=code, error=saved.error), out)
-        raise typer.Exit(code)
-    code, _threshold, _drop = finish_run(
-        run, gates, err=err, out=out, as_json=as_json, quiet=quiet, debug=debug
+            print_json(consistency.error_document(run, decision, error=saved.error))
+        raise typer.Exit(decision.code)
+    code = finish(
+        consistency, run, gates, err=err, out=stdout_console(), as_json=as_json, quiet=quiet
     )
     raise typer.Exit(code)

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import EXIT_INFRA, EXIT_OK, OxyError
+from ..errors import OxyError
+from ..evaluation import error_code
 from ..project.limits import MAX_CONCURRENCY
 from ._app import (
     CacheOption,
@@ -64,10 +65,13 @@ def _say_cached(err: Console, calls: int) -> None:
 
 def _interrupted(err: Console, as_json: bool, doc: dict[str, Any], why: str) -> typer.Exit:
     """Say why on stderr, print the partial document (JSON only); the exit to raise."""
-    err.print(f"{why}; exit {EXIT_INFRA}", style="yellow", markup=False)
+    from ..evaluation import interrupted_code
+
+    code = interrupted_code()
+    err.print(f"{why}; exit {code}", style="yellow", markup=False)
     if as_json:
-        print_json({**doc, "exit_code": EXIT_INFRA})
-    return typer.Exit(EXIT_INFRA)
+        print_json({**doc, "exit_code": code})
+    return typer.Exit(code)
 
 
 def _ask(
@@ -91,10 +95,21 @@ def _ask(
         why = f"{interrupt_reason(exc)} before the agent answered"
         raise _interrupted(err, as_json, answer.to_dict(), why) from None
     if as_json:
-        print_json({**answer.to_dict(), "exit_code": EXIT_OK})
+        print_json({**answer.to_dict(), "exit_code": 0})
     else:
         _say_cached(err, answer.cached_calls)
     return answer.output or ""
+
+
+def _decided(file: str, wf_run: Any, error: BaseException | None) -> int:
+    """The run's exit code, by the one decision on its result (a failed task's error
+    says whether it was bad input, 2, or not, 3)."""
+    from ..evaluation import Gates, decide
+    from ..suites.workflows import workflow_result
+
+    status = "failed" if error is not None else "completed"
+    result = workflow_result(file, wf_run, status)
+    return decide([result], Gates(), error=error, kind="workflow").code
 
 
 def _run_and_warn(err: Console, wf_run: Any, main: Any) -> None:
@@ -161,13 +176,14 @@ def _workflow(
             print_error(err, failed, debug)
         else:  # each error is on its task's line just above: name the tasks, once
             err.print(f"error: {failed.run.summary(brief=True)}", style="red", markup=False)
+        code = _decided(file, failed.run, failed)
         if as_json:
-            print_json({**failed.run.to_dict(), "exit_code": failed.exit_code})
+            print_json({**failed.run.to_dict(), "exit_code": code})
         else:
             _say_cached(err, failed.run.cached_calls)
-        raise typer.Exit(failed.exit_code) from None
+        raise typer.Exit(code) from None
     if as_json:
-        print_json({**wf_run.to_dict(), "exit_code": EXIT_OK})
+        print_json({**wf_run.to_dict(), "exit_code": _decided(file, wf_run, None)})
     else:
         _say_cached(err, wf_run.cached_calls)
     return str(wf_run.output) if wf_run.output is not None else ""
@@ -270,9 +286,10 @@ def run_command(
             )
     except OxyError as exc:
         print_error(err, exc, debug)
+        code = error_code(exc)
         if as_json:
-            print_json({"status": "error", "error": json_error(exc), "exit_code": exc.exit_code})
-        raise typer.Exit(exc.exit_code) from None
+            print_json({"status": "error", "error": json_error(exc), "exit_code": code})
+        raise typer.Exit(code) from None
     if not as_json:
         from ..report.text import shown
 
@@ -280,7 +297,6 @@ def run_command(
         # (--format json carries the exact text).
         text = shown(text)
         streams().stdout.write(text if text.endswith("\n") else text + "\n")
-    raise typer.Exit(EXIT_OK)
 
 
 @app.command("compile")
@@ -308,7 +324,7 @@ def compile_command(
         plan = compile_workflow(load_workflow(proj, file))
     except OxyError as exc:
         print_error(err, exc, debug)
-        raise typer.Exit(exc.exit_code) from None
+        raise typer.Exit(error_code(exc)) from None
     for warning in plan.all_warnings():  # its sub-workflows' too
         err.print(warning.format(), style="yellow", markup=False)
     echo(render_mermaid(plan) if mermaid else render_plan(plan))

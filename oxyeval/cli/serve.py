@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import EXIT_INFRA, EXIT_OK, ConfigError, OxyError
+from ..errors import EXIT_INFRA, ConfigError, OxyError
 from ._app import DebugOption, ProjectOption, app, setup_logging
 from ._common import DbOption, consoles, fail
 
@@ -126,4 +126,3 @@ def serve_command(
     except OxyError as exc:
         raise fail(err, exc, False) from None
     err.print(f"oxy serve: stopped{f' ({stopped[0]})' if stopped else ''}", highlight=False)
-    raise typer.Exit(EXIT_OK)

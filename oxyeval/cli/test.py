@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from contextlib import nullcontext
-from datetime import datetime, timezone
 from typing import Annotated
 
 import typer
 
-from ..errors import EXIT_INFRA, EXIT_INPUT, OxyError
+from ..errors import ConfigError
 from ._app import (
     AllowEmptyOption,
     CacheOption,
@@ -19,7 +16,6 @@ from ._app import (
     Format,
     MinAccuracyOption,
     ProjectOption,
-    RichProgress,
     StrictOption,
     ThresholdMode,
     ThresholdModeOption,
@@ -27,8 +23,9 @@ from ._app import (
     no_history_conflict,
     setup_logging,
 )
-from .artifacts import JunitOption, report_path_problem, write_report
-from .console import json_error, print_error, stderr_console, streams
+from ._common import fail
+from .artifacts import JunitOption
+from .console import stderr_console, stdout_console
 
 __all__ = ["test_command"]
 
@@ -100,22 +97,20 @@ def test_command(
     scored, or --fail-on-drop with a history that could not be read (a broken history
     is otherwise a warning and never changes the exit code).
     """
-    from ..report.json import to_json, write_json
+    from ..evaluation import Gates
+    from ..report import reporter
     from ..suites.consistency import run_tests_async
-    from ..suites.results import ConsistencyRun
-    from .interrupt import interrupt_reason, run_interruptible
-    from .verdict import Gates, finish_run, gate_option_error
-
-    err = stderr_console()
-    out = streams().stdout
-    setup_logging(err, debug)
-    as_json = format is Format.json
+    from ..suites.consistency.results import ConsistencyRun
+    from .driver import drive
     from .testfiles import is_test_file, run_test_files_command
 
+    err = stderr_console()
+    setup_logging(err, debug)
+    as_json = format is Format.json
     files = files or []
     pass_fail = [f for f in files if is_test_file(f)]
+    message = None
     if not files or pass_fail:
-        message = None
         if len(pass_fail) != len(files):
             message = (
                 "oxy test was given *.test.yml files and agent or workflow files together; "
@@ -123,11 +118,11 @@ def test_command(
             )
         elif fail_on_drop is not None:
             message = "--fail-on-drop applies to consistency tests, not *.test.yml files"
-        if message is not None:
-            err.print(f"error: {message}", style="red", markup=False)
-            if as_json:
-                write_json({"error": message, "exit_code": EXIT_INPUT}, out)
-            raise typer.Exit(EXIT_INPUT)
+    elif tag or case or adaptive:
+        message = "--tag, --case and --adaptive apply to *.test.yml files"
+    if message is not None:
+        raise fail(err, ConfigError(message), as_json)
+    if not files or pass_fail:
         raise typer.Exit(
             run_test_files_command(
                 files,
@@ -147,85 +142,26 @@ def test_command(
                 allow_empty=allow_empty,
             )
         )
-    if tag or case or adaptive:
-        message = "--tag, --case and --adaptive apply to *.test.yml files"
-        err.print(f"error: {message}", style="red", markup=False)
-        if as_json:
-            write_json({"error": message, "exit_code": EXIT_INPUT}, out)
-        raise typer.Exit(EXIT_INPUT)
-    show_progress = not quiet and sys.stderr.isatty()
-    progress = RichProgress(err) if show_progress else None
     run = ConsistencyRun()
-    started = datetime.now(timezone.utc)  # the JUnit suites' timestamp
-    error: BaseException | None = None
-    gates = Gates(min_accuracy, threshold_mode.value, strict, fail_on_drop, allow_empty=allow_empty)
-    message = gate_option_error(gates)
-    message = message or no_history_conflict(no_history, cache, fail_on_drop)
-    if message is None and junit is not None:
-        message = report_path_problem("--junit", junit)
-    if message is not None:
-        err.print(f"error: {message}", style="red", markup=False)
-        if as_json:
-            write_json(to_json(run, code=EXIT_INPUT, error=message), out)
-        raise typer.Exit(EXIT_INPUT)
-    main = run_tests_async(
-        files,
-        project_dir=project,
-        progress=progress,
-        into=run,
-        cache=cache,
-        db=db,
-        history=not no_history,
-    )
-    try:
-        with progress.progress if progress is not None else nullcontext():
-            run_interruptible(main)
-    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.cli.interrupt)
-        run.interrupted = True
-        cut = sum(1 for t in run.tests if t.interrupted)
-        err.print(
-            f"{interrupt_reason(exc)}: reporting {len(run.tests) - cut} test(s) that finished "
-            f"and {cut} cut short (their finished runs are kept, marked interrupted); "
-            f"exit {EXIT_INFRA}",
-            style="yellow",
-            markup=False,
-        )
-    except OxyError as exc:
-        error = exc
-    except Exception as exc:  # a bug: still say it in one paragraph and keep what finished
-        error = exc
-        if not debug:
-            err.print(
-                f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
-                style="red",
-                markup=False,  # brackets in an exception's text are not rich markup
-            )
-
-    if error is not None and not run.tests:
-        code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
-        if isinstance(error, OxyError) or debug:
-            print_error(err, error, debug)
-        if junit is not None:
-            from ..report.junit import consistency_junit
-            from ..report.verdict import decide
-
-            decision = decide(run, gates, error=error)  # no test: the error's code
-            text = consistency_junit(run, decision, error=json_error(error), timestamp=started)
-            code = write_report("--junit", junit, text, err, code)
-        if as_json:
-            write_json(to_json(run, code=code, error=json_error(error)), out)
-        raise typer.Exit(code)
-
-    code, _threshold, _drop = finish_run(
+    code = drive(
+        reporter("consistency"),
         run,
-        gates,
+        lambda events: run_tests_async(
+            files,
+            project_dir=project,
+            into=run,
+            cache=cache,
+            db=db,
+            history=not no_history,
+            events=events,
+        ),
+        Gates(min_accuracy, threshold_mode.value, strict, fail_on_drop, allow_empty=allow_empty),
         err=err,
-        out=out,
+        out=stdout_console(),
         as_json=as_json,
         quiet=quiet,
-        error=error,
-        debug=debug,
         junit=junit,
-        started=started,
+        debug=debug,
+        problem=no_history_conflict(no_history, cache, fail_on_drop),
     )
     raise typer.Exit(code)

@@ -9,10 +9,7 @@ tests' own, through the one decision.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
-from ._common import check_junit, consoles, print_json, run_reporting
-from .artifacts import write_report
+from ._common import consoles
 
 __all__ = ["is_test_file", "run_test_files_command"]
 
@@ -45,15 +42,16 @@ def run_test_files_command(
     allow_empty: bool,
 ) -> int:
     """Run the files, print the report, return the exit code."""
-    from ..evaluation import Gates, decide
-    from ..report.passfail import render_test_files, test_files_json
+    from ..evaluation import Gates
+    from ..report import reporter
     from ..suites import PassFailRun, run_test_files_async
+    from .driver import drive
 
     out, err = consoles()
-    check_junit(err, junit, as_json)
     run = PassFailRun()
-    started = datetime.now(timezone.utc)
-    interrupted, error = run_reporting(
+    return drive(
+        reporter("test-files"),
+        run,
         lambda events: run_test_files_async(
             paths,
             project_dir=project,
@@ -66,28 +64,10 @@ def run_test_files_command(
             adaptive=adaptive,
             into=run,
         ),
-        quiet=quiet,
+        Gates(min_accuracy, threshold_mode, strict, allow_empty=allow_empty),
         err=err,
+        out=out,
         as_json=as_json,
-        finished=lambda: len(run.subjects),
-        noun="case(s)",
+        quiet=quiet,
+        junit=junit,
     )
-    run.interrupted = run.interrupted or interrupted
-    gates = Gates(min_accuracy, threshold_mode, strict, allow_empty=allow_empty)
-    results = [r.as_result() for r in run.results]
-    decision = decide(results, gates, interrupted=run.interrupted, error=error, kind="passfail")
-    code = decision.code
-    if junit is not None:
-        from ..report.junit import passfail_junit
-
-        code = write_report("--junit", junit, passfail_junit(run, timestamp=started), err, code)
-    if as_json:
-        doc = test_files_json(run)
-        doc["summary"]["exitCode"] = code
-        doc["threshold"] = min_accuracy
-        print_json(doc)
-    else:
-        render_test_files(run, out)
-    for reason in decision.reasons:
-        err.print(reason, style="red", markup=False)
-    return code

@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from ..errors import EXIT_INPUT, EXIT_OK, OxyError
+from ..errors import LoadError, OxyError
+from ..evaluation import error_code, usage_code
 from ._app import DebugOption, Format, ProjectOption, app, setup_logging
 from ._common import FormatOption
 from .console import echo, json_error, print_error, stderr_console, streams
@@ -36,9 +37,10 @@ def validate_command(
     except OxyError as exc:
         print_error(err, exc, debug)
         if as_json:
-            write_json({"error": json_error(exc), "exit_code": EXIT_INPUT}, streams().stdout)
-        raise typer.Exit(EXIT_INPUT) from None
-    code = EXIT_INPUT if report.errors else EXIT_OK
+            write_json({"error": json_error(exc), "exit_code": error_code(exc)}, streams().stdout)
+        raise typer.Exit(error_code(exc)) from None
+    # Errors in the files are bad input, the one verdict validation gives.
+    code = error_code(LoadError.of(report.errors)) if report.errors else 0
     for d in report.diagnostics:  # on stderr in both formats: a non-zero exit says why
         err.print(d.format(), style="red" if d.severity == "error" else "yellow", markup=False)
     if as_json:
@@ -85,7 +87,7 @@ def schema_command(
             style="red",
             markup=False,
         )
-        raise typer.Exit(EXIT_INPUT)
+        raise typer.Exit(usage_code())
     if path:
         echo(str(schema_path(kind)))
     else:

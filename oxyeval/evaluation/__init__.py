@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "DecidableRun": "decision",
     "Previous": "results",
     "Result": "results",
     "Score": "results",
@@ -36,6 +37,11 @@ _EXPORTS = {
     "check_drop": "decision",
     "check_threshold": "decision",
     "decide": "decision",
+    "decide_run": "decision",
+    "error_code": "decision",
+    "interrupted_code": "decision",
+    "usage_code": "decision",
+    "with_artifact_failure": "decision",
     "gate_option_error": "decision",
     "gated_code": "decision",
     "moment": "decision",
@@ -81,6 +87,7 @@ __all__ = [
     "AdaptiveTest",
     "CacheServed",
     "Consistency",
+    "DecidableRun",
     "Decision",
     "DropResult",
     "Event",
@@ -116,8 +123,11 @@ __all__ = [
     "clarity_score",
     "consistency_hash",
     "decide",
+    "decide_run",
+    "error_code",
     "gate_option_error",
     "gated_code",
+    "interrupted_code",
     "kind_names",
     "lexical_similarity",
     "min_max_normalise",
@@ -129,13 +139,16 @@ __all__ = [
     "percent",
     "register_kind",
     "result_kind",
+    "usage_code",
     "valid_json",
     "wilson_interval",
+    "with_artifact_failure",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .decision import (
+        DecidableRun,
         Decision,
         DropResult,
         Gates,
@@ -144,10 +157,15 @@ if TYPE_CHECKING:
         check_drop,
         check_threshold,
         decide,
+        decide_run,
+        error_code,
         gate_option_error,
         gated_code,
+        interrupted_code,
         moment,
         percent,
+        usage_code,
+        with_artifact_failure,
     )
     from .events import (
         CacheServed,

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from ..errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK, OxyError
+from ..errors import EXIT_FAILED, EXIT_INFRA, EXIT_INPUT, EXIT_OK, OxyError
 from ..redact import redact
 from .kinds import result_kind
 from .results import Previous, Result, _round
@@ -30,8 +30,13 @@ __all__ = [
     "check_drop",
     "check_threshold",
     "decide",
+    "decide_run",
+    "error_code",
     "gate_option_error",
     "gated_code",
+    "interrupted_code",
+    "usage_code",
+    "with_artifact_failure",
 ]
 
 _EPS = 1e-9
@@ -356,6 +361,32 @@ def gated_code(base: int, threshold: ThresholdResult | None, drop: DropResult | 
     return EXIT_OK
 
 
+def error_code(error: BaseException) -> int:
+    """The exit code of what stopped a command or a run: an oxyeval error says what it
+    is (2 bad input, 3 a provider or the infrastructure); anything else (a bug, an
+    unexpected exception) leaves the outcome unknown, 3. The one such mapping, so a
+    command, a saved report and the SDK never disagree on an error's code."""
+    return error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
+
+
+def interrupted_code() -> int:
+    """SIGINT/SIGTERM before the run could decide: its outcome is unknown."""
+    return EXIT_INFRA
+
+
+def usage_code() -> int:
+    """A command line that cannot run (an unknown option, options that conflict): bad
+    input, like a bad file."""
+    return EXIT_INPUT
+
+
+def with_artifact_failure(code: int) -> int:
+    """``code`` once a report file asked for (``--junit``) could not be written: a run
+    that passed becomes 3 (CI must not read a missing report as green); a failure keeps
+    its own code."""
+    return EXIT_INFRA if code == EXIT_OK else code
+
+
 def gate_option_error(gates: Gates) -> str | None:
     """Why the gate options are unusable (exit 2), or None."""
     if gates.min_accuracy is not None and not 0.0 <= gates.min_accuracy <= 1.0:
@@ -397,7 +428,7 @@ def _outcome(
         return Outcome(result.subject, "unknown")
     if result.status in kind.neutral:
         return Outcome(result.subject, "neutral")
-    failed = kind.failed_line(result) if result.passed is False else None
+    failed = kind.failed_line(result) if result.passed is False and kind.checks_gate else None
     regression = None
     if gates.fail_on_regression and result.regressions:
         regression = f"regression: {result.subject}: {redact('; '.join(result.regressions))}"
@@ -482,7 +513,7 @@ def decide(
         )
         code = max(code, EXIT_FAILED)
     if error is not None:
-        code = error.exit_code if isinstance(error, OxyError) else EXIT_INFRA
+        code = error_code(error)
     unscored: tuple[str, ...] = ()
     if code != EXIT_OK:  # every non-zero exit says why, once per result
         unscored = tuple(redact(result_kind(r.kind).unknown_line(r)) for r in unknown)
@@ -503,4 +534,30 @@ def decide(
         interrupted=interrupted,
         gates=gates,
         empty=empty,
+    )
+
+
+class DecidableRun(Protocol):
+    """What every kind's run object offers the decision: its kind, its results (those
+    cut short included) and whether a signal stopped it. A consistency run also says
+    why earlier results could not be read (``history_unread``)."""
+
+    kind: str
+    interrupted: bool
+
+    def as_results(self) -> list[Result]: ...
+
+
+def decide_run(
+    run: DecidableRun, gates: Gates | None = None, *, error: BaseException | None = None
+) -> Decision:
+    """:func:`decide` on a run object of any kind (a library call's return, a saved
+    run read back): what a script asks for instead of working out an exit code."""
+    return decide(
+        run.as_results(),
+        gates or Gates(),
+        interrupted=bool(run.interrupted),
+        history_unread=tuple(getattr(run, "history_unread", ())),
+        error=error,
+        kind=run.kind,
     )

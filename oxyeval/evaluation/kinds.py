@@ -38,6 +38,10 @@ class ResultKind:
     unknown: frozenset[str] = frozenset({"error", "interrupted"})
     #: Statuses that are neither pass nor fail (a case with no expected output yet).
     neutral: frozenset[str] = frozenset()
+    #: Whether a result's own check (``Result.passed``) gates the run: False for a kind
+    #: whose pass is a statistic to compare, not a requirement (an A/B branch's quality
+    #: against the pass mark ranks branches; a run of them fails only on missing data).
+    checks_gate: bool = True
     #: What the score is called in messages ("accuracy", "score", "pass rate").
     metric: str = "score"
     #: What one result is called in messages ("test", "case", "branch").

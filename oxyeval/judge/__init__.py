@@ -23,10 +23,15 @@ _EXPORTS = {
     "Rubric": "rubrics",
     "Judge": "judge",
     "JudgeResult": "judge",
-    "JudgeSession": "judge",
+    "JudgeSession": "structured",
+    "JsonJudge": "answers",
+    "parse_json_object": "answers",
+    "vendor_schema": "answers",
     "Verdict": "reading",
     "parse_verdict": "judge",
     "VerdictCache": "verdicts",
+    "JSON_ANSWER": "verdicts",
+    "answer_key": "verdicts",
     "key_labels": "verdicts",
     "verdict_data": "verdicts",
     "verdict_from_data": "verdicts",
@@ -45,11 +50,13 @@ _EXPORTS = {
 __all__ = [
     "CONSISTENCY",
     "DEFAULT_CONSISTENCY_PROMPT",
+    "JSON_ANSWER",
     "PASS_FAIL",
     "SCALE_1_5",
     "Assessment",
     "Comparison",
     "ConsistencyScore",
+    "JsonJudge",
     "Judge",
     "JudgeResult",
     "JudgeSession",
@@ -57,15 +64,18 @@ __all__ = [
     "Rubric",
     "Verdict",
     "VerdictCache",
+    "answer_key",
     "assess",
     "evaluate",
     "key_labels",
     "normalize",
     "pair_count",
     "pair_order",
+    "parse_json_object",
     "parse_verdict",
     "plan_comparisons",
     "score_comparisons",
+    "vendor_schema",
     "verdict_data",
     "verdict_from_data",
     "verdict_key",
@@ -73,6 +83,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from .answers import JsonJudge, parse_json_object, vendor_schema
     from .consistency import (
         Assessment,
         Comparison,
@@ -85,7 +96,7 @@ if TYPE_CHECKING:
         plan_comparisons,
         score_comparisons,
     )
-    from .judge import Judge, JudgeResult, JudgeSession, parse_verdict
+    from .judge import Judge, JudgeResult, parse_verdict
     from .reading import Verdict
     from .rubrics import (
         CONSISTENCY,
@@ -95,4 +106,13 @@ if TYPE_CHECKING:
         Label,
         Rubric,
     )
-    from .verdicts import VerdictCache, key_labels, verdict_data, verdict_from_data, verdict_key
+    from .structured import JudgeSession
+    from .verdicts import (
+        JSON_ANSWER,
+        VerdictCache,
+        answer_key,
+        key_labels,
+        verdict_data,
+        verdict_from_data,
+        verdict_key,
+    )

@@ -10,9 +10,7 @@ judge error, reported and excluded from the score, never guessed.
 from __future__ import annotations
 
 import json
-import logging
 import re
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -24,6 +22,7 @@ from ..providers import ChatMessage, Completion, GenerateParams
 from ..redact import clip
 from .reading import Verdict
 from .rubrics import CONSISTENCY, DEFAULT_CONSISTENCY_PROMPT, Rubric
+from .structured import STRUCTURED_MODES, JudgeSession, ask
 from .verdicts import VerdictCache, verdict_key
 
 if TYPE_CHECKING:
@@ -80,39 +79,17 @@ class JudgeResult:
     #: None when a call's price or token counts are unknown. Kept apart from the cost of
     #: what was judged, so a report can say what judging cost.
     cost: float | None = 0.0
+    #: A JSON judge's answer (:class:`~oxyeval.judge.answers.JsonJudge`): the object the
+    #: judge gave, valid under the schema it was asked for; None for a rubric's verdict.
+    answer: dict[str, Any] | None = None
 
 
 #: Judge replies are a few sentences and a verdict; without a cap a small model that
 #: rambles holds a single-slot server for minutes (and a cut-off reply is reported).
 DEFAULT_JUDGE_MAX_TOKENS = 512
-STRUCTURED_MODES = ("auto", "on", "off")
 # Hosted reasoning models get no default cap: their hidden thinking counts against it
 # (an empty reply at 512), and OpenAI's o-series/gpt-5 refuse the max_tokens field.
 _THINKING_MODEL = re.compile(r"(?i)^(?:models/)?(?:o\d|gpt-5|gemini-(?:2\.5|[3-9]))")
-# Statuses with which servers refuse a request field they do not support.
-_REFUSED = (400, 422)
-
-log = logging.getLogger("oxyeval.judge")
-
-
-class JudgeSession:
-    """What the judges of one run learn about their models as they go: which servers
-    refused structured output, so the rest of the run asks them for plain text and the
-    warning is given once. One per run (a RunContext's), never process-wide: two runs
-    in one process (a server) do not change each other's requests."""
-
-    def __init__(self) -> None:
-        self._text_only: weakref.WeakSet[Any] = weakref.WeakSet()
-
-    def text_only(self, model: Model) -> bool:
-        return model in self._text_only
-
-    def refused(self, model: Model) -> bool:
-        """Note that ``model`` refused structured output; True the first time."""
-        if model in self._text_only:
-            return False
-        self._text_only.add(model)
-        return True
 
 
 def _pair(task_description: str, submission_1: str, submission_2: str) -> dict[str, str]:
@@ -193,15 +170,6 @@ class Judge:
             return spec.params.max_tokens
         return None if _THINKING_MODEL.match(spec.model_ref or "") else DEFAULT_JUDGE_MAX_TOKENS
 
-    def _supports_structured(self) -> bool:
-        return bool(getattr(getattr(self.model, "api", None), "structured_output", False))
-
-    def _structured(self) -> bool:
-        mode = self.structured_mode
-        if mode == "off" or (mode == "auto" and self.session.text_only(self.model)):
-            return False
-        return mode == "on" or self._supports_structured()
-
     def _request(self, structured: bool) -> GenerateParams:
         own = GenerateParams(
             max_tokens=self.max_tokens,
@@ -211,41 +179,13 @@ class Judge:
 
     async def _ask(self, messages: list[ChatMessage]) -> Completion:
         """One judge call: structured when allowed, plain text after the server refused it."""
-        structured = self._structured()
-        if structured and not self._supports_structured():
-            raise ProviderError(
-                f"judge.structured is 'on', but oxyeval has no structured output for vendor "
-                f"'{self.model.spec.vendor}' (model '{self.model.name}'); set judge.structured "
-                "to auto or off in config.yml",
-                model=self.model.name,
-            )
-        try:
-            return await self.model.generate(messages, self._request(structured))
-        except ProviderError as exc:
-            if not structured or exc.status not in _REFUSED:
-                raise
-            if self.structured_mode == "on":
-                raise ProviderError(
-                    f"{exc} (the structured verdict request was refused; judge.structured is "
-                    "'on', so there is no plain-text fallback: set it to auto or off)",
-                    model=exc.model,
-                    status=exc.status,
-                ) from None
-            completion = await self.model.generate(messages, self._request(False))
-            self._fall_back(exc)
-            return completion
-
-    def _fall_back(self, refusal: ProviderError) -> None:
-        """Remember, and say once per judge model, that its server refused structured output."""
-        if not self.session.refused(self.model):
-            return
-        log.warning(
-            "judge model '%s' refused the structured verdict request (HTTP %s), so its verdicts "
-            "are read from plain text for the rest of this run; set judge.structured: off in "
-            "config.yml to skip the attempt. The refusal: %s",
-            self.model.name,
-            refusal.status,
-            refusal,
+        return await ask(
+            self.model,
+            messages,
+            self._request(False),
+            self.rubric.schema,
+            mode=str(self.structured_mode),
+            session=self.session,
         )
 
     def _verdict(self, completion: Completion) -> Verdict | None:

@@ -22,8 +22,10 @@ if TYPE_CHECKING:
     from .rubrics import Rubric
 
 __all__ = [
+    "JSON_ANSWER",
     "READING",
     "VerdictCache",
+    "answer_key",
     "key_labels",
     "verdict_data",
     "verdict_from_data",
@@ -35,6 +37,13 @@ __all__ = [
 #: (2: a judge that changes its mind, "Answer: A? No, B.", counts as B) old verdicts must
 #: not be replayed. Raise it with any change that can read a reply differently.
 READING = 2
+
+#: The one label of a JSON judge's entry (:class:`~oxyeval.judge.answers.JsonJudge`): the
+#: judge answered with an object of the schema asked for, kept as the entry's ``answer``.
+#: Its key names it as its rubric's only label (:func:`answer_key`), so an entry kept for
+#: one kind of question is never read as the other's, and JSON answers are kept and
+#: replayed by the same cache as verdicts.
+JSON_ANSWER = "JSON"
 
 
 @runtime_checkable
@@ -91,15 +100,35 @@ def verdict_key(
     return json.loads(json.dumps(key, default=str))
 
 
+def answer_key(
+    model: Model, params: GenerateParams, structured: str, prompt: str, schema: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The key of one JSON answer: as :func:`verdict_key`, with the schema asked for in
+    place of a rubric, so an answer is replayed only for the same question asked for the
+    same shape of object."""
+    import json
+
+    key = verdict_key(model, params, structured, prompt)
+    key["rubric"] = {
+        "name": "json",
+        "labels": [[JSON_ANSWER, "an object valid under the schema"]],
+        "schema": json.loads(json.dumps(schema, default=str)),
+    }
+    return key
+
+
 def verdict_data(result: JudgeResult) -> dict[str, Any]:
     """What is kept of a verdict: the choice, the reasoning, the raw reply and how many
-    calls it took (what a replay saves)."""
-    return {
+    calls it took (what a replay saves); a JSON judge's object too."""
+    data: dict[str, Any] = {
         "choice": result.choice,
         "reasoning": result.reasoning,
         "raw": result.raw,
         "calls": result.calls,
     }
+    if result.answer is not None:
+        data["answer"] = result.answer
+    return data
 
 
 def key_labels(key: Mapping[str, Any]) -> tuple[str, ...]:
@@ -123,6 +152,9 @@ def verdict_from_data(
     choice = data.get("choice")
     if not isinstance(choice, str) or choice not in labels:
         return None
+    answer = data.get("answer")
+    if choice == JSON_ANSWER and not isinstance(answer, dict):
+        return None  # a JSON answer is its object: without it the entry is no answer
     reasoning, raw, calls = data.get("reasoning"), data.get("raw"), data.get("calls")
     return JudgeResult(
         choice,
@@ -130,4 +162,5 @@ def verdict_from_data(
         raw if isinstance(raw, str) else "",
         0,
         cached_calls=calls if isinstance(calls, int) and calls > 0 else 1,
+        answer=answer if isinstance(answer, dict) else None,
     )

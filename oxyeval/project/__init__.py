@@ -67,6 +67,7 @@ _EXPORTS = {
     "DEFAULT_THRESHOLD": "prompts",
     "collect_case_files": "prompts",
     "rewrite_expected_output": "rewrite",
+    "file_lock": "rewrite",
     "TemplateRef": "templates",
     "JINJA_NAMES": "templates",
     "attribute_reads": "templates",
@@ -153,6 +154,7 @@ __all__ = [
     "did_you_mean",
     "evaluate",
     "file_kind",
+    "file_lock",
     "find_config",
     "format_key_path",
     "inside_project",
@@ -243,7 +245,7 @@ if TYPE_CHECKING:
         collect_case_files,
         load_prompts,
     )
-    from .rewrite import rewrite_expected_output
+    from .rewrite import file_lock, rewrite_expected_output
     from .scaffold import SCAFFOLD, ScaffoldConflict, next_steps, write_scaffold
     from .schema import SCHEMA_FILES, did_you_mean, schema_path, validate_document
     from .templates import (

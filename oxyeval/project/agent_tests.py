@@ -218,7 +218,9 @@ def _project_file(project: Project, ref: str, kind: str) -> Path | None:
         return None
     names = {f"{ref}.{kind}.yml", f"{ref}.{kind}.yaml"}
     matches = [p for p in project_files(project.root, (kind,)) if p.name in names]
-    return matches[0].resolve() if matches else None
+    # the same rule as the workflow stage's: a match that links out of the project is none
+    inside = [real for p in matches if (real := inside_project(project.root, str(p))) is not None]
+    return inside[0] if inside else None
 
 
 def _workflow_tools(project: Project, path: Path) -> tuple[frozenset[str] | None, str]:

@@ -15,15 +15,17 @@ import math
 import os
 import stat
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ..errors import Diagnostic, LoadError
-from ..inputs import valid_text
+from ..inputs import MAX_INT_DIGITS, valid_text
 from ..redact import clip
-from .limits import MAX_ALIAS_NODES, MAX_FILE_BYTES, MAX_YAML_DEPTH
+from .limits import MAX_FILE_BYTES
+from .yamlloader import FLOAT_TAG, INT_TAG, STR_TAG, LimitError, ProjectLoader
 
 __all__ = [
     "SYMLINK_LOOP",
@@ -96,8 +98,14 @@ class Document:
             return str(self.path)
         return str(self.path) if rel.startswith("..") else rel
 
+    @cached_property
+    def _lines(self) -> list[str]:
+        return self.text.splitlines()
+
     def source_line(self, line: int) -> str | None:
-        lines = self.text.splitlines()
+        """Line ``line`` (1-based) of the text. The text is split once: a file with many
+        problems (every key a duplicate) quotes a line for each."""
+        lines = self._lines
         return lines[line - 1] if 0 < line <= len(lines) else None
 
     def locate(self, path: KeyPath, *, at_key: bool = False) -> _Pos | None:
@@ -163,99 +171,6 @@ class Document:
         return node
 
 
-def _too_deep() -> str:
-    return (
-        f"YAML nested more than {MAX_YAML_DEPTH} levels deep (lists and mappings inside "
-        "each other); no project file needs that"
-    )
-
-
-class _LimitError(yaml.MarkedYAMLError):
-    """A file that is valid YAML but too deep or too large once its aliases are expanded."""
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that bounds nesting depth and alias expansion while composing.
-
-    PyYAML composes recursively (5,000 levels of ``[[[...]]]`` end in RecursionError)
-    and expands aliases by sharing nodes, so a "billion laughs" file loads in
-    microseconds and explodes later, when a template prints it or a report copies it.
-    Both are measured here, node by node, before any Python object exists: a node's
-    size and depth count its aliased parts in full.
-    """
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._depth = 0  # collections open around the node being composed
-        self._alias_nodes = 0  # nodes that the aliases seen so far expand to
-        self._sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, depth), expanded
-
-    def fetch_flow_collection_start(self, token_class: Any) -> None:
-        # The scanner is quadratic in flow nesting (5,000 levels of '[' take a second before
-        # the composer sees the first node): stop it at the same depth.
-        if self.flow_level >= MAX_YAML_DEPTH:
-            raise _LimitError(None, None, _too_deep(), self.get_mark())
-        super().fetch_flow_collection_start(token_class)
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent):
-            node = super().compose_node(parent, index)
-            size = self._sizes.get(id(node))
-            if size is None:  # the anchor's own node is still open: it would contain itself
-                raise _LimitError(
-                    None,
-                    None,
-                    f"YAML alias *{event.anchor} is used inside the node it names; "
-                    "a structure that contains itself cannot be loaded",
-                    event.start_mark,
-                )
-            nodes, depth = size
-            self._alias_nodes += nodes
-            if self._alias_nodes > MAX_ALIAS_NODES:
-                raise _LimitError(
-                    None,
-                    None,
-                    f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} nodes (an alias bomb?); "
-                    f"this one adds {nodes:,}",
-                    event.start_mark,
-                )
-            if self._depth + depth > MAX_YAML_DEPTH:
-                raise _LimitError(
-                    None,
-                    None,
-                    f"YAML alias *{event.anchor} nests the data more than {MAX_YAML_DEPTH} levels deep",
-                    event.start_mark,
-                )
-            return node
-        opens = isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent))
-        if opens:
-            self._depth += 1
-            if self._depth > MAX_YAML_DEPTH:
-                raise _LimitError(None, None, _too_deep(), event.start_mark)
-        try:
-            node = super().compose_node(parent, index)
-        finally:
-            if opens:
-                self._depth -= 1
-        self._sizes[id(node)] = self._measure(node)
-        return node
-
-    def _measure(self, node: yaml.Node) -> tuple[int, int]:
-        if isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        elif isinstance(node, yaml.MappingNode):
-            children = [part for pair in node.value for part in pair]
-        else:
-            return 1, 0
-        nodes, depth = 1, 0
-        for child in children:
-            c_nodes, c_depth = self._sizes.get(id(child), (1, 0))
-            nodes += c_nodes
-            depth = max(depth, c_depth)
-        return nodes, depth + 1
-
-
 def _walk(
     node: yaml.Node,
     path: KeyPath,
@@ -277,7 +192,7 @@ def _walk(
             if isinstance(key_node, yaml.ScalarNode):
                 _check_scalar(key_node, (*path, key_node.value), doc, problems)
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
-            if isinstance(key_node, yaml.ScalarNode) and key_node.tag == "tag:yaml.org,2002:int":
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag == INT_TAG:
                 with contextlib.suppress(ValueError):
                     key = int(key)
             child = (*path, key)
@@ -303,58 +218,91 @@ def _walk(
             _walk(item, (*path, index), doc, problems, seen)
 
 
-_FLOAT_TAG = "tag:yaml.org,2002:float"
-
-
 def _check_scalar(
     node: yaml.ScalarNode, path: KeyPath, doc: Document, problems: list[Diagnostic]
 ) -> None:
-    """Values as documented: numbers finite, text valid. ``.inf``, ``.nan`` and
-    ``1.0e+999`` are errors here, at their line, whatever key holds them; a double-quoted
-    ``"\\ud800"`` (a lone surrogate, which no file, report or database can hold) is
-    replaced by U+FFFD with a warning."""
-    line = node.start_mark.line + 1
-    if node.tag == _FLOAT_TAG and not _finite_yaml_float(str(node.value)):
+    """Values as documented: numbers finite and within a float's range, text valid.
+    ``.inf``, ``.nan``, ``1.0e+999`` and an integer of more than
+    :data:`~oxyeval.inputs.MAX_INT_DIGITS` digits are errors here, at their line, whatever
+    key holds them (the integer is then read as text, so the rest of the file still loads
+    and is checked); a double-quoted ``"\\ud800"`` (a lone surrogate, which no file, report
+    or database can hold) is replaced by U+FFFD with a warning."""
+    problem = None
+    if node.tag == FLOAT_TAG and not _finite_yaml_float(str(node.value)):
+        problem = (
+            f"{node.value} is not a finite number; numbers must be finite "
+            "(quote it if it is meant as text)"
+        )
+    elif node.tag == INT_TAG and _int_too_long(str(node.value)):
+        problem = (
+            f"an integer of more than {MAX_INT_DIGITS} digits; numbers must be within a "
+            "float's range (quote it if it is meant as text)"
+        )
+        node.tag = STR_TAG  # Python would refuse to read it past 4,300 digits
+    elif isinstance(node.value, str) and not node.value.isascii():
+        line = node.start_mark.line + 1
+        node.value = valid_text(node.value, f"{doc.display}:{line}")
+    if problem is not None:
+        line = node.start_mark.line + 1
         problems.append(
             Diagnostic(
                 doc.display,
-                f"{node.value} is not a finite number; numbers must be finite "
-                "(quote it if it is meant as text)",
+                problem,
                 line=line,
                 column=node.start_mark.column + 1,
                 key=format_key_path(path),
                 source_line=_clip(doc.source_line(line)),
-                span=max(1, len(str(node.value))),
+                span=min(max(1, len(str(node.value))), 200),
             )
         )
-    elif isinstance(node.value, str):
-        node.value = valid_text(node.value, f"{doc.display}:{line}")
 
 
 def _finite_yaml_float(text: str) -> bool:
-    """A YAML 1.1 float as PyYAML reads it (``_`` separators, ``.inf``, ``1:30.5``) is finite."""
+    """A YAML 1.1 float as PyYAML reads it (``_`` separators, ``.inf``) is finite."""
     value = text.replace("_", "").lower().lstrip("+-")
     if value in (".inf", ".nan"):
         return False
-    if ":" in value:  # base 60: finite digits, finite value
-        return True
     try:
         return math.isfinite(float(value))
     except ValueError:
         return True  # not what PyYAML reads as a float either: its own error, if any
 
 
+#: Digits past which no base's integer can be within MAX_INT_DIGITS decimal digits
+#: (10**308 has 1,024 binary digits): longer ones are refused without being converted.
+_MAX_INT_CHARS = 1_100
+
+
+def _int_too_long(text: str) -> bool:
+    """A YAML int (``0b``, ``0x``, octal ``0..``, decimal, ``_`` separators) of more than
+    MAX_INT_DIGITS decimal digits. Linear in the text, whatever its length."""
+    value = text.replace("_", "").lstrip("+-")
+    base = 10
+    if value[:2] in ("0b", "0x"):
+        base, value = (2 if value[1] == "b" else 16), value[2:]
+    elif value.startswith("0") and len(value) > 1:
+        base, value = 8, value[1:]
+    value = value.lstrip("0")
+    if len(value) > _MAX_INT_CHARS:
+        return True
+    try:
+        return abs(int(value or "0", base)) >= 10**MAX_INT_DIGITS
+    except ValueError:
+        return False  # not what PyYAML reads as an int either: its own error, if any
+
+
 def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:
     """Parse ``text``; syntax errors come back as diagnostics, never as exceptions."""
     doc = Document(path=path, text=text, data=None)
     problems: list[Diagnostic] = []
-    loader = _Loader(text)
+    loader: ProjectLoader | None = None
     try:
+        loader = ProjectLoader(text)  # reads the whole text: a NUL byte is refused here
         node = loader.get_single_node()
         if node is not None:
             _walk(node, (), doc, problems, set())
             doc.data = loader.construct_document(node)
-    except _LimitError as exc:
+    except LimitError as exc:
         mark = exc.problem_mark
         line = mark.line + 1 if mark else None
         problems.append(
@@ -391,11 +339,34 @@ def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:
                 source_line=doc.source_line(line) if line else None,
             )
         )
+    except yaml.reader.ReaderError as exc:
+        problems.append(_unreadable(doc, exc))
     except yaml.YAMLError as exc:
         problems.append(Diagnostic(doc.display, f"YAML error: {exc}"))
+    except (ValueError, OverflowError, RecursionError) as exc:
+        # A value PyYAML itself cannot make (a date out of range): the file is bad input,
+        # never a crash of the command or of the server's sync.
+        problems.append(Diagnostic(doc.display, f"YAML error: a value cannot be read ({exc})"))
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return doc, problems
+
+
+def _unreadable(doc: Document, exc: yaml.reader.ReaderError) -> Diagnostic:
+    """A character YAML does not allow (NUL, other control characters), at its line."""
+    position = exc.position if isinstance(exc.position, int) else 0
+    line = doc.text.count("\n", 0, position) + 1
+    column = position - (doc.text.rfind("\n", 0, position) + 1) + 1
+    code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "?")
+    return Diagnostic(
+        doc.display,
+        f"the character U+{code:04X} is not allowed in a YAML file (control characters "
+        'are refused); inside double quotes, write it as an escape such as "\\x00"',
+        line=line,
+        column=column,
+        source_line=_clip(doc.source_line(line), 200),
+    )
 
 
 def _clip(line: str | None, width: int = 200) -> str | None:
@@ -407,8 +378,12 @@ def path_problem(path: str | os.PathLike[str]) -> str | None:
     """Why ``path`` cannot be read as a file, in words; None when it can.
 
     ``Path.exists()`` answers False for a symlink loop, which then reads as "file not
-    found"; this says what is really there.
+    found"; this says what is really there. A file of a project that is a link out of
+    it cannot be read either (:func:`~.files.link_leaves`): every reader of project files
+    asks here first, so that one rule holds for all of them.
     """
+    from .files import link_leaves  # files imports this module
+
     file = Path(path)
     try:
         info = file.stat()
@@ -420,6 +395,9 @@ def path_problem(path: str | os.PathLike[str]) -> str | None:
         if exc.errno == errno.ELOOP:
             return SYMLINK_LOOP
         return f"cannot read file: {exc.strerror}"
+    leaves = link_leaves(file)
+    if leaves is not None:
+        return leaves
     if stat.S_ISDIR(info.st_mode):
         return "is a directory, expected a YAML file"
     if not stat.S_ISREG(info.st_mode):

@@ -16,8 +16,10 @@ __all__ = [
     "file_kind",
     "find_config",
     "inside_project",
+    "link_leaves",
     "outside_project",
     "project_files",
+    "project_root",
 ]
 
 CONFIG_NAMES = ("config.yml", "config.yaml")
@@ -61,20 +63,66 @@ def project_files(root: Path, kinds: tuple[str, ...]) -> list[Path]:
     return out
 
 
-def find_config(start: Path) -> Path | None:
-    """Walk up from ``start`` (a file or folder) to the nearest config.yml."""
-    try:
-        here = start.resolve()
-    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
-        raise LoadError([Diagnostic(str(start), path_problem(start) or SYMLINK_LOOP)]) from None
-    if here.is_file() or not here.exists():
-        here = here.parent
-    for folder in (here, *here.parents):
+def _nearest_config(folder: Path) -> Path | None:
+    """The config.yml in ``folder`` or the nearest folder above it, walked by name.
+
+    By name, not through links: a folder on the way that is a link out of the project
+    must not decide which project a file belongs to (its target has no config.yml, so
+    the file would seem to be in none, and be read as a stray file)."""
+    for here in (folder, *folder.parents):
         for name in CONFIG_NAMES:
-            candidate = folder / name
+            candidate = here / name
             if candidate.is_file():
                 return candidate
     return None
+
+
+def find_config(start: Path) -> Path | None:
+    """Walk up from ``start`` (a file or folder) to the nearest config.yml.
+
+    The file itself is not followed: a link in a project belongs to that project, wherever
+    it points (and is then refused when it points out of it, see :func:`link_leaves`).
+    """
+    try:
+        start.resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+        raise LoadError([Diagnostic(str(start), path_problem(start) or SYMLINK_LOOP)]) from None
+    here = Path(os.path.abspath(start))
+    return _nearest_config(here if start.is_dir() else here.parent)
+
+
+def project_root(path: str | os.PathLike[str]) -> Path | None:
+    """The project folder of a file: the nearest folder above it holding a config.yml
+    (found by name, the file itself not followed); None for a file in no project."""
+    config = _nearest_config(Path(os.path.abspath(path)).parent)
+    return None if config is None else config.parent
+
+
+def link_leaves(path: str | os.PathLike[str]) -> str | None:
+    """Why a project's file must not be read: it is a link (or lies in a linked folder)
+    whose target is outside its project. None when it stays inside, or is in no project.
+
+    A shared project (a fork's pull request, a downloaded example) can ship
+    ``prompts/x.prompt.yml`` as a link to ``~/.git-credentials``; reading it would let a
+    parse error quote the token in a CI log, or a prompt send it to a model. The rule is
+    :func:`inside_project`'s, applied to the file's own path.
+    """
+    root = project_root(path)
+    if root is None:
+        return None
+    try:
+        base = root.resolve()
+    except (OSError, RuntimeError):
+        base = root
+    full = os.path.abspath(path)
+    if inside_project(base, full) is not None:
+        return None
+    return (
+        f"is a link that leaves the project folder {root}: {os.path.relpath(full, root)} (or a "
+        "folder on its way) points outside it; oxyeval reads no file outside the project "
+        "through a link, so a shared project cannot make it show or send another file. "
+        "Copy the file into the project instead"
+    )
 
 
 def outside_project(what: str, text: str, root: Path) -> str:

@@ -39,6 +39,7 @@ __all__ = [
     "MAX_TIMEOUT_S",
     "MAX_TOOL_CALLS",
     "MAX_YAML_DEPTH",
+    "MAX_YAML_NODES",
     "RENDER_TIMEOUT_S",
     "render_limit",
     "render_timeout",
@@ -48,6 +49,7 @@ __all__ = [
 MAX_FILE_BYTES = 5_000_000  # a YAML file larger than this is not read at all
 MAX_YAML_DEPTH = 100  # nested mappings/lists, aliases expanded
 MAX_ALIAS_NODES = 100_000  # nodes that all alias uses (*name, <<: *name) of a file expand to
+MAX_YAML_NODES = 250_000  # keys, items and scalars of one file: what bounds its load time
 
 # -- counts in project files (the schemas' maxima) ------------------------------------
 MAX_RUNS = 10_000  # a consistency test's n

@@ -3,19 +3,102 @@
 Apart from the loader (:mod:`.prompts`) because it edits text, not data: it finds the
 value's span and replaces only it, leaving every comment, quote style and the rest of
 the layout as the user wrote them, and replaces the file atomically.
+
+A project may come from someone else, so a write never follows a link: the new text
+goes into a fresh file created exclusively, under a random name, in the file's own
+folder, which is then renamed over the file; a file that is a link out of the project
+is refused (:func:`~.document.path_problem`). Writers of one file take turns
+(:func:`file_lock`): each one reads the file as the previous one left it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import ConfigError
-from .document import Document, KeyPath, load_yaml
+from .document import Document, KeyPath, load_yaml, path_problem
 
-__all__ = ["DeclaredCase", "rewrite_expected_output"]
+__all__ = ["DeclaredCase", "file_lock", "rewrite_expected_output"]
+
+#: How long a writer waits for another process writing in the same folder.
+LOCK_WAIT_S = 30.0
+
+
+class _Turn:
+    """One file's writers: a re-entrant lock for the threads of this process, and the
+    folder's ``flock`` for other processes, held by the outermost holder."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.depth = 0
+        self.fd: int | None = None
+
+
+_turns: dict[str, _Turn] = {}
+_turns_guard = threading.Lock()
+
+
+def _flock_folder(folder: Path) -> int | None:
+    """The folder's exclusive ``flock`` (its descriptor), or None where there is none to
+    take (no fcntl, a file system without locks). The folder, not the file: the file is
+    replaced by a rename, so a lock held on it would guard an inode no longer there."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: the in-process lock alone
+        return None
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+    except OSError:
+        return None
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise ConfigError(
+                    f"{folder}: another oxyeval process has been writing a file in this folder "
+                    f"for {LOCK_WAIT_S:.0f} s; try again when it is done"
+                ) from None
+            time.sleep(0.02)
+        except OSError:  # locks not supported here
+            os.close(fd)
+            return None
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Take ``path``'s turn: one writer at a time reads, changes and writes the file.
+
+    Without it two writers that read the same text each write back their own change,
+    and the second rename silently drops the first one's. Re-entrant, so a caller may
+    hold the turn across the rewrite and its own bookkeeping (the store's copy).
+    """
+    real = os.path.realpath(path)
+    with _turns_guard:
+        turn = _turns.setdefault(real, _Turn())
+    with turn.lock:
+        if turn.depth == 0:
+            turn.fd = _flock_folder(Path(real).parent)
+        turn.depth += 1
+        try:
+            yield
+        finally:
+            turn.depth -= 1
+            if turn.depth == 0 and turn.fd is not None:
+                os.close(turn.fd)  # closing releases the flock
+                turn.fd = None
 
 
 class DeclaredCase(Protocol):
@@ -99,6 +182,13 @@ def rewrite_expected_output(case: DeclaredCase, output: str) -> Path:
     if case.doc is None:
         raise ConfigError(f"case '{case.name}' is not declared in a file; nothing to rewrite")
     path = case.doc.path
+    with file_lock(path):
+        _rewrite(case, path, output)
+    return path
+
+
+def _rewrite(case: DeclaredCase, path: Path, output: str) -> None:
+    """The rewrite itself, with the file's turn held."""
     doc = load_yaml(path)  # the file as it is now, not as it was when the run started
     items = doc.get(case.key[:-1])
     index = next(
@@ -164,7 +254,6 @@ def rewrite_expected_output(case: DeclaredCase, output: str) -> Path:
     if "\r\n" in text:  # keep the file's line endings
         new_text = new_text.replace("\r\n", "\n").replace("\n", "\r\n")
     _replace_file(path, text, new_text, lambda: load_yaml(path).get(value_key) == output, case.name)
-    return path
 
 
 def _offset(text: str, line: int, column: int) -> int:
@@ -175,30 +264,66 @@ def _offset(text: str, line: int, column: int) -> int:
     return start + column - 1
 
 
+def _write_new(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``, keeping its permissions, without following a link.
+
+    The text goes into a new file made with O_EXCL under a random name in the same
+    folder (so never into a file or link someone left there), then renamed over
+    ``path``: a rename replaces the name itself, never a link's target. Raises OSError,
+    or UnicodeEncodeError for text no file can hold, before anything is created."""
+    data = text.encode("utf-8")
+    mode = stat.S_IMODE(os.stat(path, follow_symlinks=False).st_mode)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".oxy-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+            if hasattr(os, "fchmod"):
+                os.fchmod(handle.fileno(), mode)
+        if not hasattr(os, "fchmod"):
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def _replace_file(path: Path, old: str, new: str, check: Any, case_name: str) -> None:
     """Write ``new`` atomically with the file's permissions; put ``old`` back unless the
-    result reads back right, so a failed accept never leaves a broken file."""
-    import stat
+    result reads back right, so a failed accept never leaves a broken file.
 
-    tmp = path.with_name(path.name + ".oxy-tmp")
+    ``path`` is the file as the project names it: a link inside the project is written
+    through (its target is the project's file), a link out of it is refused."""
+    problem = path_problem(path)
+    if problem is not None:
+        raise ConfigError(f"{path}: {problem}; the expected output was not written")
+    target = Path(os.path.realpath(path))
     try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-        with open(tmp, "w", encoding="utf-8", newline="") as handle:
-            handle.write(new)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        _write_new(target, new)
+    except UnicodeEncodeError:
         raise ConfigError(
-            f"{path}: cannot write the new expected output ({exc.strerror or exc}); the file is unchanged"
+            f"{path}: the new expected output of case '{case_name}' holds a character no file "
+            "can hold (a lone UTF-16 surrogate); the file is unchanged"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot write the new expected output ({exc.strerror or exc}); the file "
+            "is unchanged"
         ) from None
     try:
         ok = check()
     except Exception:
         ok = False
     if not ok:
-        with open(path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(old)
+        try:
+            _write_new(target, old)
+        except OSError as exc:
+            raise ConfigError(
+                f"{path}: could not write expected_output of case '{case_name}' so that it "
+                f"reads back exactly, nor put the previous text back ({exc.strerror or exc})"
+            ) from None
         raise ConfigError(
             f"{path}: could not write expected_output of case '{case_name}' so that it reads back "
             "exactly; the file is unchanged"

@@ -1,8 +1,9 @@
 """Stage 8, reports: a suite's results as a CI verdict (threshold, exit code), as text
 for people (pretty) and as JSON for machines.
 
-One module per concern: ``threshold`` (accuracy thresholds, drops, exit codes),
-``verdict`` (``oxy test``'s verdict on a run: :func:`decide`, the code and every reason), ``json`` (the JSON
+A report never decides: every outcome it shows is the one decision's
+(:func:`oxyeval.evaluation.decide`). One module per concern: ``kinds`` (how each kind of
+run is reported: its JSON, pretty and JUnit forms), ``verdict`` (``oxy test``'s verdict on a run: :func:`decide`, the code and every reason), ``json`` (the JSON
 writer and ``oxy test``'s document), ``pretty`` (``oxy test`` for people), ``cases``
 and ``cases_pretty`` (``oxy cases`` and ``oxy history``), ``cache`` (``oxy cache
 stats``), ``junit`` (``--junit``: JUnit XML for CI servers). A new format is a new
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "RunReporter": "kinds",
+    "reporter": "kinds",
     "passfail_junit": "junit",
     "chattest_json": "passfail",
     "passfail_label": "passfail",
@@ -58,9 +61,6 @@ _EXPORTS = {
     "write_json": "json",
     "render_pretty": "pretty",
     "cached_calls_line": "pretty",
-    "check_threshold": "threshold",
-    "exit_code": "threshold",
-    "check_drop": "threshold",
     "shown": "text",
     "load_saved_run": "saved",
     "comparison_json": "compare",
@@ -74,6 +74,7 @@ _EXPORTS = {
 __all__ = [
     "Decision",
     "Gates",
+    "RunReporter",
     "ab_case_json",
     "ab_junit",
     "ab_run_json",
@@ -86,14 +87,11 @@ __all__ = [
     "case_run_json",
     "cases_junit",
     "chattest_json",
-    "check_drop",
-    "check_threshold",
     "comparison_json",
     "consistency_junit",
     "daily_json",
     "decide",
     "execution_json",
-    "exit_code",
     "gate_option_error",
     "history_of_test_json",
     "load_saved_run",
@@ -114,6 +112,7 @@ __all__ = [
     "render_stored_run",
     "render_test_files",
     "render_test_history",
+    "reporter",
     "run_json",
     "shown",
     "sparkline",
@@ -164,6 +163,7 @@ if TYPE_CHECKING:
     )
     from .json import to_json, validation_json, write_json
     from .junit import ab_junit, cases_junit, consistency_junit, passfail_junit
+    from .kinds import RunReporter, reporter
     from .passfail import (
         chattest_json,
         passfail_label,
@@ -174,5 +174,4 @@ if TYPE_CHECKING:
     from .pretty import cached_calls_line, render_pretty
     from .saved import load_saved_run
     from .text import shown
-    from .threshold import check_drop, check_threshold, exit_code
     from .verdict import Decision, Gates, decide, gate_option_error

@@ -186,8 +186,8 @@ def ab_case_json(result: ABCaseResult) -> dict[str, Any]:
     }
 
 
-def ab_run_json(run: ABRun) -> dict[str, Any]:
-    """``oxy ab run --format json``."""
+def ab_run_json(run: ABRun, *, code: int | None = None) -> dict[str, Any]:
+    """``oxy ab run --format json``; ``code``: the exit code the run ends with."""
     return {
         "results": [ab_case_json(r) for r in run.results],
         "criteria": run.criteria,
@@ -197,7 +197,7 @@ def ab_run_json(run: ABRun) -> dict[str, Any]:
         "cachedCalls": run.cached_calls,
         "judgeCalls": run.judge_calls,
         "judgeCostUsd": _usd(run.judge_cost) if run.judge_calls else None,
-        "exitCode": run.exit_code,
+        "exitCode": code,
     }
 
 

@@ -180,7 +180,7 @@ def empty_stats(case_id: str) -> CaseStats:
 
 def case_run_json(run: CaseRun, *, code: int | None = None) -> dict[str, Any]:
     """``oxy cases run --format json``: every execution (seed field names) and a summary;
-    ``code`` is the exit code the run ends with (see :meth:`CaseRun.exit_code`)."""
+    ``code`` is the exit code the run ends with (the run's decision's)."""
     return {
         "executions": [
             case_result_json(r, run_id=run.runs.get(r.prompt_id) or None) for r in run.results

@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..inputs import finite_json
 from ..redact import redact, redact_data
 
 if TYPE_CHECKING:
-    from ..suites.results import ConsistencyRun, ConsistencyTestResult, DropResult, ThresholdResult
+    from ..evaluation import DropResult, ThresholdResult
+    from ..suites.consistency.results import ConsistencyRun, ConsistencyTestResult
     from ..suites.validate import ValidationReport
 
 __all__ = ["result_json", "to_json", "validation_json", "write_json"]
@@ -75,8 +77,11 @@ def write_json(doc: dict[str, Any], out: TextIO) -> None:
     """Every JSON document a command prints, onto the stream it is given (the CLI's
     redacting stdout); secrets are scrubbed from the data first, so JSON escaping can
     never hide one from a stream's redaction. A value JSON has no type for is written as
-    its text rather than lose the document (and with it the run's report)."""
-    out.write(json.dumps(redact_data(doc), indent=2, ensure_ascii=False, default=str))
+    its text rather than lose the document (and with it the run's report); a number JSON
+    cannot hold (``NaN``, an integer too long to print) as null, so what is written is
+    always strict JSON."""
+    data = finite_json(redact_data(doc))
+    out.write(json.dumps(data, indent=2, ensure_ascii=False, default=str, allow_nan=False))
     out.write("\n")
     out.flush()
 

@@ -16,6 +16,7 @@ from .text import shown
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..evaluation import Decision
     from ..suites import CriterionResult, PassFailRun, SubjectResult
 
 __all__ = [
@@ -63,7 +64,7 @@ def _result_json(result: CriterionResult) -> dict[str, Any]:
     }
 
 
-def _summary(run: PassFailRun) -> dict[str, Any]:
+def _summary(run: PassFailRun, code: int | None = None) -> dict[str, Any]:
     results = run.results
     return {
         "tests": len(results),
@@ -74,7 +75,7 @@ def _summary(run: PassFailRun) -> dict[str, Any]:
         "judgeCalls": run.judge_calls,
         "savedCalls": run.saved_calls,
         "interrupted": run.interrupted,
-        "exitCode": run.exit_code,
+        "exitCode": code,
     }
 
 
@@ -85,9 +86,10 @@ def _groups(run: PassFailRun) -> dict[str, list[SubjectResult]]:
     return groups
 
 
-def chattest_json(run: PassFailRun) -> dict[str, Any]:
+def chattest_json(run: PassFailRun, *, code: int | None = None) -> dict[str, Any]:
     """``oxy chattest --format json``: per prompt, every (test, model) result and the
-    outputs per model; a summary; every key always present."""
+    outputs per model; a summary (``code``: the exit code the run ends with); every key
+    always present."""
     prompts = []
     for key, subjects in _groups(run).items():
         results = [
@@ -97,7 +99,7 @@ def chattest_json(run: PassFailRun) -> dict[str, Any]:
         ]
         outputs = {s.name: [x.text for x in s.samples if x.text is not None] for s in subjects}
         prompts.append({"key": key, "results": results, "outputs": outputs})
-    return {"prompts": prompts, "warnings": list(run.warnings), "summary": _summary(run)}
+    return {"prompts": prompts, "warnings": list(run.warnings), "summary": _summary(run, code)}
 
 
 def _cell(text: str) -> Any:
@@ -152,9 +154,10 @@ def _footer(run: PassFailRun, console: Console) -> None:
         console.print(f"warning: {shown(warning)}", style="yellow", markup=False)
 
 
-def test_files_json(run: PassFailRun) -> dict[str, Any]:
+def test_files_json(run: PassFailRun, decision: Decision) -> dict[str, Any]:
     """``oxy test FILE.test.yml --format json``: per case its verdict, each run's output
-    and verdict with the judge's reasoning, and the overall numbers."""
+    and verdict with the judge's reasoning, the overall numbers, and the gate the run's
+    ``decision`` applied."""
     cases = []
     for subject in run.subjects:
         for result in subject.results:
@@ -191,7 +194,8 @@ def test_files_json(run: PassFailRun) -> dict[str, Any]:
         "cases": cases,
         "overall": _overall(run),
         "warnings": list(run.warnings),
-        "summary": _summary(run),
+        "summary": _summary(run, decision.code),
+        "threshold": decision.gates.min_accuracy,
     }
 
 

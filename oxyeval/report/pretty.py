@@ -8,7 +8,6 @@ import textwrap
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..errors import EXIT_INFRA
 from ..evaluation import moment, percent
 from ..redact import clip
 from .text import shown
@@ -17,7 +16,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..evaluation import Decision
-    from ..suites.results import ConsistencyRun, ConsistencyTestResult
+    from ..suites.consistency.results import ConsistencyRun, ConsistencyTestResult
 
 __all__ = ["cached_calls_line", "change_text", "points", "render_pretty"]
 
@@ -171,7 +170,7 @@ def _headline(run: ConsistencyRun, decision: Decision) -> str:
         judges = sum(len(t.judge_errors) for t in run.tests)
         return (
             f"❌ Eval finished with {runs} run error(s) and {judges} judge error(s) "
-            f"(--strict: exit {EXIT_INFRA}); metrics:"
+            f"(--strict: exit {decision.code}); metrics:"
         )
     if state == "history_unread":
         return "❌ Eval finished, but --fail-on-drop could not read the history; metrics:"

@@ -15,21 +15,26 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import EXIT_INFRA, EXIT_INPUT, ConfigError
+from ..errors import EXIT_INFRA, EXIT_INPUT, ConfigError, OxyError
+from ..evaluation import Previous
 from ..inputs import JSONProblem, loads
 from ..redact import clip
 from ..store import CONSISTENCY_STATUSES
-from ..suites.results import (
-    ConsistencyRun,
-    ConsistencyTestResult,
-    OutputRecord,
-    Previous,
-    StoredRun,
-)
+from ..suites import StoredRun
+from ..suites.consistency import ConsistencyRun, ConsistencyTestResult, OutputRecord
 
 __all__ = ["SavedRun", "load_saved_run", "parse_saved_run"]
 
 MAX_BYTES = 256 * 1024 * 1024  # a saved document larger than this is not ours
+
+
+class SavedRunError(OxyError):
+    """What stopped a saved run before any test finished, with the category the run
+    gave it: bad input stays bad input; anything else left the outcome unknown."""
+
+    def __init__(self, message: str, code: int | None) -> None:
+        super().__init__(message)
+        self.exit_code = EXIT_INPUT if code == EXIT_INPUT else EXIT_INFRA
 
 
 class SavedRun:
@@ -39,6 +44,10 @@ class SavedRun:
         self.run = run
         self.error = error  # what stopped the original run before any test finished
         self.code = code  # the exit code the original run ended with
+
+    def failure(self) -> SavedRunError:
+        """The error that stopped the saved run, to decide on again."""
+        return SavedRunError(self.error or "the saved run failed", self.code)
 
 
 class _Doc:
@@ -207,8 +216,6 @@ def parse_saved_run(data: Any, source: str = "<json>") -> SavedRun:
         )
     code = summary.integer("exit_code")
     error = top.text("error")
-    if error is not None and not run.tests and code not in (EXIT_INPUT, EXIT_INFRA):
-        code = EXIT_INFRA
     return SavedRun(run, error=error, code=code)
 
 

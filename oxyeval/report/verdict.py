@@ -14,7 +14,7 @@ from .. import evaluation
 from ..evaluation import Decision, Gates, gate_option_error
 
 if TYPE_CHECKING:
-    from ..suites.results import ConsistencyRun
+    from ..suites.consistency.results import ConsistencyRun
 
 __all__ = ["Decision", "Gates", "decide", "gate_option_error"]
 
@@ -23,11 +23,4 @@ def decide(run: ConsistencyRun, gates: Gates, *, error: BaseException | None = N
     """Gate ``run``. ``error`` is what stopped the run after some tests finished: its
     exit code wins (2 bad input, else 3). A history read but not written still decides
     a drop; one that could not be read leaves it unknown."""
-    return evaluation.decide(
-        run.as_results(),
-        gates,
-        interrupted=run.interrupted,
-        history_unread=run.history_unread,
-        error=error,
-        kind="consistency",
-    )
+    return evaluation.decide_run(run, gates, error=error)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import LoadError
 from ..project.templates import TemplateRef, render
 from ..report import case_json
-from ..store import BRANCH_PROVIDERS, AlreadyExistsError
+from ..store import BRANCH_PROVIDERS, AlreadyExistsError, NameTakenError
 from ..store import branch_id as make_branch_id
 from ..store import case_id as make_case_id
 from ..suites import accept_baseline, create_prompt
@@ -29,6 +29,7 @@ __all__ = ["Edits"]
 class Edits:
     if TYPE_CHECKING:  # what it uses of the service it is mixed into
         store: Any
+        _sync_lock: Any
 
         def project(self) -> Any: ...
         async def _read(self, fn: Any) -> Any: ...
@@ -68,8 +69,10 @@ class Edits:
                     continue
                 try:
                     return self.store.cases.create(**fields, id=new)
+                except NameTakenError as exc:  # another request made the name meanwhile
+                    raise self._taken(fields["prompt_id"], fields["name"], exc.taken) from None
                 except AlreadyExistsError:
-                    continue  # another request took it meanwhile
+                    continue  # another request took the id meanwhile
             raise ApiError(BAD_USER_INPUT, f"too many cases were named {fields['name']!r}")
 
         return case_json(await self._read(write))
@@ -94,17 +97,23 @@ class Edits:
             ) from None
 
     def _name_free(self, prompt_id: str, name: str, keep: str | None = None) -> None:
+        """Said early, in the API's words; the store holds the rule (a request that
+        checked here at the same moment as another is stopped there)."""
         taken = next(
             (c for c in self.store.cases.list(prompt_id) if c.name == name and c.id != keep),
             None,
         )
         if taken is not None:
-            raise ApiError(
-                BAD_USER_INPUT,
-                f"prompt {prompt_id!r} already has a test case named {name!r} (id "
-                f"{taken.id!r}); a name is used once per prompt: change that case with "
-                f'updateTestCase(id: "{taken.id}", ...)',
-            )
+            raise self._taken(prompt_id, name, taken.id)
+
+    @staticmethod
+    def _taken(prompt_id: str, name: str, taken: str) -> ApiError:
+        return ApiError(
+            BAD_USER_INPUT,
+            f"prompt {prompt_id!r} already has a test case named {name!r} (id "
+            f"{taken!r}); a name is used once per prompt: change that case with "
+            f'updateTestCase(id: "{taken}", ...)',
+        )
 
     def _declared(self, case: Any, what: str) -> ApiError:
         return ApiError(
@@ -133,9 +142,7 @@ class Edits:
                     return case
                 if fields["expected_output"] is None:
                     raise self._declared(case, "remove its expected output")
-                return accept_baseline(
-                    self.store, self.project(), case.id, fields["expected_output"]
-                )[0]
+                return self._accept(case.id, fields["expected_output"])
             if fields["prompt_id"] != case.prompt_id:
                 raise ApiError(
                     BAD_USER_INPUT,
@@ -145,7 +152,10 @@ class Edits:
                 )
             if fields["name"] != case.name:
                 self._name_free(case.prompt_id, fields["name"], keep=case.id)
-            return self.store.cases.update(case_id, **fields)
+            try:
+                return self.store.cases.update(case_id, **fields)
+            except NameTakenError as exc:
+                raise self._taken(case.prompt_id, fields["name"], exc.taken) from None
 
         return case_json(await self._read(write))
 
@@ -164,10 +174,16 @@ class Edits:
         output = check_output(output, "output")
 
         def write() -> Any:
-            case = self._case(case_id)
-            return accept_baseline(self.store, self.project(), case.id, output)[0]
+            return self._accept(self._case(case_id).id, output)
 
         return case_json(await self._read(write))
+
+    def _accept(self, case_id: str, output: str) -> Any:
+        """A new expected output, in the case's file and the store. Under the lock of the
+        service's syncs: an accept syncs the files first, and a sync that read a file
+        before another accept rewrote it would put the old value back in the store."""
+        with self._sync_lock:
+            return accept_baseline(self.store, self.project(), case_id, output)[0]
 
     # -- mutations: branches
 

@@ -10,6 +10,7 @@ import math
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from ..inputs import value_problem
 from ..providers import extra_problem
 from ..store import RUN_KIND_ALIASES, RUN_KINDS
 from .errors import BAD_USER_INPUT, ApiError
@@ -96,11 +97,20 @@ def check_run_kind(kind: str | None) -> str | None:
     return kind
 
 
+def _json(value: Any, field: str) -> None:
+    """Strict, bounded JSON (finite numbers, 308-digit integers, 100 levels): what the
+    store keeps and every later answer must be able to write."""
+    problem = value_problem(value, field)
+    if problem is not None:
+        raise _bad(problem)
+
+
 def check_case_input(data: Mapping[str, Any]) -> dict[str, Any]:
     """TestCaseInput -> the store's fields."""
     payload = data.get("input")
     if not isinstance(payload, dict):
         raise _bad("input must be a JSON object of the prompt's template variables")
+    _json(payload, "input")
     size = len(json.dumps(payload, default=str))
     if size > MAX_INPUT_BYTES:
         raise _bad(f"input is {size:,} bytes of JSON; at most {MAX_INPUT_BYTES:,}")
@@ -124,6 +134,7 @@ def check_prompt_input(data: Mapping[str, Any]) -> dict[str, Any]:
     params = data.get("params")
     if params is not None and not isinstance(params, dict):
         raise _bad("params must be a JSON object (temperature, max_tokens, top_p, seed, stop)")
+    _json(params, "params")
     return {
         "name": _name(data.get("name"), "name"),
         "model": _name(data.get("model"), "model"),
@@ -187,6 +198,7 @@ def check_branch_input(
     if other is not None:
         if not isinstance(other, dict):
             raise _bad("otherParams must be a JSON object")
+        _json(other, "otherParams")
         if len(json.dumps(other, default=str)) > 20_000:
             raise _bad("otherParams is larger than 20,000 bytes of JSON")
         problem = extra_problem(other)  # what a vendor accepts: the store does not know

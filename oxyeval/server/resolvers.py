@@ -19,8 +19,17 @@ from ariadne import (
     ScalarType,
     make_executable_schema,
 )
-from graphql import GraphQLSchema, ValueNode, value_from_ast_untyped
+from graphql import (
+    FloatValueNode,
+    GraphQLSchema,
+    IntValueNode,
+    ListValueNode,
+    ObjectValueNode,
+    ValueNode,
+    value_from_ast_untyped,
+)
 
+from ..inputs import MAX_INT_DIGITS, MAX_JSON_DEPTH, finite_json, value_problem
 from .errors import BAD_USER_INPUT, ApiError
 from .service import TestingService
 
@@ -40,17 +49,45 @@ json_scalar = ScalarType("JSON")
 
 @json_scalar.serializer
 def _json_out(value: Any) -> Any:
-    return value
+    # A value stored before its input was checked may hold NaN: answered as null, not as
+    # a response that is not JSON (every query selecting it would fail).
+    return finite_json(value)
 
 
 @json_scalar.value_parser
 def _json_in(value: Any) -> Any:
+    """A JSON variable, as the HTTP layer's lenient ``json`` decoded it (``NaN``,
+    ``Infinity`` and 4,000-digit integers pass there): held to strict, bounded JSON."""
+    problem = value_problem(value, "JSON value")
+    if problem is not None:
+        raise ApiError(BAD_USER_INPUT, problem)
     return value
 
 
 @json_scalar.literal_parser
 def _json_literal(node: ValueNode, variables: dict[str, Any] | None = None) -> Any:
-    return value_from_ast_untyped(node, variables)
+    """A JSON literal in the query text. graphql-core reads an integer Python refuses
+    (past 4,300 digits) as NaN: numbers are checked as written, before it converts them."""
+    stack: list[tuple[ValueNode, int]] = [(node, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (ListValueNode, ObjectValueNode)):
+            if depth > MAX_JSON_DEPTH:
+                raise ApiError(
+                    BAD_USER_INPUT, f"JSON value: nested more than {MAX_JSON_DEPTH} levels deep"
+                )
+            children = (
+                item.values if isinstance(item, ListValueNode) else [f.value for f in item.fields]
+            )
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(item, IntValueNode) and len(item.value.lstrip("-")) > MAX_INT_DIGITS:
+            raise ApiError(
+                BAD_USER_INPUT,
+                f"JSON value: an integer of more than {MAX_INT_DIGITS} digits is out of range",
+            )
+        elif isinstance(item, FloatValueNode):
+            _json_in(float(item.value))
+    return _json_in(value_from_ast_untyped(node, variables))
 
 
 datetime_scalar = ScalarType("DateTime")

@@ -135,11 +135,15 @@ class TestingService(Edits):
         """Put the prompts, cases and branches the project's files declare into the store
         (a run does it first; a server must before it lists them), again whenever a file
         changed. A file that does not load is reported (``sync_error``, the log), and the
-        store's last good state is served meanwhile."""
+        store's last good state is served meanwhile. A read (``force=False``) never waits
+        for a sync another request has under way (a large file takes seconds to load): it
+        answers from the store as it is, which that sync brings up to date."""
         now = time.monotonic()
         if not force and now - self._checked_at < SYNC_EVERY_S:
             return
-        with self._sync_lock:
+        if not self._sync_lock.acquire(blocking=force):
+            return
+        try:
             self._checked_at = now
             try:
                 project = self.project()
@@ -155,6 +159,8 @@ class TestingService(Edits):
                 self.sync_error = message
                 return
             self._synced_mark, self.sync_error = mark, None
+        finally:
+            self._sync_lock.release()
 
     async def _read(self, fn: Callable[[], T]) -> T:
         def call() -> T:

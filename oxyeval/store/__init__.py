@@ -46,6 +46,7 @@ from ._errors import (
     BranchRuleError,
     EmptyHistoryError,
     LocationError,
+    NameTakenError,
     NotFoundError,
     StoreError,
 )
@@ -167,6 +168,7 @@ __all__ = [
     "LiteStore",
     "Location",
     "LocationError",
+    "NameTakenError",
     "NewBranchExecution",
     "NewCacheEntry",
     "NewConsistencyResult",

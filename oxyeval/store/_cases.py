@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ._errors import AlreadyExistsError, NotFoundError
+from ..inputs import value_problem
+from ._errors import AlreadyExistsError, NameTakenError, NotFoundError
 from ._prompts import _upsert, ensure_prompt_row
 from ._rows import TestCase
 from ._tables import test_cases
@@ -60,6 +61,11 @@ def check_fields(fields: Mapping[str, Any]) -> None:
         raise TypeError(
             f"input must be a mapping of template variables, not {type(fields['input']).__name__}"
         )
+    if "input" in fields:
+        # stored as JSON and answered as JSON: only what strict JSON can hold
+        problem = value_problem(fields["input"], "input")
+        if problem is not None:
+            raise ValueError(problem)
     expected = fields.get("expected_output")
     if expected is not None and not isinstance(expected, str):
         raise TypeError(f"expected_output must be a string or None, not {type(expected).__name__}")
@@ -81,9 +87,75 @@ def _stored(fields: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+class _Clash(Exception):
+    """The live-name index refused an insert (see :meth:`Cases._insert`)."""
+
+
+def _name_clash(exc: Exception) -> bool:
+    """Whether an IntegrityError is the live-name index's (SQLite names its columns,
+    PostgreSQL the index)."""
+    text = str(getattr(exc, "orig", exc))
+    return "uq_test_cases_live_name" in text or "test_cases.prompt_id, test_cases.name" in text
+
+
 class Cases:
     def __init__(self, store: Store) -> None:
         self._store = store
+
+    def _name_free(self, conn: Connection, prompt_id: str, name: str, case_id: str) -> None:
+        """Refuse ``name`` when another live case of the prompt has it. Checked in the
+        write's own transaction (SQLite's writes queue; on PostgreSQL the unique index
+        ``uq_test_cases_live_name`` stops the writer that loses a race, see
+        :meth:`_insert`)."""
+        taken = conn.execute(
+            sa.select(_C.id).where(
+                _C.prompt_id == prompt_id,
+                _C.name == name,
+                _C.deleted_at.is_(None),
+                _C.id != case_id,
+            )
+        ).scalar()
+        if taken is not None:
+            raise self._taken(prompt_id, name, taken)
+
+    def _taken(self, prompt_id: str, name: str, taken: str) -> NameTakenError:
+        return NameTakenError(
+            f"prompt {prompt_id!r} already has a test case named {name!r} (id {taken!r}) in "
+            f"{self._store.path}; a name is used once per prompt: rename or delete that "
+            "case, or give this one another name",
+            path=self._store.path,
+            taken=taken,
+        )
+
+    @staticmethod
+    def _insert(conn: Connection, values: Mapping[str, Any]) -> bool:
+        """Insert a case row unless its id exists (False then). A live case of the same
+        name that another writer committed meanwhile raises :class:`_Clash`: the
+        transaction is then unusable on PostgreSQL, so the caller names the case after."""
+        insert = _upsert(conn)
+        try:
+            done = conn.execute(
+                insert(test_cases)
+                .values(**values)
+                .on_conflict_do_nothing(index_elements=["id"])
+                # PostgreSQL reports no row count for an INSERT unless asked to keep it.
+                .execution_options(preserve_rowcount=True)
+            )
+        except sa.exc.IntegrityError as exc:
+            if _name_clash(exc):
+                raise _Clash from None
+            raise
+        return done.rowcount != 0
+
+    def _clash(self, prompt_id: str, name: str) -> NameTakenError:
+        """The error for a name another writer took first, naming its case."""
+        with self._store.read("reading a test case") as conn:
+            taken = conn.execute(
+                sa.select(_C.id).where(
+                    _C.prompt_id == prompt_id, _C.name == name, _C.deleted_at.is_(None)
+                )
+            ).scalar()
+        return self._taken(prompt_id, name, taken or "?")
 
     def _row(self, conn: Connection, case_id: str, *, deleted: bool, lock: bool = False) -> Any:
         q = sa.select(test_cases).where(_C.id == case_id)
@@ -125,27 +197,24 @@ class Cases:
         check_fields(fields)
         new = id or case_id(prompt_id, name)
         now = utc_timestamp(created_at)
-        with self._store.write("creating a test case") as conn:
-            ensure_prompt_row(conn, prompt_id, now)
-            insert = _upsert(conn)
-            done = conn.execute(
-                insert(test_cases)
-                .values(id=new, created_at=now, updated_at=now, **_stored(fields))
-                .on_conflict_do_nothing(index_elements=["id"])
-                # PostgreSQL reports no row count for an INSERT unless asked to keep it.
-                .execution_options(preserve_rowcount=True)
-            )
-            if done.rowcount == 0:
-                row = self._row(conn, new, deleted=True, lock=True)
-                if row.deleted_at is None:
-                    raise AlreadyExistsError(
-                        f"test case {new!r} already exists in {self._store.path} (prompt "
-                        f"{row.prompt_id!r}, case {row.name!r}); a case name is used once per "
-                        f"prompt: change that case with store.cases.update({new!r}, ...)",
-                        path=self._store.path,
-                    )
-                self._apply(conn, row, fields, now, undelete=True)
-            row = self._row(conn, new, deleted=True)
+        try:
+            with self._store.write("creating a test case") as conn:
+                ensure_prompt_row(conn, prompt_id, now)
+                self._name_free(conn, prompt_id, name, new)
+                values = {"id": new, "created_at": now, "updated_at": now, **_stored(fields)}
+                if not self._insert(conn, values):
+                    row = self._row(conn, new, deleted=True, lock=True)
+                    if row.deleted_at is None:
+                        raise AlreadyExistsError(
+                            f"test case {new!r} already exists in {self._store.path} (prompt "
+                            f"{row.prompt_id!r}, case {row.name!r}); a case name is used once "
+                            f"per prompt: change that case with store.cases.update({new!r}, ...)",
+                            path=self._store.path,
+                        )
+                    self._apply(conn, row, fields, now, undelete=True)
+                row = self._row(conn, new, deleted=True)
+        except _Clash:
+            raise self._clash(prompt_id, name) from None
         return case_row(row)
 
     def _apply(
@@ -168,7 +237,12 @@ class Cases:
             return False
         if "prompt_id" in sets:
             ensure_prompt_row(conn, sets["prompt_id"], now)
-        conn.execute(test_cases.update().where(_C.id == row.id).values(updated_at=now, **sets))
+        try:
+            conn.execute(test_cases.update().where(_C.id == row.id).values(updated_at=now, **sets))
+        except sa.exc.IntegrityError as exc:
+            if _name_clash(exc):
+                raise _Clash from None
+            raise
         return True
 
     def update(self, case_id: str, **fields: Any) -> TestCase:
@@ -178,14 +252,20 @@ class Cases:
             raise TypeError(f"update() got unknown field(s) {sorted(unknown)}")
         check_fields(fields)
         now = utc_timestamp()
-        with self._store.write("updating a test case") as conn:
-            row = self._row(conn, case_id, deleted=False, lock=True)
-            if row is None:
-                raise NotFoundError(
-                    f"no test case {case_id!r} in {self._store.path}", path=self._store.path
-                )
-            self._apply(conn, row, fields, now)
-            row = self._row(conn, case_id, deleted=False)
+        try:
+            with self._store.write("updating a test case") as conn:
+                row = self._row(conn, case_id, deleted=False, lock=True)
+                if row is None:
+                    raise NotFoundError(
+                        f"no test case {case_id!r} in {self._store.path}", path=self._store.path
+                    )
+                where = (fields.get("prompt_id", row.prompt_id), fields.get("name", row.name))
+                if where != (row.prompt_id, row.name):
+                    self._name_free(conn, *where, case_id)
+                self._apply(conn, row, fields, now)
+                row = self._row(conn, case_id, deleted=False)
+        except _Clash:
+            raise self._clash(*where) from None
         return case_row(row)
 
     def update_expected_output(self, case_id: str, output: str) -> TestCase:
@@ -223,20 +303,17 @@ class Cases:
         }
         check_fields(fields)
         now = utc_timestamp()
-        with self._store.write("saving a test case") as conn:
-            ensure_prompt_row(conn, prompt_id, now)
-            insert = _upsert(conn)
-            done = conn.execute(
-                insert(test_cases)
-                .values(id=id, created_at=now, updated_at=now, **_stored(fields))
-                .on_conflict_do_nothing(index_elements=["id"])
-                # PostgreSQL reports no row count for an INSERT unless asked to keep it.
-                .execution_options(preserve_rowcount=True)
-            )
-            if done.rowcount == 0:
-                row = self._row(conn, id, deleted=True, lock=True)
-                self._apply(conn, row, fields, now, undelete=True)
-            row = self._row(conn, id, deleted=True)
+        try:
+            with self._store.write("saving a test case") as conn:
+                ensure_prompt_row(conn, prompt_id, now)
+                self._name_free(conn, prompt_id, name, id)
+                values = {"id": id, "created_at": now, "updated_at": now, **_stored(fields)}
+                if not self._insert(conn, values):
+                    row = self._row(conn, id, deleted=True, lock=True)
+                    self._apply(conn, row, fields, now, undelete=True)
+                row = self._row(conn, id, deleted=True)
+        except _Clash:
+            raise self._clash(prompt_id, name) from None
         return case_row(row)
 
     def delete(self, case_id: str) -> bool:

@@ -9,6 +9,7 @@ __all__ = [
     "BranchRuleError",
     "EmptyHistoryError",
     "LocationError",
+    "NameTakenError",
     "NotFoundError",
     "StoreError",
 ]
@@ -41,6 +42,16 @@ class AlreadyExistsError(StoreError):
     """Creating a test case with an id already taken (``upsert`` is the sync path)."""
 
     exit_code = EXIT_INPUT
+
+
+class NameTakenError(AlreadyExistsError):
+    """A test case name already used by another live case of the prompt: a name is used
+    once per prompt (``taken`` is that case's id), so the file, the CLI and the API all
+    find one case by it."""
+
+    def __init__(self, message: str, *, path: str | None = None, taken: str = "") -> None:
+        super().__init__(message, path=path)
+        self.taken = taken
 
 
 class LocationError(StoreError):

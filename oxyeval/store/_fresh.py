@@ -84,8 +84,9 @@ def render_snapshot() -> str:
             conn.close()
     # SQLAlchemy emits indexes in set order, which varies between processes: sort them
     # (after their tables, before COMMIT) so the snapshot is the same on every machine.
-    indexes = sorted(line for line in lines if line.startswith("CREATE INDEX"))
-    rest = [line for line in lines if not line.startswith("CREATE INDEX")]
+    index = ("CREATE INDEX", "CREATE UNIQUE INDEX")
+    indexes = sorted(line for line in lines if line.startswith(index))
+    rest = [line for line in lines if not line.startswith(index)]
     lines = [*rest[:-1], *indexes, rest[-1]]
     return _HEADER + "\n".join(lines) + "\n"
 

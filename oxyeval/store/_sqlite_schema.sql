@@ -318,4 +318,5 @@ CREATE INDEX ix_test_results_run ON test_results (run_id);
 CREATE INDEX ix_test_results_test ON test_results (file, name, created_at, seq);
 CREATE INDEX ix_workflow_runs_workflow ON workflow_runs (workflow);
 CREATE INDEX ix_workflow_tasks_run ON workflow_tasks (run_id, seq);
+CREATE UNIQUE INDEX uq_test_cases_live_name ON test_cases (prompt_id, name) WHERE deleted_at IS NULL;
 COMMIT;

@@ -107,6 +107,15 @@ test_cases = sa.Table(
     sa.Column("last_run", sa.Text),
     sa.Column("last_passed", sa.Boolean),
     sa.Index("ix_test_cases_prompt", "prompt_id", "created_at", "seq"),
+    # A name is used once per prompt among live cases (a deleted one keeps its name).
+    sa.Index(
+        "uq_test_cases_live_name",
+        "prompt_id",
+        "name",
+        unique=True,
+        sqlite_where=sa.text("deleted_at IS NULL"),
+        postgresql_where=sa.text("deleted_at IS NULL"),
+    ),
     implicit_returning=False,
 )
 

@@ -10,7 +10,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..inputs import valid_text
+from ..inputs import lenient_loads, valid_text
 from ..redact import redact
 
 __all__ = [
@@ -82,7 +82,10 @@ def baseline_key(expected_output: str | None, similarity_method: str) -> str:
 
 
 def loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+    """A JSON column read back. Leniently: a row an older version stored with ``NaN`` or an
+    integer Python cannot read answers ``null`` there rather than fail every query that
+    selects it."""
+    return None if text is None else lenient_loads(text)
 
 
 def new_id() -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "workflow_result": "workflows",
     "load_test_files": "passfail",
     "run_test_files": "passfail",
     "run_test_files_async": "passfail",
@@ -43,20 +44,22 @@ _EXPORTS = {
     "run_ab_tests_async": "ab",
     "ValidationReport": "validate",
     "validate_paths": "validate",
+    "Kind": "suite",
     "ProgressSink": "suite",
     "SuiteRun": "suite",
-    "final_status": "suite",
+    "final_status": "status",
     "progress_events": "suite",
+    "Recorder": "recorder",
+    "RunRow": "recorder",
+    "Storage": "recorder",
     "collect_files": "consistency",
     "run_tests": "consistency",
     "run_tests_async": "consistency",
-    "OutputRecord": "results",
-    "ConsistencyTestResult": "results",
-    "ConsistencyRun": "results",
-    "ThresholdResult": "results",
-    "DropResult": "results",
-    "Previous": "results",
-    "StoredRun": "results",
+    "Consistency": "consistency",
+    "OutputRecord": "consistency",
+    "ConsistencyTestResult": "consistency",
+    "ConsistencyRun": "consistency",
+    "StoredRun": "status",
     "CaseResult": "cases",
     "CaseRun": "cases",
     "accept_baseline": "cases",
@@ -98,18 +101,21 @@ __all__ = [
     "BranchSummary",
     "CaseResult",
     "CaseRun",
+    "Consistency",
     "ConsistencyRun",
     "ConsistencyTestResult",
     "Criterion",
     "CriterionResult",
-    "DropResult",
+    "Kind",
     "OutputRecord",
     "PassFailRun",
-    "Previous",
     "ProgressSink",
     "PromptTarget",
+    "Recorder",
     "ResultChange",
     "RunComparison",
+    "RunRow",
+    "Storage",
     "StoredRun",
     "StoredRunView",
     "Subject",
@@ -117,7 +123,6 @@ __all__ = [
     "SuiteRun",
     "Target",
     "TestHistory",
-    "ThresholdResult",
     "ValidationReport",
     "WorkflowTarget",
     "accept_baseline",
@@ -159,6 +164,7 @@ __all__ = [
     "stored_run",
     "sync_declared",
     "validate_paths",
+    "workflow_result",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
@@ -192,7 +198,15 @@ if TYPE_CHECKING:
     )
     from .cases.selection import preview_cases
     from .compare import ResultChange, RunComparison, compare_runs
-    from .consistency import collect_files, run_tests, run_tests_async
+    from .consistency import (
+        Consistency,
+        ConsistencyRun,
+        ConsistencyTestResult,
+        OutputRecord,
+        collect_files,
+        run_tests,
+        run_tests_async,
+    )
     from .history import history_location, open_history
     from .history_queries import (
         StoredRunView,
@@ -215,16 +229,9 @@ if TYPE_CHECKING:
         run_test_files,
         run_test_files_async,
     )
-    from .results import (
-        ConsistencyRun,
-        ConsistencyTestResult,
-        DropResult,
-        OutputRecord,
-        Previous,
-        StoredRun,
-        ThresholdResult,
-    )
-    from .suite import ProgressSink, SuiteRun, final_status, progress_events
+    from .recorder import Recorder, RunRow, Storage
+    from .status import StoredRun, final_status
+    from .suite import Kind, ProgressSink, SuiteRun, progress_events
     from .targets import AgentTarget, PromptTarget, Target, WorkflowTarget
     from .validate import ValidationReport, validate_paths
-    from .workflows import ask, run_workflow
+    from .workflows import ask, run_workflow, workflow_result

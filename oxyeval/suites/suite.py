@@ -1,34 +1,40 @@
-"""A suite run: what every kind of test shares around its own work.
+"""A suite run: the one place a run of any kind is set up, driven and ended.
 
-Why: consistency tests, test cases and workflow runs each set up their run their own way
-(histories, a cache, who tells the progress bar, how the run's final status is worked
-out), and each new kind (A/B branches, judged pass/fail tests, the SDK's suites) would
-have copied one of them. :class:`SuiteRun` owns those parts once:
+Why: each kind of test (consistency tests, test cases, A/B branches, judged pass/fail
+tests, workflows, the SDK's evaluations) used to set its run up its own way, and every
+capability a run gains (a cache, a history, events, batching, bounded memory) had to be
+written once per kind. :class:`SuiteRun` owns it once:
 
-* the run's histories (one store per database, or none: ``history=False``), started only
-  when the run's checks have passed (:meth:`SuiteRun.start`), so a run that stops on bad
-  input creates no database, and closed last;
-* its caches: one ``cache: bool | None`` (``--cache`` / ``--no-cache`` / neither), made
-  into each project's cache in that history;
+* the run's histories (one store per database, or none: ``history=False``), opened only
+  when the run's checks have passed, so a run that stops on bad input creates no
+  database, and closed last;
+* its run rows and its results in them (:mod:`.recorder`): each :class:`Result` kept as
+  it is recorded, the rows finished by the one status rule (:func:`final_status`);
+* each project's :class:`~oxyeval.workflow.RunContext` (models, databases, agents) with
+  the run's cache (``cache: bool | None``: ``--cache`` / ``--no-cache`` / neither), and
+  one concurrency budget for the calls of the whole run;
 * its event stream (:mod:`oxyeval.evaluation.events`): run started, samples, scores,
-  results, cache hits, warnings, run finished; the progress bar and callers subscribe;
-* the final status rule (:func:`final_status`), also what the history's run rows get;
+  results, cache hits, warnings, run finished (with its decision);
+* the one decision (:func:`~oxyeval.evaluation.decide_run`) at the end, under ``gates``;
 * optionally a redaction scope (``scope_secrets``): for a long-lived process (a server,
   a notebook) running many projects, the secrets a run registers are forgotten after it.
-  A command-line run leaves it off: its report is printed after the run, still scrubbed.
 
-A kind's own module does its work inside ``async with SuiteRun(...) as suite`` and
-calls :meth:`~SuiteRun.start`, :meth:`~SuiteRun.emit` and :meth:`~SuiteRun.record`.
+A kind is a :class:`Kind`: it plans units of work (loading its files and checking every
+key first: bad input stops the run before anything is opened) and executes each unit,
+recording its results with :meth:`SuiteRun.keep`. ``await SuiteRun(...).run(kind)``
+does the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from .._tasks import gather_settled
+from ..errors import OxyError
 from ..evaluation import (
     Event,
     EventSink,
@@ -42,36 +48,59 @@ from ..evaluation import (
     StepsPlanned,
     SubjectStarted,
     Warned,
+    decide_run,
     result_kind,
 )
 from ..redact import secret_scope
 from .cache import cache_factory
 from .history import Histories
+from .recorder import Handle, Recorded, Recorder, RunRow, Storage
+from .status import final_status, interrupted_by
 
 if TYPE_CHECKING:
-    from ..evaluation import Decision
+    from ..evaluation import DecidableRun, Decision, Gates
+    from ..project.config import Project
+    from ..providers import RetryPolicy
+    from ..workflow.context import RunContext, RunContexts
     from .cache import RunCaches
 
-__all__ = ["ProgressSink", "SuiteRun", "final_status", "interrupted_by", "progress_events"]
+__all__ = [
+    "Kind",
+    "ProgressSink",
+    "SuiteRun",
+    "final_status",
+    "interrupted_by",
+    "progress_events",
+]
 
 
-def interrupted_by(exc_type: type[BaseException] | None) -> bool:
-    """What ended a block was a signal (SIGINT/SIGTERM become a cancellation or a
-    KeyboardInterrupt), not an error."""
-    return exc_type is not None and issubclass(
-        exc_type, (asyncio.CancelledError, KeyboardInterrupt)
-    )
+class Kind(Protocol):
+    """A kind of test on the one run pipeline.
 
+    ``name`` is its registered result kind; ``storage`` how its results become history
+    rows (the core's ``results`` rows unless it keeps detail rows too); ``run`` the
+    object its report reads, filled in as the run goes (what the one decision decides
+    on: :class:`~oxyeval.evaluation.DecidableRun`)."""
 
-def final_status(*, interrupted: bool = False, failed: bool = False) -> str:
-    """A run's final status, the one rule for every kind (and its history row):
-    ``interrupted`` (SIGINT/SIGTERM, cancelled) wins; then ``failed`` when the run did not
-    do all its work: it stopped on an error, or a subject could not be tested (a result in
-    error: a provider down, a test that could not be scored); else ``completed``. A run
-    whose tests ran and failed their checks *completed*: pass or fail is the decision's."""
-    if interrupted:
-        return "interrupted"
-    return "failed" if failed else "completed"
+    name: str
+    storage: Storage
+    run: DecidableRun
+
+    async def plan(self, suite: SuiteRun) -> Sequence[Any]:
+        """Load the files and build the units of work in the run's contexts
+        (:meth:`SuiteRun.context`), every model and key checked; register where each
+        unit's results go (:meth:`SuiteRun.add`). Raise bad input here: nothing is
+        opened or called yet."""
+        ...
+
+    async def execute(self, unit: Any, suite: SuiteRun) -> None:
+        """Do one unit's work, recording each result as it finishes
+        (:meth:`SuiteRun.keep`); cut short, keep what finished."""
+        ...
+
+    def stopped(self, suite: SuiteRun) -> None:
+        """The run was interrupted: list what never finished, so the report says so."""
+        ...
 
 
 class ProgressSink(Protocol):
@@ -112,7 +141,8 @@ def progress_events(progress: ProgressSink) -> EventSink:
 
 
 class SuiteRun:
-    """One run of one kind of test; ``async with`` it around the run's work."""
+    """One run of one kind of test: ``await SuiteRun(...).run(kind)``; or ``async with``
+    it around work a caller drives itself (:meth:`start`, :meth:`keep`)."""
 
     def __init__(
         self,
@@ -124,34 +154,83 @@ class SuiteRun:
         cache: bool | None = None,
         events: EventSink | Iterable[EventSink | None] | None = None,
         scope_secrets: bool = False,
+        retry: RetryPolicy | None = None,
+        storage: Storage | None = None,
+        gates: Gates | None = None,
+        concurrency: int | None = None,
     ) -> None:
+        from ..workflow.context import RunContexts
+
         self.kind = kind
         sinks = [events] if callable(events) else list(events or ())
         self.events = EventStream(sinks)
+        self.environ = environ
         self.histories = Histories(db, environ, enabled=history)
         self.caches: RunCaches = cache_factory(
             cache, histories=self.histories, events=self.events, kind=kind
         )
+        self.contexts: RunContexts = RunContexts(retry=retry, environ=environ, cache=self.caches)
+        self.recorder = Recorder(kind, self.histories, storage)
+        self.gates = gates
+        #: The run's one concurrency budget: every unit's calls together (None: only each
+        #: kind's and each model endpoint's own limits).
+        self.budget = asyncio.Semaphore(concurrency) if concurrency else None
         self.status = "running"
         self.started = False
         self.recorded = 0
         self.errors = 0  # results that could not be produced: the run "failed"
         self.decision: Decision | None = None
+        self._run: DecidableRun | None = None
         self._scope = scope_secrets
         self._exit = ExitStack()
+
+    # -- what a kind uses ---------------------------------------------------------------
+
+    def context(self, project: Project, **options: Any) -> RunContext:
+        """``project``'s models, databases and agents for this run, with its cache
+        (``options``: see :meth:`~oxyeval.workflow.RunContexts.get`)."""
+        return self.contexts.get(project, **options)
+
+    def add(
+        self, project: Project, row: RunRow | None = None, *, part: str = "", count: int = 0
+    ) -> Handle:
+        """Where a unit's ``count`` results go: ``project``'s history, under ``row`` (the
+        run's one row per history by default; ``part`` names the unit in its subject).
+        A bad history location is bad input, raised now."""
+        return self.recorder.add(project, row or RunRow(), part=part, count=count)
+
+    async def store(self, project: Project) -> Any:
+        """``project``'s history store, opened now (for a kind that reads what it plans
+        from the history: prompts, cases, branches); None when the run keeps none."""
+        history = self.histories.for_project(project, full=self.recorder.storage.full)
+        if history is None:
+            return None
+        self.histories.start()
+        return await history.store()
+
+    async def keep(self, handle: Handle, result: Result, extra: Any = None) -> Recorded:
+        """A result is final: counted, told to subscribers, kept in the history (with
+        ``extra``, what its kind stores beside it); returns once written, with what the
+        write gave back and ``result.previous`` filled. Cancelled while it is written,
+        it is in the history, and :class:`~.recorder.KeptThenCancelled` carries what was
+        kept so the report has it too, then the cancellation goes on."""
+        self.record(result)
+        return await self.recorder.record(handle, result, extra)
 
     def emit(self, event: Event) -> None:
         self.events(event)
 
     def start(self, subjects: int = 0) -> None:
-        """The run's checks passed: its histories start opening (in the background) and
-        subscribers hear that it began."""
+        """The run's checks passed: its histories start opening and its run rows begin
+        (in the background), and subscribers hear that it began."""
         self.histories.start()
+        self.recorder.start()
         self.started = True
         self.emit(RunStarted(kind=self.kind, subjects=subjects))
 
     def record(self, result: Result) -> None:
-        """A subject's final result: counted and told to subscribers."""
+        """A subject's final result: counted and told to subscribers (:meth:`keep` also
+        keeps it in the history)."""
         self.recorded += 1
         unknown = result_kind(result.kind).unknown - {"interrupted"}
         self.errors += result.status in unknown
@@ -160,6 +239,35 @@ class SuiteRun:
     def warn(self, message: str) -> None:
         self.emit(Warned(kind=self.kind, message=message))
 
+    def status_for(self, exc_type: type[BaseException] | None) -> str:
+        """The status this run ends with if ``exc_type`` ends it (None: it ends normally):
+        for a kind that finishes its history rows before the run itself ends."""
+        failed = exc_type is not None or self.errors > 0
+        return final_status(interrupted=interrupted_by(exc_type), failed=failed)
+
+    # -- the run ------------------------------------------------------------------------
+
+    async def run(self, kind: Kind) -> Decision:
+        """Plan, start, execute every unit and decide: the one way a run of any kind
+        goes. Interrupted, what finished is kept and the interruption raised again;
+        the decision (:attr:`decision`) is made either way."""
+        self._run = kind.run
+        async with self:
+            units = list(await kind.plan(self))
+            self.start(len(units))
+            for warning in getattr(kind.run, "warnings", ()):
+                self.warn(warning)
+            try:
+                # Settled: on Ctrl-C every unit has kept its own (partial) results before
+                # what never started is listed.
+                await gather_settled(*(kind.execute(unit, self) for unit in units))
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                kind.run.interrupted = True
+                kind.stopped(self)
+                raise
+        assert self.decision is not None
+        return self.decision
+
     async def __aenter__(self) -> SuiteRun:
         if self._scope:
             self._exit.enter_context(secret_scope())
@@ -167,18 +275,30 @@ class SuiteRun:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
         interrupted = interrupted_by(exc_type)
-        errors = self.errors > 0
-        self.status = final_status(interrupted=interrupted, failed=exc_type is not None or errors)
+        self.status = self.status_for(exc_type)
+        error = rest[0] if rest and isinstance(rest[0], BaseException) else None
         try:
-            await self.histories.aclose()
+            try:
+                await self.contexts.aclose()  # the cache's last writes, before the rows end
+            finally:
+                failed = exc_type is not None and not interrupted
+                await self.recorder.close(interrupted=interrupted, failed=failed)
         finally:
-            if self.started:  # a run stopped by its checks never began: no events
-                self.emit(
-                    RunFinished(
-                        kind=self.kind,
-                        status=self.status,
-                        results=self.recorded,
-                        decision=self.decision,
+            try:
+                await self.histories.aclose()
+            finally:
+                if self._run is not None:
+                    stopped = error if isinstance(error, OxyError) else None
+                    if interrupted:
+                        self._run.interrupted = True
+                    self.decision = decide_run(self._run, self.gates, error=stopped)
+                if self.started:  # a run stopped by its checks never began: no events
+                    self.emit(
+                        RunFinished(
+                            kind=self.kind,
+                            status=self.status,
+                            results=self.recorded,
+                            decision=self.decision,
+                        )
                     )
-                )
-            self._exit.close()
+                self._exit.close()

@@ -187,11 +187,11 @@ class WorkflowTarget(Target):
 
 def task_output(run: WorkflowRun, ref: str) -> Any:
     """The output at a task_ref: a top-level name, or a dotted path into its parts."""
-    from ..errors import EXIT_INPUT, ConfigError
+    from ..errors import ConfigError
     from ..workflow.engine import TaskFailed
 
     head, *rest = ref.split(".")
-    bad_input = next((r for r in run.failed if r.exit_code == EXIT_INPUT), None)
+    bad_input = next((r for r in run.failed if r.bad_input), None)
     if bad_input is not None:  # the same file fails every run: stop with exit 2, not n errors
         raise ConfigError(f"task '{bad_input.path}' failed: {bad_input.error}")
     if head not in run.outputs:

@@ -1,11 +1,10 @@
-"""``oxy run`` on a workflow as a library call that also keeps the run in the history.
+"""``oxy run`` on a workflow as a kind on the run pipeline (:class:`Workflow`), and ``oxy
+run AGENT --question`` (:func:`ask`).
 
-The engine (:func:`oxyeval.workflow.execute_workflow`) runs a workflow and knows
-nothing of the store; this wraps it: the project's history opens in a worker thread as
-the run begins (:class:`~oxyeval.suites.history.History`: the store the run's cache uses
-too; the lean sqlite3 store once the project has a history), and when the run ends
-(succeeded, failed or interrupted) its output and every task are stored under one run
-row of kind ``workflow``. A history that cannot be opened or written is a logged
+The engine (:mod:`oxyeval.workflow`) runs a workflow and knows nothing of the store; the
+suite run gives it the project's context (models, databases, the run's cache) and, when
+the run ends (succeeded, failed or interrupted), keeps its output and every task under
+one run row of kind ``workflow``. A history that cannot be opened or written is a logged
 warning: it never fails, or loses, the run.
 """
 
@@ -13,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,19 +24,27 @@ from ..evaluation import (
     SubjectStarted,
     register_kind,
 )
-from ..project.config import Project, load_project
-from ..store import NewWorkflowRun, NewWorkflowTask, StoreError, utc_timestamp
+from ..project.config import load_project
+from ..store import NewWorkflowRun, NewWorkflowTask
 from ..workflow.outputs import to_jsonable
 from ..workflow.records import TaskRecord, WorkflowRun
 from .cache import cache_factory
-from .history import History
+from .recorder import Handle, RunRow, Storage
 from .suite import SuiteRun
 
 if TYPE_CHECKING:
     from ..workflow.ask import AgentAnswer
+    from ..workflow.context import RunContext
     from .history import RunStore
 
-__all__ = ["ask", "new_workflow_run", "run_workflow"]
+__all__ = [
+    "Workflow",
+    "WorkflowOutcome",
+    "ask",
+    "new_workflow_run",
+    "run_workflow",
+    "workflow_result",
+]
 
 log = logging.getLogger("oxyeval.history")
 
@@ -95,14 +102,121 @@ def new_workflow_run(
     )
 
 
-def _store_run(store: RunStore, started_at: str, file: str, record: NewWorkflowRun) -> str:
-    """In a worker thread: the run row, its workflow rows, finished with its status."""
-    run_id = store.runs.start(
-        "workflow", total=len(record.tasks), subject=file, started_at=started_at
-    )
-    store.workflows.record(run_id, record)
-    store.runs.finish(run_id, record.status)
-    return run_id
+def _workflow_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, Any]]) -> list[None]:
+    """A workflow run's rows: the run and every task (its result row with them)."""
+    for _result, record in items:
+        store.workflows.record(run_id, record)
+    return [None] * len(items)
+
+
+class WorkflowOutcome:
+    """A workflow run as the one decision reads it: one result once it started (its
+    status ``completed``, ``failed`` or ``interrupted``), none before."""
+
+    kind = "workflow"
+
+    def __init__(self, run: WorkflowRun, subject: str) -> None:
+        self.run = run
+        self.subject = subject
+        self.status: str | None = None  # set once the run started
+
+    @property
+    def interrupted(self) -> bool:
+        return self.run.interrupted
+
+    @interrupted.setter
+    def interrupted(self, value: bool) -> None:
+        self.run.interrupted = value
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.run.warnings
+
+    def as_results(self) -> list[Result]:
+        if self.status is None:
+            return []
+        return [workflow_result(self.subject, self.run, self.status)]
+
+
+class Workflow:
+    """One workflow run as a kind on the run pipeline: its tasks on the project's engine,
+    the run and every task kept in the history when it ends (succeeded, failed or
+    interrupted); each finished task is a sample of the run."""
+
+    name = "workflow"
+    storage = Storage(write=_workflow_rows)
+
+    def __init__(
+        self,
+        path: str | Path,
+        variables: Mapping[str, Any] | None,
+        *,
+        project_dir: str | None,
+        concurrency: int,
+        on_event: Callable[[TaskRecord], None] | None,
+        run: WorkflowRun,
+    ) -> None:
+        self.path = path
+        self.variables = dict(variables or {})
+        self.project_dir = project_dir
+        self.concurrency = concurrency
+        self.on_event = on_event
+        self.workflow_run = run
+        self.subject = str(path)
+        self.run = WorkflowOutcome(run, self.subject)
+        self._file = self.subject
+        self._handle: Handle | None = None
+        self._context: RunContext | None = None
+
+    async def plan(self, suite: SuiteRun) -> list[Workflow]:
+        """The workflow loaded and compiled, every model key found and the variables
+        valid: a run that cannot start creates no database."""
+        from ..errors import Diagnostic, LoadError
+        from ..project.document import path_problem
+
+        problem = path_problem(self.path)  # said with the path as given, as oxy test says it
+        if problem is not None:
+            raise LoadError([Diagnostic(str(self.path), problem)])
+        project = load_project(self.path, project_dir=self.project_dir)
+        self._context = suite.context(
+            project,
+            concurrency=self.concurrency,
+            on_event=_events(suite, self.subject, self.on_event),
+        )
+        engine = self._context.engine
+        plan = engine.plan(Path(self.path).resolve())
+        self._context.models.check(sorted(engine.models_used(plan)))
+        self.workflow_run.warnings[:] = [w.format() for w in plan.all_warnings()]
+        engine.resolve_variables(plan.workflow, self.variables)
+        self._file = project.relative(Path(self.path))
+        from ..workflow import walk_tasks
+
+        tasks = len(walk_tasks(plan.workflow.tasks))
+        self._handle = suite.add(project, RunRow(subject=self._file), count=tasks)
+        return [self]
+
+    async def execute(self, unit: Workflow, suite: SuiteRun) -> None:
+        from ..workflow.engine import WorkflowFailed
+
+        assert self._context is not None and self._handle is not None
+        suite.emit(SubjectStarted(kind="workflow", subject=self.subject, label=self.subject))
+        run = self.workflow_run
+        status = "failed"
+        try:
+            await self._context.engine.run(Path(self.path), self.variables, into=run)
+            status = "completed" if run.ok else "failed"
+        except asyncio.CancelledError:
+            status = "interrupted"
+            raise
+        finally:
+            self.run.status = status
+            record = new_workflow_run(self._file, self.variables, run, status)
+            await suite.keep(self._handle, workflow_result(self.subject, run, status), record)
+        if not run.ok:
+            raise WorkflowFailed(run.summary(), run)
+
+    def stopped(self, suite: SuiteRun) -> None:
+        """An interrupted run keeps itself (``execute``'s own ``finally``)."""
 
 
 async def run_workflow(
@@ -119,54 +233,45 @@ async def run_workflow(
     cache: bool | None = None,
     events: EventSink | None = None,
 ) -> WorkflowRun:
-    """Run one workflow (as :func:`oxyeval.workflow.execute_workflow`, same errors) and
-    store the run in its project's history (``db``: another SQLite file or a PostgreSQL
-    URL; ``history=False``: nothing is stored and the store is never opened).
+    """Run one workflow (raises :class:`~oxyeval.workflow.WorkflowFailed` with the run
+    when a task fails) and store the run in its project's history (``db``: another SQLite
+    file or a PostgreSQL URL; ``history=False``: nothing is stored and the store is never
+    opened).
 
     ``cache`` is ``--cache`` (True: answers and verdicts replayed), ``--no-cache`` (False)
     or neither (None: verdicts replayed, answers kept), as for :func:`run_tests`; the cache
     lives in the same store as the run, and nothing is cached with ``history=False``.
 
-    A run that never started (a file that does not load, a missing key) is not stored;
-    one that failed or was interrupted is, with its status. ``events`` hears the run as
-    it happens (:mod:`oxyeval.evaluation.events`): each finished task is a sample.
+    A run that never started (a file that does not load, a missing key, a bad variable)
+    is not stored; one that failed or was interrupted is, with its status; a history
+    that cannot be written is a logged warning, never a lost run. ``events`` hears the
+    run as it happens (:mod:`oxyeval.evaluation.events`): each finished task is a sample.
     """
-    from ..workflow.engine import execute_workflow as run_engine
-
     run = into if into is not None else WorkflowRun()
-    async with SuiteRun(
-        "workflow", db=db, environ=environ, history=history, cache=cache, events=events
-    ) as suite:
-        kept: tuple[History, Project] | None = None
-        if history:
-            project = load_project(path, project_dir=project_dir)
-            book = suite.histories.for_project(project)  # a bad location: bad input, now
-            assert book is not None
-            kept = book, project
-        subject = str(path)
-        started_at = utc_timestamp()
-        status = "failed"
-        try:
-            result = await run_engine(
-                path,
-                variables,
-                project_dir=project_dir,
-                concurrency=concurrency,
-                on_event=_starting(suite, subject, on_event),
-                environ=environ,
-                into=run,
-                cache=suite.caches,
-            )
-            status = "completed"
-            return result
-        except asyncio.CancelledError:
-            status = "interrupted"
-            raise
-        finally:
-            if kept is not None:
-                await _keep(*kept, path, variables or {}, run, status, started_at)
-            if suite.started:
-                suite.record(workflow_result(subject, run, status))
+    kind = Workflow(
+        path,
+        variables,
+        project_dir=project_dir,
+        concurrency=concurrency,
+        on_event=on_event,
+        run=run,
+    )
+    suite = SuiteRun(
+        "workflow",
+        db=db,
+        environ=environ,
+        history=history,
+        cache=cache,
+        events=events,
+        storage=kind.storage,
+    )
+    try:
+        await suite.run(kind)
+    finally:
+        for note in suite.recorder.notes:
+            if note.error is not None:
+                log.warning("history not stored in %s: %s", note.db, note.error)
+    return run
 
 
 def workflow_result(subject: str, run: WorkflowRun, status: str) -> Result:
@@ -182,18 +287,12 @@ def workflow_result(subject: str, run: WorkflowRun, status: str) -> Result:
     )
 
 
-def _starting(
+def _events(
     suite: SuiteRun, subject: str, on_event: Callable[[TaskRecord], None] | None
 ) -> Callable[[TaskRecord], None]:
-    """``on_event``, and the suite starts as the first task starts: after the engine's
-    checks (the workflow loaded, every model key found, the variables valid), so a run
-    that cannot start creates no database, while the store still opens in the
-    background during the first tasks. Each finished task is a sample of the run."""
+    """``on_event``, and each finished task a sample of the run."""
 
     def event(record: TaskRecord) -> None:
-        if not suite.started:
-            suite.start(1)
-            suite.emit(SubjectStarted(kind="workflow", subject=subject, label=subject))
         if record.status not in ("running", "pending"):
             suite.emit(
                 SampleFinished(
@@ -209,29 +308,6 @@ def _starting(
             on_event(record)
 
     return event
-
-
-async def _keep(
-    book: History,
-    project: Project,
-    path: str | Path,
-    variables: Mapping[str, Any],
-    run: WorkflowRun,
-    status: str,
-    started_at: str,
-) -> None:
-    """Store the run if it started; say so (a warning) if the history fails."""
-    if run.workflow is None or not run.records:
-        return  # it never started (a file that does not load, a missing key)
-    try:
-        store = await book.store()
-        assert store is not None
-        file = project.relative(Path(path))
-        record = new_workflow_run(file, variables, run, status)
-        await asyncio.to_thread(_store_run, store, started_at, file, record)
-    except Exception as exc:  # never lose the run over its history
-        why = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
-        log.warning("history not stored in %s: %s", book.location, why)
 
 
 async def ask(

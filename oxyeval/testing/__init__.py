@@ -2,9 +2,11 @@
 
 Test code builds test cases from its app's outputs (``LLMTestCase``,
 ``ConversationalTestCase``), scores them with metrics (deterministic ones, and judged
-ones asking the project's judge model through one JSON judge) and runs them with
-``evaluate`` or ``assert_test``, in plain scripts or pytest. Moving a DeepEval test
-here means changing its import line to ``from oxyeval.testing import ...``.
+ones asking the project's judge model through the judge package) and runs them with
+``evaluate`` or ``assert_test``, in plain scripts or pytest, or sends test cases through
+its app with ``run_test_suite``. Each of those is a run of kind ``sdk`` on the pipeline
+every kind of test shares (its history, cache, events and one decision). Moving a
+DeepEval test here means changing its import line to ``from oxyeval.testing import ...``.
 Nothing is sent anywhere but the models config.yml configures.
 """
 
@@ -15,17 +17,17 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
-    "MetricEvaluator": "_suites",
-    "LLMJudge": "_suites",
-    "BaseTestCase": "_suites",
-    "BaseTestEvaluator": "_suites",
+    "MetricEvaluator": "_evaluators",
+    "LLMJudge": "_evaluators",
+    "BaseTestCase": "_evaluators",
+    "BaseTestEvaluator": "_evaluators",
     "CaseOutcome": "_suites",
-    "Evaluation": "_suites",
-    "HasAllSubstrings": "_suites",
-    "IsEqual": "_suites",
-    "IsValidJson": "_suites",
+    "Evaluation": "_evaluators",
+    "HasAllSubstrings": "_evaluators",
+    "IsEqual": "_evaluators",
+    "IsValidJson": "_evaluators",
     "SuiteResult": "_suites",
-    "Threshold": "_suites",
+    "Threshold": "_evaluators",
     "run_test_suite": "_suites",
     "run_test_suite_async": "_suites",
     "render_suite": "_suites",
@@ -145,6 +147,17 @@ if TYPE_CHECKING:
         evaluate,
         render_results,
     )
+    from ._evaluators import (
+        BaseTestCase,
+        BaseTestEvaluator,
+        Evaluation,
+        HasAllSubstrings,
+        IsEqual,
+        IsValidJson,
+        LLMJudge,
+        MetricEvaluator,
+        Threshold,
+    )
     from ._geval import GEVAL_SCHEMA, GEval
     from ._judge import JudgeError, ask_json, close_judges, parse_json_object
     from ._metric import (
@@ -156,17 +169,8 @@ if TYPE_CHECKING:
     )
     from ._rag import AnswerRelevancyMetric, ContextualRelevancyMetric, FaithfulnessMetric
     from ._suites import (
-        BaseTestCase,
-        BaseTestEvaluator,
         CaseOutcome,
-        Evaluation,
-        HasAllSubstrings,
-        IsEqual,
-        IsValidJson,
-        LLMJudge,
-        MetricEvaluator,
         SuiteResult,
-        Threshold,
         render_suite,
         run_test_suite,
         run_test_suite_async,

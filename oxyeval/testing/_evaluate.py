@@ -1,28 +1,35 @@
-"""``evaluate`` and ``assert_test``: many metrics over many test cases, concurrently.
+"""``evaluate`` and ``assert_test``: many metrics over many test cases, as one SDK run.
 
-Each (test case, metric) pair is measured on a shallow copy of the metric, so one
-metric object listed once serves every case and its outcome attributes never mix
-between cases. Every pair runs in one event loop (one judge pool for the whole call),
-at most ``concurrency`` pairs at a time; a metric that fails is reported as an error
-for its pair and never stops the others or counts as a pass.
+Both are thin over the SDK's runner (:mod:`._run`): each test case a subject whose output
+it carries, each metric a check. Each (test case, metric) pair is measured on a shallow
+copy of the metric, so one metric object listed once serves every case and its outcome
+attributes never mix between cases; a metric that fails is reported as an error for its
+pair and never stops the others or counts as a pass. Whether a test case, an
+``evaluate`` or an ``assert_test`` passed is read off the one decision over the results.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..redact import clip
 from ._cases import ConversationalTestCase, LLMTestCase
 from ._metric import run_sync
+from ._results import Measured, case_states, decide_results, sdk_result, shown_case
+
+if TYPE_CHECKING:
+    from ..evaluation import Decision, EventSink
+    from ._run import Check, Finished, Subject
 
 __all__ = [
     "EvaluationResult",
     "MetricData",
     "TestResult",
+    "a_evaluate",
     "assert_test",
     "evaluate",
     "render_results",
@@ -33,7 +40,8 @@ TestCase = LLMTestCase | ConversationalTestCase
 
 @dataclass
 class MetricData:
-    """One metric's outcome on one test case."""
+    """One metric's outcome on one test case; ``success`` is the metric's own check
+    (score at least its threshold, without error)."""
 
     name: str
     threshold: float
@@ -47,7 +55,8 @@ class MetricData:
 
 @dataclass
 class TestResult:
-    """One test case's outcome: passed when every metric succeeded without error."""
+    """One test case's outcome: it passed when the decision found none of its metrics
+    failing or unscored."""
 
     __test__ = False  # not a pytest class
 
@@ -68,15 +77,50 @@ class TestResult:
         return case.actual_output if isinstance(case, LLMTestCase) else None
 
 
+def _case_key(case: TestCase) -> str:
+    """A test case's name in the history, what a later run's same case is found by: its
+    input; a conversation's first input (a place in a list would tie unrelated
+    conversations together when the list changes)."""
+    if isinstance(case, LLMTestCase):
+        return shown_case(case.input)
+    return f"{shown_case(case.turns[0].input)} (conversation)"
+
+
+def _measured(data: MetricData) -> Measured:
+    return Measured(
+        score=data.score,
+        passed=None if data.error else data.success,
+        reason=data.reason,
+        error=data.error,
+        threshold=data.threshold,
+        value=data,
+    )
+
+
 @dataclass
 class EvaluationResult:
-    """What ``evaluate`` returns: one :class:`TestResult` per test case, in order."""
+    """What ``evaluate`` returns: one :class:`TestResult` per test case, in order; the
+    decision over their results (``success``), and the regressions the history showed.
+    """
 
     test_results: list[TestResult] = field(default_factory=list)
+    decision: Decision | None = None
+    #: Scores lower than the same test case's previous one under the same metric.
+    regressions: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.decision is None:  # made by hand: decided over the same results
+            results = [
+                sdk_result("evaluate", _case_key(t.test_case), d.name, _measured(d))
+                for t in self.test_results
+                for d in t.metrics_data
+            ]
+            self.decision = decide_results(results)
 
     @property
     def success(self) -> bool:
-        return all(t.success for t in self.test_results)
+        assert self.decision is not None
+        return self.decision.passed
 
 
 async def _measure(metric: Any, case: TestCase) -> MetricData:
@@ -105,30 +149,84 @@ async def _measure(metric: Any, case: TestCase) -> MetricData:
     )
 
 
-async def a_evaluate(
-    test_cases: Sequence[TestCase], metrics: Sequence[Any], concurrency: int
-) -> EvaluationResult:
-    """:func:`evaluate` without printing, for async callers."""
-    gate = asyncio.Semaphore(concurrency)
+def _metric_name(metric: Any) -> str:
+    name = getattr(metric, "__name__", None)
+    return name if isinstance(name, str) and name else type(metric).__name__
 
-    async def one(metric: Any, case: TestCase) -> MetricData:
-        async with gate:
-            return await _measure(metric, case)
 
-    jobs = [[one(m, case) for m in metrics] for case in test_cases]
-    rows = await asyncio.gather(*(asyncio.gather(*row) for row in jobs))
-    results = []
-    for i, (case, data) in enumerate(zip(test_cases, rows, strict=True)):
-        results.append(
+def _checks(metrics: Sequence[Any]) -> list[Check]:
+    from ._run import Check
+
+    def check(metric: Any) -> Check:
+        name = _metric_name(metric)
+
+        async def measure(case: TestCase, _output: Any) -> Measured:
+            try:
+                return _measured(await _measure(metric, case))
+            except Exception as exc:  # not even measurable (a bad threshold): its error
+                error = f"{type(exc).__name__}: {exc}"
+                return _measured(MetricData(name, 0.5, False, None, None, error=error))
+
+        return Check(name, measure)
+
+    return [check(m) for m in metrics]
+
+
+def _subjects(test_cases: Sequence[TestCase], metrics: Sequence[Any]) -> list[Subject]:
+    from ._run import Subject
+
+    checks = _checks(metrics)
+    return [
+        Subject(_case_key(case), case, checks, label=f"test_case_{i}")
+        for i, case in enumerate(test_cases)
+    ]
+
+
+def _evaluation(test_cases: Sequence[TestCase], finished: Finished) -> EvaluationResult:
+    """The run's outcomes as DeepEval's shape, each case's success read off the decision."""
+    outcomes = finished.outcomes
+    states = case_states(finished.decision, [len(o.results) for o in outcomes])
+    tests = []
+    for i, (case, outcome, passed) in enumerate(zip(test_cases, outcomes, states, strict=True)):
+        data = [m.value for m in outcome.measured if m is not None]
+        tests.append(
             TestResult(
                 name=f"test_case_{i}",
-                success=all(d.success for d in data),
-                metrics_data=list(data),
+                success=passed,
+                metrics_data=data,
                 test_case=case,
                 conversational=isinstance(case, ConversationalTestCase),
             )
         )
-    return EvaluationResult(results)
+    return EvaluationResult(tests, finished.decision, finished.regressions)
+
+
+async def a_evaluate(
+    test_cases: Sequence[TestCase],
+    metrics: Sequence[Any],
+    concurrency: int = 8,
+    *,
+    identifier: str = "evaluate",
+    history: bool = True,
+    cache: bool | None = None,
+    events: EventSink | Iterable[EventSink | None] | None = None,
+) -> EvaluationResult:
+    """:func:`evaluate` without printing, for async callers."""
+    from ._run import run_sdk
+
+    if isinstance(test_cases, (LLMTestCase, ConversationalTestCase)):
+        raise TypeError("test_cases must be a list of test cases, got a single test case")
+    test_cases, metrics = list(test_cases), list(metrics)
+    _check(test_cases, metrics, concurrency)
+    finished = await run_sdk(
+        identifier,
+        _subjects(test_cases, metrics),
+        concurrency=concurrency,
+        history=history,
+        cache=cache,
+        events=events,
+    )
+    return _evaluation(test_cases, finished)
 
 
 def _check(test_cases: Any, metrics: Any, concurrency: Any) -> None:
@@ -199,54 +297,43 @@ def evaluate(
     print_results: bool = True,
     identifier: str = "evaluate",
     history: bool = True,
+    cache: bool | None = None,
+    events: EventSink | Iterable[EventSink | None] | None = None,
 ) -> EvaluationResult:
     """Measure every metric on every test case, at most ``concurrency`` at a time;
-    print a table (``print_results``) and return the outcome per test case. Inside a
-    project the evaluations are kept in its history as a run of ``identifier``
-    (``history=False``: not), each score compared with the same case's previous one."""
+    print a table (``print_results``) and return the outcome per test case.
+
+    Inside a project this is a run of ``identifier`` in its history (``history=False``:
+    not): each score compared with the same case's previous one, and the judges' answers
+    kept, so a rerun of unchanged test cases asks the judge nothing (``cache=False``:
+    neither kept nor replayed). ``events`` subscribe to the run's events."""
     if isinstance(test_cases, (LLMTestCase, ConversationalTestCase)):
         raise TypeError("test_cases must be a list of test cases, got a single test case")
     test_cases, metrics = list(test_cases), list(metrics)
     _check(test_cases, metrics, concurrency)
-    result = run_sync(a_evaluate(test_cases, metrics, concurrency))
+    result = run_sync(
+        a_evaluate(
+            test_cases,
+            metrics,
+            concurrency,
+            identifier=identifier,
+            history=history,
+            cache=cache,
+            events=events,
+        )
+    )
     _record(result)
-    regressions = _store(identifier, result) if history else []
     if print_results:
         render_results(result)
-        for line in regressions:
+        for line in result.regressions:
             print(f"regression: {line}")
     return result
-
-
-def _store(identifier: str, result: EvaluationResult) -> list[str]:
-    from ._history import Evaluated, store_evaluations
-
-    rows = []
-    for test in result.test_results:
-        case = test.input if test.input is not None else f"{test.name} (conversation)"
-        for data in test.metrics_data:
-            rows.append(
-                Evaluated(
-                    case=clip(" ".join(case.split()), 200),
-                    metric=data.name,
-                    score=data.score,
-                    passed=None if data.error else data.success,
-                    reason=data.reason,
-                    error=data.error,
-                    threshold=data.threshold,
-                )
-            )
-    store_evaluations(identifier, rows)
-    return [f"{r.case} / {r.metric}: {m}" for r in rows for m in r.regressions]
 
 
 #: What evaluate() and assert_test() measured in this process, for the pytest plugin's
 #: summary; bounded, so a long session cannot grow it without end.
 RECORDED: list[MetricData] = []
 MAX_RECORDED = 100_000
-#: What assert_test() measured, with the test case's input: the pytest plugin keeps these
-#: in the history at the end of the session (evaluate() keeps its own).
-ASSERTED: list[tuple[str, MetricData]] = []
 
 
 def _record(result: EvaluationResult) -> None:
@@ -255,26 +342,30 @@ def _record(result: EvaluationResult) -> None:
         RECORDED.extend([d for t in result.test_results for d in t.metrics_data][:room])
 
 
+def _session_run() -> Any:
+    """The pytest session's run of ``assert_test`` s, when the plugin is running one."""
+    import sys
+
+    plugin = sys.modules.get("oxyeval.testing._pytest")
+    return plugin.live_run() if plugin is not None else None
+
+
 def assert_test(test_case: TestCase, metrics: Sequence[Any]) -> None:
-    """Measure ``metrics`` on ``test_case``; raise AssertionError naming each metric that
-    failed (score, threshold, reason) or could not score (its error)."""
+    """Measure ``metrics`` on ``test_case``; raise AssertionError, read off the decision,
+    naming each metric that failed (score, threshold, reason) or could not score (its
+    error). Under pytest every ``assert_test`` of the session is one run in the
+    project's history ("pytest"); elsewhere each call is a run of its own."""
+    from ._run import run_sdk
+
     metrics = list(metrics)
     _check([test_case], metrics, 1)
-    result = run_sync(a_evaluate([test_case], metrics, max(1, len(metrics))))
+    subjects = _subjects([test_case], metrics)
+    session = _session_run()
+    if session is not None:
+        finished = session.measure(subjects)
+    else:
+        finished = run_sync(run_sdk("assert_test", subjects, concurrency=max(1, len(metrics))))
+    result = _evaluation([test_case], finished)
     _record(result)
-    if len(ASSERTED) < MAX_RECORDED:
-        test = result.test_results[0]
-        label = test.input if test.input is not None else f"{len(test_case.turns)} turns"  # type: ignore[union-attr]
-        ASSERTED.extend((clip(" ".join(label.split()), 200), d) for d in test.metrics_data)
-    failed = []
-    for data in result.test_results[0].metrics_data:
-        if data.error:
-            failed.append(f"{data.name}: error: {data.error}")
-        elif not data.success:
-            score = "none" if data.score is None else f"{data.score:.2f}"
-            failed.append(
-                f"{data.name}: score {score} < threshold {data.threshold:g}"
-                + (f" (reason: {data.reason})" if data.reason else "")
-            )
-    if failed:
-        raise AssertionError("metrics failed: " + "; ".join(failed))
+    if not finished.decision.passed:
+        raise AssertionError("metrics failed: " + "; ".join(finished.decision.reasons))

@@ -1,43 +1,51 @@
-"""The JSON judge every judged metric asks through.
+"""The judge every judged metric asks through, and the run it asks in.
 
 A metric states what it wants as a JSON Schema; :func:`ask_json` gets an object of that
-shape from the project's judge model or raises :class:`JudgeError`, so no metric parses
+shape from the project's judge model (the judge package's
+:class:`~oxyeval.judge.JsonJudge`) or raises :class:`JudgeError`, so no metric parses
 model text itself and none can pass on a reply it could not read.
 
-One :class:`~oxyeval.providers.ModelPool` per event loop (per project): its HTTP client
-belongs to the loop that made it, and one pool per loop lets every metric of an
-``evaluate`` share connections and the models' concurrency limits. The pool is closed
-when the loop is shut down by ``asyncio.run`` (a parked async generator's ``finally``
-runs then), or by :func:`close_judges` for a loop that lives on (a notebook's).
+Where a judge call runs: inside an SDK run (``evaluate``, ``assert_test``,
+``run_test_suite``) it uses that run's :class:`~oxyeval.workflow.RunContext` (its model
+pool, its verdict cache kept in the history, its judge session), which the run names
+for its own event loop (:func:`judging_in`). A metric measured on its own
+(``metric.measure(case)``) has no run: it uses a context of its event loop for the
+project found from the working directory, without a cache. Its HTTP client belongs to
+that loop, so it is closed when the loop is shut down by ``asyncio.run`` (a parked async
+generator's ``finally`` runs then), or by :func:`close_judges` for a loop that lives on
+(a notebook's).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 import threading
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
+from ..errors import OxyError
+from ..judge import parse_json_object
+from ..redact import redact
 
-from ..errors import OxyError, ProviderError
-from ..inputs import JSONProblem, loads
-from ..project import Project, find_config, load_project
-from ..providers import ChatMessage, Completion, GenerateParams, ModelPool, ResponseSchema
-from ..redact import clip, redact
+if TYPE_CHECKING:
+    from ..judge import JsonJudge, Judge, Rubric
+    from ..workflow import RunContext
 
-__all__ = ["JudgeError", "ask_json", "close_judges", "parse_json_object", "vendor_schema"]
-
-# Statuses with which servers refuse a request field (structured output) they lack.
-_REFUSED = (400, 422)
-# Keywords every vendor's structured output accepts; the rest are checked here only.
-_PORTABLE = {"type", "properties", "required", "additionalProperties", "items", "enum"}
-_FENCE = re.compile(r"```[a-zA-Z]*\s*\n(.*?)```", re.DOTALL)
+__all__ = [
+    "JudgeError",
+    "ask_json",
+    "close_judges",
+    "json_judge",
+    "judge_context",
+    "judging_in",
+    "parse_json_object",
+    "rubric_judge",
+]
 
 
 class JudgeError(OxyError):
@@ -45,22 +53,39 @@ class JudgeError(OxyError):
     not a JSON object of the asked schema."""
 
 
-@dataclass
-class _Pool:
-    project: Project
-    pool: ModelPool
-    text_only: set[str] = field(default_factory=set)  # models that refused structured output
+@dataclass(frozen=True)
+class _Scope:
+    """The run judge calls of this task belong to, on the loop that runs it."""
+
+    loop: asyncio.AbstractEventLoop
+    context: RunContext | None  # None: the run has no project
+
+
+_RUN: ContextVar[_Scope | None] = ContextVar("oxyeval_sdk_run", default=None)
+
+
+@contextmanager
+def judging_in(context: RunContext | None) -> Iterator[None]:
+    """Judge calls made in this block (and the tasks it starts) use ``context``, the
+    SDK run's; call it inside the run's event loop."""
+    token = _RUN.set(_Scope(asyncio.get_running_loop(), context))
+    try:
+        yield
+    finally:
+        _RUN.reset(token)
 
 
 @dataclass
 class _LoopState:
-    pools: dict[Path, _Pool] = field(default_factory=dict)
-    keeper: Any = None  # the parked async generator that closes the pools at loop end
+    """The contexts of metrics measured on their own in one event loop, by project."""
+
+    contexts: dict[Path, RunContext] = field(default_factory=dict)
+    keeper: Any = None  # the parked async generator that closes them at loop end
 
     async def aclose(self) -> None:
-        pools, self.pools = list(self.pools.values()), {}
-        for entry in pools:
-            await entry.pool.aclose()
+        contexts, self.contexts = list(self.contexts.values()), {}
+        for context in contexts:
+            await context.aclose()
 
 
 _STATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
@@ -88,21 +113,30 @@ async def _state() -> _LoopState:
     return state
 
 
-async def _pool() -> _Pool:
-    """This loop's pool for the project found from the working directory."""
+async def judge_context() -> RunContext:
+    """Where a judge call runs: the SDK run's context when this loop runs one, else this
+    loop's own for the project found from the working directory (a ConfigError naming
+    the folder when there is none)."""
+    scope = _RUN.get()
+    loop = asyncio.get_running_loop()
+    if scope is not None and scope.loop is loop and scope.context is not None:
+        return scope.context
+    from ..project import find_config, load_project
+    from ..workflow import RunContext
+
     state = await _state()
     config = find_config(Path.cwd())
     key = config.resolve() if config is not None else Path.cwd().resolve()
-    entry = state.pools.get(key)
-    if entry is None:
-        project = load_project()  # raises ConfigError naming the folder when there is none
-        entry = state.pools[key] = _Pool(project, ModelPool(project.models))
-    return entry
+    context = state.contexts.get(key)
+    if context is None:
+        context = state.contexts[key] = RunContext(load_project())
+    return context
 
 
 async def close_judges() -> None:
-    """Close the judge pools of the running loop (their HTTP connections); the next
-    judged metric opens a new one. ``asyncio.run`` does this by itself at its end."""
+    """Close the judge contexts of the running loop (their HTTP connections); the next
+    judged metric measured on its own opens a new one. ``asyncio.run`` does this by
+    itself at its end."""
     loop = asyncio.get_running_loop()
     with _LOCK:
         state = _STATES.get(loop)
@@ -110,84 +144,29 @@ async def close_judges() -> None:
         await state.aclose()
 
 
-def vendor_schema(schema: Any) -> Any:
-    """``schema`` cut to the keywords every vendor's structured output takes (bounds,
-    patterns and the like are dropped: :func:`ask_json` checks them on the answer)."""
-    if isinstance(schema, dict):
-        out: dict[str, Any] = {}
-        for key, value in schema.items():
-            if key == "properties" and isinstance(value, dict):
-                out[key] = {name: vendor_schema(sub) for name, sub in value.items()}
-            elif key == "items":
-                out[key] = vendor_schema(value)
-            elif key in _PORTABLE:
-                out[key] = value
-        return out
-    return schema
+def json_judge(context: RunContext, model: str) -> JsonJudge:
+    """The JSON judge ``model`` of ``context``: its settings, verdict cache and session."""
+    from ..judge import JsonJudge
+
+    return JsonJudge(
+        context.models.get(model),
+        context.project.judge,
+        context.verdicts,
+        session=context.judging,
+    )
 
 
-def parse_json_object(text: str) -> dict[str, Any] | None:
-    """The JSON object in a reply: the whole text, a fenced block, or the span from the
-    first ``{`` to the last ``}`` (a model that wraps its JSON in a sentence); None when
-    no candidate parses as an object."""
-    body = text.strip()
-    candidates = [body, *(m.group(1).strip() for m in _FENCE.finditer(body))]
-    start, end = body.find("{"), body.rfind("}")
-    if 0 <= start < end:
-        candidates.append(body[start : end + 1])
-    for candidate in candidates:
-        try:
-            value = loads(candidate, "a judge's answer")
-        except JSONProblem:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
+def rubric_judge(context: RunContext, model: str, rubric: Rubric | None = None) -> Judge:
+    """The rubric judge ``model`` of ``context`` (the consistency rubric by default)."""
+    from ..judge import CONSISTENCY, Judge
 
-
-def _problem(data: dict[str, Any] | None, validator: jsonschema.protocols.Validator) -> str | None:
-    if data is None:
-        return "the reply held no JSON object"
-    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
-    if error is None:
-        return None
-    where = "/".join(str(p) for p in error.absolute_path) or "the top level"
-    return f"at {where}: {error.message}"
-
-
-def _reply(completion: Completion) -> tuple[dict[str, Any] | None, str]:
-    """The object a completion holds (structured, else read from its text) and its text."""
-    if completion.structured is not None:
-        return completion.structured, json.dumps(completion.structured, ensure_ascii=False)
-    return parse_json_object(completion.text), completion.text
-
-
-async def _generate(
-    entry: _Pool, name: str, messages: list[ChatMessage], schema: Any
-) -> Completion:
-    """One call: structured output when the model's class and config.yml allow it, plain
-    text after the server refused it (remembered for the pool's life)."""
-    model = entry.pool.get(name)
-    mode = entry.project.judge.structured
-    supports = bool(getattr(model.api, "structured_output", False))
-    structured = mode != "off" and supports and name not in entry.text_only
-    if mode == "on" and not supports:
-        raise JudgeError(
-            f"judge.structured is 'on', but vendor '{model.spec.vendor}' (model '{name}') "
-            "has no structured output; set judge.structured to auto or off"
-        )
-    params = GenerateParams(max_tokens=entry.project.judge.max_tokens)
-    if structured:
-        asked = ResponseSchema("judgement", vendor_schema(schema))
-        try:
-            return await model.generate(
-                messages, params.merged(GenerateParams(response_schema=asked))
-            )
-        except ProviderError as exc:
-            if exc.status not in _REFUSED or mode == "on":
-                raise
-            entry.text_only.add(name)
-    return await model.generate(messages, params)
+    return Judge(
+        context.models.get(model),
+        settings=context.project.judge,
+        cache=context.verdicts,
+        rubric=rubric or CONSISTENCY,
+        session=context.judging,
+    )
 
 
 async def ask_json(model_name: str | None, prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -197,38 +176,13 @@ async def ask_json(model_name: str | None, prompt: str, schema: dict[str, Any]) 
     A reply that is no such object is answered once with what was wrong and asked
     again; a second bad reply, or a failed call, is a :class:`JudgeError`.
     """
-    jsonschema.validators.validator_for(schema).check_schema(schema)
-    validator = jsonschema.validators.validator_for(schema)(schema)
     try:
-        entry = await _pool()
-        name = model_name or entry.project.default_judge
-        messages = [ChatMessage("user", prompt)]
-        problem = ""
-        for attempt in range(2):
-            completion = await _generate(entry, name, messages, schema)
-            data, raw = _reply(completion)
-            problem = _problem(data, validator) or ""
-            if not problem:
-                assert data is not None
-                return data
-            if attempt == 0:
-                messages = [
-                    *messages,
-                    ChatMessage("assistant", raw or "(empty reply)"),
-                    ChatMessage(
-                        "user",
-                        f"That reply could not be used: {problem}. Answer again with only a "
-                        "JSON object, no other text, matching this JSON Schema:\n"
-                        + json.dumps(schema, ensure_ascii=False),
-                    ),
-                ]
-    except JudgeError:
-        raise
+        context = await judge_context()
+        name = model_name or context.project.default_judge
+        judge = json_judge(context, name)
     except OxyError as exc:
         raise JudgeError(redact(f"judge model '{model_name or 'default'}': {exc}")) from None
-    raise JudgeError(
-        redact(
-            f"judge model '{name}' gave no usable JSON twice: {problem} "
-            f"(last reply: {clip(raw.strip(), 200)!r})"
-        )
-    )
+    result = await judge.ask(prompt, schema)
+    if result.answer is None:
+        raise JudgeError(redact(f"judge model '{name}': {result.error or 'no answer'}"))
+    return result.answer

@@ -3,25 +3,35 @@ pytest, ``--oxy-repeat N`` to run each test N times (an LLM app is not determini
 one green run proves little), and a summary of the metric scores at the end. JUnit comes
 from pytest's own ``--junitxml``.
 
-It is loaded wherever oxyeval is installed, so it costs nothing until used: one option,
+Every ``assert_test`` of a session is measured in one SDK run per project
+(:class:`~oxyeval.testing._session.LiveRun`, "pytest" in the history), started by the
+first one and finished when the session's summary is written.
+
+It is loaded wherever oxyeval is installed, so it costs nothing until used: two options,
 one fixture, and a summary printed only when a metric was measured.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+if TYPE_CHECKING:
+    from ._session import LiveRun, SessionSummary
+
 __all__ = [
+    "live_run",
     "pytest_addoption",
     "pytest_configure",
     "pytest_generate_tests",
     "pytest_terminal_summary",
+    "pytest_unconfigure",
 ]
 
 #: Repeats beyond this are a typo, not a plan.
 MAX_REPEAT = 1000
+_KEY: pytest.StashKey[Any] = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -43,10 +53,60 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+class _Session:
+    """A running pytest session's settings, and its run once an ``assert_test`` began it."""
+
+    def __init__(self, history: bool) -> None:
+        self.history = history
+        self.run: LiveRun | None = None
+        self.summary: SessionSummary | None = None
+
+    def live(self) -> LiveRun | None:
+        """The session's run (begun now if need be); None once it has finished: an
+        ``assert_test`` after the summary (a late teardown) is a run of its own."""
+        if self.summary is not None:
+            return None
+        if self.run is None:
+            from ._session import LiveRun
+
+            self.run = LiveRun("pytest", history=self.history)
+        return self.run
+
+    def close(self) -> SessionSummary | None:
+        """Finish the session's run (once); what it kept, None when it never began."""
+        if self.run is not None and self.summary is None:
+            self.summary = self.run.close()
+        return self.summary
+
+
+#: The sessions running in this process, innermost last (pytester runs one inside one).
+_SESSIONS: list[_Session] = []
+
+
+def live_run() -> LiveRun | None:
+    """The run ``assert_test`` measures in under pytest (None: no session running)."""
+    return _SESSIONS[-1].live() if _SESSIONS else None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     count = config.getoption("oxy_repeat")
     if not isinstance(count, int) or not 1 <= count <= MAX_REPEAT:
         raise pytest.UsageError(f"--oxy-repeat must be between 1 and {MAX_REPEAT}, not {count}")
+    session = _Session(bool(config.getoption("oxy_history")))
+    config.stash[_KEY] = session
+    _SESSIONS.append(session)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Finish the session's run if the summary did not (``-p no:terminal``)."""
+    session = config.stash.get(_KEY, None)
+    if session is None:
+        return
+    try:
+        session.close()
+    finally:
+        if session in _SESSIONS:
+            _SESSIONS.remove(session)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -64,38 +124,24 @@ def _oxy_run(request: pytest.FixtureRequest) -> Any:
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Per metric: how often measured, passed, failed, errored, and its mean score; then
-    ``assert_test``'s evaluations kept in the project's history as one run ("pytest"),
-    with any score lower than the same case's previous one named as a regression."""
+    what the session's run of ``assert_test`` s kept in the project's history, with any
+    score lower than the same case's previous one named as a regression."""
     import sys
 
     module = sys.modules.get("oxyeval.testing._evaluate")
     recorded = getattr(module, "RECORDED", None) if module is not None else None
-    if not recorded:
+    if recorded:
+        _summary(terminalreporter, recorded)
+    session = terminalreporter.config.stash.get(_KEY, None)
+    summary = session.close() if session is not None else None
+    if summary is None:
         return
-    _summary(terminalreporter, recorded)
-    asserted = getattr(module, "ASSERTED", None)
-    if asserted and terminalreporter.config.getoption("oxy_history"):
-        from ._history import Evaluated, store_evaluations
-
-        rows = [
-            Evaluated(
-                case=case,
-                metric=d.name,
-                score=d.score,
-                passed=None if d.error else d.success,
-                reason=d.reason,
-                error=d.error,
-                threshold=d.threshold,
-            )
-            for case, d in asserted
-        ]
-        if store_evaluations("pytest", rows) is not None:
-            terminalreporter.write_line(
-                f"{len(rows)} evaluation(s) kept in the history (oxy history --kind sdk)"
-            )
-        for row in rows:
-            for why in row.regressions:
-                terminalreporter.write_line(f"regression: {row.case} / {row.metric}: {why}")
+    if summary.stored:
+        terminalreporter.write_line(
+            f"{summary.stored} evaluation(s) kept in the history (oxy history --kind sdk)"
+        )
+    for line in summary.regressions:
+        terminalreporter.write_line(f"regression: {line}")
 
 
 def _summary(terminalreporter: Any, recorded: Any) -> None:

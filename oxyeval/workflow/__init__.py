@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "walk_tasks": "spec",
     "AgentRunner": "agent",
     "AgentAnswer": "ask",
     "ask_agent": "ask",
@@ -67,6 +68,7 @@ __all__ = [
     "render_mermaid",
     "render_plan",
     "to_jsonable",
+    "walk_tasks",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
@@ -84,5 +86,5 @@ if TYPE_CHECKING:
     from .engine import Engine, execute_workflow
     from .outputs import to_jsonable
     from .records import TaskFailed, TaskRecord, WorkflowFailed, WorkflowRun
-    from .spec import Task, Workflow, load_workflow
+    from .spec import Task, Workflow, load_workflow, walk_tasks
     from .sql import Databases, SqlError, SqlResult

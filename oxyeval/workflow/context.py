@@ -191,12 +191,14 @@ class RunContexts:
         self._cache = cache
         self._contexts: dict[Path, RunContext] = {}
 
-    def get(self, project: Project) -> RunContext:
+    def get(self, project: Project, **options: Any) -> RunContext:
+        """``project``'s context; ``options`` (a workflow run's ``concurrency`` and
+        ``on_event``) apply when it is made, its first use in the run."""
         context = self._contexts.get(project.root)
         if context is None:
             cache = self._cache(project) if self._cache is not None else None
             context = self._contexts[project.root] = RunContext(
-                project, cache=cache, **self._options
+                project, cache=cache, **{**self._options, **options}
             )
         return context
 

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import EXIT_INFRA, ConfigError, LoadError, OxyError, ProviderError
+from ..errors import ConfigError, LoadError, OxyError, ProviderError, is_bad_input
 from ..judge import JudgeSession
 from ..project.agents import Agent, load_agent
 from ..project.config import Project
@@ -241,7 +241,7 @@ class Engine:
                     status[name] = "failed"
                     record.status = "failed"
                     record.error = str(exc)
-                    record.exit_code = exc.exit_code if isinstance(exc, OxyError) else EXIT_INFRA
+                    record.bad_input = is_bad_input(exc)
                     record.ended = record.ended or time.perf_counter()
                     self._on_event(record)
         return outputs
@@ -279,11 +279,12 @@ class Engine:
                     write_output(cached, output, "json" if cached.suffix == ".json" else None)
             export(self.project.root, task, context, output, record)
         except LoadError as exc:  # a template failed at run time: say which task
-            raise TaskFailed(_failed_template(task, exc), exit_code=exc.exit_code) from None
+            raise TaskFailed(_failed_template(task, exc), bad_input=is_bad_input(exc)) from None
         except (ProviderError, SqlError, ConfigError, TaskFailed) as exc:
             record.ended = time.perf_counter()
-            code = exc.exit_code if isinstance(exc, TaskFailed) else None
-            raise TaskFailed(str(exc), exit_code=code) from None
+            raise TaskFailed(
+                str(exc), bad_input=isinstance(exc, TaskFailed) and exc.bad_input
+            ) from None
         record.output = output
         record.ended = time.perf_counter()
         self._on_event(record)

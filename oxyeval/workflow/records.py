@@ -20,14 +20,17 @@ __all__ = ["TaskFailed", "TaskRecord", "WorkflowFailed", "WorkflowRun"]
 
 
 class TaskFailed(OxyError):
-    """A task could not produce its output (provider, SQL, template or data problem)."""
+    """A task could not produce its output (provider, SQL, template or data problem);
+    ``bad_input``: because of the project's files or values (a template over a sandbox
+    limit, a file that cannot be read), which running again will not change."""
 
     exit_code = EXIT_INFRA
 
-    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
+    def __init__(self, message: str, *, bad_input: bool = False) -> None:
         super().__init__(message)
-        if exit_code is not None:  # a bad template or file stays bad input (exit 2)
-            self.exit_code = exit_code
+        self.bad_input = bad_input
+        if bad_input:
+            self.exit_code = EXIT_INPUT
 
 
 class WorkflowFailed(OxyError):
@@ -42,7 +45,7 @@ class WorkflowFailed(OxyError):
     def __init__(self, message: str, run: WorkflowRun) -> None:
         super().__init__(message)
         self.run = run
-        if any(r.exit_code == EXIT_INPUT for r in run.failed):
+        if any(r.bad_input for r in run.failed):
             self.exit_code = EXIT_INPUT
 
 
@@ -60,7 +63,8 @@ class TaskRecord:
     error: str | None = None
     output: Any = None
     details: dict[str, Any] = field(default_factory=dict)
-    exit_code: int | None = None  # of the error, when failed
+    #: It failed on bad input (see :class:`TaskFailed`): the whole run is bad input.
+    bad_input: bool = False
 
     @property
     def finished(self) -> bool:

@@ -140,13 +140,16 @@ def resolve_project_file(project: Project, ref: str, suffixes: tuple[str, ...] =
     if "/" not in ref and suffixes:
         for suffix in suffixes:
             found = sorted(project.root.rglob(f"{ref}{suffix}"))
-            found = [
-                f
+            # A file of that name that is a link out of the project is not a match: it
+            # would be read as if it were the project's own (see link_leaves).
+            inside = [
+                real
                 for f in found
                 if not any(p.startswith(".") for p in f.relative_to(project.root).parts)
+                and (real := inside_project(project.root, str(f))) is not None
             ]
-            if found:
-                return found[0].resolve()
+            if inside:
+                return inside[0]
     return None
 
 

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..errors import EXIT_INPUT, LoadError, OxyError
+from ..errors import LoadError, OxyError
 from ..inputs import JSONProblem, loads
 from ..judge.consistency import assess
 from ..judge.judge import Judge
@@ -82,11 +82,9 @@ def _expression(task: Task, ref: TemplateRef, context: dict[str, Any]) -> tuple[
     try:
         value = evaluate(source[2:-2].strip(), context)
     except SecurityError as exc:  # a sandbox limit or a blocked attribute: the file's fault
-        raise TaskFailed(f"{task.where}: {source!r}: {exc}", exit_code=EXIT_INPUT) from None
+        raise TaskFailed(f"{task.where}: {source!r}: {exc}", bad_input=True) from None
     except RecursionError:
-        raise TaskFailed(
-            f"{task.where}: {source!r}: recursion too deep", exit_code=EXIT_INPUT
-        ) from None
+        raise TaskFailed(f"{task.where}: {source!r}: recursion too deep", bad_input=True) from None
     except Exception as exc:
         raise TaskFailed(f"{task.where}: {source!r}: {exc}") from None
     if isinstance(value, Undefined):
@@ -168,7 +166,7 @@ async def _execute_sql(engine: Engine, task: Task, context: dict[str, Any]) -> S
         except LoadError as exc:
             raise TaskFailed(
                 f"{task.where}: SQL file {rel!r}: {exc.diagnostics[0].message}",
-                exit_code=EXIT_INPUT,
+                bad_input=True,
             ) from None
         ref = SqlTemplateRef(text, task.doc, (*task.key, "sql_file"))
     else:
@@ -347,7 +345,7 @@ async def _loop(
         raise TaskFailed(
             f"{task.where}: values has {len(values):,} items; a loop runs over at most "
             f"{MAX_LOOP_VALUES:,}",
-            exit_code=EXIT_INPUT,
+            bad_input=True,
         )
     (body,) = scope.children[task.name]
     known = [t.name for t in body.tasks]

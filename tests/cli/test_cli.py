@@ -356,7 +356,7 @@ def test_the_threshold_line_is_said_once_on_one_terminal(
 ) -> None:
     """Issue 15, item 6: on a terminal the report already ends with the failed gate (✗);
     in logs and pipes stderr says it too."""
-    from oxyeval.cli import verdict
+    from oxyeval.cli import driver as verdict
 
     root = make_project(CONFIG, {"a.agent.yml": AGENT})
     piped = invoke("test", str(root / "a.agent.yml"), "--min-accuracy", "1.01")

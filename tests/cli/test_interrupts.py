@@ -253,7 +253,7 @@ def test_oxy_test_pretty_says_interrupted_and_keeps_partial_runs(
 def test_a_test_cut_short_while_judging_keeps_its_verdicts(make_project: MakeProject) -> None:
     """Interrupted after some verdicts: a partial score, marked interrupted, not 'scored'."""
     from oxyeval.suites.consistency import run_tests_async
-    from oxyeval.suites.results import ConsistencyRun
+    from oxyeval.suites.consistency.results import ConsistencyRun
 
     config = """\
     models:

@@ -132,7 +132,7 @@ def test_a_kind_cannot_be_registered_twice_or_with_statuses_it_does_not_have() -
 
 def test_the_built_in_kinds_are_registered_by_their_suites() -> None:
     import oxyeval.suites.cases.results
-    import oxyeval.suites.results  # noqa: F401
+    import oxyeval.suites.consistency.results  # noqa: F401
 
     assert {"consistency", "cases"} <= set(kind_names())
     assert result_kind("cases").neutral == frozenset({"pending"})

@@ -25,7 +25,7 @@ from oxyeval.judge.judge import JudgeResult
 from oxyeval.project.config import JudgeSettings, load_project
 from oxyeval.report import Gates, decide, render_pretty
 from oxyeval.suites.consistency import run_tests
-from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult, OutputRecord
+from oxyeval.suites.consistency.results import ConsistencyRun, ConsistencyTestResult, OutputRecord
 
 from ..conftest import MakeProject
 from ..fakes import fake_openai, judge_reply, openai_error

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from oxyeval.cli._app import app
 from oxyeval.errors import LoadError
+from oxyeval.inputs import MAX_INT_DIGITS
 from oxyeval.project import limits
 from oxyeval.project.document import load_yaml, parse_yaml, path_problem
 from oxyeval.project.schema import SCHEMA_FILES, load_schema, validate_document
@@ -95,6 +96,92 @@ def test_a_structure_that_contains_itself_is_an_error(text: str) -> None:
     _, problems = _parse(text)
     assert len(problems) == 1
     assert "used inside the node it names" in problems[0]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "9" * 5000,  # past Python's own 4,300-digit limit
+        "-" + "1" * 309,
+        "0x" + "f" * 300,  # no decimal digits to count: refused by its value
+        "1_" * 400 + "1",
+    ],
+    ids=["5000 digits", "309 digits", "hex", "underscores"],
+)
+def test_an_integer_past_a_floats_range_is_an_error_at_its_line(value: str) -> None:
+    key = "7" * 400  # a key too (a simple key is at most 1,024 characters)
+    data, problems = _parse(f"ok: 1\ninput:\n  n: {value}\n  {key}: key\n")
+    assert len(problems) == 2
+    assert all(f"more than {MAX_INT_DIGITS} digits" in p for p in problems), problems
+    assert problems[0].startswith("error: x.yml:3:6") and "input.n" in problems[0]
+    assert problems[1].startswith("error: x.yml:4:3")
+    # the rest of the file is still read (the integer as the text it is)
+    assert data["ok"] == 1 and data["input"]["n"] == value  # type: ignore[index]
+
+
+def test_an_integer_of_308_digits_loads() -> None:
+    data, problems = _parse(f"n: {'9' * 308}\nm: -0x{'f' * 255}\n")
+    assert problems == []
+    assert data["n"] == 10**308 - 1 and data["m"] == -(16**255 - 1)  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["1:30", "190:20:30", "-1:30.5", "1" + ":59" * 2000, "1" + ":59" * 2000 + ".5"],
+    ids=["int", "hours", "float", "long int", "long float"],
+)
+def test_base_60_numbers_are_text_as_in_yaml_1_2(value: str) -> None:
+    data, problems = _parse(f"a: {value}\n")
+    assert problems == []
+    assert data == {"a": value}
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [("a: 1\nb: x\x00y\n", "x.yml:2:5"), ('a: 1\n\nb: "\x07"\n', "x.yml:3:5")],
+    ids=["NUL", "bell in quotes"],
+)
+def test_a_control_character_is_an_error_at_its_line(text: str, where: str) -> None:
+    _, problems = _parse(text)
+    assert len(problems) == 1
+    assert problems[0].startswith(f"error: {where}: the character U+00"), problems[0]
+    assert "not allowed in a YAML file" in problems[0]
+
+
+def test_a_file_with_too_many_values_is_refused_where_it_passes_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("oxyeval.project.yamlloader.MAX_YAML_NODES", 50)
+    data, problems = _parse("".join(f"k{i}: v\n" for i in range(24)))  # 1 + 48 nodes
+    assert problems == [] and len(data) == 24  # type: ignore[arg-type]
+    _, problems = _parse("a: [" + ", ".join("1" for _ in range(60)) + "]\n")
+    assert len(problems) == 1
+    assert "more than 50 values" in problems[0]
+    assert problems[0].startswith("error: x.yml:1:")
+
+
+@pytest.mark.parametrize(
+    "value", ["9" * 5000, "1" + ":59" * 300 + ".5", "x\x00"], ids=["int", "base 60", "NUL"]
+)
+def test_commands_report_bad_numbers_as_bad_input(make_project: MakeProject, value: str) -> None:
+    root = make_project(
+        files={
+            "s.prompt.yml": "name: s\nmodel: agent_model\ntemplate: hi\nsimilarity: lexical\n"
+            "cases:\n"
+            f"  - name: a\n    input: {{x: {value}}}\n"
+        }
+    )
+    for args in (
+        ["validate", str(root / "s.prompt.yml")],
+        ["cases", "list", "--project", str(root)],
+    ):
+        result = CliRunner().invoke(app, args)
+        if value.startswith("1:"):  # text, as oxy reads it
+            assert result.exit_code == 0, result.stderr
+            continue
+        assert result.exit_code == 2, (args, result.stderr)
+        assert "s.prompt.yml:7" in result.stderr
+        assert "internal error" not in result.stderr and "Traceback" not in result.stderr
 
 
 def test_files_over_the_size_limit_are_not_read(

@@ -153,3 +153,18 @@ def test_config_schema_accepts_tool_call_rules_and_rejects_unknown_keys() -> Non
     assert problems("{match: w, tool_call: {name: get_weather, arguments: {city: Paris}}}") == []
     assert problems("{match: w, tool_call: {arguments: {}}}")  # name is required
     assert problems("{match: w, tool_call: {name: t, args: {}}}")  # a typo is caught
+
+
+def test_a_rule_with_too_many_capture_groups_is_refused_at_its_line(tmp_path: Path) -> None:
+    from oxyeval.errors import OxyError
+    from oxyeval.project.config import load_project
+
+    match = "(x)" * 12_000
+    (tmp_path / "config.yml").write_text(
+        "models:\n  - name: m\n    vendor: mock\n    rules:\n"
+        f"      - {{match: '{match}', output: 'got \\g<1>'}}\n"
+    )
+    with pytest.raises(OxyError) as caught:
+        load_project(project_dir=str(tmp_path))
+    message = str(caught.value)
+    assert "config.yml:5" in message and "12,000 capture groups" in message

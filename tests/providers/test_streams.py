@@ -108,8 +108,11 @@ def test_time_to_first_token_usage_and_cost_on_every_wire(wire: str) -> None:
     assert "".join(seen) == completion.text and len(seen) == 3  # piece by piece
     assert completion.usage.input_tokens == 7 and completion.usage.output_tokens == 3
     assert completion.time_to_first_token is not None
-    assert abs(completion.time_to_first_token - 0.15) < 0.02, completion.time_to_first_token
-    assert completion.latency - completion.time_to_first_token >= 0.08 - 0.005
+    # Measured from the request, so never before the server's first piece (a loaded
+    # machine only adds to it); the two later pieces come 0.08 s after the first.
+    ttft = completion.time_to_first_token
+    assert ttft >= 0.15 - 0.005, ttft
+    assert completion.latency - ttft >= 0.08 - 0.005
     assert completion.tokens_per_second == pytest.approx(
         3 / (completion.latency - completion.time_to_first_token)
     )

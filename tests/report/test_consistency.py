@@ -6,17 +6,17 @@ import json
 import pytest
 from rich.console import Console
 
+from oxyeval import evaluation
 from oxyeval.errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
-from oxyeval.report import (
-    Gates,
-    check_threshold,
-    decide,
-    exit_code,
-    render_pretty,
-    to_json,
-    write_json,
-)
-from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult, OutputRecord
+from oxyeval.evaluation import ThresholdResult, decide_run
+from oxyeval.report import Gates, decide, render_pretty, to_json, write_json
+from oxyeval.suites.consistency.results import ConsistencyRun, ConsistencyTestResult, OutputRecord
+
+
+def check_threshold(
+    run: ConsistencyRun, min_accuracy: float, mode: str = "average"
+) -> ThresholdResult | None:
+    return evaluation.check_threshold(run.as_results(), min_accuracy, mode, kind="consistency")
 
 
 def result(
@@ -75,16 +75,17 @@ def test_no_tests_means_no_threshold() -> None:
 
 
 def test_exit_code_precedence() -> None:
-    below = check_threshold(run_of(0.5), 0.8)
-    assert exit_code(run_of(0.9), None) == EXIT_OK
-    assert exit_code(run_of(0.5), below) == EXIT_FAILED
-    assert exit_code(run_of(0.5, None), below) == EXIT_INFRA  # unscored beats below-threshold
+    gate = Gates(min_accuracy=0.8)
+    assert decide_run(run_of(0.9)).code == EXIT_OK
+    assert decide_run(run_of(0.5), gate).code == EXIT_FAILED
+    # unscored beats below-threshold
+    assert decide_run(run_of(0.5, None), gate).code == EXIT_INFRA
     partial = ConsistencyRun(
         tests=[result("t", 1.0, outputs=[OutputRecord(run=1, text=None, error="x")])]
     )
-    assert exit_code(partial, None) == EXIT_OK
-    assert exit_code(partial, None, strict=True) == EXIT_INFRA
-    assert exit_code(ConsistencyRun(interrupted=True), None) == EXIT_INFRA
+    assert decide_run(partial).code == EXIT_OK
+    assert decide_run(partial, Gates(strict=True)).code == EXIT_INFRA
+    assert decide_run(ConsistencyRun(interrupted=True)).code == EXIT_INFRA
 
 
 def test_json_accuracy_shape_and_labels_across_files() -> None:

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from oxyeval.evaluation import Decision, Outcome
+from oxyeval.evaluation import Decision, Outcome, decide_run
 from oxyeval.redact import register_secret
 from oxyeval.report.junit import cases_junit, consistency_junit, xml_text
 from oxyeval.report.verdict import Gates, decide
 from oxyeval.suites.cases.run import CaseResult, CaseRun
-from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult, OutputRecord
+from oxyeval.suites.consistency.results import ConsistencyRun, ConsistencyTestResult, OutputRecord
 
 XSD = Path(__file__).with_name("JUnit.xsd")  # windyroad/JUnit-Schema, vendored
 WHEN = datetime(2026, 11, 20, 9, 30, 5)
@@ -293,7 +293,7 @@ def case_run(**kw) -> CaseRun:
 
 def test_case_run_with_every_outcome(schema) -> None:
     run = case_run()
-    root = check(schema, cases_junit(run, run.decision(), timestamp=WHEN, hostname="h"))
+    root = check(schema, cases_junit(run, decide_run(run), timestamp=WHEN, hostname="h"))
     assert [s.get("name") for s in root.findall("testsuite")] == ["p v2", "q v2"]
     assert outcome(root, "ok") == (None, None)
     kind, low = outcome(root, "low")
@@ -312,7 +312,7 @@ def test_case_run_with_every_outcome(schema) -> None:
 
 def test_fail_on_regression_makes_a_regression_a_failure(schema) -> None:
     run = case_run()
-    decision = run.decision(fail_on_regression=True)
+    decision = decide_run(run, Gates(fail_on_regression=True))
     root = check(schema, cases_junit(run, decision, timestamp=WHEN, hostname="h"))
     kind, element = outcome(root, "slower")
     assert kind == "failure" and element.get("type") == "Regression"
@@ -322,7 +322,7 @@ def test_fail_on_regression_makes_a_regression_a_failure(schema) -> None:
 def test_interrupted_or_failed_case_runs(schema) -> None:
     run = case_run(interrupted=True)
     run.planned = 9
-    root = check(schema, cases_junit(run, run.decision(), timestamp=WHEN, hostname="h"))
+    root = check(schema, cases_junit(run, decide_run(run), timestamp=WHEN, hostname="h"))
     kind, element = outcome(root, "interrupted")
     assert kind == "error" and element.get("message") == (
         "interrupted: 6 of 9 case(s) finished, 3 never ran"

@@ -12,7 +12,7 @@ import pytest
 
 from oxyeval.report.junit import cases_junit, consistency_junit
 from oxyeval.suites.cases.run import CaseResult, CaseRun
-from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult
+from oxyeval.suites.consistency.results import ConsistencyRun, ConsistencyTestResult
 
 XSD = Path(__file__).with_name("JUnit.xsd")
 WHEN = datetime(2026, 11, 20, 9, 30, 5)

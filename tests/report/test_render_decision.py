@@ -11,12 +11,12 @@ from pathlib import Path
 from rich.console import Console
 
 from oxyeval.errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
-from oxyeval.evaluation import Decision, Outcome, Previous
+from oxyeval.evaluation import Decision, Outcome, Previous, decide_run
 from oxyeval.report.junit import cases_junit, consistency_junit
 from oxyeval.report.pretty import render_pretty
 from oxyeval.report.verdict import Gates, decide
 from oxyeval.suites.cases.results import CaseResult, CaseRun
-from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult
+from oxyeval.suites.consistency.results import ConsistencyRun, ConsistencyTestResult
 
 
 def _test(name: str, accuracy: float | None = 1.0) -> ConsistencyTestResult:
@@ -145,7 +145,7 @@ def test_cases_junit_follows_the_decision_s_outcomes() -> None:
         db=Path("h.db"),
         results=[_case("fine", passed=True, score=1.0), _case("also", passed=True, score=1.0)],
     )
-    assert run.decision().code == EXIT_OK
+    assert decide_run(run).code == EXIT_OK
     decision = Decision(
         code=EXIT_FAILED,
         outcomes=(
@@ -157,5 +157,5 @@ def test_cases_junit_follows_the_decision_s_outcomes() -> None:
     assert _outcomes(xml) == {"fine": ("failure", "BelowThreshold"), "also": ("skipped", None)}
     assert 'name="oxy.exit_code" value="1"' in xml
     # The rule applied is the decision's too.
-    gated = run.decision(fail_on_regression=True)
+    gated = decide_run(run, Gates(fail_on_regression=True))
     assert 'name="oxy.fail_on_regression" value="true"' in cases_junit(run, gated, hostname="h")

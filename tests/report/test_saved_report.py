@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from oxyeval import evaluation
 from oxyeval.cli._app import app
 from oxyeval.errors import ConfigError
+from oxyeval.evaluation import Gates, decide_run
 from oxyeval.report.json import to_json
 from oxyeval.report.saved import load_saved_run, parse_saved_run
-from oxyeval.report.threshold import check_threshold, exit_code
 from oxyeval.suites.consistency import run_tests
 
 from ..conftest import MakeProject
@@ -184,10 +185,11 @@ def test_the_library_round_trip(root: Path) -> None:
     ]
     assert back.tests[1].failing and len(back.tests[1].failing) == len(run.tests[1].failing)
     for mode in ("average", "all"):
-        live = check_threshold(run, 0.5, mode)
-        again = check_threshold(back, 0.5, mode)
+        live = evaluation.check_threshold(run.as_results(), 0.5, mode)
+        again = evaluation.check_threshold(back.as_results(), 0.5, mode)
         assert live is not None and again is not None
         assert (again.passed, again.message) == (live.passed, live.message)
-        assert exit_code(back, again) == exit_code(run, live)
+        gates = Gates(min_accuracy=0.5, threshold_mode=mode)
+        assert decide_run(back, gates).code == decide_run(run, gates).code
     with pytest.raises(ConfigError, match="file not found"):
         load_saved_run(root / "nope.json")

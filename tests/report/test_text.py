@@ -9,7 +9,7 @@ from rich.console import Console
 
 from oxyeval.report.pretty import render_pretty
 from oxyeval.report.text import shown
-from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult, OutputRecord
+from oxyeval.suites.consistency.results import ConsistencyRun, ConsistencyTestResult, OutputRecord
 
 HOSTILE = "\x1b]0;PWNED\x07\x1b[2J\x1b[31mred\x1b[0m \x00nul \x9b1m\ud800 tab\there\nline"
 

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from oxyeval.report import render_pretty, to_json
 from oxyeval.report.saved import parse_saved_run
-from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult, OutputRecord
+from oxyeval.suites.consistency.results import ConsistencyRun, ConsistencyTestResult, OutputRecord
 
 
 def cut_test(finished: int, *, interrupted: bool = True, failed: int = 0) -> ConsistencyTestResult:

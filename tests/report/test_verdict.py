@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from oxyeval.errors import EXIT_FAILED, EXIT_INFRA, EXIT_INPUT, EXIT_OK, ConfigError
 from oxyeval.report import Gates, decide
-from oxyeval.suites.results import ConsistencyRun, OutputRecord
+from oxyeval.suites.consistency.results import ConsistencyRun, OutputRecord
 
 from .test_consistency import result, run_of
 

@@ -4,11 +4,14 @@ malformed bodies, queued runs, input errors and paths in messages."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
 from graphql import get_introspection_query
+from typer.testing import CliRunner
 
+from oxyeval.cli._app import app
 from oxyeval.server.events import EventHub
 from oxyeval.server.guard import _loopback_host, is_loopback
 from oxyeval.server.runs import Runner, ServerBusy
@@ -271,3 +274,118 @@ async def test_a_keyless_vendor_branch_names_its_model(api: Api, no_env_keys: No
         code="BAD_USER_INPUT",
     )
     assert "gpt-4-turbo-preview" in error["message"] and "OPENAI_API_KEY" in error["message"]
+
+
+async def test_a_bad_number_in_a_served_file_is_a_sync_error_not_a_failing_api(
+    api: Api,
+) -> None:
+    prompt = api.root / "sentiment.prompt.yml"
+    prompt.write_text(
+        prompt.read_text().replace('input: {text: "I love it"}', f"input: {{text: {'9' * 5000}}}")
+    )
+    api.service.sync()
+    data = await api.data("{ serverInfo { syncError models } testCases { id input } }")
+    error = data["serverInfo"]["syncError"]
+    assert "sentiment.prompt.yml:" in error and "more than 308 digits" in error
+    assert data["serverInfo"]["models"] == ["quick", "steady"]
+    # the last good state is served meanwhile
+    assert {"text": "I love it"} in [c["input"] for c in data["testCases"]]
+
+
+def test_a_read_does_not_wait_for_a_sync_under_way(project: Path) -> None:
+    import threading
+
+    from oxyeval.server import TestingService
+
+    service = TestingService(project)
+    try:
+        service._checked_at = float("-inf")  # due for a check
+        with service._sync_lock:  # another request's sync, loading a large file
+            reader = threading.Thread(target=service.sync, kwargs={"force": False})
+            reader.start()
+            reader.join(30)
+            assert not reader.is_alive()  # it answered from the store as it is
+    finally:
+        service.close()
+
+
+_CREATE = "mutation($i: TestCaseInput!) { createTestCase(input: $i) { id input } }"
+
+
+def _create_body(value: str) -> str:
+    """A createTestCase request whose input's ``text`` is ``value`` as written in the body
+    (Python's ``json`` takes NaN, Infinity and 4,000-digit integers there)."""
+    head = json.dumps({"query": _CREATE})[:-1]
+    case = '{"promptId": "sentiment", "name": "bad", "input": {"text": ' + value + "}}"
+    return head + ', "variables": {"i": ' + case + "}}"
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("NaN", "NaN is not a number JSON allows"),
+        ("-Infinity", "-Infinity is not a number JSON allows"),
+        ("1e999", "Infinity is not a number JSON allows"),
+        ("9" * 400, "an integer of more than 308 digits"),
+        ("[" * 100 + "]" * 100, "nested more than 100 levels"),
+    ],
+    ids=["NaN", "-Infinity", "1e999", "400 digits", "101 levels"],
+)
+async def test_case_input_out_of_json_bounds_is_refused_and_never_stored(
+    api: Api, value: str, why: str
+) -> None:
+    response = await api.client.post(
+        "/graphql", content=_create_body(value), headers={"content-type": "application/json"}
+    )
+    body = response.json()
+    assert codes(body) == ["BAD_USER_INPUT"], body
+    assert why in body["errors"][0]["message"]
+    data = await api.data("{ testCases { id input } }")
+    assert "sentiment::bad" not in [c["id"] for c in data["testCases"]]
+
+
+async def test_a_json_literal_out_of_bounds_is_refused_as_written(api: Api) -> None:
+    literal = (
+        'mutation { createTestCase(input: {promptId: "sentiment", name: "bad", '
+        "input: {text: %s}}) { id } }"
+    )
+    error = await api.error(literal % ("9" * 5000), code="BAD_USER_INPUT")
+    assert "an integer of more than 308 digits" in error["message"]  # not "NaN"
+    error = await api.error(literal % "1e999", code="BAD_USER_INPUT")
+    assert "Infinity is not a number JSON allows" in error["message"]
+
+
+async def test_input_at_the_bounds_is_stored_and_answered(api: Api) -> None:
+    deep: object = "I love it"
+    for _ in range(98):  # input itself is the first level
+        deep = [deep]
+    value = {"text": deep, "n": 10**308 - 1, "x": -1.5e308}
+    data = await api.data(_CREATE, {"i": {"promptId": "sentiment", "name": "edge", "input": value}})
+    assert data["createTestCase"]["input"]["n"] == 10**308 - 1
+
+
+async def test_a_row_stored_with_nan_by_an_older_version_is_answered(
+    api: Api, project: Path
+) -> None:
+    import sqlite3
+
+    case = {"promptId": "sentiment", "name": "old", "input": {"text": "I love it"}}
+    case_id = (await api.data(_CREATE, {"i": case}))["createTestCase"]["id"]
+    stored = '{"n":NaN,"big":' + "9" * 5000 + ',"text":"I love it","x":-Infinity}'
+    with sqlite3.connect(project / ".oxy/oxyeval.db") as db:
+        db.execute("UPDATE test_cases SET input = ? WHERE id = ?", (stored, case_id))
+    query = "query($id: ID!) { testCases { id input } testCase(id: $id) { input } }"
+    data = await api.data(query, {"id": case_id})
+    expected = {"n": None, "big": None, "text": "I love it", "x": None}
+    assert {c["id"]: c["input"] for c in data["testCases"]}[case_id] == expected
+    assert data["testCase"]["input"] == expected
+    result = CliRunner().invoke(
+        app, ["cases", "list", "--project", str(project), "--format", "json"]
+    )
+    assert result.exit_code == 0, result.stderr
+
+    def strict(name: str) -> None:
+        raise AssertionError(f"{name} in --format json output")
+
+    cases = json.loads(result.stdout, parse_constant=strict)["testCases"]
+    assert {c["id"]: c["input"] for c in cases}[case_id] == expected

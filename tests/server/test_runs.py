@@ -189,7 +189,7 @@ async def test_runs_count_every_kind_from_its_results(api: Api) -> None:
     from oxyeval.evaluation import Result
     from oxyeval.store import NewBranchExecution, NewConsistencyResult
     from oxyeval.suites.passfail.results import PASSFAIL  # registered where it is written
-    from oxyeval.testing._history import SDK
+    from oxyeval.testing._results import SDK
 
     store = api.service.store
     sdk = store.runs.start(SDK.name, subject="suite", total=6)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 
 from oxyeval.errors import EXIT_INPUT
 from oxyeval.redact import register_secret
-from oxyeval.store import AlreadyExistsError, NotFoundError, Store
+from oxyeval.store import AlreadyExistsError, NameTakenError, NotFoundError, Store
 
 from ._helpers import make_case, record
 
@@ -96,3 +97,49 @@ def test_expected_output_is_redacted_on_write(store: Store) -> None:
     assert (
         store.cases.update_expected_output("leak", f"again {secret}").expected_output == "again ***"
     )
+
+
+def test_a_name_is_used_once_per_prompt_among_live_cases(store: Store) -> None:
+    store.cases.create("p1", "greet", {}, id="p1::greet")
+    with pytest.raises(NameTakenError) as info:
+        store.cases.create("p1", "greet", {}, id="p1::greet~2")
+    assert info.value.exit_code == EXIT_INPUT and info.value.taken == "p1::greet"
+    assert "already has a test case named 'greet' (id 'p1::greet')" in str(info.value)
+    store.cases.create("p2", "greet", {})  # another prompt: its own names
+    other = store.cases.create("p1", "other", {})
+    with pytest.raises(NameTakenError):
+        store.cases.update(other.id, name="greet")
+    with pytest.raises(NameTakenError):  # a file declaring it: the sync says so too
+        store.cases.upsert("p1::x", "p1", "greet", {}, source_file="s.prompt.yml")
+    assert [c.name for c in store.cases.list("p1")] == ["greet", "other"]
+    store.cases.delete("p1::greet")  # a deleted case keeps its name without blocking it
+    again = store.cases.create("p1", "greet", {}, id="p1::greet~2")
+    assert again.name == "greet"
+    with pytest.raises(NameTakenError):  # nor can it come back beside the new one
+        store.cases.upsert("p1::greet", "p1", "greet", {})
+
+
+def test_writers_racing_for_one_name_make_one_case(store: Store) -> None:
+    """Each thread checks the name and inserts at the same moment, as concurrent API
+    requests do; on PostgreSQL (READ COMMITTED) both checks can pass, and the index stops
+    all but one."""
+    writers = 6
+    start = threading.Barrier(writers)
+    made: list[str] = []
+    refused: list[NameTakenError] = []
+
+    def create(n: int) -> None:
+        start.wait()
+        try:
+            made.append(store.cases.create("p1", "same", {}, id=f"p1::same~{n}").id)
+        except NameTakenError as exc:
+            refused.append(exc)
+
+    threads = [threading.Thread(target=create, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(made) == 1 and len(refused) == writers - 1
+    assert {exc.taken for exc in refused} == set(made)
+    assert [c.id for c in store.cases.list("p1")] == made

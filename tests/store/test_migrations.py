@@ -340,3 +340,56 @@ def test_tables_and_migrations_agree(backend: Backend, replay: bool) -> None:
     finally:
         engine.dispose()
     assert diff == []
+
+
+def test_live_cases_sharing_a_name_keep_one_and_the_others_are_renamed(backend: Backend) -> None:
+    """A history written before names were held unique may hold two live cases of one
+    name (API requests that raced): the upgrade keeps the name on the one a file declares
+    (else the oldest), renames the others after their id, and loses no case."""
+    import sqlalchemy as sa
+
+    from oxyeval.store._engine import create_engine
+    from oxyeval.store._migrations import _alembic
+
+    loc = backend.fresh()
+    if loc.path is not None:
+        loc.path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(loc)
+    rows = [  # (id, prompt, name, source_file, deleted_at)
+        ("p::a~2", "p", "a", None, None),
+        ("p::a", "p", "a", "s.prompt.yml", None),
+        ("p::a~3", "p", "a", None, None),
+        ("p::old", "p", "a", None, "2026-01-01T00:00:00Z"),
+        ("q::b", "q", "b", None, None),
+        ("q::b~2", "q", "b", None, None),
+    ]
+    try:
+        with engine.connect() as conn, conn.begin():
+            _alembic(conn, "0005")
+            for prompt in ("p", "q"):
+                conn.execute(
+                    sa.text("INSERT INTO prompts (id, name, created_at) VALUES (:p, :p, 'now')"),
+                    {"p": prompt},
+                )
+            for id, prompt, name, source, deleted in rows:
+                conn.execute(
+                    sa.text(
+                        "INSERT INTO test_cases (id, prompt_id, name, source_file, deleted_at, "
+                        "created_at, updated_at) VALUES (:i, :p, :n, :s, :d, 'now', 'now')"
+                    ),
+                    {"i": id, "p": prompt, "n": name, "s": source, "d": deleted},
+                )
+    finally:
+        engine.dispose()
+    with open_store(loc) as s:
+        names = {c.id: c.name for c in s.cases.list(include_deleted=True)}
+        assert names == {
+            "p::a": "a",
+            "p::a~2": "a (p::a~2)",
+            "p::a~3": "a (p::a~3)",
+            "p::old": "a",  # deleted: it keeps its name
+            "q::b": "b",
+            "q::b~2": "b (q::b~2)",
+        }
+        with pytest.raises(StoreError, match="already has a test case named 'a'"):
+            s.cases.create("p", "a", {}, id="p::a~4")

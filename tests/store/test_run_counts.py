@@ -31,10 +31,10 @@ def built_in_kinds() -> None:
     """The kinds as their own code registers them where their results are written."""
     import oxyeval.suites.ab.results
     import oxyeval.suites.cases.results
+    import oxyeval.suites.consistency.results
     import oxyeval.suites.passfail.results
-    import oxyeval.suites.results
     import oxyeval.suites.workflows
-    import oxyeval.testing._history  # noqa: F401
+    import oxyeval.testing._results  # noqa: F401
 
 
 @pytest.fixture
@@ -208,6 +208,8 @@ def test_a_run_with_no_results_counts_nothing(store: Store) -> None:
 
 # ----------------------------------------------------------------- revision 0007
 
+_BEFORE = "0006"  # the revision 0007 follows
+
 _OLD_ROWS = [
     # (kind, status, passed) -> the outcome 0007 gives it
     ("cases", "passed", True, "passed"),
@@ -237,7 +239,7 @@ def _at(engine_location: object, target: str) -> None:
             conn = conn.execution_options(oxy_write=True)
             with conn.begin():
                 _alembic(conn, target)
-                if target == "0005":
+                if target == _BEFORE:
                     for n, (kind, status, passed, _) in enumerate(_OLD_ROWS):
                         conn.execute(
                             sa.text(
@@ -253,7 +255,7 @@ def _at(engine_location: object, target: str) -> None:
 
 def test_revision_0007_gives_every_stored_result_its_kinds_outcome(backend: Backend) -> None:
     location = backend.fresh()
-    _at(location, "0005")
+    _at(location, _BEFORE)
     with open_store(location) as store, store.read("test") as conn:
         got = conn.execute(sa.text("SELECT id, outcome FROM results ORDER BY seq")).all()
     assert [o for _, o in got] == [row[3] for row in _OLD_ROWS]
@@ -277,7 +279,7 @@ def test_revision_0007_on_the_0_2_history_file(tmp_path: Path) -> None:
     assert left == 0
 
 
-def _down_to_0005(location: object) -> None:
+def _down_to_before(location: object) -> None:
     from alembic import command
     from alembic.config import Config
 
@@ -292,14 +294,14 @@ def _down_to_0005(location: object) -> None:
                 cfg = Config()
                 cfg.set_main_option("script_location", str(Path(migrations_init).parent))
                 cfg.attributes["connection"] = conn
-                command.downgrade(cfg, "0005")
+                command.downgrade(cfg, _BEFORE)
             assert "run_totals" not in sa.inspect(conn).get_table_names()
     finally:
         engine.dispose()
 
 
 def test_revision_0007_totals_every_run_as_its_writers_would_have(backend: Backend) -> None:
-    """Runs written at this revision, taken back to 0005 and upgraded again: the totals
+    """Runs written at this revision, taken back to the revision before 0007 and upgraded again: the totals
     the upgrade makes from the stored rows are the ones the writers kept, regressions
     included."""
     location = backend.fresh()
@@ -322,7 +324,7 @@ def test_revision_0007_totals_every_run_as_its_writers_would_have(backend: Backe
         store.runs.finish(cases)
         store.runs.finish(consistency)
         kept = {r.id: r for r in store.runs.list(10)}
-    _down_to_0005(location)
+    _down_to_before(location)
     with open_store(location) as store:
         again = {r.id: r for r in store.runs.list(10)}
     assert again == kept

@@ -17,7 +17,7 @@ from oxyeval.store import open_store
 from oxyeval.suites.cache import CachePolicy, RunCache, Tally, counting
 from oxyeval.suites.cases.run import run_cases
 from oxyeval.suites.consistency import run_tests
-from oxyeval.suites.results import ConsistencyRun
+from oxyeval.suites.consistency.results import ConsistencyRun
 
 from ..conftest import MakeProject
 from ..fakes import (

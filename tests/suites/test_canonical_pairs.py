@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from oxyeval.suites.consistency import run_tests
-from oxyeval.suites.results import ConsistencyRun
+from oxyeval.suites.consistency.results import ConsistencyRun
 
 from ..conftest import MakeProject
 from ..fakes import RecordedRequest, fake_openai

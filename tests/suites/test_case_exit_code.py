@@ -1,5 +1,5 @@
-"""``CaseRun.exit_code`` and ``failure_reasons``: the verdict of a test-case run for CI,
-decided in the library so a Python caller gates the same way ``oxy cases run`` does."""
+"""The one decision on a test-case run: its exit code and reasons, decided in the library
+(``decide_run``) so a Python caller gates the same way ``oxy cases run`` does."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from oxyeval.errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
+from oxyeval.evaluation import Decision, Gates, decide_run
 from oxyeval.redact import register_secret
 from oxyeval.suites.cases import CaseResult, CaseRun
 
@@ -34,6 +35,10 @@ def run_of(*results: CaseResult, interrupted: bool = False) -> CaseRun:
     return CaseRun(db=Path("h.db"), results=list(results), interrupted=interrupted)
 
 
+def decided(run: CaseRun, *, fail_on_regression: bool = False) -> Decision:
+    return decide_run(run, Gates(fail_on_regression=fail_on_regression))
+
+
 @pytest.mark.parametrize(
     ("results", "interrupted", "on_regression", "code"),
     [
@@ -52,25 +57,25 @@ def test_exit_code(
     results: tuple[CaseResult, ...], interrupted: bool, on_regression: bool, code: int
 ) -> None:
     run = run_of(*results, interrupted=interrupted)
-    assert run.exit_code(fail_on_regression=on_regression) == code
+    assert decided(run, fail_on_regression=on_regression).code == code
 
 
 def test_failure_reasons_name_each_case_and_why() -> None:
     run = run_of(PASSED, FAILED, PENDING, REGRESSED, ERRORED)
-    assert run.failure_reasons() == [
+    assert decided(run).reasons == [
         "error: p::down: model 'm' failed: backend down",
         "failed: p::miss: score 0.250 below its threshold 0.8",
     ]
-    assert run.failure_reasons(fail_on_regression=True)[-1] == (
+    assert decided(run, fail_on_regression=True).reasons[-1] == (
         "regression: p::slower: score 0.850 < 0.9 x recent average 1.000"
     )
-    assert run_of(PASSED, PENDING).failure_reasons(fail_on_regression=True) == []
+    assert decided(run_of(PASSED, PENDING), fail_on_regression=True).reasons == []
     assert [r.name for r in run.passed] == ["ok", "slower"]
 
 
 def test_a_regression_without_reasons_names_its_types() -> None:
     bare = case("b", passed=True, is_regression=True, regression_types=["LENGTH_CHANGE"])
-    assert run_of(bare).failure_reasons(fail_on_regression=True) == [
+    assert decided(run_of(bare), fail_on_regression=True).reasons == [
         "regression: p::b: LENGTH_CHANGE"
     ]
 
@@ -79,7 +84,7 @@ def test_failure_reasons_scrub_secrets() -> None:
     key = "sk-case-reason-secret-123"
     register_secret(key)
     leaky = case("leak", error=f"server said: bad key {key}")
-    (line,) = run_of(leaky).failure_reasons()
+    (line,) = decided(run_of(leaky)).reasons
     assert key not in line and line.endswith("bad key ***")
 
 

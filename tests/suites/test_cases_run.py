@@ -241,3 +241,26 @@ def test_missing_expected_output_is_pending_not_failed(make_project: MakeProject
         (pending,) = store.executions.list("sentiment::new", 1, 0)
         assert pending.actual_output == "positive" and pending.status == "pending"
         assert pending.error is None  # pending is a status, not an error message
+
+
+def test_a_file_declaring_a_name_an_api_case_has_says_where(root: Path) -> None:
+    """Names are unique per prompt in the store: a file that declares the name of a case
+    made through the API (under another id) is told where, and which case has it."""
+    run_cases([root / "s.prompt.yml"])
+    db = root / ".oxy" / "oxyeval.db"
+    with open_store(db) as store:
+        store.cases.create("sentiment", "other", {"text": "x"}, id="sentiment::api")
+    text = (root / "s.prompt.yml").read_text(encoding="utf-8")
+    (root / "s.prompt.yml").write_text(text.replace("name: meh", "name: other"), "utf-8")
+    with pytest.raises(ConfigError) as caught:
+        run_cases([root / "s.prompt.yml"])
+    message = str(caught.value)
+    assert (
+        "s.prompt.yml:" in message
+        and "(case 'other')" in message
+        and "id 'sentiment::api'" in message
+    )
+    with open_store(db) as store:
+        assert [c.id for c in store.cases.list("sentiment") if c.name == "other"] == [
+            "sentiment::api"
+        ]

@@ -21,7 +21,7 @@ import pytest
 from oxyeval.providers.mock import MockAPI
 from oxyeval.store import open_store
 from oxyeval.suites.consistency import run_tests_async
-from oxyeval.suites.results import ConsistencyRun
+from oxyeval.suites.consistency.results import ConsistencyRun
 
 from ..conftest import MakeProject
 

@@ -10,7 +10,7 @@ import pytest
 
 from oxyeval.store import open_store
 from oxyeval.suites.consistency import run_tests, run_tests_async
-from oxyeval.suites.results import ConsistencyRun
+from oxyeval.suites.consistency.results import ConsistencyRun
 from oxyeval.suites.workflows import run_workflow
 from oxyeval.workflow.engine import WorkflowFailed
 

@@ -9,8 +9,8 @@ import pytest
 
 from oxyeval.report.junit import consistency_junit
 from oxyeval.store.kinds import CONSISTENCY_STATUSES
-from oxyeval.suites.consistency_history import new_result
-from oxyeval.suites.results import ConsistencyRun, ConsistencyTestResult
+from oxyeval.suites.consistency import new_result
+from oxyeval.suites.consistency.results import ConsistencyRun, ConsistencyTestResult
 
 
 def _test(accuracy: float | None, error: str | None, interrupted: bool) -> ConsistencyTestResult:

@@ -1,12 +1,13 @@
 """Conversation relevancy (its sliding window), role adherence and consistency against
 a fake judge on 127.0.0.1: exact arithmetic on scripted verdicts, batching, missing
-fields, a malformed answer asked again once, identical outputs never judged."""
+fields, a malformed answer asked again once, identical outputs never judged (consistency
+is the core's scorer: one consistency-rubric verdict per distinct pair)."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,17 +21,11 @@ from oxyeval.testing import (
     RoleAdherenceMetric,
     evaluate,
 )
-from tests.fakes import RecordedRequest, last_user_text
+from tests.fakes import RecordedRequest, judge_reply, last_user_text
 from tests.testing.test_judged import fake_openai, project, scripted
 
 JUDGED = re.compile(r'<judged>\n<turn number="(\d+)">')
 LISTED = re.compile(r'^\d+\. <turn number="(\d+)">', re.MULTILINE)
-
-
-@pytest.fixture
-def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
 
 
 def conversation(n: int, role: str | None = None) -> ConversationalTestCase:
@@ -130,34 +125,53 @@ def outputs(*texts: str, same_input: bool = True) -> ConversationalTestCase:
     )
 
 
-def pairs(*consistent: bool) -> str:
-    return json.dumps({"verdicts": [{"consistent": c, "reason": f"c={c}"} for c in consistent]})
+SUBMISSION = re.compile(r"\[Submission (\d)\]\n(.*?)\n\[End of submission \1\]", re.DOTALL)
+
+
+def submissions(request: RecordedRequest) -> frozenset[str]:
+    """The two outputs a consistency judge call compares."""
+    return frozenset(text for _, text in SUBMISSION.findall(last_user_text(request.body)))
+
+
+def by_pair(*inconsistent: tuple[str, str]) -> Callable[[RecordedRequest], object]:
+    """The consistency rubric's verdict on each pair: B for the pairs named, else A, in
+    the form the request asked for (structured or text)."""
+    bad = {frozenset(pair) for pair in inconsistent}
+
+    def answer(request: RecordedRequest) -> object:
+        choice = "B" if submissions(request) in bad else "A"
+        return judge_reply(choice, f"verdict {choice}")(request)
+
+    return answer
 
 
 def test_consistency_judges_each_distinct_pair_once(here: Path) -> None:
     # A A B A: 6 pairs; 3 A-A pairs are identical (not judged); A-B judged once, counts 3
-    with fake_openai(scripted(pairs(False))) as server:
+    with fake_openai(by_pair(("Paris", "Lyon"))) as server:
         project(here, server)
         metric = ConsistencyMetric()
         assert metric.measure(outputs("Paris", "Paris", "Lyon", " Paris\n")) == 0.5
     assert metric.reason is not None and metric.reason.startswith("3 of 6 pairs")
+    assert "inconsistent: outputs 1 and 3: verdict B" in metric.reason
     (request,) = server.requests
-    prompt = last_user_text(request.body)
-    assert prompt.count("<pair ") == 1 and "exactly 1 verdicts" in prompt
-    assert "<a>\nParis\n</a>\n<b>\nLyon\n</b>" in prompt
+    assert submissions(request) == {"Paris", "Lyon"}
+    assert "Question: q" in last_user_text(request.body)  # the input is the question
 
 
 def test_consistency_arithmetic_over_distinct_outputs(here: Path) -> None:
-    with fake_openai(scripted(pairs(True, False, True))) as server:
+    with fake_openai(by_pair(("a", "c"))) as server:
         project(here, server)
         assert ConsistencyMetric().measure(outputs("a", "b", "c")) == pytest.approx(2 / 3)
-    prompt = last_user_text(server.requests[0].body)
-    assert prompt.count("<pair ") == 3
+    assert sorted(sorted(submissions(r)) for r in server.requests) == [
+        ["a", "b"],
+        ["a", "c"],
+        ["b", "c"],
+    ]
 
 
 @pytest.mark.parametrize("texts", [("same", "same", "same "), ("only",)])
 def test_identical_outputs_are_not_judged(here: Path, texts: tuple[str, ...]) -> None:
-    with fake_openai(scripted(pairs())) as server:
+    with fake_openai(scripted("Answer: B")) as server:
         project(here, server)
         assert ConsistencyMetric(strict_mode=True).measure(outputs(*texts)) == 1.0
     assert server.requests == []
@@ -171,7 +185,7 @@ def test_consistency_needs_one_input_and_few_outputs() -> None:
 
 
 def test_consistency_malformed_reply_is_asked_again_in_evaluate(here: Path) -> None:
-    with fake_openai(scripted("consistent!", pairs(True))) as server:
+    with fake_openai(scripted("consistent!", "Same facts.\nAnswer: A")) as server:
         project(here, server, "judge:\n  structured: off\n")
         result = evaluate([outputs("x", "y")], [ConsistencyMetric()], print_results=False)
     (data,) = result.test_results[0].metrics_data

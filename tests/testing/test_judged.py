@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -55,12 +56,6 @@ def scripted(*replies: str) -> Callable[[RecordedRequest], str]:
             return queue.pop(0) if len(queue) > 1 else queue[0]
 
     return answer
-
-
-@pytest.fixture
-def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
 
 
 def geval(**kw: object) -> GEval:
@@ -151,13 +146,25 @@ def test_evaluate_reports_a_judge_error_as_an_error(here: Path) -> None:
     assert result.success is False
 
 
-def test_a_server_refusing_structured_output_is_asked_in_text_from_then_on(here: Path) -> None:
-    with fake_openai(scripted('{"reason": "ok", "score": 5}'), structured=False) as server:
+def test_a_refusal_of_structured_output_is_learnt_once_per_run(
+    here: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    other = LLMTestCase(input="What is 3+3?", actual_output="6")
+    with (
+        caplog.at_level(logging.WARNING, logger="oxyeval.judge"),
+        fake_openai(scripted('{"reason": "ok", "score": 5}'), structured=False) as server,
+    ):
         project(here, server)
-        result = evaluate([CASE, CASE], [geval()], concurrency=1, print_results=False)
-    assert [t.metrics_data[0].score for t in result.test_results] == [0.5, 0.5]
-    formats = ["response_format" in r.body for r in server.requests]
-    assert formats == [True, False, False]  # refused once, then text only
+        result = evaluate([CASE, other], [geval()], concurrency=1, print_results=False)
+        assert [t.metrics_data[0].score for t in result.test_results] == [0.5, 0.5]
+        first = ["response_format" in r.body for r in server.requests]
+        later = LLMTestCase(input="What is 4+4?", actual_output="8")
+        evaluate([later], [geval()], print_results=False)  # a run of its own
+        second = ["response_format" in r.body for r in server.requests[len(first) :]]
+    assert first == [True, False, False]  # refused once, then text only for the run
+    assert second == [True, False]  # a new run asks again: what a run learns is its own
+    notes = [r for r in caplog.records if "refused the structured answer" in r.getMessage()]
+    assert len(notes) == 2  # said once per run
 
 
 def test_a_failed_call_is_a_metric_error_without_the_key(
@@ -197,14 +204,14 @@ def test_one_pool_per_loop_closed_at_the_loop_end_or_on_request(here: Path) -> N
         await ask_json(None, "a", SCHEMA)
         await ask_json(None, "b", SCHEMA)
         state = _judge._STATES[asyncio.get_running_loop()]
-        (entry,) = state.pools.values()
-        seen.append(entry.pool)
-        assert entry.pool._client is not None  # one client, open, shared by both calls
+        (entry,) = state.contexts.values()
+        seen.append(entry.models)
+        assert entry.models._client is not None  # one client, open, shared by both calls
         await close_judges()
-        assert state.pools == {} and entry.pool._client is None
+        assert state.contexts == {} and entry.models._client is None
         await ask_json(None, "c", SCHEMA)  # a new pool
-        (again,) = state.pools.values()
-        seen.append(again.pool)
+        (again,) = state.contexts.values()
+        seen.append(again.models)
 
     with fake_openai(scripted('{"score": 2}')) as server:
         project(here, server)

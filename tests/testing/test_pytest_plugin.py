@@ -66,3 +66,12 @@ def test_assert_test_evaluations_are_kept_and_regressions_named(pytester: pytest
     )
     quiet = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--oxy-no-history")
     assert "kept in the history" not in quiet.stdout.str()
+    from oxyeval.store import open_store
+
+    # One run per session, finished when the session ended, its result kept as recorded.
+    with open_store(pytester.path / ".oxy" / "oxyeval.db", read_only=True) as store:
+        runs = store.runs.list(5, kind="sdk")
+        assert [(r.subject, r.status, r.done) for r in runs] == [("pytest", "completed", 1)] * 2
+        (latest,) = store.results.for_run(runs[0].id)
+    assert latest.subject == "pytest::capital?::Exact Match" and latest.passed is False
+    assert latest.details["regressions"]

@@ -5,7 +5,6 @@ fields, and a malformed answer asked again once."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,12 +34,6 @@ def items(*texts: str, key: str = "statements") -> str:
 
 def verdicts(*labels: str) -> str:
     return json.dumps({"verdicts": [{"verdict": v, "reason": f"why {v}"} for v in labels]})
-
-
-@pytest.fixture
-def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
 
 
 def test_answer_relevancy_counts_yes_and_idk(here: Path) -> None:

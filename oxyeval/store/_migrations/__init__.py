@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 HEAD = "0007"
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0007")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007")
 VERSION_TABLE = "oxyeval_schema_version"
 APPLICATION_ID = 0x4F585945  # "OXYE": marks SQLite files as ours (0.1.0 set it too)
 SQLITE_MARKER = 100  # PRAGMA user_version of files under Alembic; > 0.1.0's latest (2)

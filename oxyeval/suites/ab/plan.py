@@ -52,6 +52,8 @@ class CasePlan:
     #: Grades quality when the prompt names a ``quality_judge`` (else quality = similarity).
     judge: Judge | None = None
     outcomes: dict[str, list[BranchOutcome]] = field(default_factory=dict)
+    #: Where its executions are kept: its run row in the history (set when planned).
+    handle: Any = None
 
 
 def check_options(criteria: str, iterations: int) -> None:

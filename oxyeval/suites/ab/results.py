@@ -9,23 +9,32 @@ confidence intervals, the Pareto front) sits beside them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from ...errors import EXIT_INFRA, EXIT_OK
 from ...evaluation import Interval, Result, ResultKind, Score, register_kind
 
 if TYPE_CHECKING:
+    from ...evaluation import Decision
     from ...store import NewBranchExecution, TestBranch
 
 __all__ = ["AB", "ABCaseResult", "ABRun", "BranchOutcome", "BranchSummary"]
 
-#: The result kind of an A/B execution: ``success`` or ``error`` (outcome unknown: exit 3).
+
+def _unknown_line(result: Result) -> str:
+    return f"error: case {result.case} · branch {result.subject}: {result.error or result.status}"
+
+
+#: The result kind of an A/B execution: ``success`` or ``error`` (outcome unknown: exit 3,
+#: the comparison misses data). A quality under the pass mark is reported, never a gate:
+#: an A/B run compares branches, it does not require one to pass.
 AB = register_kind(
     ResultKind(
         name="ab",
         statuses=("success", "error", "interrupted"),
+        checks_gate=False,
         metric="quality",
         noun="branch",
+        unknown_line=_unknown_line,
     )
 )
 
@@ -209,11 +218,15 @@ class ABCaseResult:
 class ABRun:
     """An ``oxy ab run``: one result per case, with what the command reports around them."""
 
+    kind: ClassVar[str] = "ab"
+
     criteria: str
     iterations: int
     results: list[ABCaseResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     interrupted: bool = False
+    #: The one decision on the run (under the gates it ran with), once it ended.
+    decision: Decision | None = None
     db: Any = None
     cached_calls: int = 0
 
@@ -231,10 +244,11 @@ class ABRun:
         costs = [o.judge_cost for o in self.executions if o.judge_calls]
         return None if None in costs else sum(c for c in costs if c is not None)
 
-    @property
-    def exit_code(self) -> int:
-        """0 done; 3 when a provider failed a call (an errored branch) or the run was
-        interrupted: the comparison is then missing data. A/B tests gate nothing else."""
-        if self.interrupted or any(not o.ok for o in self.executions):
-            return EXIT_INFRA
-        return EXIT_OK
+    def as_results(self) -> list[Result]:
+        """Every execution as the core's result, for the one decision."""
+        return [
+            o.as_result(r.test_case_id, b.branch)
+            for r in self.results
+            for b in r.branches
+            for o in b.outcomes
+        ]

@@ -31,17 +31,20 @@ from ...project.config import Project, load_project
 from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...redact import redact
 from ...workflow.context import RunContext
-from ..suite import SuiteRun, final_status
+from ..recorder import KeptThenCancelled, Recorded, RunRow, Storage
+from ..suite import SuiteRun
 from .plan import CasePlan, check_options, plan_cases
 from .ranking import DEFAULT_CRITERIA
 from .results import ABCaseResult, ABRun, BranchOutcome
 from .summary import summarise
-from .writer import ExecutionWriter
 
 if TYPE_CHECKING:
+    from ...evaluation import Gates, Result
     from ...store import Store, TestBranch
+    from ..history import RunStore
 
 __all__ = [
+    "AB",
     "run_ab_test",
     "run_ab_test_async",
     "run_ab_tests",
@@ -125,61 +128,143 @@ def _details(plan: CasePlan, branch: TestBranch, criteria: str) -> dict[str, Any
     }
 
 
-class _Runner:
-    """The calls of one run: every (case, branch, iteration) under one limit, each stored
-    as it finishes."""
+def _branch_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, Any]]) -> Any:
+    """Branch executions (with their result rows), those finishing together in one
+    transaction: a burst of 100 costs a few commits, not 100."""
+    return store.branches.add_executions(run_id, [execution for _r, execution in items])
+
+
+class AB:
+    """A/B tests as a kind on the run pipeline: one run row per case, each case a unit
+    whose (branch, iteration) calls share the run's one concurrency limit (and each
+    model's own); each execution stored the moment it is scored."""
+
+    name = "ab"
+    storage = Storage(write=_branch_rows, full=True)
 
     def __init__(
         self,
-        store: Store,
-        context: RunContext,
-        suite: SuiteRun,
+        paths: Sequence[str | Path],
         *,
-        criteria: str,
+        project_dir: str | None,
+        cases: Sequence[str] | None,
+        branch_ids: Sequence[str] | None,
+        prompt_version: int | None,
         concurrency: int,
         on_execution: Callable[[ABCaseResult, BranchOutcome], None] | None,
+        explicit: bool,
+        run: ABRun,
     ) -> None:
-        self.store = store
-        self.context = context
-        self.suite = suite
-        self.criteria = criteria
-        self.semaphore = asyncio.Semaphore(max(1, concurrency))
+        self.paths = paths
+        self.project_dir = project_dir
+        self.cases = cases
+        self.branch_ids = branch_ids
+        self.prompt_version = prompt_version
         self.on_execution = on_execution
-        self.writer = ExecutionWriter(store)
+        self.explicit = explicit
+        self.run = run
+        self._limit = asyncio.Semaphore(max(1, concurrency))
+        self._context: RunContext | None = None
 
-    async def one(self, plan: CasePlan, branch: TestBranch, iteration: int) -> None:
-        async with self.semaphore:
-            outcome = await _call(plan, branch, iteration, self.context)
-        new = outcome.new_execution(
-            plan.case.id, plan.version, _details(plan, branch, self.criteria)
+    async def plan(self, suite: SuiteRun) -> list[CasePlan]:
+        project, prompts = _project_and_prompts(self.paths, self.project_dir)
+        location = suite.histories.location(project)
+        if location is not None:
+            self.run.db = location.path if location.path is not None else location.display
+        context = self._context = suite.context(project)
+        store = cast("Store", await suite.store(project))
+        plans = await plan_cases(
+            store,
+            project,
+            prompts,
+            context,
+            cases=self.cases,
+            branch_ids=self.branch_ids,
+            prompt_version=self.prompt_version,
+            criteria=self.run.criteria,
+            iterations=self.run.iterations,
+            explicit=self.explicit,
         )
-        # Stored before anything else (with the others finishing now, in one commit); a
-        # cancellation during the write keeps the execution in the report too.
-        row, cancelled = await self.writer.write(plan.result.run_id, new)
-        outcome.execution_id = row.id
-        plan.outcomes.setdefault(branch.id, []).append(outcome)
-        if cancelled:
-            raise asyncio.CancelledError
-        self.suite.emit(
+        if not plans:
+            raise ConfigError(
+                "no test case has branches to compare; declare branches: in a *.prompt.yml "
+                "(for every case) or on a case"
+            )
+        for plan in plans:
+            plan.handle = suite.add(
+                project,
+                RunRow(
+                    key=plan.case.id,
+                    subject=plan.case.id,
+                    prompt_id=plan.prompt_id,
+                    prompt_version=plan.version,
+                ),
+                count=len(plan.branches) * self.run.iterations,
+            )
+            self.run.results.append(plan.result)
+        return plans
+
+    async def execute(self, plan: CasePlan, suite: SuiteRun) -> None:
+        steps = len(plan.branches) * self.run.iterations
+        suite.emit(SubjectStarted(kind="ab", subject=plan.case.id, label=plan.case.id, steps=steps))
+        plan.result.run_id = await suite.recorder.run_id(plan.handle)
+        try:
+            await gather_settled(
+                *(
+                    self._one(suite, plan, branch, i)
+                    for i in range(self.run.iterations)
+                    for branch in plan.branches
+                )
+            )
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            plan.result.interrupted = True
+            raise
+        finally:
+            summarise(plan.result, plan.branches, plan.outcomes)
+
+    async def _one(self, suite: SuiteRun, plan: CasePlan, branch: TestBranch, i: int) -> None:
+        assert self._context is not None
+        async with self._limit:
+            outcome = await _call(plan, branch, i, self._context)
+        new = outcome.new_execution(
+            plan.case.id, plan.version, _details(plan, branch, self.run.criteria)
+        )
+        suite.emit(
             SampleFinished(
                 kind="ab",
                 subject=plan.case.id,
-                index=iteration,
+                index=i,
                 latency_ms=outcome.latency_ms,
                 error=outcome.error,
                 cached=outcome.cached,
             )
         )
-        self.suite.record(outcome.as_result(plan.case.id, branch))
+        try:
+            recorded = await suite.keep(plan.handle, outcome.as_result(plan.case.id, branch), new)
+        except KeptThenCancelled as stop:  # stored: reported too
+            self._kept(plan, branch, outcome, stop.recorded)
+            raise
+        self._kept(plan, branch, outcome, recorded)
+
+    def _kept(
+        self, plan: CasePlan, branch: TestBranch, outcome: BranchOutcome, recorded: Recorded
+    ) -> None:
+        if recorded.stored is not None:
+            outcome.execution_id = recorded.stored.id
+        plan.outcomes.setdefault(branch.id, []).append(outcome)
         if self.on_execution is not None:
             self.on_execution(plan.result, outcome)
+
+    def stopped(self, suite: SuiteRun) -> None:
+        """Calls that had not finished are not reported: each case says how many iterations
+        every branch finished."""
 
 
 async def _run(
     run: ABRun,
-    project: Project,
-    prompts: Sequence[PromptDef],
+    paths: Sequence[str | Path],
     *,
+    project_dir: str | None,
     cases: Sequence[str] | None,
     branch_ids: Sequence[str] | None,
     prompt_version: int | None,
@@ -190,91 +275,33 @@ async def _run(
     events: EventSink | None,
     on_execution: Callable[[ABCaseResult, BranchOutcome], None] | None,
     explicit: bool,
+    gates: Gates | None = None,
 ) -> None:
-    suite = SuiteRun("ab", db=db, environ=environ, cache=cache, events=events)
-    location = suite.histories.location(project)
-    run.db = (
-        location.path
-        if location is not None and location.path is not None
-        else (location.display if location is not None else None)
+    kind = AB(
+        paths,
+        project_dir=project_dir,
+        cases=cases,
+        branch_ids=branch_ids,
+        prompt_version=prompt_version,
+        concurrency=concurrency,
+        on_execution=on_execution,
+        explicit=explicit,
+        run=run,
     )
-    async with suite:
-        book = suite.histories.for_project(project, full=True)
-        assert book is not None
-        context = RunContext(project, environ=environ)
-        plans: list[CasePlan] = []
-        try:
-            suite.histories.start()
-            store = cast("Store", await book.store())
-            context.cache = suite.caches(project)
-            plans = await plan_cases(
-                store,
-                project,
-                prompts,
-                context,
-                cases=cases,
-                branch_ids=branch_ids,
-                prompt_version=prompt_version,
-                criteria=run.criteria,
-                iterations=run.iterations,
-                explicit=explicit,
-            )
-            if not plans:
-                raise ConfigError(
-                    "no test case has branches to compare; declare branches: in a *.prompt.yml "
-                    "(for every case) or on a case"
-                )
-            runner = _Runner(
-                store,
-                context,
-                suite,
-                criteria=run.criteria,
-                concurrency=concurrency,
-                on_execution=on_execution,
-            )
-            jobs = []
-            for plan in plans:
-                plan.result.run_id = store.runs.start(
-                    "ab",
-                    prompt_id=plan.prompt_id,
-                    prompt_version=plan.version,
-                    total=len(plan.branches) * run.iterations,
-                    subject=plan.case.id,
-                )
-                run.results.append(plan.result)
-                suite.emit(
-                    SubjectStarted(
-                        kind="ab",
-                        subject=plan.case.id,
-                        label=plan.case.id,
-                        steps=len(plan.branches) * run.iterations,
-                    )
-                )
-                jobs.extend(
-                    runner.one(plan, branch, i)
-                    for i in range(run.iterations)
-                    for branch in plan.branches
-                )
-            suite.start(len(plans))
-            try:
-                await gather_settled(*jobs)
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                run.interrupted = True
-                raise
-            finally:
-                for plan in plans:
-                    plan.result.interrupted = run.interrupted
-                    summarise(plan.result, plan.branches, plan.outcomes)
-                    failed = any(not o.ok for o in plan.result.executions)
-                    store.runs.finish(
-                        plan.result.run_id or "",
-                        final_status(interrupted=run.interrupted, failed=failed),
-                    )
-        finally:
-            try:
-                await context.aclose()
-            finally:
-                run.cached_calls = suite.caches.total_served
+    suite = SuiteRun(
+        "ab",
+        db=db,
+        environ=environ,
+        cache=cache,
+        events=events,
+        storage=kind.storage,
+        gates=gates,
+    )
+    try:
+        await suite.run(kind)
+    finally:
+        run.cached_calls = suite.caches.total_served
+        run.decision = suite.decision
 
 
 def _project_and_prompts(
@@ -310,13 +337,12 @@ async def run_ab_tests_async(
     intervals and whether the winner is significant. ``cache=True`` replays answers of an
     identical earlier call (iteration k's for iteration k)."""
     check_options(criteria, iterations)
-    project, prompts = _project_and_prompts(paths, project_dir)
     run = into if into is not None else ABRun(criteria=criteria, iterations=iterations)
     run.criteria, run.iterations = criteria, iterations
     await _run(
         run,
-        project,
-        prompts,
+        paths,
+        project_dir=project_dir,
         cases=cases,
         branch_ids=None,
         prompt_version=prompt_version,
@@ -353,12 +379,11 @@ async def run_ab_test_async(
     """The seed's ``runABTest(testCaseId, branchIds, promptVersion?, winnerCriteria)``:
     the given branches (default: the case's active ones) on one case, ranked."""
     check_options(winner_criteria, iterations)
-    project, prompts = _project_and_prompts((), project_dir)
     run = ABRun(criteria=winner_criteria, iterations=iterations)
     await _run(
         run,
-        project,
-        prompts,
+        (),
+        project_dir=project_dir,
         cases=[test_case_id],
         branch_ids=branch_ids,
         prompt_version=prompt_version,

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ...errors import ConfigError
+from ...inputs import valid_text
+from ...project import file_lock
 from ...project.config import Project
 from ...project.prompts import rewrite_expected_output
 from ...project.schema import did_you_mean
@@ -87,12 +89,17 @@ def accept_baseline(
     case = find_case(store.cases.list(), name)
     if output is None:
         output = _latest_output(store, case, force)
-    output = redact(output)
+    # Valid text: a lone surrogate (from a JSON client, or a command-line byte that is
+    # not UTF-8) can be neither written to the file nor stored; it becomes U+FFFD.
+    output = valid_text(redact(output), f"the expected output of {case.id!r}")
     declared = next(
         (c for p in prompts if p.id == case.prompt_id for c in p.cases if c.name == case.name),
         None,
     )
-    where = "the store"
-    if declared is not None and declared.doc is not None:
+    if declared is None or declared.doc is None:
+        return store.cases.update_expected_output(case.id, output), "the store"
+    # The file's turn is held until the store has the value too: two accepts of one
+    # file then leave the file and the store agreeing on the last one.
+    with file_lock(declared.doc.path):
         where = project.relative(rewrite_expected_output(declared, output))
-    return store.cases.update_expected_output(case.id, output), where
+        return store.cases.update_expected_output(case.id, output), where

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from ...evaluation import Decision, Gates, Result, ResultKind, Score, decide, register_kind
+from ...evaluation import Result, ResultKind, Score, register_kind
 from ...store.kinds import EXECUTION_STATUSES
 
 if TYPE_CHECKING:
+    from ...evaluation import Decision
     from ...store import Execution, NewExecution
 
 __all__ = ["CaseResult", "CaseRun"]
@@ -213,12 +214,15 @@ class CaseResult:
 
 @dataclass(repr=False)
 class CaseRun:
+    kind: ClassVar[str] = "cases"
     db: Path | str  # the SQLite file, or the PostgreSQL URL without its password
     results: list[CaseResult] = field(default_factory=list)
     runs: dict[str, str] = field(default_factory=dict)  # prompt id -> run id
     versions: dict[str, int] = field(default_factory=dict)  # prompt id -> version run
     planned: int = 0
     interrupted: bool = False
+    #: The one decision on the run (under the gates it ran with), once it ended.
+    decision: Decision | None = None
     warnings: list[str] = field(default_factory=list)
     cached_calls: int = 0  # model calls served from the cache (--cache), not made
 
@@ -248,21 +252,3 @@ class CaseRun:
     def as_results(self) -> list[Result]:
         """The cases as the evaluation core's results, for the one decision."""
         return [r.as_result() for r in self.results]
-
-    def decision(self, *, fail_on_regression: bool = False) -> Decision:
-        """The run's verdict for CI (the one decision): a case that could not run, or an
-        interrupted run, leaves the outcome unknown: 3, whatever else failed. Else 1 when
-        a case failed (or regressed, with ``fail_on_regression``), else 0. Pending cases
-        (no expected output yet) never fail a run."""
-        gates = Gates(fail_on_regression=fail_on_regression)
-        return decide(self.as_results(), gates, interrupted=self.interrupted)
-
-    def exit_code(self, *, fail_on_regression: bool = False) -> int:
-        """:meth:`decision`'s exit code."""
-        return self.decision(fail_on_regression=fail_on_regression).code
-
-    def failure_reasons(self, *, fail_on_regression: bool = False) -> list[str]:
-        """Why :meth:`exit_code` is not 0, one line per case (secrets scrubbed): what a
-        CI log shows on stderr whatever the output format. An interruption is the
-        caller's to describe (it knows the signal)."""
-        return self.decision(fail_on_regression=fail_on_regression).reasons

@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..._tasks import gather_settled, run_sync
+from ..._tasks import run_sync
 from ...errors import ConfigError, LoadError, ProviderError
 from ...evaluation import EventSink, ExactMatch, Expected, SampleFinished, ScoreRecorded, Similarity
 from ...project.config import Project, load_project
@@ -22,13 +22,13 @@ from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...project.templates import TemplateRef
 from ...providers import GenerateParams, stopped_at_token_limit
 from ...redact import redact
-from ...store import TestCase
+from ...store import NameTakenError, TestCase, case_id
 from ...workflow.agent import counted, token_limit_warning
 from ...workflow.context import RunContext
 from ..history import history_location
-from ..suite import SuiteRun, final_status
+from ..recorder import Handle, KeptThenCancelled, Recorded, RunRow, Storage
+from ..suite import SuiteRun
 from ..targets import AgentTarget, PromptTarget, Target
-from .commit import CommittedThenCancelled, commit
 from .results import CaseResult, CaseRun
 from .scoring import (
     TokenCounter,
@@ -50,11 +50,14 @@ from .selection import (
 from .stored import API_SOURCE, api_prompt_defs
 
 if TYPE_CHECKING:
+    from ...evaluation import Gates, Result
     from ...store import Store
+    from ..history import RunStore
 
 __all__ = [
     "CaseResult",
     "CaseRun",
+    "Cases",
     "history_location",
     "preview_cases",
     "run_cases",
@@ -77,6 +80,7 @@ class _VersionRun:
     target: Target
     counter: TokenCounter
     run_id: str = ""
+    handle: Handle = field(default_factory=lambda: Handle(None, None))  # where it is kept
 
     @classmethod
     def build(
@@ -145,15 +149,12 @@ class _Scorer:
         return scorer
 
 
-async def _store_error(plan: _VersionRun, result: CaseResult, store: Store) -> CaseResult:
-    """Keep a failed execution in the history (status error, with its message): an outage
-    is visible there, and never counted as a failed case."""
-    return await commit(result, store, result.new_execution(plan.run_id))
-
-
 async def _run_one(
     plan: _VersionRun, case: TestCase, *, scorer: _Scorer, store: Store
 ) -> CaseResult:
+    """One case rendered, answered and scored, its regressions found against the history
+    (``store``); a failure is the case's error (kept in the history too, status error:
+    an outage is visible there, and never counted as a failed case)."""
     prompt, version = plan.prompt, plan.version
     started = time.perf_counter()
     threshold = prompt.threshold if case.threshold is None else float(case.threshold)
@@ -173,12 +174,12 @@ async def _run_one(
         # the others go on.
         result.error = f"case {result.case_id!r}: its input does not fit prompt version {version}: {exc.diagnostics[0].message}"
         result.error_kind = "input"
-        return await _store_error(plan, result, store)
+        return result
     except ProviderError as exc:
         result.error = str(exc)
         result.error_kind = "provider"
         result.run_duration_ms = (time.perf_counter() - started) * 1000
-        return await _store_error(plan, result, store)
+        return result
     # Already scrubbed where the answer entered (Model.generate); scrubbed again here
     # because this is what the history database stores.
     actual = redact(completion.text)
@@ -202,7 +203,7 @@ async def _run_one(
             result.error = redact(f"scoring case {result.case_id!r} failed: {exc}")
             result.error_kind = "scoring"
             result.run_duration_ms = (time.perf_counter() - started) * 1000
-            return await _store_error(plan, result, store)
+            return result
         # In 0..1 (a negative cosine counts as 0: see the Similarity scorer).
         result.semantic_score = similar.value
         result.similarity_method = similar.label or ""
@@ -238,7 +239,7 @@ async def _run_one(
     result.regression_types = regression.types
     result.regression_reasons = regression.reasons
     result.run_duration_ms = round((time.perf_counter() - started) * 1000, 3)
-    return await commit(result, store, result.new_execution(plan.run_id))
+    return result
 
 
 def _warn_token_limits(run: CaseRun, plans: Sequence[_VersionRun]) -> None:
@@ -277,8 +278,18 @@ def sync_prompt(store: Store, project: Project, prompt: PromptDef) -> int:
     source = API_SOURCE if prompt.file is None else project.relative(prompt.file)
     store.prompts.upsert(prompt.id, prompt.id, source)
     version = store.prompts.ensure_version(prompt.id, prompt.content(project))
+    where = {case_id(prompt.id, c.name): c.where for c in prompt.cases}
     for cid, fields in declared_cases(project, prompt).items():
-        store.cases.upsert(cid, **fields)
+        try:
+            store.cases.upsert(cid, **fields)
+        except NameTakenError as exc:
+            # The file alone is valid: a case made through the API has the name. Say where.
+            raise ConfigError(
+                f"{where[cid]}: prompt '{prompt.id}' already has a test case named "
+                f"'{fields['name']}' made through the API (id '{exc.taken}'); a name is used "
+                "once per prompt: rename or delete that case (updateTestCase, deleteTestCase), "
+                "or rename this one"
+            ) from None
     for cid in leaving_cases(project, prompt, store.cases.list(prompt.id)):
         store.cases.delete(cid)
     return version
@@ -292,64 +303,156 @@ def sync_files(store: Store, project: Project, paths: Sequence[str]) -> list[Pro
     return prompts
 
 
-async def _run_plans(
-    run: CaseRun,
-    plans: list[_VersionRun],
-    store: Store,
-    project: Project,
-    prompts: Sequence[PromptDef],
-    context: RunContext,
-    scorer: _Scorer,
-    suite: SuiteRun,
-    *,
-    cases: Sequence[str] | None,
-    version: int | None,
-    only_files: set[str] | None,
-    concurrency: int,
-    on_result: Callable[[CaseResult], None] | None,
-) -> None:
-    """Sync the prompts, plan each prompt version's cases, and run them: one run row per
-    prompt version, finished by the one status rule."""
-    stale = store.runs.mark_stale()
-    if stale:
-        run.warnings.append(
-            f"{len(stale)} earlier run(s) had been interrupted; their finished results are kept"
-        )
-    all_names: dict[str, TestCase] = {}
-    found: set[str] = set()
-    for prompt in prompts:
-        current = sync_prompt(store, project, prompt)
-        stored_cases = store.cases.list(prompt.id)
-        all_names.update(by_name(stored_cases))
-        selected = select_cases(stored_cases, cases, only_files, found)
-        if not selected:
-            continue
-        chosen_version = current if version is None else version
-        content = (
-            prompt.content(project)
-            if version is None
-            else store.prompts.get_version(prompt.id, version)
-        )
-        if content is None:
-            raise no_version_error(
-                prompt, version or 0, [v.version for v in store.prompts.versions(prompt.id)]
-            )
-        if content["model"] not in project.models:
-            raise ConfigError(
-                f"prompt '{prompt.id}' version {chosen_version} uses model '{content['model']}', "
-                "which config.yml no longer defines"
-            )
-        context.models.check([content["model"]])
-        scorer.check(prompt.similarity)
-        plans.append(_VersionRun.build(prompt, selected, chosen_version, content, context))
-    error = unknown_names_error(cases, found, all_names, only_files)
-    if error is not None:
-        raise error
-    semaphore = asyncio.Semaphore(max(1, concurrency))
+def _execution_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, Any]]) -> list[Any]:
+    """Each case's execution row (with its result row, in one transaction)."""
+    return [store.executions.record(case.new_execution(run_id)) for _r, case in items]
 
-    def keep(result: CaseResult) -> None:
-        run.results.append(result)
-        told = result.as_result()
+
+class Cases:
+    """Test cases as a kind on the run pipeline: one run row per prompt version (sharing a
+    group id when there are several), each case a unit; each execution stored the moment
+    it is scored, so an interrupted run keeps every finished result."""
+
+    name = "cases"
+    storage = Storage(write=_execution_rows, full=True)
+
+    def __init__(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        project_dir: str | None,
+        cases: Sequence[str] | None,
+        version: int | None,
+        concurrency: int,
+        on_result: Callable[[CaseResult], None] | None,
+        run: CaseRun,
+    ) -> None:
+        self.paths = paths
+        self.project_dir = project_dir
+        self.names = cases
+        self.version = version
+        self.concurrency = concurrency
+        self.on_result = on_result
+        self.run = run
+        self.plans: list[_VersionRun] = []
+        self._store: Store | None = None
+        self._scorer: _Scorer | None = None
+        self._limit = asyncio.Semaphore(max(1, concurrency))
+
+    async def plan(self, suite: SuiteRun) -> list[tuple[_VersionRun, TestCase]]:
+        paths = self.paths
+        start = Path(paths[0]) if paths else None
+        project = load_project(start, project_dir=self.project_dir)
+        prompts = load_prompts(project, collect_case_files(project, [str(p) for p in paths]))
+        location = suite.histories.location(project)
+        assert location is not None  # a bad location raised: bad input
+        if not paths:  # the whole project: prompts made through the API too
+            prompts += await asyncio.to_thread(_api_prompts, location, project, prompts)
+        if not prompts:
+            raise ConfigError(f"no *.prompt.yml or *.cases.yml files under {project.root}")
+        self.run.db = location.path if location.path is not None else location.display
+        # Given files: run what they declare. No paths: the whole project, API cases too.
+        only_files = (
+            {project.relative(f) for f in collect_case_files(project, [str(p) for p in paths])}
+            if paths
+            else None
+        )
+        models, similarities = await asyncio.to_thread(
+            precheck, location, project, prompts, self.names, self.version, only_files
+        )
+        context = suite.context(project)
+        scorer = self._scorer = _Scorer(context)
+        # every key the run needs, found before the history is created or changed
+        context.models.check(sorted(m for m in models if m in project.models))
+        for method in sorted(similarities):
+            scorer.check(method)
+        store = self._store = cast("Store", await suite.store(project))
+        self.plans = self._plan_versions(store, project, prompts, context, only_files)
+        units = []
+        for plan in self.plans:
+            plan.handle = suite.add(
+                project,
+                RunRow(
+                    key=plan.prompt.id,
+                    subject=run_subject(plan.prompt, project.root) or "",
+                    prompt_id=plan.prompt.id,
+                    prompt_version=plan.version,
+                ),
+                count=len(plan.cases),
+            )
+            self.run.versions[plan.prompt.id] = plan.version
+            self.run.planned += len(plan.cases)
+            units.extend((plan, case) for case in plan.cases)
+        return units
+
+    def _plan_versions(
+        self,
+        store: Store,
+        project: Project,
+        prompts: Sequence[PromptDef],
+        context: RunContext,
+        only_files: set[str] | None,
+    ) -> list[_VersionRun]:
+        """Sync the prompts and plan each prompt version's selected cases."""
+        stale = store.runs.mark_stale()
+        if stale:
+            self.run.warnings.append(
+                f"{len(stale)} earlier run(s) had been interrupted; their finished results are kept"
+            )
+        plans: list[_VersionRun] = []
+        all_names: dict[str, TestCase] = {}
+        found: set[str] = set()
+        version = self.version
+        for prompt in prompts:
+            current = sync_prompt(store, project, prompt)
+            stored_cases = store.cases.list(prompt.id)
+            all_names.update(by_name(stored_cases))
+            selected = select_cases(stored_cases, self.names, only_files, found)
+            if not selected:
+                continue
+            chosen_version = current if version is None else version
+            content = (
+                prompt.content(project)
+                if version is None
+                else store.prompts.get_version(prompt.id, version)
+            )
+            if content is None:
+                raise no_version_error(
+                    prompt, version or 0, [v.version for v in store.prompts.versions(prompt.id)]
+                )
+            if content["model"] not in project.models:
+                raise ConfigError(
+                    f"prompt '{prompt.id}' version {chosen_version} uses model "
+                    f"'{content['model']}', which config.yml no longer defines"
+                )
+            context.models.check([content["model"]])
+            assert self._scorer is not None
+            self._scorer.check(prompt.similarity)
+            plans.append(_VersionRun.build(prompt, selected, chosen_version, content, context))
+        error = unknown_names_error(self.names, found, all_names, only_files)
+        if error is not None:
+            raise error
+        return plans
+
+    async def execute(self, unit: tuple[_VersionRun, TestCase], suite: SuiteRun) -> None:
+        plan, case = unit
+        assert self._store is not None and self._scorer is not None
+        if not plan.run_id:
+            plan.run_id = await suite.recorder.run_id(plan.handle) or ""
+            if plan.run_id:
+                self.run.runs[plan.prompt.id] = plan.run_id
+        # A case holds its slot until it is stored: --concurrency counts cases in flight.
+        async with self._limit:
+            result = await _run_one(plan, case, scorer=self._scorer, store=self._store)
+            self._told(suite, result)
+            try:
+                recorded = await suite.keep(plan.handle, result.as_result(), result)
+            except KeptThenCancelled as stop:  # stored: reported too
+                self._kept(result, stop.recorded)
+                raise
+        self._kept(result, recorded)
+
+    def _told(self, suite: SuiteRun, result: CaseResult) -> None:
         suite.emit(
             SampleFinished(
                 kind="cases",
@@ -359,7 +462,7 @@ async def _run_plans(
                 cached=result.cached,
             )
         )
-        for score in told.scores:
+        for score in result.as_result().scores:
             suite.emit(
                 ScoreRecorded(
                     kind="cases",
@@ -369,51 +472,28 @@ async def _run_plans(
                     label=score.label,
                 )
             )
-        suite.record(told)
-        if on_result is not None:
-            on_result(result)
 
-    async def one(plan: _VersionRun, case: TestCase) -> None:
-        async with semaphore:
-            try:
-                result = await _run_one(plan, case, scorer=scorer, store=store)
-            except CommittedThenCancelled as stop:  # stored: reported too
-                keep(stop.result)
-                raise
-        keep(result)
+    def _kept(self, result: CaseResult, recorded: Recorded) -> None:
+        stored = recorded.stored
+        if stored is not None:
+            result.execution_id = stored.id
+            result.created_at = stored.created_at
+        self.run.results.append(result)
+        if self.on_result is not None:
+            self.on_result(result)
 
-    jobs = []
-    group = store.runs.new_group_id() if len(plans) > 1 else None
-    for plan in plans:
-        plan.run_id = store.runs.start(
-            "cases",
-            prompt_id=plan.prompt.id,
-            prompt_version=plan.version,
-            total=len(plan.cases),
-            group_id=group,
-            subject=run_subject(plan.prompt, project.root),
-        )
-        run.runs[plan.prompt.id] = plan.run_id
-        run.versions[plan.prompt.id] = plan.version
-        run.planned += len(plan.cases)
-        jobs.extend(one(plan, case) for case in plan.cases)
-    suite.start(len(jobs))
-    for warning in run.warnings:
-        suite.warn(warning)
-    aborted = False
-    try:
-        await gather_settled(*jobs)  # every case stopped before the store closes
-        _warn_token_limits(run, plans)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        run.interrupted = True
-        raise
-    except BaseException:
-        aborted = True
-        raise
-    finally:
-        for prompt_id, run_id in run.runs.items():
-            errors = aborted or any(r.error for r in run.results if r.prompt_id == prompt_id)
-            store.runs.finish(run_id, final_status(interrupted=run.interrupted, failed=errors))
+    def stopped(self, suite: SuiteRun) -> None:
+        """Cases that had not finished are not reported: the run says how many did."""
+
+    def finished(self) -> None:
+        """The token-limit warnings, and the cases in plan order."""
+        _warn_token_limits(self.run, self.plans)
+        order = {
+            (plan.prompt.id, c.name): (k, i)
+            for k, plan in enumerate(self.plans)
+            for i, c in enumerate(plan.cases)
+        }
+        self.run.results.sort(key=lambda r: order.get((r.prompt_id, r.name), (0, 0)))
 
 
 async def run_cases_async(
@@ -429,77 +509,41 @@ async def run_cases_async(
     on_result: Callable[[CaseResult], None] | None = None,
     cache: bool | None = None,
     events: EventSink | None = None,
+    gates: Gates | None = None,
 ) -> CaseRun:
     """Run the test cases of the given prompt/cases files (default: the whole project).
 
     ``cache=True`` (``--cache``) replays answers kept in the history from an identical
     earlier call; by default every case calls its model and keeps the answer for a later
     ``cache=True`` run; with False nothing is kept (see :mod:`oxyeval.suites.cache`).
-    ``events`` hears the run as it happens (:mod:`oxyeval.evaluation.events`)."""
-    start = Path(paths[0]) if paths else None
-    project = load_project(start, project_dir=project_dir)
-    prompts = load_prompts(project, collect_case_files(project, [str(p) for p in paths]))
-    suite = SuiteRun("cases", db=db, environ=environ, cache=cache, events=events)
-    location = suite.histories.location(project)
-    assert location is not None  # a bad location raised: bad input
-    if not paths:  # the whole project: prompts made through the API too
-        prompts += await asyncio.to_thread(_api_prompts, location, project, prompts)
-    if not prompts:
-        raise ConfigError(f"no *.prompt.yml or *.cases.yml files under {project.root}")
-    db_shown: Path | str = location.path if location.path is not None else location.display
-    run = into if into is not None else CaseRun(db=db_shown)
-    run.db = db_shown
-    # Given files: run what they declare. No paths: the whole project, API cases included.
-    only_files = (
-        {project.relative(f) for f in collect_case_files(project, [str(p) for p in paths])}
-        if paths
-        else None
+    ``events`` hears the run as it happens (:mod:`oxyeval.evaluation.events`);
+    ``run.decision`` is the one decision under ``gates``."""
+    run = into if into is not None else CaseRun(db=Path("."))
+    kind = Cases(
+        paths,
+        project_dir=project_dir,
+        cases=cases,
+        version=version,
+        concurrency=concurrency,
+        on_result=on_result,
+        run=run,
     )
-    models, similarities = await asyncio.to_thread(
-        precheck, location, project, prompts, cases, version, only_files
+    suite = SuiteRun(
+        "cases",
+        db=db,
+        environ=environ,
+        cache=cache,
+        events=events,
+        storage=kind.storage,
+        gates=gates,
     )
-    plans: list[_VersionRun] = []
-    async with suite:
-        book = suite.histories.for_project(project, full=True)
-        assert book is not None
-        context = RunContext(project, environ=environ)
-        try:
-            scorer = _Scorer(context)
-            # every key the run needs, found before the history is created or changed
-            context.models.check(sorted(m for m in models if m in project.models))
-            for method in sorted(similarities):
-                scorer.check(method)
-            suite.histories.start()
-            store = cast("Store", await book.store())
-            # kept; replayed on --cache; in the run's store, told as the run's events
-            context.cache = suite.caches(project)
-            await _run_plans(
-                run,
-                plans,
-                store,
-                project,
-                prompts,
-                context,
-                scorer,
-                suite,
-                cases=cases,
-                version=version,
-                only_files=only_files,
-                concurrency=concurrency,
-                on_result=on_result,
-            )
-        finally:
-            try:
-                await context.aclose()
-            finally:
-                cached = suite.caches.total_served
-                run.cached_calls = cached
-    order = {
-        (plan.prompt.id, c.name): (k, i)
-        for k, plan in enumerate(plans)
-        for i, c in enumerate(plan.cases)
-    }
-    run.results.sort(key=lambda r: order.get((r.prompt_id, r.name), (0, 0)))
+    try:
+        await suite.run(kind)
+    finally:
+        run.cached_calls = suite.caches.total_served
+        run.runs.update(suite.recorder.run_ids)
+        run.decision = suite.decision
+        kind.finished()
     return run
 
 
@@ -516,6 +560,7 @@ def run_cases(
     on_result: Callable[[CaseResult], None] | None = None,
     cache: bool | None = None,
     events: EventSink | None = None,
+    gates: Gates | None = None,
 ) -> CaseRun:
     """:func:`run_cases_async` for scripts; in a notebook or async code, await that."""
     return run_sync(
@@ -531,6 +576,7 @@ def run_cases(
             on_result=on_result,
             cache=cache,
             events=events,
+            gates=gates,
         ),
         "run_cases_async",
     )

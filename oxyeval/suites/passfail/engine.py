@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..._tasks import gather_settled
-from ...errors import EXIT_INPUT, OxyError
+from ...errors import OxyError, is_bad_input
 from ...evaluation import AdaptiveTest, SampleFinished, SubjectStarted, normalise_whitespace
 from ...redact import redact
 from .results import Check, Criterion, CriterionResult, PassFailRun, Sample, SubjectResult
@@ -112,7 +112,7 @@ async def _sample(subject: Subject, run: int) -> Sample:
     except OxyError as exc:
         # A provider outage, a workflow task or a SQL query failing: that run's error.
         # Bad input fails every run alike: it stops the command (exit 2).
-        if exc.exit_code == EXIT_INPUT:
+        if is_bad_input(exc):
             raise
         return Sample(run, error=redact(str(exc)))
     return Sample(

@@ -10,10 +10,9 @@ agent must have called).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from ...errors import EXIT_FAILED, EXIT_INFRA, EXIT_OK
-from ...evaluation import PassRate, Result, ResultKind, Score, register_kind
+from ...evaluation import Decision, PassRate, Result, ResultKind, Score, register_kind
 
 __all__ = [
     "PASSFAIL",
@@ -30,7 +29,9 @@ def _failed_line(result: Result) -> str:
     rate = "-" if result.score is None else f"{result.score * 100:.0f}%"
     need = result.details.get("threshold")
     against = "" if need is None else f" (needs {need * 100:.0f}%)"
-    return f"failed: {result.subject}: pass rate {rate}{against}"
+    label, key = result.details.get("label"), result.details.get("criterionKey")
+    shown = f"{label}: {key}" if label and key else result.subject
+    return f"failed: {shown}: pass rate {rate}{against}"
 
 
 #: The result kind of one (subject, criterion): ``scored``, or ``error`` when no run could
@@ -132,6 +133,7 @@ class CriterionResult:
         errors = [c.error for c in self.checks if c.error]
         scores = [Score("pass_rate", rate.pass_rate, passed=self.passed, threshold=self.threshold)]
         details: dict[str, Any] = {
+            "label": self.label,
             "model": self.model or None,
             "criterion": self.criterion.text,
             "criterionKey": self.criterion.key,
@@ -189,22 +191,21 @@ class PassFailRun:
     """A run of judged pass/fail tests: every subject's results, and what the command
     reports around them."""
 
+    kind: ClassVar[str] = "passfail"
+
     subjects: list[SubjectResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     interrupted: bool = False
     judge_calls: int = 0
     model_calls: int = 0
     saved_calls: int = 0  # with --adaptive: runs not made because decisions settled
+    #: The one decision on the run (under the gates it ran with), once it ended.
+    decision: Decision | None = None
 
     @property
     def results(self) -> list[CriterionResult]:
         return [r for s in self.subjects for r in s.results]
 
-    @property
-    def exit_code(self) -> int:
-        """0 every test passed; 1 one failed; 3 one could not be judged, or interrupted."""
-        if self.interrupted or any(r.status == "error" for r in self.results):
-            return EXIT_INFRA
-        if any(r.passed is False for r in self.results):
-            return EXIT_FAILED
-        return EXIT_OK
+    def as_results(self) -> list[Result]:
+        """Every (subject, criterion) as the core's result, for the one decision."""
+        return [r.as_result() for r in self.results]

@@ -1,6 +1,6 @@
-"""A run of judged pass/fail tests inside a :class:`~oxyeval.suites.suite.SuiteRun`: the
-subjects built once the run's context exists, the history opened only when they are
-(bad input creates no database), each subject's results stored as it finishes.
+"""Judged pass/fail tests as a kind on the run pipeline (:class:`PassFail`): the subjects
+built in the run's context (bad input creates no database), each subject's results
+stored as it finishes.
 
 The formats (chattest's JSON files, oxy's ``*.test.yml``) only say how their files
 become :class:`~.engine.Subject` s; everything else is here, once.
@@ -11,21 +11,22 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from ...evaluation import EventSink
 from ...judge import PASS_FAIL, Judge
 from ...project.config import Project
 from ...project.templates import TemplateRef
 from ...workflow.context import RunContext
-from ..suite import SuiteRun, final_status
+from ..recorder import Handle, RunRow, Storage
+from ..suite import SuiteRun
 from .engine import Subject, run_subjects
 from .results import PassFailRun, SubjectResult
 
 if TYPE_CHECKING:
-    from ...store import Store
+    from ...evaluation import Gates
 
-__all__ = ["pass_fail_judge", "run_passfail"]
+__all__ = ["PassFail", "pass_fail_judge", "run_passfail"]
 
 
 def pass_fail_judge(context: RunContext, model: str, prompt: TemplateRef | None = None) -> Judge:
@@ -39,6 +40,76 @@ def pass_fail_judge(context: RunContext, model: str, prompt: TemplateRef | None 
         cache=context.verdicts,
         rubric=PASS_FAIL,
     )
+
+
+class PassFail:
+    """Judged pass/fail tests as a kind on the run pipeline: one unit, the engine running
+    every subject; each subject's results kept as it finishes (with its outputs unless
+    ``keep_outputs`` is False: chattest shows outputs and does not keep them), under one
+    run row named ``label``."""
+
+    name = "passfail"
+    storage = Storage()
+
+    def __init__(
+        self,
+        project: Project,
+        build: Callable[[RunContext], Sequence[Subject]],
+        *,
+        label: str,
+        concurrency: int,
+        adaptive: bool,
+        alpha: float,
+        keep_outputs: bool,
+        run: PassFailRun,
+    ) -> None:
+        self.project = project
+        self.build = build
+        self.label = label
+        self.concurrency = concurrency
+        self.adaptive = adaptive
+        self.alpha = alpha
+        self.keep_outputs = keep_outputs
+        self.run = run
+        self.subjects: list[Subject] = []
+        self._handle: Handle | None = None
+        self._kept: set[int] = set()  # ids of the subject results kept
+
+    async def plan(self, suite: SuiteRun) -> list[PassFail]:
+        self.subjects = list(self.build(suite.context(self.project)))
+        total = sum(len(s.criteria) for s in self.subjects)
+        self._handle = suite.add(self.project, RunRow(subject=self.label), count=total)
+        return [self]
+
+    async def _keep(self, suite: SuiteRun, result: SubjectResult) -> None:
+        assert self._handle is not None
+        self._kept.add(id(result))
+        outputs = {s.run: s.text for s in result.samples if s.text is not None}
+        found = [r.as_result(outputs if self.keep_outputs else None) for r in result.results]
+        await asyncio.gather(*(suite.keep(self._handle, r) for r in found))
+
+    async def execute(self, unit: PassFail, suite: SuiteRun) -> None:
+        await run_subjects(
+            self.subjects,
+            suite,
+            self.run,
+            concurrency=self.concurrency,
+            adaptive=self.adaptive,
+            alpha=self.alpha,
+            on_subject=lambda result: self._keep(suite, result),
+        )
+
+    def stopped(self, suite: SuiteRun) -> None:
+        """The subjects cut short keep their finished runs, marked interrupted."""
+        assert self._handle is not None
+        for subject in self.run.subjects:
+            if id(subject) in self._kept:
+                continue
+            self._kept.add(id(subject))
+            for r in subject.results:
+                result = r.as_result()
+                suite.record(result)
+                suite.recorder.submit(self._handle, result)
 
 
 async def run_passfail(
@@ -56,57 +127,34 @@ async def run_passfail(
     alpha: float = 0.05,
     keep_outputs: bool = True,
     into: PassFailRun | None = None,
+    gates: Gates | None = None,
 ) -> PassFailRun:
     """Build the subjects (``build`` raises bad input before anything is opened), run
-    them, store each subject's results (with its outputs unless ``keep_outputs`` is
-    False: chattest shows outputs and does not keep them) under one run named ``label``."""
+    them, store each subject's results under one run named ``label``; ``run.decision``
+    is the one decision under ``gates``."""
     run = into if into is not None else PassFailRun()
-    suite = SuiteRun(
-        "passfail", db=db, environ=environ, history=history, cache=cache, events=events
+    kind = PassFail(
+        project,
+        build,
+        label=label,
+        concurrency=concurrency,
+        adaptive=adaptive,
+        alpha=alpha,
+        keep_outputs=keep_outputs,
+        run=run,
     )
-    async with suite:
-        context = RunContext(project, environ=environ)
-        store: Store | None = None
-        run_id: str | None = None
-        try:
-            subjects = list(build(context))
-            suite.start(len(subjects))
-            book = suite.histories.for_project(project, full=True)
-            context.cache = suite.caches(project)
-            if book is not None:
-                store = cast("Store | None", await book.store())
-            if store is not None:
-                total = sum(len(s.criteria) for s in subjects)
-                run_id = store.runs.start("passfail", total=total, subject=label)
-
-            async def kept(result: SubjectResult) -> None:
-                outputs = {s.run: s.text for s in result.samples if s.text is not None}
-                found = [r.as_result(outputs if keep_outputs else None) for r in result.results]
-                for r in found:
-                    suite.record(r)
-                if store is not None and run_id is not None:
-                    await asyncio.to_thread(store.results.add, run_id, found)
-
-            await run_subjects(
-                subjects,
-                suite,
-                run,
-                concurrency=concurrency,
-                adaptive=adaptive,
-                alpha=alpha,
-                on_subject=kept,
-            )
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            run.interrupted = True
-            # The subjects cut short: their finished runs are kept too, marked interrupted.
-            if store is not None and run_id is not None:
-                cut = [r.as_result() for s in run.subjects if s.interrupted for r in s.results]
-                if cut:
-                    store.results.add(run_id, cut)
-            raise
-        finally:
-            if store is not None and run_id is not None:
-                failed = any(r.status == "error" for r in run.results)
-                store.runs.finish(run_id, final_status(interrupted=run.interrupted, failed=failed))
-            await context.aclose()
+    suite = SuiteRun(
+        "passfail",
+        db=db,
+        environ=environ,
+        history=history,
+        cache=cache,
+        events=events,
+        storage=kind.storage,
+        gates=gates,
+    )
+    try:
+        await suite.run(kind)
+    finally:
+        run.decision = suite.decision
     return run

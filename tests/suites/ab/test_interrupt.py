@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+from oxyeval.evaluation import decide_run
 from oxyeval.store import open_store
 from oxyeval.suites.ab import ABRun, run_ab_tests_async
 
@@ -60,7 +61,7 @@ def test_what_finished_before_the_signal_is_stored_ranked_and_reported(
     stuck = next(b for b in result.branches if b.branch.name == "Stuck")
     assert len(quick.outcomes) == 1 and quick.outcomes[0].execution_id
     assert stuck.outcomes == [] and result.winner is quick
-    assert run.exit_code == 3
+    assert decide_run(run).code == 3
     with open_store(root / ".oxy" / "oxyeval.db", read_only=True) as store:
         (stored_run,) = store.runs.list(5)
         assert stored_run.status == "interrupted"

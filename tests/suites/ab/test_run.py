@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from oxyeval.cli._app import app
 from oxyeval.errors import ConfigError
+from oxyeval.evaluation import decide_run
 from oxyeval.store import open_store
 from oxyeval.suites.ab import run_ab_test, run_ab_tests
 
@@ -68,7 +69,7 @@ def test_every_branch_answers_the_same_prompt_and_is_measured_and_ranked(
     assert outcome.estimated_cost == pytest.approx(price)
     assert outcome.clarity_score is not None and 0 <= outcome.clarity_score <= 1
     assert outcome.valid_json is False and len(outcome.consistency_hash or "") == 64
-    assert run.exit_code == 0
+    assert decide_run(run).code == 0
 
 
 def test_executions_are_stored_with_the_branches_aggregates(make_project: MakeProject) -> None:
@@ -104,7 +105,7 @@ def test_an_errored_branch_ranks_last_never_wins_and_exits_3(make_project: MakeP
     assert broken.rank == 3 and not broken.ok
     assert "the server said no" in (broken.outcomes[0].error or "")
     assert result.winner is not None and result.winner.branch.name == "Quick"
-    assert run.exit_code == 3
+    assert decide_run(run).code == 3
 
 
 def test_iterations_give_a_distribution_and_a_significant_winner(make_project: MakeProject) -> None:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from oxyeval.evaluation import decide_run
 from oxyeval.suites.passfail import run_chattest
 from tests.fakes import FakeServer, RecordedRequest, fake_openai
 
@@ -83,4 +84,4 @@ def test_both_wires_and_every_verdict_spelling(tmp_path: Path, monkeypatch: Any)
     assert by_model["legacy"].passed is True  # 2/3 >= 0.6
     # identical answers were judged once: 1 (chat) + 4 distinct legacy answers + 1 re-ask
     assert run.judge_calls == 6 and len(sent) == 6
-    assert run.exit_code == 0
+    assert decide_run(run).code == 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from oxyeval.evaluation import decide_run
 from oxyeval.project.config import load_project
 from oxyeval.store import open_store
 from oxyeval.suites.passfail import Criterion, PassFailRun, Subject, pass_fail_judge, run_passfail
@@ -62,14 +63,14 @@ def test_each_answer_is_judged_and_counted_per_run(make_project: MakeProject) ->
     assert garbled.error and "no verdict" in garbled.error
     # identical answers judged once: OK, BAD, and GARBLED asked twice (the re-ask)
     assert run.judge_calls == 4 and run.model_calls == 6
-    assert run.exit_code == 0
+    assert decide_run(run).code == 0
 
 
 def test_a_pass_rate_under_the_threshold_fails_and_exits_1(make_project: MakeProject) -> None:
     root = make_project(CONFIG)
     run = _run(root, threshold=0.9)
     (result,) = run.results
-    assert result.passed is False and run.exit_code == 1
+    assert result.passed is False and decide_run(run).code == 1
     assert result.as_result().status == "scored"
 
 
@@ -93,7 +94,7 @@ def test_a_subject_whose_every_run_failed_is_an_error_exit_3(make_project: MakeP
     run = _run(make_project(broken), runs=3)
     (result,) = run.results
     assert result.status == "error" and result.run_errors == 3 and result.passed is None
-    assert run.exit_code == 3
+    assert decide_run(run).code == 3
     assert "the server is down" in run.subjects[0].samples[0].error  # type: ignore[operator]
 
 
@@ -152,7 +153,7 @@ def test_an_interrupted_subject_keeps_and_stores_the_runs_that_finished(
             await task
 
     asyncio.run(asyncio.wait_for(go(), 20))
-    assert run.interrupted and run.exit_code == 3
+    assert run.interrupted and decide_run(run).code == 3
     (subject,) = run.subjects
     assert subject.interrupted and len(subject.samples) == 1
     (result,) = subject.results

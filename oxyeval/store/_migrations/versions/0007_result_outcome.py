@@ -10,7 +10,7 @@ unknown, every other kind an error or an interruption; then ``passed`` says pass
 failed, and a result with no check of its own is unjudged.
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 
 Frozen history: never edit a released revision, add the next one. (The statuses below
 are this revision's own copy of the kinds' rules, as a migration must not import the
@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007"
-down_revision = "0005"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 

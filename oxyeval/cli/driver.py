@@ -1,0 +1,202 @@
+"""The one way a command that runs tests runs and ends, whatever kind it runs.
+
+``oxy test`` (consistency tests and ``*.test.yml`` files), ``oxy cases run``, ``oxy ab
+run`` and ``oxy chattest`` hand :func:`drive` their library call and the reporter of
+their kind (:mod:`oxyeval.report.kinds`); ``oxy report`` hands it a saved run. Each
+ends the same way, in this order: what stopped the run (an interrupt keeps and reports
+what finished; an error before anything finished fails the command the one way, 2 or
+3, with a JSON document too), the warnings, the one decision
+(:func:`oxyeval.evaluation.decide`), the JUnit file, the report on stdout, and every
+reason for a non-zero exit on stderr, in any format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import nullcontext
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, OxyError
+from ..evaluation import Gates, decide, decide_run, gate_option_error
+from ._common import live_progress, print_json
+from .console import json_error, print_error
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..evaluation import Decision
+    from ..report import RunReporter
+
+__all__ = ["drive", "finish"]
+
+
+def drive(
+    reporter: RunReporter,
+    run: Any,
+    start: Callable[[Any], Any],
+    gates: Gates,
+    *,
+    err: Console,
+    out: Console,
+    as_json: bool,
+    quiet: bool,
+    junit: str | None = None,
+    debug: bool = False,
+    problem: str | None = None,
+) -> int:
+    """Run ``start(events)`` (the library call, filling ``run`` as it goes) under the
+    gates, report it and return the exit code. ``problem``: why the command's own
+    options cannot run (checked after the gates', before anything starts)."""
+    from .interrupt import interrupt_reason, run_interruptible
+
+    problem = gate_option_error(gates) or problem or _junit_problem(junit)
+    if problem is not None:
+        return _failed_before_any(
+            reporter, run, Gates(), ConfigError(problem), err, as_json, None, debug, None
+        )
+    started = datetime.now(timezone.utc)  # the JUnit suites' timestamp
+    progress, events = live_progress(err, quiet=quiet, as_json=as_json)
+    interrupted: str | None = None
+    error: BaseException | None = None
+    try:
+        with progress.progress if progress is not None else nullcontext():
+            run_interruptible(start(events))
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.cli.interrupt)
+        interrupted = interrupt_reason(exc)
+        run.interrupted = True
+    except OxyError as exc:
+        error = exc
+    except Exception as exc:  # a bug: said in one paragraph, what finished still reported
+        error = exc
+        if not debug:
+            err.print(
+                f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
+                style="red",
+                markup=False,  # brackets in an exception's text are not rich markup
+            )
+    if error is not None and not reporter.finished(run):
+        return _failed_before_any(reporter, run, gates, error, err, as_json, junit, debug, started)
+    return finish(
+        reporter,
+        run,
+        gates,
+        err=err,
+        out=out,
+        as_json=as_json,
+        quiet=quiet,
+        junit=junit,
+        debug=debug,
+        error=error,
+        interrupted=interrupted,
+        started=started,
+    )
+
+
+def finish(
+    reporter: RunReporter,
+    run: Any,
+    gates: Gates,
+    *,
+    err: Console,
+    out: Console,
+    as_json: bool,
+    quiet: bool,
+    junit: str | None = None,
+    debug: bool = False,
+    error: BaseException | None = None,
+    interrupted: str | None = None,
+    started: datetime | None = None,
+) -> int:
+    """Decide ``run`` (one kind's, finished, interrupted or read back from a saved
+    document), report it, say why on stderr; the exit code. ``error``: what stopped it
+    after something finished; ``interrupted``: the signal's line."""
+    decision = decide_run(run, gates, error=error)
+    code = decision.code
+    if interrupted is not None:
+        line = reporter.interrupted_line(run, interrupted)
+        err.print(f"{line}; exit {code}", style="yellow", markup=False)
+    for note in reporter.notes(run, quiet=quiet):
+        err.print(note, style="yellow", markup=False, highlight=False)
+    for warning in decision.warnings:
+        err.print(warning, style="yellow", markup=False)
+    if error is not None and (isinstance(error, OxyError) or debug):
+        print_error(err, error, debug)
+    stopped = None if error is None else json_error(error)
+    if junit is not None:
+        from .artifacts import write_report
+
+        text = reporter.junit(run, decision, error=stopped, timestamp=started)
+        code = write_report("--junit", junit, text, err, code)
+    shown = decision if code == decision.code else _with_code(decision, code)
+    if as_json:
+        print_json(reporter.document(run, shown, error=stopped))
+    else:
+        from .console import stdout_console
+
+        reporter.render(run, shown, stdout_console(), quiet=quiet)
+    # After the report they explain (on a terminal both streams interleave), whatever
+    # the format: CI logs show them. The pretty report of a kind that ends with the
+    # gates' own lines already says those on a shared terminal.
+    gate_lines = {c.message for c in (decision.threshold, decision.drop) if c is not None}
+    skip_gates = reporter.shows_gates and not as_json and same_terminal()
+    for reason in decision.reasons:
+        if skip_gates and reason in gate_lines:
+            continue
+        err.print(
+            f"error: {reason}" if reason == decision.empty else reason, style="red", markup=False
+        )
+    return code
+
+
+def _with_code(decision: Decision, code: int) -> Decision:
+    """The decision as shown once a report file could not be written (its code, 3)."""
+    from dataclasses import replace
+
+    return replace(decision, code=code)
+
+
+def _junit_problem(junit: str | None) -> str | None:
+    from .artifacts import report_path_problem
+
+    return None if junit is None else report_path_problem("--junit", junit)
+
+
+def _failed_before_any(
+    reporter: RunReporter,
+    run: Any,
+    gates: Gates,
+    error: BaseException,
+    err: Console,
+    as_json: bool,
+    junit: str | None,
+    debug: bool,
+    started: datetime | None,
+) -> int:
+    """An error before anything finished: the error's code; CI still gets its JUnit file
+    (one error saying why) and ``--format json`` one document."""
+    decision = decide([], gates, error=error, kind=run.kind)  # the error's code
+    if isinstance(error, OxyError) or debug:
+        print_error(err, error, debug)
+    if junit is not None:
+        from .artifacts import write_report
+
+        text = reporter.junit(run, decision, error=json_error(error), timestamp=started)
+        write_report("--junit", junit, text, err, decision.code)
+    if as_json:
+        print_json(reporter.error_document(run, decision, error=json_error(error)))
+    return decision.code
+
+
+def same_terminal() -> bool:
+    """stdout and stderr are one terminal (an interactive shell, not a log or a pipe)."""
+    import os
+    import sys
+
+    try:
+        if not (sys.stdout.isatty() and sys.stderr.isatty()):
+            return False
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino)

@@ -1,0 +1,212 @@
+"""The YAML loader behind :func:`oxyeval.project.document.parse_yaml`: PyYAML's safe loader
+with every dimension of a file bounded while it is composed.
+
+A project file may come from anyone and a command (or the server's sync) waits for it to
+load, so what loading costs must grow with the file's size alone: nesting, alias
+expansion and the number of values are counted node by node, before any Python object
+exists, and the two places where PyYAML itself is worse than linear are replaced (base-60
+numbers, and the scanner's look at every open flow level before each token).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from .limits import MAX_ALIAS_NODES, MAX_YAML_DEPTH, MAX_YAML_NODES
+
+__all__ = ["FLOAT_TAG", "INT_TAG", "STR_TAG", "LimitError", "ProjectLoader"]
+
+
+def _too_deep() -> str:
+    return (
+        f"YAML nested more than {MAX_YAML_DEPTH} levels deep (lists and mappings inside "
+        "each other); no project file needs that"
+    )
+
+
+class LimitError(yaml.MarkedYAMLError):
+    """A file that is valid YAML but too deep, with too many values, or too large once its
+    aliases are expanded."""
+
+
+INT_TAG = "tag:yaml.org,2002:int"
+FLOAT_TAG = "tag:yaml.org,2002:float"
+STR_TAG = "tag:yaml.org,2002:str"
+
+# YAML 1.1's implicit int and float forms, less base 60 (``1:30`` read as 90): YAML 1.2
+# dropped it, and so does oxy's own loader (serde_yaml), which reads ``1:30`` as text. It
+# is also the form that escapes every bound: PyYAML computes ``59:59:...`` by repeated
+# big-integer multiplication (quadratic in its length, with no digit limit), and a float
+# written so raises OverflowError. Here it is plain text, as oxy reads it.
+_INT = re.compile(
+    r"""^(?:[-+]?0b[0-1_]+
+    |[-+]?0[0-7_]+
+    |[-+]?(?:0|[1-9][0-9_]*)
+    |[-+]?0x[0-9a-fA-F_]+)$""",
+    re.X,
+)
+_FLOAT = re.compile(
+    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    re.X,
+)
+
+
+def _without_base_60(
+    resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]],
+) -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
+    """PyYAML's implicit resolvers, in their order, with the int and float patterns above."""
+    patterns = {INT_TAG: _INT, FLOAT_TAG: _FLOAT}
+    return {
+        first: [(tag, patterns.get(tag, regexp)) for tag, regexp in pairs]
+        for first, pairs in resolvers.items()
+    }
+
+
+class _SimpleKeys(dict):  # type: ignore[type-arg]
+    """PyYAML's possible simple keys, by flow level, knowing their lowest level cheaply.
+
+    A key is saved at the current flow level and every key of a deeper level is gone
+    before one is saved at a shallower level, so the lowest level holds the oldest key
+    (smallest index and token number). PyYAML looks at every key before each token to find
+    the oldest or the stale: quadratic in flow nesting (100 levels of ``[`` made each
+    token 100 times dearer); this answers from the lowest level instead."""
+
+    _low: int | None = None
+
+    def __setitem__(self, level: int, key: Any) -> None:
+        super().__setitem__(level, key)
+        if len(self) == 1 or (self._low is not None and level < self._low):
+            self._low = level
+
+    def __delitem__(self, level: int) -> None:
+        super().__delitem__(level)
+        if level == self._low:
+            self._low = None
+
+    def oldest(self) -> Any:
+        if self._low is None:
+            self._low = min(self)
+        return self[self._low]
+
+
+class ProjectLoader(yaml.SafeLoader):
+    """SafeLoader that bounds nesting depth, node count and alias expansion while composing.
+
+    PyYAML composes recursively (5,000 levels of ``[[[...]]]`` end in RecursionError)
+    and expands aliases by sharing nodes, so a "billion laughs" file loads in
+    microseconds and explodes later, when a template prints it or a report copies it.
+    Both are measured here, node by node, before any Python object exists: a node's
+    size and depth count its aliased parts in full. Nodes are counted too: PyYAML spends
+    some 10 microseconds on each, so 5 MB of ``[1,1,1,...]`` (2.5 million of them)
+    would hold a command, or the server's sync, for most of a minute.
+    """
+
+    yaml_implicit_resolvers = _without_base_60(yaml.SafeLoader.yaml_implicit_resolvers)
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._nodes = 0  # nodes composed so far (an alias is counted by its expansion)
+        self._depth = 0  # collections open around the node being composed
+        self._alias_nodes = 0  # nodes that the aliases seen so far expand to
+        self._sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, depth), expanded
+
+    @property  # type: ignore[override]
+    def possible_simple_keys(self) -> _SimpleKeys:
+        return self._simple_keys
+
+    @possible_simple_keys.setter
+    def possible_simple_keys(self, keys: dict[int, Any]) -> None:
+        self._simple_keys = _SimpleKeys(keys)
+
+    def next_possible_simple_key(self) -> int | None:
+        keys = self._simple_keys
+        return keys.oldest().token_number if keys else None
+
+    def stale_possible_simple_keys(self) -> None:
+        keys = self._simple_keys
+        if not keys:
+            return
+        oldest = keys.oldest()
+        if oldest.line == self.line and self.index - oldest.index <= 1024:
+            return  # the oldest is still a possible key, so is every newer one
+        super().stale_possible_simple_keys()
+
+    def fetch_flow_collection_start(self, token_class: Any) -> None:
+        # The scanner is quadratic in flow nesting (5,000 levels of '[' take a second before
+        # the composer sees the first node): stop it at the same depth.
+        if self.flow_level >= MAX_YAML_DEPTH:
+            raise LimitError(None, None, _too_deep(), self.get_mark())
+        super().fetch_flow_collection_start(token_class)
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            size = self._sizes.get(id(node))
+            if size is None:  # the anchor's own node is still open: it would contain itself
+                raise LimitError(
+                    None,
+                    None,
+                    f"YAML alias *{event.anchor} is used inside the node it names; "
+                    "a structure that contains itself cannot be loaded",
+                    event.start_mark,
+                )
+            nodes, depth = size
+            self._alias_nodes += nodes
+            if self._alias_nodes > MAX_ALIAS_NODES:
+                raise LimitError(
+                    None,
+                    None,
+                    f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} nodes (an alias bomb?); "
+                    f"this one adds {nodes:,}",
+                    event.start_mark,
+                )
+            if self._depth + depth > MAX_YAML_DEPTH:
+                raise LimitError(
+                    None,
+                    None,
+                    f"YAML alias *{event.anchor} nests the data more than {MAX_YAML_DEPTH} levels deep",
+                    event.start_mark,
+                )
+            return node
+        self._nodes += 1
+        if self._nodes > MAX_YAML_NODES:
+            raise LimitError(
+                None,
+                None,
+                f"YAML file has more than {MAX_YAML_NODES:,} values (keys, items and "
+                "scalars); split it, or keep large data in a file the project reads",
+                event.start_mark,
+            )
+        opens = isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent))
+        if opens:
+            self._depth += 1
+            if self._depth > MAX_YAML_DEPTH:
+                raise LimitError(None, None, _too_deep(), event.start_mark)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            if opens:
+                self._depth -= 1
+        self._sizes[id(node)] = self._measure(node)
+        return node
+
+    def _measure(self, node: yaml.Node) -> tuple[int, int]:
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        else:
+            return 1, 0
+        nodes, depth = 1, 0
+        for child in children:
+            c_nodes, c_depth = self._sizes.get(id(child), (1, 0))
+            nodes += c_nodes
+            depth = max(depth, c_depth)
+        return nodes, depth + 1

@@ -1,0 +1,247 @@
+"""How each kind of run is reported: one :class:`RunReporter` per kind, so a command that
+runs tests (and ``oxy report``, which re-gates a saved run) ends the same way whatever
+it ran.
+
+A reporter knows a kind's run object (what the library call fills in as it runs) and
+turns it into the core's results (for the one decision), a JSON document, a pretty
+report and JUnit XML. It never decides: every method that shows an outcome takes the
+:class:`~oxyeval.evaluation.Decision` the caller made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..redact import redact
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..evaluation import Decision
+
+__all__ = ["REPORTERS", "RunReporter", "reporter"]
+
+
+@dataclass(frozen=True)
+class RunReporter:
+    """The base every kind's reporter extends: what a run of no particular kind has."""
+
+    #: What one unit of progress is called in the line an interruption prints.
+    noun: ClassVar[str] = "result(s)"
+    #: The pretty report ends with the gates' own lines (✓/✗ threshold, drop): on a
+    #: terminal they are not repeated on stderr.
+    shows_gates: ClassVar[bool] = False
+
+    def finished(self, run: Any) -> int:
+        """How many units finished (an error before any did is reported as the error)."""
+        return len(run.as_results())
+
+    def notes(self, run: Any, *, quiet: bool) -> list[str]:
+        """Warnings to print on stderr before the verdict (load warnings, skipped files)."""
+        return [f"warning: {w}" for w in getattr(run, "warnings", ())]
+
+    def interrupted_line(self, run: Any, reason: str) -> str:
+        """What a Ctrl-C or SIGTERM line says was kept (the exit code is appended)."""
+        return f"{reason}: reporting the {self.finished(run)} {self.noun} that finished"
+
+    def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def error_document(self, run: Any, decision: Decision, *, error: str) -> dict[str, Any]:
+        """``--format json`` for a run that stopped before anything finished."""
+        return {"error": error, "exit_code": decision.code}
+
+    def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
+        raise NotImplementedError
+
+    def junit(
+        self,
+        run: Any,
+        decision: Decision,
+        *,
+        error: str | None = None,
+        timestamp: datetime | None = None,
+    ) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class ConsistencyReporter(RunReporter):
+    noun: ClassVar[str] = "test(s)"
+    shows_gates: ClassVar[bool] = True
+
+    def finished(self, run: Any) -> int:
+        return len(run.tests)
+
+    def notes(self, run: Any, *, quiet: bool) -> list[str]:
+        lines = [] if quiet else list(run.warnings + run.skipped)
+        # even with --quiet: results are missing from the history
+        return lines + [f"warning: {line}" for line in run.history_errors]
+
+    def interrupted_line(self, run: Any, reason: str) -> str:
+        cut = sum(1 for t in run.tests if t.interrupted)
+        return (
+            f"{reason}: reporting {len(run.tests) - cut} test(s) that finished and {cut} cut "
+            "short (their finished runs are kept, marked interrupted)"
+        )
+
+    def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
+        from .json import to_json
+
+        return to_json(run, decision.threshold, code=decision.code, error=error, drop=decision.drop)
+
+    def error_document(self, run: Any, decision: Decision, *, error: str) -> dict[str, Any]:
+        return self.document(run, decision, error=error)
+
+    def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
+        from .pretty import render_pretty
+
+        render_pretty(run, decision, console, quiet=quiet)
+
+    def junit(
+        self,
+        run: Any,
+        decision: Decision,
+        *,
+        error: str | None = None,
+        timestamp: datetime | None = None,
+    ) -> str:
+        from .junit import consistency_junit
+
+        return consistency_junit(run, decision, error=error, timestamp=timestamp)
+
+
+@dataclass(frozen=True)
+class CasesReporter(RunReporter):
+    noun: ClassVar[str] = "case(s)"
+
+    def finished(self, run: Any) -> int:
+        return len(run.results)
+
+    def interrupted_line(self, run: Any, reason: str) -> str:
+        return (
+            f"{reason}: {len(run.results)} of {run.planned} case(s) finished and are stored "
+            f"in {run.db}"
+        )
+
+    def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
+        from .cases import case_run_json
+
+        return case_run_json(run, code=decision.code)
+
+    def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
+        from .cases_pretty import render_case_run
+
+        render_case_run(run, console, quiet=quiet)
+
+    def junit(
+        self,
+        run: Any,
+        decision: Decision,
+        *,
+        error: str | None = None,
+        timestamp: datetime | None = None,
+    ) -> str:
+        from .junit import cases_junit
+
+        return cases_junit(run, decision, error=error, timestamp=timestamp)
+
+
+@dataclass(frozen=True)
+class ABReporter(RunReporter):
+    noun: ClassVar[str] = "execution(s) (stored)"
+
+    def finished(self, run: Any) -> int:
+        return len(run.executions)
+
+    def notes(self, run: Any, *, quiet: bool) -> list[str]:
+        return []  # the report lists them
+
+    def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
+        from .ab import ab_run_json
+
+        return ab_run_json(run, code=decision.code)
+
+    def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
+        from .ab import render_ab_run
+
+        render_ab_run(run, console)
+
+    def junit(
+        self,
+        run: Any,
+        decision: Decision,
+        *,
+        error: str | None = None,
+        timestamp: datetime | None = None,
+    ) -> str:
+        from .junit import ab_junit
+
+        return ab_junit(run, decision, error=error, timestamp=timestamp)
+
+
+@dataclass(frozen=True)
+class ChattestReporter(RunReporter):
+    noun: ClassVar[str] = "prompt/model pair(s)"
+
+    def finished(self, run: Any) -> int:
+        return len(run.subjects)
+
+    def notes(self, run: Any, *, quiet: bool) -> list[str]:
+        return []  # the report lists them
+
+    def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
+        from .passfail import chattest_json
+
+        return chattest_json(run, code=decision.code)
+
+    def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
+        from .passfail import render_chattest
+
+        render_chattest(run, console, quiet=quiet)
+
+    def junit(
+        self,
+        run: Any,
+        decision: Decision,
+        *,
+        error: str | None = None,
+        timestamp: datetime | None = None,
+    ) -> str:
+        from .junit import passfail_junit
+
+        return passfail_junit(run, decision, error=error, timestamp=timestamp)
+
+
+@dataclass(frozen=True)
+class TestFilesReporter(ChattestReporter):
+    noun: ClassVar[str] = "case(s)"
+
+    def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
+        from .passfail import test_files_json
+
+        return test_files_json(run, decision)
+
+    def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
+        from .passfail import render_test_files
+
+        render_test_files(run, console)
+
+
+REPORTERS: dict[str, RunReporter] = {
+    "consistency": ConsistencyReporter(),
+    "cases": CasesReporter(),
+    "ab": ABReporter(),
+    "chattest": ChattestReporter(),
+    "test-files": TestFilesReporter(),
+}
+
+
+def reporter(name: str) -> RunReporter:
+    """The reporter of a kind of run by the name its command uses."""
+    try:
+        return REPORTERS[name]
+    except KeyError:
+        raise KeyError(redact(f"no reporter for runs of {name!r}")) from None

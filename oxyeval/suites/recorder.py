@@ -1,0 +1,421 @@
+"""Every result kept in its run's history as it is recorded, whatever its kind.
+
+A run's results go under run rows: one per history database for the whole run (a
+consistency run, a pass/fail run, an SDK evaluation), or one per part of it (a prompt
+version's cases, an A/B case); several rows of one run share a group id. Each row is
+started when the run starts and finished by the one status rule (:func:`final_status`).
+
+Why here and not in each kind: the history is a by-product of a run, never a reason to
+lose one, and every kind needs the same care. A store that cannot be opened or written
+is noted on the run (:class:`StoredRun`, said once) and the run carries on; one that
+can be read but not written still gives each result its previous one (from a read-only
+store), so a drop can still be decided; writes leave the event loop in worker threads,
+several results to a transaction when they finish together (a burst of 100 costs a few
+commits, a lone one is written at once); a cancellation while a result is written
+keeps it in the report too (it is in the history). A kind says only how its results
+become rows (:class:`Storage`): the core's ``results`` rows by default, its own detail
+rows beside them when it has some.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .._tasks import finish_shielded
+from ..evaluation import Previous, Result, result_kind
+from .status import StoredRun, final_status
+
+if TYPE_CHECKING:
+    from ..project.config import Project
+    from ..store import Location, Store
+    from .history import Histories, History, RunStore
+
+__all__ = ["Handle", "KeptThenCancelled", "Recorded", "Recorder", "RunRow", "Storage"]
+
+_SUBJECTS_SHOWN = 5  # parts named in a run row's subject before "and N more"
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """Which run row a unit of work's results go under: ``key`` "" is the run's one row
+    per history database; another key is a row of its own (a prompt version's cases)."""
+
+    key: str = ""
+    subject: str = ""
+    prompt_id: str | None = None
+    prompt_version: int | None = None
+
+
+#: Stores ``items`` (each result and what its kind keeps beside it) under run ``run_id``,
+#: in a worker thread; returns what each write gave back (a stored row), in order.
+Writer = Callable[["RunStore", str, Sequence[tuple[Result, Any]]], Sequence[Any]]
+#: The previous stored result of each item's subject outside run ``run_id`` (None: no
+#: run row), in a worker thread; raises when the history cannot be read.
+PreviousReader = Callable[
+    ["RunStore", "str | None", Sequence[tuple[Result, Any]]], Sequence["Previous | None"]
+]
+
+
+def _core_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, Any]]) -> list[Any]:
+    store.results.add(run_id, [result for result, _extra in items])
+    return [None] * len(items)
+
+
+@dataclass(frozen=True)
+class Storage:
+    """How a kind's results become history rows. ``full``: the kind reads more than
+    results (prompts, cases), so its history opens as the full store."""
+
+    write: Writer = _core_rows
+    previous: PreviousReader | None = None
+    full: bool = False
+
+
+@dataclass(eq=False)
+class Recorded:
+    """A result handed to the history, and what its write gave back once stored."""
+
+    result: Result
+    extra: Any = None
+    stored: Any = None
+
+
+class KeptThenCancelled(asyncio.CancelledError):
+    """A cancellation that arrived while a result was being written: it is in the
+    history, so ``recorded`` goes in the report too before the cancellation goes on."""
+
+    def __init__(self, recorded: Recorded) -> None:
+        super().__init__()
+        self.recorded = recorded
+
+
+@dataclass(eq=False)
+class _Row:
+    spec: RunRow
+    parts: list[str] = field(default_factory=list)
+    total: int = 0
+    run_id: str | None = None
+    failed: bool = False  # a result of it could not be produced
+
+    def subject(self) -> str:
+        if self.spec.subject:
+            return self.spec.subject
+        shown = list(dict.fromkeys(self.parts))
+        more = len(shown) - _SUBJECTS_SHOWN
+        return ", ".join(shown[:_SUBJECTS_SHOWN] + ([f"and {more} more"] if more > 0 else []))
+
+
+@dataclass(eq=False)
+class _Opened:
+    """What a history gives this run: the store earlier results are read from (None:
+    it holds none yet), and whether this run's results can be written to it."""
+
+    reader: RunStore | Store | None
+    writable: bool
+
+
+@dataclass(eq=False)
+class _Book:
+    """One history database of this run: its store, its run rows, its pending writes."""
+
+    history: History
+    note: StoredRun
+    rows: dict[str, _Row] = field(default_factory=dict)
+    ready: asyncio.Future[_Opened | None] | None = None
+    own_reader: Store | None = None  # a read-only store opened here, closed here
+    pending: list[tuple[_Row, Recorded, asyncio.Future[Recorded]]] = field(default_factory=list)
+    flushing: asyncio.Future[None] | None = None
+
+    def fail(self, exc: BaseException) -> None:
+        """This run's results cannot (all) be stored; said once."""
+        if self.note.error is None:
+            self.note.error = _why(exc)
+
+    def unread(self, exc: BaseException) -> None:
+        """The earlier results cannot be read: drops cannot be ruled out."""
+        self.fail(exc)
+        if self.note.read_error is None:
+            self.note.read_error = _why(exc)
+
+
+def _why(exc: BaseException) -> str:
+    from ..store import StoreError
+
+    return str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+
+
+@dataclass(frozen=True)
+class Handle:
+    """Where one unit's results go: its history (None: none is kept) and its row."""
+
+    book: _Book | None
+    row: _Row | None
+
+
+class Recorder:
+    """The run rows and result writes of one run of one kind, in the run's histories
+    (shared with its cache, closed by the run; disabled: nothing is opened or written).
+
+    Use: :meth:`add` each unit of work before the run starts (a bad history location is
+    bad input, said then), :meth:`start`, :meth:`record` each result as it finishes, and
+    always :meth:`close`.
+    """
+
+    def __init__(self, kind: str, histories: Histories, storage: Storage | None = None) -> None:
+        self.kind = kind
+        self.storage = storage or Storage()
+        self.notes: list[StoredRun] = []
+        self._histories = histories
+        self._books: dict[Location, _Book] = {}
+        self._group = uuid.uuid4().hex
+        self._started_at = ""
+
+    def add(
+        self, project: Project, row: RunRow = RunRow(), *, part: str = "", count: int = 0
+    ) -> Handle:
+        """A unit of work of ``project`` whose ``count`` results go under ``row``;
+        ``part`` names it in a shared row's subject (a file)."""
+        history = self._histories.for_project(project, full=self.storage.full)
+        if history is None or history.location is None:
+            return Handle(None, None)
+        book = self._books.get(history.location)
+        if book is None:
+            book = self._books[history.location] = _Book(
+                history, StoredRun(history.location.display)
+            )
+        found = book.rows.get(row.key)
+        if found is None:
+            found = book.rows[row.key] = _Row(row)
+        if part:
+            found.parts.append(part)
+        found.total += count
+        return Handle(book, found)
+
+    @property
+    def run_ids(self) -> dict[str, str]:
+        """Each started row's id by its key (the first database's, for a shared key)."""
+        found: dict[str, str] = {}
+        for book in self._books.values():
+            for key, row in book.rows.items():
+                if row.run_id is not None:
+                    found.setdefault(key, row.run_id)
+        return found
+
+    def start(self) -> None:
+        """Open every history and start its run rows, in the background."""
+        from ..store import utc_timestamp
+
+        self._started_at = self._started_at or utc_timestamp()
+        for book in self._books.values():
+            if book.ready is None:
+                self.notes.append(book.note)
+                book.ready = asyncio.ensure_future(self._begin(book))
+
+    async def run_id(self, handle: Handle) -> str | None:
+        """The id of the run row ``handle``'s results go under (None: none could start)."""
+        if handle.book is None or handle.row is None:
+            return None
+        if handle.book.ready is None:
+            self.start()
+        assert handle.book.ready is not None
+        await asyncio.shield(handle.book.ready)
+        return handle.row.run_id
+
+    async def reader(self, handle: Handle) -> RunStore | Store | None:
+        """The store ``handle``'s earlier results are read from (None: none yet or none
+        readable, noted)."""
+        if handle.book is None:
+            return None
+        if handle.book.ready is None:
+            self.start()
+        assert handle.book.ready is not None
+        opened = await asyncio.shield(handle.book.ready)
+        return None if opened is None else opened.reader
+
+    async def _begin(self, book: _Book) -> _Opened | None:
+        """Open the history and start this run's rows in it; when it cannot be written,
+        what it can still be read through (None: nothing)."""
+        try:
+            store = await book.history.store()
+            assert store is not None
+        except Exception as exc:
+            if getattr(exc, "unreachable", False):  # a read-only open would wait again
+                book.unread(exc)
+                return None
+            book.fail(exc)
+            return await self._read_only(book)
+        rows = sum(len(b.rows) for b in self._books.values())
+        try:
+            for row in book.rows.values():
+                prompt: dict[str, Any] = {}
+                if row.spec.prompt_id is not None:  # the full store's rows only
+                    prompt = {"prompt_id": row.spec.prompt_id}
+                    prompt["prompt_version"] = row.spec.prompt_version
+                row.run_id = await asyncio.to_thread(
+                    store.runs.start,
+                    self.kind,
+                    total=row.total,
+                    group_id=self._group if rows > 1 else None,
+                    subject=row.subject(),
+                    started_at=self._started_at,
+                    **prompt,
+                )
+                if book.note.run_id is None:
+                    book.note.run_id = row.run_id
+        except Exception as exc:  # open but not writable (a read-only file): still read
+            book.fail(exc)
+            return _Opened(store, False)
+        return _Opened(store, True)
+
+    async def _read_only(self, book: _Book) -> _Opened | None:
+        """The history opened only to read, when it cannot be opened to write."""
+        from ..store import EmptyHistoryError, open_store
+
+        location = book.history.location
+        assert location is not None
+        try:
+            reader = await asyncio.to_thread(open_store, location, read_only=True)
+        except EmptyHistoryError:
+            return _Opened(None, False)  # no history yet: no earlier result to compare with
+        except Exception as exc:
+            book.unread(exc)
+            return None
+        book.own_reader = reader
+        return _Opened(reader, False)
+
+    async def record(self, handle: Handle, result: Result, extra: Any = None) -> Recorded:
+        """Keep ``result`` (and ``extra``, what its kind stores beside it) under its row;
+        returns once it is written (or could not be), ``result.previous`` filled. A
+        cancellation meanwhile waits for the write, then is raised again: what is in
+        the history is in the report too (the caller keeps the result before it goes
+        on)."""
+        recorded, cancelled = await finish_shielded(self.submit(handle, result, extra))
+        if cancelled:
+            raise KeptThenCancelled(recorded)
+        return recorded
+
+    def submit(self, handle: Handle, result: Result, extra: Any = None) -> asyncio.Future[Recorded]:
+        """:meth:`record` without waiting: for what an interruption cut short, written
+        before :meth:`close` finishes the rows."""
+        recorded = Recorded(result, extra)
+        future: asyncio.Future[Recorded] = asyncio.get_running_loop().create_future()
+        unknown = result_kind(result.kind).unknown - {"interrupted"}
+        if handle.row is not None and result.status in unknown:
+            handle.row.failed = True
+        if handle.book is None or handle.row is None:
+            future.set_result(recorded)
+            return future
+        book, row = handle.book, handle.row
+        if book.ready is None:
+            self.start()
+        book.pending.append((row, recorded, future))
+        if book.flushing is None or book.flushing.done():
+            book.flushing = asyncio.ensure_future(self._flush(book))
+        return future
+
+    async def _flush(self, book: _Book) -> None:
+        """Write what is pending, a batch per transaction, until nothing is (group
+        commit: results that finish while one batch is written go in the next)."""
+        assert book.ready is not None
+        opened = await asyncio.shield(book.ready)
+        while book.pending:
+            batch, book.pending = book.pending, []
+            by_row: dict[int, list[tuple[_Row, Recorded, asyncio.Future[Recorded]]]] = {}
+            for entry in batch:
+                by_row.setdefault(id(entry[0]), []).append(entry)
+            for entries in by_row.values():
+                await self._write(book, opened, entries)
+
+    async def _write(
+        self,
+        book: _Book,
+        opened: _Opened | None,
+        entries: list[tuple[_Row, Recorded, asyncio.Future[Recorded]]],
+    ) -> None:
+        try:
+            if opened is not None and book.note.read_error is None:
+                row = entries[0][0]
+                write = opened.writable and row.run_id is not None and book.note.error is None
+                items = [(r.result, r.extra) for _row, r, _f in entries]
+                try:
+                    previous, stored, error = await asyncio.to_thread(
+                        self._in_thread, opened.reader, row.run_id, items, write
+                    )
+                except Exception as exc:  # the earlier results could not be read
+                    book.unread(exc)
+                else:
+                    book.note.stored += sum(1 for s in stored if s is not _NOT_STORED)
+                    if error is not None:
+                        book.fail(error)
+                    for (_row, recorded, _f), prev, kept in zip(
+                        entries, previous, stored, strict=True
+                    ):
+                        if prev is not None:
+                            recorded.result.previous = prev
+                        if kept is not _NOT_STORED:
+                            recorded.stored = kept
+        finally:
+            for _row, recorded, future in entries:
+                if not future.done():
+                    future.set_result(recorded)
+
+    def _in_thread(
+        self,
+        store: RunStore | Store | None,
+        run_id: str | None,
+        items: list[tuple[Result, Any]],
+        write: bool,
+    ) -> tuple[list[Previous | None], list[Any], Exception | None]:
+        """Each result's previous one (raises when the history cannot be read), then, if
+        ``write``, the results stored: the earlier results are read first, so a failed
+        write never hides a drop."""
+        reader = self.storage.previous
+        previous: list[Previous | None] = (
+            list(reader(store, run_id, items)) if reader is not None and store is not None else []
+        )
+        previous += [None] * (len(items) - len(previous))
+        if store is None or run_id is None or not write:
+            return previous, [_NOT_STORED] * len(items), None
+        try:
+            stored = list(self.storage.write(store, run_id, items))
+        except Exception as exc:
+            return previous, [_NOT_STORED] * len(items), exc
+        return previous, stored, None
+
+    async def close(self, *, interrupted: bool = False, failed: bool = False) -> None:
+        """Write what is pending, finish every run row by the one status rule and close
+        what was opened here. A cancellation arriving meanwhile does not cut this short:
+        it is raised again once the history has its final word (every wait is bounded,
+        and shortened once the command is asked to stop)."""
+        if not self._books:
+            return
+        _, cancelled = await finish_shielded(self._close(interrupted, failed))
+        if cancelled:
+            raise asyncio.CancelledError
+
+    async def _close(self, interrupted: bool, failed: bool) -> None:
+        for book in self._books.values():
+            while book.flushing is not None and not book.flushing.done():
+                await asyncio.shield(book.flushing)
+        for book in self._books.values():
+            opened = None if book.ready is None else await asyncio.shield(book.ready)
+            if opened is not None and opened.reader is not None and opened.writable:
+                for row in book.rows.values():
+                    if row.run_id is None:
+                        continue
+                    status = final_status(interrupted=interrupted, failed=failed or row.failed)
+                    try:
+                        await asyncio.to_thread(opened.reader.runs.finish, row.run_id, status)
+                    except Exception as exc:
+                        book.fail(exc)
+            if book.own_reader is not None:
+                reader, book.own_reader = book.own_reader, None
+                await asyncio.to_thread(reader.close)
+        self._books.clear()
+
+
+_NOT_STORED = object()

@@ -1,0 +1,316 @@
+"""The SDK's one runner: test cases, their outputs and their checks, as a run of kind
+``sdk`` inside a :class:`~oxyeval.suites.SuiteRun`.
+
+``evaluate``/``assert_test`` (test cases that carry their outputs, scored by metrics)
+and ``run_test_suite`` (test cases sent through a function, its outputs scored by
+evaluators) are the same run seen two ways, so both are thin over this: a
+:class:`Subject` per test case, maybe producing its output, then measured by its
+:class:`Check` s. Around that work, the run has what every kind has: one
+:class:`~oxyeval.workflow.RunContext` for the project (one model pool, the verdict cache
+kept in the history, one judge session, named for the judged metrics by
+:func:`~oxyeval.testing._judge.judging_in`), one concurrency budget, the event stream
+(subjects started, samples, scores, results recorded), the run row and its results in
+the history (:class:`~oxyeval.testing._history.SdkHistory`), finished by the one
+status rule (:func:`~oxyeval.suites.final_status`); pass or fail is the one decision's
+(:func:`~oxyeval.testing._results.decide_results`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._tasks import gather_settled
+from ..errors import OxyError
+from ..evaluation import SampleFinished, ScoreRecorded, SubjectStarted
+from ._history import SdkHistory
+from ._judge import judging_in
+from ._results import SDK, Measured, decide_results, regression_lines, sdk_result
+
+if TYPE_CHECKING:
+    from ..evaluation import Decision, EventSink, Result
+    from ..suites import SuiteRun
+    from ..workflow import RunContext
+
+__all__ = ["Check", "Finished", "Outcome", "SdkRun", "Subject", "run_sdk"]
+
+log = logging.getLogger("oxyeval")
+
+#: What a test case's output is called when producing it failed and nothing measured it.
+PRODUCE = "fn"
+
+
+@dataclass(eq=False)
+class Check:
+    """One measurement of a test case's output (a metric, an evaluator): ``measure(item,
+    output)`` gives what it made of them, or None to skip the case; an exception is that
+    case's error under this check. ``limit``: at most that many at once (its own, inside
+    the run's budget)."""
+
+    name: str
+    measure: Callable[[Any, Any], Awaitable[Measured | None]]
+    limit: int | None = None
+
+
+@dataclass(eq=False)
+class Subject:
+    """One test case: ``key`` names it in the history (a hash, its input); ``produce``
+    makes its output from ``item`` (None: ``item`` carries it)."""
+
+    key: str
+    item: Any
+    checks: Sequence[Check]
+    label: str = ""
+    produce: Callable[[Any], Awaitable[Any]] | None = None
+
+
+@dataclass(eq=False)
+class Outcome:
+    """A test case's run: its output (or why producing it failed), what each check made
+    of it (None: skipped), in the checks' order, and its results."""
+
+    subject: Subject
+    output: Any = None
+    error: str | None = None
+    duration_s: float = 0.0
+    measured: list[Measured | None] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
+
+
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _project(where: Path) -> tuple[Any, str | None]:
+    """The project found from ``where`` (None: outside any project), or None and why
+    when its config.yml cannot be loaded: its metrics still run, unkept."""
+    from ..project import find_config, load_project
+
+    if find_config(where) is None:
+        return None, None
+    try:
+        return load_project(where), None
+    except OxyError as exc:
+        return None, f"warning: the evaluations are not kept in the history: {exc}"
+
+
+class _Slot:
+    """A unit of work's place: its own limit first, then the run's budget, so a unit
+    waiting for its own limit never holds a place of the budget."""
+
+    def __init__(self, own: asyncio.Semaphore | None, budget: asyncio.Semaphore | None) -> None:
+        self._own, self._budget = own, budget
+
+    async def __aenter__(self) -> None:
+        if self._own is not None:
+            await self._own.acquire()
+        if self._budget is not None:
+            try:
+                await self._budget.acquire()
+            except BaseException:
+                if self._own is not None:
+                    self._own.release()
+                raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._budget is not None:
+            self._budget.release()
+        if self._own is not None:
+            self._own.release()
+
+
+class SdkRun:
+    """One SDK run labelled ``label`` inside ``suite``, for the project found from
+    ``where`` (the working directory); ``async with`` it, then :meth:`run` test cases
+    (once, or call by call: a pytest session's ``assert_test`` s).
+
+    ``concurrency``: units of work (an output produced, a check measured) in flight at
+    once in the whole run (None: no limit of the run's own; the models' limits apply);
+    ``produce_limit``: outputs produced at once; ``total``: results expected (the run
+    row's, 0 when unknown); ``subjects``: test cases expected (the run's start event).
+    """
+
+    def __init__(
+        self,
+        suite: SuiteRun,
+        label: str,
+        *,
+        where: Path | None = None,
+        concurrency: int | None = None,
+        produce_limit: int | None = None,
+        total: int = 0,
+        subjects: int = 0,
+    ) -> None:
+        self.suite = suite
+        self.label = label
+        self.where = where or Path.cwd()
+        self.context: RunContext | None = None
+        self.history = SdkHistory(None, label, total, suite.warn)
+        self.results: list[Result] = []
+        self._total, self._subjects = total, subjects
+        self._budget = asyncio.Semaphore(concurrency) if concurrency else None
+        self._produce = asyncio.Semaphore(produce_limit) if produce_limit else None
+        self._limits: dict[int, asyncio.Semaphore] = {}
+
+    async def __aenter__(self) -> SdkRun:
+        from ..workflow import RunContext
+
+        project, problem = _project(self.where)
+        history = cache = None
+        if project is not None:
+            try:
+                history = self.suite.histories.for_project(project)
+                cache = self.suite.caches(project)
+            except OxyError as exc:  # a bad history: entry: the run goes on, unkept
+                history = cache = None
+                problem = f"warning: the evaluations are not kept in the history: {exc}"
+            self.context = RunContext(project, cache=cache)
+        self.history = SdkHistory(history, self.label, self._total, self.suite.warn)
+        self.suite.start(self._subjects)
+        if problem is not None:
+            log.warning("%s", problem)
+            self.suite.warn(problem)
+        self.history.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        try:
+            await self.history.close(self.suite.status_for(exc_type))
+        finally:
+            if self.context is not None:
+                await self.context.aclose()
+
+    # -- the work
+
+    def _slot(self, own: asyncio.Semaphore | None) -> _Slot:
+        return _Slot(own, self._budget)
+
+    def _limit(self, check: Check) -> asyncio.Semaphore | None:
+        if not check.limit:
+            return None
+        limit = self._limits.get(id(check))
+        if limit is None:
+            limit = self._limits[id(check)] = asyncio.Semaphore(check.limit)
+        return limit
+
+    async def run(self, subjects: Sequence[Subject]) -> list[Outcome]:
+        """Produce and measure every test case, each unit of work within the budget, and
+        record each case's results as it finishes; the outcomes in the order given."""
+        with judging_in(self.context):
+            return await gather_settled(*(self._one(s) for s in subjects))
+
+    async def _one(self, subject: Subject) -> Outcome:
+        emit, kind = self.suite.emit, SDK.name
+        name = f"{self.label}::{subject.key}"
+        outcome = Outcome(subject)
+        steps = len(subject.checks) + (subject.produce is not None)
+        emit(SubjectStarted(kind=kind, subject=name, label=subject.label, steps=steps))
+        if subject.produce is not None:
+            started = time.perf_counter()
+            async with self._slot(self._produce):
+                try:
+                    outcome.output = await subject.produce(subject.item)
+                except Exception as exc:  # the function under test failed: this case's error
+                    outcome.error = _why(exc)
+            outcome.duration_s = time.perf_counter() - started
+            emit(
+                SampleFinished(
+                    kind=kind,
+                    subject=name,
+                    latency_ms=outcome.duration_s * 1000,
+                    error=outcome.error,
+                )
+            )
+        if outcome.error is None:
+            outcome.measured = await gather_settled(
+                *(self._measure(name, subject, check, outcome.output) for check in subject.checks)
+            )
+        else:  # nothing to measure: each check's step ends in that error
+            outcome.measured = [Measured(error=outcome.error) for _ in subject.checks]
+            for check in subject.checks:
+                emit(ScoreRecorded(kind=kind, subject=name, metric=check.name, label="error"))
+        latency = None if subject.produce is None else round(outcome.duration_s * 1000, 3)
+        for check, measured in zip(subject.checks, outcome.measured, strict=True):
+            if measured is not None:
+                outcome.results.append(
+                    sdk_result(self.label, subject.key, check.name, measured, latency)
+                )
+        if outcome.error is not None and not subject.checks:  # never a silent failure
+            failed = Measured(error=outcome.error)
+            outcome.results.append(sdk_result(self.label, subject.key, PRODUCE, failed, latency))
+        await self.history.write(outcome.results)
+        for result in outcome.results:
+            self.results.append(result)
+            self.suite.record(result)
+        return outcome
+
+    async def _measure(
+        self, name: str, subject: Subject, check: Check, output: Any
+    ) -> Measured | None:
+        async with self._slot(self._limit(check)):
+            try:
+                measured = await check.measure(subject.item, output)
+            except Exception as exc:  # a check's failure is this case's error, not the run's
+                measured = Measured(error=_why(exc))
+        self.suite.emit(
+            ScoreRecorded(
+                kind=SDK.name,
+                subject=name,
+                metric=check.name,
+                value=None if measured is None else measured.score,
+                label=None if measured is None or measured.error is None else "error",
+            )
+        )
+        return measured
+
+    def regressions(self) -> list[str]:
+        """Each result whose score fell against its previous one: ``case / metric: why``."""
+        return regression_lines(self.results)
+
+
+@dataclass
+class Finished:
+    """What a whole SDK run gives back: each test case's outcome in order, the run's
+    decision, the regressions found and how many results the history kept."""
+
+    outcomes: list[Outcome]
+    decision: Decision
+    regressions: list[str]
+    stored: int = 0
+
+
+async def run_sdk(
+    label: str,
+    subjects: Sequence[Subject],
+    *,
+    concurrency: int | None = None,
+    produce_limit: int | None = None,
+    history: bool = True,
+    cache: bool | None = None,
+    events: EventSink | Iterable[EventSink | None] | None = None,
+) -> Finished:
+    """Run ``subjects`` as one SDK run labelled ``label`` (see :class:`SdkRun`):
+    ``history=False`` keeps nothing (and caches nothing); ``cache`` is the run's
+    ``--cache`` (True) / ``--no-cache`` (False) / neither (None: what the judges answer is
+    kept and replayed); ``events`` subscribe to the run's events."""
+    from ..suites import SuiteRun
+
+    total = sum(len(s.checks) or 1 for s in subjects)
+    async with SuiteRun(SDK.name, history=history, cache=cache, events=events) as suite:
+        async with SdkRun(
+            suite,
+            label,
+            concurrency=concurrency,
+            produce_limit=produce_limit,
+            total=total,
+            subjects=len(subjects),
+        ) as run:
+            outcomes = await run.run(subjects)
+        # In the test cases' order, the order their outcomes are read back in.
+        decision = suite.decision = decide_results([r for o in outcomes for r in o.results])
+    return Finished(outcomes, decision, run.regressions(), run.history.stored)
