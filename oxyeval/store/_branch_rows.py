@@ -1,4 +1,4 @@
-"""The rows of A/B branches (issue 16): a branch (:class:`TestBranch`), what the engine
+"""The rows of A/B branches: a branch (:class:`TestBranch`), what the engine
 hands the store for one run of it (:class:`NewBranchExecution`) and what is read back
 (:class:`BranchExecution`).
 

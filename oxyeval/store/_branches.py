@@ -1,4 +1,4 @@
-"""A/B branches (issue 16): ``store.branches``, one model configuration per branch of a
+"""A/B branches: ``store.branches``, one model configuration per branch of a
 test case, created through the API or synced from YAML (same id, same history), and their
 executions, which are results of kind ``ab`` on the results spine.
 

@@ -1,4 +1,4 @@
-"""The SQL sandbox enforced from the engine's side (hardening round 2, issue 13, items 1-6).
+"""The SQL sandbox enforced from the engine's side.
 
 Each attack is a real ``oxy run`` (in-process CLI, or a subprocess where signals and the
 process's working directory matter) started from a folder outside the project, so a
