@@ -133,7 +133,7 @@ def test_each_kind_is_the_core_s_plugin(kind: type) -> None:
 
     assert isinstance(kind.storage, Storage)
     assert result_kind(kind.name).name == kind.name
-    for method in ("plan", "execute", "stopped"):
+    for method in ("plan", "execute", "stopped", "finished"):
         assert callable(getattr(kind, method, None)), f"{kind.__name__}.{method}"
 
 

@@ -363,6 +363,11 @@ class Sdk:
     def stopped(self, suite: SuiteRun) -> None:
         """Test cases cut short keep nothing: a case's results are recorded whole."""
 
+    def finished(self, suite: SuiteRun) -> None:
+        """Why the results are not (all) kept, said once."""
+        if self.driver is not None:
+            self.driver.warn_unstored()
+
 
 async def run_sdk(
     label: str,
@@ -378,20 +383,15 @@ async def run_sdk(
     ``history=False`` keeps nothing (and caches nothing); ``cache`` is the run's
     ``--cache`` (True) / ``--no-cache`` (False) / neither (None: what the judges answer is
     kept and replayed); ``events`` subscribe to the run's events."""
-    from ..suites import SuiteRun
+    from ..suites import run_kind
 
     kind = Sdk(label, subjects, concurrency=concurrency, produce_limit=produce_limit)
-    suite = SuiteRun(
-        SDK.name,
-        history=history,
-        cache=cache,
-        events=events,
-        storage=kind.storage,
-        concurrency=concurrency,
+    suite = await run_kind(
+        kind, history=history, cache=cache, events=events, concurrency=concurrency
     )
-    decision = await suite.run(kind)
+    assert suite.decision is not None
+    decision = suite.decision
     driver = kind.driver
     assert driver is not None
-    driver.warn_unstored()
     outcomes = [o for o in kind.run.outcomes if o is not None]
     return Finished(outcomes, decision, driver.regressions(), driver.stored)

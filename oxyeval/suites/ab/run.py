@@ -32,7 +32,7 @@ from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...redact import redact
 from ...workflow.context import RunContext
 from ..recorder import KeptThenCancelled, Recorded, RunRow, Storage
-from ..suite import SuiteRun
+from ..suite import SuiteRun, run_kind
 from .plan import CasePlan, check_options, plan_cases
 from .ranking import DEFAULT_CRITERIA
 from .results import ABCaseResult, ABRun, BranchOutcome
@@ -259,6 +259,9 @@ class AB:
         """Calls that had not finished are not reported: each case says how many iterations
         every branch finished."""
 
+    def finished(self, suite: SuiteRun) -> None:
+        """Each case summarised itself as its unit ended."""
+
 
 async def _run(
     run: ABRun,
@@ -288,20 +291,7 @@ async def _run(
         explicit=explicit,
         run=run,
     )
-    suite = SuiteRun(
-        "ab",
-        db=db,
-        environ=environ,
-        cache=cache,
-        events=events,
-        storage=kind.storage,
-        gates=gates,
-    )
-    try:
-        await suite.run(kind)
-    finally:
-        run.cached_calls = suite.caches.total_served
-        run.decision = suite.decision
+    await run_kind(kind, db=db, environ=environ, cache=cache, events=events, gates=gates)
 
 
 def _project_and_prompts(

@@ -19,7 +19,7 @@ from ...project.config import Project
 from ...project.templates import TemplateRef
 from ...workflow.context import RunContext
 from ..recorder import Handle, RunRow, Storage
-from ..suite import SuiteRun
+from ..suite import SuiteRun, run_kind
 from .engine import Subject, run_subjects
 from .results import PassFailRun, SubjectResult
 
@@ -99,6 +99,9 @@ class PassFail:
             on_subject=lambda result: self._keep(suite, result),
         )
 
+    def finished(self, suite: SuiteRun) -> None:
+        """The engine keeps its subjects in order itself."""
+
     def stopped(self, suite: SuiteRun) -> None:
         """The subjects cut short keep their finished runs, marked interrupted."""
         assert self._handle is not None
@@ -143,18 +146,7 @@ async def run_passfail(
         keep_outputs=keep_outputs,
         run=run,
     )
-    suite = SuiteRun(
-        "passfail",
-        db=db,
-        environ=environ,
-        history=history,
-        cache=cache,
-        events=events,
-        storage=kind.storage,
-        gates=gates,
+    await run_kind(
+        kind, db=db, environ=environ, history=history, cache=cache, events=events, gates=gates
     )
-    try:
-        await suite.run(kind)
-    finally:
-        run.decision = suite.decision
     return run
