@@ -249,6 +249,7 @@ class AB:
     def _kept(
         self, plan: CasePlan, branch: TestBranch, outcome: BranchOutcome, recorded: Recorded
     ) -> None:
+        outcome.previous = recorded.result.previous
         if recorded.stored is not None:
             outcome.execution_id = recorded.stored.id
         plan.outcomes.setdefault(branch.id, []).append(outcome)

@@ -441,6 +441,7 @@ class Cases:
             )
 
     def _kept(self, result: CaseResult, recorded: Recorded) -> None:
+        result.previous = recorded.result.previous
         stored = recorded.stored
         if stored is not None:
             result.execution_id = stored.id

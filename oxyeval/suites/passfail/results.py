@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ...evaluation import Decision, PassRate, Result, ResultKind, Score, register_kind
+from ...evaluation import Decision, PassRate, Previous, Result, ResultKind, Score, register_kind
 
 __all__ = [
     "PASSFAIL",
@@ -104,6 +104,8 @@ class CriterionResult:
     interrupted: bool = False
     #: The model that answered (see :attr:`Subject.model`).
     model: str = ""
+    #: Its previous scored result in the history (what a drop is measured against).
+    previous: Previous | None = None
 
     @property
     def rate(self) -> PassRate:
@@ -154,6 +156,7 @@ class CriterionResult:
         if outputs is not None:
             details["outputs"] = {str(k): v for k, v in sorted(outputs.items())}
         return Result(
+            previous=self.previous,
             kind="passfail",
             subject=f"{self.subject}::{self.criterion.key}",
             status=self.status,

@@ -86,7 +86,9 @@ class PassFail:
         self._kept.add(id(result))
         outputs = {s.run: s.text for s in result.samples if s.text is not None}
         found = [r.as_result(outputs if self.keep_outputs else None) for r in result.results]
-        await asyncio.gather(*(suite.keep(self._handle, r) for r in found))
+        kept = await asyncio.gather(*(suite.keep(self._handle, r) for r in found))
+        for criterion, recorded in zip(result.results, kept, strict=True):
+            criterion.previous = recorded.result.previous
 
     async def execute(self, unit: PassFail, suite: SuiteRun) -> None:
         await run_subjects(
