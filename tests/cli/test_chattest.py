@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from oxyeval.cli._app import app
+from oxyeval.providers import RetryPolicy
 from oxyeval.store import open_store
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "chattest"
@@ -89,6 +90,8 @@ def test_a_key_from_the_environment_is_never_printed(
 ) -> None:
     _files(tmp_path)
     monkeypatch.setenv("CT_KEY", "sk-chattest-secret-42")
+    # The refused connections are retried as usual, without the backoff's seconds.
+    monkeypatch.setattr(RetryPolicy, "delay", lambda self, attempt, retry_after: 0.0)
     (tmp_path / "models" / "m.json").write_text(
         '{"key": "m", "url": "http://127.0.0.1:9/v1/chat/completions", "apiKey": "${CT_KEY}"}'
     )
