@@ -37,14 +37,16 @@ def validate_command(
     except OxyError as exc:
         print_error(err, exc, debug)
         if as_json:
-            write_json({"error": json_error(exc), "exit_code": error_code(exc)}, streams().stdout)
+            from ..report import error_document
+
+            write_json(error_document(json_error(exc), error_code(exc)), streams().stdout)
         raise typer.Exit(error_code(exc)) from None
     # Errors in the files are bad input, the one verdict validation gives.
     code = error_code(LoadError.of(report.errors)) if report.errors else 0
     for d in report.diagnostics:  # on stderr in both formats: a non-zero exit says why
         err.print(d.format(), style="red" if d.severity == "error" else "yellow", markup=False)
     if as_json:
-        write_json(validation_json(report), streams().stdout)
+        write_json(validation_json(report, code), streams().stdout)
     else:
         summary = (
             f"{len(report.files)} file(s) checked: {len(report.errors)} error(s), "

@@ -57,6 +57,20 @@ _EXPORTS = {
     "cases_junit": "junit",
     "consistency_junit": "junit",
     "to_json": "json",
+    "consistency_body": "json",
+    **dict.fromkeys(
+        (
+            "DOCUMENTS",
+            "SCHEMA_VERSION",
+            "decision_json",
+            "document",
+            "error_document",
+            "result_json",
+            "run_document",
+            "with_decision",
+        ),
+        "documents",
+    ),
     "validation_json": "json",
     "write_json": "json",
     "render_pretty": "pretty",
@@ -72,6 +86,8 @@ _EXPORTS = {
     **dict.fromkeys(("Decision", "Gates", "decide", "gate_option_error"), "verdict"),
 }
 __all__ = [
+    "DOCUMENTS",
+    "SCHEMA_VERSION",
     "Decision",
     "Gates",
     "RunReporter",
@@ -88,9 +104,13 @@ __all__ = [
     "cases_junit",
     "chattest_json",
     "comparison_json",
+    "consistency_body",
     "consistency_junit",
     "daily_json",
     "decide",
+    "decision_json",
+    "document",
+    "error_document",
     "execution_json",
     "gate_option_error",
     "history_of_test_json",
@@ -113,6 +133,8 @@ __all__ = [
     "render_test_files",
     "render_test_history",
     "reporter",
+    "result_json",
+    "run_document",
     "run_json",
     "shown",
     "sparkline",
@@ -122,6 +144,7 @@ __all__ = [
     "to_json",
     "validation_json",
     "version_json",
+    "with_decision",
     "write_json",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -153,6 +176,16 @@ if TYPE_CHECKING:
         sparkline,
     )
     from .compare import comparison_json, daily_json, render_comparison
+    from .documents import (
+        DOCUMENTS,
+        SCHEMA_VERSION,
+        decision_json,
+        document,
+        error_document,
+        result_json,
+        run_document,
+        with_decision,
+    )
     from .history import (
         history_of_test_json,
         render_history,
@@ -161,7 +194,7 @@ if TYPE_CHECKING:
         run_json,
         stored_run_json,
     )
-    from .json import to_json, validation_json, write_json
+    from .json import consistency_body, to_json, validation_json, write_json
     from .junit import ab_junit, cases_junit, consistency_junit, passfail_junit
     from .kinds import RunReporter, reporter
     from .passfail import (

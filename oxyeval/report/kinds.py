@@ -50,8 +50,11 @@ class RunReporter:
         raise NotImplementedError
 
     def error_document(self, run: Any, decision: Decision, *, error: str) -> dict[str, Any]:
-        """``--format json`` for a run that stopped before anything finished."""
-        return {"error": error, "exit_code": decision.code}
+        """``--format json`` for a run that stopped before anything finished: the
+        family's error document, the same for every kind and every command."""
+        from .documents import error_document
+
+        return error_document(error, decision.code)
 
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         raise NotImplementedError
@@ -65,6 +68,13 @@ class RunReporter:
         timestamp: datetime | None = None,
     ) -> str:
         raise NotImplementedError
+
+
+def _with_error(doc: dict[str, Any], error: str | None) -> dict[str, Any]:
+    """A run document with what stopped the run (after some results finished)."""
+    if error is not None:
+        doc["error"] = redact(error)
+    return doc
 
 
 @dataclass(frozen=True)
@@ -90,10 +100,7 @@ class ConsistencyReporter(RunReporter):
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
         from .json import to_json
 
-        return to_json(run, decision.threshold, code=decision.code, error=error, drop=decision.drop)
-
-    def error_document(self, run: Any, decision: Decision, *, error: str) -> dict[str, Any]:
-        return self.document(run, decision, error=error)
+        return to_json(run, decision, error=error)
 
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         from .pretty import render_pretty
@@ -129,7 +136,7 @@ class CasesReporter(RunReporter):
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
         from .cases import case_run_json
 
-        return case_run_json(run, code=decision.code)
+        return _with_error(case_run_json(run, decision), error)
 
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         from .cases_pretty import render_case_run
@@ -162,7 +169,7 @@ class ABReporter(RunReporter):
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
         from .ab import ab_run_json
 
-        return ab_run_json(run, code=decision.code)
+        return _with_error(ab_run_json(run, decision), error)
 
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         from .ab import render_ab_run
@@ -195,7 +202,7 @@ class ChattestReporter(RunReporter):
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
         from .passfail import chattest_json
 
-        return chattest_json(run, code=decision.code)
+        return _with_error(chattest_json(run, decision), error)
 
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         from .passfail import render_chattest
@@ -222,7 +229,7 @@ class TestFilesReporter(ChattestReporter):
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
         from .passfail import test_files_json
 
-        return test_files_json(run, decision)
+        return _with_error(test_files_json(run, decision), error)
 
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         from .passfail import render_test_files

@@ -20,6 +20,8 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "workflow_result": "workflows",
+    "WorkflowOutcome": "workflows",
+    "ask_result": "workflows",
     "load_test_files": "passfail",
     "run_test_files": "passfail",
     "run_test_files_async": "passfail",
@@ -124,9 +126,11 @@ __all__ = [
     "Target",
     "TestHistory",
     "ValidationReport",
+    "WorkflowOutcome",
     "WorkflowTarget",
     "accept_baseline",
     "ask",
+    "ask_result",
     "cache_factory",
     "check_accept",
     "clear_cache",
@@ -234,4 +238,4 @@ if TYPE_CHECKING:
     from .suite import Kind, ProgressSink, SuiteRun, progress_events
     from .targets import AgentTarget, PromptTarget, Target, WorkflowTarget
     from .validate import ValidationReport, validate_paths
-    from .workflows import ask, run_workflow, workflow_result
+    from .workflows import WorkflowOutcome, ask, ask_result, run_workflow, workflow_result

@@ -30,6 +30,7 @@ from ..workflow.outputs import to_jsonable
 from ..workflow.records import TaskRecord, WorkflowRun
 from .cache import cache_factory
 from .recorder import Handle, RunRow, Storage
+from .status import StoredRun
 from .suite import SuiteRun
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ __all__ = [
     "Workflow",
     "WorkflowOutcome",
     "ask",
+    "ask_result",
     "new_workflow_run",
     "run_workflow",
     "workflow_result",
@@ -57,6 +59,12 @@ WORKFLOW = register_kind(
         unknown=frozenset({"failed", "interrupted"}),
         noun="workflow",
     )
+)
+
+#: One question to an agent (``oxy run AGENT --question``): not stored, reported as a
+#: result so its document is a run like any other; cut short, its outcome is unknown.
+ASK = register_kind(
+    ResultKind("ask", ("succeeded", "interrupted"), unknown=frozenset({"interrupted"}), noun="ask")
 )
 
 
@@ -119,6 +127,8 @@ class WorkflowOutcome:
         self.run = run
         self.subject = subject
         self.status: str | None = None  # set once the run started
+        #: One entry per history database written (empty: none kept).
+        self.history: list[StoredRun] = []
 
     @property
     def interrupted(self) -> bool:
@@ -155,6 +165,7 @@ class Workflow:
         concurrency: int,
         on_event: Callable[[TaskRecord], None] | None,
         run: WorkflowRun,
+        outcome: WorkflowOutcome | None = None,
     ) -> None:
         self.path = path
         self.variables = dict(variables or {})
@@ -163,7 +174,7 @@ class Workflow:
         self.on_event = on_event
         self.workflow_run = run
         self.subject = str(path)
-        self.run = WorkflowOutcome(run, self.subject)
+        self.run = outcome if outcome is not None else WorkflowOutcome(run, self.subject)
         self._file = self.subject
         self._handle: Handle | None = None
         self._context: RunContext | None = None
@@ -178,6 +189,7 @@ class Workflow:
         if problem is not None:
             raise LoadError([Diagnostic(str(self.path), problem)])
         project = load_project(self.path, project_dir=self.project_dir)
+        self.run.history = suite.recorder.notes  # one entry per history, once it opens
         self._context = suite.context(
             project,
             concurrency=self.concurrency,
@@ -232,6 +244,7 @@ async def run_workflow(
     history: bool = True,
     cache: bool | None = None,
     events: EventSink | None = None,
+    outcome: WorkflowOutcome | None = None,
 ) -> WorkflowRun:
     """Run one workflow (raises :class:`~oxyeval.workflow.WorkflowFailed` with the run
     when a task fails) and store the run in its project's history (``db``: another SQLite
@@ -246,6 +259,8 @@ async def run_workflow(
     is not stored; one that failed or was interrupted is, with its status; a history
     that cannot be written is a logged warning, never a lost run. ``events`` hears the
     run as it happens (:mod:`oxyeval.evaluation.events`): each finished task is a sample.
+    ``outcome`` (a :class:`WorkflowOutcome` of ``into``) is filled as the run goes: its
+    status and where it was stored, what a report of the run needs besides the run.
     """
     run = into if into is not None else WorkflowRun()
     kind = Workflow(
@@ -255,6 +270,7 @@ async def run_workflow(
         concurrency=concurrency,
         on_event=on_event,
         run=run,
+        outcome=outcome,
     )
     suite = SuiteRun(
         "workflow",
@@ -284,6 +300,20 @@ def workflow_result(subject: str, run: WorkflowRun, status: str) -> Result:
         error=_error(run),
         latency_ms=_duration_ms(run),
         details={"tasks": len(run.records)},
+    )
+
+
+def ask_result(answer: AgentAnswer) -> Result:
+    """An agent's answer as the evaluation core's result (kind ``ask``)."""
+    return Result(
+        kind="ask",
+        subject=answer.agent,
+        status=answer.status,
+        output=answer.output,
+        error="interrupted before the agent answered" if answer.interrupted else None,
+        latency_ms=None if answer.duration_s is None else round(answer.duration_s * 1000, 3),
+        input_tokens=answer.input_tokens,
+        output_tokens=answer.output_tokens,
     )
 
 

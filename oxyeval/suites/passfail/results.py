@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ...evaluation import Decision, PassRate, Result, ResultKind, Score, register_kind
+from ..status import StoredRun
 
 __all__ = [
     "PASSFAIL",
@@ -201,6 +202,13 @@ class PassFailRun:
     saved_calls: int = 0  # with --adaptive: runs not made because decisions settled
     #: The one decision on the run (under the gates it ran with), once it ended.
     decision: Decision | None = None
+    #: One entry per history database written (empty: none kept).
+    history: list[StoredRun] = field(default_factory=list)
+
+    @property
+    def cached_calls(self) -> int:
+        """Answers the cache served instead of the model."""
+        return sum(s.cached for subject in self.subjects for s in subject.samples)
 
     @property
     def results(self) -> list[CriterionResult]:
