@@ -60,6 +60,16 @@ _EXPORTS = {
     "consistency_body": "json",
     **dict.fromkeys(
         (
+            "OUTPUT_SCHEMAS",
+            "load_output_schema",
+            "output_schema_name",
+            "output_schema_path",
+            "output_validator",
+        ),
+        "schemas",
+    ),
+    **dict.fromkeys(
+        (
             "DOCUMENTS",
             "SCHEMA_VERSION",
             "decision_json",
@@ -87,6 +97,7 @@ _EXPORTS = {
 }
 __all__ = [
     "DOCUMENTS",
+    "OUTPUT_SCHEMAS",
     "SCHEMA_VERSION",
     "Decision",
     "Gates",
@@ -114,7 +125,11 @@ __all__ = [
     "execution_json",
     "gate_option_error",
     "history_of_test_json",
+    "load_output_schema",
     "load_saved_run",
+    "output_schema_name",
+    "output_schema_path",
+    "output_validator",
     "passfail_junit",
     "passfail_label",
     "prompt_json",
@@ -206,5 +221,12 @@ if TYPE_CHECKING:
     )
     from .pretty import cached_calls_line, render_pretty
     from .saved import load_saved_run
+    from .schemas import (
+        OUTPUT_SCHEMAS,
+        load_output_schema,
+        output_schema_name,
+        output_schema_path,
+        output_validator,
+    )
     from .text import shown
     from .verdict import Decision, Gates, decide, gate_option_error
