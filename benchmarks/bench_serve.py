@@ -9,6 +9,8 @@ HTTP, one request after another, with the seed's own documents:
 * ``testCases(promptId)`` of the 1,000-case prompt, every field of the seed's query
 * the same with ``regressionCount`` (what the dashboard's list asks)
 * ``testCaseExecutions`` of the big case, limit 50
+* ``runs`` (the dashboard's runs page and ``oxy history``'s list): the 20 newest runs
+  counted, the 100k-execution run among them
 
 and prints p50 / p95 / max per query (target: p95 under 100 ms).
 
@@ -56,6 +58,8 @@ CASES_DASHBOARD = """query Cases($promptId: ID!) {
     id name totalRuns passRate avgScore lastRun regressionCount
   }
 }"""
+RUNS = """{ runs(limit: 20) { id kind status total passed failed pending errors regressions } }"""
+
 EXECUTIONS = """query GetTestCaseExecutions($testCaseId: ID!, $limit: Int, $offset: Int) {
   testCaseExecutions(testCaseId: $testCaseId, limit: $limit, offset: $offset) {
     id passed score actualOutput expectedOutput exactMatch semanticScore lengthDiff
@@ -173,6 +177,7 @@ def main() -> None:
                         EXECUTIONS,
                         {"testCaseId": "big", "limit": 50},
                     ),
+                    ("runs (20 newest, one of 100k)", RUNS, {}),
                 ]
                 print(
                     f"\n{'query':<38} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}  target p95 < 100"

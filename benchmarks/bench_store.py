@@ -9,6 +9,8 @@ Then times, as the median of repeated calls:
 * ``stats.case_stats`` on the 100k-execution case    (target: under 50 ms)
 * ``cases.list`` over 1,001 cases                    (target: under 200 ms)
 * ``stats.history`` with a baseline (what each case run reads before scoring)
+* ``runs.list``, what ``oxy history`` and the API's ``runs`` read: the 20 newest of 100
+  small runs, and every run with the 100k-execution one among them (its counts)
 * inserting 10,000 executions one by one, each its own committed transaction, as
   ``oxy cases run`` writes them (per-row cost), and in bulk (per-row cost)
 
@@ -43,6 +45,7 @@ from oxyeval.store import NewExecution, Store, open_store, resolve_location, utc
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 BATCH = 10_000
+_SMALL_RUNS = 100  # runs of 10 executions each, listed beside the big one
 
 
 def median_ms(fn: Callable[[], Any], repeat: int) -> float:
@@ -131,6 +134,26 @@ def bench(store: Store, args: argparse.Namespace) -> dict[str, Any]:
         lambda: store.stats.history("big", 10, baseline=("The answer is x", "lexical")), args.repeat
     )
 
+    for r in range(_SMALL_RUNS):
+        small_run = store.runs.start(prompt_id=f"p-{r % 20}", prompt_version=1, total=10)
+        store.executions.record_many(
+            NewExecution(
+                test_case_id=f"case-{(r * 10 + k) % args.cases:04d}",
+                run_id=small_run,
+                status=("passed", "failed", "pending", "error")[k % 4],
+                score=None if k % 4 >= 2 else k / 10,
+                actual_output="ok",
+                error="no answer" if k % 4 == 3 else None,
+                prompt_version=1,
+            )
+            for k in range(10)
+        )
+        store.runs.finish(small_run)
+    newest = store.runs.list(20)
+    assert len(newest) == 20 and all(x.passed + x.failed + x.errors == 8 for x in newest)
+    out["runs_ms"] = median_ms(lambda: store.runs.list(20), args.repeat)
+    out["runs_all_ms"] = median_ms(lambda: store.runs.list(_SMALL_RUNS + 1), args.repeat)
+
     run = store.runs.start(prompt_id="p-0", prompt_version=1, total=args.inserts)
     counter = iter(range(10**9))
 
@@ -211,6 +234,10 @@ def report(name: str, r: dict[str, Any], args: argparse.Namespace) -> None:
     print(
         f"  stats.history with a baseline         {r['history_ms']:8.2f} ms   (read before each case is scored)"
     )
+    print(
+        f"  runs.list (20 newest runs, counted)   {r['runs_ms']:8.2f} ms   (oxy history, the API's runs)"
+    )
+    print(f"  runs.list (all {_SMALL_RUNS + 1}, one of {n:,})     {r['runs_all_ms']:8.2f} ms")
     print(
         f"  insert {args.inserts:,} executions one by one   {r['insert_one_ms']:8.3f} ms per row "
         f"(each its own committed transaction, as oxy cases run writes)"

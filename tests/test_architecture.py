@@ -34,7 +34,7 @@ ORDER = [
     "cli",
 ]
 #: Top-level modules every stage may import; they import no stage.
-SHARED = ["_lazy", "_tasks", "errors", "inputs", "patterns", "redact", "terminal"]
+SHARED = ["_lazy", "_tasks", "errors", "inputs", "paths", "patterns", "redact", "terminal"]
 #: What a stage may import from the root package, which itself imports every stage.
 ROOT_NAMES = {"__version__"}
 PACKAGE = Path(oxyeval.__file__).parent
@@ -258,6 +258,25 @@ def test_public_names_read_from_source_are_the_runtime_ones(unit: str) -> None:
     assert public_names(PACKAGE, unit) == set(module.__all__)
 
 
+#: Stages the store may not import although they come before it: it stores what its
+#: callers decided (a pass, a cut-off output, a valid branch setting) and never decides
+#: or calls a model itself, so it never needs the vendors, the project files, a judge
+#: or a workflow; the suites come after it anyway and are listed to say so.
+STORE_NEVER_IMPORTS = ("providers", "project", "judge", "workflow", "suites")
+
+
+def store_violations(found: list[Use]) -> list[str]:
+    return [
+        f"{use}: store imports {use.module}"
+        for use in found
+        if use.unit == "store" and use.target in STORE_NEVER_IMPORTS
+    ]
+
+
+def test_the_store_imports_no_stage_that_decides_or_calls_a_model() -> None:
+    assert store_violations(FOUND) == []
+
+
 def test_no_module_is_over_600_lines() -> None:
     long = {
         str(f.relative_to(PACKAGE)): n
@@ -274,6 +293,10 @@ _FAKE = {
     "__init__.py": "__version__ = '0'\n",
     "errors.py": "__all__ = ['OxyError']\nclass OxyError(Exception): ...\n",
     "store/__init__.py": "__all__ = ['open_store']\n",
+    "providers/__init__.py": "__all__ = ['stopped_at_token_limit']\n",
+    "project/__init__.py": "__all__ = []\n",
+    "project/files.py": "def inside_project(): ...\n",
+    "evaluation/__init__.py": "__all__ = ['result_kind']\n",
     "store/_core.py": "def open_store(): ...\n_secret = 1\n",
     "store/cache.py": "def helper(): ...\n",
     "suites/__init__.py": "__all__ = ['run']\n",
@@ -294,6 +317,12 @@ _FAKE = {
         "    import importlib\n"
         "    importlib.import_module('oxyeval.suites')\n"  # order
         "from ._core import _secret\n"  # own package: fine
+    ),
+    "store/deciding.py": (
+        "from ..providers import stopped_at_token_limit\n"  # store rule
+        "def late():\n"
+        "    from oxyeval.project.files import inside_project\n"  # store rule
+        "    from ..evaluation import result_kind\n"  # earlier, allowed: fine
     ),
 }
 
@@ -316,7 +345,16 @@ def test_the_checks_see_every_import_form(fake: Path) -> None:
         "store/bad.py:6: store imports oxyeval.suites",
     ]
     assert private_violations(found) == ["suites/run.py:6: oxyeval.store._core._secret"]
+    assert sorted(store_violations(found)) == [
+        "store/bad.py:1: store imports oxyeval.suites",
+        "store/bad.py:2: store imports oxyeval.suites.run",
+        "store/bad.py:4: store imports oxyeval.suites.run",
+        "store/bad.py:6: store imports oxyeval.suites",
+        "store/deciding.py:1: store imports oxyeval.providers",
+        "store/deciding.py:3: store imports oxyeval.project.files",
+    ]
     assert bypasses(fake, found) == {
+        ("store", "project", "inside_project"): ["store/deciding.py:3"],
         ("store", "suites", "late"): ["store/bad.py:4"],
         ("suites", "store", "_secret"): ["suites/run.py:6"],
         ("suites", "store", "cache"): ["suites/run.py:7"],

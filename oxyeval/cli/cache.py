@@ -94,7 +94,7 @@ def cache_clear(
     if older_than is not None and older_than != older_than:  # NaN passes min/max checks
         raise typer.BadParameter("must be a number of days", param_hint="--older-than")
     try:
-        from ..suites.cache import clear_cache
+        from ..suites.run_cache import clear_cache
 
         kind_name = kind.value if kind is not None else None
         location, cleared = clear_cache(project, db, kind=kind_name, older_than_days=older_than)

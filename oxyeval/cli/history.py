@@ -1,5 +1,6 @@
-"""``oxy history``: recent runs of every kind (test cases, consistency tests, workflows),
-or one consistency test's accuracy over time (``--test NAME``).
+"""``oxy history``: recent runs of every kind (test cases, consistency tests, workflows, A/B
+tests, judged pass/fail tests, SDK suites, any registered kind), each counted from its
+results, or one consistency test's accuracy over time (``--test NAME``).
 
 A read: the history is opened read-only and never created (no history yet: nothing to
 show), and a run whose process died is shown as interrupted without being marked.
@@ -118,10 +119,8 @@ def history_command(
         as_doc, render = history_of_test_json, render_test_history
     else:
         read = lambda _proj, store: recent_runs(store, limit, kind)  # noqa: E731
-        as_doc = lambda found: {  # noqa: E731
-            "runs": [run_json(r, tests=found.tests.get(r.id)) for r in found.runs]
-        }
-        render = lambda found, console: render_history(found.runs, console, found.tests)  # noqa: E731
+        as_doc = lambda found: {"runs": [run_json(r) for r in found.runs]}  # noqa: E731
+        render = lambda found, console: render_history(found.runs, console)  # noqa: E731
     found = read_history(project, db, err, as_json, read)
     if as_json:
         print_json(as_doc(found))

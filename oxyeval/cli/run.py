@@ -83,24 +83,25 @@ def _ask(
 ) -> str:
     """Ask the agent; its answer document (JSON) or its answer (pretty) is printed by
     the caller, an interrupted ask prints the same document, marked."""
-    from ..evaluation import Gates, decide
+    from ..evaluation import Gates, decide_run
     from ..report.workflow import ask_json
-    from ..suites import ask, ask_result
+    from ..suites import AskOutcome, ask
     from ..workflow import AgentAnswer
     from .interrupt import interrupt_reason, run_interruptible
 
     answer = AgentAnswer()
+    outcome = AskOutcome(answer)
     try:
-        run_interruptible(ask(file, question, project_dir=project, into=answer, cache=cache))
+        run_interruptible(
+            ask(file, question, project_dir=project, into=answer, cache=cache, outcome=outcome)
+        )
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the same document, marked
         why = f"{interrupt_reason(exc)} before the agent answered"
-        results = [ask_result(answer)]
-        decision = decide(results, Gates(), interrupted=True, kind="ask")
-        doc = ask_json(answer, results, decision)
-        raise _interrupted(err, as_json, doc, decision.code, why) from None
+        outcome.interrupted = True
+        decision = decide_run(outcome, Gates())
+        raise _interrupted(err, as_json, ask_json(outcome, decision), decision.code, why) from None
     if as_json:
-        results = [ask_result(answer)]
-        print_json(ask_json(answer, results, decide(results, Gates(), kind="ask")))
+        print_json(ask_json(outcome, decide_run(outcome, Gates())))
     else:
         _say_cached(err, answer.cached_calls)
     return answer.output or ""

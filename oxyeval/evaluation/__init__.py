@@ -22,9 +22,9 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "DecidableRun": "decision",
-    "Previous": "results",
-    "Result": "results",
-    "Score": "results",
+    "Previous": "result",
+    "Result": "result",
+    "Score": "result",
     "ResultKind": "kinds",
     "kind_names": "kinds",
     "register_kind": "kinds",
@@ -182,7 +182,7 @@ if TYPE_CHECKING:
         Warned,
     )
     from .kinds import ResultKind, kind_names, register_kind, result_kind
-    from .results import Previous, Result, Score
+    from .result import Previous, Result, Score
     from .scorers import (
         Consistency,
         ExactMatch,

@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol
 from ..errors import EXIT_FAILED, EXIT_INFRA, EXIT_INPUT, EXIT_OK, OxyError
 from ..redact import redact
 from .kinds import result_kind
-from .results import Previous, Result, _round
+from .result import Previous, Result, _round
 
 __all__ = [
     "Decision",

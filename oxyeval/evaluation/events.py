@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from .decision import Decision
-    from .results import Result
+    from .result import Result
 
 __all__ = [
     "CacheServed",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .results import Result
+    from .result import Result
 
 __all__ = ["ResultKind", "kind_names", "register_kind", "result_kind"]
 

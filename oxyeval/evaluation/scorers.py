@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .results import Score
+from .result import Score
 from .similarity import lexical_similarity
 
 if TYPE_CHECKING:

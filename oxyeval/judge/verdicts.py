@@ -3,7 +3,7 @@
 A rerun that produces the same pair of outputs should cost no judge call: the verdict
 is a function of the judge model, its settings and the rendered prompt, which holds the
 question and both submissions. The cache itself lives in the history store
-(:mod:`oxyeval.suites.cache`); this package cannot import the store, so it states what a
+(:mod:`oxyeval.suites.run_cache`); this package cannot import the store, so it states what a
 :class:`~oxyeval.judge.Judge` needs: :class:`VerdictCache`, keyed by
 :func:`verdict_key`. Only verdicts are kept: a judge error (a failed call, a reply
 without a verdict even when asked again) is tried afresh on the next run.

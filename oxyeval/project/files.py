@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from ..errors import Diagnostic, LoadError
+from ..paths import inside_project  # the rule lives below the store, which applies it too
 from .document import SYMLINK_LOOP, path_problem
 
 __all__ = [
@@ -130,17 +131,3 @@ def outside_project(what: str, text: str, root: Path) -> str:
         f"{what} path {text!r} leaves the project folder {root}; paths in project files "
         "must stay inside it"
     )
-
-
-def inside_project(root: Path, text: str) -> Path | None:
-    """``text`` resolved against ``root`` (links followed), or None when it leaves ``root``.
-
-    The one rule for every path a project file names (datasets, exports, caches, an SQLite
-    history): a shared file must not make oxyeval read or write outside the project.
-    A path that cannot be resolved (a NUL byte, a link loop) counts as leaving.
-    """
-    try:
-        path = (root / text).resolve()
-    except (OSError, RuntimeError, ValueError):
-        return None
-    return path if path.is_relative_to(root) else None

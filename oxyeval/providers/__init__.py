@@ -32,16 +32,16 @@ _EXPORTS = {
     "stopped_at_token_limit": "_base",
     "Limiters": "_limiter",
     "shared_limiters": "_limiter",
-    "ResponseCache": "_cache",
-    "Tally": "_cache",
-    "answer_key": "_cache",
-    "cacheable": "_cache",
-    "completion_data": "_cache",
-    "completion_from_data": "_cache",
-    "count_served": "_cache",
-    "counting": "_cache",
-    "current_repeat": "_cache",
-    "repeat_scope": "_cache",
+    "ResponseCache": "_response_cache",
+    "Tally": "_response_cache",
+    "answer_key": "_response_cache",
+    "cacheable": "_response_cache",
+    "completion_data": "_response_cache",
+    "completion_from_data": "_response_cache",
+    "count_served": "_response_cache",
+    "counting": "_response_cache",
+    "current_repeat": "_response_cache",
+    "repeat_scope": "_response_cache",
     "api_url_problem": "_checks",
     "header_problem": "_checks",
     "value_problem": "_checks",
@@ -168,18 +168,6 @@ if TYPE_CHECKING:
         json_object,
         stopped_at_token_limit,
     )
-    from ._cache import (
-        ResponseCache,
-        Tally,
-        answer_key,
-        cacheable,
-        completion_data,
-        completion_from_data,
-        count_served,
-        counting,
-        current_repeat,
-        repeat_scope,
-    )
     from ._checks import api_url_problem, header_problem, value_problem
     from ._limiter import Limiters, shared_limiters
     from ._model import Model, RetryPolicy
@@ -197,6 +185,18 @@ if TYPE_CHECKING:
         resolve_api_key,
         vendor_class,
         vendors,
+    )
+    from ._response_cache import (
+        ResponseCache,
+        Tally,
+        answer_key,
+        cacheable,
+        completion_data,
+        completion_from_data,
+        count_served,
+        counting,
+        current_repeat,
+        repeat_scope,
     )
     from .embeddings import Embedder, EmbeddingPool, EmbeddingSpec, cosine
     from .endpoints import (

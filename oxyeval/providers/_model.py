@@ -32,8 +32,8 @@ from ._base import (
     ModelAPI,
     ModelSpec,
 )
-from ._cache import ResponseCache, answer_key, cacheable, current_repeat
 from ._limiter import AdaptiveLimiter, Outcome
+from ._response_cache import ResponseCache, answer_key, cacheable, current_repeat
 from .pricing import cost_of, price_for
 
 __all__ = ["OVERLOAD_STATUS", "Model", "Retrier", "RetryPolicy", "deterministic_500", "timed_out"]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..providers import stopped_at_token_limit  # the one truncation rule; no httpx behind it
+
 if TYPE_CHECKING:
     from ..evaluation import Decision
     from ..store import (
@@ -125,7 +127,7 @@ def execution_json(e: Execution, live: CaseResult | None = None) -> dict[str, An
         "inputTokens": e.input_tokens,
         "outputTokens": e.output_tokens,
         "finishReason": e.finish_reason,
-        "truncated": e.truncated,
+        "truncated": stopped_at_token_limit(e.finish_reason),
         "cached": None if live is None else live.cached,
         "error": e.error,
         "createdAt": e.created_at or None,

@@ -7,7 +7,7 @@ helpers it borrows, because the history lists every kind of run, not only cases.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .cases_pretty import _STATUS, _table, _when, sparkline
@@ -16,7 +16,7 @@ from .text import shown
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..store import ConsistencyResult, ConsistencyRunSummary, Run
+    from ..store import ConsistencyResult, Run
     from ..suites import StoredRunView
     from ..suites.history_queries import TestHistory
 
@@ -42,35 +42,38 @@ def _run_what(r: Run) -> str:
     return r.subject or "-"
 
 
-def _run_result(r: Run, tests: ConsistencyRunSummary | None) -> str:
-    if r.kind == "cases":
-        text = f"{r.passed} passed, {r.failed} failed"
-        if r.regressions:
-            text += f", [yellow]{r.regressions} regression(s)[/]"
-        if r.errors:
-            text += f", [red]{r.errors} error(s)[/]"
-        return text
+def _run_result(r: Run) -> str:
+    """A run's results in a few words, from its counts (the same for every kind); a
+    consistency run says its accuracy, a workflow run where to see its output."""
     if r.kind == "consistency":
-        if tests is None:
+        if not r.results:
             return "-"
-        text = f"accuracy {_pct(tests.average_accuracy)} ({tests.scored} scored"
-        if tests.errors:
-            text += f", [red]{tests.errors} not scored[/]"
-        if tests.interrupted:
-            text += f", [yellow]{tests.interrupted} cut short[/]"
+        text = f"accuracy {_pct(r.average_score)} ({r.statuses.get('scored', 0)} scored"
+        if r.statuses.get("error"):
+            text += f", [red]{r.statuses['error']} not scored[/]"
+        if r.statuses.get("interrupted"):
+            text += f", [yellow]{r.statuses['interrupted']} cut short[/]"
         return text + ")"
-    if r.kind == "workflow":
+    if r.kind == "workflow" and not r.errors:
         return f"oxy history --run {r.id[:8]}"  # its variables, tasks and output
-    return "-"
+    if not r.results:
+        return "-"
+    judged = r.passed or r.failed
+    text = f"{r.passed} passed, {r.failed} failed" if judged else f"{r.results} result(s)"
+    if r.regressions:
+        text += f", [yellow]{r.regressions} regression(s)[/]"
+    if r.errors:
+        text += f", [red]{r.errors} error(s)[/]"
+    if r.pending:
+        text += f", {r.pending} pending"
+    if r.average_score is not None:
+        text += f", avg score {r.average_score:.3f}"
+    return text
 
 
-def render_history(
-    runs: Sequence[Run],
-    console: Console,
-    tests: Mapping[str, ConsistencyRunSummary] | None = None,
-) -> None:
-    """``oxy history``: recent runs of every kind, newest first (as given); ``tests``
-    summarises the consistency runs (average accuracy over their scored tests)."""
+def render_history(runs: Sequence[Run], console: Console) -> None:
+    """``oxy history``: recent runs of every kind, newest first (as given), each with its
+    results counted."""
     from rich.markup import escape
 
     if not runs:
@@ -85,7 +88,7 @@ def render_history(
             escape(_run_what(r)),
             _STATUS.get(r.status, escape(r.status)),
             f"{r.done}/{r.total}",
-            _run_result(r, (tests or {}).get(r.id)),
+            _run_result(r),
         )
     console.print(table)
 
@@ -131,13 +134,12 @@ def render_test_history(history: TestHistory, console: Console) -> None:
             console.print(f"{_when(r.created_at)}: {shown(r.error)}", style="red", markup=False)
 
 
-def run_json(
-    r: Run, *, status: str | None = None, tests: ConsistencyRunSummary | None = None
-) -> dict[str, Any]:
+def run_json(r: Run, *, status: str | None = None) -> dict[str, Any]:
     """``status`` overrides the stored one (a read command shows a dead run as
-    interrupted without writing that down). The seed's keys for every kind, then
-    ``kind``, ``groupId`` and ``subject``; a consistency run (``oxy test``) adds
-    ``consistency``, its tests counted (``tests``: its summary from the store)."""
+    interrupted without writing that down). The seed's keys for every kind, counted from
+    the run's results by one rule (:class:`~oxyeval.store.Run`), then ``kind``,
+    ``groupId``, ``subject``, ``results`` (how many) and ``averageScore``; a consistency
+    run (``oxy test``) adds ``consistency``, its tests counted in its own words."""
     doc: dict[str, Any] = {
         "id": r.id,
         "promptId": r.prompt_id,
@@ -155,14 +157,16 @@ def run_json(
         "kind": r.kind,
         "groupId": r.group_id,
         "subject": r.subject,
+        "results": r.results,
+        "averageScore": r.average_score,
     }
     if r.kind == "consistency":
         doc["consistency"] = {
-            "tests": 0 if tests is None else tests.tests,
-            "scored": 0 if tests is None else tests.scored,
-            "errors": 0 if tests is None else tests.errors,
-            "interrupted": 0 if tests is None else tests.interrupted,
-            "averageAccuracy": None if tests is None else tests.average_accuracy,
+            "tests": r.results,
+            "scored": r.statuses.get("scored", 0),
+            "errors": r.statuses.get("error", 0),
+            "interrupted": r.statuses.get("interrupted", 0),
+            "averageAccuracy": r.average_score,
         }
     return doc
 

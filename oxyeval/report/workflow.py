@@ -13,8 +13,7 @@ from .documents import camel, camel_keys, run_document
 
 if TYPE_CHECKING:
     from ..evaluation import Decision
-    from ..suites import WorkflowOutcome
-    from ..workflow import AgentAnswer
+    from ..suites import AskOutcome, WorkflowOutcome
 
 __all__ = ["ask_json", "workflow_json"]
 
@@ -58,10 +57,11 @@ def workflow_json(
 
 
 def ask_json(
-    answer: AgentAnswer, results: list[Any], decision: Decision, *, error: str | None = None
+    outcome: AskOutcome, decision: Decision, *, error: str | None = None
 ) -> dict[str, Any]:
     """One agent's answer (or how far the ask got when it was cut short): the same keys
     whether it answered or not."""
+    answer = outcome.answer
     raw = answer.to_dict()
     body = {
         "agent": raw["agent"],
@@ -74,9 +74,10 @@ def ask_json(
     return run_document(
         "ask",
         body,
-        results,
+        outcome.as_results(),
         decision,
         interrupted=answer.interrupted,
+        history=outcome.history,
         cached_calls=answer.cached_calls,
         error=error,
     )

@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..inputs import value_problem
+from ..providers import extra_problem
 from ..store import RUN_KIND_ALIASES, RUN_KINDS
 from .errors import BAD_USER_INPUT, ApiError
 
@@ -200,6 +201,9 @@ def check_branch_input(
         _json(other, "otherParams")
         if len(json.dumps(other, default=str)) > 20_000:
             raise _bad("otherParams is larger than 20,000 bytes of JSON")
+        problem = extra_problem(other)  # what a vendor accepts: the store does not know
+        if problem is not None:
+            raise _bad(f"otherParams {problem}")
         fields["other_params"] = other
     return fields
 

@@ -285,11 +285,7 @@ class TestingService(Edits):
         def read() -> list[dict[str, Any]]:
             stale = set(self.store.runs.find_stale())
             found = self.store.runs.list(lim, kind=kind, subject=subject, status=status, offset=off)
-            tests = self.store.tests.summaries([r.id for r in found if r.kind == "consistency"])
-            return [
-                run_json(r, status="interrupted" if r.id in stale else None, tests=tests.get(r.id))
-                for r in found
-            ]
+            return [run_json(r, status="interrupted" if r.id in stale else None) for r in found]
 
         return await self._read(read)
 

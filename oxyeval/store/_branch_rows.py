@@ -12,11 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PASS_QUALITY", "BranchExecution", "NewBranchExecution", "TestBranch"]
-
-#: The seed's quality threshold: a successful execution with a quality score at least this
-#: passes (``pass_rate``, and ``passed`` on its result row).
-PASS_QUALITY = 0.7
+__all__ = ["BranchExecution", "NewBranchExecution", "TestBranch"]
 
 
 def _avg(total: float, n: int) -> float | None:
@@ -90,8 +86,8 @@ class TestBranch:
 
     @property
     def pass_rate(self) -> float | None:
-        """Percent (0..100, as cases' passRate): successful executions whose quality score
-        is at least :data:`PASS_QUALITY`; None when none succeeded."""
+        """Percent (0..100, as cases' passRate): successful executions their writer said
+        passed (``passed`` of :class:`NewBranchExecution`); None when none succeeded."""
         return 100.0 * self.passes / self.successes if self.successes > 0 else None
 
     @property
@@ -128,6 +124,10 @@ class NewBranchExecution:
     judge_cost: float | None = None  # USD of the judge's own calls, apart from the branch's
     cached: bool = False
     details: dict[str, Any] = field(default_factory=dict)  # branch_name, model, criteria...
+    #: Whether the execution passed, as the A/B kind decided it (its quality threshold):
+    #: None when it was not judged (an error, no grade). Stored as given: what a branch's
+    #: pass rate and the result's ``passed`` count.
+    passed: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,22 @@
 """The rules a branch's settings and a test case's branches must keep, checked by every
 write of ``store.branches`` (the CLI's sync, the Python API, the GraphQL server), so no
 caller can store a sixth branch, a second control, an id two branches share or settings
-out of range."""
+out of range.
+
+What a vendor accepts in ``other_params`` (no field the branch's own settings decide,
+bounded depth and size) is the providers' rule, checked by the callers that take it from
+a user (``project.branches`` for YAML files, the server's inputs), before the store: the
+store keeps only its own rule for it, a mapping of plain, finite JSON."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..providers import extra_problem
 from ._errors import BranchRuleError
 from ._util import canonical_json, redact_json, redact_text
 from .kinds import BRANCH_PROVIDERS, MAX_BRANCHES
@@ -83,10 +88,8 @@ def settings(fields: Mapping[str, Any], who: str) -> dict[str, Any]:
         elif key == "other_params":
             if value is not None and not isinstance(value, Mapping):
                 raise BranchRuleError(f"{who}: other_params must be a mapping, not {value!r}")
-            problem = extra_problem(dict(value or {}))
-            if problem is not None:
-                raise BranchRuleError(f"{who}: other_params {problem}")
             try:
+                json.dumps(dict(value or {}), allow_nan=False)  # stored as JSON others read
                 out[key] = canonical_json(redact_json(dict(value or {})))
             except (TypeError, ValueError) as exc:
                 raise BranchRuleError(f"{who}: other_params must be plain JSON ({exc})") from None

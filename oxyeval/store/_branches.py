@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ._branch_rows import PASS_QUALITY, BranchExecution, NewBranchExecution, TestBranch
+from ._branch_rows import BranchExecution, NewBranchExecution, TestBranch
 from ._branch_rules import check_case, settings
 from ._core import _SaSql
 from ._errors import AlreadyExistsError, BranchRuleError, NotFoundError
@@ -426,7 +426,7 @@ def _count(conn: Connection, items: Sequence[NewBranchExecution]) -> None:
             if value is not None:
                 c[f"{name}_n"] += 1
                 t[f"{name}_sum"] += float(value)
-        if e.quality_score is not None and e.quality_score >= PASS_QUALITY:
+        if e.passed is True:  # as the A/B kind decided it
             c["passes"] += 1
         if e.consistency_hash is not None:
             c["hashed_runs"] += 1

@@ -1,6 +1,6 @@
 """The cache of model answers and judge verdicts: one row per key hash.
 
-The store does not know what a key is made of: callers (``oxyeval.suites.cache``) hash
+The store does not know what a key is made of: callers (``oxyeval.suites.run_cache``) hash
 the canonical JSON of everything that decides an answer and hand over the hash, the
 kind and the value. Values are redacted before they are written, like every other text
 the history keeps. Expiry is the caller's to decide (``newer_than`` on reads,

@@ -22,7 +22,6 @@ from ._result_rows import (
     consistency_values,
 )
 from ._results import consistency_result, write_results
-from ._rows import ConsistencyRunSummary
 from ._tables import runs, test_results
 
 if TYPE_CHECKING:
@@ -106,39 +105,3 @@ class ConsistencyResults:
         )
         with self._store.read("reading test history") as conn:
             return [(r.file, r.name) for r in conn.execute(q).all()]
-
-    def summaries(self, run_ids: list[str]) -> dict[str, ConsistencyRunSummary]:
-        """Per run: its tests counted by status and the sum of their accuracies (one
-        grouped query over the run index)."""
-        if not run_ids:
-            return {}
-        scored = _T.status == "scored"
-        q = (
-            sa.select(
-                _T.run_id,
-                sa.func.count().label("tests"),
-                sa.func.sum(sa.case((scored, 1), else_=0)).label("scored"),
-                sa.func.sum(sa.case((_T.status == "error", 1), else_=0)).label("errors"),
-                sa.func.sum(sa.case((_T.status == "interrupted", 1), else_=0)).label("cut"),
-                sa.func.sum(sa.case((scored, _T.accuracy), else_=0.0)).label("acc"),
-                sa.func.sum(sa.case((sa.and_(scored, _T.accuracy.is_not(None)), 1), else_=0)).label(
-                    "with_acc"
-                ),
-            )
-            .where(_T.run_id.in_(run_ids))
-            .group_by(_T.run_id)
-        )
-        with self._store.read("reading test results") as conn:
-            rows = conn.execute(q).all()
-        return {
-            r.run_id: ConsistencyRunSummary(
-                run_id=r.run_id,
-                tests=int(r.tests),
-                scored=int(r.scored or 0),
-                errors=int(r.errors or 0),
-                interrupted=int(r.cut or 0),
-                accuracy_sum=float(r.acc or 0.0),
-                with_accuracy=int(r.with_acc or 0),
-            )
-            for r in rows
-        }

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
+from ..paths import inside_project
 from ..redact import (
     mask_credentials,
     redact,
@@ -366,8 +367,6 @@ def _project_sqlite(text: str, root: Path) -> Location:
     """An SQLite history named in config.yml, held to the rule for every path a project
     file names: a shared file must not make oxyeval write outside the project (a history
     at ``~/.ssh/authorized_keys`` would put test names into that file)."""
-    from ..project.files import inside_project  # not at import: it brings in the YAML reader
-
     key = ("history", "url")
     _refuse_connection_string(text, key=key)
     base = root.resolve()

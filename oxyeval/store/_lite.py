@@ -164,6 +164,7 @@ class _Workflows:
 
     def record(self, run_id: str, result: NewWorkflowRun) -> None:
         row, tasks = workflow_values(run_id, result)
+        status = workflow_status(result)
         with self._store.write("recording a workflow run") as cur:
             cur.execute(
                 "UPDATE runs SET done = done + ? WHERE id = ?", (finished_tasks(result), run_id)
@@ -175,7 +176,6 @@ class _Workflows:
             cur.execute(insert_sql("workflow_runs", row), row)
             if tasks:
                 cur.executemany(insert_sql("workflow_tasks", tasks[0]), tasks)
-            status = workflow_status(result)
             write_results(_LiteSql(cur), [workflow_result(row, status=status)])
 
 

@@ -188,7 +188,7 @@ class NewWorkflowRun:
     duration_ms: float = 0.0
     tasks: tuple[NewWorkflowTask, ...] | list[NewWorkflowTask] = ()
     #: How the run ended, as its suite decided it (completed, failed, interrupted): its
-    #: run row's and its result's status. Empty: worked out from the tasks and the error.
+    #: result's status. Required: the store records it and works none out.
     status: str = ""
 
 

@@ -24,7 +24,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._branch_rows import PASS_QUALITY
 from ._cache import Sql
 from ._result_rows import NewWorkflowRun, bounded_text
 from ._util import (
@@ -36,7 +35,7 @@ from ._util import (
     redact_text,
     utc_timestamp,
 )
-from .kinds import BRANCH_STATUSES, RUN_KINDS
+from .kinds import BRANCH_STATUSES, RUN_KINDS, WORKFLOW_STATUSES
 
 if TYPE_CHECKING:
     from ..evaluation import Result
@@ -49,6 +48,7 @@ __all__ = [
     "check_run_kind",
     "consistency_result",
     "execution_result",
+    "outcome",
     "result_row",
     "workflow_result",
     "workflow_status",
@@ -79,6 +79,7 @@ _RESULT_COLUMNS = (
     "error_message",
     "details",
     "created_at",
+    "outcome",
 )
 _SCORE_COLUMNS = ("result_id", "metric", "value", "label", "passed", "threshold", "reason")
 _DAILY_SUMS = (
@@ -107,6 +108,28 @@ def check_run_kind(kind: str, refused: Sequence[str] = ()) -> None:
         raise ValueError(f"run kind must be one of {', '.join(known)}, not {kind!r}")
 
 
+def outcome(kind: str, status: str, passed: bool | None) -> str:
+    """What a result counts as in its run (:data:`~.kinds.RESULT_OUTCOMES`), by its kind's
+    own statuses and the ``passed`` its writer decided: the kind's unknown statuses first
+    (an error is never a pass, whatever else was set), then its neutral ones, then
+    ``passed``. Kept with the row, so a reader counts any kind without knowing it.
+
+    The kind is registered wherever its results are written (its own code registers it;
+    :meth:`Results.add <oxyeval.store.Results.add>` refuses one that is not); a store used
+    bare, without the suites (a script, the store's own tests), writing one of its detail
+    tables' kinds, gets the core's default statuses."""
+    from ..evaluation import ResultKind, kind_names, result_kind
+
+    rules = result_kind(kind) if kind in kind_names() else ResultKind(kind, (status,))
+    if status in rules.unknown:
+        return "unknown"
+    if status in rules.neutral:
+        return "neutral"
+    if passed is None:
+        return "unjudged"
+    return "passed" if passed else "failed"
+
+
 _INSERT_RESULT = insert_sql("results", _RESULT_COLUMNS)
 _INSERT_SCORE = insert_sql("scores", _SCORE_COLUMNS)
 _UPSERT_DAILY = (
@@ -114,14 +137,23 @@ _UPSERT_DAILY = (
     + " ON CONFLICT (kind, subject, day) DO UPDATE SET "
     + ", ".join(f"{c} = result_daily.{c} + excluded.{c}" for c in _DAILY_SUMS)
 )
+_RUN_SUMS = ("results", "scored", "score_sum", "regressions")
+_UPSERT_RUN = (
+    insert_sql("run_totals", ("run_id", "outcome", "status", *_RUN_SUMS))
+    + " ON CONFLICT (run_id, outcome, status) DO UPDATE SET "
+    + ", ".join(f"{c} = run_totals.{c} + excluded.{c}" for c in _RUN_SUMS)
+)
 
 
 @dataclass(frozen=True)
 class ResultRow:
-    """One result's ``results`` row and its ``scores`` rows, checked and redacted."""
+    """One result's ``results`` row and its ``scores`` rows, checked and redacted;
+    ``regressed``: its writer found it regressed against its history (counted in its
+    run's totals; why is in the kind's own record)."""
 
     values: dict[str, Any]
     scores: tuple[dict[str, Any], ...] = ()
+    regressed: bool = False
 
 
 def _bounded(text: str | None) -> str | None:
@@ -208,16 +240,25 @@ def result_row(
         "error_message": _bounded(result.error),
         "details": canonical_json(redact_json(dict(result.details))),
         "created_at": utc_timestamp(created_at),
+        "outcome": outcome(result.kind, str(result.status)[:40], result.passed),
     }
-    return ResultRow(values, tuple(_score_values(result_id, s) for s in result.scores))
+    scores = tuple(_score_values(result_id, s) for s in result.scores)
+    return ResultRow(values, scores, regressed=bool(result.regressions))
 
 
-def _row(values: dict[str, Any], scores: Iterable[tuple[str, Any, str | None]] = ()) -> ResultRow:
+def _row(
+    values: dict[str, Any],
+    scores: Iterable[tuple[str, Any, str | None]] = (),
+    *,
+    regressed: bool = False,
+) -> ResultRow:
     """A row built from a kind's detail row (already redacted there)."""
     full = {c: values.get(c) for c in _RESULT_COLUMNS}
     full["repeat"] = values.get("repeat", 0)
     full["details"] = canonical_json(values.get("details", {}))
-    return ResultRow(full, tuple(_score_row(values["id"], *score) for score in scores))
+    full["outcome"] = outcome(full["kind"], full["status"], full["passed"])
+    scored = tuple(_score_row(values["id"], *score) for score in scores)
+    return ResultRow(full, scored, regressed=regressed)
 
 
 def consistency_result(v: Mapping[str, Any]) -> ResultRow:
@@ -299,6 +340,7 @@ def execution_result(
             },
         },
         scores,
+        regressed=bool(v["is_regression"]),
     )
 
 
@@ -341,8 +383,8 @@ def branch_result(
     created_at: str | None = None,
 ) -> ResultRow:
     """The result of one A/B branch execution (kind ``ab``): subject and branch are the
-    branch id, repeat its iteration; passed only for a success with a quality score (at
-    least 0.7); quality, similarity and clarity as named scores; what only A/B has in
+    branch id, repeat its iteration; passed as the writer decided it (an error never
+    passes or fails); quality, similarity and clarity as named scores; what only A/B has in
     ``details`` (:data:`BRANCH_DETAIL_KEYS`, over the engine's own ``details``). Checked
     and redacted here, whatever the caller did: a model may echo a secret."""
     if e.status not in BRANCH_STATUSES:
@@ -356,12 +398,16 @@ def branch_result(
         raise ValueError(f"an A/B execution's iteration is a count from 0, not {e.iteration!r}")
     if e.status == "error" and not e.error:
         raise ValueError(f"an errored A/B execution of {e.branch_id!r} needs its error text")
+    if e.passed is not None and (not isinstance(e.passed, bool) or e.status != "success"):
+        raise ValueError(
+            f"an A/B execution's passed is true, false or None (None unless it succeeded), "
+            f"not {e.passed!r} for status {e.status!r}"
+        )
     if not isinstance(e.details, Mapping):
         raise TypeError(f"an A/B execution's details must be a mapping, not {e.details!r}")
     quality = _share("quality score", e.quality_score)
     similarity = _share("similarity score", e.similarity_score)
     clarity = _share("clarity score", e.clarity_score)
-    success = e.status == "success"
     result_id = id or new_id()
     details = {
         **redact_json(dict(e.details)),
@@ -390,7 +436,7 @@ def branch_result(
         "branch": e.branch_id,
         "repeat": e.iteration,
         "status": e.status,
-        "passed": (quality >= PASS_QUALITY) if success and quality is not None else None,
+        "passed": e.passed,
         "score": quality,
         "latency_ms": _measure("latency", e.latency_ms),
         "ttft_ms": _measure("time to first token", e.time_to_first_token),
@@ -401,18 +447,20 @@ def branch_result(
         "error_message": _bounded(e.error),
         "details": canonical_json(details),
         "created_at": utc_timestamp(created_at),
+        "outcome": outcome("ab", e.status, e.passed),
     }
     return ResultRow(values, tuple(scores))
 
 
 def workflow_status(result: NewWorkflowRun) -> str:
-    """How a recorded workflow run ended, as its result's status: the suite's word when
-    it gave one, else read from the tasks and the error."""
-    if result.status:
-        return result.status
-    if any(t.status in ("interrupted", "running") for t in result.tasks):
-        return "interrupted"
-    return "failed" if result.error is not None else "completed"
+    """How a recorded workflow run ended, as its result's status: the suite's word for it
+    (its final status rule), checked; the store does not work one out of the tasks."""
+    if result.status not in WORKFLOW_STATUSES:
+        raise ValueError(
+            f"a workflow run's status is how its suite said it ended, one of "
+            f"{', '.join(WORKFLOW_STATUSES)}, not {result.status!r}"
+        )
+    return result.status
 
 
 def workflow_result(
@@ -470,3 +518,25 @@ def write_results(sql: Sql, rows: Sequence[ResultRow]) -> None:
     if scores:
         sql.run(_INSERT_SCORE, scores)
     sql.run(_UPSERT_DAILY, _daily(rows))
+    totals = _run_totals(rows)
+    if totals:
+        sql.run(_UPSERT_RUN, totals)
+
+
+def _run_totals(rows: Sequence[ResultRow]) -> list[dict[str, Any]]:
+    """What each run's results add to its ``run_totals`` (results outside a run add none)."""
+    totals: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for row in rows:
+        v = row.values
+        if v["run_id"] is None:
+            continue
+        key = (v["run_id"], v["outcome"], v["status"])
+        t = totals.setdefault(key, {"results": 0, "scored": 0, "score_sum": 0.0, "regressions": 0})
+        t["results"] += 1
+        if v["score"] is not None:
+            t["scored"] += 1
+            t["score_sum"] += v["score"]
+        t["regressions"] += row.regressed
+    return [
+        {"run_id": r, "outcome": o, "status": s, **t} for (r, o, s), t in sorted(totals.items())
+    ]

@@ -57,15 +57,19 @@ class StoredResult:
     details: dict[str, Any]
     created_at: str
     scores: tuple[StoredScore, ...]
+    #: What it counts as in its run (:data:`~oxyeval.store.RESULT_OUTCOMES`), as stored.
+    outcome: str = "unjudged"
 
     def to_dict(self) -> dict[str, Any]:
         """:meth:`Result.to_dict <oxyeval.evaluation.Result.to_dict>` with where it is
-        stored: the same shape as a live result, plus ``id``, ``runId``, ``createdAt``."""
+        stored: the same shape as a live result, plus ``id``, ``runId``, ``createdAt`` and
+        ``outcome``."""
         return {
             "id": self.id,
             "runId": self.run_id,
             **self.to_result().to_dict(),
             "createdAt": self.created_at,
+            "outcome": self.outcome,
         }
 
     def to_result(self) -> Result:
@@ -205,6 +209,7 @@ class Results:
                     details=loads(v["details"]) or {},
                     created_at=v["created_at"],
                     scores=tuple(scores.get(v["id"], ())),
+                    outcome=v["outcome"],
                 )
             )
         return out

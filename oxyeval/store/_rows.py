@@ -8,15 +8,13 @@ here: see ``oxyeval.report.cases``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
-
-from ..providers import stopped_at_token_limit  # the one truncation rule; no httpx behind it
 
 __all__ = [
     "CaseHistory",
     "CaseStats",
-    "ConsistencyRunSummary",
     "Execution",
     "ExecutionSummary",
     "HistoryPoint",
@@ -175,15 +173,16 @@ class Execution:
     def pending(self) -> bool:
         return self.status == "pending"
 
-    @property
-    def truncated(self) -> bool:
-        """The model stopped at its token limit: the output may be cut off."""
-        return stopped_at_token_limit(self.finish_reason)
-
 
 @dataclass(frozen=True)
 class Run:
-    """A run with counts of its executions by status (test-case runs)."""
+    """A run with its results counted, the same way for every kind (``results.outcome``):
+    ``passed`` and ``failed`` by their own check, ``errors`` those whose outcome is
+    unknown, ``pending`` those their kind calls neutral; ``results`` all of them;
+    ``average_score`` over the scored ones whose outcome is known (an interrupted test's
+    partial score is not averaged). ``statuses`` counts them by their kind's own status
+    words; ``regressions`` is what only test cases have (their executions).
+    """
 
     id: str
     kind: str
@@ -203,6 +202,14 @@ class Run:
     pending: int = 0
     errors: int = 0
     regressions: int = 0
+    results: int = 0
+    scored: int = 0
+    score_sum: float = 0.0
+    statuses: Mapping[str, int] = field(default_factory=dict, hash=False)
+
+    @property
+    def average_score(self) -> float | None:
+        return average(self.score_sum, self.scored)
 
 
 @dataclass(frozen=True)
@@ -293,23 +300,6 @@ class CaseHistory:
     avg_score: float | None
     avg_length: float | None
     recent: tuple[HistoryPoint, ...] = ()
-
-
-@dataclass(frozen=True)
-class ConsistencyRunSummary:
-    """The tests of one ``oxy test`` run, counted by status (what ``oxy history`` lists)."""
-
-    run_id: str
-    tests: int
-    scored: int
-    errors: int
-    interrupted: int
-    accuracy_sum: float
-    with_accuracy: int  # scored tests (partial scores of interrupted ones are not counted)
-
-    @property
-    def average_accuracy(self) -> float | None:
-        return average(self.accuracy_sum, self.with_accuracy)
 
 
 @dataclass(frozen=True)

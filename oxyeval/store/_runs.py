@@ -27,7 +27,7 @@ from ._errors import NotFoundError
 from ._owner import DEAD, UNKNOWN, current_owner, run_state
 from ._results import check_run_kind
 from ._rows import Run
-from ._tables import executions, runs
+from ._tables import run_totals, runs
 from ._util import new_id, utc_timestamp
 from .kinds import FINISHED_RUN_STATUSES
 
@@ -82,30 +82,45 @@ def interrupt_runs(conn: Connection, run_ids: Sequence[str]) -> None:
         )
 
 
-def _counts(conn: Connection, run_ids: list[str]) -> dict[str, dict[str, int]]:
-    """Executions of these runs counted by status (one grouped query over the run index)."""
-    if not run_ids:
+#: ``Run``'s count of each stored outcome (``unjudged`` is counted in ``results`` only).
+_COUNTED = {"passed": "passed", "failed": "failed", "unknown": "errors", "neutral": "pending"}
+_T = run_totals.c
+#: Built once: building it per call cost as much as running it.
+_TOTALS = sa.select(
+    _T.run_id, _T.outcome, _T.status, _T.results, _T.scored, _T.score_sum, _T.regressions
+).where(_T.run_id.in_(sa.bindparam("runs", expanding=True)))
+
+
+def _counts(conn: Connection, found: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """Each run's results counted by their stored outcome, whatever their kind, from the
+    totals kept as they were written (a few rows per run, however many results it has)."""
+    if not found:
         return {}
-    e = executions.c
-    rows = conn.execute(
-        sa.select(
-            e.run_id,
-            e.status,
-            sa.func.count().label("n"),
-            sa.func.sum(sa.case((e.is_regression, 1), else_=0)).label("regressions"),
-        )
-        .where(e.run_id.in_(run_ids))
-        .group_by(e.run_id, e.status)
-    ).all()
-    out: dict[str, dict[str, int]] = {}
-    for r in rows:
-        c = out.setdefault(r.run_id, {"regressions": 0})
-        c[r.status] = int(r.n)
-        c["regressions"] += int(r.regressions or 0)
+    out: dict[str, dict[str, Any]] = {}
+    rows = conn.execute(_TOTALS, {"runs": [r.id for r in found]}).all()
+    for run_id, outcome, status, n, scored, score_sum, regressions in rows:
+        c = out.get(run_id)
+        if c is None:
+            c = out[run_id] = {
+                "results": 0,
+                "scored": 0,
+                "score_sum": 0.0,
+                "regressions": 0,
+                "statuses": {},
+            }
+        c["results"] += n
+        c["regressions"] += regressions
+        c["statuses"][status] = c["statuses"].get(status, 0) + n
+        if outcome in _COUNTED:
+            key = _COUNTED[outcome]
+            c[key] = c.get(key, 0) + n
+        if outcome != "unknown":  # an interrupted test's partial score is no average
+            c["scored"] += scored
+            c["score_sum"] += score_sum
     return out
 
 
-def _run(r: Any, counts: dict[str, int] | None) -> Run:
+def _run(r: Any, counts: dict[str, Any] | None) -> Run:
     c = counts or {}
     return Run(
         id=r.id,
@@ -124,8 +139,12 @@ def _run(r: Any, counts: dict[str, int] | None) -> Run:
         passed=c.get("passed", 0),
         failed=c.get("failed", 0),
         pending=c.get("pending", 0),
-        errors=c.get("error", 0),
+        errors=c.get("errors", 0),
         regressions=c.get("regressions", 0),
+        results=c.get("results", 0),
+        scored=c.get("scored", 0),
+        score_sum=c.get("score_sum", 0.0),
+        statuses=c.get("statuses", {}),
     )
 
 
@@ -193,7 +212,7 @@ class Runs:
     def get(self, run_id: str) -> Run | None:
         with self._store.read("reading a run") as conn:
             row = conn.execute(sa.select(runs).where(_R.id == run_id)).first()
-            counts = _counts(conn, [run_id]) if row is not None else {}
+            counts = _counts(conn, [row]) if row is not None else {}
         return None if row is None else _run(row, counts.get(run_id))
 
     def list(
@@ -206,8 +225,7 @@ class Runs:
         status: str | None = None,
         offset: int = 0,
     ) -> list[Run]:
-        """Newest first, with passed/failed/pending/errors/regressions counted from each run's
-        executions."""
+        """Newest first, each with its results counted (:class:`~._rows.Run`)."""
         q = sa.select(runs)
         if kind is not None:
             q = q.where(_R.kind == kind)
@@ -220,7 +238,7 @@ class Runs:
         q = q.order_by(_R.started_at.desc(), _R.seq.desc()).limit(limit).offset(max(0, offset))
         with self._store.read("listing runs") as conn:
             rows = conn.execute(q).all()
-            counts = _counts(conn, [r.id for r in rows])
+            counts = _counts(conn, rows)
         return [_run(r, counts.get(r.id)) for r in rows]
 
     def _stale(self, conn: Connection) -> list[str]:

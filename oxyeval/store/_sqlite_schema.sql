@@ -80,7 +80,7 @@ CREATE TABLE oxyeval_schema_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT oxyeval_schema_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "oxyeval_schema_version" VALUES('0006');
+INSERT INTO "oxyeval_schema_version" VALUES('0007');
 CREATE TABLE prompt_versions (
 	prompt_id TEXT NOT NULL, 
 	version INTEGER NOT NULL, 
@@ -138,8 +138,20 @@ CREATE TABLE results (
 	error_message TEXT, 
 	details TEXT DEFAULT '{}' NOT NULL, 
 	created_at TEXT NOT NULL, 
+	outcome TEXT DEFAULT 'unjudged' NOT NULL, 
 	PRIMARY KEY (seq), 
 	UNIQUE (id), 
+	FOREIGN KEY(run_id) REFERENCES runs (id)
+);
+CREATE TABLE run_totals (
+	run_id TEXT NOT NULL, 
+	outcome TEXT NOT NULL, 
+	status TEXT NOT NULL, 
+	results INTEGER NOT NULL, 
+	scored INTEGER NOT NULL, 
+	score_sum FLOAT NOT NULL, 
+	regressions INTEGER NOT NULL, 
+	PRIMARY KEY (run_id, outcome, status), 
 	FOREIGN KEY(run_id) REFERENCES runs (id)
 );
 CREATE TABLE runs (

@@ -41,6 +41,7 @@ __all__ = [
     "prompts",
     "result_daily",
     "results",
+    "run_totals",
     "runs",
     "scores",
     "test_branches",
@@ -320,6 +321,9 @@ results = sa.Table(
     sa.Column("error_message", sa.Text),
     sa.Column("details", sa.Text, nullable=False, server_default="{}"),
     sa.Column("created_at", sa.Text, nullable=False),
+    # What the result counts as in its run (``kinds.RESULT_OUTCOMES``), as its kind said
+    # when it was written (revision 0007): readers count every kind by it alone.
+    sa.Column("outcome", sa.Text, nullable=False, server_default="unjudged"),
     sa.Index("ix_results_subject", "kind", "subject", "created_at", "seq"),
     sa.Index("ix_results_run", "run_id", "seq"),
     sa.Index("ix_results_branch", "branch", "seq"),  # a branch's executions, newest first
@@ -361,6 +365,22 @@ result_daily = sa.Table(
     sa.Column("cost_sum", sa.Float, nullable=False),
     sa.Column("input_tokens", sa.BigInteger, nullable=False),
     sa.Column("output_tokens", sa.BigInteger, nullable=False),
+)
+
+
+# Per run, its results counted by outcome and status (revision 0007), kept in the same
+# transaction as each result like ``result_daily``: the runs list reads a few rows per
+# run, never a scan of a run's results, however many it holds.
+run_totals = sa.Table(
+    "run_totals",
+    metadata,
+    sa.Column("run_id", sa.Text, sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("outcome", sa.Text, primary_key=True),
+    sa.Column("status", sa.Text, primary_key=True),
+    sa.Column("results", sa.Integer, nullable=False),
+    sa.Column("scored", sa.Integer, nullable=False),
+    sa.Column("score_sum", sa.Float, nullable=False),
+    sa.Column("regressions", sa.Integer, nullable=False),
 )
 
 

@@ -32,6 +32,7 @@ class WorkflowRuns:
         """Store a workflow run's output and tasks under its run (kind 'workflow').
         Outputs, variables and errors are redacted: a model may echo a secret."""
         row, tasks = workflow_values(run_id, result)
+        status = workflow_status(result)
         with self._store.write("recording a workflow run") as conn:
             done = conn.execute(
                 runs.update()
@@ -45,7 +46,7 @@ class WorkflowRuns:
             conn.execute(workflow_runs.insert().values(**row))
             if tasks:
                 conn.execute(workflow_tasks.insert(), tasks)
-            write_results(_SaSql(conn), [workflow_result(row, status=workflow_status(result))])
+            write_results(_SaSql(conn), [workflow_result(row, status=status)])
 
     def get(self, run_id: str) -> WorkflowRunRecord | None:
         with self._store.read("reading a workflow run") as conn:

@@ -16,9 +16,11 @@ __all__ = [
     "FINISHED_RUN_STATUSES",
     "MAX_BRANCHES",
     "RESERVED_RUN_KINDS",
+    "RESULT_OUTCOMES",
     "RUN_KINDS",
     "RUN_KIND_ALIASES",
     "RUN_STATUSES",
+    "WORKFLOW_STATUSES",
 ]
 
 #: The kinds of run the built-in commands write: ``oxy cases run`` (cases), ``oxy test``
@@ -40,10 +42,20 @@ RUN_STATUSES = ("running", "completed", "interrupted", "failed")
 #: The statuses a finished run can have (``runs.finish``).
 FINISHED_RUN_STATUSES = ("completed", "interrupted", "failed")
 
+#: What a result counts as in its run, stored with it (``results.outcome``): ``passed`` or
+#: ``failed`` its own check (``passed`` true or false); ``unknown`` a status its kind says
+#: leaves the outcome unknown (an error, an interruption: the run's errors); ``neutral``
+#: one its kind says is neither (a pending case); ``unjudged`` finished with no check of
+#: its own (a consistency test's accuracy, a completed workflow: run-wide gates judge it).
+RESULT_OUTCOMES = ("passed", "failed", "unknown", "neutral", "unjudged")
+
 #: A test case execution's status (``oxy cases run``).
 EXECUTION_STATUSES = ("passed", "failed", "pending", "error")
 #: A consistency test's status (``oxy test``), in its results, its JSON and its history.
 CONSISTENCY_STATUSES = ("scored", "error", "interrupted")
+
+#: How a recorded workflow run ended, as its suite said it (results of kind ``workflow``).
+WORKFLOW_STATUSES = ("completed", "failed", "interrupted")
 
 #: An A/B branch execution's status (results of kind ``ab``).
 BRANCH_STATUSES = ("success", "error")

@@ -21,7 +21,6 @@ from .._lazy import lazy_exports
 _EXPORTS = {
     "workflow_result": "workflows",
     "WorkflowOutcome": "workflows",
-    "ask_result": "workflows",
     "load_test_files": "passfail",
     "run_test_files": "passfail",
     "run_test_files_async": "passfail",
@@ -58,6 +57,10 @@ _EXPORTS = {
     "run_tests": "consistency",
     "run_tests_async": "consistency",
     "Consistency": "consistency",
+    "Cases": "cases.run",
+    "AB": "ab.run",
+    "PassFail": "passfail.run",
+    "Workflow": "workflows",
     "OutputRecord": "consistency",
     "ConsistencyTestResult": "consistency",
     "ConsistencyRun": "consistency",
@@ -65,7 +68,9 @@ _EXPORTS = {
     "CaseResult": "cases",
     "CaseRun": "cases",
     "accept_baseline": "cases",
-    "API_SOURCE": "cases",
+    "API_SOURCE": "prompt_sync",
+    "sync_prompt": "prompt_sync",
+    "sync_files": "prompt_sync",
     "create_prompt": "cases",
     "latest_ab_run": "ab",
     "sync_declared": "ab",
@@ -78,15 +83,17 @@ _EXPORTS = {
     "check_accept": "cases",
     "find_case": "cases",
     "run_workflow": "workflows",
-    "ask": "workflows",
+    "ask": "asking",
+    "Ask": "asking",
+    "AskOutcome": "asking",
     "AgentTarget": "targets",
     "PromptTarget": "targets",
     "Target": "targets",
     "WorkflowTarget": "targets",
-    "cache_factory": "cache",
-    "history_location": "history",
-    "open_history": "history",
-    "clear_cache": "cache",
+    "cache_factory": "run_cache",
+    "history_location": "history_store",
+    "open_history": "history_store",
+    "clear_cache": "run_cache",
     "TestHistory": "history_queries",
     "history_of_test": "history_queries",
     "StoredRunView": "history_queries",
@@ -95,14 +102,18 @@ _EXPORTS = {
     "preview_cases": "cases.selection",
 }
 __all__ = [
+    "AB",
     "API_SOURCE",
     "ABCaseResult",
     "ABRun",
     "AgentTarget",
+    "Ask",
+    "AskOutcome",
     "BranchOutcome",
     "BranchSummary",
     "CaseResult",
     "CaseRun",
+    "Cases",
     "Consistency",
     "ConsistencyRun",
     "ConsistencyTestResult",
@@ -110,6 +121,7 @@ __all__ = [
     "CriterionResult",
     "Kind",
     "OutputRecord",
+    "PassFail",
     "PassFailRun",
     "ProgressSink",
     "PromptTarget",
@@ -126,11 +138,11 @@ __all__ = [
     "Target",
     "TestHistory",
     "ValidationReport",
+    "Workflow",
     "WorkflowOutcome",
     "WorkflowTarget",
     "accept_baseline",
     "ask",
-    "ask_result",
     "cache_factory",
     "check_accept",
     "clear_cache",
@@ -167,6 +179,8 @@ __all__ = [
     "stored_ab_result",
     "stored_run",
     "sync_declared",
+    "sync_files",
+    "sync_prompt",
     "validate_paths",
     "workflow_result",
 ]
@@ -188,9 +202,9 @@ if TYPE_CHECKING:
         stored_ab_result,
         sync_declared,
     )
-    from .cache import cache_factory, clear_cache
+    from .ab.run import AB
+    from .asking import Ask, AskOutcome, ask
     from .cases import (
-        API_SOURCE,
         CaseResult,
         CaseRun,
         accept_baseline,
@@ -200,6 +214,7 @@ if TYPE_CHECKING:
         run_cases,
         run_cases_async,
     )
+    from .cases.run import Cases
     from .cases.selection import preview_cases
     from .compare import ResultChange, RunComparison, compare_runs
     from .consistency import (
@@ -211,7 +226,6 @@ if TYPE_CHECKING:
         run_tests,
         run_tests_async,
     )
-    from .history import history_location, open_history
     from .history_queries import (
         StoredRunView,
         TestHistory,
@@ -219,6 +233,7 @@ if TYPE_CHECKING:
         recent_runs,
         stored_run,
     )
+    from .history_store import history_location, open_history
     from .passfail import (
         Criterion,
         CriterionResult,
@@ -233,9 +248,11 @@ if TYPE_CHECKING:
         run_test_files,
         run_test_files_async,
     )
+    from .passfail.run import PassFail
     from .recorder import Recorder, RunRow, Storage
+    from .run_cache import cache_factory, clear_cache
     from .status import StoredRun, final_status
     from .suite import Kind, ProgressSink, SuiteRun, progress_events
     from .targets import AgentTarget, PromptTarget, Target, WorkflowTarget
     from .validate import ValidationReport, validate_paths
-    from .workflows import WorkflowOutcome, ask, ask_result, run_workflow, workflow_result
+    from .workflows import Workflow, WorkflowOutcome, run_workflow, workflow_result

@@ -55,7 +55,13 @@ def result_key(result: StoredResult) -> str:
 
 
 def _failed(r: StoredResult) -> bool:
-    return r.status == "error" or r.passed is False
+    """Failed its own check, or its outcome is unknown (an error, by its kind's statuses,
+    as stored with it: the same rule the run's counts use)."""
+    return r.outcome in ("failed", "unknown")
+
+
+def _errored(r: StoredResult) -> bool:
+    return r.outcome == "unknown"
 
 
 def _classify(before: StoredResult | None, after: StoredResult | None) -> tuple[str, float | None]:
@@ -70,9 +76,9 @@ def _classify(before: StoredResult | None, after: StoredResult | None) -> tuple[
         return "regressed", delta
     if _failed(before) and not _failed(after) and after.passed is not None:
         return "fixed", delta
-    if after.status == "error" and before.status != "error":
+    if _errored(after) and not _errored(before):
         return "regressed", delta
-    if before.status == "error" and after.status != "error":
+    if _errored(before) and not _errored(after):
         return "fixed", delta
     if delta is not None and delta > SCORE_EPSILON:
         return "improved", delta

@@ -17,7 +17,6 @@ from ..store import RUN_KIND_ALIASES, RUN_KINDS
 if TYPE_CHECKING:
     from ..store import (
         ConsistencyResult,
-        ConsistencyRunSummary,
         Run,
         Store,
         StoredResult,
@@ -38,10 +37,9 @@ _HINTS = 10  # stored test names suggested for a name that matches none
 
 @dataclass
 class RunListing:
-    """Recent runs, newest first; ``tests`` summarises each consistency run's results."""
+    """Recent runs, newest first, each with its results counted (the same for every kind)."""
 
     runs: list[Run] = field(default_factory=list)
-    tests: dict[str, ConsistencyRunSummary] = field(default_factory=dict)
 
 
 def recent_runs(store: Store | None, limit: int = 20, kind: str | None = None) -> RunListing:
@@ -61,8 +59,7 @@ def recent_runs(store: Store | None, limit: int = 20, kind: str | None = None) -
         replace(r, status="interrupted") if r.id in stale else r
         for r in store.runs.list(limit, kind=kind)
     ]
-    consistency = [r.id for r in runs if r.kind == "consistency"]
-    return RunListing(runs, store.tests.summaries(consistency))
+    return RunListing(runs)
 
 
 @dataclass

@@ -32,7 +32,7 @@ from .status import StoredRun, final_status
 if TYPE_CHECKING:
     from ..project.config import Project
     from ..store import Location, Store
-    from .history import Histories, History, RunStore
+    from .history_store import Histories, History, RunStore
 
 __all__ = ["Handle", "KeptThenCancelled", "Recorded", "Recorder", "RunRow", "Storage"]
 

@@ -52,9 +52,9 @@ from ..evaluation import (
     result_kind,
 )
 from ..redact import secret_scope
-from .cache import cache_factory
-from .history import Histories
+from .history_store import Histories
 from .recorder import Handle, Recorded, Recorder, RunRow, Storage
+from .run_cache import cache_factory
 from .status import final_status, interrupted_by
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from ..project.config import Project
     from ..providers import RetryPolicy
     from ..workflow.context import RunContext, RunContexts
-    from .cache import RunCaches
+    from .run_cache import RunCaches
 
 __all__ = [
     "Kind",

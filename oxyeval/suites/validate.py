@@ -54,7 +54,7 @@ def history_problems(project: Project) -> list[Diagnostic]:
     error; a folder that does not exist (and will not be created) or an unset
     ``password_var`` a warning (validating needs no secrets, like an unset key_var; the commands connect
     without it, so PGPASSWORD or ~/.pgpass may still do)."""
-    from .history import history_location
+    from .history_store import history_location
 
     try:
         # config.yml's entry itself, whatever OXY_DB says for this shell.

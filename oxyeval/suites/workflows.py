@@ -1,5 +1,4 @@
-"""``oxy run`` on a workflow as a kind on the run pipeline (:class:`Workflow`), and ``oxy
-run AGENT --question`` (:func:`ask`).
+"""``oxy run`` on a workflow as a kind on the run pipeline (:class:`Workflow`).
 
 The engine (:mod:`oxyeval.workflow`) runs a workflow and knows nothing of the store; the
 suite run gives it the project's context (models, databases, the run's cache) and, when
@@ -28,21 +27,17 @@ from ..project.config import load_project
 from ..store import NewWorkflowRun, NewWorkflowTask
 from ..workflow.outputs import to_jsonable
 from ..workflow.records import TaskRecord, WorkflowRun
-from .cache import cache_factory
 from .recorder import Handle, RunRow, Storage
 from .status import StoredRun
 from .suite import SuiteRun
 
 if TYPE_CHECKING:
-    from ..workflow.ask import AgentAnswer
     from ..workflow.context import RunContext
-    from .history import RunStore
+    from .history_store import RunStore
 
 __all__ = [
     "Workflow",
     "WorkflowOutcome",
-    "ask",
-    "ask_result",
     "new_workflow_run",
     "run_workflow",
     "workflow_result",
@@ -59,12 +54,6 @@ WORKFLOW = register_kind(
         unknown=frozenset({"failed", "interrupted"}),
         noun="workflow",
     )
-)
-
-#: One question to an agent (``oxy run AGENT --question``): not stored, reported as a
-#: result so its document is a run like any other; cut short, its outcome is unknown.
-ASK = register_kind(
-    ResultKind("ask", ("succeeded", "interrupted"), unknown=frozenset({"interrupted"}), noun="ask")
 )
 
 
@@ -303,20 +292,6 @@ def workflow_result(subject: str, run: WorkflowRun, status: str) -> Result:
     )
 
 
-def ask_result(answer: AgentAnswer) -> Result:
-    """An agent's answer as the evaluation core's result (kind ``ask``)."""
-    return Result(
-        kind="ask",
-        subject=answer.agent,
-        status=answer.status,
-        output=answer.output,
-        error="interrupted before the agent answered" if answer.interrupted else None,
-        latency_ms=None if answer.duration_s is None else round(answer.duration_s * 1000, 3),
-        input_tokens=answer.input_tokens,
-        output_tokens=answer.output_tokens,
-    )
-
-
 def _events(
     suite: SuiteRun, subject: str, on_event: Callable[[TaskRecord], None] | None
 ) -> Callable[[TaskRecord], None]:
@@ -338,27 +313,3 @@ def _events(
             on_event(record)
 
     return event
-
-
-async def ask(
-    path: str | Path,
-    question: str,
-    *,
-    project_dir: str | None = None,
-    environ: Mapping[str, str] | None = None,
-    into: AgentAnswer | None = None,
-    cache: bool | None = None,
-) -> AgentAnswer:
-    """``oxy run AGENT --question``: ask an agent one question, its answers kept in (and,
-    with ``cache=True``, replayed from) the project's history, as for every other run
-    (:func:`oxyeval.workflow.ask_agent`, whose errors it raises)."""
-    from ..workflow.ask import ask_agent
-
-    return await ask_agent(
-        path,
-        question,
-        project_dir=project_dir,
-        environ=environ,
-        into=into,
-        cache=cache_factory(cache),
-    )

@@ -11,7 +11,7 @@ kept in the history, one judge session, named for the judged metrics by
 :func:`~oxyeval.testing._judge.judging_in`), one concurrency budget, the event stream
 (subjects started, samples, scores, results recorded), the run row and its results in
 the history (kept by the suite run's recorder, compared with earlier results by
-:mod:`~oxyeval.testing._history`), finished by the one status rule
+:mod:`~oxyeval.testing._regressions`), finished by the one status rule
 (:func:`~oxyeval.suites.final_status`); pass or fail is the one decision's
 (:func:`~oxyeval.testing._results.decide_results`).
 """
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from .._tasks import gather_settled
 from ..errors import OxyError
 from ..evaluation import SampleFinished, ScoreRecorded, SubjectStarted
-from ._history import STORAGE
 from ._judge import judging_in
+from ._regressions import STORAGE
 from ._results import SDK, Measured, decide_results, regression_lines, sdk_result
 
 if TYPE_CHECKING:

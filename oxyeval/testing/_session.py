@@ -78,7 +78,7 @@ class LiveRun:
     async def _run(self, where: Path) -> SdkRun:
         from ..project import find_config
         from ..suites import SuiteRun
-        from ._history import STORAGE
+        from ._regressions import STORAGE
         from ._run import SdkRun
 
         config = find_config(where)

@@ -19,6 +19,7 @@ _EXPORTS = {
     "AgentRunner": "agent",
     "AgentAnswer": "ask",
     "ask_agent": "ask",
+    "answer_in": "ask",
     "CompileCache": "compile",
     "CompiledWorkflow": "compile",
     "compile_workflow": "compile",
@@ -61,6 +62,7 @@ __all__ = [
     "Workflow",
     "WorkflowFailed",
     "WorkflowRun",
+    "answer_in",
     "ask_agent",
     "compile_workflow",
     "execute_workflow",
@@ -74,7 +76,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .agent import AgentRunner
-    from .ask import AgentAnswer, ask_agent
+    from .ask import AgentAnswer, answer_in, ask_agent
     from .compile import (
         CompileCache,
         CompiledWorkflow,

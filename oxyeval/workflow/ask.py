@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..project.agents import Agent
     from ..providers import ToolStep
-    from .context import CacheFactory
+    from .context import CacheFactory, RunContext
 
-__all__ = ["AgentAnswer", "ask_agent"]
+__all__ = ["AgentAnswer", "answer_in", "ask_agent"]
 
 
 @dataclass(repr=False)
@@ -70,7 +71,8 @@ async def ask_agent(
     into: AgentAnswer | None = None,
     cache: CacheFactory | None = None,
 ) -> AgentAnswer:
-    """Ask the agent in ``path`` one question, with its tools and its model.
+    """Ask the agent in ``path`` one question, with its tools and its model, in a context
+    of its own (a run of the suites goes through :func:`answer_in`, in the run's).
 
     ``duration_s`` is the agent's own time (model and tool calls) when it answers, and
     the whole time since the call when it is interrupted. ``into`` (an empty
@@ -78,14 +80,11 @@ async def ask_agent(
     SIGTERM) still holds it, marked ``interrupted``. Bad input raises
     :class:`~oxyeval.errors.OxyError` (exit code 2); a failed model call
     :class:`~oxyeval.errors.ProviderError` (3). ``cache`` makes the project's answer
-    cache (``oxyeval.suites.cache.cache_factory``); None: the model is always asked. It
-    is made once the model's key is found, so an ask that cannot start never opens (or
-    creates) the history the cache lives in.
+    cache; None: the model is always asked. It is made once the model's key is found, so
+    an ask that cannot start never opens (or creates) the history the cache lives in.
     """
     from ..project.agents import load_agent
     from ..project.config import load_project
-    from ..providers import counting
-    from .agent import describe_calls
     from .context import RunContext
 
     answer = into if into is not None else AgentAnswer()
@@ -98,14 +97,37 @@ async def ask_agent(
         async with RunContext(project, environ=environ) as context:
             context.models.check([agent.model])
             context.cache = cache(project) if cache is not None else None
-            with counting() as tally:
-                try:
-                    completion = await context.agent(agent).ask(question)
-                finally:
-                    answer.cached_calls = tally.calls
+            return await answer_in(context, agent, question, answer, started=started)
     except (asyncio.CancelledError, KeyboardInterrupt):
         answer.status = "interrupted"
         answer.duration_s = round(time.perf_counter() - started, 4)
+        raise
+
+
+async def answer_in(
+    context: RunContext,
+    agent: Agent,
+    question: str,
+    answer: AgentAnswer,
+    *,
+    started: float | None = None,
+) -> AgentAnswer:
+    """Ask ``agent`` (its model's key already found) ``question`` in ``context``, filling
+    ``answer``; cut short, it is marked ``interrupted`` with the time it ran."""
+    from ..providers import counting
+    from .agent import describe_calls
+
+    began = time.perf_counter() if started is None else started
+    answer.agent = agent.display
+    try:
+        with counting() as tally:
+            try:
+                completion = await context.agent(agent).ask(question)
+            finally:
+                answer.cached_calls = tally.calls
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        answer.status = "interrupted"
+        answer.duration_s = round(time.perf_counter() - began, 4)
         raise
     answer.status = "succeeded"
     answer.output = completion.text

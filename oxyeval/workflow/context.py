@@ -35,7 +35,7 @@ DEFAULT_CONCURRENCY = 8
 
 
 class CallCache(Protocol):
-    """A run's cache of model calls (the history store's is :mod:`oxyeval.suites.cache`;
+    """A run's cache of model calls (the history store's is :mod:`oxyeval.suites.run_cache`;
     this package cannot import it): answers for agents and prompts, verdicts for judges;
     either is None when the run's policy does not cache it."""
 

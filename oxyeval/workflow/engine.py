@@ -321,7 +321,7 @@ async def execute_workflow(
     ``into`` (an empty ``WorkflowRun()``) is filled as tasks finish, so a caller
     whose run is cancelled (Ctrl-C, SIGTERM) still has every finished task, and
     the rest marked ``interrupted``. ``cache`` makes the project's cache of answers
-    and verdicts (``oxyeval.suites.cache.cache_factory``); None: nothing is cached.
+    and verdicts (``oxyeval.suites.run_cache.cache_factory``); None: nothing is cached.
     """
     from ..errors import Diagnostic
     from ..project.config import load_project

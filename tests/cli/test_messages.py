@@ -176,7 +176,7 @@ def test_every_logged_warning_reads_warning_and_notes_stay_plain() -> None:
 
     out = io.StringIO()
     setup_logging(Console(file=out, width=200, color_system=None), debug=False)
-    log = logging.getLogger("oxyeval.suites.cache")
+    log = logging.getLogger("oxyeval.suites.run_cache")
     log.warning("cache: disabled for this run, the history database failed: %s", "locked")
     log.warning("warning: already prefixed")
     log.info("a plain note")

@@ -366,6 +366,31 @@ def test_runs_page_picks_two_runs_and_the_comparison_shows_the_regression(
     assert _css(browser, "#view img") == []
 
 
+def test_runs_page_shows_every_kinds_counts_as_the_api_gives_them(
+    browser: Any, server: str
+) -> None:
+    runs = gql(server, "{ runs(limit: 50) { id kind passed failed errors averageScore } }")["runs"]
+    assert {r["kind"] for r in runs} == {"cases", "ab"}
+    ab = next(r for r in runs if r["kind"] == "ab")
+    assert ab["passed"] + ab["failed"] + ab["errors"] == 2  # one per branch, each counted
+    go(browser, server, "#/runs", "input[data-run]")
+    for run in runs:
+        box = browser.find_element("css selector", f'input[data-run="{run["id"]}"]')
+        row = box.find_element("xpath", "./ancestor::tr")
+        cells = {
+            c.get_attribute("data-count"): c.text
+            for c in row.find_elements("css selector", "td[data-count]")
+        }
+        score = run["averageScore"]
+        shown = {
+            "passed": str(run["passed"]),
+            "failed": str(run["failed"]),
+            "errors": str(run["errors"]),
+            "averageScore": "—" if score is None else f"{score:.2f}",
+        }
+        assert cells == shown, run["kind"]
+
+
 def test_every_page_renders_without_script_errors(browser: Any, server: str) -> None:
     browser.get_log("browser")  # drop what earlier tests left
     for hash_, selector in [

@@ -249,6 +249,67 @@ async def test_branches_create_update_delete_and_run_ab(api: Api) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("other", "message"),
+    [
+        ({"model": "other", "seed": 1}, "otherParams model cannot be set here"),
+        ({"blob": "x" * 19_000, "more": "y" * 1}, None),  # under the API's own 20,000 bytes
+        (
+            {
+                "deep": {
+                    "a": {
+                        "b": {
+                            "c": {
+                                "d": {
+                                    "e": {
+                                        "f": {
+                                            "g": {
+                                                "h": {
+                                                    "i": {
+                                                        "j": {
+                                                            "k": {
+                                                                "l": {"m": {"n": {"o": {"p": 1}}}}
+                                                            }
+                                                        }
+                                                    }
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            },
+            "nested deeper than 16 levels",
+        ),
+    ],
+)
+async def test_other_params_a_vendor_would_not_take_are_refused_before_the_store(
+    api: Api, other: dict, message: str | None
+) -> None:
+    """What a vendor accepts is the providers' rule, checked where the API takes the
+    input: the store only keeps plain JSON, so this check is the API's to make."""
+    branch = {"testCaseId": PRAISE, "name": "X", "provider": "project", "model": "quick"}
+    if message is None:
+        made = await api.data(seed.CREATE_TEST_BRANCH, {"input": {**branch, "otherParams": other}})
+        assert made["createTestBranch"]["id"]
+        return
+    error = await api.error(
+        seed.CREATE_TEST_BRANCH, {"input": {**branch, "otherParams": other}}, "BAD_USER_INPUT"
+    )
+    assert message in error["message"]
+    assert "X" not in {b.name for b in api.service.store.branches.list(PRAISE)}
+    made = (await api.data(seed.CREATE_TEST_BRANCH, {"input": branch}))["createTestBranch"]
+    change = {**branch, "otherParams": other}
+    error = await api.error(
+        seed.UPDATE_TEST_BRANCH, {"id": made["id"], "input": change}, "BAD_USER_INPUT"
+    )
+    assert message in error["message"]
+    assert api.service.store.branches.get(made["id"]).other_params == {}
+
+
 async def test_create_prompt_versions_and_a_case_on_it(api: Api) -> None:
     prompt = {
         "name": "greeter",

@@ -176,3 +176,82 @@ async def test_compare_runs_finds_the_regression_and_the_fix(api: Api) -> None:
     assert changes[PLAIN]["change"] == "fixed"
     same = (await api.data(COMPARE, {"base": head, "head": head}))["compareRuns"]
     assert same["unchanged"] == 2 and same["regressed"] == same["fixed"] == 0
+
+
+RUN_COUNTS = """{ runs(limit: 50) {
+  id kind passed failed errors pending results averageScore consistency
+} }"""
+
+
+async def test_runs_count_every_kind_from_its_results(api: Api) -> None:
+    """SDK, judged pass/fail and A/B runs have counts like test-case runs: the service
+    shapes what the store counted, with no word of any kind."""
+    from oxyeval.evaluation import Result
+    from oxyeval.store import NewBranchExecution, NewConsistencyResult
+    from oxyeval.suites.passfail.results import PASSFAIL  # registered where it is written
+    from oxyeval.testing._results import SDK
+
+    store = api.service.store
+    sdk = store.runs.start(SDK.name, subject="suite", total=6)
+    store.results.add(
+        sdk,
+        [Result("sdk", f"ok{k}", "scored", passed=False, score=0.2) for k in range(4)]
+        + [Result("sdk", f"bad{k}", "error", error="grader down") for k in range(2)],
+    )
+    passfail = store.runs.start(PASSFAIL.name, total=2)
+    store.results.add(
+        passfail,
+        [
+            Result("passfail", "t::a", "scored", passed=True, score=1.0),
+            Result("passfail", "t::b", "scored", passed=False, score=0.0),
+        ],
+    )
+    branch = store.branches.create(PRAISE, "Counted", model="quick")
+    ab = store.runs.start("ab", subject=PRAISE, total=2)
+    store.branches.add_executions(
+        ab,
+        [
+            NewBranchExecution(
+                branch_id=branch.id,
+                test_case_id=PRAISE,
+                status="success",
+                quality_score=0.9,
+                passed=True,
+            ),
+            NewBranchExecution(
+                branch_id=branch.id, test_case_id=PRAISE, status="error", error="429", iteration=1
+            ),
+        ],
+    )
+    consistency = store.runs.start("consistency", total=1)
+    store.tests.record(
+        consistency,
+        NewConsistencyResult(file="a.agent.yml", name="t", status="scored", accuracy=0.6),
+    )
+    runs = {r["id"]: r for r in (await api.data(RUN_COUNTS))["runs"]}
+    counts = {
+        run_id: (r["results"], r["passed"], r["failed"], r["errors"])
+        for run_id, r in runs.items()
+        if run_id in (sdk, passfail, ab, consistency)
+    }
+    assert counts == {
+        sdk: (6, 0, 4, 2),
+        passfail: (2, 1, 1, 0),
+        ab: (2, 1, 0, 1),
+        consistency: (1, 0, 0, 0),
+    }
+    assert runs[sdk]["averageScore"] == pytest.approx(0.2)
+    assert runs[consistency]["consistency"]["tests"] == 1
+    assert runs[consistency]["consistency"]["averageAccuracy"] == pytest.approx(0.6)
+    assert runs[sdk]["consistency"] is None
+
+    again = store.runs.start("consistency", total=1)
+    store.tests.record(
+        again, NewConsistencyResult(file="a.agent.yml", name="t", status="scored", accuracy=0.8)
+    )
+    query = """query C($base: ID!, $head: ID!) { compareRuns(baseRunId: $base, headRunId: $head) {
+      base { results averageScore consistency } improved changes { after { outcome } } } }"""
+    compared = (await api.data(query, {"base": consistency, "head": again}))["compareRuns"]
+    assert compared["base"]["consistency"] == runs[consistency]["consistency"]
+    assert (compared["base"]["results"], compared["improved"]) == (1, 1)
+    assert compared["changes"][0]["after"]["outcome"] == "unjudged"

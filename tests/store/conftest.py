@@ -21,7 +21,7 @@ from oxyeval.store import Location, Store, open_store, resolve_location
 from ..pgcluster import HOW_TO_ENABLE, PgCluster, PgUnavailable
 
 _TABLES = (
-    "branch_outputs, test_branches, result_daily, scores, results, cache_entries, workflow_tasks, workflow_runs, test_results, case_baselines, case_daily, executions, runs, "
+    "run_totals, branch_outputs, test_branches, result_daily, scores, results, cache_entries, workflow_tasks, workflow_runs, test_results, case_baselines, case_daily, executions, runs, "
     "test_cases, "
     "prompt_versions, prompts"
 )

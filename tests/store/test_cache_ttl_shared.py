@@ -7,7 +7,7 @@ import sqlalchemy as sa
 
 from oxyeval.store import Store
 from oxyeval.store._cache import NewCacheEntry
-from oxyeval.suites.cache import CachePolicy, _finish
+from oxyeval.suites.run_cache import CachePolicy, _finish
 
 from .conftest import Backend
 

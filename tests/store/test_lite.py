@@ -159,6 +159,7 @@ def test_a_workflow_run_written_here_reads_back_as_the_full_store_writes_it(
         output={"report": f"echoed {secret}"},
         error="task 'b' failed: boom",
         duration_ms=81.5,
+        status="failed",
         tasks=[
             NewWorkflowTask(path="a", name="a", type="agent", status="succeeded", output="x"),
             NewWorkflowTask(path="b", name="b", type="agent", status="failed", error=secret),

@@ -51,9 +51,10 @@ def test_files_names_and_run_summaries(store: Store) -> None:
     names = store.tests.names()
     assert names[0] == ("agents/b.agent.yml", "totals")  # the most recently stored first
     assert len(names) == 5
-    summaries = store.tests.summaries([run, empty])
-    assert empty not in summaries  # no results: nothing to count
-    s = summaries[run]
-    assert (s.tests, s.scored, s.errors, s.interrupted) == (5, 3, 1, 1)
-    assert s.average_accuracy == 0.5  # (0.5 + 1.0 + 0.0) / 3: partial scores are not counted
-    assert store.tests.summaries([]) == {}
+    # The run is counted from its results like any other: per status, and averaged over
+    # the known outcomes.
+    s, none = store.runs.get(run), store.runs.get(empty)
+    assert s is not None and none is not None
+    assert (none.results, none.average_score) == (0, None)  # no results: nothing to count
+    assert s.results == 5 and dict(s.statuses) == {"scored": 3, "error": 1, "interrupted": 1}
+    assert s.average_score == 0.5  # (0.5 + 1.0 + 0.0) / 3: partial scores are not counted

@@ -95,6 +95,7 @@ def test_workflow_runs_with_tasks(store: Store) -> None:
             variables={"month": "2026-09"},
             output={"report": f"echoed {secret}"},
             duration_ms=812.5,
+            status="failed",
             tasks=[
                 NewWorkflowTask(
                     path="q",
@@ -125,4 +126,7 @@ def test_workflow_runs_with_tasks(store: Store) -> None:
     assert [r.run.id for r in store.workflows.history("w.workflow.yml")] == [run]
     assert store.workflows.get("nope") is None
     with pytest.raises(NotFoundError):
-        store.workflows.record("nope", NewWorkflowRun(workflow="w.workflow.yml"))
+        store.workflows.record("nope", NewWorkflowRun(workflow="w.workflow.yml", status="failed"))
+    # How it ended is its suite's word: the store works none out of the tasks.
+    with pytest.raises(ValueError, match="status is how its suite said it ended"):
+        store.workflows.record(run, NewWorkflowRun(workflow="w.workflow.yml"))

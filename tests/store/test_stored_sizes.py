@@ -37,6 +37,7 @@ def test_a_huge_task_output_is_stored_cut_and_a_small_one_whole(tmp_path: Path, 
             NewWorkflowRun(
                 workflow="w.workflow.yml",
                 output="short",
+                status="completed",
                 tasks=[
                     NewWorkflowTask(
                         path="q", name="q", type="execute_sql", status="succeeded", output=rows

@@ -31,6 +31,7 @@ def test_done_counts_only_tasks_that_ended(tmp_path: Path, kind: str) -> None:
             run_id,
             NewWorkflowRun(
                 workflow="w.workflow.yml",
+                status="interrupted",
                 tasks=[
                     NewWorkflowTask(path=f"t{i}", name=f"t{i}", type="agent", status=s)
                     for i, s in enumerate(statuses)
@@ -41,3 +42,17 @@ def test_done_counts_only_tasks_that_ended(tmp_path: Path, kind: str) -> None:
     with open_store(path, read_only=True) as store:
         (run,) = store.runs.list(kind="workflow")
     assert (run.done, run.total, run.status) == (4, 6, "interrupted")
+
+
+@pytest.mark.parametrize("kind", ["lean", "full"])
+def test_a_run_recorded_without_how_it_ended_is_refused(tmp_path: Path, kind: str) -> None:
+    """How a workflow run ended is its suite's word; neither store works one out."""
+    path = tmp_path / "h.db"
+    with _writer(kind, path) as store:
+        run_id = store.runs.start("workflow", total=1, subject="w.workflow.yml")
+        with pytest.raises(ValueError, match="completed, failed, interrupted, not ''"):
+            store.workflows.record(run_id, NewWorkflowRun(workflow="w.workflow.yml"))
+        store.runs.finish(run_id, "failed")
+    with open_store(path, read_only=True) as store:
+        (run,) = store.runs.list(kind="workflow")
+        assert (run.done, run.results) == (0, 0)

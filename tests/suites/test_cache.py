@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from oxyeval.store import open_store
-from oxyeval.suites.cache import CachePolicy, RunCache, Tally, counting
 from oxyeval.suites.cases.run import run_cases
 from oxyeval.suites.consistency import run_tests
 from oxyeval.suites.consistency.results import ConsistencyRun
+from oxyeval.suites.run_cache import CachePolicy, RunCache, Tally, counting
 
 from ..conftest import MakeProject
 from ..fakes import (
@@ -415,7 +415,7 @@ tasks:
 def test_a_workflow_consistency_run_replays_its_verdicts(
     make_project: MakeProject, server: FakeServer, script: Script
 ) -> None:
-    from oxyeval.suites.cache import cache_factory
+    from oxyeval.suites.run_cache import cache_factory
     from oxyeval.workflow.engine import execute_workflow
 
     root = _project(make_project, server.url)

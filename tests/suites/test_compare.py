@@ -99,3 +99,27 @@ def test_history_compare_prints_and_writes_json(
     )
     bad = cli("history", "--project", str(root), "--compare", base, "zzz")
     assert bad.exit_code == 2 and "no run 'zzz'" in bad.stderr
+
+
+def test_an_error_is_whatever_its_kind_says_leaves_the_outcome_unknown(tmp_path: Path) -> None:
+    """A workflow run that failed is an error by its kind's statuses (there is no status
+    named "error"): the comparison calls it a regression, and its fix a fix."""
+    from oxyeval.store import NewWorkflowRun
+    from oxyeval.suites.workflows import WORKFLOW  # registered where it is written
+
+    with open_store(tmp_path / "h.db") as store:
+        ids = []
+        for status, error in (
+            ("completed", None),
+            ("failed", "task 2 failed"),
+            ("completed", None),
+        ):
+            run = store.runs.start(WORKFLOW.name, subject="w.workflow.yml", total=1)
+            store.workflows.record(
+                run, NewWorkflowRun(workflow="w.workflow.yml", error=error, status=status)
+            )
+            ids.append(run)
+        broke = compare_runs(store, ids[0], ids[1])
+        mended = compare_runs(store, ids[1], ids[2])
+    assert [c.change for c in broke.changes] == ["regressed"]
+    assert [c.change for c in mended.changes] == ["fixed"]

@@ -6,7 +6,7 @@ import asyncio
 
 from oxyeval.project.config import load_project
 from oxyeval.store import open_store
-from oxyeval.suites.history import History
+from oxyeval.suites.history_store import History
 
 from ..conftest import MakeProject
 

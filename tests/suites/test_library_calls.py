@@ -13,7 +13,7 @@ from oxyeval.errors import ConfigError
 from oxyeval.project import parse_variables
 from oxyeval.store import LocationError
 from oxyeval.suites import ask, clear_cache, open_history
-from oxyeval.suites.cache import cache_cutoff
+from oxyeval.suites.run_cache import cache_cutoff
 
 from ..conftest import MakeProject
 

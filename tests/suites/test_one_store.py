@@ -11,9 +11,9 @@ import pytest
 
 from oxyeval.project.config import load_project
 from oxyeval.store import LiteStore, open_store
-from oxyeval.suites import history as history_module
+from oxyeval.suites import history_store as history_module
 from oxyeval.suites.consistency import run_tests
-from oxyeval.suites.history import Histories
+from oxyeval.suites.history_store import Histories
 from oxyeval.suites.workflows import run_workflow
 
 from ..conftest import MakeProject

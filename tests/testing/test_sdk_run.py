@@ -202,11 +202,6 @@ def test_a_suite_is_one_run_of_kind_sdk_with_its_results_in_the_results_table(
     assert all(r.kind == "sdk" and r.subject.startswith("mixed::") for r in rows)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store.runs counts a run's test-case executions only, not its results; the "
-    "readers' counting of results of every kind is the store's to add",
-)
 def test_the_run_row_counts_its_failures_and_errors(mock_project: Path) -> None:
     mixed_suite(mock_project)
     with open_store(db(mock_project), read_only=True) as store:

@@ -190,8 +190,9 @@ function aliased(ids, makeField) {
 
 // ---------------------------------------------------------------- pages
 
-const RESULT_FIELDS = `id runId kind subject status passed score caseId branch repeat latencyMs costUsd output error details createdAt scores { metric value label passed threshold reason }`;
-const RUN_FIELDS = `id kind subject promptId promptVersion startedAt finishedAt status total done passed failed pending errors regressions groupId`;
+const RESULT_FIELDS = `id runId kind subject status passed outcome score caseId branch repeat latencyMs costUsd output error details createdAt scores { metric value label passed threshold reason }`;
+// A run's counts are the server's, the same rule for every kind: no kind is special here.
+const RUN_FIELDS = `id kind subject promptId promptVersion startedAt finishedAt status total done passed failed pending errors regressions groupId results averageScore`;
 
 async function pageCases(_args, query) {
   const promptId = query.get("prompt") || null;
@@ -665,13 +666,15 @@ async function pageRuns() {
       h("td", {}, fmtDate(r.startedAt)),
       h("td", {}, statusBadge(r.status)),
       h("td", { class: "num" }, r.status === "running" ? `${r.done ?? 0}/${r.total ?? "?"}` : fmtInt(r.total)),
-      h("td", { class: "num" }, fmtInt(r.passed)),
-      h("td", { class: "num" }, fmtInt(r.failed)),
+      h("td", { class: "num", "data-count": "passed" }, fmtInt(r.passed)),
+      h("td", { class: "num", "data-count": "failed" }, fmtInt(r.failed)),
+      h("td", { class: "num", "data-count": "errors" }, r.errors ? badge(String(r.errors), "bad") : fmtInt(r.errors)),
+      h("td", { class: "num", "data-count": "averageScore" }, fmtScore(r.averageScore)),
       h("td", { class: "num" }, r.regressions ? badge(String(r.regressions), "bad") : fmtInt(r.regressions)),
     );
   });
   out.push(h("div", { class: "toolbar" }, button));
-  out.push(table(["", "Run", "Kind", "Subject", "Started", "Status", "Total", "Passed", "Failed", "Regressions"], rows, { class: "runs-table" }));
+  out.push(table(["", "Run", "Kind", "Subject", "Started", "Status", "Total", "Passed", "Failed", "Errors", "Avg score", "Regressions"], rows, { class: "runs-table" }));
   return out;
 }
 

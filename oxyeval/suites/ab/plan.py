@@ -21,7 +21,7 @@ from ...project.templates import TemplateRef
 from ...providers import GenerateParams
 from ...store import BranchRuleError
 from ...workflow.context import RunContext
-from ..cases import sync_prompt
+from ..prompt_sync import sync_prompt
 from ..targets import PromptTarget
 from .ranking import CRITERIA
 from .results import ABCaseResult, BranchOutcome

@@ -77,6 +77,15 @@ class BranchOutcome:
         return self.status == "success"
 
     @property
+    def passed(self) -> bool | None:
+        """A successful execution graded at least :data:`PASS_QUALITY`; None when it was
+        not graded (an error, no quality score). Stored with the execution, so the
+        history counts passes by this one rule."""
+        if not self.ok or self.quality_score is None:
+            return None
+        return self.quality_score >= PASS_QUALITY
+
+    @property
     def total_tokens(self) -> int | None:
         if self.input_tokens is None and self.output_tokens is None:
             return None
@@ -105,9 +114,6 @@ class BranchOutcome:
 
     def as_result(self, test_case_id: str, branch: TestBranch) -> Result:
         """The core's shape, for events and readers of every kind."""
-        passed = None
-        if self.ok and self.quality_score is not None:
-            passed = self.quality_score >= PASS_QUALITY
         scores = [
             Score(metric, value)
             for metric, value in (
@@ -121,7 +127,7 @@ class BranchOutcome:
             kind="ab",
             subject=branch.id,
             status=self.status,
-            passed=passed,
+            passed=self.passed,
             score=self.quality_score,
             case=test_case_id,
             branch=branch.id,

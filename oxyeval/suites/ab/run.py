@@ -41,7 +41,7 @@ from .summary import summarise
 if TYPE_CHECKING:
     from ...evaluation import Gates, Result
     from ...store import Store, TestBranch
-    from ..history import RunStore
+    from ..history_store import RunStore
 
 __all__ = [
     "AB",

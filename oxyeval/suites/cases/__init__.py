@@ -14,7 +14,6 @@ from ..._lazy import lazy_exports
 _EXPORTS = {
     "CaseResult": "results",
     "CaseRun": "results",
-    "API_SOURCE": "stored",
     "api_prompt_defs": "stored",
     "create_prompt": "stored",
     "accept_baseline": "baseline",
@@ -22,11 +21,8 @@ _EXPORTS = {
     "find_case": "baseline",
     "run_cases": "run",
     "run_cases_async": "run",
-    "sync_files": "run",
-    "sync_prompt": "run",
 }
 __all__ = [
-    "API_SOURCE",
     "CaseResult",
     "CaseRun",
     "accept_baseline",
@@ -36,13 +32,11 @@ __all__ = [
     "find_case",
     "run_cases",
     "run_cases_async",
-    "sync_files",
-    "sync_prompt",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .baseline import accept_baseline, check_accept, find_case
     from .results import CaseResult, CaseRun
-    from .run import run_cases, run_cases_async, sync_files, sync_prompt
-    from .stored import API_SOURCE, api_prompt_defs, create_prompt
+    from .run import run_cases, run_cases_async
+    from .stored import api_prompt_defs, create_prompt

@@ -16,8 +16,9 @@ from ...project import file_lock
 from ...project.config import Project
 from ...project.prompts import rewrite_expected_output
 from ...project.schema import did_you_mean
+from ...providers import stopped_at_token_limit
 from ...redact import redact
-from .run import sync_files
+from ..prompt_sync import sync_files
 from .selection import preview_cases
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def _latest_output(store: Store | None, case: TestCase, force: bool) -> str:
     latest = None if store is None else store.executions.latest(case.id)
     if latest is None or latest.actual_output is None:
         raise ConfigError(f"case {case.id!r} has never run; pass the expected output")
-    if not force and latest.truncated:
+    if not force and stopped_at_token_limit(latest.finish_reason):
         raise ConfigError(
             f"case {case.id!r}: its latest output stopped at the model's token limit "
             f"(finish reason {latest.finish_reason!r}, {len(latest.actual_output)} characters), "

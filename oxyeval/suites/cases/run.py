@@ -22,10 +22,11 @@ from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...project.templates import TemplateRef
 from ...providers import GenerateParams, stopped_at_token_limit
 from ...redact import redact
-from ...store import NameTakenError, TestCase, case_id
+from ...store import TestCase
 from ...workflow.agent import counted, token_limit_warning
 from ...workflow.context import RunContext
-from ..history import history_location
+from ..history_store import history_location
+from ..prompt_sync import sync_prompt
 from ..recorder import Handle, KeptThenCancelled, Recorded, RunRow, Storage
 from ..suite import SuiteRun
 from ..targets import AgentTarget, PromptTarget, Target
@@ -38,8 +39,6 @@ from .scoring import (
 )
 from .selection import (
     by_name,
-    declared_cases,
-    leaving_cases,
     no_version_error,
     precheck,
     preview_cases,
@@ -47,12 +46,12 @@ from .selection import (
     select_cases,
     unknown_names_error,
 )
-from .stored import API_SOURCE, api_prompt_defs
+from .stored import api_prompt_defs
 
 if TYPE_CHECKING:
     from ...evaluation import Gates, Result
     from ...store import Store
-    from ..history import RunStore
+    from ..history_store import RunStore
 
 __all__ = [
     "CaseResult",
@@ -62,8 +61,6 @@ __all__ = [
     "preview_cases",
     "run_cases",
     "run_cases_async",
-    "sync_files",
-    "sync_prompt",
 ]
 
 
@@ -271,36 +268,6 @@ def _api_prompts(location: Any, project: Project, declared: Sequence[PromptDef])
         return api_prompt_defs(reader, project, [p.id for p in declared])
     finally:
         reader.close()
-
-
-def sync_prompt(store: Store, project: Project, prompt: PromptDef) -> int:
-    """Record the prompt, its current version and its YAML cases; returns the version."""
-    source = API_SOURCE if prompt.file is None else project.relative(prompt.file)
-    store.prompts.upsert(prompt.id, prompt.id, source)
-    version = store.prompts.ensure_version(prompt.id, prompt.content(project))
-    where = {case_id(prompt.id, c.name): c.where for c in prompt.cases}
-    for cid, fields in declared_cases(project, prompt).items():
-        try:
-            store.cases.upsert(cid, **fields)
-        except NameTakenError as exc:
-            # The file alone is valid: a case made through the API has the name. Say where.
-            raise ConfigError(
-                f"{where[cid]}: prompt '{prompt.id}' already has a test case named "
-                f"'{fields['name']}' made through the API (id '{exc.taken}'); a name is used "
-                "once per prompt: rename or delete that case (updateTestCase, deleteTestCase), "
-                "or rename this one"
-            ) from None
-    for cid in leaving_cases(project, prompt, store.cases.list(prompt.id)):
-        store.cases.delete(cid)
-    return version
-
-
-def sync_files(store: Store, project: Project, paths: Sequence[str]) -> list[PromptDef]:
-    """Load the prompt/cases files under ``paths`` (default: the project) into the store."""
-    prompts = load_prompts(project, collect_case_files(project, list(paths)))
-    for prompt in prompts:
-        sync_prompt(store, project, prompt)
-    return prompts
 
 
 def _execution_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, Any]]) -> list[Any]:
@@ -516,7 +483,7 @@ async def run_cases_async(
 
     ``cache=True`` (``--cache``) replays answers kept in the history from an identical
     earlier call; by default every case calls its model and keeps the answer for a later
-    ``cache=True`` run; with False nothing is kept (see :mod:`oxyeval.suites.cache`).
+    ``cache=True`` run; with False nothing is kept (see :mod:`oxyeval.suites.run_cache`).
     ``events`` hears the run as it happens (:mod:`oxyeval.evaluation.events`);
     ``run.decision`` is the one decision under ``gates``."""
     run = into if into is not None else CaseRun(db=Path("."))

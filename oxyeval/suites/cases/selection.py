@@ -1,7 +1,7 @@
 """Which test cases a command sees, worked out without writing to the history.
 
 The files are the source of truth for the cases they declare; the store holds their
-history and the cases created through the API. A sync (``case_runner.sync_prompt``) writes
+history and the cases created through the API. A sync (:func:`~oxyeval.suites.prompt_sync.sync_prompt`) writes
 the files' truth into the store; the functions here compute the same result in memory, so
 read commands (``oxy cases list|show``) and a run's up-front checks never write, and never
 create a database just to look at it.
@@ -12,13 +12,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...errors import ConfigError
 from ...project.config import Project
 from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...project.schema import did_you_mean
-from ...store import Location, TestCase, case_id, utc_timestamp
+from ...store import Location, TestCase, utc_timestamp
+from ..prompt_sync import declared_cases, leaving_cases
 
 if TYPE_CHECKING:
     from ...store import Store
@@ -56,38 +57,6 @@ def select_cases(
             found.update(hits)
             chosen.append(case)  # each case once, however many names pick it
     return chosen
-
-
-def declared_cases(project: Project, prompt: PromptDef) -> dict[str, dict[str, Any]]:
-    """The cases a prompt's files declare: id -> the fields a sync stores."""
-    return {
-        case_id(prompt.id, case.name): {
-            "prompt_id": prompt.id,
-            "name": case.name,
-            "input": case.input,
-            "expected_output": case.expected_output,
-            "description": case.description or None,
-            "threshold": case.threshold,
-            "source_file": project.relative(case.doc.path) if case.doc is not None else None,
-        }
-        for case in prompt.cases
-    }
-
-
-def leaving_cases(project: Project, prompt: PromptDef, stored: Sequence[TestCase]) -> set[str]:
-    """Stored cases that leave the suite: removed from their file, or their file is gone
-    (their history stays in the store)."""
-    declared = {case_id(prompt.id, c.name) for c in prompt.cases}
-    files = {project.relative(c.doc.path) for c in prompt.cases if c.doc is not None}
-    if prompt.file is not None:
-        files.add(project.relative(prompt.file))
-    leaving = set()
-    for case in stored:
-        source = case.source_file
-        gone = source is not None and not (project.root / source).is_file()
-        if case.id not in declared and (source in files or gone):
-            leaving.add(case.id)
-    return leaving
 
 
 def preview_prompt(

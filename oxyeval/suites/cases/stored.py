@@ -20,12 +20,12 @@ from ...project.config import Project
 from ...project.prompts import PromptDef
 from ...project.templates import TemplateRef
 from ...providers import GenerateParams
+from ..prompt_sync import API_SOURCE
 
 if TYPE_CHECKING:
     from ...store import Prompt, Store
 
 __all__ = [
-    "API_SOURCE",
     "MAX_TEMPLATE_CHARS",
     "api_prompt_defs",
     "create_prompt",
@@ -33,7 +33,6 @@ __all__ = [
 ]
 
 #: The ``source`` of a prompt made through the API (a YAML prompt's is its file).
-API_SOURCE = "api"
 MAX_TEMPLATE_CHARS = 100_000
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _PARAMS: dict[str, tuple[type, float, float]] = {

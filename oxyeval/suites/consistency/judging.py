@@ -32,8 +32,8 @@ from ...providers import ModelPool, stopped_at_token_limit
 from ...workflow.agent import counted, token_limit_warning
 from ...workflow.engine import TaskFailed
 from ...workflow.sql import SqlError
-from ..cache import Tally, counting
 from ..recorder import Handle
+from ..run_cache import Tally, counting
 from ..targets import Target
 from .results import ConsistencyTestResult, OutputRecord
 
@@ -57,7 +57,7 @@ class Job:
     inputs: Mapping[str, Any]
     question: str
     models: ModelPool
-    verdicts: VerdictCache | None = None  # earlier verdicts, replayed (see suites.cache)
+    verdicts: VerdictCache | None = None  # earlier verdicts, replayed (see suites.run_cache)
     session: JudgeSession | None = None  # what the run's judges learnt (a RunContext's)
     file: str = ""  # relative to its project: with the test's name, its stored subject
     handle: Handle = field(default_factory=lambda: Handle(None, None))  # where it is kept

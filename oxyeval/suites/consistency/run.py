@@ -23,7 +23,7 @@ from .results import ConsistencyRun, ConsistencyTestResult, test_result
 if TYPE_CHECKING:
     from ...evaluation import Gates
     from ...store import NewConsistencyResult
-    from ..history import RunStore
+    from ..history_store import RunStore
 
 __all__ = ["Consistency", "new_result", "run_tests", "run_tests_async"]
 
@@ -220,7 +220,7 @@ async def run_tests_async(
     ``into`` is filled as tests finish, so a caller that is interrupted still has
     every finished result. ``cache``: None (the default) replays judge verdicts kept
     in the project's history (``db``: where it is, default as for ``oxy history``),
-    True replays agent answers too, False neither (see :mod:`oxyeval.suites.cache`).
+    True replays agent answers too, False neither (see :mod:`oxyeval.suites.run_cache`).
 
     Each test's result is stored in its project's history as it finishes (``db``: an
     SQLite file or a PostgreSQL URL instead of the project's; ``history=False``: nothing

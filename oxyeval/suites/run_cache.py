@@ -14,7 +14,7 @@ earlier stages (:class:`oxyeval.providers.ResponseCache` for answers,
 :class:`oxyeval.judge.VerdictCache` for verdicts) on ``store.cache``. Lookups that arrive
 together are answered by one query; new entries are written in batches and when the run
 ends, so a cold ``--cache`` run pays a few transactions, not one per call. The store is
-the run's :class:`~oxyeval.suites.history.History`, opened in a worker thread while the
+the run's :class:`~oxyeval.suites.history_store.History`, opened in a worker thread while the
 first model calls go out, and shared with the recorder of the run's results (one store
 per database per run; without SQLAlchemy once the project has a history). A history
 that cannot be opened or written disables the cache for the run with one warning: a
@@ -39,14 +39,14 @@ from ..evaluation import CacheServed, EventSink
 from ..judge.verdicts import key_labels, verdict_data, verdict_from_data
 from ..providers import Tally, completion_data, completion_from_data, count_served, counting
 from ..store import content_hash, utc_timestamp
-from .history import Histories, History, open_history
+from .history_store import Histories, History, open_history
 
 if TYPE_CHECKING:
     from ..judge.judge import JudgeResult
     from ..project.config import Project
     from ..providers import Completion
     from ..store import Location
-    from .history import RunStore
+    from .history_store import RunStore
 
 __all__ = [
     "CachePolicy",

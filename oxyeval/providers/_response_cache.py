@@ -1,6 +1,6 @@
 """What a model call needs from an answer cache, and what it may put in one.
 
-The cache itself lives elsewhere (the history store, :mod:`oxyeval.suites.cache`); this
+The cache itself lives elsewhere (the history store, :mod:`oxyeval.suites.run_cache`); this
 package cannot import the store, so it states the contract: :class:`ResponseCache` is
 consulted by :meth:`oxyeval.providers.Model.generate` when it is given one, with the key
 :func:`answer_key` builds. The key is everything that decides an answer, and nothing

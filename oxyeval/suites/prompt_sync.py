@@ -1,0 +1,88 @@
+"""A project's prompts and their declared test cases kept in the history, for every kind
+that runs them (test cases, A/B branches) and for the server.
+
+The files are the source of truth for the cases they declare: a sync writes what they
+say into the store (the prompt, its current version, each case), and deletes the stored
+cases that left their file; their history stays. Cases made through the API have no file
+(their source is :data:`API_SOURCE`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError
+from ..project.config import Project
+from ..project.prompts import PromptDef, collect_case_files, load_prompts
+from ..store import NameTakenError, TestCase, case_id
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+__all__ = ["API_SOURCE", "declared_cases", "leaving_cases", "sync_files", "sync_prompt"]
+
+#: The source of a prompt or case made through the API rather than declared in a file.
+API_SOURCE = "api"
+
+
+def declared_cases(project: Project, prompt: PromptDef) -> dict[str, dict[str, Any]]:
+    """The cases a prompt's files declare: id -> the fields a sync stores."""
+    return {
+        case_id(prompt.id, case.name): {
+            "prompt_id": prompt.id,
+            "name": case.name,
+            "input": case.input,
+            "expected_output": case.expected_output,
+            "description": case.description or None,
+            "threshold": case.threshold,
+            "source_file": project.relative(case.doc.path) if case.doc is not None else None,
+        }
+        for case in prompt.cases
+    }
+
+
+def leaving_cases(project: Project, prompt: PromptDef, stored: Sequence[TestCase]) -> set[str]:
+    """Stored cases that leave the suite: removed from their file, or their file is gone
+    (their history stays in the store)."""
+    declared = {case_id(prompt.id, c.name) for c in prompt.cases}
+    files = {project.relative(c.doc.path) for c in prompt.cases if c.doc is not None}
+    if prompt.file is not None:
+        files.add(project.relative(prompt.file))
+    leaving = set()
+    for case in stored:
+        source = case.source_file
+        gone = source is not None and not (project.root / source).is_file()
+        if case.id not in declared and (source in files or gone):
+            leaving.add(case.id)
+    return leaving
+
+
+def sync_prompt(store: Store, project: Project, prompt: PromptDef) -> int:
+    """Record the prompt, its current version and its YAML cases; returns the version."""
+    source = API_SOURCE if prompt.file is None else project.relative(prompt.file)
+    store.prompts.upsert(prompt.id, prompt.id, source)
+    version = store.prompts.ensure_version(prompt.id, prompt.content(project))
+    where = {case_id(prompt.id, c.name): c.where for c in prompt.cases}
+    for cid, fields in declared_cases(project, prompt).items():
+        try:
+            store.cases.upsert(cid, **fields)
+        except NameTakenError as exc:
+            # The file alone is valid: a case made through the API has the name. Say where.
+            raise ConfigError(
+                f"{where[cid]}: prompt '{prompt.id}' already has a test case named "
+                f"'{fields['name']}' made through the API (id '{exc.taken}'); a name is used "
+                "once per prompt: rename or delete that case (updateTestCase, deleteTestCase), "
+                "or rename this one"
+            ) from None
+    for cid in leaving_cases(project, prompt, store.cases.list(prompt.id)):
+        store.cases.delete(cid)
+    return version
+
+
+def sync_files(store: Store, project: Project, paths: Sequence[str]) -> list[PromptDef]:
+    """Load the prompt/cases files under ``paths`` (default: the project) into the store."""
+    prompts = load_prompts(project, collect_case_files(project, list(paths)))
+    for prompt in prompts:
+        sync_prompt(store, project, prompt)
+    return prompts
