@@ -24,6 +24,7 @@ from .._lazy import lazy_exports
 _EXPORTS = {
     "RunReporter": "kinds",
     "reporter": "kinds",
+    "saved_reporter": "kinds",
     "passfail_junit": "junit",
     "chattest_json": "passfail",
     "passfail_label": "passfail",
@@ -151,6 +152,7 @@ __all__ = [
     "result_json",
     "run_document",
     "run_json",
+    "saved_reporter",
     "shown",
     "sparkline",
     "stats_json",
@@ -211,7 +213,7 @@ if TYPE_CHECKING:
     )
     from .json import consistency_body, to_json, validation_json, write_json
     from .junit import ab_junit, cases_junit, consistency_junit, passfail_junit
-    from .kinds import RunReporter, reporter
+    from .kinds import RunReporter, reporter, saved_reporter
     from .passfail import (
         chattest_json,
         passfail_label,

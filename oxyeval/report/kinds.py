@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from ..evaluation import Decision
 
-__all__ = ["REPORTERS", "RunReporter", "reporter"]
+__all__ = ["REPORTERS", "RunReporter", "reporter", "saved_reporter"]
 
 
 @dataclass(frozen=True)
@@ -235,6 +235,49 @@ class TestFilesReporter(ChattestReporter):
         from .passfail import render_test_files
 
         render_test_files(run, console)
+
+
+@dataclass(frozen=True)
+class SavedConsistencyReporter(ConsistencyReporter):
+    """``oxy report`` on a saved consistency run (:class:`~.saved.SavedRun`): the report
+    of ``oxy test``, its document answered again with the new decision."""
+
+    def finished(self, run: Any) -> int:
+        return len(run.results)
+
+    def notes(self, run: Any, *, quiet: bool) -> list[str]:
+        return super().notes(run.run, quiet=quiet)
+
+    def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
+        from .documents import with_decision
+
+        return with_decision(run.doc, decision)
+
+    def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
+        super().render(run.run, decision, console, quiet=quiet)
+
+
+@dataclass(frozen=True)
+class SavedReporter(RunReporter):
+    """``oxy report`` on a saved run of another kind: its results in a compact table, its
+    document answered again with the new decision."""
+
+    def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
+        from .documents import with_decision
+
+        return with_decision(run.doc, decision)
+
+    def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
+        from .saved_pretty import render_saved
+
+        render_saved(run, decision, console)
+
+
+def saved_reporter(run: Any) -> RunReporter:
+    """The reporter of a saved run (:class:`~.saved.SavedRun`) of any kind."""
+    if run.consistency is not None:
+        return SavedConsistencyReporter()
+    return SavedReporter()
 
 
 REPORTERS: dict[str, RunReporter] = {
