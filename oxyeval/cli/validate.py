@@ -72,8 +72,8 @@ def schema_command(
             metavar="NAME",
             help="A project file: config, agent, workflow, prompt, cases, test (*.test.yml), "
             "chattest-prompt or chattest-model (or common: the definitions they $ref; save it "
-            "beside them). Or a --format json document, output/NAME: run, error, validation, "
-            "history, run-detail, comparison, test-history, cache-stats, cache-cleared, "
+            "beside them). Or a JSON document a command prints, output/NAME: run, error, "
+            "validation, history, run-detail, comparison, test-history, cache-stats, cache-cleared, "
             "case-list, case-detail, branch-list, branch-detail (or output/common).",
         ),
     ] = None,
@@ -86,7 +86,7 @@ def schema_command(
     debug: DebugOption = False,
 ) -> None:
     """Print a JSON Schema: of a project file (for editors: # yaml-language-server:
-    $schema=<path>), or of a --format json document (output/run...)."""
+    $schema=<path>), or of a JSON document a command prints (output/run...)."""
     setup_logging(stderr_console(), debug)
     from ..project.schema import SCHEMA_FILES, schema_path
     from ..report import OUTPUT_SCHEMAS, output_schema_name, output_schema_path

@@ -493,7 +493,7 @@ def test_a_template_limit_in_a_workflow_test_exits_2(make_project: MakeProject) 
     result = CliRunner().invoke(app, ["test", str(root / "w.workflow.yml"), "--format", "json"])
     assert result.exit_code == 2, result.stderr
     assert "w.workflow.yml:2" in result.stderr
-    assert json.loads(result.stdout)["summary"]["exit_code"] == 2
+    assert json.loads(result.stdout)["summary"]["exitCode"] == 2
 
 
 def test_schema_help_lists_every_schema() -> None:

@@ -83,7 +83,7 @@ def test_a_plain_oxy_test_keeps_results_and_verdicts_without_sqlalchemy(tmp_path
     first = json.loads(out)
     verdicts = first["summary"]["judge_calls"]
     answers = sum(t["n"] for t in first["tests"])
-    assert verdicts > 0 and first["summary"]["cached_calls"] == 0
+    assert verdicts > 0 and first["summary"]["cachedCalls"] == 0
     replayed = []
     for flags in ((), ("--cache",)):
         code, loaded, out = _probe("test", agent, "--format", "json", *flags, cwd=project)
