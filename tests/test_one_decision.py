@@ -66,7 +66,9 @@ def test_exit_codes_are_named_only_by_the_decision_and_by_errors() -> None:
             continue
         for node, stack in _walk(tree, []):
             named = _names(node)
-            if named & OUTCOME_CODES or (named & ERROR_CODES and not _in_exception_class(relative, stack)):
+            if named & OUTCOME_CODES or (
+                named & ERROR_CODES and not _in_exception_class(relative, stack)
+            ):
                 wrong.append(f"{relative}:{node.lineno}: {', '.join(sorted(named))}")
     assert wrong == [], (
         "exit codes are worked out by oxyeval.evaluation.decision (decide, decide_run, "

@@ -195,7 +195,9 @@ def test_oxy_run_question_interrupted_prints_the_answer_document_shape(
     assert code == 3, err
     doc = json.loads(out)
     assert set(doc) == set(json.loads(normal.stdout))  # agent, output, usage, durationS...
-    assert doc["status"] == "interrupted" and doc["output"] is None and doc["summary"]["exitCode"] == 3
+    assert (
+        doc["status"] == "interrupted" and doc["output"] is None and doc["summary"]["exitCode"] == 3
+    )
     assert doc["agent"] == "b.agent.yml"
     assert "interrupted (SIGTERM) before the agent answered" in err
 
