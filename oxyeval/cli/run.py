@@ -84,7 +84,7 @@ def _ask(
     """Ask the agent; its answer document (JSON) or its answer (pretty) is printed by
     the caller, an interrupted ask prints the same document, marked."""
     from ..evaluation import Gates, decide_run
-    from ..report.workflow import ask_json
+    from ..report import ask_json
     from ..suites import AskOutcome, ask
     from ..workflow import AgentAnswer
     from .interrupt import interrupt_reason, run_interruptible
@@ -136,7 +136,7 @@ def _workflow(
     document of every task (or its final output) is printed by the caller. A failed or
     interrupted run prints its document here and exits."""
     from ..evaluation import Gates, decide_run
-    from ..report.workflow import workflow_json
+    from ..report import workflow_json
     from ..suites.workflows import WorkflowOutcome, run_workflow
     from ..workflow.engine import WorkflowFailed, WorkflowRun
     from .interrupt import interrupt_reason

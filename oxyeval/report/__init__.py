@@ -59,6 +59,8 @@ _EXPORTS = {
     "consistency_junit": "junit",
     "to_json": "json",
     "consistency_body": "json",
+    "ask_json": "workflow",
+    "workflow_json": "workflow",
     **dict.fromkeys(
         (
             "OUTPUT_SCHEMAS",
@@ -106,6 +108,7 @@ __all__ = [
     "ab_case_json",
     "ab_junit",
     "ab_run_json",
+    "ask_json",
     "branch_execution_json",
     "branch_json",
     "cache_stats_json",
@@ -162,6 +165,7 @@ __all__ = [
     "validation_json",
     "version_json",
     "with_decision",
+    "workflow_json",
     "write_json",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -232,3 +236,4 @@ if TYPE_CHECKING:
     )
     from .text import shown
     from .verdict import Decision, Gates, decide, gate_option_error
+    from .workflow import ask_json, workflow_json
