@@ -114,5 +114,7 @@ def report_command(
         out=stdout_console(),
         as_json=as_json,
         quiet=quiet,
+        # What stopped the run after some results finished decides its code, as it did.
+        error=None if saved.error is None else saved.failure(),
     )
     raise typer.Exit(code)

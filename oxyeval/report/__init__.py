@@ -3,16 +3,17 @@ for people (pretty) and as JSON for machines.
 
 A report never decides: every outcome it shows is the one decision's
 (:func:`oxyeval.evaluation.decide`). One module per concern: ``kinds`` (how each kind of
-run is reported: its JSON, pretty and JUnit forms), ``verdict`` (``oxy test``'s verdict on a run: :func:`decide`, the code and every reason), ``json`` (the JSON
-writer and ``oxy test``'s document), ``pretty`` (``oxy test`` for people), ``cases``
-and ``cases_pretty`` (``oxy cases`` and ``oxy history``), ``cache`` (``oxy cache
-stats``), ``junit`` (``--junit``: JUnit XML for CI servers). A new format is a new
-module beside them.
+run is reported: its JSON, pretty and JUnit forms), ``verdict`` (``oxy test``'s verdict
+on a run: :func:`decide`, the code and every reason), ``documents`` (the one family of
+JSON documents: its version, the envelope every run shares, the error document) and
+``schemas`` (their JSON Schemas), ``json`` (the JSON writer and ``oxy test``'s own keys),
+``pretty`` (``oxy test`` for people), ``cases`` and ``cases_pretty`` (``oxy cases`` and
+``oxy history``), ``workflow`` (``oxy run``), ``cache`` (``oxy cache stats``), ``junit``
+(``--junit``: JUnit XML for CI servers), ``saved`` (a saved run read back for ``oxy
+report``). A new format is a new module beside them.
 
-JSON keys are snake_case for ``oxy test`` and ``oxy run`` (our own format, as
-oxy's) and camelCase for ``oxy cases`` and ``oxy history``, whose documents are the
-seed Testing API's types (``passRate``, ``lastRun``), served unchanged by the
-GraphQL API later: one casing per surface.
+Every JSON document is camelCase (oxy's top-level ``accuracy`` aside), the Testing API's
+types (``passRate``, ``lastRun``) among them, served unchanged by the GraphQL API.
 """
 
 from __future__ import annotations

@@ -98,6 +98,18 @@ def test_an_interrupted_run_and_an_unread_history_leave_the_outcome_unknown(
     assert dropped.exit_code == 3 and "database is locked" in dropped.stderr
 
 
+def test_what_stopped_a_run_after_some_results_keeps_deciding(
+    outputs: dict[str, Any], tmp_path: Path
+) -> None:
+    _code, doc = outputs["ab-run"]
+    stopped = json.loads(json.dumps(doc))
+    stopped["error"] = "provider down"
+    path = save(tmp_path, stopped)
+    again = report(path, "--format", "json")
+    assert again.exit_code == 3 and "provider down" in again.stderr
+    assert json.loads(again.stdout)["error"] == "provider down"
+
+
 # -- the earlier, unversioned shapes ----------------------------------------------------
 
 OLD_CASES = {
