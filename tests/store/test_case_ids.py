@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from oxyeval.cli._app import app
 from oxyeval.errors import EXIT_INPUT
 from oxyeval.store import AlreadyExistsError, Location, Store, case_id, open_store
-from oxyeval.suites.cases import selection
+from oxyeval.suites import prompt_sync
 
 from ..conftest import MakeProject
 from ..suites.test_cases_run import CONFIG, PROMPT
@@ -28,7 +28,7 @@ from .conftest import Backend
 
 
 def test_the_yaml_path_and_the_api_share_one_id_rule() -> None:
-    assert selection.case_id is case_id  # what a sync of YAML cases uses
+    assert prompt_sync.case_id is case_id  # what a sync of YAML cases uses
     assert case_id("sentiment", "api case") == "sentiment::api case"
 
 
