@@ -61,12 +61,28 @@ def test_the_run_documents_cover_every_kind(outputs: dict[str, Any]) -> None:
     assert cases["history"][0]["runId"] == cases["results"][0]["runId"]
 
 
+_FREE_FORM = {
+    "details",
+    "variables",
+    "output",
+    "otherParams",
+    "input",
+    "arguments",
+    "outputs",
+    "promptVersions",
+    "runIds",
+    "winnerDistribution",
+    "verdictScores",
+}
+
+
 def _types(value: Any, path: str, seen: dict[str, set[str]]) -> None:
     """Every key path (list items as ``[]``) with the JSON types found there, null
-    aside; free-form data (a kind's details, a model's output, variables) not entered."""
+    aside; free-form data (a kind's details, a model's output, variables) and maps keyed
+    by the user's names (prompts, models, branches, verdicts) not entered."""
     if isinstance(value, dict):
         seen.setdefault(path, set()).add("object")
-        if path.rsplit(".", 1)[-1] in {"details", "variables", "output", "otherParams", "input"}:
+        if path.rsplit(".", 1)[-1] in _FREE_FORM:
             return
         for key, item in value.items():
             _types(item, f"{path}.{key}", seen)
