@@ -40,6 +40,26 @@ SAVED_KINDS = {
 }
 
 
+#: Each kind's run object in :mod:`oxyeval.suites`: loading it registers its results'
+#: kind with the decision (an ``oxy report`` process has run nothing to register it).
+_RUNS = {
+    "consistency": "ConsistencyRun",
+    "cases": "CaseRun",
+    "ab": "ABRun",
+    "chattest": "PassFailRun",
+    "test-files": "PassFailRun",
+    "workflow": "WorkflowOutcome",
+    "ask": "AskOutcome",
+}
+
+
+def _register(run_kind: str) -> None:
+    """Make the results of ``run_kind`` known to the decision."""
+    from .. import suites
+
+    getattr(suites, _RUNS[run_kind])
+
+
 class SavedRun:
     """A saved run as the decision reads it (``kind``, ``interrupted``,
     ``as_results()``, ``history_unread``), with what the original run ended with and the
@@ -61,6 +81,7 @@ class SavedRun:
         warnings: list[str] | None = None,
         consistency: ConsistencyRun | None = None,
     ) -> None:
+        _register(run_kind)
         self.run_kind = run_kind
         self.kind = SAVED_KINDS[run_kind]
         self.results = results
@@ -196,6 +217,7 @@ def _family(data: dict[str, Any], source: str) -> SavedRun:
     if run_kind not in SAVED_KINDS:
         raise top.fail("kind", f"one of {', '.join(SAVED_KINDS)}")
     kind = SAVED_KINDS[run_kind]
+    _register(run_kind)
     results = [
         _result(top.at(item, f"results[{k}]."), kind)
         for k, item in enumerate(top.objects("results"))

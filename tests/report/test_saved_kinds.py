@@ -6,6 +6,8 @@ read too, and a malformed one is bad input said at its key."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -235,3 +237,18 @@ def test_a_malformed_document_is_bad_input_at_its_key(
     assert "Traceback" not in again.stderr
     as_json = report(path, "--format", "json")
     assert as_json.exit_code == 2 and json.loads(as_json.stdout)["document"] == "error"
+
+
+def test_a_fresh_process_knows_every_kind_it_reads(tmp_path: Path) -> None:
+    """``oxy report`` runs nothing: the kinds of the results it reads register
+    themselves (here in a process of its own, where no test imported them first)."""
+    for name, doc in (("cases.json", OLD_CASES), ("chattest.json", OLD_CHATTEST)):
+        path = save(tmp_path, doc, name)
+        done = subprocess.run(
+            [sys.executable, "-m", "oxyeval", "report", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 1, done.stderr
+        assert "internal error" not in done.stderr
