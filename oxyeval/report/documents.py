@@ -36,6 +36,7 @@ __all__ = [
     "decision_json",
     "document",
     "error_document",
+    "gates_json",
     "history_json",
     "result_json",
     "run_document",
