@@ -52,11 +52,10 @@ ALLOWED_BYPASSES: dict[tuple[str, str, str], str] = {
         "suites; it belongs beside token_limit_warning wherever that settles"
     ),
     ("suites", "workflow", "token_limit_warning"): (
-        "the warning for answers cut at max_tokens; moves with the max_tokens rule to "
-        "providers (review 2.6)"
+        "the warning for answers cut at max_tokens; moves with the max_tokens rule to providers"
     ),
     ("cli", "report", "empty_stats"): (
-        "report builds a store row for a never-run case (review 2.5); `oxy cases show` "
+        "report builds a store row for a never-run case; `oxy cases show` "
         "belongs in suites (case_details), which returns the stats"
     ),
 }

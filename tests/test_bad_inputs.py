@@ -572,7 +572,7 @@ CORPUS: list[Bad] = [
         "validate run",
         "q.sql",
     ),
-    # == Hardening round 2 (issue 13): one section per area, entries appended at its end ==
+    # == Hardening round 2: one section per area, entries appended at its end ==
     #
     # -- round 2: the SQL sandbox --------------------------------------------------------
     Bad(

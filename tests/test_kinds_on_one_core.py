@@ -16,6 +16,7 @@ import pytest
 
 import oxyeval
 from oxyeval.suites import AB, Ask, Cases, Consistency, PassFail, Storage, Workflow
+from oxyeval.testing._run import Sdk
 
 PACKAGE = Path(oxyeval.__file__).parent
 SUITES = PACKAGE / "suites"
@@ -125,14 +126,14 @@ def test_a_run_is_set_up_only_by_a_kind_or_the_core() -> None:
     assert wrong == [], "a run is set up by its kind:\n" + "\n".join(wrong)
 
 
-@pytest.mark.parametrize("kind", [Consistency, Cases, AB, PassFail, Workflow, Ask])
+@pytest.mark.parametrize("kind", [Consistency, Cases, AB, PassFail, Workflow, Ask, Sdk])
 def test_each_kind_is_the_core_s_plugin(kind: type) -> None:
     """What :class:`oxyeval.suites.Kind` asks of a kind, and a registered result kind."""
     from oxyeval.evaluation import result_kind
 
     assert isinstance(kind.storage, Storage)
     assert result_kind(kind.name).name == kind.name
-    for method in ("plan", "execute", "stopped"):
+    for method in ("plan", "execute", "stopped", "finished"):
         assert callable(getattr(kind, method, None)), f"{kind.__name__}.{method}"
 
 

@@ -1,4 +1,4 @@
-"""What a real small-model server broke, seen from the commands (issue 7, items 14, 15, 18, 22).
+"""What a real small-model server broke, seen from the commands.
 
 Models are fake OpenAI-compatible servers on 127.0.0.1 (answers cut at the token limit
 come back with ``finish_reason: "length"``, as llama.cpp sends them) or the offline mock.

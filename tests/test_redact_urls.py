@@ -1,4 +1,4 @@
-"""How URLs are shown and what of them is registered (``oxyeval.redact``, issue 13 F4/F5).
+"""How URLs are shown and what of them is registered (``oxyeval.redact``).
 
 A model's URL hides its whole userinfo (a token is often written as the user name:
 ``https://TOKEN@host``); a history's database URL hides only the password. A credential

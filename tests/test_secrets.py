@@ -1,4 +1,4 @@
-"""A key that comes back in a model's answer never leaves the process (issue 7, item 3).
+"""A key that comes back in a model's answer never leaves the process.
 
 The model here is a real OpenAI-compatible server on 127.0.0.1 whose answers echo the
 Bearer token it received: the key is read from the environment variable config.yml

@@ -1,4 +1,4 @@
-"""Secrets at every sink, round 2 (issue 13, items 8-12).
+"""Secrets at every sink, round 2.
 
 Each test drives the real ``oxy`` command (a ``python -m oxyeval`` process) against fake
 servers on 127.0.0.1 and reads back every sink the run writes: stdout and stderr (pretty

@@ -169,4 +169,7 @@ def print_error(console: Console, exc: BaseException, debug: bool = False) -> No
         from ..redact import redact
 
         console.print(redact("".join(traceback.format_exception(exc))), style="dim", markup=False)
-    console.print(error_text(exc), style="red", markup=False)
+    from ..report.text import shown
+
+    # An error may quote a model's or a server's text: control characters shown, not run.
+    console.print(shown(error_text(exc)), style="red", markup=False)

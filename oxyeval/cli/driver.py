@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, OxyError
 from ..evaluation import Gates, decide, decide_run, gate_option_error
+from ..report.text import shown
 from ._common import live_progress, print_json
 from .console import json_error, print_error
 
@@ -115,11 +116,11 @@ def finish(
     code = decision.code
     if interrupted is not None:
         line = reporter.interrupted_line(run, interrupted)
-        err.print(f"{line}; exit {code}", style="yellow", markup=False)
+        err.print(shown(f"{line}; exit {code}"), style="yellow", markup=False)
     for note in reporter.notes(run, quiet=quiet):
-        err.print(note, style="yellow", markup=False, highlight=False)
+        err.print(shown(note), style="yellow", markup=False, highlight=False)
     for warning in decision.warnings:
-        err.print(warning, style="yellow", markup=False)
+        err.print(shown(warning), style="yellow", markup=False)
     if error is not None and (isinstance(error, OxyError) or debug):
         print_error(err, error, debug)
     stopped = None if error is None else json_error(error)
@@ -128,13 +129,13 @@ def finish(
 
         text = reporter.junit(run, decision, error=stopped, timestamp=started)
         code = write_report("--junit", junit, text, err, code)
-    shown = decision if code == decision.code else _with_code(decision, code)
+    final = decision if code == decision.code else _with_code(decision, code)
     if as_json:
-        print_json(reporter.document(run, shown, error=stopped))
+        print_json(reporter.document(run, final, error=stopped))
     else:
         from .console import stdout_console
 
-        reporter.render(run, shown, stdout_console(), quiet=quiet)
+        reporter.render(run, final, stdout_console(), quiet=quiet)
     # After the report they explain (on a terminal both streams interleave), whatever
     # the format: CI logs show them. The pretty report of a kind that ends with the
     # gates' own lines already says those on a shared terminal.
@@ -143,9 +144,10 @@ def finish(
     for reason in decision.reasons:
         if skip_gates and reason in gate_lines:
             continue
-        err.print(
-            f"error: {reason}" if reason == decision.empty else reason, style="red", markup=False
-        )
+        # A reason may quote what a model or a server sent (an error body): its escape
+        # sequences are written out, never run by the terminal.
+        line = f"error: {reason}" if reason == decision.empty else reason
+        err.print(shown(line), style="red", markup=False)
     return code
 
 

@@ -12,23 +12,29 @@ else 0.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
 
 from ..errors import EXIT_FAILED, EXIT_INFRA, EXIT_INPUT, EXIT_OK, OxyError
 from ..redact import redact
+from .gates import (
+    DropResult,
+    Gates,
+    PassRateResult,
+    ThresholdResult,
+    _words,
+    check_drop,
+    check_pass_rate,
+    check_threshold,
+    percent,
+)
 from .kinds import result_kind
-from .result import Previous, Result, _round
+from .result import Result
 
 __all__ = [
     "Decision",
-    "DropResult",
-    "Gates",
     "Headline",
     "Outcome",
-    "ThresholdResult",
-    "check_drop",
-    "check_threshold",
     "decide",
     "decide_run",
     "error_code",
@@ -39,21 +45,6 @@ __all__ = [
     "with_artifact_failure",
 ]
 
-_EPS = 1e-9
-
-
-def moment(timestamp: str) -> str:
-    """An ISO-8601 UTC timestamp as messages print it: to the minute, zone named
-    (``2026-11-20 10:04 UTC``), so two runs of one day can be told apart."""
-    return f"{timestamp[:16].replace('T', ' ')} UTC"
-
-
-def percent(value: float) -> str:
-    """A 0..1 score as reports print it (the pretty report's "Accuracy: 69.70%"): one
-    unit in every message; JSON keeps 0..1 (``value``, ``min_accuracy``)."""
-    return f"{value * 100:.2f}%"
-
-
 #: :attr:`Decision.headline`'s values.
 Headline = Literal[
     "interrupted",
@@ -61,6 +52,7 @@ Headline = Literal[
     "infra",
     "history_unread",
     "below",
+    "below_pass_rate",
     "dropped",
     "failed",
     "met",
@@ -69,181 +61,6 @@ Headline = Literal[
     "empty",
     "ungated",
 ]
-
-
-@dataclass(frozen=True)
-class Gates:
-    """What a run must meet: ``--min-accuracy``/``--threshold-mode``, ``--strict``,
-    ``--fail-on-drop`` (points), ``--fail-on-regression``."""
-
-    min_accuracy: float | None = None
-    threshold_mode: str = "average"
-    strict: bool = False
-    fail_on_drop: float | None = None
-    fail_on_regression: bool = False
-    #: ``--allow-empty``: a gate given with nothing to gate passes (with a warning);
-    #: without it, an empty selection fails, so a typo in CI is never a green build.
-    allow_empty: bool = False
-
-    @property
-    def gating(self) -> bool:
-        """A threshold or a drop check was asked for: there must be something to gate."""
-        return self.min_accuracy is not None or self.fail_on_drop is not None
-
-
-@dataclass
-class ThresholdResult:
-    min_accuracy: float
-    mode: str
-    passed: bool
-    value: float | None  # the mean (average mode) or the minimum (all mode)
-    failing: list[tuple[str, float | None]]
-    message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "min_accuracy": self.min_accuracy,
-            "mode": self.mode,
-            "passed": self.passed,
-            "value": _round(self.value),
-            "failing": [{"name": n, "accuracy": _round(a)} for n, a in self.failing],
-            "message": self.message,
-        }
-
-
-@dataclass
-class DropResult:
-    """``--fail-on-drop``: the results whose score fell by more than ``max_drop`` points
-    against their previous run. ``checked`` is False when the history could not be read,
-    so a drop cannot be ruled out."""
-
-    max_drop: float
-    passed: bool
-    dropped: list[tuple[str, float, Previous]]  # subject, score now, the previous result
-    checked: bool
-    message: str
-    #: Results that had an earlier score to compare with: 0 on a first run, when passing
-    #: says nothing (no green tick for it).
-    compared: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "max_drop": self.max_drop,
-            "passed": self.passed,
-            "checked": self.checked,
-            "compared": self.compared,
-            "dropped": [
-                {
-                    "name": name,
-                    "accuracy": _round(accuracy),
-                    "previous": previous.to_dict(),
-                    "change": round((accuracy - previous.accuracy) * 100, 4),
-                }
-                for name, accuracy, previous in self.dropped
-            ],
-            "message": self.message,
-        }
-
-
-def _words(results: Sequence[Result], kind: str | None) -> tuple[str, str]:
-    """The metric and the noun messages use: the kind's (one kind per decision), named
-    by the caller when there may be no results to tell it."""
-    name = kind or (results[0].kind if results else None)
-    if name is None:
-        return "score", "result"
-    found = result_kind(name)
-    return found.metric, found.noun
-
-
-def check_threshold(
-    results: Sequence[Result],
-    min_accuracy: float,
-    mode: str = "average",
-    *,
-    kind: str | None = None,
-) -> ThresholdResult | None:
-    """Apply ``--min-accuracy`` to the results' scores; None when there is nothing to
-    compare (a warning, not a failure)."""
-    if mode not in ("average", "all"):
-        raise ValueError(f"threshold mode must be 'average' or 'all', not {mode!r}")
-    if not results:
-        return None
-    metric, noun = _words(results, kind)
-    labelled = [(r.subject, r.score) for r in results]
-    unscored = [(name, score) for name, score in labelled if score is None]
-    scored = [score for _name, score in labelled if score is not None]
-    failing = [(n, s) for n, s in labelled if s is None or s + _EPS < min_accuracy]
-
-    def fmt(items: list[tuple[str, float | None]]) -> str:
-        return ", ".join(
-            f"{n}: {percent(s)}" if s is not None else f"{n}: no score" for n, s in items
-        )
-
-    if mode == "average":
-        value = sum(scored) / len(scored) if scored else None
-        passed = value is not None and value + _EPS >= min_accuracy and not unscored
-        if value is None:
-            message = f"No {noun} could be scored, threshold {percent(min_accuracy)} not met: {fmt(unscored)}"
-        else:
-            verb = "meets" if value + _EPS >= min_accuracy else "below"
-            message = f"Average {metric} {percent(value)} {verb} threshold {percent(min_accuracy)}"
-            if unscored:
-                message += f", but {len(unscored)} {noun}(s) could not be scored: {fmt(unscored)}"
-        return ThresholdResult(min_accuracy, mode, passed, value, failing, message)
-
-    value = min(scored) if scored and not unscored else None
-    passed = not failing
-    if passed:
-        message = f"All {len(labelled)} {noun}(s) meet threshold {percent(min_accuracy)}"
-    else:
-        message = (
-            f"{len(failing)} {noun}(s) below threshold {percent(min_accuracy)}: {fmt(failing)}"
-        )
-    return ThresholdResult(min_accuracy, mode, passed, value, failing, message)
-
-
-def check_drop(
-    results: Sequence[Result],
-    max_drop: float,
-    *,
-    history_ok: bool = True,
-    why: str | None = None,
-    kind: str | None = None,
-) -> DropResult:
-    """Apply ``--fail-on-drop``: fail the results whose score is more than ``max_drop``
-    points (0-100) below their previous run's. A result with no previous scored run, or
-    without a score now (reported as not scored anyway), never counts as a drop.
-    ``history_ok=False``: the earlier results could not be read (``why``), so drops
-    cannot be ruled out. A history read but not written still decides."""
-    if not 0.0 <= max_drop <= 100.0:
-        raise ValueError(f"a drop is in points between 0 and 100, not {max_drop!r}")
-    _metric, noun = _words(results, kind)
-    dropped: list[tuple[str, float, Previous]] = []
-    compared = 0
-    for r in results:
-        if r.score is None or r.previous is None or r.status == "interrupted":
-            continue
-        compared += 1
-        if (r.previous.accuracy - r.score) * 100 > max_drop + _EPS:
-            dropped.append((r.subject, r.score, r.previous))
-    if not history_ok:
-        message = (
-            f"--fail-on-drop {max_drop:g}: cannot compare with the previous runs, the history "
-            "could not be read" + (f" ({why})" if why else "")
-        )
-        return DropResult(max_drop, False, dropped, False, message, compared)
-    if dropped:
-        shown = ", ".join(
-            f"{name}: {prev.accuracy * 100:.1f}% -> {score * 100:.1f}% "
-            f"({(score - prev.accuracy) * 100:+.1f} pts vs {moment(prev.at)})"
-            for name, score, prev in dropped
-        )
-        message = f"{len(dropped)} {noun}(s) dropped more than {max_drop:g} pts: {shown}"
-    elif compared:
-        message = f"No {noun} dropped more than {max_drop:g} pts ({compared} compared)"
-    else:
-        message = f"--fail-on-drop {max_drop:g}: no earlier run to compare with; nothing dropped"
-    return DropResult(max_drop, not dropped, dropped, True, message, compared)
 
 
 @dataclass(frozen=True)
@@ -282,6 +99,8 @@ class Decision:
     code: int
     threshold: ThresholdResult | None = None
     drop: DropResult | None = None
+    #: ``--min-pass-rate``'s check (None: not asked for).
+    pass_rate: PassRateResult | None = None
     warnings: tuple[str, ...] = ()
     #: Why an empty selection failed the gates (exit 1; ``--allow-empty`` passes it).
     empty: str | None = None
@@ -291,7 +110,7 @@ class Decision:
     outcomes: tuple[Outcome, ...] = ()
     interrupted: bool = False
     #: The gates decided on, so a report can say which rules applied.
-    gates: Gates = Gates()
+    gates: Gates = field(default_factory=Gates)
 
     @property
     def passed(self) -> bool:
@@ -319,6 +138,8 @@ class Decision:
             return "history_unread"
         if self.threshold is not None and not self.threshold.passed:
             return "below"
+        if self.pass_rate is not None and not self.pass_rate.passed:
+            return "below_pass_rate"
         if self.drop is not None and not self.drop.passed:
             return "dropped"
         if self.code == EXIT_FAILED:
@@ -337,7 +158,7 @@ class Decision:
             lines.append(self.empty)
         lines += self.unscored
         lines += self.failed
-        for check in (self.threshold, self.drop):
+        for check in (self.threshold, self.pass_rate, self.drop):
             if check is not None and not check.passed:
                 lines.append(check.message)
         return lines
@@ -348,7 +169,12 @@ class Decision:
         return {o.subject: list(o.reasons) for o in self.outcomes if o.reasons}
 
 
-def gated_code(base: int, threshold: ThresholdResult | None, drop: DropResult | None) -> int:
+def gated_code(
+    base: int,
+    threshold: ThresholdResult | None,
+    drop: DropResult | None,
+    pass_rate: PassRateResult | None = None,
+) -> int:
     """The precedence every kind shares: ``base`` (3 unknown outcome, 1 a result failed
     its own check, else 0) with the run-wide gates over it. 3 wins (a drop check that
     could not read the history is an unknown outcome too), then any failure, then 0."""
@@ -356,7 +182,7 @@ def gated_code(base: int, threshold: ThresholdResult | None, drop: DropResult | 
         return EXIT_INFRA
     if base == EXIT_FAILED:
         return EXIT_FAILED
-    if (threshold is not None and not threshold.passed) or (drop is not None and not drop.passed):
+    if any(c is not None and not c.passed for c in (threshold, drop, pass_rate)):
         return EXIT_FAILED
     return EXIT_OK
 
@@ -399,6 +225,11 @@ def gate_option_error(gates: Gates) -> str | None:
             "--fail-on-drop is in percentage points between 0 and 100 (e.g. 5 fails a test "
             f"that falls from 90% to under 85%), got {gates.fail_on_drop:g}"
         )
+    if gates.min_pass_rate is not None and not 0.0 <= gates.min_pass_rate <= 1.0:
+        return (
+            "--min-pass-rate must be between 0 and 1 (a share of the results with a check "
+            f"of their own, e.g. 0.9 for 90%), got {gates.min_pass_rate:g}"
+        )
     return None
 
 
@@ -422,6 +253,7 @@ def _outcome(
     dropped: dict[str, str],
     threshold: ThresholdResult | None,
     metric: str,
+    pass_rate: PassRateResult | None = None,
 ) -> Outcome:
     kind = result_kind(result.kind)
     if result.status in kind.unknown:
@@ -429,11 +261,18 @@ def _outcome(
     if result.status in kind.neutral:
         return Outcome(result.subject, "neutral")
     failed = kind.failed_line(result) if result.passed is False and kind.checks_gate else None
+    under_rate = None
+    if pass_rate is not None:
+        # Under --min-pass-rate a failed check fails the run only through the rate, which
+        # says so once: this result fails only when the rate does.
+        if result.passed is False and not pass_rate.passed:
+            under_rate = f"{kind.failed_line(result)} (--min-pass-rate: {pass_rate.message})"
+        failed = None
     regression = None
     if gates.fail_on_regression and result.regressions:
         regression = f"regression: {result.subject}: {redact('; '.join(result.regressions))}"
     drop = dropped.get(result.subject)
-    below = _below_line(result, threshold, metric)
+    below = _below_line(result, threshold, metric) or under_rate
     strict = None
     if gates.strict and (result.run_errors or result.judge_errors):
         strict = (
@@ -449,6 +288,8 @@ def _gate_names(gates: Gates) -> str:
         names.append(f"--min-accuracy {gates.min_accuracy:g}")
     if gates.fail_on_drop is not None:
         names.append(f"--fail-on-drop {gates.fail_on_drop:g}")
+    if gates.min_pass_rate is not None:
+        names.append(f"--min-pass-rate {gates.min_pass_rate:g}")
     return ", ".join(names)
 
 
@@ -490,13 +331,19 @@ def decide(
                 f"{metric} fell {-change:.1f} points against its previous run "
                 f"(--fail-on-drop {gates.fail_on_drop:g})"
             )
-    outcomes = tuple(_outcome(r, gates, dropped, threshold, metric) for r in results)
+    pass_rate = None
+    if gates.min_pass_rate is not None and (results or not gates.allow_empty):
+        pass_rate = check_pass_rate(results, gates.min_pass_rate, kind=kind)
+        if pass_rate.value is None and results:
+            warnings.append(f"warning: {pass_rate.message}; not gating")
+            pass_rate = None
+    outcomes = tuple(_outcome(r, gates, dropped, threshold, metric, pass_rate) for r in results)
     unknown = [r for r, o in zip(results, outcomes, strict=True) if o.state == "unknown"]
     soft = gates.strict and any(r.run_errors or r.judge_errors for r in results)
     # Failed on its own (its check, a regression), not only by a drop: the drop decides apart.
     own_failure = any(o.failed or o.regression for o in outcomes)
     base = EXIT_INFRA if interrupted or unknown or soft else EXIT_FAILED if own_failure else EXIT_OK
-    code = gated_code(base, threshold, drop)
+    code = gated_code(base, threshold, drop, pass_rate if results else None)
     strict_note = None
     if soft and not interrupted and not unknown and (drop is None or drop.checked):
         runs = sum(r.run_errors for r in results)
@@ -526,6 +373,7 @@ def decide(
         code=code,
         threshold=threshold,
         drop=drop,
+        pass_rate=pass_rate if results else None,
         warnings=tuple(warnings),
         strict_note=strict_note,
         unscored=unscored,

@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Any
 from ..redact import redact
 
 if TYPE_CHECKING:
-    from ..evaluation import Decision, DropResult, Gates, Result, ThresholdResult
+    from ..evaluation import (
+        Decision,
+        DropResult,
+        Gates,
+        PassRateResult,
+        Result,
+        ThresholdResult,
+    )
     from ..suites import StoredRun
 
 __all__ = [
@@ -139,6 +146,7 @@ def gates_json(gates: Gates) -> dict[str, Any]:
         "failOnDrop": gates.fail_on_drop,
         "failOnRegression": gates.fail_on_regression,
         "allowEmpty": gates.allow_empty,
+        "minPassRate": gates.min_pass_rate,
     }
 
 
@@ -152,6 +160,19 @@ def _threshold(t: ThresholdResult | None) -> dict[str, Any] | None:
         "value": _r(t.value),
         "failing": [{"name": n, "accuracy": _r(a)} for n, a in t.failing],
         "message": redact(t.message),
+    }
+
+
+def _pass_rate(p: PassRateResult | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {
+        "minPassRate": p.min_pass_rate,
+        "passed": p.passed,
+        "value": _r(p.value),
+        "checked": p.checked,
+        "failing": list(p.failing),
+        "message": redact(p.message),
     }
 
 
@@ -187,6 +208,7 @@ def decision_json(decision: Decision) -> dict[str, Any]:
         "warnings": list(decision.warnings),
         "gates": gates_json(decision.gates),
         "threshold": _threshold(decision.threshold),
+        "passRate": _pass_rate(decision.pass_rate),
         "drop": _drop(decision.drop),
     }
 

@@ -187,6 +187,7 @@ def _gates(decision: Doc) -> Gates | None:
         fail_on_drop=g.number("fail_on_drop"),
         fail_on_regression=bool(g.get("fail_on_regression", (bool,), "true or false", False)),
         allow_empty=bool(g.get("allow_empty", (bool,), "true or false", False)),
+        min_pass_rate=g.number("min_pass_rate"),
     )
 
 

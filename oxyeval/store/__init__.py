@@ -16,10 +16,10 @@ A :class:`Store` has one repository per concern: ``prompts``, ``cases``, ``branc
 model configurations of a case, their rules and executions), ``executions``,
 ``runs``, ``stats``, ``tests`` (consistency results of ``oxy test``), ``workflows``,
 ``cache`` (model answers and judge verdicts kept for reruns) and ``results``: every
-kind's results with named scores and a daily rollup (the spine a new kind of test
+kind's results with named scores and a daily rollup (where a new kind of test
 writes to alone, registered with :func:`oxyeval.evaluation.register_kind`; the older
 kinds write their detail tables and it together).
-Rows are frozen dataclasses with snake_case fields; the seed API's camelCase shaping is
+Rows are frozen dataclasses with snake_case fields; the Testing API's camelCase shaping is
 :mod:`oxyeval.report.cases`. Calls are synchronous: from async code, use
 ``asyncio.to_thread``.
 

@@ -1,8 +1,8 @@
-"""The rows of A/B branches (issue 16): a branch (:class:`TestBranch`), what the engine
+"""The rows of A/B branches: a branch (:class:`TestBranch`), what the engine
 hands the store for one run of it (:class:`NewBranchExecution`) and what is read back
 (:class:`BranchExecution`).
 
-Snake_case versions of the seed's TestBranch and TestBranchExecution; the camelCase JSON
+Snake_case versions of the Testing API's TestBranch and TestBranchExecution; the camelCase JSON
 is the report's job. A branch's aggregates are properties over counters kept at write
 time, so a row never disagrees with itself and reading one never scans its executions.
 """
@@ -136,7 +136,7 @@ class BranchExecution:
 
     id: str
     run_id: str | None
-    execution_id: str | None  # the seed's prompt execution: none is recorded apart
+    execution_id: str | None  # the Testing API's prompt execution: none is recorded apart
     branch_id: str
     test_case_id: str
     status: str

@@ -1,6 +1,6 @@
-"""A/B branches (issue 16): ``store.branches``, one model configuration per branch of a
+"""A/B branches: ``store.branches``, one model configuration per branch of a
 test case, created through the API or synced from YAML (same id, same history), and their
-executions, which are results of kind ``ab`` on the results spine.
+executions, which are results of kind ``ab`` on the results table.
 
 The rules hold for every caller (CLI, Python API, GraphQL) because they are checked here,
 inside the write transaction, against what is stored: at most :data:`MAX_BRANCHES` live
@@ -384,7 +384,7 @@ class Branches:
     def executions(
         self, branch_id: str, *, limit: int = 20, offset: int = 0
     ) -> list[BranchExecution]:
-        """A branch's executions, newest first (the seed's testBranchExecutions); ``limit``
+        """A branch's executions, newest first (the Testing API's testBranchExecutions); ``limit``
         is kept within 1..1000."""
         limit = max(1, min(int(limit), _MAX_LIMIT))
         offset = max(0, int(offset))

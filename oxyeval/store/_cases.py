@@ -269,7 +269,7 @@ class Cases:
         return case_row(row)
 
     def update_expected_output(self, case_id: str, output: str) -> TestCase:
-        """Accept new behaviour as the baseline (the seed's updateExpectedOutput)."""
+        """Accept new behaviour as the baseline (the Testing API's updateExpectedOutput)."""
         return self.update(case_id, expected_output=output)
 
     def upsert(

@@ -279,7 +279,7 @@ class Executions:
             return len(write_executions(conn, self._store.path, batch))
 
     def list(self, test_case_id: str, limit: int = 50, offset: int = 0) -> list[Execution]:
-        """Newest first (the seed's testCaseExecutions)."""
+        """Newest first (the Testing API's testCaseExecutions)."""
         with self._store.read("reading executions") as conn:
             rows = conn.execute(
                 # the call's cost is kept in its results row (same id)

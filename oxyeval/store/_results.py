@@ -1,4 +1,4 @@
-"""The results spine: one ``results`` row per result of any kind, its named ``scores``, and
+"""The results table: one ``results`` row per result of any kind, its named ``scores``, and
 the ``result_daily`` rollup per (kind, subject, day) that trend charts read.
 
 Why one table for every kind: a new kind of test (A/B branches, judged pass/fail tests, an

@@ -1,4 +1,4 @@
-"""Reading the results spine back: ``store.results`` (:class:`Results`), the rows it
+"""Reading the results table back: ``store.results`` (:class:`Results`), the rows it
 returns (:class:`StoredResult`, with its scores) and the daily rollup (:class:`DailyTotals`).
 
 Apart from the writer (:mod:`._results`): the lean store of ``oxy test`` writes results

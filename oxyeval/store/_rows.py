@@ -2,7 +2,7 @@
 (those of ``oxy test`` and ``oxy run`` results are in ``_result_rows``).
 
 Derived numbers (pass rate, averages) are properties computed from the stored sums, so a
-row never disagrees with itself. Shaping for an API (the seed's camelCase) is not done
+row never disagrees with itself. Shaping for an API (the Testing API's camelCase) is not done
 here: see ``oxyeval.report.cases``.
 """
 
@@ -30,7 +30,7 @@ __all__ = [
 
 
 def pass_rate(passes: int, runs: int) -> float | None:
-    """Percent (0-100, the seed's unit); None when nothing was judged."""
+    """Percent (0-100, the Testing API's unit); None when nothing was judged."""
     return None if runs == 0 else 100.0 * passes / runs
 
 
@@ -128,7 +128,7 @@ class NewExecution:
     error: str | None = None
     created_at: str | None = None
     id: str | None = None
-    #: Kept in the execution's ``results`` row (the spine), not in ``executions``: what
+    #: Kept in the execution's ``results`` row, not in ``executions``: what
     #: the call cost (None: no known price) and its time to first token (streamed calls).
     cost_usd: float | None = None
     ttft_ms: float | None = None

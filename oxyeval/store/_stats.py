@@ -100,7 +100,7 @@ class Stats:
     def case_stats(
         self, test_case_id: str, recent: int = 10, *, trend_days: int | None = None
     ) -> CaseStats | None:
-        """The seed's testCaseStats; None for an unknown id. Soft-deleted cases still answer.
+        """The Testing API's testCaseStats; None for an unknown id. Soft-deleted cases still answer.
         ``trend_days`` limits the trend to the last N days with data."""
         t = test_cases.c
         d = case_daily.c

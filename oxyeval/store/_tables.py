@@ -293,7 +293,7 @@ cache_entries = sa.Table(
     sa.Index("ix_cache_entries_kind_created", "kind", "created_at"),
 )
 
-# The results spine (revision 0004, ``_results``): one row per result of any kind, with
+# The results table (revision 0004, ``_results``): one row per result of any kind, with
 # what only its kind has in ``details`` (JSON). A kind is a registered name, not a CHECK:
 # adding one needs no migration. The older kinds keep their detail tables above and write
 # here too, in the same transaction; an execution's or a consistency result's row has the

@@ -142,6 +142,6 @@ def valid_params(params: Any) -> Any:
 
 def insert_sql(table: str, columns: Iterable[str]) -> str:
     """An INSERT of ``columns`` (our own names, never a value) as named parameters: what
-    the lean store and the results spine run as plain SQL text."""
+    the lean store and the results table run as plain SQL text."""
     names = list(columns)
     return f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(':' + c for c in names)})"

@@ -62,5 +62,5 @@ BRANCH_STATUSES = ("success", "error")
 #: The vendors an A/B branch may name as its ``provider`` (None: ``model`` is a model
 #: name of config.yml).
 BRANCH_PROVIDERS = ("openai", "anthropic", "gemini", "ollama")
-#: Live A/B branches a test case may have (the seed's limit; ``store.branches`` holds it).
+#: Live A/B branches a test case may have (the Testing API's limit; ``store.branches`` holds it).
 MAX_BRANCHES = 5

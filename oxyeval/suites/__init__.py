@@ -46,6 +46,7 @@ _EXPORTS = {
     "ValidationReport": "validate",
     "validate_paths": "validate",
     "Kind": "suite",
+    "run_kind": "suite",
     "ProgressSink": "suite",
     "SuiteRun": "suite",
     "final_status": "status",
@@ -170,6 +171,7 @@ __all__ = [
     "run_cases_async",
     "run_chattest",
     "run_chattest_async",
+    "run_kind",
     "run_passfail",
     "run_test_files",
     "run_test_files_async",
@@ -252,7 +254,7 @@ if TYPE_CHECKING:
     from .recorder import Recorder, RunRow, Storage
     from .run_cache import cache_factory, clear_cache
     from .status import StoredRun, final_status
-    from .suite import Kind, ProgressSink, SuiteRun, progress_events
+    from .suite import Kind, ProgressSink, SuiteRun, progress_events, run_kind
     from .targets import AgentTarget, PromptTarget, Target, WorkflowTarget
     from .validate import ValidationReport, validate_paths
     from .workflows import Workflow, WorkflowOutcome, run_workflow, workflow_result

@@ -17,7 +17,7 @@ from ..project.config import load_project
 from ..workflow.ask import AgentAnswer, answer_in
 from .recorder import Handle, RunRow, Storage
 from .status import StoredRun
-from .suite import SuiteRun
+from .suite import SuiteRun, run_kind
 
 if TYPE_CHECKING:
     from ..project.agents import Agent
@@ -134,6 +134,9 @@ class Ask:
     def stopped(self, suite: SuiteRun) -> None:
         """An interrupted ask keeps itself (``execute``)."""
 
+    def finished(self, suite: SuiteRun) -> None:
+        """Nothing to put in order: one answer."""
+
 
 async def ask(
     path: str | Path,
@@ -156,8 +159,5 @@ async def ask(
     answer = into if into is not None else AgentAnswer()
     answer.agent = answer.agent or str(path)
     kind = Ask(path, question, project_dir=project_dir, answer=answer, outcome=outcome)
-    suite = SuiteRun(
-        "ask", db=db, environ=environ, history=history, cache=cache, storage=kind.storage
-    )
-    await suite.run(kind)
+    await run_kind(kind, db=db, environ=environ, history=history, cache=cache)
     return answer

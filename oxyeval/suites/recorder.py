@@ -34,7 +34,15 @@ if TYPE_CHECKING:
     from ..store import Location, Store
     from .history_store import Histories, History, RunStore
 
-__all__ = ["Handle", "KeptThenCancelled", "Recorded", "Recorder", "RunRow", "Storage"]
+__all__ = [
+    "Handle",
+    "KeptThenCancelled",
+    "Recorded",
+    "Recorder",
+    "RunRow",
+    "Storage",
+    "earlier_results",
+]
 
 _SUBJECTS_SHOWN = 5  # parts named in a run row's subject before "and N more"
 
@@ -65,13 +73,40 @@ def _core_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, Any]]
     return [None] * len(items)
 
 
+#: Earlier results of one subject read to find its previous scored one outside this run.
+_LOOKBACK = 20
+
+
+def earlier_results(
+    store: RunStore, run_id: str | None, items: Sequence[tuple[Result, Any]]
+) -> list[Previous | None]:
+    """Each result's previous one from the history's ``results`` table: the latest scored
+    result of the same kind and subject in another run (what ``--fail-on-drop`` measures
+    a drop against), for every kind that keeps no detail rows of its own to ask."""
+    found: list[Previous | None] = []
+    for result, _extra in items:
+        unknown = result_kind(result.kind).unknown
+        previous = None
+        for earlier in store.results.history(result.kind, result.subject, limit=_LOOKBACK):
+            if (
+                earlier.run_id != run_id
+                and earlier.score is not None
+                and earlier.status not in unknown
+            ):
+                previous = Previous(earlier.score, earlier.created_at, earlier.run_id)
+                break
+        found.append(previous)
+    return found
+
+
 @dataclass(frozen=True)
 class Storage:
-    """How a kind's results become history rows. ``full``: the kind reads more than
-    results (prompts, cases), so its history opens as the full store."""
+    """How a kind's results become history rows, and how each finds its previous result
+    (the history's ``results`` by default). ``full``: the kind reads more than results
+    (prompts, cases), so its history opens as the full store."""
 
     write: Writer = _core_rows
-    previous: PreviousReader | None = None
+    previous: PreviousReader | None = earlier_results
     full: bool = False
 
 

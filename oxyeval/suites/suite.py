@@ -71,6 +71,7 @@ __all__ = [
     "final_status",
     "interrupted_by",
     "progress_events",
+    "run_kind",
 ]
 
 
@@ -100,6 +101,10 @@ class Kind(Protocol):
 
     def stopped(self, suite: SuiteRun) -> None:
         """The run was interrupted: list what never finished, so the report says so."""
+        ...
+
+    def finished(self, suite: SuiteRun) -> None:
+        """The run ended (done, failed or interrupted): put the report in order."""
         ...
 
 
@@ -297,3 +302,20 @@ class SuiteRun:
                         )
                     )
                 self._exit.close()
+
+
+async def run_kind(kind: Kind, **options: Any) -> SuiteRun:
+    """The one library call of every kind: a suite run of ``kind`` (``options``: ``db``,
+    ``environ``, ``history``, ``cache``, ``events``, ``retry``, ``gates``,
+    ``concurrency``, ``scope_secrets``). Whatever ends it, the kind's run object gets the
+    decision and how many calls the cache served, and the kind puts its report in order."""
+    suite = SuiteRun(kind.name, storage=kind.storage, **options)
+    try:
+        await suite.run(kind)
+    finally:
+        run: Any = kind.run
+        run.decision = suite.decision
+        if hasattr(run, "cached_calls"):
+            run.cached_calls = suite.caches.total_served
+        kind.finished(suite)
+    return suite

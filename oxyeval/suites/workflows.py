@@ -29,7 +29,7 @@ from ..workflow.outputs import to_jsonable
 from ..workflow.records import TaskRecord, WorkflowRun
 from .recorder import Handle, RunRow, Storage
 from .status import StoredRun
-from .suite import SuiteRun
+from .suite import SuiteRun, run_kind
 
 if TYPE_CHECKING:
     from ..workflow.context import RunContext
@@ -219,6 +219,12 @@ class Workflow:
     def stopped(self, suite: SuiteRun) -> None:
         """An interrupted run keeps itself (``execute``'s own ``finally``)."""
 
+    def finished(self, suite: SuiteRun) -> None:
+        """A history that could not keep the run is a warning, never a lost run."""
+        for note in suite.recorder.notes:
+            if note.error is not None:
+                log.warning("history not stored in %s: %s", note.db, note.error)
+
 
 async def run_workflow(
     path: str | Path,
@@ -261,21 +267,7 @@ async def run_workflow(
         run=run,
         outcome=outcome,
     )
-    suite = SuiteRun(
-        "workflow",
-        db=db,
-        environ=environ,
-        history=history,
-        cache=cache,
-        events=events,
-        storage=kind.storage,
-    )
-    try:
-        await suite.run(kind)
-    finally:
-        for note in suite.recorder.notes:
-            if note.error is not None:
-                log.warning("history not stored in %s: %s", note.db, note.error)
+    await run_kind(kind, db=db, environ=environ, history=history, cache=cache, events=events)
     return run
 
 

@@ -135,7 +135,8 @@ def _unit(score: Any) -> float | None:
 def decide_results(results: Sequence[Result]) -> Decision:
     """The one decision over SDK results, with no run-wide gate: a result that could not
     be scored fails it (exit 3), one that failed its own check fails it (exit 1)."""
-    from ..evaluation import Gates, decide
+    from ..evaluation import Gates
+    from ..evaluation.decision import decide  # looked up now: the one decision's own
 
     return decide(results, Gates(), kind=SDK.name)
 

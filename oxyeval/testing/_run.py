@@ -13,7 +13,7 @@ kept in the history, one judge session, named for the judged metrics by
 the history (kept by the suite run's recorder, compared with earlier results by
 :mod:`~oxyeval.testing._regressions`), finished by the one status rule
 (:func:`~oxyeval.suites.final_status`); pass or fail is the one decision's
-(:func:`~oxyeval.testing._results.decide_results`).
+(:func:`~oxyeval.evaluation.decide_run`).
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ from ..errors import OxyError
 from ..evaluation import SampleFinished, ScoreRecorded, SubjectStarted
 from ._judge import judging_in
 from ._regressions import STORAGE
-from ._results import SDK, Measured, decide_results, regression_lines, sdk_result
+from ._results import SDK, Measured, regression_lines, sdk_result
 
 if TYPE_CHECKING:
     from ..evaluation import Decision, EventSink, Result
     from ..suites import SuiteRun
     from ..workflow import RunContext
 
-__all__ = ["Check", "Finished", "Outcome", "SdkRun", "Subject", "run_sdk"]
+__all__ = ["Check", "Finished", "Outcome", "Sdk", "SdkOutcome", "SdkRun", "Subject", "run_sdk"]
 
 log = logging.getLogger("oxyeval")
 
@@ -157,25 +157,38 @@ class SdkRun:
         self._budget = suite.budget or (asyncio.Semaphore(concurrency) if concurrency else None)
         self._produce = asyncio.Semaphore(produce_limit) if produce_limit else None
         self._limits: dict[int, asyncio.Semaphore] = {}
+        self._problem: str | None = None
 
-    async def __aenter__(self) -> SdkRun:
+    def prepare(self) -> None:
+        """The project's context and where its results go (a bad ``history:`` entry is
+        warned about and the run goes on unkept); the run is not started."""
         from ..suites import RunRow
 
         project, problem = _project(self.where)
         if project is not None:
             try:
-                # a bad history: entry is bad input here: the run goes on, unkept
                 self.handle = self.suite.add(project, RunRow(subject=self.label), count=self._total)
             except OxyError as exc:
                 problem = f"warning: the evaluations are not kept in the history: {exc}"
             self.context = self.suite.context(project)
+        self._problem = problem
+
+    def started(self) -> None:
+        """The suite run has started: say what the preparation found."""
+        if self._problem is not None:
+            log.warning("%s", self._problem)
+            self.suite.warn(self._problem)
+
+    async def __aenter__(self) -> SdkRun:
+        self.prepare()
         self.suite.start(self._subjects)
-        if problem is not None:
-            log.warning("%s", problem)
-            self.suite.warn(problem)
+        self.started()
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        self.warn_unstored()
+
+    def warn_unstored(self) -> None:
         """Why the results are not (all) kept, said once: the run goes on without them."""
         for note in self.suite.recorder.notes:
             if note.error is not None:
@@ -204,8 +217,12 @@ class SdkRun:
     async def run(self, subjects: Sequence[Subject]) -> list[Outcome]:
         """Produce and measure every test case, each unit of work within the budget, and
         record each case's results as it finishes; the outcomes in the order given."""
+        return await gather_settled(*(self.one(s) for s in subjects))
+
+    async def one(self, subject: Subject) -> Outcome:
+        """One test case produced and measured, with the judged metrics' context."""
         with judging_in(self.context):
-            return await gather_settled(*(self._one(s) for s in subjects))
+            return await self._one(subject)
 
     async def _one(self, subject: Subject) -> Outcome:
         emit, kind = self.suite.emit, SDK.name
@@ -289,6 +306,69 @@ class Finished:
     stored: int = 0
 
 
+class SdkOutcome:
+    """An SDK run as the one decision reads it: its results in the test cases' order."""
+
+    kind = SDK.name
+
+    def __init__(self, subjects: Sequence[Subject]) -> None:
+        self.outcomes: list[Outcome | None] = [None] * len(subjects)
+        self.interrupted = False
+        self.warnings: list[str] = []
+
+    def as_results(self) -> list[Result]:
+        return [r for o in self.outcomes if o is not None for r in o.results]
+
+
+class Sdk:
+    """The SDK's test cases as a kind on the run pipeline: each test case a unit,
+    produced (``fn``) and measured by its checks, its results kept as it finishes."""
+
+    name = SDK.name
+    storage = STORAGE
+
+    def __init__(
+        self,
+        label: str,
+        subjects: Sequence[Subject],
+        *,
+        concurrency: int | None,
+        produce_limit: int | None,
+    ) -> None:
+        self.label = label
+        self.subjects = list(subjects)
+        self.concurrency = concurrency
+        self.produce_limit = produce_limit
+        self.run = SdkOutcome(self.subjects)
+        self.driver: SdkRun | None = None
+
+    async def plan(self, suite: SuiteRun) -> list[int]:
+        self.driver = SdkRun(
+            suite,
+            self.label,
+            concurrency=self.concurrency,
+            produce_limit=self.produce_limit,
+            total=sum(len(s.checks) or 1 for s in self.subjects),
+            subjects=len(self.subjects),
+        )
+        self.driver.prepare()
+        return list(range(len(self.subjects)))
+
+    async def execute(self, unit: int, suite: SuiteRun) -> None:
+        assert self.driver is not None
+        if unit == 0:
+            self.driver.started()
+        self.run.outcomes[unit] = await self.driver.one(self.subjects[unit])
+
+    def stopped(self, suite: SuiteRun) -> None:
+        """Test cases cut short keep nothing: a case's results are recorded whole."""
+
+    def finished(self, suite: SuiteRun) -> None:
+        """Why the results are not (all) kept, said once."""
+        if self.driver is not None:
+            self.driver.warn_unstored()
+
+
 async def run_sdk(
     label: str,
     subjects: Sequence[Subject],
@@ -303,26 +383,15 @@ async def run_sdk(
     ``history=False`` keeps nothing (and caches nothing); ``cache`` is the run's
     ``--cache`` (True) / ``--no-cache`` (False) / neither (None: what the judges answer is
     kept and replayed); ``events`` subscribe to the run's events."""
-    from ..suites import SuiteRun
+    from ..suites import run_kind
 
-    total = sum(len(s.checks) or 1 for s in subjects)
-    async with SuiteRun(
-        SDK.name,
-        history=history,
-        cache=cache,
-        events=events,
-        storage=STORAGE,
-        concurrency=concurrency,
-    ) as suite:
-        async with SdkRun(
-            suite,
-            label,
-            concurrency=concurrency,
-            produce_limit=produce_limit,
-            total=total,
-            subjects=len(subjects),
-        ) as run:
-            outcomes = await run.run(subjects)
-        # In the test cases' order, the order their outcomes are read back in.
-        decision = suite.decision = decide_results([r for o in outcomes for r in o.results])
-    return Finished(outcomes, decision, run.regressions(), run.stored)
+    kind = Sdk(label, subjects, concurrency=concurrency, produce_limit=produce_limit)
+    suite = await run_kind(
+        kind, history=history, cache=cache, events=events, concurrency=concurrency
+    )
+    assert suite.decision is not None
+    decision = suite.decision
+    driver = kind.driver
+    assert driver is not None
+    outcomes = [o for o in kind.run.outcomes if o is not None]
+    return Finished(outcomes, decision, driver.regressions(), driver.stored)

@@ -1,4 +1,4 @@
-"""Reports read well at 80 columns (issue 15, item 10): prose wraps between words, never
+"""Reports read well at 80 columns: prose wraps between words, never
 mid-word, and no line is wider than the terminal."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_a_pretty_report_at_80_columns_breaks_no_word(make_project: MakeProject)
 
 
 def test_one_outlier_s_comparisons_are_said_once(make_project: MakeProject) -> None:
-    """Issue 15, item 12: the same verdict for the same reason is one entry naming its
+    """the same verdict for the same reason is one entry naming its
     pairs, not a copy per pair."""
     root = make_project(CONFIG, {"a.agent.yml": AGENT})
     result = CliRunner().invoke(

@@ -1,5 +1,5 @@
 """`oxy cases list` and `oxy cases show` tell pending and errored runs apart from judged
-ones (issue 15, item 2): a case that ran without an expected output is not "never run",
+ones: a case that ran without an expected output is not "never run",
 and a pending or errored run is not "passed: no"."""
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def test_show_says_pending_and_error_not_no(root: Path) -> None:
 
 
 def test_a_pending_row_compares_nothing(root: Path) -> None:
-    """Issue 15, item 15: a pending case has no exact match to deny, and no similarity
+    """a pending case has no exact match to deny, and no similarity
     method in the table's footnote."""
     run = invoke("cases", "run", "--case", "later", "--case", "ok")
     assert run.exit_code == 0, run.stderr

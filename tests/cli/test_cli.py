@@ -78,9 +78,7 @@ def test_json_stdout_is_one_document(agent_file: Path) -> None:
     assert second["selected"]["run"] == 1
     assert {tuple(c["runs"]) for c in second["failingComparisons"]} == {(1, 3), (2, 3)}
     assert all(c["reasoning"] == "They differ." for c in second["failingComparisons"])
-    assert (
-        doc["decision"]["threshold"] is None and doc["decision"]["drop"] is None
-    )  # always present (issue 15, item 9)
+    assert doc["decision"]["threshold"] is None and doc["decision"]["drop"] is None  # always
     assert doc["warnings"] == [] and doc["error"] is None
 
 
@@ -182,7 +180,7 @@ def test_strict_turns_partial_failures_into_exit_3(make_project: MakeProject) ->
 
 
 def test_a_gate_with_nothing_to_gate_fails_unless_allowed(make_project: MakeProject) -> None:
-    """An empty selection in CI must not be a green build (issue 15, item 4)."""
+    """An empty selection in CI must not be a green build."""
     root = make_project(CONFIG, {"a.agent.yml": "model: analyst\nsystem_instructions: hi\n"})
     agent = str(root / "a.agent.yml")
     result = invoke("test", agent, "--min-accuracy", "0.9", "--format", "json")
@@ -354,7 +352,7 @@ def test_validate_with_a_missing_project_folder_checks_nothing_else(tmp_path: Pa
 def test_the_threshold_line_is_said_once_on_one_terminal(
     make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 15, item 6: on a terminal the report already ends with the failed gate (✗);
+    """on a terminal the report already ends with the failed gate (✗);
     in logs and pipes stderr says it too."""
     from oxyeval.cli import driver as verdict
 

@@ -1,5 +1,5 @@
 """The command modules share their pieces through ``cli/_common`` (and ``_app``,
-``console``...), never through one another or through private names (review 4, section 4)."""
+``console``...), never through one another or through private names."""
 
 from __future__ import annotations
 

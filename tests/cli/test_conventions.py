@@ -1,5 +1,5 @@
 """One set of command-line conventions, checked on every command's --help, so a new
-command (oxy ab, oxy chattest, oxy serve) cannot break them (issue 15, item 7)."""
+command (oxy ab, oxy chattest, oxy serve) cannot break them."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_history_kind_offers_its_choices() -> None:
 def test_a_missing_file_is_named_as_given_by_every_command(
     tmp_path: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 15, item 8: one rule for paths in messages: as the user typed them."""
+    """one rule for paths in messages: as the user typed them."""
     from pathlib import Path
 
     root = Path(str(tmp_path))
@@ -90,7 +90,7 @@ def test_a_missing_file_is_named_as_given_by_every_command(
 def test_validate_lists_the_files_as_the_user_would_type_them(
     tmp_path: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 15, item 8: ``oxy validate --format json`` listed a project found from the
+    """``oxy validate --format json`` listed a project found from the
     working folder with absolute paths, and a folder argument's config.yml too, beside
     relative agent paths. Now: relative to where the user stands, or as given."""
     import json

@@ -1,4 +1,4 @@
-"""Every non-zero exit says why on stderr, whatever the format (issue 7, item 10).
+"""Every non-zero exit says why on stderr, whatever the format.
 
 Each scenario runs through ``main()`` (the real entry point, with its JSON
 fallback for command-line errors) with ``--format json``: stdout must be one

@@ -225,7 +225,7 @@ def test_history_kind_test_is_the_kind_the_table_shows(make_project: MakeProject
 
 
 def test_a_stored_workflow_run_is_read_back(make_project: MakeProject) -> None:
-    """Issue 15, item 13: the listing points at a stored workflow run, and --run shows its
+    """the listing points at a stored workflow run, and --run shows its
     variables, tasks and output (pretty and JSON, one shape for its results)."""
     from ..suites.test_stored_results import WORKFLOW, WORKFLOW_CONFIG
 

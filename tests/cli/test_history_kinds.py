@@ -1,5 +1,5 @@
 """``oxy history --kind`` offers and accepts the store's run kinds (``store.kinds``), which
-are exactly the kinds the commands write (review 4, finding 10)."""
+are exactly the kinds the commands write."""
 
 from __future__ import annotations
 

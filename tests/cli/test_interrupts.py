@@ -1,6 +1,6 @@
 """Ctrl-C and SIGTERM: finished results are printed and stored, exit 3, reason on stderr.
 
-Real subprocesses and real signals (issue 7, items 8 and 9): the fake server
+Real subprocesses and real signals: the fake server
 holds the later model calls open, and each test waits until the server has seen
 the request that can only come after the first results exist before signalling,
 so no test depends on a sleep.

@@ -1,4 +1,4 @@
-"""JUnit reports say what came from the cache (review 2, L6): with every verdict replayed,
+"""JUnit reports say what came from the cache: with every verdict replayed,
 ``<test>.judge_calls`` is 0, and without ``<test>.cached_calls`` a CI reader would see a
 test that looks unjudged. Per test or case a ``cached_calls`` property, for the run an
 ``oxy.cached_calls`` one in every suite, both matching the JSON report; the files still

@@ -1,4 +1,4 @@
-"""What the commands print when something goes wrong (review item 25): each error
+"""What the commands print when something goes wrong: each error
 once, in plain words, with the same prefixes across commands."""
 
 from __future__ import annotations

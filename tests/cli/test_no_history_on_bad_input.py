@@ -1,5 +1,4 @@
-"""A run that stops on bad input before its first model call leaves no history behind
-(review #15): a missing API key (or a bad --var) exits 2 with its message, and neither
+"""A run that stops on bad input before its first model call leaves no history behind: a missing API key (or a bad --var) exits 2 with its message, and neither
 `.oxy/oxyeval.db` nor `.oxy/` is created; a history that was there is not changed. The
 store still opens in the background, once the checks have passed."""
 

@@ -1,4 +1,4 @@
-"""A history that can be read but not written (review #19): `oxy test` still shows each
+"""A history that can be read but not written: `oxy test` still shows each
 test's `previous` result and `--fail-on-drop` still decides from the earlier results
 (exit 1 on a drop, 0 otherwise), with a warning that this run's results were not stored.
 Only a history that cannot be read at all makes `--fail-on-drop` exit 3, with the reason.

@@ -1,4 +1,4 @@
-"""The first SIGTERM stops a template rendering in progress (issue 13, item 13).
+"""The first SIGTERM stops a template rendering in progress.
 
 A rendering runs on the event loop's thread and never awaits, so the cancellation the
 signal handler schedules could only run once it ended: a long loop in a formatter held

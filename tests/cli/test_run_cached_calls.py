@@ -1,6 +1,6 @@
 """`oxy run` says how many model calls the cache served, as `oxy test` does: `cached_calls`
 per agent task, in a consistency_run task's `consistency`, and for the whole run in JSON,
-and a line in the pretty report (review #14). A fake server counts the requests, so a
+and a line in the pretty report. A fake server counts the requests, so a
 rerun that reports cached verdicts is also seen not to ask the judge."""
 
 from __future__ import annotations

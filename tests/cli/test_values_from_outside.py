@@ -1,5 +1,5 @@
-"""Values from servers that no report, JSON document or database could hold (issue 13,
-items 17, 18 and 21): a lone surrogate in an answer, JSON nested 100,000 deep from a
+"""Values from servers that no report, JSON document or database could hold:
+ a lone surrogate in an answer, JSON nested 100,000 deep from a
 judge, NaN or overflowing embeddings. Each is replaced or is one call's error; the run
 goes on, its JSON document prints and it is stored.
 

@@ -11,6 +11,7 @@ from oxyeval.evaluation import (
     Result,
     ResultKind,
     decide,
+    gate_option_error,
     kind_names,
     register_kind,
     result_kind,
@@ -136,3 +137,33 @@ def test_the_built_in_kinds_are_registered_by_their_suites() -> None:
 
     assert {"consistency", "cases"} <= set(kind_names())
     assert result_kind("cases").neutral == frozenset({"pending"})
+
+
+def test_min_pass_rate_lets_some_results_fail_their_own_check() -> None:
+    results = [toy(f"p{i}") for i in range(9)] + [toy("p9", "bad", 0.0)]
+    assert decide(results, Gates()).code == EXIT_FAILED  # without it, one failure fails
+    met = decide(results, Gates(min_pass_rate=0.9))
+    assert met.code == EXIT_OK and met.pass_rate is not None and met.pass_rate.value == 0.9
+    assert met.reasons == []
+    assert all(o.state == "passed" for o in met.outcomes)  # a failure under a met rate
+    below = decide(results, Gates(min_pass_rate=0.95))
+    assert below.code == EXIT_FAILED and below.headline == "below_pass_rate"
+    assert below.reasons == [
+        "Pass rate 90.00% (9 of 10 probe(s) passed) below --min-pass-rate 95.00%; failed: p9"
+    ]
+    (failed,) = [o for o in below.outcomes if o.state == "failed"]
+    assert failed.subject == "p9" and failed.reasons == () and failed.below is not None
+
+
+def test_min_pass_rate_counts_only_results_with_a_known_outcome() -> None:
+    results = [toy("a"), toy("b", "skipped", None), toy("c", "broken", None, error="down")]
+    decision = decide(results, Gates(min_pass_rate=1.0))
+    assert decision.pass_rate is not None and decision.pass_rate.checked == 1
+    assert decision.code == EXIT_INFRA  # the unknown outcome still wins
+    unscored = decide([toy("s", "skipped", None)], Gates(min_pass_rate=0.5))
+    assert unscored.code == EXIT_OK and unscored.pass_rate is None
+    assert unscored.warnings == (
+        "warning: --min-pass-rate 0.5: no probe has a check of its own to pass; not gating",
+    )
+    assert decide([], Gates(min_pass_rate=0.5), kind="toy").code == EXIT_FAILED  # empty
+    assert gate_option_error(Gates(min_pass_rate=1.5)) is not None

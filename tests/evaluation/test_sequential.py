@@ -1,5 +1,5 @@
 """pass@k / pass^k against enumeration, PassRate's edge cases, and AdaptiveTest's error rate:
-exactly (a dynamic programme over every path) and by the simulation issue 17 asks for."""
+exactly (a dynamic programme over every path) and by simulation."""
 
 from __future__ import annotations
 
@@ -253,7 +253,7 @@ N = 10_000
     ids=["on-threshold", "a-bit-above", "a-bit-below"],
 )
 def test_simulated_wrong_early_decisions_stay_under_alpha(p: float, wrong: str) -> None:
-    """Issue 17's proof: 10,000 scripted sequences checked after every run, threshold 0.8."""
+    """The proof: 10,000 scripted sequences checked after every run, threshold 0.8."""
     tally = _simulate(p, 0.8, 60, N, seed=17)
     assert tally[wrong] / N <= _allowed(0.05, N), tally
     # the exact figure agrees with the simulation (a check on the harness itself)

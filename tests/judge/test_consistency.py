@@ -151,7 +151,7 @@ def test_custom_scores_weight_the_mean() -> None:
 
 
 def test_submission_order_is_canonical_whichever_run_gave_which() -> None:
-    # Issue 14: the same two outputs in the other runs make the same judge prompt, so a
+    # the same two outputs in the other runs make the same judge prompt, so a
     # rerun whose runs finished in the other order is served from the verdict cache.
     comps_1, calls_1, _ = _run({1: "first", 2: "second"}, verdict_of=lambda a, b: "A")
     comps_2, calls_2, _ = _run({1: "second", 2: "first"}, verdict_of=lambda a, b: "A")

@@ -1,4 +1,4 @@
-"""Every parser table of tests/judge, run for every built-in rubric (issue 14).
+"""Every parser table of tests/judge, run for every built-in rubric.
 
 The consistency tables (test_judge, test_verdicts, test_verdict_last) are rewritten with
 the rubric's labels in place of A and B (PASS/FAIL; 4 and 2 on the 1-5 scale), full-width

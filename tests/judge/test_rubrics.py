@@ -1,4 +1,4 @@
-"""Rubrics (issue 14): the judge's labels, prompt, re-ask, schema and cache key come from one
+"""Rubrics: the judge's labels, prompt, re-ask, schema and cache key come from one
 rubric; the consistency rubric is byte for byte what the judge always sent; a run's
 judges share what they learn about structured output, and two runs share nothing."""
 

@@ -1,7 +1,4 @@
-"""Scoring and reporting around the judge: min_judged, selection, JSON shape, headline.
-
-Issue 7, items 12, 14 (the green tick), 19 and 23.
-"""
+"""Scoring and reporting around the judge: min_judged, selection, JSON shape, headline."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The last verdict wins, also when the judge changes its mind on the same line (review #20).
+"""The last verdict wins, also when the judge changes its mind on the same line.
 
 `parse_verdict("Answer: A? No, B.")` used to return A although the README says the parser
 takes the last verdict in the reply. A retraction ("No, B", "Actually, B", "I mean B")

@@ -1,6 +1,6 @@
 """The verdict parser on the forms small and CJK judges write, and on echoed instructions.
 
-Issue 7, items 11 and 16: a real llama.cpp judge (Gemma 3 270M) echoed its prompt and
+a real llama.cpp judge (Gemma 3 270M) echoed its prompt and
 every verdict read from it was false. What repeats the instructions is no verdict; the
 forms that were missed ("Option A", "They agree; A", full-width letters) are verdicts.
 """

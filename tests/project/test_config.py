@@ -156,7 +156,7 @@ def test_header_env_var_missing(make_project: MakeProject, monkeypatch: pytest.M
               X-Org: {env_var: OXY_TEST_HEADER}
         """
     )
-    # Read when the model is called, not when config.yml loads (issue 9): a command that
+    # Read when the model is called, not when config.yml loads: a command that
     # never calls this model needs none of its secrets (tests/suites/test_validate_secrets.py).
     project = load_project(root)
     assert project.models["a"].header_vars == {"X-Org": "OXY_TEST_HEADER"}

@@ -1,4 +1,4 @@
-"""A judge prompt must show the judge both answers (issue 13, item 20).
+"""A judge prompt must show the judge both answers.
 
 A ``consistency_prompt:`` (a workflow's, or a task's) or an agent test's ``prompt:``
 that never uses ``{{ submission_1 }}`` / ``{{ submission_2 }}`` made the judge compare

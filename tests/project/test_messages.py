@@ -1,4 +1,4 @@
-"""The words of schema errors (review item 25): a misspelt vendor gets its "did you
+"""The words of schema errors: a misspelt vendor gets its "did you
 mean", not also the keys the schema's branch for other vendors would require."""
 
 from __future__ import annotations

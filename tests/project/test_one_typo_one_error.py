@@ -1,4 +1,4 @@
-"""A typo is said once, with its correction first (issue 15, item 16)."""
+"""A typo is said once, with its correction first."""
 
 from __future__ import annotations
 

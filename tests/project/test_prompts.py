@@ -214,7 +214,7 @@ def test_accept_rewrites_one_value_and_keeps_comments(
 
 @pytest.mark.parametrize("output", ["new one\nnew two\n", "new one\nnew two", "single"])
 def test_accept_keeps_a_block_header_s_comment(tmp_path: Path, output: str) -> None:
-    """Issue 15, item 14: ``expected_output: |   # keep me`` keeps its comment, and its
+    """``expected_output: |   # keep me`` keeps its comment, and its
     block style whenever the new value can be one."""
     (tmp_path / "config.yml").write_text(CONFIG)
     path = tmp_path / "s.prompt.yml"

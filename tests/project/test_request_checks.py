@@ -1,5 +1,5 @@
 """What validate lets through that a run then rejects: headers, API keys, api_url, an
-agent's system prompt and its context files (issue 13, item 22).
+agent's system prompt and its context files.
 
 Each used to pass ``oxy validate`` and fail only at the first call (a header with a line
 break was retried 5 times as a network error; a non-ASCII one was an internal

@@ -1,5 +1,5 @@
-"""A template too deeply nested or too large to compile is bad input with a line (issue 13,
-item 21), found when its file loads: never Python's SyntaxError, IndentationError,
+"""A template too deeply nested or too large to compile is bad input with a line,
+found when its file loads: never Python's SyntaxError, IndentationError,
 RecursionError or MemoryError as an internal error, never a minute of compiling."""
 
 from __future__ import annotations

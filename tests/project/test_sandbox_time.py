@@ -1,4 +1,4 @@
-"""Rendering work is bounded (issue 13, item 13): loop iterations in all, a deadline per
+"""Rendering work is bounded: loop iterations in all, a deadline per
 rendering, and a stop request (the CLI's first SIGINT/SIGTERM) ends a rendering in progress.
 
 Each test keeps its limits small so that it finishes well within a second.

@@ -1,4 +1,4 @@
-"""What a rendering produces is bounded while it is produced (issue 13, item 14).
+"""What a rendering produces is bounded while it is produced.
 
 Each piece of ``{% set s = 'x' * 1000000 %}{% set a = [s] * 100000 %}{{ a }}`` is within
 its own limit, but the list holds the string 100,000 times: printing it builds 100 GB,

@@ -1,4 +1,4 @@
-"""A model's ``timeout`` bounds the whole attempt, not each read (issue 7, item 7).
+"""A model's ``timeout`` bounds the whole attempt, not each read.
 
 The server here drips its answer a byte at a time, so no single read ever waits
 long: httpx's per-read timeouts never fire, only a deadline on the attempt does.

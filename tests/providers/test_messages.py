@@ -1,4 +1,4 @@
-"""The words of a provider timeout (review item 25): the advice is given once."""
+"""The words of a provider timeout: the advice is given once."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""What servers send that Python's json takes but the program cannot hold (issue 13, items
-17, 18, 21): lone surrogates, NaN and overflowing numbers, JSON nested 100,000 deep."""
+"""What servers send that Python's json takes but the program cannot hold:
+lone surrogates, NaN and overflowing numbers, JSON nested 100,000 deep."""
 
 from __future__ import annotations
 

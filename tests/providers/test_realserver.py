@@ -1,4 +1,4 @@
-"""What a real llama.cpp server broke, at the provider layer (issue 7, items 14, 17, 18, 21).
+"""What a real llama.cpp server broke, at the provider layer.
 
 Every server here is a fake on 127.0.0.1 that behaves like llama-cpp-python where it
 matters: it rejects ``"content": null`` with an HTTP 500 listing pydantic validation

@@ -142,7 +142,7 @@ def test_identical_run_errors_print_once_naming_the_runs() -> None:
 
 @pytest.mark.parametrize("width", [100, 30])
 def test_quiet_keeps_the_header_of_the_full_report(width: int) -> None:
-    """Issue 15, item 12: ``-q`` printed ``file: name`` where the full report printed
+    """``-q`` printed ``file: name`` where the full report printed
     ``file · name``; one header, whichever the detail and the width."""
     run = run_of(0.855)
 

@@ -1,4 +1,4 @@
-"""JUnit suite times are wall times (review item 25): cases and tests run concurrently,
+"""JUnit suite times are wall times: cases and tests run concurrently,
 so three 2 s cases side by side make a 2 s suite, not a 6 s one; each case keeps its own
 time, and a run read back from a saved report (no start times) sums as before."""
 

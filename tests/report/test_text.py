@@ -1,4 +1,4 @@
-"""Model-written text is shown, never executed by a terminal (review: escape sequences)."""
+"""Model-written text is shown, never executed by a terminal."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The seed's JavaScript examples, run in Node with graphql-request against a live
-``oxy serve`` (issue 19: "a client written against the seed's documents must work
+``oxy serve`` ("a client written against the seed's documents must work
 unmodified, including its JavaScript examples").
 
 Each ``tests/server/js/*.mjs`` holds one example of the seed between two markers, as the

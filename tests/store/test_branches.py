@@ -1,4 +1,4 @@
-"""A/B branches (issue 16): ``store.branches`` on SQLite and PostgreSQL. The rules hold
+"""A/B branches: ``store.branches`` on SQLite and PostgreSQL. The rules hold
 for every caller, even two racing; YAML sync keeps API branches and every branch's
 history; the aggregates follow a scripted set of executions exactly; executions are
 results of kind ``ab`` and page newest first; secrets never reach a row; revision 0005

@@ -1,4 +1,4 @@
-"""Cases created through the API are identified as ``<prompt>::<case name>`` (review #23).
+"""Cases created through the API are identified as ``<prompt>::<case name>``.
 
 They used to get a random id, so `oxy cases show "p::api case"` did not find them and
 `oxy cases show "api case"` titled them with a UUID. There is one id rule now,

@@ -1,4 +1,4 @@
-"""A history URL's password is read as SQLAlchemy reads it, or refused (issue 13 F5).
+"""A history URL's password is read as SQLAlchemy reads it, or refused.
 
 SQLAlchemy, which the engine is built from, takes a raw ``/``, ``?``, ``#`` or ``:`` into
 the password, and so do the location checks: ``bob:pa/ss@host`` is not "port 'pa'". A

@@ -1,5 +1,5 @@
 """SQLite's write lock is waited for in slices: the full timeout as before, and no longer
-than the grace once the command is asked to stop (issue 13, item 16's class)."""
+than the grace once the command is asked to stop."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The words of a bad history location (review item 25): a port out of range says so."""
+"""The words of a bad history location: a port out of range says so."""
 
 from __future__ import annotations
 

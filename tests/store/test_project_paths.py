@@ -1,4 +1,4 @@
-"""A history named in config.yml stays inside the project (issue 13, item 7).
+"""A history named in config.yml stays inside the project.
 
 config.yml comes with a repository, from anyone: its ``history.url`` must not make
 oxyeval create or write a file elsewhere (``~/.ssh/authorized_keys`` made into an SQLite

@@ -1,5 +1,5 @@
 """Run kinds and statuses have one definition (``store.kinds``): the schema's CHECK
-constraints, the repositories and the lean store all use it (review 4, finding 10). Since
+constraints, the repositories and the lean store all use it. Since
 revision 0004 a run's kind is not a CHECK: a built-in kind or one registered with the
 evaluation core (``tests/store/test_result_spine.py``)."""
 

@@ -1,4 +1,4 @@
-"""Stale runs are told from live ones by their owner, not by a pid alone (issue 13, item 23).
+"""Stale runs are told from live ones by their owner, not by a pid alone.
 
 A run in another PID namespace on the same host (a container with the host's name) was
 marked "interrupted" while it ran, because its pid did not exist here. The rule now:

@@ -1,4 +1,4 @@
-"""A history server that completes the handshake and then never answers (issue 13, F3).
+"""A history server that completes the handshake and then never answers.
 
 What pgbouncer does in front of a dead database: it answers the startup itself, then
 queues every query. The first round's deadline armed only on SQLAlchemy's cursor

@@ -1,4 +1,4 @@
-"""A PostgreSQL history that stops answering never hangs a command (issue 13, item 16).
+"""A PostgreSQL history that stops answering never hangs a command.
 
 A stopped server (every postgres process under SIGSTOP: its kernel still acknowledges
 what we send, so nothing on the network side ever fails) or a port that accepts and

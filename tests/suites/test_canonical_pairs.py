@@ -1,5 +1,5 @@
 """A plain rerun of a consistency test whose runs answer in the other order asks the judge
-nothing (issue 14, last bullet): each pair is judged in a canonical order, so the same
+nothing: each pair is judged in a canonical order, so the same
 two outputs make the same judge prompt, and the kept verdict is replayed.
 
 The agent answers in turn (one run at a time, so run k gets answer k); the second run

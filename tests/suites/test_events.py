@@ -259,7 +259,7 @@ def test_a_scoped_suite_run_forgets_the_secrets_it_registered() -> None:
 
 
 def test_the_progress_bar_says_what_it_counts(root: Path) -> None:
-    """Issue 15, item 11: runs and judge calls on bars of their own, each labelled."""
+    """runs and judge calls on bars of their own, each labelled."""
     from oxyeval.suites import progress_events
 
     class Bars:
@@ -283,7 +283,7 @@ def test_the_progress_bar_says_what_it_counts(root: Path) -> None:
 
 
 def test_a_workflow_test_shows_its_task_as_the_runs_were_asked(make_project: MakeProject) -> None:
-    """Issue 15, item 12: the tested task's prompt rendered with the workflow's default
+    """the tested task's prompt rendered with the workflow's default
     variables; as written when it needs another task's output."""
     workflow = """\
 variables:

@@ -1,4 +1,4 @@
-"""The words of ``oxy cases run`` (review item 25): an embedding model with no
+"""The words of ``oxy cases run``: an embedding model with no
 ``model_ref`` (the mock) is named without empty parentheses."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A consistency test's status is decided once (``ConsistencyTestResult.status``) and said the same
-in the JSON report, the JUnit properties and the history row (review 4, section 2.4)."""
+in the JSON report, the JUnit properties and the history row."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """An answer cut at the token limit gets advice about the limit that cut it, the same for
-a prompt version's case and an agent's consistency test (review 4, section 2.6).
+a prompt version's case and an agent's consistency test.
 
 Anthropic's API requires ``max_tokens``, so oxyeval sends its default when none is set:
 the advice must then say "raise max_tokens", not blame the server's context window.

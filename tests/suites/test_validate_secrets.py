@@ -1,4 +1,4 @@
-"""``oxy validate`` needs no secrets (issue 9): a missing API key or header variable is a
+"""``oxy validate`` needs no secrets: a missing API key or header variable is a
 warning there, and an error (exit 2, naming the variable) only for a command that calls
 that model. Also oxy's semantic-typed workflow variables (``{{ dimensions.month }}``),
 which oxy's own example project uses: a warning, not an error.

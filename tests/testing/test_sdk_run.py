@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import oxyeval.evaluation as core
+import oxyeval.evaluation.decision as core
 from oxyeval.evaluation import (
     CacheServed,
     Decision,

@@ -1,4 +1,4 @@
-"""The words of a workflow's run-time errors (review item 25): one line that names the
+"""The words of a workflow's run-time errors: one line that names the
 file and line, the key and the task, and says what was wrong in the template's terms,
 never a Python class or module path."""
 

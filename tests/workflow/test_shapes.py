@@ -1,5 +1,5 @@
 """A template (or a test's task_ref) reading a part an output cannot have is rejected by
-the compiled DAG, before any task runs (issue 13, item 22).
+the compiled DAG, before any task runs.
 
 ``{% for i in per_region %}{{ i.blurp }}{% endfor %}`` used to pass ``oxy validate`` and
 fail ``oxy run`` only when the formatter rendered, after the SQL and agent tasks before

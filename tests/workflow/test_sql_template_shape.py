@@ -1,5 +1,5 @@
 """SQL templates overlay the sandbox's environment: the same compile-time checks of their
-shape (issue 13, item 21) and the same rendering bounds apply to them."""
+shape and the same rendering bounds apply to them."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ...evaluation import Interval, Result, ResultKind, Score, register_kind
+from ...evaluation import Interval, Previous, Result, ResultKind, Score, register_kind
 from ..status import StoredRun
 
 if TYPE_CHECKING:
@@ -66,6 +66,8 @@ class BranchOutcome:
     consistency_hash: str | None = None
     cached: bool = False
     execution_id: str | None = None  # the stored execution's id, once stored
+    #: The branch's previous scored execution in the history (what a drop is measured against).
+    previous: Previous | None = None
     #: The quality judge's calls for this answer and their cost (USD; None: unpriced),
     #: apart from the branch's own; its error when it gave no grade.
     judge_calls: int = 0
@@ -124,6 +126,7 @@ class BranchOutcome:
             if value is not None
         ]
         return Result(
+            previous=self.previous,
             kind="ab",
             subject=branch.id,
             status=self.status,

@@ -32,7 +32,7 @@ from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...redact import redact
 from ...workflow.context import RunContext
 from ..recorder import KeptThenCancelled, Recorded, RunRow, Storage
-from ..suite import SuiteRun
+from ..suite import SuiteRun, run_kind
 from .plan import CasePlan, check_options, plan_cases
 from .ranking import DEFAULT_CRITERIA
 from .results import ABCaseResult, ABRun, BranchOutcome
@@ -250,6 +250,7 @@ class AB:
     def _kept(
         self, plan: CasePlan, branch: TestBranch, outcome: BranchOutcome, recorded: Recorded
     ) -> None:
+        outcome.previous = recorded.result.previous
         if recorded.stored is not None:
             outcome.execution_id = recorded.stored.id
         plan.outcomes.setdefault(branch.id, []).append(outcome)
@@ -259,6 +260,9 @@ class AB:
     def stopped(self, suite: SuiteRun) -> None:
         """Calls that had not finished are not reported: each case says how many iterations
         every branch finished."""
+
+    def finished(self, suite: SuiteRun) -> None:
+        """Each case summarised itself as its unit ended."""
 
 
 async def _run(
@@ -289,20 +293,7 @@ async def _run(
         explicit=explicit,
         run=run,
     )
-    suite = SuiteRun(
-        "ab",
-        db=db,
-        environ=environ,
-        cache=cache,
-        events=events,
-        storage=kind.storage,
-        gates=gates,
-    )
-    try:
-        await suite.run(kind)
-    finally:
-        run.cached_calls = suite.caches.total_served
-        run.decision = suite.decision
+    await run_kind(kind, db=db, environ=environ, cache=cache, events=events, gates=gates)
 
 
 def _project_and_prompts(

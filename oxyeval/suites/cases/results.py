@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ...evaluation import Result, ResultKind, Score, register_kind
+from ...evaluation import Previous, Result, ResultKind, Score, register_kind
 from ...store.kinds import EXECUTION_STATUSES
 from ..status import StoredRun
 
@@ -90,6 +90,8 @@ class CaseResult:
     pending: bool = False  # no expected output yet: shown and kept, not judged
     finish_reason: str | None = None  # why the model stopped, as the vendor spelled it
     cached: bool = False  # the answer was replayed from the cache (--cache), no call made
+    #: The same case's previous scored result in the history (what a drop is measured against).
+    previous: Previous | None = None
     #: What the call cost (None: no known price) and its time to first token (a streamed
     #: call): kept in the history's results row and the result, not in the execution JSON.
     cost_usd: float | None = None
@@ -111,6 +113,7 @@ class CaseResult:
         """This execution as the evaluation core's result (kind ``cases``)."""
         judged = self.status in ("passed", "failed")
         return Result(
+            previous=self.previous,
             kind="cases",
             subject=self.case_id,
             case=self.case_id,

@@ -28,7 +28,7 @@ from ...workflow.context import RunContext
 from ..history_store import history_location
 from ..prompt_sync import sync_prompt
 from ..recorder import Handle, KeptThenCancelled, Recorded, RunRow, Storage
-from ..suite import SuiteRun
+from ..suite import SuiteRun, run_kind
 from ..targets import AgentTarget, PromptTarget, Target
 from .results import CaseResult, CaseRun
 from .scoring import (
@@ -442,6 +442,7 @@ class Cases:
             )
 
     def _kept(self, result: CaseResult, recorded: Recorded) -> None:
+        result.previous = recorded.result.previous
         stored = recorded.stored
         if stored is not None:
             result.execution_id = stored.id
@@ -453,8 +454,9 @@ class Cases:
     def stopped(self, suite: SuiteRun) -> None:
         """Cases that had not finished are not reported: the run says how many did."""
 
-    def finished(self) -> None:
-        """The token-limit warnings, and the cases in plan order."""
+    def finished(self, suite: SuiteRun) -> None:
+        """The run rows, the token-limit warnings, and the cases in plan order."""
+        self.run.runs.update(suite.recorder.run_ids)
         _warn_token_limits(self.run, self.plans)
         order = {
             (plan.prompt.id, c.name): (k, i)
@@ -496,22 +498,7 @@ async def run_cases_async(
         on_result=on_result,
         run=run,
     )
-    suite = SuiteRun(
-        "cases",
-        db=db,
-        environ=environ,
-        cache=cache,
-        events=events,
-        storage=kind.storage,
-        gates=gates,
-    )
-    try:
-        await suite.run(kind)
-    finally:
-        run.cached_calls = suite.caches.total_served
-        run.runs.update(suite.recorder.run_ids)
-        run.decision = suite.decision
-        kind.finished()
+    await run_kind(kind, db=db, environ=environ, cache=cache, events=events, gates=gates)
     return run
 
 

@@ -14,7 +14,7 @@ from ..._tasks import run_sync
 from ...evaluation import EventSink, Previous, Result
 from ...providers import RetryPolicy
 from ..recorder import Storage
-from ..suite import ProgressSink, SuiteRun, progress_events
+from ..suite import ProgressSink, SuiteRun, progress_events, run_kind
 from ..targets import AgentTarget, Target, WorkflowTarget, workflow_question
 from .judging import Job, label, run_test, test_entry
 from .loading import Subject, collect_files, load_all
@@ -194,6 +194,9 @@ class Consistency:
             job.handle, test_result(test, f"{job.file}::{test.name}"), (job.file, test)
         )
 
+    def finished(self, suite: SuiteRun) -> None:
+        in_file_order(self.run, self.jobs)
+
     def stopped(self, suite: SuiteRun) -> None:
         for job, test in _unfinished(self.run, self.jobs):
             result = test_result(test, f"{job.file}::{test.name}")
@@ -232,23 +235,16 @@ async def run_tests_async(
     run = into if into is not None else ConsistencyRun()
     kind = Consistency(paths, project_dir=project_dir, run=run)
     sinks = [events, progress_events(progress) if progress is not None else None]
-    suite = SuiteRun(
-        "consistency",
+    await run_kind(
+        kind,
         db=db,
         environ=environ,
         history=history,
         cache=cache,
         events=sinks,
         retry=retry,
-        storage=kind.storage,
         gates=gates,
     )
-    try:
-        await suite.run(kind)
-    finally:
-        run.cached_calls = suite.caches.total_served
-        run.decision = suite.decision
-        in_file_order(run, kind.jobs)
     return run
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ...evaluation import Decision, PassRate, Result, ResultKind, Score, register_kind
+from ...evaluation import Decision, PassRate, Previous, Result, ResultKind, Score, register_kind
 from ..status import StoredRun
 
 __all__ = [
@@ -105,6 +105,8 @@ class CriterionResult:
     interrupted: bool = False
     #: The model that answered (see :attr:`Subject.model`).
     model: str = ""
+    #: Its previous scored result in the history (what a drop is measured against).
+    previous: Previous | None = None
 
     @property
     def rate(self) -> PassRate:
@@ -155,6 +157,7 @@ class CriterionResult:
         if outputs is not None:
             details["outputs"] = {str(k): v for k, v in sorted(outputs.items())}
         return Result(
+            previous=self.previous,
             kind="passfail",
             subject=f"{self.subject}::{self.criterion.key}",
             status=self.status,
@@ -204,11 +207,8 @@ class PassFailRun:
     decision: Decision | None = None
     #: One entry per history database written (empty: none kept).
     history: list[StoredRun] = field(default_factory=list)
-
-    @property
-    def cached_calls(self) -> int:
-        """Answers the cache served instead of the model."""
-        return sum(s.cached for subject in self.subjects for s in subject.samples)
+    #: Model calls the cache served instead of the model, in the whole run.
+    cached_calls: int = 0
 
     @property
     def results(self) -> list[CriterionResult]:

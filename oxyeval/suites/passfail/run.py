@@ -19,7 +19,7 @@ from ...project.config import Project
 from ...project.templates import TemplateRef
 from ...workflow.context import RunContext
 from ..recorder import Handle, RunRow, Storage
-from ..suite import SuiteRun
+from ..suite import SuiteRun, run_kind
 from .engine import Subject, run_subjects
 from .results import PassFailRun, SubjectResult
 
@@ -87,7 +87,9 @@ class PassFail:
         self._kept.add(id(result))
         outputs = {s.run: s.text for s in result.samples if s.text is not None}
         found = [r.as_result(outputs if self.keep_outputs else None) for r in result.results]
-        await asyncio.gather(*(suite.keep(self._handle, r) for r in found))
+        kept = await asyncio.gather(*(suite.keep(self._handle, r) for r in found))
+        for criterion, recorded in zip(result.results, kept, strict=True):
+            criterion.previous = recorded.result.previous
 
     async def execute(self, unit: PassFail, suite: SuiteRun) -> None:
         await run_subjects(
@@ -99,6 +101,9 @@ class PassFail:
             alpha=self.alpha,
             on_subject=lambda result: self._keep(suite, result),
         )
+
+    def finished(self, suite: SuiteRun) -> None:
+        """The engine keeps its subjects in order itself."""
 
     def stopped(self, suite: SuiteRun) -> None:
         """The subjects cut short keep their finished runs, marked interrupted."""
@@ -144,18 +149,7 @@ async def run_passfail(
         keep_outputs=keep_outputs,
         run=run,
     )
-    suite = SuiteRun(
-        "passfail",
-        db=db,
-        environ=environ,
-        history=history,
-        cache=cache,
-        events=events,
-        storage=kind.storage,
-        gates=gates,
+    await run_kind(
+        kind, db=db, environ=environ, history=history, cache=cache, events=events, gates=gates
     )
-    try:
-        await suite.run(kind)
-    finally:
-        run.decision = suite.decision
     return run

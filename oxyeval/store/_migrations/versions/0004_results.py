@@ -1,4 +1,4 @@
-"""The results spine: one ``results`` table for every kind of test, its named ``scores``,
+"""The results table: one ``results`` table for every kind of test, its named ``scores``,
 and the ``result_daily`` rollup; the run kind is no longer a CHECK constraint.
 
 Existing rows are copied in (executions as kind ``cases``, consistency results as
