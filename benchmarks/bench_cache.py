@@ -67,7 +67,7 @@ def main() -> None:
             cold_times.append(wall)
             wall, warm_made, doc = timed(oxy, bench)
             warm_times.append(wall)
-            served = doc["summary"]["cached_calls"]
+            served = doc["summary"]["cachedCalls"]
 
     cold, warm = statistics.median(cold_times), statistics.median(warm_times)
     print(

@@ -40,11 +40,11 @@ def test_example_consistency_tests_score_as_documented(examples: Path) -> None:
     # 12 runs over 6 scripted answers (5 agree, 1 says 1,240): 66 pairs, 6 identical,
     # 15 distinct pairs judged; the 20 pairs with the outlier are B -> 46/66.
     assert everyone["accuracy"] == pytest.approx(46 / 66, abs=1e-6)
-    assert (everyone["pairs"], everyone["identical_pairs"], everyone["judge_calls"]) == (66, 6, 15)
+    assert (everyone["pairs"], everyone["identicalPairs"], everyone["judgeCalls"]) == (66, 6, 15)
     assert everyone["selected"]["text"] == "We have 1,204 active users."
     # Ring of 6 runs: pairs (5,6) and (6,1) involve the outlier -> 4/6.
     assert ring["accuracy"] == pytest.approx(4 / 6, abs=1e-6)
-    assert sorted(tuple(c["runs"]) for c in ring["failing_comparisons"]) == [(1, 6), (5, 6)]
+    assert sorted(tuple(c["runs"]) for c in ring["failingComparisons"]) == [(1, 6), (5, 6)]
 
 
 def test_example_sql_agent_uses_its_tool(examples: Path) -> None:
@@ -58,7 +58,7 @@ def test_example_sql_agent_uses_its_tool(examples: Path) -> None:
     )
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert doc["tool_calls"][0]["name"] == "query_orders"
+    assert doc["toolCalls"][0]["name"] == "query_orders"
     assert "South leads with 577.41" in doc["output"]
 
 
@@ -74,7 +74,7 @@ def test_example_workflow_report(examples: Path) -> None:
         "units": 13,
     }
     summary = tasks["summary"]["consistency"]
-    assert summary["runs"] == 4 and summary["selected_run"] == 1
+    assert summary["runs"] == 4 and summary["selectedRun"] == 1
     assert summary["score"] == pytest.approx(2 / 3)
     assert tasks["verdict"]["branch"] == 0  # 895.86 > 800
     assert (examples / "output" / "report-2026-10.txt").read_text() == doc["output"]
@@ -82,8 +82,8 @@ def test_example_workflow_report(examples: Path) -> None:
     # The two queries have no dependency on each other: they overlap in time.
     a, b = tasks["by_region"], tasks["top_products"]
     assert (
-        a["started_s"] < b["started_s"] + b["duration_s"]
-        and b["started_s"] < a["started_s"] + a["duration_s"]
+        a["startedS"] < b["startedS"] + b["durationS"]
+        and b["startedS"] < a["startedS"] + a["durationS"]
     )
 
 
@@ -107,7 +107,7 @@ def test_example_ab_test_ranks_the_three_configurations(examples: Path) -> None:
     prompt = str(examples / "prompts" / "sentiment.prompt.yml")
     result = invoke("ab", "run", prompt, "--criteria", "balanced", "--format", "json")
     assert result.exit_code == 0, result.stderr
-    cases = {c["caseName"]: c for c in json.loads(result.stdout)["results"]}
+    cases = {c["caseName"]: c for c in json.loads(result.stdout)["cases"]}
     assert sorted(cases) == ["negative", "neutral", "positive", "subtle negative"]
     for case in cases.values():
         assert case["winner"]["branchName"] == "mini"

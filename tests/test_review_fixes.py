@@ -40,7 +40,7 @@ def test_usage_errors_still_give_json_on_stdout(make_project: MakeProject) -> No
         )
         assert proc.returncode == 2, bad
         doc = json.loads(proc.stdout)
-        assert doc["exit_code"] == 2 and "Error" in doc["error"]
+        assert doc["exitCode"] == 2 and "Error" in doc["error"]
 
 
 def test_empty_answers_make_a_test_unscorable(make_project: MakeProject) -> None:
@@ -54,7 +54,7 @@ def test_empty_answers_make_a_test_unscorable(make_project: MakeProject) -> None
     assert result.exit_code == 3
     (test,) = json.loads(result.stdout)["tests"]
     assert test["accuracy"] is None
-    assert "returned an empty answer" in test["run_errors"][0]["error"]
+    assert "returned an empty answer" in test["failedRuns"][0]["error"]
 
 
 def test_strict_says_why_it_exits_3(make_project: MakeProject) -> None:

@@ -209,7 +209,7 @@ def test_a_key_straddling_the_cut_leaves_no_piece(make_project: MakeProject, for
         root = make_project(_config(KEY_ENTRY.format(url=server.url)), {"a.agent.yml": AGENT})
         sinks, (pretty, as_json) = run_sinks(root, ("a.agent.yml",), {"OXY_CUT_KEY": KEY})
     assert pretty.returncode == as_json.returncode == 3, pretty.stderr
-    errors = " ".join(e["error"] for e in json_doc(as_json)["tests"][0]["run_errors"])
+    errors = " ".join(e["error"] for e in json_doc(as_json)["tests"][0]["failedRuns"])
     assert "***" in errors, errors
     if form != "cut by the server":
         assert "x***" in errors and "y" * 400 not in errors  # redacted, then cut
@@ -363,7 +363,7 @@ def test_a_password_in_api_url_is_never_shown(make_project: MakeProject) -> None
     basic = "Basic " + base64.b64encode(f"alice:{URL_PASSWORD}".encode()).decode()
     assert sent and sent[0].headers.get("authorization") == basic
     assert pretty.returncode == as_json.returncode == 3, pretty.stderr
-    errors = " ".join(e["error"] for e in json_doc(as_json)["tests"][0]["run_errors"])
+    errors = " ".join(e["error"] for e in json_doc(as_json)["tests"][0]["failedRuns"])
     assert "http://***@127.0.0.1" in errors and "alice" not in errors, errors
     assert "retrying model 'hosted'" in pretty.stderr + as_json.stderr
     assert_nowhere(URL_PASSWORD, sinks)
@@ -686,6 +686,6 @@ def test_a_key_in_the_query_of_api_url_is_never_shown(make_project: MakeProject)
         sent = server.requests
     assert sent and QUERY_KEY in sent[0].path  # the key is sent, as written
     assert pretty.returncode == as_json.returncode == 3, pretty.stderr
-    errors = " ".join(e["error"] for e in json_doc(as_json)["tests"][0]["run_errors"])
+    errors = " ".join(e["error"] for e in json_doc(as_json)["tests"][0]["failedRuns"])
     assert "code=***" in errors, errors
     assert_nowhere(QUERY_KEY, sinks)

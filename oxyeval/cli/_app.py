@@ -261,9 +261,9 @@ def _run_app(args: list[str], out: Streams) -> int:
         err.print(message, style="red", markup=False)
         code = error_code(exc)
     if code and _wants_json(args) and not out.wrote_stdout:
-        from ..report.json import write_json
+        from ..report import error_document, write_json
 
-        write_json({"error": message, "exit_code": code}, out.stdout)
+        write_json(error_document(message, code), out.stdout)
     return code
 
 

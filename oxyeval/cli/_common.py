@@ -89,7 +89,9 @@ def fail(err: Console, exc: BaseException, as_json: bool) -> typer.Exit:
     code = error_code(exc)
     print_error(err, exc)
     if as_json:
-        print_json({"error": json_error(exc), "exit_code": code})
+        from ..report import error_document
+
+        print_json(error_document(json_error(exc), code))
     return typer.Exit(code)
 
 

@@ -143,9 +143,9 @@ def ab_list(
 
     branches = read_history(project, db, err, as_json, read)
     if as_json:
-        from ..report.ab import branch_json
+        from ..report import branch_json, document
 
-        print_json({"testBranches": [branch_json(b) for b in branches]})
+        print_json(document("branchList", {"testBranches": [branch_json(b) for b in branches]}))
     else:
         from ..report.ab import render_branches
 
@@ -185,13 +185,16 @@ def ab_show(
 
     found, executions = read_history(project, db, err, as_json, read)
     if as_json:
-        from ..report.ab import branch_execution_json, branch_json
+        from ..report import branch_execution_json, branch_json, document
 
         print_json(
-            {
-                "testBranch": branch_json(found),
-                "testBranchExecutions": [branch_execution_json(e) for e in executions],
-            }
+            document(
+                "branchDetail",
+                {
+                    "testBranch": branch_json(found),
+                    "testBranchExecutions": [branch_execution_json(e) for e in executions],
+                },
+            )
         )
     else:
         from ..report.ab import render_branch

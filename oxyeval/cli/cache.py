@@ -102,13 +102,18 @@ def cache_clear(
         raise fail(err, exc, as_json) from None
     where = location.display
     if as_json:
+        from ..report import document
+
         print_json(
-            {
-                "db": where,
-                "cleared": cleared,
-                "kind": kind.value if kind is not None else None,
-                "older_than_days": older_than,
-            }
+            document(
+                "cacheCleared",
+                {
+                    "db": where,
+                    "cleared": cleared,
+                    "kind": kind.value if kind is not None else None,
+                    "olderThanDays": older_than,
+                },
+            )
         )
     else:
         what = f"{kind.value} " if kind is not None else ""

@@ -124,9 +124,9 @@ def cases_list(
 
     cases, activity = read_history(project, db, err, as_json, read)
     if as_json:
-        from ..report.cases import case_json
+        from ..report import case_json, document
 
-        print_json({"testCases": [case_json(c) for c in cases]})
+        print_json(document("caseList", {"testCases": [case_json(c) for c in cases]}))
     else:
         from ..report.cases_pretty import render_case_list
 
@@ -162,9 +162,11 @@ def cases_show(
 
     case, stats, activity = read_history(project, db, err, as_json, read)
     if as_json:
-        from ..report.cases import case_json, stats_json
+        from ..report import case_json, document, stats_json
 
-        print_json({"testCase": case_json(case), "stats": stats_json(stats)})
+        print_json(
+            document("caseDetail", {"testCase": case_json(case), "stats": stats_json(stats)})
+        )
     else:
         from ..report.cases_pretty import render_case_stats
 

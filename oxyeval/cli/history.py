@@ -110,19 +110,22 @@ def history_command(
             assert store is not None  # stored_run raised for an empty history
             return compare_runs(store, base, head)
 
-        as_doc, render = comparison_json, render_comparison
+        name, as_doc, render = "comparison", comparison_json, render_comparison
     elif run is not None:
         read = lambda _proj, store: stored_run(store, run)  # noqa: E731
-        as_doc, render = stored_run_json, render_stored_run
+        name, as_doc, render = "runDetail", stored_run_json, render_stored_run
     elif test is not None:
         read = lambda proj, store: history_of_test(store, proj, test, file, limit)  # noqa: E731
-        as_doc, render = history_of_test_json, render_test_history
+        name, as_doc, render = "testHistory", history_of_test_json, render_test_history
     else:
         read = lambda _proj, store: recent_runs(store, limit, kind)  # noqa: E731
         as_doc = lambda found: {"runs": [run_json(r) for r in found.runs]}  # noqa: E731
         render = lambda found, console: render_history(found.runs, console)  # noqa: E731
+        name = "history"
     found = read_history(project, db, err, as_json, read)
     if as_json:
-        print_json(as_doc(found))
+        from ..report import document
+
+        print_json(document(name, as_doc(found)))
     else:
         render(found, out)

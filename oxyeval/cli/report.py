@@ -1,8 +1,10 @@
-"""``oxy report``: gate a saved ``oxy test --format json`` result again, without a call.
+"""``oxy report``: decide again on a saved run document of any kind, without a call.
 
-Same gates, exit codes and messages as ``oxy test`` (see :mod:`oxyeval.cli.driver`):
-change ``--min-accuracy`` or ``--threshold-mode`` after the fact, or add ``--strict`` or
-``--fail-on-drop`` (against the previous results the document carries).
+Same gates, exit codes and messages as the run's own command (see
+:mod:`oxyeval.cli.driver`): with no gate options the run's own gates (its document's
+``decision.gates``) give the run's exit code again; change ``--min-accuracy`` or
+``--threshold-mode`` after the fact, or add ``--strict``, ``--fail-on-drop`` (against the
+previous results the document carries) or ``--fail-on-regression``.
 """
 
 from __future__ import annotations
@@ -35,13 +37,16 @@ def report_command(
     file: Annotated[
         str,
         typer.Argument(
-            metavar="FILE", help="A saved `oxy test --format json` document ('-': stdin)."
+            metavar="FILE", help="A saved run document (any --format json run; '-': stdin)."
         ),
     ],
     min_accuracy: MinAccuracyOption = None,
     threshold_mode: ThresholdModeOption = ThresholdMode.average,
     strict: StrictOption = False,
     fail_on_drop: FailOnDropOption = None,
+    fail_on_regression: Annotated[
+        bool, typer.Option("--fail-on-regression", help="Exit 1 on a regression too.")
+    ] = False,
     allow_empty: AllowEmptyOption = False,
     format: Annotated[
         Format, typer.Option("--format", help="pretty, or json: one JSON document on stdout.")
@@ -49,23 +54,31 @@ def report_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No details.")] = False,
     debug: DebugOption = False,
 ) -> None:
-    """Apply a threshold to a saved `oxy test --format json` result: no model is called.
+    """Decide again on a saved run (`oxy test`, `oxy cases run`, `oxy ab run`, `oxy
+    chattest`, `oxy run` with --format json): no model is called.
 
-    Exit codes as `oxy test`: 0 pass; 1 below --min-accuracy, a drop over --fail-on-drop,
-    or a gate given with no test in it (--allow-empty: 0); 2 a file that is not such a document, or bad options; 3 a test in it
-    could not be scored, or the run it records was interrupted.
+    Without gate options, the gates the run ran under apply, so the exit code is the
+    run's; gate options given replace them. Exit codes as the run's: 0 pass; 1 a gate
+    failed (below --min-accuracy, a drop over --fail-on-drop, a result that failed its
+    check, a gate given with nothing in it: --allow-empty gives 0); 2 a file that is not
+    such a document, or bad options; 3 a result in it could not be scored, or the run
+    was interrupted.
     """
     from ..evaluation import Gates, gate_option_error
-    from ..report import reporter
-    from ..report.saved import load_saved_run
-    from ..suites.consistency.results import ConsistencyRun
+    from ..report import error_document, load_saved_run, saved_reporter
     from .driver import finish
 
     err = stderr_console()
     as_json = format is Format.json
-    consistency = reporter("consistency")
-    gates = Gates(min_accuracy, threshold_mode.value, strict, fail_on_drop, allow_empty=allow_empty)
-    message = gate_option_error(gates)
+    given = Gates(
+        min_accuracy,
+        threshold_mode.value,
+        strict,
+        fail_on_drop,
+        fail_on_regression,
+        allow_empty=allow_empty,
+    )
+    message = gate_option_error(given)
     try:
         if message is not None:
             raise ConfigError(message)
@@ -79,23 +92,29 @@ def report_command(
         decision = decide([], Gates(), error=exc, kind="consistency")
         print_error(err, exc, debug)
         if as_json:
-            print_json(
-                consistency.error_document(ConsistencyRun(), decision, error=json_error(exc))
-            )
+            print_json(error_document(json_error(exc), decision.code))
         raise typer.Exit(decision.code) from None
-    run = saved.run
-    if saved.error is not None and not run.tests:  # the saved run itself failed
-        decision = decide([], Gates(), error=saved.failure(), kind="consistency")
+    if saved.error is not None and not saved.results:  # the saved run itself failed
+        decision = decide([], Gates(), error=saved.failure(), kind=saved.kind)
         err.print(
-            f"{file}: the saved run ended before any test finished (exit {decision.code}): "
+            f"{file}: the saved run ended before any result finished (exit {decision.code}): "
             f"{saved.error}",
             style="red",
             markup=False,
         )
         if as_json:
-            print_json(consistency.error_document(run, decision, error=saved.error))
+            print_json(error_document(saved.error, decision.code))
         raise typer.Exit(decision.code)
+    gates = given if given != Gates() else (saved.gates or Gates())
     code = finish(
-        consistency, run, gates, err=err, out=stdout_console(), as_json=as_json, quiet=quiet
+        saved_reporter(saved),
+        saved,
+        gates,
+        err=err,
+        out=stdout_console(),
+        as_json=as_json,
+        quiet=quiet,
+        # What stopped the run after some results finished decides its code, as it did.
+        error=None if saved.error is None else saved.failure(),
     )
     raise typer.Exit(code)

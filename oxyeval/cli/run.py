@@ -63,14 +63,13 @@ def _say_cached(err: Console, calls: int) -> None:
         err.print(cached_calls_line(calls), style="dim", markup=False)
 
 
-def _interrupted(err: Console, as_json: bool, doc: dict[str, Any], why: str) -> typer.Exit:
+def _interrupted(
+    err: Console, as_json: bool, doc: dict[str, Any], code: int, why: str
+) -> typer.Exit:
     """Say why on stderr, print the partial document (JSON only); the exit to raise."""
-    from ..evaluation import interrupted_code
-
-    code = interrupted_code()
     err.print(f"{why}; exit {code}", style="yellow", markup=False)
     if as_json:
-        print_json({**doc, "exit_code": code})
+        print_json(doc)
     return typer.Exit(code)
 
 
@@ -84,32 +83,28 @@ def _ask(
 ) -> str:
     """Ask the agent; its answer document (JSON) or its answer (pretty) is printed by
     the caller, an interrupted ask prints the same document, marked."""
-    from ..suites import ask
+    from ..evaluation import Gates, decide_run
+    from ..report import ask_json
+    from ..suites import AskOutcome, ask
     from ..workflow import AgentAnswer
     from .interrupt import interrupt_reason, run_interruptible
 
     answer = AgentAnswer()
+    outcome = AskOutcome(answer)
     try:
-        run_interruptible(ask(file, question, project_dir=project, into=answer, cache=cache))
+        run_interruptible(
+            ask(file, question, project_dir=project, into=answer, cache=cache, outcome=outcome)
+        )
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the same document, marked
         why = f"{interrupt_reason(exc)} before the agent answered"
-        raise _interrupted(err, as_json, answer.to_dict(), why) from None
+        outcome.interrupted = True
+        decision = decide_run(outcome, Gates())
+        raise _interrupted(err, as_json, ask_json(outcome, decision), decision.code, why) from None
     if as_json:
-        print_json({**answer.to_dict(), "exit_code": 0})
+        print_json(ask_json(outcome, decide_run(outcome, Gates())))
     else:
         _say_cached(err, answer.cached_calls)
     return answer.output or ""
-
-
-def _decided(file: str, wf_run: Any, error: BaseException | None) -> int:
-    """The run's exit code, by the one decision on its result (a failed task's error
-    says whether it was bad input, 2, or not, 3)."""
-    from ..evaluation import Gates, decide
-    from ..suites.workflows import workflow_result
-
-    status = "failed" if error is not None else "completed"
-    result = workflow_result(file, wf_run, status)
-    return decide([result], Gates(), error=error, kind="workflow").code
 
 
 def _run_and_warn(err: Console, wf_run: Any, main: Any) -> None:
@@ -140,11 +135,14 @@ def _workflow(
     """Run the workflow (stored in the history unless ``history`` is False); the JSON
     document of every task (or its final output) is printed by the caller. A failed or
     interrupted run prints its document here and exits."""
-    from ..suites.workflows import run_workflow
+    from ..evaluation import Gates, decide_run
+    from ..report import workflow_json
+    from ..suites.workflows import WorkflowOutcome, run_workflow
     from ..workflow.engine import WorkflowFailed, WorkflowRun
     from .interrupt import interrupt_reason
 
     wf_run = WorkflowRun()
+    outcome = WorkflowOutcome(wf_run, file)
     try:
         _run_and_warn(
             err,
@@ -159,31 +157,34 @@ def _workflow(
                 cache=cache,  # kept in the run's history (db; none: no cache)
                 db=db,
                 history=history,
+                outcome=outcome,
             ),
         )
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the same document, marked
         wf_run.interrupted = True
-        doc = wf_run.to_dict()
-        doc["workflow"] = doc["workflow"] or file
+        decision = decide_run(outcome, Gates())
         done = sum(1 for r in wf_run.records if r.finished)
         why = (
             f"{interrupt_reason(exc)}: {done} task(s) had finished, "
             f"{len(wf_run.unfinished)} interrupted"
         )
-        raise _interrupted(err, as_json, doc, why) from None
+        doc = workflow_json(outcome, decision)
+        raise _interrupted(err, as_json, doc, decision.code, why) from None
     except WorkflowFailed as failed:  # exit 2 when a task failed on bad input
         if quiet or debug:
             print_error(err, failed, debug)
         else:  # each error is on its task's line just above: name the tasks, once
             err.print(f"error: {failed.run.summary(brief=True)}", style="red", markup=False)
-        code = _decided(file, failed.run, failed)
+        # The one decision on its result: a failed task's error says whether it was bad
+        # input, 2, or not, 3.
+        decision = decide_run(outcome, Gates(), error=failed)
         if as_json:
-            print_json({**failed.run.to_dict(), "exit_code": code})
+            print_json(workflow_json(outcome, decision, error=json_error(failed)))
         else:
             _say_cached(err, failed.run.cached_calls)
-        raise typer.Exit(code) from None
+        raise typer.Exit(decision.code) from None
     if as_json:
-        print_json({**wf_run.to_dict(), "exit_code": _decided(file, wf_run, None)})
+        print_json(workflow_json(outcome, decide_run(outcome, Gates())))
     else:
         _say_cached(err, wf_run.cached_calls)
     return str(wf_run.output) if wf_run.output is not None else ""
@@ -288,7 +289,9 @@ def run_command(
         print_error(err, exc, debug)
         code = error_code(exc)
         if as_json:
-            print_json({"status": "error", "error": json_error(exc), "exit_code": code})
+            from ..report import error_document
+
+            print_json(error_document(json_error(exc), code))
         raise typer.Exit(code) from None
     if not as_json:
         from ..report.text import shown

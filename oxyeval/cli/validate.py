@@ -37,14 +37,16 @@ def validate_command(
     except OxyError as exc:
         print_error(err, exc, debug)
         if as_json:
-            write_json({"error": json_error(exc), "exit_code": error_code(exc)}, streams().stdout)
+            from ..report import error_document
+
+            write_json(error_document(json_error(exc), error_code(exc)), streams().stdout)
         raise typer.Exit(error_code(exc)) from None
     # Errors in the files are bad input, the one verdict validation gives.
     code = error_code(LoadError.of(report.errors)) if report.errors else 0
     for d in report.diagnostics:  # on stderr in both formats: a non-zero exit says why
         err.print(d.format(), style="red" if d.severity == "error" else "yellow", markup=False)
     if as_json:
-        write_json(validation_json(report), streams().stdout)
+        write_json(validation_json(report, code), streams().stdout)
     else:
         summary = (
             f"{len(report.files)} file(s) checked: {len(report.errors)} error(s), "
@@ -65,32 +67,49 @@ _SCHEMA_KINDS = (
 @app.command("schema")
 def schema_command(
     kind: Annotated[
-        str,
+        str | None,
         typer.Argument(
-            metavar="KIND",
-            help="config, agent, workflow, prompt, cases, test (*.test.yml), chattest-prompt or "
-            "chattest-model (or common: the definitions they $ref; save it beside them).",
+            metavar="NAME",
+            help="A project file: config, agent, workflow, prompt, cases, test (*.test.yml), "
+            "chattest-prompt or chattest-model (or common: the definitions they $ref; save it "
+            "beside them). Or a JSON document a command prints, output/NAME: run, error, "
+            "validation, history, run-detail, comparison, test-history, cache-stats, cache-cleared, "
+            "case-list, case-detail, branch-list, branch-detail (or output/common).",
         ),
-    ],
+    ] = None,
     path: Annotated[
         bool, typer.Option("--path", help="Print the file path instead of the JSON.")
     ] = False,
+    list_all: Annotated[
+        bool, typer.Option("--list", help="List every schema's name, one a line.")
+    ] = False,
     debug: DebugOption = False,
 ) -> None:
-    """Print a JSON Schema (for editors: # yaml-language-server: $schema=<path>)."""
+    """Print a JSON Schema: of a project file (for editors: # yaml-language-server:
+    $schema=<path>), or of a JSON document a command prints (output/run...)."""
     setup_logging(stderr_console(), debug)
     from ..project.schema import SCHEMA_FILES, schema_path
+    from ..report import OUTPUT_SCHEMAS, output_schema_name, output_schema_path
 
-    if kind not in SCHEMA_FILES or kind not in _SCHEMA_KINDS:
+    if list_all:
+        echo("\n".join([*_SCHEMA_KINDS, *(f"output/{n}" for n in OUTPUT_SCHEMAS)]))
+        return
+    output = None
+    if kind is not None and (kind.startswith("output/") or kind not in SCHEMA_FILES):
+        output = output_schema_name(kind)
+    if kind is None or (output is None and (kind not in SCHEMA_FILES or kind not in _SCHEMA_KINDS)):
+        choices = ", ".join([*_SCHEMA_KINDS, *(f"output/{n}" for n in OUTPUT_SCHEMAS)])
+        what = "a schema's name" if kind is None else f"unknown schema '{kind}'"
         stderr_console().print(
-            f"error: unknown schema '{kind}'; choose {', '.join(_SCHEMA_KINDS)}",
+            f"error: {what}; choose {choices}",
             style="red",
             markup=False,
         )
         raise typer.Exit(usage_code())
+    file = output_schema_path(output) if output is not None else schema_path(kind)
     if path:
-        echo(str(schema_path(kind)))
+        echo(file)
     else:
-        from importlib import resources
+        from pathlib import Path
 
-        echo((resources.files("oxyeval") / "schemas" / SCHEMA_FILES[kind]).read_text("utf-8"))
+        echo(Path(file).read_text("utf-8"))

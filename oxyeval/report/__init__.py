@@ -3,16 +3,17 @@ for people (pretty) and as JSON for machines.
 
 A report never decides: every outcome it shows is the one decision's
 (:func:`oxyeval.evaluation.decide`). One module per concern: ``kinds`` (how each kind of
-run is reported: its JSON, pretty and JUnit forms), ``verdict`` (``oxy test``'s verdict on a run: :func:`decide`, the code and every reason), ``json`` (the JSON
-writer and ``oxy test``'s document), ``pretty`` (``oxy test`` for people), ``cases``
-and ``cases_pretty`` (``oxy cases`` and ``oxy history``), ``cache`` (``oxy cache
-stats``), ``junit`` (``--junit``: JUnit XML for CI servers). A new format is a new
-module beside them.
+run is reported: its JSON, pretty and JUnit forms), ``verdict`` (``oxy test``'s verdict
+on a run: :func:`decide`, the code and every reason), ``documents`` (the one family of
+JSON documents: its version, the envelope every run shares, the error document) and
+``schemas`` (their JSON Schemas), ``json`` (the JSON writer and ``oxy test``'s own keys),
+``pretty`` (``oxy test`` for people), ``cases`` and ``cases_pretty`` (``oxy cases`` and
+``oxy history``), ``workflow`` (``oxy run``), ``cache`` (``oxy cache stats``), ``junit``
+(``--junit``: JUnit XML for CI servers), ``saved`` (a saved run read back for ``oxy
+report``). A new format is a new module beside them.
 
-JSON keys are snake_case for ``oxy test`` and ``oxy run`` (our own format, as
-oxy's) and camelCase for ``oxy cases`` and ``oxy history``, whose documents are the
-seed Testing API's types (``passRate``, ``lastRun``), served unchanged by the
-GraphQL API later: one casing per surface.
+Every JSON document is camelCase (oxy's top-level ``accuracy`` aside), the Testing API's
+types (``passRate``, ``lastRun``) among them, served unchanged by the GraphQL API.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .._lazy import lazy_exports
 _EXPORTS = {
     "RunReporter": "kinds",
     "reporter": "kinds",
+    "saved_reporter": "kinds",
     "passfail_junit": "junit",
     "chattest_json": "passfail",
     "passfail_label": "passfail",
@@ -57,6 +59,32 @@ _EXPORTS = {
     "cases_junit": "junit",
     "consistency_junit": "junit",
     "to_json": "json",
+    "consistency_body": "json",
+    "ask_json": "workflow",
+    "workflow_json": "workflow",
+    **dict.fromkeys(
+        (
+            "OUTPUT_SCHEMAS",
+            "load_output_schema",
+            "output_schema_name",
+            "output_schema_path",
+            "output_validator",
+        ),
+        "schemas",
+    ),
+    **dict.fromkeys(
+        (
+            "DOCUMENTS",
+            "SCHEMA_VERSION",
+            "decision_json",
+            "document",
+            "error_document",
+            "result_json",
+            "run_document",
+            "with_decision",
+        ),
+        "documents",
+    ),
     "validation_json": "json",
     "write_json": "json",
     "render_pretty": "pretty",
@@ -72,12 +100,16 @@ _EXPORTS = {
     **dict.fromkeys(("Decision", "Gates", "decide", "gate_option_error"), "verdict"),
 }
 __all__ = [
+    "DOCUMENTS",
+    "OUTPUT_SCHEMAS",
+    "SCHEMA_VERSION",
     "Decision",
     "Gates",
     "RunReporter",
     "ab_case_json",
     "ab_junit",
     "ab_run_json",
+    "ask_json",
     "branch_execution_json",
     "branch_json",
     "cache_stats_json",
@@ -88,13 +120,21 @@ __all__ = [
     "cases_junit",
     "chattest_json",
     "comparison_json",
+    "consistency_body",
     "consistency_junit",
     "daily_json",
     "decide",
+    "decision_json",
+    "document",
+    "error_document",
     "execution_json",
     "gate_option_error",
     "history_of_test_json",
+    "load_output_schema",
     "load_saved_run",
+    "output_schema_name",
+    "output_schema_path",
+    "output_validator",
     "passfail_junit",
     "passfail_label",
     "prompt_json",
@@ -113,7 +153,10 @@ __all__ = [
     "render_test_files",
     "render_test_history",
     "reporter",
+    "result_json",
+    "run_document",
     "run_json",
+    "saved_reporter",
     "shown",
     "sparkline",
     "stats_json",
@@ -122,6 +165,8 @@ __all__ = [
     "to_json",
     "validation_json",
     "version_json",
+    "with_decision",
+    "workflow_json",
     "write_json",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -153,6 +198,16 @@ if TYPE_CHECKING:
         sparkline,
     )
     from .compare import comparison_json, daily_json, render_comparison
+    from .documents import (
+        DOCUMENTS,
+        SCHEMA_VERSION,
+        decision_json,
+        document,
+        error_document,
+        result_json,
+        run_document,
+        with_decision,
+    )
     from .history import (
         history_of_test_json,
         render_history,
@@ -161,9 +216,9 @@ if TYPE_CHECKING:
         run_json,
         stored_run_json,
     )
-    from .json import to_json, validation_json, write_json
+    from .json import consistency_body, to_json, validation_json, write_json
     from .junit import ab_junit, cases_junit, consistency_junit, passfail_junit
-    from .kinds import RunReporter, reporter
+    from .kinds import RunReporter, reporter, saved_reporter
     from .passfail import (
         chattest_json,
         passfail_label,
@@ -173,5 +228,13 @@ if TYPE_CHECKING:
     )
     from .pretty import cached_calls_line, render_pretty
     from .saved import load_saved_run
+    from .schemas import (
+        OUTPUT_SCHEMAS,
+        load_output_schema,
+        output_schema_name,
+        output_schema_path,
+        output_validator,
+    )
     from .text import shown
     from .verdict import Decision, Gates, decide, gate_option_error
+    from .workflow import ask_json, workflow_json

@@ -20,7 +20,7 @@ from .text import shown
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..evaluation import Interval
+    from ..evaluation import Decision, Interval
     from ..store import BranchExecution, TestBranch
     from ..suites import ABCaseResult, ABRun, BranchSummary
 
@@ -186,19 +186,32 @@ def ab_case_json(result: ABCaseResult) -> dict[str, Any]:
     }
 
 
-def ab_run_json(run: ABRun, *, code: int | None = None) -> dict[str, Any]:
-    """``oxy ab run --format json``; ``code``: the exit code the run ends with."""
-    return {
-        "results": [ab_case_json(r) for r in run.results],
+def ab_run_json(run: ABRun, decision: Decision | None = None) -> dict[str, Any]:
+    """``oxy ab run --format json``: the run document (:mod:`.documents`) with each
+    case's comparison (``cases``), the criteria, the iterations and the judge's calls;
+    ``decision``: the one the run ends with (by default the ungated one)."""
+    from ..evaluation import decide_run
+    from .documents import run_document
+
+    if decision is None:
+        decision = decide_run(run)
+    body = {
         "criteria": run.criteria,
         "iterations": run.iterations,
-        "warnings": list(run.warnings),
-        "interrupted": run.interrupted,
-        "cachedCalls": run.cached_calls,
+        "cases": [ab_case_json(r) for r in run.results],
         "judgeCalls": run.judge_calls,
         "judgeCostUsd": _usd(run.judge_cost) if run.judge_calls else None,
-        "exitCode": code,
     }
+    return run_document(
+        "ab",
+        body,
+        run.as_results(),
+        decision,
+        interrupted=run.interrupted,
+        history=run.history,
+        warnings=run.warnings,
+        cached_calls=run.cached_calls,
+    )
 
 
 # -- for people ---------------------------------------------------------------------

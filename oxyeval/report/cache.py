@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .documents import document
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -23,25 +25,29 @@ def human_size(size: int) -> str:
 
 
 def cache_stats_json(stats: CacheStats | None, db: str) -> dict[str, Any]:
-    """Every kind listed (zeros when the history holds none, or does not exist yet)."""
+    """``oxy cache stats --format json``: every kind listed (zeros when the history holds
+    none, or does not exist yet)."""
     kinds: dict[str, Any] = {}
     for kind in ("answer", "verdict"):
         k = stats.kind(kind) if stats is not None else None
         kinds[kind] = {
             "entries": k.entries if k else 0,
-            "size_bytes": k.size_bytes if k else 0,
+            "sizeBytes": k.size_bytes if k else 0,
             "oldest": k.oldest if k else None,
             "newest": k.newest if k else None,
             "hits": k.hits if k else 0,
-            "last_hit": k.last_hit if k else None,
+            "lastHit": k.last_hit if k else None,
         }
-    return {
-        "db": db,
-        "entries": sum(k["entries"] for k in kinds.values()),
-        "size_bytes": sum(k["size_bytes"] for k in kinds.values()),
-        "hits": sum(k["hits"] for k in kinds.values()),
-        "kinds": kinds,
-    }
+    return document(
+        "cacheStats",
+        {
+            "db": db,
+            "entries": sum(k["entries"] for k in kinds.values()),
+            "sizeBytes": sum(k["sizeBytes"] for k in kinds.values()),
+            "hits": sum(k["hits"] for k in kinds.values()),
+            "kinds": kinds,
+        },
+    )
 
 
 def render_cache_stats(stats: CacheStats | None, db: str, console: Console) -> None:
@@ -60,14 +66,14 @@ def render_cache_stats(stats: CacheStats | None, db: str, console: Console) -> N
         table.add_row(
             kind,
             str(k["entries"]),
-            human_size(k["size_bytes"]),
+            human_size(k["sizeBytes"]),
             (k["oldest"] or "-")[:19].replace("T", " "),
             (k["newest"] or "-")[:19].replace("T", " "),
             str(k["hits"]),
         )
     console.print(table)
     console.print(
-        f"{doc['entries']} entries, {human_size(doc['size_bytes'])}, {doc['hits']} hits in {db}",
+        f"{doc['entries']} entries, {human_size(doc['sizeBytes'])}, {doc['hits']} hits in {db}",
         markup=False,
         highlight=False,
     )

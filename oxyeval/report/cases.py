@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..providers import stopped_at_token_limit  # the one truncation rule; no httpx behind it
 
 if TYPE_CHECKING:
+    from ..evaluation import Decision
     from ..store import (
         CaseStats,
         Execution,
@@ -178,25 +179,33 @@ def empty_stats(case_id: str) -> CaseStats:
     return CaseStats(case_id, 0, None, None, (), (), 0, ())
 
 
-def case_run_json(run: CaseRun, *, code: int | None = None) -> dict[str, Any]:
-    """``oxy cases run --format json``: every execution (seed field names) and a summary;
-    ``code`` is the exit code the run ends with (the run's decision's)."""
-    return {
+def case_run_json(run: CaseRun, decision: Decision | None = None) -> dict[str, Any]:
+    """``oxy cases run --format json``: the run document (:mod:`.documents`) with every
+    execution in the Testing API's shape and how many cases were planned, regressed, and
+    which version of each prompt ran in which run; ``decision``: the one the run ends
+    with (by default the ungated one)."""
+    from ..evaluation import decide_run
+    from .documents import run_document
+
+    if decision is None:
+        decision = decide_run(run)
+    body = {
         "executions": [
             case_result_json(r, run_id=run.runs.get(r.prompt_id) or None) for r in run.results
         ],
-        "summary": {
-            "cases": len(run.results),
-            "planned": run.planned,
-            "passed": len(run.passed),
-            "failed": len(run.failed),
-            "regressions": len(run.regressions),
-            "errors": len(run.errors),
-            "cachedCalls": run.cached_calls,
-            "interrupted": run.interrupted,
-            "versions": run.versions,
-            "runs": run.runs,
-            "db": str(run.db),
-            "exit_code": code,
-        },
+        "planned": run.planned,
+        "regressions": len(run.regressions),
+        "promptVersions": dict(run.versions),
+        "runIds": dict(run.runs),
     }
+    return run_document(
+        "cases",
+        body,
+        run.as_results(),
+        decision,
+        interrupted=run.interrupted,
+        history=run.history,
+        warnings=run.warnings,
+        cached_calls=run.cached_calls,
+        run_ids=[run.runs.get(r.prompt_id) or None for r in run.results],
+    )

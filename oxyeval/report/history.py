@@ -191,7 +191,7 @@ def consistency_result_json(r: ConsistencyResult) -> dict[str, Any]:
         "judgeCalls": r.judge_calls,
         "selectedRun": r.selected_run,
         "selectedOutput": r.selected_output,
-        "runErrors": list(r.run_errors),
+        "failedRuns": list(r.run_errors),
         "error": r.error,
         "durationMs": r.duration_ms,
         "createdAt": r.created_at,
@@ -199,7 +199,8 @@ def consistency_result_json(r: ConsistencyResult) -> dict[str, Any]:
 
 
 def history_of_test_json(h: TestHistory) -> dict[str, Any]:
-    """``oxy history --test NAME --format json``: the test, its results newest first."""
+    """``oxy history --test NAME --format json``'s body: the test, its results newest
+    first."""
     return {
         "test": {"file": h.file, "name": h.name},
         "results": [consistency_result_json(r) for r in h.results],

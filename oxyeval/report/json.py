@@ -1,10 +1,11 @@
-"""JSON documents for machines: the one writer every command prints through, and
-``oxy test``'s document.
+"""JSON documents for machines: the one writer every command prints through, and the
+bodies of ``oxy test``'s and ``oxy validate``'s documents (:mod:`.documents` has the
+family they belong to).
 
-JSON keeps oxy's top-level ``accuracy`` (a number for one test, a list for
+``oxy test`` keeps oxy's top-level ``accuracy`` (a number for one test, a list for
 several) so existing ``jq .accuracy`` pipelines keep working, and adds the detail
 oxy never printed: per-test pairs, judge calls, errors and failing comparisons, and
-each test's ``previous`` result from the history (``{accuracy, at, run_id}`` or null).
+each test's ``previous`` result from the history (``{accuracy, at, runId}`` or null).
 """
 
 from __future__ import annotations
@@ -13,64 +14,80 @@ import json
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..inputs import finite_json
-from ..redact import redact, redact_data
+from ..redact import redact_data
+from .documents import camel, camel_keys, document, run_document
 
 if TYPE_CHECKING:
-    from ..evaluation import DropResult, ThresholdResult
+    from ..evaluation import Decision, Previous
     from ..suites.consistency.results import ConsistencyRun, ConsistencyTestResult
     from ..suites.validate import ValidationReport
 
-__all__ = ["result_json", "to_json", "validation_json", "write_json"]
+__all__ = ["consistency_body", "result_json", "to_json", "validation_json", "write_json"]
 
 
 def result_json(test: ConsistencyTestResult) -> dict[str, Any]:
-    """One test's entry: its result, and after its accuracy the previous run's (from the
-    history; null when there is none or history is off)."""
+    """One test's entry (camelCase): its result, and after its accuracy the previous
+    run's (from the history; null when there is none or history is off) and what each
+    verdict is worth (``verdictScores``, so ``oxy report`` scores a saved run alike)."""
     doc: dict[str, Any] = {}
     for key, value in test.to_dict().items():
-        doc[key] = value
+        if key == "run_errors":
+            doc["failedRuns"] = value
+        elif key == "judge_errors":
+            doc["failedJudgements"] = value
+        elif key == "outputs":
+            doc["outputs"] = [camel_keys(o) for o in value]
+        elif key in ("comparisons", "failing_comparisons"):
+            doc[camel(key)] = [camel_keys(c) for c in value]
+        else:
+            doc[camel(key)] = value
         if key == "accuracy":
-            doc["previous"] = None if test.previous is None else test.previous.to_dict()
-            doc["scores"] = dict(test.scores)  # what each verdict is worth (oxy report)
+            doc["previous"] = None if test.previous is None else _previous(test.previous)
+            doc["verdictScores"] = dict(test.scores)
     return doc
+
+
+def _previous(previous: Previous) -> dict[str, Any]:
+    return {"accuracy": round(previous.accuracy, 6), "at": previous.at, "runId": previous.run_id}
+
+
+def consistency_body(run: ConsistencyRun) -> dict[str, Any]:
+    """``oxy test``'s own keys in its run document: oxy's ``accuracy`` (a number for one
+    test, a list for several, as oxy prints it, so ``jq .accuracy`` keeps working), each
+    test in full, and the run's judge calls and errors."""
+    accuracies = [None if a is None else round(a, 6) for a in run.accuracies]
+    return {
+        "accuracy": accuracies[0] if len(accuracies) == 1 else accuracies,
+        "tests": [result_json(t) for t in run.tests],
+        "scored": sum(1 for t in run.tests if t.ok),
+        "runErrorCount": sum(len(t.run_errors) for t in run.tests),
+        "judgeErrorCount": sum(len(t.judge_errors) for t in run.tests),
+        "judgeCalls": sum(t.judge_calls for t in run.tests),
+    }
 
 
 def to_json(
-    run: ConsistencyRun,
-    threshold: ThresholdResult | None = None,
-    *,
-    code: int | None = None,
-    error: str | None = None,
-    drop: DropResult | None = None,
+    run: ConsistencyRun, decision: Decision | None = None, *, error: str | None = None
 ) -> dict[str, Any]:
-    """``oxy test --format json``; ``code`` is the exit code the run ends with, ``error``
-    what stopped it (a run that failed before any test finished still gets a document),
-    ``drop`` the ``--fail-on-drop`` check. Every key is always present: ``threshold``,
-    ``fail_on_drop`` and ``error`` are null when they do not apply, ``warnings`` empty."""
-    accuracies = [None if a is None else round(a, 6) for a in run.accuracies]
-    doc: dict[str, Any] = {
-        "accuracy": accuracies[0] if len(accuracies) == 1 else accuracies,
-        "tests": [result_json(t) for t in run.tests],
-    }
-    # Every key always there (null or empty when it does not apply), so a consumer
-    # needs no guards: the gates given, the warnings, what stopped the run.
-    doc["threshold"] = None if threshold is None else threshold.to_dict()
-    doc["fail_on_drop"] = None if drop is None else drop.to_dict()
-    doc["summary"] = {
-        "tests": len(run.tests),
-        "scored": sum(1 for t in run.tests if t.ok),
-        "errors": sum(1 for t in run.tests if not t.ok),
-        "run_errors": sum(len(t.run_errors) for t in run.tests),
-        "judge_errors": sum(len(t.judge_errors) for t in run.tests),
-        "judge_calls": sum(t.judge_calls for t in run.tests),
-        "cached_calls": run.cached_calls,
-        "interrupted": run.interrupted,
-        "exit_code": code,
-    }
-    doc["history"] = [h.to_dict() for h in run.history]  # empty: history off
-    doc["warnings"] = [redact(w) for w in run.warnings + run.skipped]
-    doc["error"] = None if error is None else redact(error)
-    return doc
+    """``oxy test --format json``: the run document (:mod:`.documents`) of a consistency
+    run under ``decision`` (by default the ungated one); ``error``: what stopped the run
+    after some tests finished. Every key is always present (null or empty when it does
+    not apply)."""
+    from ..evaluation import decide_run
+
+    if decision is None:
+        decision = decide_run(run)
+    return run_document(
+        "consistency",
+        consistency_body(run),
+        run.as_results(),
+        decision,
+        interrupted=run.interrupted,
+        history=run.history,
+        warnings=run.warnings + run.skipped,
+        cached_calls=run.cached_calls,
+        error=error,
+    )
 
 
 def write_json(doc: dict[str, Any], out: TextIO) -> None:
@@ -86,11 +103,16 @@ def write_json(doc: dict[str, Any], out: TextIO) -> None:
     out.flush()
 
 
-def validation_json(report: ValidationReport) -> dict[str, Any]:
-    """``oxy validate --format json``: valid or not, the files checked, every diagnostic."""
-    return {
-        "valid": not report.errors,
-        "files": report.files,
-        "errors": [d.__dict__ for d in report.errors],
-        "warnings": [d.__dict__ for d in report.warnings],
-    }
+def validation_json(report: ValidationReport, code: int) -> dict[str, Any]:
+    """``oxy validate --format json``: valid or not, the files checked, every diagnostic,
+    and the exit code (``code``: the one verdict validation gives)."""
+    return document(
+        "validation",
+        {
+            "valid": not report.errors,
+            "files": list(report.files),
+            "errors": [camel_keys(d.__dict__) for d in report.errors],
+            "warnings": [camel_keys(d.__dict__) for d in report.warnings],
+            "exitCode": code,
+        },
+    )

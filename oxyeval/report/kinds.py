@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from ..evaluation import Decision
 
-__all__ = ["REPORTERS", "RunReporter", "reporter"]
+__all__ = ["REPORTERS", "RunReporter", "reporter", "saved_reporter"]
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,11 @@ class RunReporter:
         raise NotImplementedError
 
     def error_document(self, run: Any, decision: Decision, *, error: str) -> dict[str, Any]:
-        """``--format json`` for a run that stopped before anything finished."""
-        return {"error": error, "exit_code": decision.code}
+        """``--format json`` for a run that stopped before anything finished: the
+        family's error document, the same for every kind and every command."""
+        from .documents import error_document
+
+        return error_document(error, decision.code)
 
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         raise NotImplementedError
@@ -65,6 +68,13 @@ class RunReporter:
         timestamp: datetime | None = None,
     ) -> str:
         raise NotImplementedError
+
+
+def _with_error(doc: dict[str, Any], error: str | None) -> dict[str, Any]:
+    """A run document with what stopped the run (after some results finished)."""
+    if error is not None:
+        doc["error"] = redact(error)
+    return doc
 
 
 @dataclass(frozen=True)
@@ -90,10 +100,7 @@ class ConsistencyReporter(RunReporter):
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
         from .json import to_json
 
-        return to_json(run, decision.threshold, code=decision.code, error=error, drop=decision.drop)
-
-    def error_document(self, run: Any, decision: Decision, *, error: str) -> dict[str, Any]:
-        return self.document(run, decision, error=error)
+        return to_json(run, decision, error=error)
 
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         from .pretty import render_pretty
@@ -129,7 +136,7 @@ class CasesReporter(RunReporter):
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
         from .cases import case_run_json
 
-        return case_run_json(run, code=decision.code)
+        return _with_error(case_run_json(run, decision), error)
 
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         from .cases_pretty import render_case_run
@@ -162,7 +169,7 @@ class ABReporter(RunReporter):
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
         from .ab import ab_run_json
 
-        return ab_run_json(run, code=decision.code)
+        return _with_error(ab_run_json(run, decision), error)
 
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         from .ab import render_ab_run
@@ -195,7 +202,7 @@ class ChattestReporter(RunReporter):
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
         from .passfail import chattest_json
 
-        return chattest_json(run, code=decision.code)
+        return _with_error(chattest_json(run, decision), error)
 
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         from .passfail import render_chattest
@@ -222,12 +229,55 @@ class TestFilesReporter(ChattestReporter):
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
         from .passfail import test_files_json
 
-        return test_files_json(run, decision)
+        return _with_error(test_files_json(run, decision), error)
 
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         from .passfail import render_test_files
 
         render_test_files(run, console)
+
+
+@dataclass(frozen=True)
+class SavedConsistencyReporter(ConsistencyReporter):
+    """``oxy report`` on a saved consistency run (:class:`~.saved.SavedRun`): the report
+    of ``oxy test``, its document answered again with the new decision."""
+
+    def finished(self, run: Any) -> int:
+        return len(run.results)
+
+    def notes(self, run: Any, *, quiet: bool) -> list[str]:
+        return super().notes(run.run, quiet=quiet)
+
+    def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
+        from .documents import with_decision
+
+        return with_decision(run.doc, decision)
+
+    def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
+        super().render(run.run, decision, console, quiet=quiet)
+
+
+@dataclass(frozen=True)
+class SavedReporter(RunReporter):
+    """``oxy report`` on a saved run of another kind: its results in a compact table, its
+    document answered again with the new decision."""
+
+    def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
+        from .documents import with_decision
+
+        return with_decision(run.doc, decision)
+
+    def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
+        from .saved_pretty import render_saved
+
+        render_saved(run, decision, console)
+
+
+def saved_reporter(run: Any) -> RunReporter:
+    """The reporter of a saved run (:class:`~.saved.SavedRun`) of any kind."""
+    if run.consistency is not None:
+        return SavedConsistencyReporter()
+    return SavedReporter()
 
 
 REPORTERS: dict[str, RunReporter] = {

@@ -64,7 +64,8 @@ def _result_json(result: CriterionResult) -> dict[str, Any]:
     }
 
 
-def _summary(run: PassFailRun, code: int | None = None) -> dict[str, Any]:
+def _summary(run: PassFailRun) -> dict[str, Any]:
+    """The footer's counts."""
     results = run.results
     return {
         "tests": len(results),
@@ -73,10 +74,33 @@ def _summary(run: PassFailRun, code: int | None = None) -> dict[str, Any]:
         "errors": sum(r.status == "error" for r in results),
         "modelCalls": run.model_calls,
         "judgeCalls": run.judge_calls,
-        "savedCalls": run.saved_calls,
-        "interrupted": run.interrupted,
-        "exitCode": code,
     }
+
+
+def _calls(run: PassFailRun) -> dict[str, Any]:
+    return {
+        "modelCalls": run.model_calls,
+        "judgeCalls": run.judge_calls,
+        "savedCalls": run.saved_calls,
+    }
+
+
+def _document(kind: str, run: PassFailRun, body: dict[str, Any], decision: Decision | None) -> Any:
+    from ..evaluation import decide_run
+    from .documents import run_document
+
+    if decision is None:
+        decision = decide_run(run)
+    return run_document(
+        kind,
+        {**body, **_calls(run)},
+        run.as_results(),
+        decision,
+        interrupted=run.interrupted,
+        history=run.history,
+        warnings=run.warnings,
+        cached_calls=run.cached_calls,
+    )
 
 
 def _groups(run: PassFailRun) -> dict[str, list[SubjectResult]]:
@@ -86,10 +110,10 @@ def _groups(run: PassFailRun) -> dict[str, list[SubjectResult]]:
     return groups
 
 
-def chattest_json(run: PassFailRun, *, code: int | None = None) -> dict[str, Any]:
-    """``oxy chattest --format json``: per prompt, every (test, model) result and the
-    outputs per model; a summary (``code``: the exit code the run ends with); every key
-    always present."""
+def chattest_json(run: PassFailRun, decision: Decision | None = None) -> dict[str, Any]:
+    """``oxy chattest --format json``: the run document (:mod:`.documents`) with, per
+    prompt, every (test, model) result and the outputs per model; ``decision``: the one
+    the run ends with (by default the ungated one); every key always present."""
     prompts = []
     for key, subjects in _groups(run).items():
         results = [
@@ -99,7 +123,7 @@ def chattest_json(run: PassFailRun, *, code: int | None = None) -> dict[str, Any
         ]
         outputs = {s.name: [x.text for x in s.samples if x.text is not None] for s in subjects}
         prompts.append({"key": key, "results": results, "outputs": outputs})
-    return {"prompts": prompts, "warnings": list(run.warnings), "summary": _summary(run, code)}
+    return _document("chattest", run, {"prompts": prompts}, decision)
 
 
 def _cell(text: str) -> Any:
@@ -154,10 +178,10 @@ def _footer(run: PassFailRun, console: Console) -> None:
         console.print(f"warning: {shown(warning)}", style="yellow", markup=False)
 
 
-def test_files_json(run: PassFailRun, decision: Decision) -> dict[str, Any]:
-    """``oxy test FILE.test.yml --format json``: per case its verdict, each run's output
-    and verdict with the judge's reasoning, the overall numbers, and the gate the run's
-    ``decision`` applied."""
+def test_files_json(run: PassFailRun, decision: Decision | None = None) -> dict[str, Any]:
+    """``oxy test FILE.test.yml --format json``: the run document (:mod:`.documents`)
+    with, per case, its verdict, each run's output and verdict with the judge's
+    reasoning, and the overall numbers; the gate ``decision`` applied is its own."""
     cases = []
     for subject in run.subjects:
         for result in subject.results:
@@ -190,13 +214,7 @@ def test_files_json(run: PassFailRun, decision: Decision) -> dict[str, Any]:
                     "runsDetail": runs,
                 }
             )
-    return {
-        "cases": cases,
-        "overall": _overall(run),
-        "warnings": list(run.warnings),
-        "summary": _summary(run, decision.code),
-        "threshold": decision.gates.min_accuracy,
-    }
+    return _document("test-files", run, {"cases": cases, "overall": _overall(run)}, decision)
 
 
 def _overall(run: PassFailRun) -> dict[str, Any]:

@@ -1,222 +1,286 @@
-"""A saved ``oxy test --format json`` document read back into a ConsistencyRun, so it can be
-gated again (``oxy report``) without a single model call.
+"""A saved run document of any kind read back, so ``oxy report`` can decide on it again
+without a single model call.
 
-Everything the verdict needs is in the document: each test's accuracy and status, its
-run and judge errors (``--strict``), its previous result (``--fail-on-drop``), and
-whether the run was interrupted. Anything else (an ``oxy cases run`` document, a file
-that is not JSON, a test without a name) is bad input, said in one sentence that names
-the file and the key.
+Everything the decision needs is in the family's run document (:mod:`.documents`):
+its ``kind``, each result (score, status, its own check, previous result, regressions,
+run and judge errors), whether the run was interrupted (``summary.interrupted``),
+whether earlier results could be read (``history[].readError``: a drop check needs to
+know) and the gates it ran under (``decision.gates``). Documents of the earlier,
+unversioned shapes are read too (:mod:`.saved_legacy`). Anything else (a file that is
+not JSON, a result without a subject, a newer ``schemaVersion``) is bad input, said in
+one sentence that names the file and the key.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import EXIT_INFRA, EXIT_INPUT, ConfigError, OxyError
-from ..evaluation import Previous
+from ..errors import ConfigError
+from ..evaluation import Gates, Result, Score, result_kind
 from ..inputs import JSONProblem, loads
-from ..redact import clip
-from ..store import CONSISTENCY_STATUSES
 from ..suites import StoredRun
-from ..suites.consistency import ConsistencyRun, ConsistencyTestResult, OutputRecord
+from ..suites.consistency import ConsistencyRun
+from .documents import DOCUMENTS, SCHEMA_VERSION, document, result_json
+from .saved_reading import Doc, SavedRunError, consistency_test, history_notes, previous
 
-__all__ = ["SavedRun", "load_saved_run", "parse_saved_run"]
+__all__ = ["SAVED_KINDS", "SavedRun", "load_saved_run", "parse_saved_run"]
 
 MAX_BYTES = 256 * 1024 * 1024  # a saved document larger than this is not ours
 
+#: The kinds of run document ``oxy report`` decides on again, and their results' kind.
+SAVED_KINDS = {
+    "consistency": "consistency",
+    "cases": "cases",
+    "ab": "ab",
+    "chattest": "passfail",
+    "test-files": "passfail",
+    "workflow": "workflow",
+    "ask": "ask",
+}
 
-class SavedRunError(OxyError):
-    """What stopped a saved run before any test finished, with the category the run
-    gave it: bad input stays bad input; anything else left the outcome unknown."""
 
-    def __init__(self, message: str, code: int | None) -> None:
-        super().__init__(message)
-        self.exit_code = EXIT_INPUT if code == EXIT_INPUT else EXIT_INFRA
+#: Each kind's run object in :mod:`oxyeval.suites`: loading it registers its results'
+#: kind with the decision (an ``oxy report`` process has run nothing to register it).
+_RUNS = {
+    "consistency": "ConsistencyRun",
+    "cases": "CaseRun",
+    "ab": "ABRun",
+    "chattest": "PassFailRun",
+    "test-files": "PassFailRun",
+    "workflow": "WorkflowOutcome",
+    "ask": "AskOutcome",
+}
+
+
+def _register(run_kind: str) -> None:
+    """Make the results of ``run_kind`` known to the decision."""
+    from .. import suites
+
+    getattr(suites, _RUNS[run_kind])
 
 
 class SavedRun:
-    """A saved document as a ConsistencyRun, plus what the original run ended with."""
+    """A saved run as the decision reads it (``kind``, ``interrupted``,
+    ``as_results()``, ``history_unread``), with what the original run ended with and the
+    document to answer again with the new decision (``doc``: in the family's shape,
+    whatever shape was read). ``consistency``: a consistency run's tests, for its
+    report."""
 
-    def __init__(self, run: ConsistencyRun, *, error: str | None, code: int | None) -> None:
-        self.run = run
-        self.error = error  # what stopped the original run before any test finished
+    def __init__(
+        self,
+        run_kind: str,
+        results: list[Result],
+        doc: dict[str, Any],
+        *,
+        interrupted: bool = False,
+        history: list[StoredRun] | None = None,
+        gates: Gates | None = None,
+        error: str | None = None,
+        code: int | None = None,
+        warnings: list[str] | None = None,
+        consistency: ConsistencyRun | None = None,
+    ) -> None:
+        _register(run_kind)
+        self.run_kind = run_kind
+        self.kind = SAVED_KINDS[run_kind]
+        self.results = results
+        self.doc = doc
+        self.interrupted = interrupted
+        self.history = history or []
+        self.gates = gates  # the gates the run ran under (None: not recorded)
+        self.error = error  # what stopped the original run
         self.code = code  # the exit code the original run ended with
+        self.warnings = warnings or []
+        self.consistency = consistency
+
+    @property
+    def run(self) -> ConsistencyRun | SavedRun:
+        """A consistency run's tests as a ConsistencyRun; this saved run otherwise."""
+        return self.consistency if self.consistency is not None else self
+
+    @property
+    def history_unread(self) -> list[str]:
+        return [f"{h.db}: {h.read_error}" for h in self.history if h.read_error]
+
+    def as_results(self) -> list[Result]:
+        return list(self.results)
 
     def failure(self) -> SavedRunError:
         """The error that stopped the saved run, to decide on again."""
         return SavedRunError(self.error or "the saved run failed", self.code)
 
 
-class _Doc:
-    """Typed access to one JSON object, with errors naming where in the file."""
-
-    def __init__(self, source: str, data: Mapping[str, Any], where: str) -> None:
-        self.source, self.data, self.where = source, data, where
-
-    def fail(self, key: str, expected: str) -> ConfigError:
-        return ConfigError(
-            f"{self.source}: {self.where}{key}: expected {expected}, got "
-            f"{clip(json.dumps(self.data.get(key)), 60, '')}; oxy report reads what "
-            "`oxy test --format json` writes"
+def _scores(doc: Doc) -> list[Score]:
+    scores = []
+    for k, item in enumerate(doc.objects("scores")):
+        s = doc.at(item, f"scores[{k}].")
+        scores.append(
+            Score(
+                s.text("metric", ""),
+                s.number("value"),
+                s.text("label"),
+                s.get("passed", (bool,), "true, false or null"),
+                s.number("threshold"),
+                s.text("reason"),
+            )
         )
-
-    def get(self, key: str, kinds: tuple[type, ...], expected: str, default: Any = None) -> Any:
-        value = self.data.get(key, default)
-        if value is None and default is None:
-            return None
-        if isinstance(value, bool) and bool not in kinds:
-            raise self.fail(key, expected)
-        if not isinstance(value, kinds):
-            raise self.fail(key, expected)
-        return value
-
-    def text(self, key: str, default: str | None = None) -> Any:
-        return self.get(key, (str,), "a string", default)
-
-    def number(self, key: str, default: float | None = None) -> Any:
-        return self.get(key, (int, float), "a number", default)
-
-    def integer(self, key: str, default: int | None = None) -> Any:
-        return self.get(key, (int,), "an integer", default)
-
-    def share(self, key: str) -> float | None:
-        value = self.number(key)
-        if value is not None and not 0.0 <= value <= 1.0:
-            raise self.fail(key, "a number between 0 and 1")
-        return value
-
-    def objects(self, key: str) -> list[Mapping[str, Any]]:
-        items = self.get(key, (list,), "a list", [])
-        if not all(isinstance(i, dict) for i in items):
-            raise self.fail(key, "a list of objects")
-        return items
+    return scores
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+def _result(doc: Doc, kind: str) -> Result:
+    """One result of the family's run document."""
+    subject = doc.text("subject")
+    if not subject:
+        raise doc.fail("subject", "what the result is of (a non-empty string)")
+    given = doc.text("kind", kind)
+    if given != kind:
+        raise doc.fail("kind", f"{kind!r}, the kind of its run")
+    statuses = result_kind(kind).statuses
+    status = doc.text("status")
+    if status not in statuses:
+        raise doc.fail("status", f"one of {', '.join(statuses)}")
+    score = doc.number("score")
+    if score is not None and not 0.0 <= score <= 1.0:
+        raise doc.fail("score", "a number between 0 and 1")
+    regressions = doc.get("regressions", (list,), "a list of strings", [])
+    if not all(isinstance(r, str) for r in regressions):
+        raise doc.fail("regressions", "a list of strings")
+    details = doc.get("details", (dict,), "an object", {}) or {}
+    return Result(
+        kind=kind,
+        subject=subject,
+        status=status,
+        passed=doc.get("passed", (bool,), "true, false or null"),
+        score=score,
+        case=doc.text("case_id"),
+        branch=doc.text("branch"),
+        repeat=doc.integer("repeat", 0),
+        latency_ms=doc.number("latency_ms"),
+        ttft_ms=doc.number("time_to_first_token_ms"),
+        input_tokens=doc.integer("input_tokens"),
+        output_tokens=doc.integer("output_tokens"),
+        cost_usd=doc.number("cost_usd"),
+        output=doc.text("output"),
+        error=doc.text("error"),
+        scores=_scores(doc),
+        details=dict(details),
+        previous=previous(doc),
+        regressions=tuple(regressions),
+        run_errors=doc.integer("runErrors", 0),  # a count here, not a test's list
+        judge_errors=doc.integer("judgeErrors", 0),
+    )
 
 
-def _previous(doc: _Doc) -> Previous | None:
-    value = doc.get("previous", (dict,), "an object {accuracy, at, run_id} or null")
+def _gates(decision: Doc) -> Gates | None:
+    value = decision.get("gates", (dict,), "an object of the gates the run ran under")
     if value is None:
         return None
-    prev = _Doc(doc.source, value, f"{doc.where}previous.")
-    accuracy = prev.share("accuracy")
-    if accuracy is None:
-        raise prev.fail("accuracy", "a number between 0 and 1")
-    return Previous(accuracy, prev.text("at", ""), prev.text("run_id", ""))
-
-
-def _test(doc: _Doc) -> ConsistencyTestResult:
-    name = doc.text("name")
-    if not name:
-        raise doc.fail("name", "the test's name")
-    status = doc.text("status", "scored")
-    if status not in CONSISTENCY_STATUSES:
-        *first, last = CONSISTENCY_STATUSES
-        raise doc.fail("status", f"{', '.join(first)} or {last}")
-    accuracy = doc.share("accuracy")
-    error = doc.text("error")
-    if status == "scored" and accuracy is None:
-        raise doc.fail("accuracy", "a number between 0 and 1 for a scored test")
-    if status == "error" and error is None:
-        error = "not scored"  # keeps the test unscored, whatever its accuracy says
-    outputs = [
-        OutputRecord(
-            run=int(o.get("run") or 0),
-            text=o.get("text") if isinstance(o.get("text"), str) else None,
-            error=o.get("error") if isinstance(o.get("error"), str) else None,
-            consistency=_number(o.get("consistency")),
-        )
-        for o in doc.objects("outputs")
-    ]
-    if not outputs:  # an older or trimmed document: the run errors are all it has
-        outputs = [
-            OutputRecord(run=int(o.get("run") or 0), text=None, error=str(o.get("error")))
-            for o in doc.objects("run_errors")
-        ]
-    comparisons = [dict(c) for c in doc.objects("comparisons")]
-    if not comparisons:
-        comparisons = [dict(c) for c in doc.objects("judge_errors")]
-    given = doc.get("scores", (dict,), "an object of verdict scores", {}) or {}
-    if not given:  # documents from before `scores` was written: what the verdicts scored
-        given = {c.get("verdict"): c.get("score") for c in comparisons if c.get("verdict")}
-    scores = {str(k): float(v) for k, v in given.items() if _number(v) is not None}
-    selected = doc.get("selected", (dict,), "an object or null")
-    result = ConsistencyTestResult(
-        name=name,
-        file=doc.text("file", ""),
-        index=0,
-        task_description=doc.text("task_description"),
-        n=doc.integer("n", 0),
-        pairing=doc.text("pairing", ""),
-        agent_model=doc.text("model", ""),
-        judge_model=doc.text("judge_model", ""),
-        scores=scores or {"A": 1.0, "B": 0.0},
-        accuracy=accuracy,
-        error=error,
-        pairs=doc.integer("pairs", 0),
-        total_pairs=doc.integer("total_pairs", 0),
-        min_judged=doc.number("min_judged", 0.0),
-        judged_pairs=doc.integer("judged_pairs", 0),
-        identical_pairs=doc.integer("identical_pairs", 0),
-        judge_calls=doc.integer("judge_calls", 0),
-        outputs=outputs,
-        selected=None if selected is None else selected.get("run"),
-        comparisons=comparisons,
-        duration=doc.number("duration_s", 0.0),
-        interrupted=status == "interrupted",
-        previous=_previous(doc),
+    g = decision.at(value, "gates.")
+    mode = g.text("threshold_mode", "average")
+    if mode not in ("average", "all"):
+        raise g.fail("threshold_mode", "average or all")
+    return Gates(
+        min_accuracy=g.number("min_accuracy"),
+        threshold_mode=mode,
+        strict=bool(g.get("strict", (bool,), "true or false", False)),
+        fail_on_drop=g.number("fail_on_drop"),
+        fail_on_regression=bool(g.get("fail_on_regression", (bool,), "true or false", False)),
+        allow_empty=bool(g.get("allow_empty", (bool,), "true or false", False)),
+        min_pass_rate=g.number("min_pass_rate"),
     )
-    return result
+
+
+def _family(data: dict[str, Any], source: str) -> SavedRun:
+    """A document of the family (it has ``schemaVersion``)."""
+    top = Doc(source, data, camel=True)
+    version = top.integer("schema_version")
+    if version is None or not 1 <= version <= SCHEMA_VERSION:
+        raise top.fail(
+            "schema_version", f"a version up to {SCHEMA_VERSION} (a newer oxyeval wrote it)"
+        )
+    name = top.text("document")
+    if name == "error":  # the run failed before anything finished: its code stands
+        return SavedRun(
+            "consistency",
+            [],
+            dict(data),
+            error=top.text("error", ""),
+            code=top.integer("exit_code"),
+        )
+    if name != "run":
+        what = f"a {name!r} document" if name in DOCUMENTS else "not a document of the family"
+        raise ConfigError(
+            f"{source}: {what}; oxy report decides again on run documents (`oxy test`, "
+            "`oxy cases run`, `oxy ab run`, `oxy chattest`, `oxy run` with --format json)"
+        )
+    run_kind = top.text("kind")
+    if run_kind not in SAVED_KINDS:
+        raise top.fail("kind", f"one of {', '.join(SAVED_KINDS)}")
+    kind = SAVED_KINDS[run_kind]
+    _register(run_kind)
+    results = [
+        _result(top.at(item, f"results[{k}]."), kind)
+        for k, item in enumerate(top.objects("results"))
+    ]
+    summary = top.at(top.get("summary", (dict,), "an object", {}) or {}, "summary.")
+    decision = top.at(top.get("decision", (dict,), "an object", {}) or {}, "decision.")
+    warnings = [w for w in top.get("warnings", (list,), "a list", []) if isinstance(w, str)]
+    saved = SavedRun(
+        run_kind,
+        results,
+        dict(data),
+        interrupted=bool(summary.get("interrupted", (bool,), "true or false", False)),
+        history=history_notes(top),
+        gates=_gates(decision),
+        error=top.text("error"),
+        code=summary.integer("exit_code"),
+        warnings=warnings,
+    )
+    if run_kind == "consistency":  # its tests, for the report people read
+        run = ConsistencyRun(interrupted=saved.interrupted, history=saved.history)
+        for k, item in enumerate(top.objects("tests")):
+            test = consistency_test(top.at(item, f"tests[{k}]."))
+            test.index = k
+            run.tests.append(test)
+        run.warnings = list(warnings)
+        saved.consistency = run
+    return saved
+
+
+def new_shape(saved: SavedRun, body: dict[str, Any], cached_calls: int = 0) -> dict[str, Any]:
+    """The family's run document for a run read from an earlier shape, without its
+    decision yet (:func:`~.documents.with_decision` adds it)."""
+    from .documents import history_json
+
+    return document(
+        "run",
+        {
+            "kind": saved.run_kind,
+            **body,
+            "results": [result_json(r, None) for r in saved.results],
+            "decision": None,
+            "summary": {"interrupted": saved.interrupted, "cachedCalls": cached_calls},
+            "history": history_json(saved.history),
+            "warnings": list(saved.warnings),
+            "error": saved.error,
+        },
+    )
 
 
 def parse_saved_run(data: Any, source: str = "<json>") -> SavedRun:
-    """A ConsistencyRun from an ``oxy test --format json`` document (already decoded)."""
+    """A saved run from a run document of any kind (already decoded): the family's, or
+    one of the earlier shapes."""
     if not isinstance(data, dict):
         raise ConfigError(
-            f"{source}: not an `oxy test --format json` document (the top level is "
-            f"{type(data).__name__}, not an object)"
+            f"{source}: not a saved run document (the top level is {type(data).__name__}, "
+            "not an object)"
         )
-    if "executions" in data:
-        raise ConfigError(
-            f"{source}: this is an `oxy cases run` document; oxy report re-gates the "
-            "documents `oxy test --format json` writes"
-        )
-    if "tests" not in data or "summary" not in data:
-        missing = "tests" if "tests" not in data else "summary"
-        raise ConfigError(
-            f"{source}: not an `oxy test --format json` document (no {missing!r} key)"
-        )
-    top = _Doc(source, data, "")
-    summary = _Doc(source, top.get("summary", (dict,), "an object", {}), "summary.")
-    run = ConsistencyRun(
-        interrupted=bool(summary.get("interrupted", (bool,), "true or false", False))
-    )
-    for k, item in enumerate(top.objects("tests")):
-        test = _test(_Doc(source, item, f"tests[{k}]."))
-        test.index = k
-        run.tests.append(test)
-    run.warnings = [w for w in top.get("warnings", (list,), "a list", []) if isinstance(w, str)]
-    for entry in top.objects("history"):
-        note = _Doc(source, entry, "history[].")
-        error = note.text("error")
-        run.history.append(
-            StoredRun(
-                note.text("db", ""),
-                note.text("run_id"),
-                note.integer("stored", 0),
-                error,
-                # Documents from before read_error: any history error meant not read.
-                note.text("read_error") if "read_error" in entry else error,
-            )
-        )
-    code = summary.integer("exit_code")
-    error = top.text("error")
-    return SavedRun(run, error=error, code=code)
+    if "schemaVersion" in data:
+        return _family(data, source)
+    from .saved_legacy import parse_legacy
+
+    return parse_legacy(data, source)
 
 
 def load_saved_run(path: str | Path, text: str | None = None) -> SavedRun:
@@ -226,7 +290,7 @@ def load_saved_run(path: str | Path, text: str | None = None) -> SavedRun:
         file = Path(path)
         try:
             if file.is_dir():
-                raise ConfigError(f"{source}: is a folder, not a saved `oxy test` result")
+                raise ConfigError(f"{source}: is a folder, not a saved run document")
             if file.stat().st_size > MAX_BYTES:
                 raise ConfigError(f"{source}: over {MAX_BYTES // 2**20} MB, not a saved result")
             text = file.read_text(encoding="utf-8")
@@ -239,5 +303,5 @@ def load_saved_run(path: str | Path, text: str | None = None) -> SavedRun:
     try:  # bounded: a 5,000-digit number or 100,000 levels of [ are bad input, said where
         data = loads(text, source)
     except JSONProblem as exc:
-        raise ConfigError(f"{exc.where(source)}: {exc} (not a saved `oxy test` result)") from None
+        raise ConfigError(f"{exc.where(source)}: {exc} (not a saved run document)") from None
     return parse_saved_run(data, source)

@@ -20,6 +20,7 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "workflow_result": "workflows",
+    "WorkflowOutcome": "workflows",
     "load_test_files": "passfail",
     "run_test_files": "passfail",
     "run_test_files_async": "passfail",
@@ -85,6 +86,7 @@ _EXPORTS = {
     "run_workflow": "workflows",
     "ask": "asking",
     "Ask": "asking",
+    "AskOutcome": "asking",
     "AgentTarget": "targets",
     "PromptTarget": "targets",
     "Target": "targets",
@@ -107,6 +109,7 @@ __all__ = [
     "ABRun",
     "AgentTarget",
     "Ask",
+    "AskOutcome",
     "BranchOutcome",
     "BranchSummary",
     "CaseResult",
@@ -137,6 +140,7 @@ __all__ = [
     "TestHistory",
     "ValidationReport",
     "Workflow",
+    "WorkflowOutcome",
     "WorkflowTarget",
     "accept_baseline",
     "ask",
@@ -201,6 +205,7 @@ if TYPE_CHECKING:
         sync_declared,
     )
     from .ab.run import AB
+    from .asking import Ask, AskOutcome, ask
     from .cases import (
         CaseResult,
         CaseRun,
@@ -252,4 +257,4 @@ if TYPE_CHECKING:
     from .suite import Kind, ProgressSink, SuiteRun, progress_events, run_kind
     from .targets import AgentTarget, PromptTarget, Target, WorkflowTarget
     from .validate import ValidationReport, validate_paths
-    from .workflows import Workflow, ask, run_workflow, workflow_result
+    from .workflows import Workflow, WorkflowOutcome, run_workflow, workflow_result

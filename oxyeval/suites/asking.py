@@ -16,6 +16,7 @@ from ..project.agents import load_agent
 from ..project.config import load_project
 from ..workflow.ask import AgentAnswer, answer_in
 from .recorder import Handle, RunRow, Storage
+from .status import StoredRun
 from .suite import SuiteRun, run_kind
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ class AskOutcome:
 
     def __init__(self, answer: AgentAnswer) -> None:
         self.answer = answer
+        #: One entry per history database written (empty: none kept).
+        self.history: list[StoredRun] = []
 
     @property
     def interrupted(self) -> bool:
@@ -78,13 +81,19 @@ class Ask:
     storage = Storage()
 
     def __init__(
-        self, path: str | Path, question: str, *, project_dir: str | None, answer: AgentAnswer
+        self,
+        path: str | Path,
+        question: str,
+        *,
+        project_dir: str | None,
+        answer: AgentAnswer,
+        outcome: AskOutcome | None = None,
     ) -> None:
         self.path = path
         self.question = question
         self.project_dir = project_dir
         self.answer = answer
-        self.run = AskOutcome(answer)
+        self.run = outcome if outcome is not None else AskOutcome(answer)
         self._agent: Agent | None = None
         self._context: RunContext | None = None
         self._handle: Handle | None = None
@@ -93,6 +102,7 @@ class Ask:
         """The agent loaded and its model's key found: an ask that cannot start never
         opens (or creates) the history."""
         project = load_project(self.path, project_dir=self.project_dir)
+        self.run.history = suite.recorder.notes  # one entry per history, once it opens
         agent = self._agent = load_agent(project, self.path)
         self.answer.agent = agent.display
         self._context = suite.context(project)
@@ -138,14 +148,16 @@ async def ask(
     cache: bool | None = None,
     history: bool = True,
     db: str | Path | None = None,
+    outcome: AskOutcome | None = None,
 ) -> AgentAnswer:
     """``oxy run AGENT --question``: ask an agent one question, its answer kept in the
     project's history (``history=False``: not) and its model calls cached there (replayed
-    with ``cache=True``), as for every other run. Bad input raises
+    with ``cache=True``), as for every other run; ``outcome`` (an :class:`AskOutcome` of
+    ``into``) learns where it was stored. Bad input raises
     :class:`~oxyeval.errors.OxyError` (exit 2); a failed model call
     :class:`~oxyeval.errors.ProviderError` (3)."""
     answer = into if into is not None else AgentAnswer()
     answer.agent = answer.agent or str(path)
-    kind = Ask(path, question, project_dir=project_dir, answer=answer)
+    kind = Ask(path, question, project_dir=project_dir, answer=answer, outcome=outcome)
     await run_kind(kind, db=db, environ=environ, history=history, cache=cache)
     return answer

@@ -28,6 +28,7 @@ from ..store import NewWorkflowRun, NewWorkflowTask
 from ..workflow.outputs import to_jsonable
 from ..workflow.records import TaskRecord, WorkflowRun
 from .recorder import Handle, RunRow, Storage
+from .status import StoredRun
 from .suite import SuiteRun, run_kind
 
 if TYPE_CHECKING:
@@ -115,6 +116,8 @@ class WorkflowOutcome:
         self.run = run
         self.subject = subject
         self.status: str | None = None  # set once the run started
+        #: One entry per history database written (empty: none kept).
+        self.history: list[StoredRun] = []
 
     @property
     def interrupted(self) -> bool:
@@ -151,6 +154,7 @@ class Workflow:
         concurrency: int,
         on_event: Callable[[TaskRecord], None] | None,
         run: WorkflowRun,
+        outcome: WorkflowOutcome | None = None,
     ) -> None:
         self.path = path
         self.variables = dict(variables or {})
@@ -159,7 +163,7 @@ class Workflow:
         self.on_event = on_event
         self.workflow_run = run
         self.subject = str(path)
-        self.run = WorkflowOutcome(run, self.subject)
+        self.run = outcome if outcome is not None else WorkflowOutcome(run, self.subject)
         self._file = self.subject
         self._handle: Handle | None = None
         self._context: RunContext | None = None
@@ -174,6 +178,7 @@ class Workflow:
         if problem is not None:
             raise LoadError([Diagnostic(str(self.path), problem)])
         project = load_project(self.path, project_dir=self.project_dir)
+        self.run.history = suite.recorder.notes  # one entry per history, once it opens
         self._context = suite.context(
             project,
             concurrency=self.concurrency,
@@ -234,6 +239,7 @@ async def run_workflow(
     history: bool = True,
     cache: bool | None = None,
     events: EventSink | None = None,
+    outcome: WorkflowOutcome | None = None,
 ) -> WorkflowRun:
     """Run one workflow (raises :class:`~oxyeval.workflow.WorkflowFailed` with the run
     when a task fails) and store the run in its project's history (``db``: another SQLite
@@ -248,6 +254,8 @@ async def run_workflow(
     is not stored; one that failed or was interrupted is, with its status; a history
     that cannot be written is a logged warning, never a lost run. ``events`` hears the
     run as it happens (:mod:`oxyeval.evaluation.events`): each finished task is a sample.
+    ``outcome`` (a :class:`WorkflowOutcome` of ``into``) is filled as the run goes: its
+    status and where it was stored, what a report of the run needs besides the run.
     """
     run = into if into is not None else WorkflowRun()
     kind = Workflow(
@@ -257,6 +265,7 @@ async def run_workflow(
         concurrency=concurrency,
         on_event=on_event,
         run=run,
+        outcome=outcome,
     )
     await run_kind(kind, db=db, environ=environ, history=history, cache=cache, events=events)
     return run

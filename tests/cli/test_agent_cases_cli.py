@@ -34,7 +34,7 @@ def test_cases_run_validate_and_run_agree(
         ran = invoke("cases", "run", "a.cases.yml", "--format", "json")
         assert ran.exit_code == 0, ran.stderr
         doc = json.loads(ran.stdout)
-        assert doc["summary"]["passed"] == 2 and doc["summary"]["exit_code"] == 0
+        assert doc["summary"]["passed"] == 2 and doc["summary"]["exitCode"] == 0
         outputs = sorted(e["actualOutput"] for e in doc["executions"])
         assert outputs == [
             "You work for Acme in Sales. | How many?",

@@ -99,11 +99,11 @@ def oxy_test(root: Path, *flags: str) -> dict[str, Any]:
 def test_a_cache_rerun_makes_zero_requests(root: Path, server: FakeServer, script: Script) -> None:
     first = oxy_test(root, "--cache")
     assert len(server.requests) == 6
-    assert first["summary"]["cached_calls"] == 0 and first["tests"][0]["cached_calls"] == 0
+    assert first["summary"]["cachedCalls"] == 0 and first["tests"][0]["cachedCalls"] == 0
     again = oxy_test(root, "--cache")
     assert len(server.requests) == 6  # not one request
-    assert again["summary"]["cached_calls"] == 6 and again["tests"][0]["cached_calls"] == 6
-    assert again["summary"]["judge_calls"] == 0
+    assert again["summary"]["cachedCalls"] == 6 and again["tests"][0]["cachedCalls"] == 6
+    assert again["judgeCalls"] == 0
     assert [o["text"] for o in again["tests"][0]["outputs"]] == ANSWERS
     assert again["accuracy"] == first["accuracy"] == 1.0
 
@@ -114,7 +114,7 @@ def test_a_plain_rerun_makes_only_the_agent_calls(root: Path, script: Script) ->
     script.reset()
     again = oxy_test(root)
     assert (script.agent, script.judge) == (6, 3)
-    assert again["summary"]["cached_calls"] == first["summary"]["judge_calls"] == 3
+    assert again["summary"]["cachedCalls"] == first["judgeCalls"] == 3
     assert again["accuracy"] == first["accuracy"]
 
 
@@ -122,7 +122,7 @@ def test_no_cache_calls_everything(root: Path, server: FakeServer, script: Scrip
     oxy_test(root, "--cache")
     script.reset()
     doc = oxy_test(root, "--no-cache")
-    assert len(server.requests) == 12 and doc["summary"]["cached_calls"] == 0
+    assert len(server.requests) == 12 and doc["summary"]["cachedCalls"] == 0
 
 
 def test_pretty_output_says_what_came_from_the_cache(root: Path) -> None:
@@ -195,7 +195,7 @@ def test_cache_stats_and_clear(root: Path) -> None:
     answers, verdicts = doc["kinds"]["answer"], doc["kinds"]["verdict"]
     assert (answers["entries"], verdicts["entries"]) == (3, 3)
     assert (answers["hits"], verdicts["hits"]) == (3, 3)
-    assert answers["size_bytes"] > 0 and answers["oldest"] <= answers["newest"]
+    assert answers["sizeBytes"] > 0 and answers["oldest"] <= answers["newest"]
     pretty = invoke(root, "cache", "stats", "--project", str(root))
     assert "answer" in pretty.stdout and "verdict" in pretty.stdout
     assert "6 entries" in pretty.stdout

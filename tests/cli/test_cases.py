@@ -40,7 +40,7 @@ def test_run_exit_0_when_all_pass_and_json_is_pure(root: Path) -> None:
     )
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert doc["summary"]["passed"] == 2 and doc["summary"]["exit_code"] == 0
+    assert doc["summary"]["passed"] == 2 and doc["summary"]["exitCode"] == 0
     first = doc["executions"][0]
     for key in (
         "passed",
@@ -88,7 +88,7 @@ def test_bad_input_exit_2_and_provider_error_exit_3(
     bad = invoke("cases", "run", "s.prompt.yml", "--format", "json")
     assert bad.exit_code == 2
     assert "unknown key 'templat'" in bad.stderr
-    assert json.loads(bad.stdout)["exit_code"] == 2
+    assert json.loads(bad.stdout)["exitCode"] == 2
     (root / "s.prompt.yml").write_text(
         PROMPT + "  - {name: boom, input: {text: explode}, expected_output: x}\n"
     )

@@ -98,7 +98,7 @@ def test_a_key_from_the_environment_is_never_printed(
     result = invoke("chattest", str(tmp_path), "--format", "json")
     assert result.exit_code == 3  # nothing listens on port 9: a provider failure
     assert "sk-chattest-secret-42" not in result.stdout + result.stderr
-    assert json.loads(result.stdout)["summary"]["errors"] == 1
+    assert json.loads(result.stdout)["summary"]["unknown"] == 1
 
 
 def test_bad_input_names_the_file_and_exits_2(tmp_path: Path) -> None:
@@ -108,7 +108,7 @@ def test_bad_input_names_the_file_and_exits_2(tmp_path: Path) -> None:
     )
     result = invoke("chattest", str(tmp_path), "--format", "json")
     assert result.exit_code == 2
-    assert "p.json" in result.stderr and json.loads(result.stdout)["exit_code"] == 2
+    assert "p.json" in result.stderr and json.loads(result.stdout)["exitCode"] == 2
 
 
 def test_a_prompt_file_may_bring_its_own_judge_prompt(tmp_path: Path) -> None:

@@ -74,11 +74,11 @@ def test_json_stdout_is_one_document(agent_file: Path) -> None:
     first, second = doc["tests"]
     assert doc["accuracy"] == [first["accuracy"], second["accuracy"]]
     assert second["accuracy"] == pytest.approx(1 / 3, abs=1e-6)
-    assert second["pairs"] == 3 and second["judge_calls"] == 3
+    assert second["pairs"] == 3 and second["judgeCalls"] == 3
     assert second["selected"]["run"] == 1
-    assert {tuple(c["runs"]) for c in second["failing_comparisons"]} == {(1, 3), (2, 3)}
-    assert all(c["reasoning"] == "They differ." for c in second["failing_comparisons"])
-    assert doc["threshold"] is None and doc["fail_on_drop"] is None  # always present
+    assert {tuple(c["runs"]) for c in second["failingComparisons"]} == {(1, 3), (2, 3)}
+    assert all(c["reasoning"] == "They differ." for c in second["failingComparisons"])
+    assert doc["decision"]["threshold"] is None and doc["decision"]["drop"] is None  # always
     assert doc["warnings"] == [] and doc["error"] is None
 
 
@@ -94,8 +94,8 @@ def test_below_threshold_average_exit_1(agent_file: Path) -> None:
     result = invoke("test", str(agent_file), "--format", "json", "--min-accuracy", "0.8")
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
-    assert doc["threshold"]["passed"] is False
-    assert doc["threshold"]["value"] == pytest.approx(2 / 3, abs=1e-6)
+    assert doc["decision"]["threshold"]["passed"] is False
+    assert doc["decision"]["threshold"]["value"] == pytest.approx(2 / 3, abs=1e-6)
     assert "Average accuracy 66.67% below threshold 80.00%" in result.stderr
 
 
@@ -122,7 +122,7 @@ def test_bad_yaml_exit_2_with_file_line(make_project: MakeProject) -> None:
     assert "a.agent.yml:3:1: YAML syntax error" in result.stderr or "a.agent.yml:" in result.stderr
     assert "Traceback" not in result.stderr
     doc = json.loads(result.stdout)
-    assert doc["accuracy"] == [] and "YAML syntax error" in doc["error"]
+    assert doc["document"] == "error" and "YAML syntax error" in doc["error"]
 
 
 def test_schema_error_exit_2_names_key(make_project: MakeProject) -> None:
@@ -161,8 +161,8 @@ def test_unscorable_test_exit_3(make_project: MakeProject) -> None:
     doc = json.loads(result.stdout)
     assert doc["accuracy"] == [None, None]
     assert all(t["status"] == "error" for t in doc["tests"])
-    assert doc["tests"][0]["run_errors"][0]["error"].endswith("(mock): provider down")
-    assert doc["threshold"]["passed"] is False  # an unscored test never passes
+    assert doc["tests"][0]["failedRuns"][0]["error"].endswith("(mock): provider down")
+    assert doc["decision"]["threshold"]["passed"] is False  # an unscored test never passes
 
 
 def test_strict_turns_partial_failures_into_exit_3(make_project: MakeProject) -> None:
@@ -187,7 +187,7 @@ def test_a_gate_with_nothing_to_gate_fails_unless_allowed(make_project: MakeProj
     assert result.exit_code == 1
     assert "nothing was tested" in result.stderr and "--allow-empty" in result.stderr
     doc = json.loads(result.stdout)
-    assert doc["accuracy"] == [] and doc["summary"]["exit_code"] == 1
+    assert doc["accuracy"] == [] and doc["summary"]["exitCode"] == 1
     pretty = invoke("test", agent, "--fail-on-drop", "5")
     assert pretty.exit_code == 1 and "No consistency tests found" in pretty.stdout
     assert "error: nothing was tested, so the gates (--fail-on-drop 5)" in pretty.stderr
@@ -272,7 +272,7 @@ def test_real_process_against_openai_compatible_server(make_project: MakeProject
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["accuracy"] == 1.0
-    assert doc["tests"][0]["judge_calls"] == 1  # two distinct texts -> one judge call
+    assert doc["tests"][0]["judgeCalls"] == 1  # two distinct texts -> one judge call
     assert len(requests) == 4
     assert all(r.headers["authorization"] == "Bearer sk-e2e-secret-value" for r in requests)
     assert requests[0].body["messages"][0] == {"role": "system", "content": "Answer briefly."}

@@ -174,7 +174,7 @@ def test_an_unexpected_bug_is_one_paragraph_and_exit_3(
     assert got == 3
     assert "internal error: RuntimeError: something broke" in err
     assert "Traceback" not in err
-    assert json.loads(out)["exit_code"] == 3
+    assert json.loads(out)["exitCode"] == 3
 
 
 def test_each_unscored_test_is_named_once_on_stderr(

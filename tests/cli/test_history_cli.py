@@ -81,7 +81,7 @@ def test_pretty_and_json_show_the_change_against_the_previous_run(root: Path) ->
     again = json.loads(invoke("test", "a.agent.yml", "--format", "json").stdout)
     previous = again["tests"][0]["previous"]
     assert previous["accuracy"] == 0.5 and previous["at"][:10] == when.group(0)[:10]
-    assert previous["run_id"] != stored["run_id"]  # the latest run, not the first
+    assert previous["runId"] != stored["runId"]  # the latest run, not the first
     keys = list(again["tests"][0])
     assert keys.index("previous") == keys.index("accuracy") + 1
 
@@ -98,9 +98,9 @@ def test_fail_on_drop_exits_1_naming_the_tests_that_dropped(root: Path) -> None:
         dropped.stderr
     )
     doc = json.loads(dropped.stdout)
-    check = doc["fail_on_drop"]
+    check = doc["decision"]["drop"]
     assert check["passed"] is False and check["dropped"][0]["name"] == "totals"
-    assert check["dropped"][0]["change"] == -50.0 and doc["summary"]["exit_code"] == 1
+    assert check["dropped"][0]["change"] == -50.0 and doc["summary"]["exitCode"] == 1
     # 0.5 -> 0.5: no drop. A threshold that fails too gives 1 with both messages.
     assert invoke("test", "a.agent.yml", "--fail-on-drop", "5").exit_code == 0
     configure(root, SAME)
@@ -116,7 +116,7 @@ def test_fail_on_drop_options_and_a_history_that_cannot_be_read(root: Path, tmp_
     assert no_history.exit_code == 2 and "--no-history" in no_history.stderr
     out_of_range = invoke("test", "a.agent.yml", "--fail-on-drop", "150", "--format", "json")
     assert out_of_range.exit_code == 2 and "percentage points" in out_of_range.stderr
-    assert json.loads(out_of_range.stdout)["summary"]["exit_code"] == 2
+    assert json.loads(out_of_range.stdout)["exitCode"] == 2
     # A folder is no database: the results are still printed, the history error is a
     # warning, and only a gate that needs the history turns the run red (exit 3).
     broken = invoke("test", "a.agent.yml", "--db", str(tmp_path), "--format", "json")
@@ -194,7 +194,7 @@ def test_history_of_a_test_name_that_is_unknown_or_ambiguous(root: Path) -> None
     assert invoke("test", "a.agent.yml", "b.agent.yml").exit_code == 0
     unknown = invoke("history", "--test", "nope", "--json")
     assert unknown.exit_code == 2 and "'totals' (a.agent.yml)" in unknown.stderr
-    assert json.loads(unknown.stdout)["exit_code"] == 2
+    assert json.loads(unknown.stdout)["exitCode"] == 2
     ambiguous = invoke("history", "--test", "totals")
     assert ambiguous.exit_code == 2 and "a.agent.yml, b.agent.yml; pick one with --file" in (
         ambiguous.stderr

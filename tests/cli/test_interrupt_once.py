@@ -86,7 +86,7 @@ def test_a_signal_while_judging_reports_and_stores_each_test_once(
     assert tests == [("fast", "interrupted", 1.0), ("slow", "interrupted", None)]
     fast, slow = doc["tests"]
     assert "3 of 3 run(s) finished, 1 of 3 pair(s) judged" in fast["error"]
-    assert (slow["successful_runs"], slow["unfinished_runs"]) == (0, 8)
+    assert (slow["successfulRuns"], slow["unfinishedRuns"]) == (0, 8)
     assert "reporting 0 test(s) that finished and 2 cut short" in err
 
     junit = ET.parse(root / "report.xml").getroot()

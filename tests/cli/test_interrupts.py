@@ -132,7 +132,7 @@ def test_oxy_test_json_keeps_finished_tests_and_runs(
     assert slow["accuracy"] is None
     assert [(o["run"], o["text"]) for o in slow["outputs"]] == [(1, "answer 1"), (2, "answer 2")]
     assert "2 of 3 run(s) finished" in slow["error"]
-    assert doc["summary"]["interrupted"] is True and doc["summary"]["exit_code"] == 3
+    assert doc["summary"]["interrupted"] is True and doc["summary"]["exitCode"] == 3
     assert f"interrupted ({sig.name})" in err
     assert "reporting 1 test(s) that finished and 1 cut short" in err
     assert "Traceback" not in err
@@ -166,10 +166,10 @@ def test_oxy_run_json_has_the_shape_of_a_finished_run(
     assert normal.exit_code == 0, normal.stderr
     assert code == 3, err
     doc = json.loads(out)
-    assert set(doc) == set(json.loads(normal.stdout))  # workflow, output, errors, duration_s...
-    assert doc["status"] == "interrupted" and doc["exit_code"] == 3
+    assert set(doc) == set(json.loads(normal.stdout))  # workflow, output, failedTasks, durationS...
+    assert doc["status"] == "interrupted" and doc["summary"]["exitCode"] == 3
     assert doc["workflow"] == "w.workflow.yml"
-    assert isinstance(doc["duration_s"], float) and doc["output"] is None
+    assert isinstance(doc["durationS"], float) and doc["output"] is None
     tasks = {t["name"]: t for t in doc["tasks"]}
     assert tasks["intro"]["status"] == "succeeded" and tasks["intro"]["output"] == "hello"
     assert tasks["ask"]["status"] == "interrupted"
@@ -194,8 +194,10 @@ def test_oxy_run_question_interrupted_prints_the_answer_document_shape(
     assert normal.exit_code == 0, normal.stderr
     assert code == 3, err
     doc = json.loads(out)
-    assert set(doc) == set(json.loads(normal.stdout))  # agent, output, usage, duration_s...
-    assert doc["status"] == "interrupted" and doc["output"] is None and doc["exit_code"] == 3
+    assert set(doc) == set(json.loads(normal.stdout))  # agent, output, usage, durationS...
+    assert (
+        doc["status"] == "interrupted" and doc["output"] is None and doc["summary"]["exitCode"] == 3
+    )
     assert doc["agent"] == "b.agent.yml"
     assert "interrupted (SIGTERM) before the agent answered" in err
 
@@ -221,7 +223,7 @@ def test_oxy_cases_run_sigterm_stores_and_prints_finished_cases(make_project: Ma
     doc = json.loads(out)
     assert [e["name"] for e in doc["executions"]] == ["one"]
     assert doc["executions"][0]["actualOutput"] == "answer 1"
-    assert doc["summary"]["interrupted"] is True and doc["summary"]["planned"] == 3
+    assert doc["summary"]["interrupted"] is True and doc["planned"] == 3
     assert "interrupted (SIGTERM): 1 of 3 case(s) finished" in err
     with open_store(root / ".oxy" / "oxyeval.db") as store:
         (run,) = store.runs.list(5)
@@ -358,5 +360,5 @@ def test_a_signal_before_the_command_runs_exits_3_with_a_reason(
     )
     assert proc.returncode == 3, proc.stderr
     assert f"interrupted ({sig})" in proc.stderr
-    assert json.loads(proc.stdout)["exit_code"] == 3
+    assert json.loads(proc.stdout)["exitCode"] == 3
     assert "Aborted" not in proc.stderr and "Traceback" not in proc.stderr

@@ -63,7 +63,7 @@ def test_oxy_test_exit_code_is_the_same_with_junit(
     with_junit = invoke("test", str(agent), "--format", "json", *flags, "--junit", str(report))
     assert plain.exit_code == with_junit.exit_code == code, with_junit.output
     doc = json.loads(with_junit.stdout)  # stdout stays one JSON document
-    assert doc["summary"]["exit_code"] == code
+    assert doc["summary"]["exitCode"] == code
     root = read(schema, report)
     expected = {"two runs": None, "three runs": "failure" if code else None}
     assert outcomes(root) == expected
@@ -93,7 +93,7 @@ def test_junit_path_that_is_a_folder_is_bad_input_before_any_call(
     result = invoke("test", str(agent), "--format", "json", "--junit", str(agent.parent))
     assert result.exit_code == 2
     doc = json.loads(result.stdout)
-    assert "is a folder" in doc["error"] and doc["tests"] == []
+    assert "is a folder" in doc["error"] and doc["document"] == "error"
     assert "--junit" in result.stderr
     nested = invoke("cases", "run", "--junit", str(agent / "x.xml"), "--project", str(agent.parent))
     assert nested.exit_code == 2 and "is a file, not a folder" in nested.stderr

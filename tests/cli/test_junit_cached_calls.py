@@ -57,10 +57,10 @@ def test_oxy_test_junit_counts_the_calls_served_from_the_cache(root: Path) -> No
     assert int(before["totals.judge_calls"]) > 0
     # The rerun: nothing asked, everything replayed, and the file says so.
     assert after["totals.judge_calls"] == "0"
-    assert after["totals.cached_calls"] == str(again["tests"][0]["cached_calls"]) == "6"
-    assert after["oxy.cached_calls"] == str(again["summary"]["cached_calls"]) == "6"
+    assert after["totals.cached_calls"] == str(again["tests"][0]["cachedCalls"]) == "6"
+    assert after["oxy.cached_calls"] == str(again["summary"]["cachedCalls"]) == "6"
     assert after["totals.accuracy"] == before["totals.accuracy"] == "1"
-    assert first["summary"]["cached_calls"] == 0
+    assert first["summary"]["cachedCalls"] == 0
 
 
 def test_oxy_cases_run_junit_counts_the_answers_served_from_the_cache(root: Path) -> None:

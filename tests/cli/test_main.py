@@ -61,7 +61,12 @@ def test_a_command_line_error_with_json_is_one_document_and_exit_2(
     assert code == 2
     assert reason in err and "Usage:" in err  # Click's own message, on stderr
     doc = json.loads(out)  # exactly one document: json.loads refuses anything after it
-    assert doc == {"error": " ".join(err.split()), "exit_code": 2}
+    assert doc == {
+        "schemaVersion": 1,
+        "document": "error",
+        "error": " ".join(err.split()),
+        "exitCode": 2,
+    }
 
 
 def test_without_json_a_command_line_error_prints_nothing_on_stdout(
@@ -89,7 +94,7 @@ def test_validate_without_a_project_gives_json_too(
     code, out, err = oxy(["validate", "--format", "json"], capsys)
     assert code == 2 and "no config.yml" in err
     doc = json.loads(out)
-    assert doc["exit_code"] == 2 and "no config.yml" in doc["error"]
+    assert doc["exitCode"] == 2 and "no config.yml" in doc["error"]
 
 
 def _fake_app(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, object]]:

@@ -79,8 +79,8 @@ def test_oxy_run_json_carries_the_one_line_error(
 ) -> None:
     code, out, _err = oxy(["run", "t.workflow.yml", "--no-history", "--format", "json"], capsys)
     doc = json.loads(out)
-    assert code == doc["exit_code"] == 2
-    assert doc["errors"] == [{"task": "f", "error": TEMPLATE_ERROR}]
+    assert code == doc["summary"]["exitCode"] == 2
+    assert doc["failedTasks"] == [{"task": "f", "error": TEMPLATE_ERROR}]
 
 
 def test_oxy_run_warns_with_the_warning_prefix_when_the_history_cannot_be_written(
@@ -127,7 +127,7 @@ def test_oxy_test_json_error_of_a_load_failure_is_the_message_alone(
 ) -> None:
     code, out, err = oxy(["test", "a.agent.yml", "--format", "json"], capsys)
     doc = json.loads(out)
-    assert code == doc["summary"]["exit_code"] == 2
+    assert code == doc["exitCode"] == 2
     assert doc["error"] == BAD_N
     assert err.startswith(f"error: {BAD_N}\n")  # the terminal keeps the excerpt and count
     assert err.rstrip().endswith("1 error(s) in a.agent.yml")
@@ -138,7 +138,12 @@ def test_oxy_run_json_error_of_a_load_failure_is_the_message_alone(
 ) -> None:
     code, out, _err = oxy(["run", "a.agent.yml", "--question", "hi", "--format", "json"], capsys)
     assert code == 2
-    assert json.loads(out) == {"status": "error", "error": BAD_N, "exit_code": 2}
+    assert json.loads(out) == {
+        "schemaVersion": 1,
+        "document": "error",
+        "error": BAD_N,
+        "exitCode": 2,
+    }
 
 
 def test_oxy_cases_json_error_of_a_load_failure_is_the_message_alone(
@@ -147,8 +152,10 @@ def test_oxy_cases_json_error_of_a_load_failure_is_the_message_alone(
     code, out, _err = oxy(["cases", "run", "p.prompt.yml", "--format", "json"], capsys)
     assert code == 2
     assert json.loads(out) == {
+        "schemaVersion": 1,
+        "document": "error",
         "error": "p.prompt.yml:4:12: threshold: must be at most 1, got 7",
-        "exit_code": 2,
+        "exitCode": 2,
     }
 
 

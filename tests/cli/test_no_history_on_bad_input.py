@@ -96,7 +96,7 @@ def test_the_json_document_says_why_and_no_history_either(root: Path) -> None:
     result = oxy(root, "test", "x.agent.yml", "--format", "json")
     assert result.exit_code == 2
     doc = json.loads(result.stdout)
-    assert doc["summary"]["exit_code"] == 2 and KEY in doc["error"]
+    assert doc["exitCode"] == 2 and KEY in doc["error"]
     assert not (root / ".oxy").exists()
 
 

@@ -112,11 +112,11 @@ def test_a_drop_is_still_caught(root: Path, which: str) -> None:
     doc = json.loads(result.stdout)
     test = doc["tests"][0]
     assert test["accuracy"] == 0.5 and test["previous"]["accuracy"] == 1.0
-    check = doc["fail_on_drop"]
+    check = doc["decision"]["drop"]
     assert check["checked"] is True and check["passed"] is False
-    assert check["dropped"][0]["name"] == "totals" and doc["summary"]["exit_code"] == 1
+    assert check["dropped"][0]["name"] == "totals" and doc["summary"]["exitCode"] == 1
     (note,) = doc["history"]
-    assert note["stored"] == 0 and note["error"] and note["read_error"] is None
+    assert note["stored"] == 0 and note["error"] and note["readError"] is None
     assert "warning: history not stored in" in result.stderr
     assert "it could still be read" in result.stderr
     assert "1 test(s) dropped more than 5 pts: totals: 100.0% -> 50.0%" in result.stderr
@@ -144,9 +144,9 @@ def test_a_saved_result_regates_the_same_way(root: Path, tmp_path: Path) -> None
     path.write_text(saved.stdout)
     regated = invoke("report", str(path), "--fail-on-drop", "5")
     assert regated.exit_code == 1 and "dropped more than 5 pts" in regated.stderr
-    # A document from before `read_error`: any history error meant it was not read.
+    # A document from before `readError`: any history error meant it was not read.
     old = json.loads(saved.stdout)
-    del old["history"][0]["read_error"]
+    del old["history"][0]["readError"]
     path.write_text(json.dumps(old))
     assert invoke("report", str(path), "--fail-on-drop", "5").exit_code == 3
 
@@ -158,8 +158,8 @@ def test_a_history_that_cannot_be_read_is_exit_3_with_the_reason(root: Path) -> 
     doc = json.loads(result.stdout)
     assert doc["tests"][0]["accuracy"] == 1.0 and doc["tests"][0]["previous"] is None
     (note,) = doc["history"]
-    assert note["read_error"] and note["error"]
-    message = doc["fail_on_drop"]["message"]
+    assert note["readError"] and note["error"]
+    message = doc["decision"]["drop"]["message"]
     assert message.startswith("--fail-on-drop 5: cannot compare with the previous runs, the ")
     assert f"could not be read ({root / '.oxy' / 'oxyeval.db'}: " in message
     assert message in result.stderr

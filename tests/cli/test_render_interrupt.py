@@ -42,7 +42,7 @@ def test_a_signal_during_a_long_rendering_stops_it_and_stores_the_run(
     root = make_project(files={"w.workflow.yml": WORKFLOW})
     out, err = _signal_when_ready(root, sig, settle=0.3)  # well inside the rendering
     doc = json.loads(out)  # one JSON document, nothing else on stdout
-    assert doc["status"] == "interrupted" and doc["exit_code"] == 3
+    assert doc["status"] == "interrupted" and doc["summary"]["exitCode"] == 3
     tasks = {t["name"]: t for t in doc["tasks"]}
     assert tasks["intro"]["status"] == "succeeded" and tasks["intro"]["output"] == "hello"
     assert tasks["slow"]["status"] == "interrupted"

@@ -73,11 +73,11 @@ def test_run_json_has_every_task(project: Path, tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert doc["status"] == "succeeded" and doc["exit_code"] == 0
+    assert doc["status"] == "succeeded" and doc["summary"]["exitCode"] == 0
     assert doc["output"] == "North=15; Sales were 40."
     tasks = {t["path"]: t for t in doc["tasks"]}
     assert tasks["total"]["output"] == {"columns": ["s"], "rows": [{"s": 15}]}
-    assert all(t["status"] == "succeeded" and t["duration_s"] >= 0 for t in tasks.values())
+    assert all(t["status"] == "succeeded" and t["durationS"] >= 0 for t in tasks.values())
     assert result.stderr == ""  # -q: no progress
 
 
@@ -92,8 +92,8 @@ def test_run_failure_exit_3_with_summary_and_json(make_project: MakeProject) -> 
     result = invoke("run", str(root / "w.workflow.yml"), "--format", "json")
     assert result.exit_code == 3
     doc = json.loads(result.stdout)
-    assert doc["status"] == "failed" and doc["exit_code"] == 3
-    assert doc["errors"][0]["task"] == "ask"
+    assert doc["status"] == "failed" and doc["summary"]["exitCode"] == 3
+    assert doc["failedTasks"][0]["task"] == "ask"
     statuses = {t["path"]: t["status"] for t in doc["tasks"]}
     assert statuses == {"ask": "failed", "after": "skipped", "other": "succeeded"}
     assert "task 'ask' failed" in result.stderr and "service unavailable" in result.stderr
@@ -112,7 +112,7 @@ def test_run_agent_with_question(project: Path) -> None:
     result = invoke("run", str(project / "a.agent.yml"), "--question", "Total?", "--format", "json")
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert doc["output"] == "Sales were 40." and doc["tool_calls"] == []
+    assert doc["output"] == "Sales were 40." and doc["toolCalls"] == []
     missing = invoke("run", str(project / "a.agent.yml"))
     assert missing.exit_code == 2 and "--question" in missing.stderr
 
@@ -147,7 +147,7 @@ def test_oxy_test_on_a_workflow(project: Path) -> None:
     assert texts == ["Sales totalled 40.", "Sales were 40.", "Sales were 99."]
     assert test["accuracy"] == pytest.approx(1 / 3, abs=1e-6)
     assert test["model"] == "workflow"
-    assert "Total for" in test["task_description"]  # the agent task's prompt, as oxy does
+    assert "Total for" in test["taskDescription"]  # the agent task's prompt, as oxy does
 
 
 def test_oxy_test_workflow_task_ref_must_exist(make_project: MakeProject) -> None:

@@ -98,9 +98,9 @@ def test_a_rerun_reports_the_verdicts_it_replayed_and_asks_no_judge(
 ) -> None:
     doc, task = summary(run(project, script, "--format", "json"))
     assert (script.agent, script.judge) == (3, 3)
-    assert task["consistency"]["judge_calls"] == 3
-    assert task["consistency"]["cached_calls"] == task["cached_calls"] == 0
-    assert doc["cached_calls"] == 0
+    assert task["consistency"]["judgeCalls"] == 3
+    assert task["consistency"]["cachedCalls"] == task["cachedCalls"] == 0
+    assert doc["summary"]["cachedCalls"] == 0
 
     doc, task = summary(run(project, script, "--format", "json"))
     assert (script.agent, script.judge) == (6, 3)  # the answers again, not the judge
@@ -108,9 +108,9 @@ def test_a_rerun_reports_the_verdicts_it_replayed_and_asks_no_judge(
         r for r in server.requests if "[Submission 1]" in str(r.body["messages"][-1]["content"])
     ]
     assert len(judge_requests) == 3  # all from the first run
-    assert task["consistency"]["judge_calls"] == 0
-    assert task["consistency"]["cached_calls"] == task["cached_calls"] == 3
-    assert doc["cached_calls"] == 3
+    assert task["consistency"]["judgeCalls"] == 0
+    assert task["consistency"]["cachedCalls"] == task["cachedCalls"] == 3
+    assert doc["summary"]["cachedCalls"] == 3
     assert doc["output"] == "The total is 42."
 
 
@@ -133,18 +133,18 @@ def test_a_cache_rerun_counts_answers_and_verdicts(
     project: Path, server: FakeServer, script: Script
 ) -> None:
     doc, _ = summary(run(project, script, "--format", "json", "--cache"))
-    assert doc["cached_calls"] == 0 and len(server.requests) == 6
+    assert doc["summary"]["cachedCalls"] == 0 and len(server.requests) == 6
     doc, task = summary(run(project, script, "--format", "json", "--cache"))
     assert len(server.requests) == 6  # nothing asked
-    assert task["consistency"]["cached_calls"] == task["cached_calls"] == 6  # 3 answers, 3 verdicts
-    assert doc["cached_calls"] == 6
+    assert task["consistency"]["cachedCalls"] == task["cachedCalls"] == 6  # 3 answers, 3 verdicts
+    assert doc["summary"]["cachedCalls"] == 6
 
 
 def test_no_cache_reports_none(project: Path, script: Script) -> None:
     summary(run(project, script, "--format", "json"))
     doc, task = summary(run(project, script, "--format", "json", "--no-cache"))
     assert (script.agent, script.judge) == (6, 6)
-    assert task["consistency"]["cached_calls"] == doc["cached_calls"] == 0
+    assert task["consistency"]["cachedCalls"] == doc["summary"]["cachedCalls"] == 0
 
 
 def test_asking_an_agent_reports_a_replayed_answer(project: Path, server: FakeServer) -> None:
@@ -155,9 +155,9 @@ def test_asking_an_agent_reports_a_replayed_answer(project: Path, server: FakeSe
 
     first = ask("--format", "json")
     assert first.exit_code == 0, first.stderr
-    assert json.loads(first.stdout)["cached_calls"] == 0 and len(server.requests) == 1
+    assert json.loads(first.stdout)["summary"]["cachedCalls"] == 0 and len(server.requests) == 1
     again = ask("--format", "json")
-    assert json.loads(again.stdout)["cached_calls"] == 1 and len(server.requests) == 1
+    assert json.loads(again.stdout)["summary"]["cachedCalls"] == 1 and len(server.requests) == 1
     pretty = ask()
     assert pretty.exit_code == 0, pretty.stderr
     assert "1 model call served from the cache" in pretty.stderr
@@ -202,5 +202,5 @@ def test_oxy_test_of_a_workflow_counts_its_tasks_replayed_verdicts(
     doc = test_run()
     test = doc["tests"][0]
     # Each of the 2 runs of the workflow replays its task's 3 verdicts.
-    assert test["judge_calls"] == 0
-    assert test["cached_calls"] == doc["summary"]["cached_calls"] == 6
+    assert test["judgeCalls"] == 0
+    assert test["cachedCalls"] == doc["summary"]["cachedCalls"] == 6

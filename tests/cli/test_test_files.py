@@ -51,7 +51,7 @@ def test_a_run_that_did_not_call_the_tool_fails_without_the_judge(examples: Path
     (case,) = json.loads(result.stdout)["cases"]
     assert case["verdict"] == "FAIL" and case["passes"] == 0
     assert all("did not call the tool 'query_orders'" in r["reasoning"] for r in case["runsDetail"])
-    assert json.loads(result.stdout)["summary"]["judgeCalls"] == 0
+    assert json.loads(result.stdout)["judgeCalls"] == 0
     assert "below threshold" in result.stderr or "50.00%" in result.stderr
 
 
@@ -76,7 +76,7 @@ def test_mixing_kinds_or_finding_no_test_file_is_bad_input(
     monkeypatch.chdir(empty)
     result = invoke("test", "--format", "json")
     assert result.exit_code == 2 and "no *.test.yml files" in result.stderr
-    assert json.loads(result.stdout)["exit_code"] == 2
+    assert json.loads(result.stdout)["exitCode"] == 2
 
 
 def test_a_test_file_may_bring_its_own_judge_prompt(examples: Path) -> None:

@@ -115,7 +115,7 @@ def test_cli_exit_3_and_reason_on_stderr_in_json(make_project: MakeProject) -> N
     doc = json.loads(result.stdout)
     (test,) = doc["tests"]
     assert test["accuracy"] is None and test["status"] == "error"
-    assert (test["judged_pairs"], test["total_pairs"], test["min_judged"]) == (1, 10, 0.5)
+    assert (test["judgedPairs"], test["totalPairs"], test["minJudged"]) == (1, 10, 0.5)
     assert "not scored: t: only 1 of 10 run pairs got a verdict" in result.stderr
 
 
@@ -187,7 +187,7 @@ models:
     root = make_project(config, {"a.agent.yml": agent(n=4, pairing="all")})
     result = invoke("test", str(root / "a.agent.yml"), "--format", "json")
     (test,) = json.loads(result.stdout)["tests"]
-    keys = {"run", "text", "error", "group", "consistency", "latency_s", "input_tokens"}
+    keys = {"run", "text", "error", "group", "consistency", "latencyS", "inputTokens"}
     assert all(keys <= set(o) for o in test["outputs"])
     groups = {o["run"]: o["group"] for o in test["outputs"]}
     assert groups == {1: 1, 2: 1, 3: 2, 4: 3}
@@ -202,9 +202,9 @@ models:
         ((2, 3), "B"),
     }
     assert all(c["groups"] == [groups[c["runs"][0]], groups[c["runs"][1]]] for c in comps)
-    # failing_comparisons keeps its old shape: the B verdicts, without groups.
-    assert {tuple(c["runs"]) for c in test["failing_comparisons"]} == {(1, 3), (3, 4)}
-    assert all("groups" not in c for c in test["failing_comparisons"])
+    # failingComparisons keeps its old shape: the B verdicts, without groups.
+    assert {tuple(c["runs"]) for c in test["failingComparisons"]} == {(1, 3), (3, 4)}
+    assert all("groups" not in c for c in test["failingComparisons"])
 
 
 def test_failed_run_has_text_null() -> None:

@@ -478,7 +478,7 @@ def test_a_loop_over_too_many_values_exits_2_and_at_the_cap_runs(make_project: M
     result = CliRunner().invoke(app, ["run", str(root / "big.workflow.yml"), "--format", "json"])
     assert result.exit_code == 2, result.stderr
     assert "values has 10,001 items; a loop runs over at most 10,000" in result.stderr
-    assert json.loads(result.stdout)["exit_code"] == 2
+    assert json.loads(result.stdout)["summary"]["exitCode"] == 2
     result = CliRunner().invoke(app, ["run", str(root / "ok.workflow.yml")])
     assert result.exit_code == 0, result.stderr
     assert result.stdout.split() == ["0", "1", "2"]
@@ -493,7 +493,7 @@ def test_a_template_limit_in_a_workflow_test_exits_2(make_project: MakeProject) 
     result = CliRunner().invoke(app, ["test", str(root / "w.workflow.yml"), "--format", "json"])
     assert result.exit_code == 2, result.stderr
     assert "w.workflow.yml:2" in result.stderr
-    assert json.loads(result.stdout)["summary"]["exit_code"] == 2
+    assert json.loads(result.stdout)["exitCode"] == 2
 
 
 def test_schema_help_lists_every_schema() -> None:

@@ -73,7 +73,7 @@ def test_a_header_from_the_environment_with_a_line_break_is_bad_input(
         assert code == 2, err
         assert "config.yml:8" in err and "AUTH_HDR holds a line break" in err
         assert "sk-abc" not in err + out  # the value is never shown
-        assert json.loads(out)["exit_code"] == 2
+        assert json.loads(out)["exitCode"] == 2
         assert server.requests == []
 
 

@@ -62,8 +62,8 @@ def test_a_case_run_renders_rows_diffs_and_the_summary() -> None:
 
 def test_the_json_document_carries_the_exit_code_it_is_given() -> None:
     run = a_run()
-    doc = case_run_json(run, code=decide_run(run).code)
-    assert doc["summary"]["exit_code"] == 3 and doc["summary"]["passed"] == 1
+    doc = case_run_json(run, decide_run(run))
+    assert doc["summary"]["exitCode"] == 3 and doc["summary"]["passed"] == 1
     assert [e["name"] for e in doc["executions"]] == ["ok", "miss", "down"]
 
 

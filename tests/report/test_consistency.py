@@ -94,12 +94,13 @@ def test_json_accuracy_shape_and_labels_across_files() -> None:
     many = ConsistencyRun(
         tests=[result("Test 1", 0.5, "a.agent.yml"), result("Test 1", None, "b.agent.yml")]
     )
-    doc = to_json(many, check_threshold(many, 0.4, "all"), code=3)
+    doc = to_json(many, decide_run(many, Gates(min_accuracy=0.4, threshold_mode="all")))
     assert doc["accuracy"] == [0.5, None]
-    assert doc["threshold"]["failing"] == [{"name": "b.agent.yml: Test 1", "accuracy": None}]
+    failing = doc["decision"]["threshold"]["failing"]
+    assert failing == [{"name": "b.agent.yml: Test 1", "accuracy": None}]
     buf = io.StringIO()
     write_json(doc, buf)
-    assert json.loads(buf.getvalue())["summary"]["exit_code"] == 3
+    assert json.loads(buf.getvalue())["summary"]["exitCode"] == 3
 
 
 def test_secrets_are_scrubbed_from_json_and_pretty() -> None:

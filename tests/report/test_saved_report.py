@@ -87,8 +87,8 @@ def test_regating_gives_the_exit_code_and_messages_of_oxy_test(
         invoke("test", "a.agent.yml", "--no-history", *gates, "--format", "json").stdout
     )
     doc = json.loads(as_json.stdout)
-    assert as_json.exit_code == code and doc["summary"]["exit_code"] == code
-    assert doc["threshold"] == live_json["threshold"]
+    assert as_json.exit_code == code and doc["summary"]["exitCode"] == code
+    assert doc["decision"] == live_json["decision"]
     assert doc["accuracy"] == live_json["accuracy"]
 
 
@@ -110,11 +110,9 @@ def test_a_saved_result_with_unscored_tests_or_run_errors(root: Path) -> None:
 def test_strict_and_fail_on_drop_on_a_saved_result(saved: Path) -> None:
     doc = json.loads(saved.read_text())
     doc["tests"][0]["outputs"][0]["error"] = "HTTP 500"  # one failed run, still scored
-    doc["tests"][1]["previous"] = {
-        "accuracy": 0.9,
-        "at": "2026-11-20T10:00:00.000Z",
-        "run_id": "r1",
-    }
+    doc["results"][0]["runErrors"] = 1  # what the decision reads
+    previous = {"accuracy": 0.9, "at": "2026-11-20T10:00:00.000Z", "runId": "r1"}
+    doc["tests"][1]["previous"] = doc["results"][1]["previous"] = previous
     saved.write_text(json.dumps(doc))
     assert invoke("report", str(saved)).exit_code == 0
     strict = invoke("report", str(saved), "--strict")
@@ -134,7 +132,7 @@ def test_strict_and_fail_on_drop_on_a_saved_result(saved: Path) -> None:
         ('{"tests": [],\n"x": NaN}', "bad.json:2: NaN is not a number JSON allows"),
         ("[" * 100_000, "bad.json:1: nested more than 100 levels deep"),
         ("[1, 2]", "the top level is list, not an object"),
-        ('{"executions": [], "summary": {}}', "this is an `oxy cases run` document"),
+        ('{"executions": [{"status": "passed"}]}', "executions[0].testCaseId: expected"),
         ('{"accuracy": 1.0}', "no 'tests' key"),
         ('{"tests": [{"accuracy": 1}], "summary": {}}', "tests[0].name: expected the test's name"),
         (
@@ -156,7 +154,7 @@ def test_a_file_that_is_not_a_saved_result_is_bad_input(
     assert result.exit_code == 2 and message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     as_json = invoke("report", str(path), "--format", "json")
-    assert as_json.exit_code == 2 and json.loads(as_json.stdout)["summary"]["exit_code"] == 2
+    assert as_json.exit_code == 2 and json.loads(as_json.stdout)["exitCode"] == 2
 
 
 def test_missing_file_folder_and_bad_options(root: Path, saved: Path) -> None:
@@ -174,7 +172,7 @@ def test_a_saved_run_that_failed_before_any_test_keeps_its_exit_code(root: Path)
     path = root / "failed.json"
     path.write_text(result.stdout)
     again = invoke("report", str(path), "--min-accuracy", "0.5")
-    assert again.exit_code == 2 and "ended before any test finished" in again.stderr
+    assert again.exit_code == 2 and "ended before any result finished" in again.stderr
 
 
 def test_the_library_round_trip(root: Path) -> None:

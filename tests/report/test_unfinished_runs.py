@@ -60,11 +60,12 @@ def test_a_test_that_was_not_interrupted_has_no_cut_short_runs() -> None:
 
 
 def test_json_says_how_many_runs_did_not_finish_and_a_saved_report_keeps_it() -> None:
-    doc = to_json(ConsistencyRun(tests=[cut_test(2, failed=1)], interrupted=True), code=3)
+    doc = to_json(ConsistencyRun(tests=[cut_test(2, failed=1)], interrupted=True))
+    assert doc["summary"]["exitCode"] == 3
     (test,) = doc["tests"]
-    assert (test["n"], test["successful_runs"], test["unfinished_runs"]) == (8, 2, 5)
-    assert len(test["run_errors"]) == 1  # the run that failed, not the ones cut short
+    assert (test["n"], test["successfulRuns"], test["unfinishedRuns"]) == (8, 2, 5)
+    assert len(test["failedRuns"]) == 1  # the run that failed, not the ones cut short
     (again,) = parse_saved_run(doc).run.tests
     assert again.unfinished_runs == 5
     finished = to_json(ConsistencyRun(tests=[cut_test(2, interrupted=False, failed=6)]))["tests"][0]
-    assert finished["unfinished_runs"] == 0
+    assert finished["unfinishedRuns"] == 0

@@ -102,7 +102,7 @@ def test_two_oxy_cases_run_processes_lose_nothing(
     outputs = [p.communicate(timeout=120) for p in procs]
     for p, (out, err) in zip(procs, outputs, strict=True):
         assert p.returncode == 3, err  # the exploding case is a provider error in both
-        assert json.loads(out)["summary"]["cases"] == CASES
+        assert json.loads(out)["summary"]["results"] == CASES
     with open_store(location) as s:
         cases = {c.id: c for c in s.cases.list()}
         assert len(cases) == CASES

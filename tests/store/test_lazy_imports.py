@@ -81,16 +81,16 @@ def test_a_plain_oxy_test_keeps_results_and_verdicts_without_sqlalchemy(tmp_path
     code, loaded, out = _probe("test", agent, "--format", "json", "--cache", cwd=project)
     assert code == 0 and loaded == []  # the first run creates the history from the snapshot
     first = json.loads(out)
-    verdicts = first["summary"]["judge_calls"]
+    verdicts = first["judgeCalls"]
     answers = sum(t["n"] for t in first["tests"])
-    assert verdicts > 0 and first["summary"]["cached_calls"] == 0
+    assert verdicts > 0 and first["summary"]["cachedCalls"] == 0
     replayed = []
     for flags in ((), ("--cache",)):
         code, loaded, out = _probe("test", agent, "--format", "json", *flags, cwd=project)
         assert (code, loaded) == (0, []), flags
-        summary = json.loads(out)["summary"]
-        assert summary["judge_calls"] == 0, flags  # every verdict came from the cache
-        replayed.append(summary["cached_calls"])
+        doc = json.loads(out)
+        assert doc["judgeCalls"] == 0, flags  # every verdict came from the cache
+        replayed.append(doc["summary"]["cachedCalls"])
     assert replayed == [verdicts, verdicts + answers]  # --cache: the answers too
     from oxyeval.store import open_store
 

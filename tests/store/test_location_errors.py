@@ -31,7 +31,7 @@ def test_a_password_written_into_history_url_is_never_printed(
         assert result.exit_code == 2, result.output
         assert "hunter2pw" not in result.output
         assert "history.url contains a password" in result.output
-    assert json.loads(as_json.stdout)["summary"]["exit_code"] == 2
+    assert json.loads(as_json.stdout)["exitCode"] == 2
     assert "hunter2pw" not in junit.read_text("utf-8")
 
 

@@ -194,7 +194,7 @@ def test_no_password_anywhere_warns_for_runs_and_stops_the_store_commands(
         assert "neither PGPASSWORD nor ~/.pgpass" in stopped.stderr
         assert "Traceback" not in stopped.stderr
     as_json = _oxy(project, "cases", "run", "--format", "json")
-    assert json.loads(as_json.stdout)["exit_code"] == EXIT_INFRA
+    assert json.loads(as_json.stdout)["exitCode"] == EXIT_INFRA
     checked = _oxy(project, "validate")
     assert checked.returncode == 0, checked.stderr
     assert "warning:" in checked.stderr and VAR in checked.stderr

@@ -75,7 +75,7 @@ def test_a_history_path_leaving_the_project_is_bad_input_everywhere(
     document = json.loads(
         runner.invoke(app, ["test", str(root / "a.agent.yml"), "--format", "json"]).stdout
     )
-    assert document["summary"]["exit_code"] == 2
+    assert document["exitCode"] == 2
 
 
 def test_a_link_out_of_the_project_is_followed_and_refused(

@@ -68,7 +68,7 @@ def test_a_part_that_cannot_exist_fails_before_any_task_runs(
     code, out, err = _invoke("run", str(root / "w.workflow.yml"), "--format", "json")
     assert code == 2, err
     assert "✓" not in err  # no task ran: the agent was never asked
-    assert json.loads(out)["exit_code"] == 2
+    assert json.loads(out)["exitCode"] == 2
 
 
 def test_the_parts_outputs_have_pass(make_project: MakeProject) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...evaluation import Interval, Previous, Result, ResultKind, Score, register_kind
+from ..status import StoredRun
 
 if TYPE_CHECKING:
     from ...evaluation import Decision
@@ -232,6 +233,8 @@ class ABRun:
     decision: Decision | None = None
     db: Any = None
     cached_calls: int = 0
+    #: One entry per history database written.
+    history: list[StoredRun] = field(default_factory=list)
 
     @property
     def executions(self) -> list[BranchOutcome]:

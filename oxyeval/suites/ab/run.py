@@ -171,6 +171,7 @@ class AB:
         location = suite.histories.location(project)
         if location is not None:
             self.run.db = location.path if location.path is not None else location.display
+        self.run.history = suite.recorder.notes  # one entry per history, once it opens
         context = self._context = suite.context(project)
         store = cast("Store", await suite.store(project))
         plans = await plan_cases(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...evaluation import Previous, Result, ResultKind, Score, register_kind
 from ...store.kinds import EXECUTION_STATUSES
+from ..status import StoredRun
 
 if TYPE_CHECKING:
     from ...evaluation import Decision
@@ -228,6 +229,8 @@ class CaseRun:
     decision: Decision | None = None
     warnings: list[str] = field(default_factory=list)
     cached_calls: int = 0  # model calls served from the cache (--cache), not made
+    #: One entry per history database written.
+    history: list[StoredRun] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"CaseRun({len(self.results)} results)"

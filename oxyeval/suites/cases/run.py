@@ -318,6 +318,7 @@ class Cases:
         if not prompts:
             raise ConfigError(f"no *.prompt.yml or *.cases.yml files under {project.root}")
         self.run.db = location.path if location.path is not None else location.display
+        self.run.history = suite.recorder.notes  # one entry per history, once it opens
         # Given files: run what they declare. No paths: the whole project, API cases too.
         only_files = (
             {project.relative(f) for f in collect_case_files(project, [str(p) for p in paths])}

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ...evaluation import Decision, PassRate, Previous, Result, ResultKind, Score, register_kind
+from ..status import StoredRun
 
 __all__ = [
     "PASSFAIL",
@@ -204,6 +205,10 @@ class PassFailRun:
     saved_calls: int = 0  # with --adaptive: runs not made because decisions settled
     #: The one decision on the run (under the gates it ran with), once it ended.
     decision: Decision | None = None
+    #: One entry per history database written (empty: none kept).
+    history: list[StoredRun] = field(default_factory=list)
+    #: Model calls the cache served instead of the model, in the whole run.
+    cached_calls: int = 0
 
     @property
     def results(self) -> list[CriterionResult]:

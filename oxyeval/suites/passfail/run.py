@@ -77,6 +77,7 @@ class PassFail:
 
     async def plan(self, suite: SuiteRun) -> list[PassFail]:
         self.subjects = list(self.build(suite.context(self.project)))
+        self.run.history = suite.recorder.notes  # one entry per history, once it opens
         total = sum(len(s.criteria) for s in self.subjects)
         self._handle = suite.add(self.project, RunRow(subject=self.label), count=total)
         return [self]

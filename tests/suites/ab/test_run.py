@@ -180,7 +180,7 @@ def test_the_cli_reports_json_lists_and_shows(
     result = runner.invoke(app, ["ab", "run", "--criteria", "fastest", "--format", "json"])
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
-    (case,) = doc["results"]
+    (case,) = doc["cases"]
     assert case["testCaseId"] == "sentiment::praise" and case["criteria"] == "fastest"
     assert case["winner"]["branchName"] == "Quick"
     first = case["branches"][0]
