@@ -63,14 +63,35 @@ DbOption = Annotated[
         "$OXY_DB, else history.url in config.yml, else .oxy/oxyeval.db in the project).",
     ),
 ]
-# The gates of oxy test, which oxy report applies again to a saved result.
+# The gates every command that runs tests takes (and oxy report applies again to a saved
+# run): one meaning for every kind, since one decision applies them. A result's score is
+# a consistency test's accuracy, a case's score, a judged test's pass rate, a branch's
+# quality, an SDK metric's score.
 MinAccuracyOption = Annotated[
     float | None,
-    typer.Option("--min-accuracy", metavar="X", help="Exit 1 if accuracy is below X (0..1)."),
+    typer.Option(
+        "--min-accuracy",
+        metavar="X",
+        help="Exit 1 if the results' score is below X (0..1): a test's accuracy, a case's "
+        "score, a judged test's pass rate, a branch's quality.",
+    ),
 ]
 ThresholdModeOption = Annotated[
     ThresholdMode,
-    typer.Option("--threshold-mode", help="average: mean of the tests; all: every test."),
+    typer.Option(
+        "--threshold-mode", help="For --min-accuracy. average: the mean score; all: every result."
+    ),
+]
+MinPassRateOption = Annotated[
+    float | None,
+    typer.Option(
+        "--min-pass-rate",
+        metavar="X",
+        help="Exit 1 if fewer than X (0..1) of the results with a check of their own pass it "
+        "(a case's threshold, a chattest's success threshold, a branch's quality mark; "
+        "consistency tests and *.test.yml cases have none: --min-accuracy gates their "
+        "scores); failures under that share are allowed.",
+    ),
 ]
 StrictOption = Annotated[
     bool,
@@ -81,18 +102,44 @@ FailOnDropOption = Annotated[
     typer.Option(
         "--fail-on-drop",
         metavar="POINTS",
-        help="Exit 1 if a test's accuracy fell by more than POINTS percentage points "
-        "against its previous result.",
+        help="Exit 1 if a result's score fell by more than POINTS percentage points "
+        "against its previous result in the history.",
     ),
 ]
 AllowEmptyOption = Annotated[
     bool,
     typer.Option(
         "--allow-empty",
-        help="Let --min-accuracy and --fail-on-drop pass when no test was found (default: "
-        "exit 1, so an empty selection in CI is never a green build).",
+        help="Let --min-accuracy, --min-pass-rate and --fail-on-drop pass when nothing was "
+        "tested (default: exit 1, so an empty selection in CI is never a green build).",
     ),
 ]
+
+
+def gates(
+    min_accuracy: float | None,
+    threshold_mode: ThresholdMode,
+    min_pass_rate: float | None,
+    strict: bool,
+    fail_on_drop: float | None,
+    allow_empty: bool,
+    *,
+    fail_on_regression: bool = False,
+) -> Any:
+    """The gate options as the one decision's :class:`~oxyeval.evaluation.Gates`."""
+    from ..evaluation import Gates
+
+    return Gates(
+        min_accuracy=min_accuracy,
+        threshold_mode=threshold_mode.value,
+        strict=strict,
+        fail_on_drop=fail_on_drop,
+        fail_on_regression=fail_on_regression,
+        allow_empty=allow_empty,
+        min_pass_rate=min_pass_rate,
+    )
+
+
 CacheOption = Annotated[
     bool | None,
     typer.Option(

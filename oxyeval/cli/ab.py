@@ -7,7 +7,22 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ._app import CacheOption, DebugOption, Format, ProjectOption, app, setup_logging
+from ._app import (
+    AllowEmptyOption,
+    CacheOption,
+    DebugOption,
+    FailOnDropOption,
+    Format,
+    MinAccuracyOption,
+    MinPassRateOption,
+    ProjectOption,
+    StrictOption,
+    ThresholdMode,
+    ThresholdModeOption,
+    app,
+    gates,
+    setup_logging,
+)
 from ._common import (
     CaseOption,
     DbOption,
@@ -72,16 +87,23 @@ def ab_run(
     concurrency: Annotated[int, concurrency_option("Calls in flight.")] = 10,
     db: DbOption = None,
     project: ProjectOption = None,
+    min_accuracy: MinAccuracyOption = None,
+    threshold_mode: ThresholdModeOption = ThresholdMode.average,
+    min_pass_rate: MinPassRateOption = None,
+    strict: StrictOption = False,
+    fail_on_drop: FailOnDropOption = None,
+    allow_empty: AllowEmptyOption = False,
     junit: JunitOption = None,
     cache: CacheOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Run every branch of each case on the same prompt, measure, rank, store.
 
-    Exit codes: 0 done; 2 bad input; 3 a branch's call failed (the comparison misses
-    data) or the run was interrupted.
+    Exit codes: 0 done (a branch under the quality mark is ranked, not failed); 1 a gate
+    given failed (--min-accuracy on the quality scores, --min-pass-rate on the quality
+    mark, --fail-on-drop against each branch's previous quality); 2 bad input; 3 a
+    branch's call failed (the comparison misses data) or the run was interrupted.
     """
-    from ..evaluation import Gates
     from ..report import reporter
     from ..suites import ABRun, run_ab_tests_async
     from .driver import drive
@@ -105,7 +127,7 @@ def ab_run(
             events=events,
             into=run,
         ),
-        Gates(),
+        gates(min_accuracy, threshold_mode, min_pass_rate, strict, fail_on_drop, allow_empty),
         err=err,
         out=out,
         as_json=format is Format.json,

@@ -9,7 +9,22 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import OxyError
-from ._app import CacheOption, DebugOption, Format, ProjectOption, app, setup_logging
+from ._app import (
+    AllowEmptyOption,
+    CacheOption,
+    DebugOption,
+    FailOnDropOption,
+    Format,
+    MinAccuracyOption,
+    MinPassRateOption,
+    ProjectOption,
+    StrictOption,
+    ThresholdMode,
+    ThresholdModeOption,
+    app,
+    gates,
+    setup_logging,
+)
 from ._common import (
     CaseOption,
     DbOption,
@@ -56,16 +71,23 @@ def cases_run(
     concurrency: Annotated[int, concurrency_option("Cases in flight.")] = 8,
     db: DbOption = None,
     project: ProjectOption = None,
+    min_accuracy: MinAccuracyOption = None,
+    threshold_mode: ThresholdModeOption = ThresholdMode.average,
+    min_pass_rate: MinPassRateOption = None,
+    strict: StrictOption = False,
+    fail_on_drop: FailOnDropOption = None,
+    allow_empty: AllowEmptyOption = False,
     junit: JunitOption = None,
     cache: CacheOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Run test cases, score them, store every execution and flag regressions.
 
-    Exit codes: 0 all passed; 1 a case failed (or regressed, with --fail-on-regression);
-    2 bad input; 3 a provider failure or an interrupted run.
+    Exit codes: 0 all passed; 1 a case failed (under --min-pass-rate: too many did), it
+    regressed (with --fail-on-regression), or a gate failed (--min-accuracy on the scores,
+    --fail-on-drop against each case's previous score); 2 bad input; 3 a provider failure
+    or an interrupted run.
     """
-    from ..evaluation import Gates
     from ..report import reporter
     from ..suites.cases.run import CaseRun, run_cases_async
     from .driver import drive
@@ -91,7 +113,15 @@ def cases_run(
             cache=cache,
             events=events,
         ),
-        Gates(fail_on_regression=fail_on_regression),
+        gates(
+            min_accuracy,
+            threshold_mode,
+            min_pass_rate,
+            strict,
+            fail_on_drop,
+            allow_empty,
+            fail_on_regression=fail_on_regression,
+        ),
         err=err,
         out=out,
         as_json=as_json,

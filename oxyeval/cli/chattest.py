@@ -6,7 +6,22 @@ from typing import Annotated
 
 import typer
 
-from ._app import CacheOption, DebugOption, Format, ProjectOption, app, setup_logging
+from ._app import (
+    AllowEmptyOption,
+    CacheOption,
+    DebugOption,
+    FailOnDropOption,
+    Format,
+    MinAccuracyOption,
+    MinPassRateOption,
+    ProjectOption,
+    StrictOption,
+    ThresholdMode,
+    ThresholdModeOption,
+    app,
+    gates,
+    setup_logging,
+)
 from ._common import DbOption, FormatOption, concurrency_option, consoles
 from .artifacts import JunitOption
 
@@ -37,6 +52,12 @@ def chattest_command(
     concurrency: Annotated[int, concurrency_option("Model calls in flight.")] = 5,
     db: DbOption = None,
     project: ProjectOption = None,
+    min_accuracy: MinAccuracyOption = None,
+    threshold_mode: ThresholdModeOption = ThresholdMode.average,
+    min_pass_rate: MinPassRateOption = None,
+    strict: StrictOption = False,
+    fail_on_drop: FailOnDropOption = None,
+    allow_empty: AllowEmptyOption = False,
     junit: JunitOption = None,
     cache: CacheOption = None,
     debug: DebugOption = False,
@@ -44,10 +65,11 @@ def chattest_command(
     """Run chattest prompts on their models, judge each output against each test.
 
     A test passes for a model when its pass rate meets the prompt's successThreshold
-    (default 0). Exit codes: 0 every test passed for every model; 1 one failed; 2 bad
-    input; 3 a provider failure, a test no run of which could be judged, or an interrupt.
+    (default 0). Exit codes: 0 every test passed for every model; 1 one failed (under
+    --min-pass-rate: too many did) or a gate failed (--min-accuracy on the pass rates,
+    --fail-on-drop); 2 bad input; 3 a provider failure, a test no run of which could be
+    judged, or an interrupt.
     """
-    from ..evaluation import Gates
     from ..report import reporter
     from ..suites import PassFailRun, run_chattest_async
     from .driver import drive
@@ -68,7 +90,7 @@ def chattest_command(
             adaptive=adaptive,
             into=run,
         ),
-        Gates(),
+        gates(min_accuracy, threshold_mode, min_pass_rate, strict, fail_on_drop, allow_empty),
         err=err,
         out=out,
         as_json=format is Format.json,

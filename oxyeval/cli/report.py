@@ -21,10 +21,12 @@ from ._app import (
     FailOnDropOption,
     Format,
     MinAccuracyOption,
+    MinPassRateOption,
     StrictOption,
     ThresholdMode,
     ThresholdModeOption,
     app,
+    gates,
 )
 from ._common import print_json
 from .console import json_error, print_error, stderr_console, stdout_console
@@ -42,6 +44,7 @@ def report_command(
     ],
     min_accuracy: MinAccuracyOption = None,
     threshold_mode: ThresholdModeOption = ThresholdMode.average,
+    min_pass_rate: MinPassRateOption = None,
     strict: StrictOption = False,
     fail_on_drop: FailOnDropOption = None,
     fail_on_regression: Annotated[
@@ -70,13 +73,14 @@ def report_command(
 
     err = stderr_console()
     as_json = format is Format.json
-    given = Gates(
+    given = gates(
         min_accuracy,
-        threshold_mode.value,
+        threshold_mode,
+        min_pass_rate,
         strict,
         fail_on_drop,
-        fail_on_regression,
-        allow_empty=allow_empty,
+        allow_empty,
+        fail_on_regression=fail_on_regression,
     )
     message = gate_option_error(given)
     try:
@@ -105,11 +109,11 @@ def report_command(
         if as_json:
             print_json(error_document(saved.error, decision.code))
         raise typer.Exit(decision.code)
-    gates = given if given != Gates() else (saved.gates or Gates())
+    held = given if given != Gates() else (saved.gates or Gates())
     code = finish(
         saved_reporter(saved),
         saved,
-        gates,
+        held,
         err=err,
         out=stdout_console(),
         as_json=as_json,

@@ -15,11 +15,13 @@ from ._app import (
     FailOnDropOption,
     Format,
     MinAccuracyOption,
+    MinPassRateOption,
     ProjectOption,
     StrictOption,
     ThresholdMode,
     ThresholdModeOption,
     app,
+    gates,
     no_history_conflict,
     setup_logging,
 )
@@ -45,6 +47,7 @@ def test_command(
     ] = Format.pretty,
     min_accuracy: MinAccuracyOption = None,
     threshold_mode: ThresholdModeOption = ThresholdMode.average,
+    min_pass_rate: MinPassRateOption = None,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bar and no details.")
     ] = False,
@@ -93,11 +96,10 @@ def test_command(
     accuracy is shown against its previous run.
 
     Exit codes: 0 pass; 1 below --min-accuracy, a drop over --fail-on-drop, or a gate
-    given with no test found (--allow-empty: 0); 2 bad input or config; 3 provider failure, interrupted run, a test that could not be
-    scored, or --fail-on-drop with a history that could not be read (a broken history
-    is otherwise a warning and never changes the exit code).
+    given with no test found (--allow-empty: 0); 2 bad input or config; 3 provider failure, interrupted run, a
+    test that could not be scored, or --fail-on-drop with a history that could not be read
+    (a broken history is otherwise a warning and never changes the exit code).
     """
-    from ..evaluation import Gates
     from ..report import reporter
     from ..suites.consistency import run_tests_async
     from ..suites.consistency.results import ConsistencyRun
@@ -116,12 +118,11 @@ def test_command(
                 "oxy test was given *.test.yml files and agent or workflow files together; "
                 "they report differently: run them in two calls"
             )
-        elif fail_on_drop is not None:
-            message = "--fail-on-drop applies to consistency tests, not *.test.yml files"
     elif tag or case or adaptive:
         message = "--tag, --case and --adaptive apply to *.test.yml files"
     if message is not None:
         raise fail(err, ConfigError(message), as_json)
+    held = gates(min_accuracy, threshold_mode, min_pass_rate, strict, fail_on_drop, allow_empty)
     if not files or pass_fail:
         raise typer.Exit(
             run_test_files_command(
@@ -136,10 +137,8 @@ def test_command(
                 tags=tag or [],
                 cases=case or [],
                 adaptive=adaptive,
-                min_accuracy=min_accuracy,
-                threshold_mode=threshold_mode.value,
-                strict=strict,
-                allow_empty=allow_empty,
+                gates=held,
+                debug=debug,
             )
         )
     run = ConsistencyRun()
@@ -155,7 +154,7 @@ def test_command(
             history=not no_history,
             events=events,
         ),
-        Gates(min_accuracy, threshold_mode.value, strict, fail_on_drop, allow_empty=allow_empty),
+        held,
         err=err,
         out=stdout_console(),
         as_json=as_json,

@@ -9,7 +9,13 @@ tests' own, through the one decision.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ._app import no_history_conflict
 from ._common import consoles
+
+if TYPE_CHECKING:
+    from ..evaluation import Gates
 
 __all__ = ["is_test_file", "run_test_files_command"]
 
@@ -36,13 +42,10 @@ def run_test_files_command(
     tags: list[str],
     cases: list[str],
     adaptive: bool,
-    min_accuracy: float | None,
-    threshold_mode: str,
-    strict: bool,
-    allow_empty: bool,
+    gates: Gates,
+    debug: bool = False,
 ) -> int:
     """Run the files, print the report, return the exit code."""
-    from ..evaluation import Gates
     from ..report import reporter
     from ..suites import PassFailRun, run_test_files_async
     from .driver import drive
@@ -64,10 +67,12 @@ def run_test_files_command(
             adaptive=adaptive,
             into=run,
         ),
-        Gates(min_accuracy, threshold_mode, strict, allow_empty=allow_empty),
+        gates,
         err=err,
         out=out,
         as_json=as_json,
         quiet=quiet,
         junit=junit,
+        debug=debug,
+        problem=no_history_conflict(no_history, cache, gates.fail_on_drop),
     )
