@@ -45,6 +45,7 @@ def drive(
     junit: str | None = None,
     debug: bool = False,
     problem: str | None = None,
+    progress: bool = True,
 ) -> int:
     """Run ``start(events)`` (the library call, filling ``run`` as it goes) under the
     gates, report it and return the exit code. ``problem``: why the command's own
@@ -57,11 +58,11 @@ def drive(
             reporter, run, Gates(), ConfigError(problem), err, as_json, None, debug, None
         )
     started = datetime.now(timezone.utc)  # the JUnit suites' timestamp
-    progress, events = live_progress(err, quiet=quiet, as_json=as_json)
+    bar, events = live_progress(err, quiet=quiet or not progress, as_json=as_json)
     interrupted: str | None = None
     error: BaseException | None = None
     try:
-        with progress.progress if progress is not None else nullcontext():
+        with bar.progress if bar is not None else nullcontext():
             run_interruptible(start(events))
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.cli.interrupt)
         interrupted = interrupt_reason(exc)
@@ -122,7 +123,11 @@ def finish(
     for warning in decision.warnings:
         err.print(shown(warning), style="yellow", markup=False)
     if error is not None and (isinstance(error, OxyError) or debug):
-        print_error(err, error, debug)
+        line = None if debug else reporter.error_line(error, quiet=quiet)
+        if line is None:
+            print_error(err, error, debug)
+        else:
+            err.print(shown(line), style="red", markup=False)
     stopped = None if error is None else json_error(error)
     if junit is not None:
         from .artifacts import write_report
@@ -141,8 +146,9 @@ def finish(
     # gates' own lines already says those on a shared terminal.
     gate_lines = {c.message for c in (decision.threshold, decision.drop) if c is not None}
     skip_gates = reporter.shows_gates and not as_json and same_terminal()
+    said = set(decision.unscored) if error is not None and reporter.one_result else set()
     for reason in decision.reasons:
-        if skip_gates and reason in gate_lines:
+        if (skip_gates and reason in gate_lines) or reason in said:
             continue
         # A reason may quote what a model or a server sent (an error body): its escape
         # sequences are written out, never run by the terminal.

@@ -33,6 +33,9 @@ class RunReporter:
     #: The pretty report ends with the gates' own lines (✓/✗ threshold, drop): on a
     #: terminal they are not repeated on stderr.
     shows_gates: ClassVar[bool] = False
+    #: A run of one result whose error is the error that stopped the run (a workflow):
+    #: the result's own error line would say it twice.
+    one_result: ClassVar[bool] = False
 
     def finished(self, run: Any) -> int:
         """How many units finished (an error before any did is reported as the error)."""
@@ -68,6 +71,11 @@ class RunReporter:
         timestamp: datetime | None = None,
     ) -> str:
         raise NotImplementedError
+
+    def error_line(self, error: BaseException, *, quiet: bool) -> str | None:
+        """What stderr says of an error that stopped the run after something finished
+        (None: the error in its own words, the usual ``error: ...`` paragraph)."""
+        return None
 
 
 def _with_error(doc: dict[str, Any], error: str | None) -> dict[str, Any]:
@@ -273,6 +281,77 @@ class SavedReporter(RunReporter):
         render_saved(run, decision, console)
 
 
+@dataclass(frozen=True)
+class WorkflowReporter(RunReporter):
+    """``oxy run`` on a workflow: pretty prints its final output (each task had its line
+    on stderr as it finished), JSON every task."""
+
+    noun: ClassVar[str] = "task(s)"
+    one_result: ClassVar[bool] = True
+
+    def notes(self, run: Any, *, quiet: bool) -> list[str]:
+        from .pretty import cached_calls_line
+
+        calls = run.run.cached_calls
+        return list(run.run.warnings) + ([cached_calls_line(calls)] if calls else [])
+
+    def interrupted_line(self, run: Any, reason: str) -> str:
+        done = sum(1 for r in run.run.records if r.finished)
+        return f"{reason}: {done} task(s) had finished, {len(run.run.unfinished)} interrupted"
+
+    def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
+        from .workflow import workflow_json
+
+        return workflow_json(run, decision, error=error)
+
+    def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
+        if run.status == "completed":  # a failed or cut run's tasks said what they got
+            output = run.run.output
+            _print_output(console, "" if output is None else str(output))
+
+    def error_line(self, error: BaseException, *, quiet: bool) -> str | None:
+        """Each failed task had its line as it failed: the closing line names them once."""
+        failed = getattr(error, "run", None)
+        if quiet or failed is None:
+            return None
+        return f"error: {failed.summary(brief=True)}"
+
+
+@dataclass(frozen=True)
+class AskReporter(RunReporter):
+    """``oxy run AGENT --question``: pretty prints the answer, JSON the whole ask."""
+
+    noun: ClassVar[str] = "answer(s)"
+
+    def notes(self, run: Any, *, quiet: bool) -> list[str]:
+        from .pretty import cached_calls_line
+
+        calls = run.answer.cached_calls
+        return [cached_calls_line(calls)] if calls else []
+
+    def interrupted_line(self, run: Any, reason: str) -> str:
+        return f"{reason} before the agent answered"
+
+    def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
+        from .workflow import ask_json
+
+        return ask_json(run, decision, error=error)
+
+    def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
+        if not run.interrupted:
+            _print_output(console, run.answer.output or "")
+
+
+def _print_output(console: Console, text: str) -> None:
+    """A model's output as the command's output: exactly its text, escape sequences
+    written out, never run by the terminal (``--format json`` carries the exact text)."""
+    from .text import shown
+
+    text = shown(text)
+    console.file.write(text if text.endswith("\n") else text + "\n")
+    console.file.flush()
+
+
 def saved_reporter(run: Any) -> RunReporter:
     """The reporter of a saved run (:class:`~.saved.SavedRun`) of any kind."""
     if run.consistency is not None:
@@ -286,6 +365,8 @@ REPORTERS: dict[str, RunReporter] = {
     "ab": ABReporter(),
     "chattest": ChattestReporter(),
     "test-files": TestFilesReporter(),
+    "workflow": WorkflowReporter(),
+    "ask": AskReporter(),
 }
 
 

@@ -11,7 +11,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..evaluation import Result, ResultKind, SampleFinished, SubjectStarted, register_kind
+from ..evaluation import (
+    EventSink,
+    Result,
+    ResultKind,
+    SampleFinished,
+    SubjectStarted,
+    register_kind,
+)
 from ..project.agents import load_agent
 from ..project.config import load_project
 from ..workflow.ask import AgentAnswer, answer_in
@@ -149,6 +156,7 @@ async def ask(
     history: bool = True,
     db: str | Path | None = None,
     outcome: AskOutcome | None = None,
+    events: EventSink | None = None,
 ) -> AgentAnswer:
     """``oxy run AGENT --question``: ask an agent one question, its answer kept in the
     project's history (``history=False``: not) and its model calls cached there (replayed
@@ -159,5 +167,5 @@ async def ask(
     answer = into if into is not None else AgentAnswer()
     answer.agent = answer.agent or str(path)
     kind = Ask(path, question, project_dir=project_dir, answer=answer, outcome=outcome)
-    await run_kind(kind, db=db, environ=environ, history=history, cache=cache)
+    await run_kind(kind, db=db, environ=environ, history=history, cache=cache, events=events)
     return answer
