@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, ProviderError
+from ..errors import ConfigError, LoadError, ProviderError
 from ..project.templates import render
 from ..providers import (
     ChatMessage,
@@ -155,6 +155,22 @@ class AgentRunner:
             self._system = text
         return text
 
+    def check_tools(self) -> None:
+        """A tool on a database oxyeval cannot query yet stops the run before the model is
+        asked (exit 2), at the tool's line: the agent cannot work without it."""
+        if self.sql is None:
+            return
+        for i, tool in enumerate(self.agent.tools):
+            if tool.get("type") != "execute_sql" or tool.get("database") is None:
+                continue
+            refusal = self.sql.refusal(str(tool["database"]))
+            if not refusal:
+                continue
+            doc = self.agent.doc
+            if doc is not None and doc.get(("tools", i, "database")) is not None:
+                raise LoadError([doc.diagnostic(("tools", i, "database"), refusal)])
+            raise ConfigError(f"{self.agent.display}: tool '{tool['name']}': {refusal}")
+
     def messages(self, question: str, variables: dict[str, Any] | None = None) -> list[ChatMessage]:
         system = self.system_prompt(variables)
         out = [ChatMessage("system", system)] if system.strip() else []
@@ -222,6 +238,7 @@ class AgentRunner:
         replays run k's conversation and n runs stay n different runs.
         """
         model = self.pool.get(self.agent.model)
+        self.check_tools()
         messages = self.messages(question, variables)
         specs = self.tool_specs()
         params: GenerateParams = replace(self.agent.params, tools=specs or None)

@@ -31,11 +31,13 @@ if TYPE_CHECKING:
     from ._sqlclient import SqlWorker
 
 __all__ = [
+    "ENGINES",
     "SQL_DEFAULTS",
     "Databases",
     "SqlError",
     "SqlResult",
     "check_statement",
+    "engine_refusal",
     "missing_files",
 ]
 
@@ -284,6 +286,26 @@ def missing_files(entry: dict[str, Any], root: Path, sql: str) -> list[str]:
     return out
 
 
+#: The database types oxyeval can query: each runs embedded, in its sandboxed worker.
+ENGINES = frozenset({"duckdb"})
+
+
+def engine_refusal(name: str, entry: dict[str, Any]) -> str:
+    """Why database ``name`` cannot be queried in this run ('' when it can): the one place
+    that refuses a database type oxyeval has no engine for yet. Its files are valid (oxy
+    runs them, and ``oxy validate`` accepts them); the command that would query it stops
+    with this (exit 2), before the query, or before an agent with a tool on it is asked."""
+    kind = entry.get("type")
+    if kind in ENGINES:
+        return ""
+    return (
+        f"database '{name}' is of type {kind}, which oxyeval cannot query yet: it runs duckdb "
+        f"databases only (embedded), and support for {kind} is coming. The file is valid "
+        "(oxy validate accepts it, and oxy runs it); here, what queries this database "
+        "stops until then"
+    )
+
+
 class Databases:
     """The project's databases, each queried through its own sandboxed worker process.
 
@@ -314,7 +336,16 @@ class Databases:
         problem = database_use_problem(self.databases, name, "config.yml")
         if problem:  # checked when the files load; here for entries built in code
             raise ConfigError(problem)
+        refusal = engine_refusal(name, self.databases[name])
+        if refusal:  # the callers that know the file say it at its line first
+            raise ConfigError(refusal)
         return self.databases[name]
+
+    def refusal(self, name: str) -> str:
+        """Why ``name`` cannot be queried here ('' when it can; an unknown name is said by
+        the query itself)."""
+        entry = self.databases.get(name)
+        return engine_refusal(name, entry) if entry is not None else ""
 
     def writable(self, name: str) -> bool:
         return self._entry(name).get("read_only", True) is False
