@@ -28,6 +28,7 @@ from ..project import database_problems, database_use_problem
 from ..redact import clip
 
 if TYPE_CHECKING:
+    from ..project import ContextMap
     from ._sqlclient import SqlWorker
 
 __all__ = [
@@ -331,6 +332,8 @@ class Databases:
         self._workers: dict[str, SqlWorker] = {}
         self._lock = threading.Lock()
         self._closed = False
+        self._described: dict[str, ContextMap] = {}
+        self._describing: dict[str, threading.Lock] = {}
 
     def _entry(self, name: str) -> dict[str, Any]:
         problem = database_use_problem(self.databases, name, "config.yml")
@@ -346,6 +349,22 @@ class Databases:
         the query itself)."""
         entry = self.databases.get(name)
         return engine_refusal(name, entry) if entry is not None else ""
+
+    def describe(self, name: str) -> ContextMap:
+        """What agents read of the database (oxy's ``databases.<name>``: its dialect, and
+        its datasets' DDL as its catalog reads them), read once per run (this object's
+        life), whichever agent or thread asks first."""
+        with self._lock:
+            lock = self._describing.setdefault(name, threading.Lock())
+        with lock:
+            info = self._described.get(name)
+            if info is None:
+                from .catalogs import describe
+
+                if name not in self.databases:
+                    raise ConfigError(database_use_problem(self.databases, name, "config.yml"))
+                info = self._described[name] = describe(self, name, self.databases[name])
+            return info
 
     def writable(self, name: str) -> bool:
         return self._entry(name).get("read_only", True) is False
@@ -391,6 +410,16 @@ class Databases:
                 worker = self._workers[name] = acquire(self._setup(name))
             return worker
 
+    def _options(self, database: str, limit: int | None, select_only: bool) -> dict[str, Any]:
+        max_rows = int(self.limit(database, "max_rows"))
+        return {
+            "writable": self.writable(database),
+            "select_only": select_only,
+            "timeout": float(self.limit(database, "timeout")),
+            "max_rows": min(max_rows, int(limit)) if limit is not None else max_rows,
+            "max_chars": _MAX_CHARS,
+        }
+
     async def query(
         self,
         database: str,
@@ -403,14 +432,7 @@ class Databases:
         """Rows of one statement; ``limit`` keeps only the first rows (a dry run)."""
         from ._sqlclient import WorkerError, run_query
 
-        max_rows = int(self.limit(database, "max_rows"))
-        options = {
-            "writable": self.writable(database),
-            "select_only": select_only,
-            "timeout": float(self.limit(database, "timeout")),
-            "max_rows": min(max_rows, int(limit)) if limit is not None else max_rows,
-            "max_chars": _MAX_CHARS,
-        }
+        options = self._options(database, limit, select_only)
         worker = self._worker(database)
         try:
             try:
@@ -423,7 +445,30 @@ class Databases:
                 reply = await run_query(worker, sql, list(params), options)
         except WorkerError as exc:
             raise SqlError(self._explain(database, exc)) from None
+        return self._result(database, sql, params, limit, reply)
+
+    def query_sync(self, database: str, sql: str, *, select_only: bool = True) -> SqlResult:
+        """:meth:`query` for a caller that is not a coroutine (describing a database while
+        a template renders): the same worker, sandbox and limits; it waits in this thread."""
+        from ._sqlclient import WorkerError, run_query_sync
+
+        options = self._options(database, None, select_only)
+        try:
+            reply = run_query_sync(self._worker(database), sql, [], options)
+        except WorkerError as exc:
+            raise SqlError(self._explain(database, exc)) from None
+        return self._result(database, sql, (), None, reply)
+
+    def _result(
+        self,
+        database: str,
+        sql: str,
+        params: tuple[Any, ...],
+        limit: int | None,
+        reply: tuple[Any, ...],
+    ) -> SqlResult:
         columns, rows, truncated = reply
+        max_rows = int(self.limit(database, "max_rows"))
         cut = truncated and (limit is None or int(limit) > max_rows)
         return SqlResult(columns, [tuple(r) for r in rows], sql, params, truncated=cut)
 
