@@ -143,7 +143,8 @@ def _listing(names: Sequence[object]) -> str:
 def _unknown(what: str, owner: str, names: Sequence[Any]) -> Callable[[Any], str]:
     def explain(key: Any) -> str:
         if isinstance(key, int) and not isinstance(key, bool):
-            return f"{owner} is a mapping, read by name ({what}s: {_listing(names)}), not by position [{key}]"
+            listed = _listing(names)
+            return f"{owner} is a mapping, read by name ({what}s: {listed}), not by position"
         return (
             f"{owner} has no {what} {key!r}{did_you_mean(str(key), [str(n) for n in names])} "
             f"({what}s: {_listing(names)})"
@@ -262,7 +263,19 @@ class BuiltinContext:
             "tools": tools,
             "globals": ContextMap(self.globals, _unknown("globals file", "globals", files)),
             **{
-                name: ContextMap({}, lambda key, name=name: semantic_layer_note(name))
+                name: ContextMap(
+                    {},
+                    lambda key, name=name: semantic_layer_note(name),
+                    # At load, a stand-in: the agent's file says it cannot run (a warning),
+                    # so a case of it is not an error of its own.
+                    load=None if describe is not None else _any_text,
+                )
                 for name in sorted(SEMANTIC_NAMES)
             },
         }
+
+
+def _any_text(key: Any) -> str:
+    if not isinstance(key, str):
+        raise KeyError(key)
+    return ""

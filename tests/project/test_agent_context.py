@@ -144,3 +144,10 @@ def test_a_variable_named_like_oxys_context_gives_way_to_it(make_project: MakePr
 def test_a_globals_file_that_is_not_a_mapping_is_an_error(make_project: MakeProject) -> None:
     with pytest.raises(LoadError, match="a globals file is a mapping"):
         _load(make_project, "{{ globals.tables }}", {"globals/tables.yml": "- a\n- b\n"})
+
+
+def test_the_semantic_layer_stops_a_run_not_a_check_at_load(make_project: MakeProject) -> None:
+    agent = _load(make_project, "[{{ dimensions.month }}]")
+    assert render(agent.system_instructions, agent.template_values()).strip() == "[]"
+    with pytest.raises(LoadError, match="'dimensions' is oxy's semantic-layer context"):
+        render(agent.system_instructions, agent.template_values(describe=lambda name: {}))

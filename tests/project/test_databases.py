@@ -27,7 +27,8 @@ def test_a_warehouse_takes_oxys_keys_and_a_tool_on_it_validates(make_project: Ma
         "  - {name: my, type: mysql, port: 3306, password: pw-literal}\n"
         "  - {name: bq, type: bigquery, key_path: key.json, datasets: {sales: ['*']}}\n"
     )
-    agent = "model: m\nsystem_instructions: hi\ntools:\n  - {name: q, type: execute_sql, database: bq}\n"
+    tool = "{name: q, type: execute_sql, database: bq}"
+    agent = f"model: m\nsystem_instructions: hi\ntools:\n  - {tool}\n"
     root = make_project(config, {"a.agent.yml": agent})
     project = load_project(root)
     assert project.databases["my"]["port"] == 3306
