@@ -8,21 +8,25 @@ all of a file's problems at once.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import Diagnostic, LoadError
 from ..providers import GenerateParams
+from .agent_context import BUILTIN_NAMES, BuiltinContext, ContextMap
 from .config import Project, check_model
+from .context_checks import check_builtin_reads
 from .databases import database_use_problem
 from .document import Document, load_yaml
+from .globals import read_globals
 from .schema import did_you_mean, validate_document
 from .templates import (
     JINJA_NAMES,
     TemplateRef,
     attribute_reads,
+    loop_only_reads,
     referenced_names,
     template_diagnostics,
 )
@@ -65,6 +69,12 @@ class Agent:
     tests: list[TestSpec] = field(default_factory=list)
     warnings: list[Diagnostic] = field(default_factory=list)
     kind: str = "default"  # "default" or "routing" (routing agents load but cannot run)
+    #: What oxy gives system_instructions besides variables and context (databases, tools,
+    #: globals); None for an agent built in code, which has no project.
+    builtins: BuiltinContext | None = None
+    #: Contexts the template only loops over without declaring them: empty lists, as oxy
+    #: renders such a loop (see _check_system_names).
+    absent_contexts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.system_instructions, str):  # built in code from plain text
@@ -91,18 +101,43 @@ class Agent:
         return {k: v for k, v in (inputs or {}).items() if k in names}
 
     def template_values(
-        self, variables: Mapping[str, Any] | None = None, context: Mapping[str, str] | None = None
+        self,
+        variables: Mapping[str, Any] | None = None,
+        context: Mapping[str, str] | None = None,
+        *,
+        question: str = "",
+        describe: Callable[[str], ContextMap] | None = None,
     ) -> dict[str, Any]:
         """What ``system_instructions`` renders with, the one rule for every way an agent
         runs (``oxy run --question``, ``oxy test``, a workflow's agent task, a test case,
         and the load-time check of a case): the variable defaults, then the given
-        variables, then ``context`` (the context files' text by name)."""
-        return {**self.variables, **(variables or {}), "context": dict(context or {})}
+        variables, then oxy's built-in context (``databases``, ``tools``, ``globals``: it
+        takes a same-named variable's place, as in oxy; ``question`` is ``tools.prompt``,
+        ``describe`` reads a database's DDL, without it every DDL is an empty stand-in),
+        then ``context`` (the context files' text by name)."""
+        values = {**self.variables, **(variables or {})}
+        if self.builtins is not None:
+            values.update(self.builtins.values(question, describe))
+        values["context"] = {**{n: [] for n in self.absent_contexts}, **(context or {})}
+        return values
+
+    @property
+    def reads_question(self) -> bool:
+        """The system prompt depends on the question (``tools.prompt``), so it is
+        rendered for each question rather than once."""
+        return self.builtins is not None and "tools" in referenced_names(self.system_instructions)
 
 
-def _check_agent(
-    doc: Document, project: Project, problems: list[Diagnostic]
-) -> tuple[TemplateRef, list[ContextSpec], list[TestSpec]]:
+@dataclass(frozen=True)
+class _Checked:
+    system: TemplateRef
+    context: list[ContextSpec]
+    tests: list[TestSpec]
+    builtins: BuiltinContext
+    absent_contexts: tuple[str, ...]
+
+
+def _check_agent(doc: Document, project: Project, problems: list[Diagnostic]) -> _Checked:
     """Checks beyond the schema: model names, databases, templates, tests."""
     data = doc.data
     check_model(doc, ("model",), data.get("model"), project, problems, "model")
@@ -135,8 +170,19 @@ def _check_agent(
             )
         else:
             _check_context_files(doc, project.root, i, ctx, problems)
-    _check_system_names(doc, system, data.get("variables"), context, problems)
-    for i, tool in enumerate(data.get("tools") or []):
+    tools = data.get("tools") or []
+    globals_: dict[str, Any] = {}
+    if "globals" in referenced_names(system):  # the folder is read only when used
+        globals_, found = read_globals(project.root, project.globals_cache)
+        problems.extend(found)
+    builtins = BuiltinContext(
+        agent_name=str(data.get("name") or _stem(doc.path)),
+        tools=tuple(str(t.get("name") or t.get("type")) for t in tools),
+        databases=project.databases,
+        globals=globals_,
+    )
+    absent = _check_system_names(doc, system, data.get("variables"), context, builtins, problems)
+    for i, tool in enumerate(tools):
         db = tool.get("database")
         if tool.get("type") == "execute_sql" and db is not None:
             problem = database_use_problem(project.databases, str(db), project.config.display)
@@ -144,7 +190,7 @@ def _check_agent(
                 problems.append(doc.diagnostic(("tools", i, "database"), problem))
     check_variables(doc, data.get("variables"), problems)
     tests = parse_tests(doc, project, problems, owner="agent")
-    return system, context, tests
+    return _Checked(system, context, tests, builtins, absent)
 
 
 def _check_system_names(
@@ -152,16 +198,19 @@ def _check_system_names(
     system: TemplateRef,
     variables: Any,
     context: list[ContextSpec],
+    builtins: BuiltinContext,
     problems: list[Diagnostic],
-) -> None:
-    """``system_instructions`` renders with the agent's variables and ``context`` only
-    (:meth:`Agent.template_values`): any other name, or a context that is not declared,
-    fails every run, so it fails the file instead (as ``oxy test`` would, before any
-    model call)."""
+) -> tuple[str, ...]:
+    """``system_instructions`` renders with the agent's variables, ``context`` and oxy's
+    built-in context (:meth:`Agent.template_values`): any other name, a context that is
+    not declared, or a database, tool or globals file the project does not have fails
+    every run, so it fails the file instead (as ``oxy test`` would, before any model
+    call). One exception, as oxy renders it: a loop over a context the agent does not
+    declare loops over nothing (a warning); those contexts are returned."""
     if template_diagnostics(system):
-        return
+        return ()
     declared = list(variables) if isinstance(variables, dict) else []
-    known = {*declared, "context"}
+    known = {*declared, "context", *BUILTIN_NAMES}
     for name in sorted(referenced_names(system) - known - JINJA_NAMES):
         listed = ", ".join(declared) or "none"
         problems.append(
@@ -170,22 +219,38 @@ def _check_system_names(
                 system,
                 name,
                 f"system_instructions uses '{name}', which is not a variable of this agent"
-                f"{did_you_mean(name, known)} (variables: {listed}; and context); declare it "
-                "under variables:",
+                f"{did_you_mean(name, known)} (variables: {listed}; and oxy's context, "
+                "databases, tools, globals); declare it under variables:",
             )
         )
+    check_builtin_reads(doc, system, builtins, declared, problems)
     names = [c.name for c in context]
+    looped = loop_only_reads(system, "context") - set(names)
+    warned: set[str] = set()
     for attr, line in attribute_reads(system, "context"):
-        if attr not in names:
-            where = doc.text_line(("system_instructions",), line)
-            problems.append(
-                doc.diagnostic(
-                    ("system_instructions",),
-                    f"system_instructions reads context.{attr}, but the agent has no context "
-                    f"'{attr}'{did_you_mean(attr, names)} (context: {', '.join(names) or 'none'})",
-                    line=where,
-                )
-            )
+        if attr in names or attr in warned:
+            continue
+        where = doc.text_line(("system_instructions",), line)
+        message = (
+            f"system_instructions reads context.{attr}, but the agent has no context "
+            f"'{attr}'{did_you_mean(attr, names)} (context: {', '.join(names) or 'none'})"
+        )
+        if attr in looped:  # once per name
+            warned.add(attr)
+            message += ": oxy loops over nothing there, and so does oxyeval"
+        severity = "warning" if attr in looped else "error"
+        problems.append(
+            doc.diagnostic(("system_instructions",), message, line=where, severity=severity)
+        )
+    return tuple(sorted(looped))
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".agent.yml", ".agent.yaml"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def _at_line(doc: Document, ref: TemplateRef, name: str, message: str) -> Diagnostic:
@@ -256,7 +321,7 @@ def load_agent(project: Project, path: str | os.PathLike[str]) -> Agent:
         parts = None
     if parts is None or any(p.severity == "error" for p in problems):
         raise LoadError(sorted(problems, key=lambda d: (d.line or 0, d.column or 0)))
-    system, context, tests = parts
+    checked = parts
     data = doc.data
     variables = {}
     for name, spec in (data.get("variables") or {}).items():
@@ -266,25 +331,23 @@ def load_agent(project: Project, path: str | os.PathLike[str]) -> Agent:
             variables[name] = spec["default"]
         # A declared variable without a default stays undefined, so a template that uses
         # it fails naming it instead of rendering the word "None".
-    name = doc.path.name
-    for suffix in (".agent.yml", ".agent.yaml"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
     return Agent(
-        name=name,
+        name=_stem(doc.path),
         path=doc.path,
         doc=doc,
         model=data["model"],
-        system_instructions=system,
+        system_instructions=checked.system,
         description=data.get("description", ""),
-        context=context,
+        context=checked.context,
         tools=[{"name": t.get("type"), **t} for t in data.get("tools") or []],
         max_tool_calls=data.get("max_tool_calls", 10),
         variables=variables,
         params=GenerateParams(
             temperature=data.get("temperature"), max_tokens=data.get("max_tokens")
         ),
-        tests=tests,
+        tests=checked.tests,
         warnings=[p for p in problems if p.severity == "warning"],
         kind=data.get("type", "default"),
+        builtins=checked.builtins,
+        absent_contexts=checked.absent_contexts,
     )

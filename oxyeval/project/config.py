@@ -94,6 +94,9 @@ class Project:
     #: ``oxyeval.providers.configured_endpoint(project.providers, vendor)``, which takes
     #: either spelling (``gemini``/``google``).
     providers: dict[str, ProviderEndpoint] = field(default_factory=dict)
+    #: The ``globals/`` folder once read (``oxyeval.project.globals``): agents of one
+    #: project share it.
+    globals_cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def provider_model_spec(
         self,

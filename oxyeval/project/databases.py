@@ -65,23 +65,19 @@ def database_problems(entry: dict[str, Any], root: Path) -> list[tuple[str, str]
 
 
 def database_use_problem(databases: dict[str, dict[str, Any]], name: str, config: str) -> str:
-    """Why a task or tool cannot query database ``name`` ('' when it can): unknown, or of
-    a type oxyeval cannot run. Said where the file names it, before any model call."""
+    """Why a task or tool cannot name database ``name`` ('' when it can): config.yml has
+    no such database. Said where the file names it, before any model call. A database
+    of a type oxyeval cannot query yet is no problem of the file (oxy runs it): the
+    command that would query it refuses it then (``oxyeval.workflow.sql``)."""
     from .schema import did_you_mean
 
-    entry = databases.get(name)
-    if entry is None:
-        names = list(databases)
-        return (
-            f"unknown database '{name}'{did_you_mean(name, names)}; databases in "
-            f"{config}: {', '.join(names) or 'none'}"
-        )
-    if entry.get("type") != "duckdb":
-        return (
-            f"database '{name}' is of type {entry.get('type')}, which oxyeval cannot query "
-            "yet (only duckdb runs embedded)"
-        )
-    return ""
+    if name in databases:
+        return ""
+    names = list(databases)
+    return (
+        f"unknown database '{name}'{did_you_mean(name, names)}; databases in "
+        f"{config}: {', '.join(names) or 'none'}"
+    )
 
 
 def _file_problem(path: Path, shown: str, *, writable: bool) -> str:

@@ -25,9 +25,11 @@ __all__ = [
     "JINJA_NAMES",
     "TemplateRef",
     "answer_prompt",
+    "attribute_chains",
     "attribute_reads",
     "environment",
     "evaluate",
+    "loop_only_reads",
     "referenced_names",
     "render",
     "subscripts",
@@ -206,6 +208,71 @@ def subscripts(tree: Any, name: str) -> list[tuple[str, int]]:
         elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
             found.append((node.arg.value, node.lineno))
     return found
+
+
+def attribute_chains(ref: TemplateRef, name: str) -> list[tuple[tuple[str | int, ...], int]]:
+    """The constant paths a template reads below the variable ``name``, each with its
+    template line: ``databases.local.datasets.duckdb`` reads ``("local", "datasets",
+    "duckdb")``, ``name['x'][0]`` reads ``("x", 0)``. Each read counts once, by its
+    longest constant path (its prefixes are read with it); below a computed key
+    (``name[k].x``) nothing is known of the path. Nothing when the template sets ``name``
+    itself or does not parse, as for :func:`attribute_reads`."""
+    from jinja2 import nodes
+
+    tree = template_tree(ref)
+    if tree is None:
+        return []
+    if any(n.name == name and n.ctx in ("store", "param") for n in tree.find_all(nodes.Name)):
+        return []
+    reads = list(tree.find_all((nodes.Getattr, nodes.Getitem)))
+    inner = {id(n.node) for n in reads}
+    found = []
+    for outer in reads:
+        if id(outer) in inner:
+            continue
+        keys: list[str | int] = []
+        node: Any = outer
+        while isinstance(node, (nodes.Getattr, nodes.Getitem)):
+            if isinstance(node, nodes.Getattr):
+                keys.append(node.attr)
+            elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, (str, int)):
+                keys.append(node.arg.value)
+            else:
+                keys = []  # a computed key: what was read above it is unknown
+            node = node.node
+        if isinstance(node, nodes.Name) and node.name == name and node.ctx == "load" and keys:
+            found.append((tuple(reversed(keys)), outer.lineno))
+    return found
+
+
+def loop_only_reads(ref: TemplateRef, name: str) -> set[str]:
+    """Attributes of ``name`` the template reads only as what a ``{% for %}`` loops over
+    (``{% for q in context.queries %}``), never printed or tested elsewhere."""
+    from jinja2 import nodes
+
+    tree = template_tree(ref)
+    if tree is None:
+        return set()
+    looped = {
+        id(loop.iter)
+        for loop in tree.find_all(nodes.For)
+        if isinstance(loop.iter, (nodes.Getattr, nodes.Getitem))
+    }
+    only: set[str] = set()
+    elsewhere: set[str] = set()
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
+        base = node.node
+        if not (isinstance(base, nodes.Name) and base.name == name and base.ctx == "load"):
+            continue
+        if isinstance(node, nodes.Getattr):
+            attr: object = node.attr
+        elif isinstance(node.arg, nodes.Const):
+            attr = node.arg.value
+        else:
+            continue
+        if isinstance(attr, str):
+            (only if id(node) in looped else elsewhere).add(attr)
+    return only - elsewhere
 
 
 def _template_line(exc: BaseException) -> int | None:

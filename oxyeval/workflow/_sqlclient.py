@@ -29,7 +29,7 @@ from typing import Any
 
 from ._sqlworker import MAX_FRAME, SAFE_CLASSES, read_frame, write_frame
 
-__all__ = ["SqlWorker", "WorkerError", "acquire", "release", "run_query"]
+__all__ = ["SqlWorker", "WorkerError", "acquire", "release", "run_query", "run_query_sync"]
 
 #: How long past its own deadline a query may take before its worker is killed (DuckDB
 #: checks for interrupts between steps; one long step must not hold the command).
@@ -341,3 +341,22 @@ async def run_query(
     except asyncio.CancelledError:
         worker.cancel(qid)
         raise
+
+
+def run_query_sync(
+    worker: SqlWorker, sql: str, params: list[Any], options: dict[str, Any]
+) -> tuple[Any, ...]:
+    """:func:`run_query` for a caller that is not a coroutine (rendering a template,
+    which reads a database's description): it waits in this thread; past the deadline
+    and the grace, the worker is killed."""
+    _, future = worker.submit(sql, params, options)
+    try:
+        return future.result(options["timeout"] + GRACE_SECONDS)
+    except concurrent.futures.TimeoutError:
+        worker.kill(
+            f"another query on this database ran past its {options['timeout']:g} s and did "
+            "not stop, so its worker was stopped, cutting this one short"
+        )
+        raise WorkerError(
+            "timeout", f"the query ran past {options['timeout']:g} s and did not stop"
+        ) from None

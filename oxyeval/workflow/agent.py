@@ -9,6 +9,7 @@ classes do the mapping); the loop here runs until the model answers or
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Sequence
@@ -16,7 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, ProviderError
+from ..errors import ConfigError, LoadError, ProviderError
+from ..project import ContextMap, attribute_chains
 from ..project.templates import render
 from ..providers import (
     ChatMessage,
@@ -136,6 +138,7 @@ class AgentRunner:
         self.cache = cache
         self._system: str | None = None
         self._context: dict[str, str] | None = None
+        self._prepared = False
         self.tools = {t["name"]: t for t in agent.tools if t.get("type") == "execute_sql"}
 
     @property
@@ -143,20 +146,62 @@ class AgentRunner:
         """The answer-length limit this agent's calls are sent with (None: the server's)."""
         return self.pool.max_tokens(self.agent.model, self.agent.params)
 
-    def system_prompt(self, variables: dict[str, Any] | None = None) -> str:
-        if self._system is not None and not variables:
+    def system_prompt(self, variables: dict[str, Any] | None = None, question: str = "") -> str:
+        """The rendered system prompt: once per agent, unless variables are given or it
+        reads the question (oxy's ``tools.prompt``). The databases it reads are described
+        when first read (:meth:`prepare` does it off the event loop)."""
+        once = not variables and not self.agent.reads_question
+        if self._system is not None and once:
             return self._system
         if self._context is None:
             where = self.agent.display
             self._context = {c.name: read_context(c, self.root, where) for c in self.agent.context}
-        values = self.agent.template_values(variables, self._context)
+        values = self.agent.template_values(
+            variables, self._context, question=question, describe=self._describe
+        )
         text = render(self.agent.system_instructions, values)
-        if not variables:
+        if once:
             self._system = text
         return text
 
+    def _describe(self, name: str) -> ContextMap:
+        if self.sql is None:
+            raise ConfigError(
+                f"{self.agent.display}: system_instructions reads databases.{name}, but no "
+                "database is open for this agent here"
+            )
+        return self.sql.describe(name)
+
+    def check_tools(self) -> None:
+        """A tool on a database oxyeval cannot query yet stops the run before the model is
+        asked (exit 2), at the tool's line: the agent cannot work without it."""
+        if self.sql is None:
+            return
+        for i, tool in enumerate(self.agent.tools):
+            if tool.get("type") != "execute_sql" or tool.get("database") is None:
+                continue
+            refusal = self.sql.refusal(str(tool["database"]))
+            if not refusal:
+                continue
+            doc = self.agent.doc
+            if doc is not None and doc.get(("tools", i, "database")) is not None:
+                raise LoadError([doc.diagnostic(("tools", i, "database"), refusal)])
+            raise ConfigError(f"{self.agent.display}: tool '{tool['name']}': {refusal}")
+
+    async def prepare(self) -> None:
+        """Describe the databases the system prompt reads, in a thread (introspecting a
+        database waits on its worker), so rendering it never blocks the event loop; each
+        is described once per run."""
+        if self._prepared or self.sql is None or self.agent.builtins is None:
+            return
+        known = self.agent.builtins.databases
+        chains = attribute_chains(self.agent.system_instructions, "databases")
+        for name in sorted({c[0] for c, _ in chains if isinstance(c[0], str) and c[0] in known}):
+            await asyncio.to_thread(self.sql.describe, name)
+        self._prepared = True
+
     def messages(self, question: str, variables: dict[str, Any] | None = None) -> list[ChatMessage]:
-        system = self.system_prompt(variables)
+        system = self.system_prompt(variables, question)
         out = [ChatMessage("system", system)] if system.strip() else []
         out.append(ChatMessage("user", question))
         return out
@@ -222,6 +267,8 @@ class AgentRunner:
         replays run k's conversation and n runs stay n different runs.
         """
         model = self.pool.get(self.agent.model)
+        self.check_tools()
+        await self.prepare()
         messages = self.messages(question, variables)
         specs = self.tool_specs()
         params: GenerateParams = replace(self.agent.params, tools=specs or None)

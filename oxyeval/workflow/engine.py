@@ -134,6 +134,20 @@ class Engine:
                 names |= self.models_used(plan.subworkflows[task.workflow_path])
         return names
 
+    def check_databases(self, plan: CompiledWorkflow) -> None:
+        """A task, or an agent task's tool, on a database oxyeval cannot query yet stops
+        the run before any task runs (exit 2, at its line): the tasks before it would
+        spend their model calls for a run that cannot finish."""
+        for task in walk_tasks(plan.workflow.tasks):
+            if task.type == "execute_sql" and task.database is not None:
+                refusal = self.sql.refusal(task.database)
+                if refusal:
+                    raise LoadError([task.doc.diagnostic((*task.key, "database"), refusal)])
+            elif task.type == "agent" and task.agent_path is not None:
+                self.agent_runner(task.agent_path).check_tools()
+            elif task.type == "workflow" and task.workflow_path is not None:
+                self.check_databases(plan.subworkflows[task.workflow_path])
+
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """One unit of work in flight (an agent run, a judge call, a query, a formatter)."""
@@ -163,6 +177,7 @@ class Engine:
     ) -> WorkflowRun:
         """Run one workflow; ``into`` is filled as tasks finish (see :func:`execute_workflow`)."""
         plan = self.plan(path.resolve())
+        self.check_databases(plan)
         values = self.resolve_variables(plan.workflow, variables or {})
         self.trusted |= strings(values.values())  # the user's own --var and the defaults
         return await self.run_compiled(plan, values, "", into)

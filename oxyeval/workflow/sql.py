@@ -28,14 +28,17 @@ from ..project import database_problems, database_use_problem
 from ..redact import clip
 
 if TYPE_CHECKING:
+    from ..project import ContextMap
     from ._sqlclient import SqlWorker
 
 __all__ = [
+    "ENGINES",
     "SQL_DEFAULTS",
     "Databases",
     "SqlError",
     "SqlResult",
     "check_statement",
+    "engine_refusal",
     "missing_files",
 ]
 
@@ -284,6 +287,26 @@ def missing_files(entry: dict[str, Any], root: Path, sql: str) -> list[str]:
     return out
 
 
+#: The database types oxyeval can query: each runs embedded, in its sandboxed worker.
+ENGINES = frozenset({"duckdb"})
+
+
+def engine_refusal(name: str, entry: dict[str, Any]) -> str:
+    """Why database ``name`` cannot be queried in this run ('' when it can): the one place
+    that refuses a database type oxyeval has no engine for yet. Its files are valid (oxy
+    runs them, and ``oxy validate`` accepts them); the command that would query it stops
+    with this (exit 2), before the query, or before an agent with a tool on it is asked."""
+    kind = entry.get("type")
+    if kind in ENGINES:
+        return ""
+    return (
+        f"database '{name}' is of type {kind}, which oxyeval cannot query yet: it runs duckdb "
+        f"databases only (embedded), and support for {kind} is coming. The file is valid "
+        "(oxy validate accepts it, and oxy runs it); here, what queries this database "
+        "stops until then"
+    )
+
+
 class Databases:
     """The project's databases, each queried through its own sandboxed worker process.
 
@@ -309,12 +332,39 @@ class Databases:
         self._workers: dict[str, SqlWorker] = {}
         self._lock = threading.Lock()
         self._closed = False
+        self._described: dict[str, ContextMap] = {}
+        self._describing: dict[str, threading.Lock] = {}
 
     def _entry(self, name: str) -> dict[str, Any]:
         problem = database_use_problem(self.databases, name, "config.yml")
         if problem:  # checked when the files load; here for entries built in code
             raise ConfigError(problem)
+        refusal = engine_refusal(name, self.databases[name])
+        if refusal:  # the callers that know the file say it at its line first
+            raise ConfigError(refusal)
         return self.databases[name]
+
+    def refusal(self, name: str) -> str:
+        """Why ``name`` cannot be queried here ('' when it can; an unknown name is said by
+        the query itself)."""
+        entry = self.databases.get(name)
+        return engine_refusal(name, entry) if entry is not None else ""
+
+    def describe(self, name: str) -> ContextMap:
+        """What agents read of the database (oxy's ``databases.<name>``: its dialect, and
+        its datasets' DDL as its catalog reads them), read once per run (this object's
+        life), whichever agent or thread asks first."""
+        with self._lock:
+            lock = self._describing.setdefault(name, threading.Lock())
+        with lock:
+            info = self._described.get(name)
+            if info is None:
+                from .catalogs import describe
+
+                if name not in self.databases:
+                    raise ConfigError(database_use_problem(self.databases, name, "config.yml"))
+                info = self._described[name] = describe(self, name, self.databases[name])
+            return info
 
     def writable(self, name: str) -> bool:
         return self._entry(name).get("read_only", True) is False
@@ -360,6 +410,16 @@ class Databases:
                 worker = self._workers[name] = acquire(self._setup(name))
             return worker
 
+    def _options(self, database: str, limit: int | None, select_only: bool) -> dict[str, Any]:
+        max_rows = int(self.limit(database, "max_rows"))
+        return {
+            "writable": self.writable(database),
+            "select_only": select_only,
+            "timeout": float(self.limit(database, "timeout")),
+            "max_rows": min(max_rows, int(limit)) if limit is not None else max_rows,
+            "max_chars": _MAX_CHARS,
+        }
+
     async def query(
         self,
         database: str,
@@ -372,14 +432,7 @@ class Databases:
         """Rows of one statement; ``limit`` keeps only the first rows (a dry run)."""
         from ._sqlclient import WorkerError, run_query
 
-        max_rows = int(self.limit(database, "max_rows"))
-        options = {
-            "writable": self.writable(database),
-            "select_only": select_only,
-            "timeout": float(self.limit(database, "timeout")),
-            "max_rows": min(max_rows, int(limit)) if limit is not None else max_rows,
-            "max_chars": _MAX_CHARS,
-        }
+        options = self._options(database, limit, select_only)
         worker = self._worker(database)
         try:
             try:
@@ -392,7 +445,30 @@ class Databases:
                 reply = await run_query(worker, sql, list(params), options)
         except WorkerError as exc:
             raise SqlError(self._explain(database, exc)) from None
+        return self._result(database, sql, params, limit, reply)
+
+    def query_sync(self, database: str, sql: str, *, select_only: bool = True) -> SqlResult:
+        """:meth:`query` for a caller that is not a coroutine (describing a database while
+        a template renders): the same worker, sandbox and limits; it waits in this thread."""
+        from ._sqlclient import WorkerError, run_query_sync
+
+        options = self._options(database, None, select_only)
+        try:
+            reply = run_query_sync(self._worker(database), sql, [], options)
+        except WorkerError as exc:
+            raise SqlError(self._explain(database, exc)) from None
+        return self._result(database, sql, (), None, reply)
+
+    def _result(
+        self,
+        database: str,
+        sql: str,
+        params: tuple[Any, ...],
+        limit: int | None,
+        reply: tuple[Any, ...],
+    ) -> SqlResult:
         columns, rows, truncated = reply
+        max_rows = int(self.limit(database, "max_rows"))
         cut = truncated and (limit is None or int(limit) > max_rows)
         return SqlResult(columns, [tuple(r) for r in rows], sql, params, truncated=cut)
 

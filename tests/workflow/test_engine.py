@@ -406,11 +406,15 @@ def test_variables_defaults_coercion_and_errors(make_project: MakeProject) -> No
         asyncio.run(execute_workflow(path, {"regoin": "N"}))
 
 
-def test_a_task_on_an_unsupported_database_type_is_a_load_error(
+def test_a_task_on_a_warehouse_stops_the_run_before_any_task(
     make_project: MakeProject,
 ) -> None:
-    # Before any task runs (an agent task first would otherwise spend its calls).
-    config = CONFIG + "  - {name: wh, type: snowflake}\n"
+    # The file is valid; the run stops before any task runs (an agent task first would
+    # otherwise spend its calls), at the task's line.
+    config = (
+        CONFIG
+        + "  - {name: wh, type: snowflake, account: a, username: u, warehouse: w, database: d}\n"
+    )
     root = make_project(
         config,
         {

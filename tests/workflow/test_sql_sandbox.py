@@ -659,7 +659,6 @@ def test_a_query_cut_short_by_another_query_s_kill_runs_again(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("database", "where", "message"),
     [
-        ("type: postgres", "w.workflow.yml:2:", "of type postgres, which oxyeval cannot query yet"),
         (
             "type: duckdb, dataset: data, path: sub/new.duckdb, read_only: false",
             "config.yml:4:",

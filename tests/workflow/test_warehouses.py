@@ -1,0 +1,58 @@
+"""A query on a database oxyeval cannot run yet (a warehouse) is an error of the command
+that would run it (exit 2, at the line that names the database, before any task runs
+or the model is asked), never of ``oxy validate``."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from oxyeval.cli._app import app
+
+from ..conftest import MakeProject
+
+CONFIG = """\
+models:
+  - name: m
+    vendor: mock
+    outputs: ["There are 2 orders."]
+databases:
+  - {name: local, type: duckdb, dataset: data}
+  - {name: wh, type: bigquery, dataset: sales, key_path: key.json}
+"""
+AGENT = (
+    "model: m\nsystem_instructions: hi\ntools:\n  - {name: q, type: execute_sql, database: wh}\n"
+)
+WORKFLOW = """\
+tasks:
+  - {name: first, type: agent, agent_ref: ok.agent.yml, prompt: hi}
+  - {name: q, type: execute_sql, database: wh, sql_query: SELECT 1}
+"""
+
+
+def test_a_query_on_a_warehouse_validates_and_its_run_stops_with_exit_2(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {
+        "data/orders.csv": "id\n1\n",
+        "t.agent.yml": AGENT,
+        "ok.agent.yml": "model: m\nsystem_instructions: hi\n",
+        "w.workflow.yml": WORKFLOW,
+    }
+    root = make_project(CONFIG, files)
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("OXY_DB", str(root / "history.db"))
+    runner = CliRunner()
+    checked = runner.invoke(app, ["validate", "t.agent.yml", "w.workflow.yml"])
+    assert checked.exit_code == 0, checked.output
+    for args, where in (
+        (["run", "t.agent.yml", "--question", "Q?"], "t.agent.yml:4:44: tools[0].database"),
+        (["run", "w.workflow.yml"], "w.workflow.yml:3:"),
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert where in result.output, result.output
+        assert "database 'wh' is of type bigquery, which oxyeval cannot query yet" in result.output
+        assert "support for bigquery is coming" in result.output
+        # Before the model is asked, and before the workflow's first task runs.
+        assert "Traceback" not in result.output and "✓ first" not in result.output
