@@ -163,10 +163,11 @@ class AB:
         self.on_execution = on_execution
         self.explicit = explicit
         self.run = run
-        self._limit = asyncio.Semaphore(max(1, concurrency))
+        self._limit = asyncio.Semaphore(max(1, concurrency))  # the run's budget, once planned
         self._context: RunContext | None = None
 
     async def plan(self, suite: SuiteRun) -> list[CasePlan]:
+        self._limit = suite.budget or self._limit
         project, prompts = _project_and_prompts(self.paths, self.project_dir)
         location = suite.histories.location(project)
         if location is not None:
@@ -293,7 +294,15 @@ async def _run(
         explicit=explicit,
         run=run,
     )
-    await run_kind(kind, db=db, environ=environ, cache=cache, events=events, gates=gates)
+    await run_kind(
+        kind,
+        db=db,
+        environ=environ,
+        cache=cache,
+        events=events,
+        gates=gates,
+        concurrency=max(1, concurrency),
+    )
 
 
 def _project_and_prompts(

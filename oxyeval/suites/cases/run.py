@@ -304,7 +304,7 @@ class Cases:
         self.plans: list[_VersionRun] = []
         self._store: Store | None = None
         self._scorer: _Scorer | None = None
-        self._limit = asyncio.Semaphore(max(1, concurrency))
+        self._limit = asyncio.Semaphore(max(1, concurrency))  # the run's budget, once planned
 
     async def plan(self, suite: SuiteRun) -> list[tuple[_VersionRun, TestCase]]:
         paths = self.paths
@@ -328,6 +328,7 @@ class Cases:
         models, similarities = await asyncio.to_thread(
             precheck, location, project, prompts, self.names, self.version, only_files
         )
+        self._limit = suite.budget or self._limit
         context = suite.context(project)
         scorer = self._scorer = _Scorer(context)
         # every key the run needs, found before the history is created or changed
@@ -498,7 +499,15 @@ async def run_cases_async(
         on_result=on_result,
         run=run,
     )
-    await run_kind(kind, db=db, environ=environ, cache=cache, events=events, gates=gates)
+    await run_kind(
+        kind,
+        db=db,
+        environ=environ,
+        cache=cache,
+        events=events,
+        gates=gates,
+        concurrency=max(1, concurrency),
+    )
     return run
 
 

@@ -228,9 +228,10 @@ async def run_subjects(
     alpha: float = 0.05,
     on_subject: Callable[[SubjectResult], Awaitable[None]] | None = None,
 ) -> PassFailRun:
-    """Run every subject (their calls under one limit of ``concurrency``, and each model's
-    own), judge, and keep each subject's result in ``into`` as it finishes."""
-    limit = asyncio.Semaphore(max(1, concurrency))
+    """Run every subject (their calls under the run's one budget, else a limit of
+    ``concurrency``, and each model's own), judge, and keep each subject's result in
+    ``into`` as it finishes."""
+    limit = suite.budget or asyncio.Semaphore(max(1, concurrency))
 
     async def one(subject: Subject) -> None:
         suite.emit(

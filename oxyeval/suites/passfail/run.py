@@ -150,6 +150,13 @@ async def run_passfail(
         run=run,
     )
     await run_kind(
-        kind, db=db, environ=environ, history=history, cache=cache, events=events, gates=gates
+        kind,
+        db=db,
+        environ=environ,
+        history=history,
+        cache=cache,
+        events=events,
+        gates=gates,
+        concurrency=max(1, concurrency),
     )
     return run
