@@ -1,7 +1,7 @@
 """``oxy ab`` for people and for machines: the ranked table of each case's branches, the
 branches with their aggregates, one branch's executions, and their JSON.
 
-The JSON is the seed Testing API's shape (camelCase: ``branchId``, ``qualityScore``,
+The JSON is the Testing API's shape (camelCase: ``branchId``, ``qualityScore``,
 ``estimatedCost``, ``rank``; ``passRate`` in percent like the cases' one), what
 ``runABTest``, ``testBranches`` and ``testBranchExecutions`` return, so the GraphQL
 server serves these dictionaries unchanged. Every key is always present (null when
@@ -54,7 +54,7 @@ def _interval(interval: Interval | None, key: str) -> dict[str, float | None] | 
 
 
 def branch_json(branch: TestBranch) -> dict[str, Any]:
-    """The seed's TestBranch (``testBranches``)."""
+    """The Testing API's TestBranch (``testBranches``)."""
     return {
         "id": branch.id,
         "testCaseId": branch.test_case_id,
@@ -82,7 +82,7 @@ def branch_json(branch: TestBranch) -> dict[str, Any]:
 
 
 def branch_execution_json(execution: BranchExecution) -> dict[str, Any]:
-    """The seed's TestBranchExecution (``testBranchExecutions``)."""
+    """The Testing API's TestBranchExecution (``testBranchExecutions``)."""
     return {
         "id": execution.id,
         "branchId": execution.branch_id,
@@ -155,7 +155,7 @@ def _judge_cost(summary: BranchSummary) -> float | None:
 
 
 def ab_case_json(result: ABCaseResult) -> dict[str, Any]:
-    """The seed's runABTest result, with the iterations' verdict beside it."""
+    """The Testing API's runABTest result, with the iterations' verdict beside it."""
     winner = result.winner
     return {
         "testCaseId": result.test_case_id,

@@ -1,4 +1,4 @@
-"""The history as the seed's Testing API shapes it: camelCase JSON for ``oxy cases`` and
+"""The history as the Testing API shapes it: camelCase JSON for ``oxy cases`` and
 ``oxy history`` (and, later, the GraphQL server).
 
 The store speaks snake_case typed rows; this is the one place that knows the API's field
@@ -71,14 +71,14 @@ def case_json(c: TestCase) -> dict[str, Any]:
 
 
 def execution_json(e: Execution, live: CaseResult | None = None) -> dict[str, Any]:
-    """One test-case execution, the seed's TestCaseExecution: the one shape for a stored
+    """One test-case execution, the Testing API's TestCaseExecution: the one shape for a stored
     row (the history read back) and a live result (``oxy cases run --format json``, which
     passes ``live.as_execution(run_id)`` and ``live``), so every key means the same in
     both.
 
-    - ``id``: this execution's record id (the seed's ``TestCaseExecution.id``);
-      ``testCaseExecutionId``: the same id, the key the seed's ``runTestCase`` answers with.
-    - ``executionId``: the prompt execution it checked (the seed's reference); an
+    - ``id``: this execution's record id (the Testing API's ``TestCaseExecution.id``);
+      ``testCaseExecutionId``: the same id, the key the Testing API's ``runTestCase`` answers with.
+    - ``executionId``: the prompt execution it checked (the Testing API's reference); an
       execution recorded by ``oxy cases run`` is its own, so it equals ``id``.
     - ``testCaseId``, ``runId`` (the run of its prompt version), ``status`` (passed,
       failed, pending, error), ``passed`` (null while pending: neither a pass nor a

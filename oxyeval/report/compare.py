@@ -1,5 +1,5 @@
 """Two runs compared, and a kind's daily rollup, as the API (and ``--format json``) shape
-them: camelCase, passRate in percent as the seed's trendData has it."""
+them: camelCase, passRate in percent as the Testing API's trendData has it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``oxy history`` in both forms: the runs of every kind (a table, or the seed's run
+"""``oxy history`` in both forms: the runs of every kind (a table, or the Testing API's run
 JSON with this tool's extras) and one consistency test's results over time.
 
 Apart from the test cases' reports (:mod:`.cases`, :mod:`.cases_pretty`), whose table
@@ -136,7 +136,7 @@ def render_test_history(history: TestHistory, console: Console) -> None:
 
 def run_json(r: Run, *, status: str | None = None) -> dict[str, Any]:
     """``status`` overrides the stored one (a read command shows a dead run as
-    interrupted without writing that down). The seed's keys for every kind, counted from
+    interrupted without writing that down). The Testing API's keys for every kind, counted from
     the run's results by one rule (:class:`~oxyeval.store.Run`), then ``kind``,
     ``groupId``, ``subject``, ``results`` (how many) and ``averageScore``; a consistency
     run (``oxy test``) adds ``consistency``, its tests counted in its own words."""

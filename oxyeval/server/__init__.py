@@ -1,7 +1,7 @@
-"""Stage 10, the server: ``oxy serve``, the seed's GraphQL Testing API and the dashboard.
+"""Stage 10, the server: ``oxy serve``, the GraphQL Testing API and the dashboard.
 
 One process over one project and its history. ``schema.graphql`` is the contract (the
-seed's types, fields and inputs, plus prompts, runs of every kind and run comparison);
+Testing API spec's types, fields and inputs, plus prompts, runs of every kind and run comparison);
 ``resolvers`` binds it to ``service``, which calls the same store, suites and report
 functions the CLI does; ``guard`` holds the token, size, content-type, host, origin and
 cross-site rules, ``limits`` what a query may cost (before it runs and while it runs),

@@ -194,7 +194,7 @@ class TestingService(Edits):
         return case
 
     def _with_vendor(self, doc: dict[str, Any]) -> dict[str, Any]:
-        """``provider`` is required in the seed's branch types: a branch naming a
+        """``provider`` is required in the Testing API's branch types: a branch naming a
         config.yml model (``provider`` None) reports that model's vendor."""
         if doc.get("provider") is None:
             spec = self.project().models.get(doc["model"])
