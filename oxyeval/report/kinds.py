@@ -62,6 +62,10 @@ class RunReporter:
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         raise NotImplementedError
 
+    #: The function of :mod:`.junit` that writes this kind's runs as JUnit XML (None: the
+    #: kind has no JUnit form, as ``oxy run`` has no ``--junit``).
+    junit_writer: ClassVar[str | None] = None
+
     def junit(
         self,
         run: Any,
@@ -70,7 +74,12 @@ class RunReporter:
         error: str | None = None,
         timestamp: datetime | None = None,
     ) -> str:
-        raise NotImplementedError
+        if self.junit_writer is None:
+            raise NotImplementedError(f"{type(self).__name__} has no JUnit form")
+        from . import junit
+
+        write = getattr(junit, self.junit_writer)
+        return str(write(run, decision, error=error, timestamp=timestamp))
 
     def error_line(self, error: BaseException, *, quiet: bool) -> str | None:
         """What stderr says of an error that stopped the run after something finished
@@ -88,6 +97,7 @@ def _with_error(doc: dict[str, Any], error: str | None) -> dict[str, Any]:
 @dataclass(frozen=True)
 class ConsistencyReporter(RunReporter):
     noun: ClassVar[str] = "test(s)"
+    junit_writer: ClassVar[str | None] = "consistency_junit"
     shows_gates: ClassVar[bool] = True
 
     def finished(self, run: Any) -> int:
@@ -115,22 +125,11 @@ class ConsistencyReporter(RunReporter):
 
         render_pretty(run, decision, console, quiet=quiet)
 
-    def junit(
-        self,
-        run: Any,
-        decision: Decision,
-        *,
-        error: str | None = None,
-        timestamp: datetime | None = None,
-    ) -> str:
-        from .junit import consistency_junit
-
-        return consistency_junit(run, decision, error=error, timestamp=timestamp)
-
 
 @dataclass(frozen=True)
 class CasesReporter(RunReporter):
     noun: ClassVar[str] = "case(s)"
+    junit_writer: ClassVar[str | None] = "cases_junit"
 
     def finished(self, run: Any) -> int:
         return len(run.results)
@@ -151,22 +150,11 @@ class CasesReporter(RunReporter):
 
         render_case_run(run, console, quiet=quiet)
 
-    def junit(
-        self,
-        run: Any,
-        decision: Decision,
-        *,
-        error: str | None = None,
-        timestamp: datetime | None = None,
-    ) -> str:
-        from .junit import cases_junit
-
-        return cases_junit(run, decision, error=error, timestamp=timestamp)
-
 
 @dataclass(frozen=True)
 class ABReporter(RunReporter):
     noun: ClassVar[str] = "execution(s) (stored)"
+    junit_writer: ClassVar[str | None] = "ab_junit"
 
     def finished(self, run: Any) -> int:
         return len(run.executions)
@@ -184,22 +172,11 @@ class ABReporter(RunReporter):
 
         render_ab_run(run, console)
 
-    def junit(
-        self,
-        run: Any,
-        decision: Decision,
-        *,
-        error: str | None = None,
-        timestamp: datetime | None = None,
-    ) -> str:
-        from .junit import ab_junit
-
-        return ab_junit(run, decision, error=error, timestamp=timestamp)
-
 
 @dataclass(frozen=True)
 class ChattestReporter(RunReporter):
     noun: ClassVar[str] = "prompt/model pair(s)"
+    junit_writer: ClassVar[str | None] = "passfail_junit"
 
     def finished(self, run: Any) -> int:
         return len(run.subjects)
@@ -216,18 +193,6 @@ class ChattestReporter(RunReporter):
         from .passfail import render_chattest
 
         render_chattest(run, console, quiet=quiet)
-
-    def junit(
-        self,
-        run: Any,
-        decision: Decision,
-        *,
-        error: str | None = None,
-        timestamp: datetime | None = None,
-    ) -> str:
-        from .junit import passfail_junit
-
-        return passfail_junit(run, decision, error=error, timestamp=timestamp)
 
 
 @dataclass(frozen=True)
