@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from .pgcluster import HOW_TO_ENABLE, PgCluster, PgUnavailable
 
 MOCK_CONFIG = """\
 models:
@@ -63,3 +66,47 @@ def _forget_secrets() -> Iterator[None]:
 
     with secret_scope():
         yield
+
+
+# -- the throwaway PostgreSQL cluster: one per session, for the store and the warehouses --
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster | None]:
+    if os.environ.get("OXY_TEST_POSTGRES", "1") == "0":
+        yield None
+        return
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        yield None
+        return
+    cluster: PgCluster | None = None
+    try:
+        cluster = PgCluster()
+        cluster.start()
+    except PgUnavailable as exc:
+        _why.append(str(exc))
+        if cluster is not None:
+            cluster.stop()
+        yield None
+        return
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+_why: list[str] = []  # why the cluster could not start, for the skip message
+
+
+def pg_skip_reason() -> str:
+    if _why:
+        return f"{_why[0]}"
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        return "PostgreSQL tests need psycopg: pip install -e '.[dev]'"
+    if os.environ.get("OXY_TEST_POSTGRES", "1") == "0":
+        return "PostgreSQL tests disabled by OXY_TEST_POSTGRES=0"
+    return f"no PostgreSQL server could be started; to run these tests, {HOW_TO_ENABLE}"
