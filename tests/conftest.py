@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from .mariadbserver import MariaDB, MariaDBUnavailable
 from .pgcluster import HOW_TO_ENABLE, PgCluster, PgUnavailable
 
 MOCK_CONFIG = """\
@@ -110,3 +111,29 @@ def pg_skip_reason() -> str:
     if os.environ.get("OXY_TEST_POSTGRES", "1") == "0":
         return "PostgreSQL tests disabled by OXY_TEST_POSTGRES=0"
     return f"no PostgreSQL server could be started; to run these tests, {HOW_TO_ENABLE}"
+
+
+# -- the throwaway MariaDB server: one per session, for the MySQL warehouse ---------------
+
+
+@pytest.fixture(scope="session")
+def mariadb_server() -> Iterator[MariaDB]:
+    """Skips (with how to enable it) where no server can be started; fails instead with
+    ``OXY_REQUIRE_MARIADB=1`` (CI), where a skip would hide a broken set-up."""
+    try:
+        import mysql.connector  # noqa: F401
+
+        server = MariaDB().start()
+    except (ImportError, MariaDBUnavailable) as exc:
+        reason = (
+            "the MySQL warehouse's tests need mysql-connector-python: pip install -e '.[dev]'"
+            if isinstance(exc, ImportError)
+            else str(exc)
+        )
+        if os.environ.get("OXY_REQUIRE_MARIADB") == "1":
+            pytest.fail(f"OXY_REQUIRE_MARIADB=1 but {reason}")
+        pytest.skip(reason)
+    try:
+        yield server
+    finally:
+        server.stop()
