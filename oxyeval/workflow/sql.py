@@ -440,13 +440,21 @@ class Databases:
             pool = self._pools.get(name)
             if pool is None:
                 from .warehouse_runner import WarehousePool
-                from .warehouses import make_warehouse, register_database_secrets
+                from .warehouses import (
+                    WarehouseError,
+                    make_warehouse,
+                    register_database_secrets,
+                )
 
                 if self._closed:
                     raise SqlError(f"database '{name}': the run's databases are closed")
                 entry = self._entry(name)
                 register_database_secrets(entry)
-                pool = self._pools[name] = WarehousePool(make_warehouse(name, entry, self.root))
+                try:
+                    warehouse = make_warehouse(name, entry, self.root)
+                except WarehouseError as exc:
+                    raise self._warehouse_error(name, exc) from None
+                pool = self._pools[name] = WarehousePool(warehouse)
             return pool
 
     def _warehouse_error(self, database: str, exc: WarehouseError) -> OxyError:

@@ -57,17 +57,19 @@ class WarehousePool:
 
         def work() -> None:
             try:
-                future.set_result(
-                    session.run(
-                        sql,
-                        params,
-                        writable=options["writable"],
-                        timeout=options["timeout"],
-                        max_rows=options["max_rows"],
-                    )
+                rows = session.run(
+                    sql,
+                    params,
+                    writable=options["writable"],
+                    timeout=options["timeout"],
+                    max_rows=options["max_rows"],
                 )
             except BaseException as exc:
-                future.set_exception(exc)
+                with contextlib.suppress(concurrent.futures.InvalidStateError):
+                    future.set_exception(exc)  # unless the caller gave up on it already
+                return
+            with contextlib.suppress(concurrent.futures.InvalidStateError):
+                future.set_result(rows)
 
         threading.Thread(target=work, daemon=True, name="oxyeval-warehouse").start()
         return future
