@@ -173,7 +173,7 @@ class AgentRunner:
         return self.sql.describe(name)
 
     def check_tools(self) -> None:
-        """A tool on a database oxyeval cannot query yet stops the run before the model is
+        """A tool on a database oxyeval cannot query here (no engine, no driver) stops the run before the model is
         asked (exit 2), at the tool's line: the agent cannot work without it."""
         if self.sql is None:
             return

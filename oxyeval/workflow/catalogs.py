@@ -159,6 +159,6 @@ def describe(databases: Databases, name: str, entry: dict[str, Any]) -> ContextM
             None,
             f"DDL not available for {kind} yet: database '{name}' gives its name and "
             f"dialect; its datasets' ddl and its tables come with oxyeval's support for {kind} "
-            "(for now it reads the tables of duckdb databases only)",
+            "(oxyeval reads the tables of duckdb and warehouse databases)",
         )
     return database_info(name, entry, make(databases, name, entry).ddl())

@@ -48,7 +48,7 @@ _SHOWN_ROWS = 200  # rows rendered into text (the result keeps them all, up to m
 _SHOWN_ERROR_CHARS = 300
 #: A database's limits when config.yml does not set them (README "SQL safety").
 SQL_DEFAULTS: dict[str, Any] = {
-    "timeout": 60,  # seconds per query, then DuckDB is interrupted
+    "timeout": 60,  # seconds per query, then DuckDB is interrupted (a warehouse: stopped)
     "memory_limit": "2GB",  # DuckDB's own limit; larger sorts and joins spill to disk
     "threads": 2,
     "max_rows": 10_000,  # rows a query hands to templates, models and exports
