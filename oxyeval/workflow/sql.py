@@ -79,8 +79,8 @@ def _plain(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, _dt.timedelta):
         return value.total_seconds()
-    if isinstance(value, bytes):
-        return value.hex()
+    if isinstance(value, (bytes, bytearray)):  # a warehouse's driver may hand back either
+        return bytes(value).hex()
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
