@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from .mariadbserver import MariaDB, MariaDBUnavailable
+from .pgcluster import HOW_TO_ENABLE, PgCluster, PgUnavailable
 
 MOCK_CONFIG = """\
 models:
@@ -63,3 +67,73 @@ def _forget_secrets() -> Iterator[None]:
 
     with secret_scope():
         yield
+
+
+# -- the throwaway PostgreSQL cluster: one per session, for the store and the warehouses --
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster | None]:
+    if os.environ.get("OXY_TEST_POSTGRES", "1") == "0":
+        yield None
+        return
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        yield None
+        return
+    cluster: PgCluster | None = None
+    try:
+        cluster = PgCluster()
+        cluster.start()
+    except PgUnavailable as exc:
+        _why.append(str(exc))
+        if cluster is not None:
+            cluster.stop()
+        yield None
+        return
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+_why: list[str] = []  # why the cluster could not start, for the skip message
+
+
+def pg_skip_reason() -> str:
+    if _why:
+        return f"{_why[0]}"
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        return "PostgreSQL tests need psycopg: pip install -e '.[dev]'"
+    if os.environ.get("OXY_TEST_POSTGRES", "1") == "0":
+        return "PostgreSQL tests disabled by OXY_TEST_POSTGRES=0"
+    return f"no PostgreSQL server could be started; to run these tests, {HOW_TO_ENABLE}"
+
+
+# -- the throwaway MariaDB server: one per session, for the MySQL warehouse ---------------
+
+
+@pytest.fixture(scope="session")
+def mariadb_server() -> Iterator[MariaDB]:
+    """Skips (with how to enable it) where no server can be started; fails instead with
+    ``OXY_REQUIRE_MARIADB=1`` (CI), where a skip would hide a broken set-up."""
+    try:
+        import mysql.connector  # noqa: F401
+
+        server = MariaDB().start()
+    except (ImportError, MariaDBUnavailable) as exc:
+        reason = (
+            "the MySQL warehouse's tests need mysql-connector-python: pip install -e '.[dev]'"
+            if isinstance(exc, ImportError)
+            else str(exc)
+        )
+        if os.environ.get("OXY_REQUIRE_MARIADB") == "1":
+            pytest.fail(f"OXY_REQUIRE_MARIADB=1 but {reason}")
+        pytest.skip(reason)
+    try:
+        yield server
+    finally:
+        server.stop()

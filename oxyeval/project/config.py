@@ -319,6 +319,12 @@ def load_project(
                 )
             )
         databases[entry["name"]] = entry
+        # A warehouse's password, written here or in its variable: scrubbed from the start,
+        # as a model's key is (a refused sign-in's message may quote what it was sent).
+        if isinstance(entry.get("password"), str):
+            register_secret(entry["password"])
+        if entry.get("password_var"):
+            register_secret(os.environ.get(str(entry["password_var"]), "").strip())
         for key, message in database_problems(entry, config_path.parent.resolve()):
             problems.append(doc.diagnostic(("databases", i, key), message))
     # Shape and bounds checked by the schema (the YAML loader refuses .nan and .inf).

@@ -30,6 +30,11 @@ from .templates import TemplateRef, attribute_chains, referenced_names, template
 
 __all__ = ["check_builtin_reads"]
 
+#: Database types whose DDL the workflow stage reads from the database (its catalogs).
+_INTROSPECTED = frozenset(
+    {"duckdb", "postgres", "redshift", "mysql", "clickhouse", "bigquery", "snowflake"}
+)
+
 
 def check_builtin_reads(
     doc: Document,
@@ -146,7 +151,7 @@ def _check_databases(
                 continue
         kind = entry.get("type")
         if (
-            kind != "duckdb"
+            kind not in _INTROSPECTED
             and key in ("datasets", "tables")
             and (key == "tables" or len(chain) > 2)
         ):
@@ -154,7 +159,8 @@ def _check_databases(
                 f"databases {db} ddl",
                 line,
                 f"system_instructions reads {shown}: the DDL of database {db!r} is not "
-                f"available for {kind} yet (oxyeval introspects duckdb databases only for now), "
+                f"available for {kind} (oxyeval introspects {', '.join(sorted(_INTROSPECTED))} "
+                "databases), "
                 "so reading its ddl or tables stops the run that reads it; its name and "
                 "dialect render",
                 "warning",

@@ -67,8 +67,9 @@ def database_problems(entry: dict[str, Any], root: Path) -> list[tuple[str, str]
 def database_use_problem(databases: dict[str, dict[str, Any]], name: str, config: str) -> str:
     """Why a task or tool cannot name database ``name`` ('' when it can): config.yml has
     no such database. Said where the file names it, before any model call. A database
-    of a type oxyeval cannot query yet is no problem of the file (oxy runs it): the
-    command that would query it refuses it then (``oxyeval.workflow.sql``)."""
+    that oxyeval cannot query here (a type without an engine, a driver not installed) is no
+    problem of the file (oxy runs it): the command that would query it refuses it then
+    (``oxyeval.workflow.sql``)."""
     from .schema import did_you_mean
 
     if name in databases:

@@ -153,7 +153,7 @@ class AgentTarget(Target):
         return await self.runner.ask(question, variables or None, run=run)
 
     def check(self) -> None:
-        self.runner.check_tools()  # a tool on a database oxyeval cannot query yet
+        self.runner.check_tools()  # a tool on a database oxyeval cannot query here
         self.runner.system_prompt()  # context files and template errors: once, now
 
     @property

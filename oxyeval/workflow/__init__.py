@@ -4,8 +4,9 @@ spec (files parsed into typed tasks) -> compile (the DAG, every static check) ->
 engine (scheduling) with tasks (what each task type does), files (cache, exports),
 records (what a run produced) and variables (a run's variable values).
 
-Running an agent (its system prompt, tools and tool loop) and SQL on the embedded
-DuckDB engine live here too: they are what tasks execute.
+Running an agent (its system prompt, tools and tool loop) and SQL, on the embedded
+DuckDB engine or a warehouse (``warehouses``), live here too: they are what tasks
+execute.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ __all__ = [
 _MAX_CONTEXT_BYTES = 2_000_000
 _MAX_TOOL_RESULT_CHARS = 20_000
 _DEFAULT_SQL_DESCRIPTION = (
-    "Run a read-only SQL query (DuckDB dialect) on the database and return the rows."
+    "Run a read-only SQL query ({dialect} dialect) on the database and return the rows."
 )
 
 
@@ -173,7 +173,7 @@ class AgentRunner:
         return self.sql.describe(name)
 
     def check_tools(self) -> None:
-        """A tool on a database oxyeval cannot query yet stops the run before the model is
+        """A tool on a database oxyeval cannot query here (no engine, no driver) stops the run before the model is
         asked (exit 2), at the tool's line: the agent cannot work without it."""
         if self.sql is None:
             return
@@ -212,7 +212,8 @@ class AgentRunner:
             specs.append(
                 ToolSpec(
                     name=name,
-                    description=tool.get("description") or _DEFAULT_SQL_DESCRIPTION,
+                    description=tool.get("description")
+                    or _DEFAULT_SQL_DESCRIPTION.format(dialect=self._dialect(tool)),
                     parameters={
                         "type": "object",
                         "properties": {
@@ -223,6 +224,15 @@ class AgentRunner:
                 )
             )
         return tuple(specs)
+
+    def _dialect(self, tool: dict[str, Any]) -> str:
+        """The SQL dialect of the tool's database as oxy names it (DuckDB's by default)."""
+        entry = (self.sql.databases if self.sql is not None else {}).get(tool.get("database"))
+        names = {"duckdb": "DuckDB", "postgres": "PostgreSQL", "redshift": "PostgreSQL"}
+        kind = str((entry or {}).get("type", "duckdb"))
+        return names.get(
+            kind, {"mysql": "MySQL", "clickhouse": "ClickHouse"}.get(kind, kind.title())
+        )
 
     async def _run_tool(self, call: ToolCall) -> ToolStep:
         """The call with its result: ``output`` when the tool ran, else ``error``, the text

@@ -6,10 +6,13 @@ A database type implements :class:`Catalog` and is listed in :data:`CATALOGS`. D
 describes, through the database's sandboxed worker (its SQL limits hold), every data
 file of its dataset folder as oxy does, ``-- orders.csv`` then ``CREATE TABLE
 'orders.csv' ("id" BIGINT, ...);``, and the tables of its database file, all in one
-dataset named ``duckdb``. A type without a catalog yet (the warehouses, until they can
-be introspected through their information schemas) has its name and dialect, and a read
-of its DDL stops the run saying it is not available yet. :meth:`Databases.describe`
-keeps each answer for the rest of the run.
+dataset named ``duckdb``. A warehouse's (:class:`WarehouseCatalog`) reads its
+information schema through its engine, read-only and within its limits: one dataset per
+schema (BigQuery: per dataset), each table a ``CREATE TABLE``; when config.yml lists the
+datasets (``datasets:``, ``schemas:``, BigQuery's ``dataset``), only those. A type
+without a catalog has its name and dialect, and a read of its DDL stops the run saying
+it is not available. :meth:`Databases.describe` keeps each answer for the rest of the
+run.
 """
 
 from __future__ import annotations
@@ -19,17 +22,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..project import ContextMap, database_info
+from ..project import ContextMap, database_info, dataset_names
 
 if TYPE_CHECKING:
     from .sql import Databases
 
-__all__ = ["CATALOGS", "Catalog", "DuckDBCatalog", "describe"]
+__all__ = ["CATALOGS", "Catalog", "DuckDBCatalog", "WarehouseCatalog", "describe"]
 
 #: The data files DuckDB reads by name (as ``FROM 'orders.csv'``), described as tables.
 DATA_SUFFIXES = (".csv", ".tsv", ".parquet", ".json", ".jsonl", ".ndjson")
 #: Files described at most: a folder of thousands describes the first ones and says so.
 MAX_DESCRIBED_FILES = 200
+#: Columns a warehouse's catalog describes at most (the DDL goes into prompts).
+MAX_DESCRIBED_COLUMNS = 5000
 
 
 class Catalog(Protocol):
@@ -39,6 +44,9 @@ class Catalog(Protocol):
         """Each dataset's DDL (dataset as oxy keys it -> its ``CREATE`` statements).
         Raises an ``OxyError`` (e.g. ``SqlError``) when the database cannot be read."""
         ...
+
+
+_DQ = '"'
 
 
 def _quoted(text: str, quote: str) -> str:
@@ -98,9 +106,44 @@ class DuckDBCatalog:
         return {"duckdb": "\n\n".join(parts)}
 
 
+class WarehouseCatalog:
+    """A warehouse's catalog: its tables and columns from its information schema, as
+    ``CREATE TABLE`` statements grouped by dataset (schema)."""
+
+    def __init__(self, databases: Databases, name: str, entry: dict[str, Any]) -> None:
+        self.databases = databases
+        self.name = name
+        self.entry = entry
+
+    def ddl(self) -> dict[str, str]:
+        found = self.databases.warehouse_columns(self.name, MAX_DESCRIBED_COLUMNS + 1)
+        listed = dataset_names(self.entry)
+        tables: dict[str, dict[str, list[str]]] = {key: {} for key in listed or ()}
+        for column in found[:MAX_DESCRIBED_COLUMNS]:
+            if listed is not None and column.dataset not in tables:
+                continue
+            table = tables.setdefault(column.dataset, {}).setdefault(column.table, [])
+            table.append(f"{_quoted(column.name, _DQ)} {column.type}")
+        out: dict[str, str] = {}
+        for dataset, described in tables.items():
+            parts = [
+                f"CREATE TABLE {_quoted(dataset, _DQ)}.{_quoted(table, _DQ)} "
+                f"({', '.join(columns)});"
+                for table, columns in described.items()
+            ]
+            if len(found) > MAX_DESCRIBED_COLUMNS:
+                parts.append(f"-- (over {MAX_DESCRIBED_COLUMNS} columns: the rest not described)")
+            out[dataset] = "\n".join(parts)
+        return out
+
+
 #: Catalog makers by database type: ``(databases, name, config entry) -> Catalog``.
 CATALOGS: dict[str, Callable[[Databases, str, dict[str, Any]], Catalog]] = {
     "duckdb": DuckDBCatalog,
+    **{
+        kind: WarehouseCatalog
+        for kind in ("postgres", "redshift", "mysql", "clickhouse", "bigquery", "snowflake")
+    },
 }
 
 
@@ -116,6 +159,6 @@ def describe(databases: Databases, name: str, entry: dict[str, Any]) -> ContextM
             None,
             f"DDL not available for {kind} yet: database '{name}' gives its name and "
             f"dialect; its datasets' ddl and its tables come with oxyeval's support for {kind} "
-            "(for now it reads the tables of duckdb databases only)",
+            "(oxyeval reads the tables of duckdb and warehouse databases)",
         )
     return database_info(name, entry, make(databases, name, entry).ddl())

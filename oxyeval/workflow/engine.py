@@ -135,7 +135,7 @@ class Engine:
         return names
 
     def check_databases(self, plan: CompiledWorkflow) -> None:
-        """A task, or an agent task's tool, on a database oxyeval cannot query yet stops
+        """A task, or an agent task's tool, on a database oxyeval cannot query here stops
         the run before any task runs (exit 2, at its line): the tasks before it would
         spend their model calls for a run that cannot finish."""
         for task in walk_tasks(plan.workflow.tasks):

@@ -30,6 +30,8 @@ from ..redact import clip
 if TYPE_CHECKING:
     from ..project import ContextMap
     from ._sqlclient import SqlWorker
+    from .warehouse_runner import WarehousePool
+    from .warehouses import Column, WarehouseError
 
 __all__ = [
     "ENGINES",
@@ -46,7 +48,7 @@ _SHOWN_ROWS = 200  # rows rendered into text (the result keeps them all, up to m
 _SHOWN_ERROR_CHARS = 300
 #: A database's limits when config.yml does not set them (README "SQL safety").
 SQL_DEFAULTS: dict[str, Any] = {
-    "timeout": 60,  # seconds per query, then DuckDB is interrupted
+    "timeout": 60,  # seconds per query, then DuckDB is interrupted (a warehouse: stopped)
     "memory_limit": "2GB",  # DuckDB's own limit; larger sorts and joins spill to disk
     "threads": 2,
     "max_rows": 10_000,  # rows a query hands to templates, models and exports
@@ -77,8 +79,8 @@ def _plain(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, _dt.timedelta):
         return value.total_seconds()
-    if isinstance(value, bytes):
-        return value.hex()
+    if isinstance(value, (bytes, bytearray)):  # a warehouse's driver may hand back either
+        return bytes(value).hex()
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
@@ -287,24 +289,35 @@ def missing_files(entry: dict[str, Any], root: Path, sql: str) -> list[str]:
     return out
 
 
-#: The database types oxyeval can query: each runs embedded, in its sandboxed worker.
-ENGINES = frozenset({"duckdb"})
+#: The database types oxyeval can query: duckdb embedded, in its sandboxed worker; the
+#: others on their own servers, through their drivers (``warehouses``).
+ENGINES = frozenset(
+    {"duckdb", "postgres", "redshift", "mysql", "clickhouse", "bigquery", "snowflake"}
+)
 
 
 def engine_refusal(name: str, entry: dict[str, Any]) -> str:
     """Why database ``name`` cannot be queried in this run ('' when it can): the one place
-    that refuses a database type oxyeval has no engine for yet. Its files are valid (oxy
-    runs them, and ``oxy validate`` accepts them); the command that would query it stops
-    with this (exit 2), before the query, or before an agent with a tool on it is asked."""
+    that refuses a database before anything runs: a type oxyeval has no engine for, a
+    warehouse whose driver is not installed (with the pip command), a ``<key>_var`` whose
+    environment variable is not set. Its files are valid (``oxy validate`` accepts them);
+    the command that would query it stops with this (exit 2), before the query, or
+    before an agent with a tool on it is asked."""
     kind = entry.get("type")
-    if kind in ENGINES:
+    if kind not in ENGINES:
+        return (
+            f"database '{name}' is of type {kind}, which oxyeval cannot query yet: it runs "
+            f"{', '.join(sorted(ENGINES))} databases. The file is valid (oxy validate "
+            "accepts it, and oxy runs it); here, what queries this database stops"
+        )
+    if kind == "duckdb":
         return ""
-    return (
-        f"database '{name}' is of type {kind}, which oxyeval cannot query yet: it runs duckdb "
-        f"databases only (embedded), and support for {kind} is coming. The file is valid "
-        "(oxy validate accepts it, and oxy runs it); here, what queries this database "
-        "stops until then"
-    )
+    from .warehouses import connection_problem, driver_problem
+
+    missing = driver_problem(str(kind))
+    if missing:
+        return f"database '{name}' is of type {kind}, and {missing}"
+    return connection_problem(name, entry)
 
 
 class Databases:
@@ -330,6 +343,7 @@ class Databases:
         self.databases = databases
         self.root = root
         self._workers: dict[str, SqlWorker] = {}
+        self._pools: dict[str, WarehousePool] = {}
         self._lock = threading.Lock()
         self._closed = False
         self._described: dict[str, ContextMap] = {}
@@ -410,13 +424,73 @@ class Databases:
                 worker = self._workers[name] = acquire(self._setup(name))
             return worker
 
+    def warehouse_columns(self, name: str, limit: int) -> list[Column]:
+        """The columns of warehouse ``name``'s catalog (at most ``limit``), read through
+        its engine within its timeout."""
+        from .warehouses import WarehouseError
+
+        pool = self._pool(name)
+        try:
+            return pool.columns(float(self.limit(name, "timeout")), limit)
+        except WarehouseError as exc:
+            raise self._warehouse_error(name, exc) from None
+
+    def _pool(self, name: str) -> WarehousePool:
+        with self._lock:
+            pool = self._pools.get(name)
+            if pool is None:
+                from .warehouse_runner import WarehousePool
+                from .warehouses import (
+                    WarehouseError,
+                    make_warehouse,
+                    register_database_secrets,
+                )
+
+                if self._closed:
+                    raise SqlError(f"database '{name}': the run's databases are closed")
+                entry = self._entry(name)
+                register_database_secrets(entry)
+                try:
+                    warehouse = make_warehouse(name, entry, self.root)
+                except WarehouseError as exc:
+                    raise self._warehouse_error(name, exc) from None
+                pool = self._pools[name] = WarehousePool(warehouse)
+            return pool
+
+    def _warehouse_error(self, database: str, exc: WarehouseError) -> OxyError:
+        """A warehouse's refusal or failure, as this run reports it: bad input (exit 2)
+        for a missing variable or file, else a failed query (exit 3)."""
+        if exc.code == "config":
+            return ConfigError(_about(database, exc.message))
+        if exc.code == "timeout":
+            return SqlError(
+                _about(
+                    database,
+                    f"the query was stopped by its timeout of {self.limit(database, 'timeout'):g} s "
+                    f"({exc.message}); set 'timeout' on the database in config.yml to change it",
+                )
+            )
+        if exc.code == "auth":
+            return SqlError(
+                _about(
+                    database,
+                    f"the server refused its credentials ({exc.message}); check its user and "
+                    "password (or password_var) in config.yml",
+                )
+            )
+        if exc.code == "unreachable":
+            return SqlError(_about(database, f"cannot reach the server: {exc.message}"))
+        return SqlError(_about(database, exc.message))
+
     def _options(self, database: str, limit: int | None, select_only: bool) -> dict[str, Any]:
         max_rows = int(self.limit(database, "max_rows"))
+        if limit is not None:
+            max_rows = min(max_rows, int(limit))
         return {
-            "writable": self.writable(database),
+            "writable": self.writable(database) and not select_only,
             "select_only": select_only,
             "timeout": float(self.limit(database, "timeout")),
-            "max_rows": min(max_rows, int(limit)) if limit is not None else max_rows,
+            "max_rows": max_rows,
             "max_chars": _MAX_CHARS,
         }
 
@@ -433,6 +507,14 @@ class Databases:
         from ._sqlclient import WorkerError, run_query
 
         options = self._options(database, limit, select_only)
+        if self._entry(database).get("type") != "duckdb":
+            from .warehouses import WarehouseError
+
+            try:
+                reply = await self._pool(database).run(sql, list(params), options)
+            except WarehouseError as exc:
+                raise self._warehouse_error(database, exc) from None
+            return self._result(database, sql, params, limit, reply)
         worker = self._worker(database)
         try:
             try:
@@ -453,6 +535,14 @@ class Databases:
         from ._sqlclient import WorkerError, run_query_sync
 
         options = self._options(database, None, select_only)
+        if self._entry(database).get("type") != "duckdb":
+            from .warehouses import WarehouseError
+
+            try:
+                reply = self._pool(database).run_sync(sql, [], options)
+            except WarehouseError as exc:
+                raise self._warehouse_error(database, exc) from None
+            return self._result(database, sql, (), None, reply)
         try:
             reply = run_query_sync(self._worker(database), sql, [], options)
         except WorkerError as exc:
@@ -487,6 +577,10 @@ class Databases:
         with self._lock:
             workers = list(self._workers.values())
             self._workers.clear()
+            pools = list(self._pools.values())
+            self._pools.clear()
             self._closed = True
         for worker in workers:
             release(worker)
+        for pool in pools:
+            pool.close()

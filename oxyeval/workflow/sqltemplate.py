@@ -27,6 +27,14 @@ It runs as one statement in the same sandbox, and its ``{{ name }}`` placeholder
 are filled from the task's own ``variables:``, as values by the same rules: the
 text is never rendered as a template.
 
+On a warehouse other than PostgreSQL (MySQL, ClickHouse, BigQuery, Snowflake, Redshift)
+only the first way is open: a value is always a parameter the server binds. Their
+quoting differs from the DuckDB tokenizer that places values (backslash escapes,
+backquoted names, ``#`` comments), so text escaped for one could end a string for the
+other; a value inside quotes or a comment, and ``sql_identifier``, are refused there.
+PostgreSQL reads SQL as DuckDB does (DuckDB's parser is PostgreSQL's), with
+``standard_conforming_strings`` set on for every statement.
+
 Prior art: jinjasql binds every expression and has ``sqlsafe``/``identifier``
 filters; dbt renders SQL text unescaped and trusts the project. We bind like
 jinjasql and, unlike it, also escape values the author put inside quotes.
@@ -53,7 +61,11 @@ if TYPE_CHECKING:
     from jinja2 import Template
     from jinja2.sandbox import SandboxedEnvironment
 
-__all__ = ["BoundSql", "SqlTemplateRef", "render_sql", "sql_segments"]
+__all__ = ["QUOTING_DIALECTS", "BoundSql", "SqlTemplateRef", "render_sql", "sql_segments"]
+
+#: Database types whose SQL reads as DuckDB's tokenizer reads it: values may stand inside
+#: quotes and comments there, escaped; on the others every value is a bound parameter.
+QUOTING_DIALECTS = frozenset({"duckdb", "postgres"})
 
 _MARKER = re.compile(r"\x1a(\d+)-(\d+)\x1a")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -95,10 +107,13 @@ class _Identifier(_Trusted):
 class _Render:
     """One rendering: the values printed so far, behind markers nobody can forge."""
 
-    def __init__(self, trusted: frozenset[str] = frozenset()) -> None:
+    def __init__(self, trusted: frozenset[str] = frozenset(), *, quoting: bool = True) -> None:
         self.nonce = str(secrets.randbelow(10**12))
         self.values: list[tuple[str, Any]] = []
         self.trusted = trusted
+        #: Values may stand inside quotes and comments (the database reads SQL as DuckDB's
+        #: tokenizer does); else every value must be a parameter.
+        self.quoting = quoting
 
     def marker(self, kind: str, value: Any) -> str:
         self.values.append((kind, value))
@@ -321,6 +336,12 @@ def _bind(text: str, state: _Render) -> tuple[str, list[Any]]:
                     "a value inside an X'...' or B'...' literal cannot be escaped; put it "
                     "outside quotes (it is bound as a parameter)"
                 )
+            if not state.quoting and (kind != "code" or what == "identifier"):
+                raise _BindError(
+                    "on this database a value is always a bound parameter: write it outside "
+                    "quotes and comments (WHERE region = {{ region }}, not '{{ region }}'); "
+                    "sql_identifier is for duckdb and postgres databases only"
+                )
             if kind == "code":
                 if what == "identifier":
                     placed.append(("identifier_code", size, size + len(value)))
@@ -397,9 +418,11 @@ def _verify(sql: str, placed: list[tuple[str, int, int]]) -> None:
             )
 
 
-def _bind_upstream(sql: str, placeholders: Mapping[str, Any]) -> tuple[str, list[Any]]:
+def _bind_upstream(
+    sql: str, placeholders: Mapping[str, Any], quoting: bool
+) -> tuple[str, list[Any]]:
     """Model-written SQL: ``{{ name }}`` placeholders from the task's variables, as values."""
-    state = _Render()
+    state = _Render(quoting=quoting)
     missing: list[str] = []
 
     def fill(match: re.Match[str]) -> str:
@@ -426,16 +449,19 @@ def render_sql(
     *,
     trusted: frozenset[str] = frozenset(),
     placeholders: Mapping[str, Any] | None = None,
+    dialect: str = "duckdb",
 ) -> BoundSql:
     """Render an SQL template into text with ``$n`` placeholders and their values.
 
     ``trusted`` are the strings ``raw_sql`` may print (workflow variables' own
     values); ``placeholders`` fill ``{{ name }}`` in a statement that came whole
-    from one value (the task's ``variables:``).
+    from one value (the task's ``variables:``). ``dialect``: the database's type; values
+    stand only outside quotes except on duckdb and postgres (see the module's docstring).
     """
     if not isinstance(ref, SqlTemplateRef):  # never a plain template: it would splice values
         ref = SqlTemplateRef(ref.source, ref.doc, ref.key)
-    state = _Render(trusted)
+    quoting = dialect in QUOTING_DIALECTS
+    state = _Render(trusted, quoting=quoting)
     token = _STATE.set(state)
     try:
         text = valid_text(render(ref, context), ref.name)  # "{{ '\\ud800' }}" is text too
@@ -452,7 +478,7 @@ def render_sql(
         if too_long(upstream):  # SQL a model wrote: a failed task, not bad input
             raise SqlError(f"{ref.name}: SQL: {too_long(upstream)}")
         try:
-            sql, params = _bind_upstream(upstream, placeholders or {})
+            sql, params = _bind_upstream(upstream, placeholders or {}, quoting)
         except _BindError as exc:  # the statement came from a run (a model): not bad input
             raise SqlError(f"{ref.name}: SQL: {exc}") from None
         return BoundSql(sql, tuple(params), upstream=True)

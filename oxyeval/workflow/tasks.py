@@ -178,8 +178,15 @@ async def _execute_sql(engine: Engine, task: Task, context: dict[str, Any]) -> S
         for value in task.variables.values()
         if isinstance(value, str) and not is_template(value)
     }
-    bound = render_sql(ref, scope, trusted=frozenset(engine.trusted | literal), placeholders=values)
     assert task.database is not None  # required by the schema, checked at load
+    entry = engine.project.databases.get(task.database) or {}
+    bound = render_sql(
+        ref,
+        scope,
+        trusted=frozenset(engine.trusted | literal),
+        placeholders=values,
+        dialect=str(entry.get("type", "duckdb")),
+    )
     async with engine.slot():
         result = await engine.sql.query(
             task.database, bound.text, params=bound.params, limit=task.dry_run_limit

@@ -32,6 +32,10 @@ databases:
     user: admin
     password_var: PG_PASSWORD
     database: shop
+  - name: md
+    type: motherduck
+    token_var: MD_TOKEN
+    schemas: {sales: [orders]}
 """
 
 AGENT = """\
@@ -103,8 +107,8 @@ def test_a_typo_in_oxys_context_is_an_error(
 @pytest.mark.parametrize(
     ("system", "warning"),
     [
-        ("{{ databases.wh.datasets.sales.ddl }}", "not available for bigquery yet"),
-        ("{{ databases.pg.tables }}", "not available for postgres yet"),
+        ("{{ databases.md.datasets.sales.ddl }}", "not available for motherduck"),
+        ("{{ databases.md.tables }}", "not available for motherduck"),
         ("{{ databases.local[0].dialect }}", "no longer as a list of datasets"),
         ("{{ dimensions.month }}", "semantic-layer context"),
         ("{{ tools.retrieval }}", "oxy renders nothing there"),
@@ -116,6 +120,16 @@ def test_what_oxyeval_cannot_render_yet_is_a_warning(
 ) -> None:
     agent = _load(make_project, system)
     assert any(warning in w.message for w in agent.warnings), agent.warnings
+
+
+@pytest.mark.parametrize(
+    "system", ["{{ databases.wh.datasets.sales.ddl }}", "{{ databases.pg.tables }}"]
+)
+def test_a_warehouses_ddl_is_read_at_run_time_without_a_warning(
+    make_project: MakeProject, system: str
+) -> None:
+    agent = _load(make_project, system)
+    assert not [w for w in agent.warnings if "ddl" in w.message.lower()], agent.warnings
 
 
 def test_a_loop_over_an_undeclared_context_renders_empty_and_a_print_is_an_error(

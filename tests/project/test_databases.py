@@ -1,4 +1,4 @@
-"""config.yml's databases of types oxyeval cannot query yet (warehouses): their keys are
+"""config.yml's warehouse databases: their keys are
 checked as oxy checks them, and a file that names one is valid."""
 
 from __future__ import annotations

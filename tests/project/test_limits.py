@@ -269,7 +269,8 @@ def test_schema_maxima_are_the_documented_limits(kind: str, key: str, maximum: i
 
 def test_model_timeout_has_a_maximum() -> None:
     found = _find(load_schema("config"), "timeout")
-    assert len(found) == 3  # chat models, embedding models and databases (per query)
+    # chat models, embedding models, and databases (per query): duckdb and the six warehouses
+    assert len(found) == 9
     assert all(prop["maximum"] == limits.MAX_TIMEOUT_S for prop in found)
 
 

@@ -1,6 +1,7 @@
 """Fixtures: every store test runs on SQLite and on a real PostgreSQL server.
 
-The PostgreSQL cluster is started once per session (``tests/pgcluster.py``). Tests that
+The PostgreSQL cluster is started once per session (``tests/pgcluster.py``, the
+``pg_cluster`` fixture of ``tests/conftest.py``, shared with the warehouse tests). Tests that
 need a store get one migrated database, emptied between tests (TRUNCATE is much cheaper
 than a new database); tests that need a database of their own (migrations, processes)
 ask ``backend.fresh()``. Where no server can be started the PostgreSQL half skips, with a
@@ -18,54 +19,14 @@ import pytest
 
 from oxyeval.store import Location, Store, open_store, resolve_location
 
-from ..pgcluster import HOW_TO_ENABLE, PgCluster, PgUnavailable
+from ..conftest import pg_skip_reason as _skip_reason
+from ..pgcluster import PgCluster
 
 _TABLES = (
     "run_totals, branch_outputs, test_branches, result_daily, scores, results, cache_entries, workflow_tasks, workflow_runs, test_results, case_baselines, case_daily, executions, runs, "
     "test_cases, "
     "prompt_versions, prompts"
 )
-
-
-@pytest.fixture(scope="session")
-def pg_cluster() -> Iterator[PgCluster | None]:
-    if os.environ.get("OXY_TEST_POSTGRES", "1") == "0":
-        yield None
-        return
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        yield None
-        return
-    cluster: PgCluster | None = None
-    try:
-        cluster = PgCluster()
-        cluster.start()
-    except PgUnavailable as exc:
-        _why.append(str(exc))
-        if cluster is not None:
-            cluster.stop()
-        yield None
-        return
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-_why: list[str] = []  # why the cluster could not start, for the skip message
-
-
-def _skip_reason() -> str:
-    if _why:
-        return f"{_why[0]}"
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        return "PostgreSQL tests need psycopg: pip install -e '.[dev]'"
-    if os.environ.get("OXY_TEST_POSTGRES", "1") == "0":
-        return "PostgreSQL tests disabled by OXY_TEST_POSTGRES=0"
-    return f"no PostgreSQL server could be started; to run these tests, {HOW_TO_ENABLE}"
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """oxy's ``databases.<name>`` context read at run time: DuckDB's DDL introspected from its
 dataset files and database file (once per run), a warehouse's dialect with its DDL
-refused where a template reads it."""
+refused where a template reads it (a type without a catalog)."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ databases:
     type: duckdb
     dataset: data
   - name: wh
-    type: bigquery
-    dataset: sales
-    key_path: key.json
+    type: motherduck
+    token_var: MD_TOKEN
+    schemas: {sales: [orders]}
 """
 
 DUCKDB_AGENT = """\
@@ -107,4 +107,4 @@ def test_a_warehouse_gives_its_dialect_and_refuses_its_ddl_at_run_time(
     with pytest.raises(LoadError) as info:
         _ask(root, "w.agent.yml", "Q?")
     [problem] = info.value.diagnostics
-    assert problem.line == 4 and "DDL not available for bigquery yet" in problem.message
+    assert problem.line == 4 and "DDL not available for motherduck yet" in problem.message

@@ -406,15 +406,12 @@ def test_variables_defaults_coercion_and_errors(make_project: MakeProject) -> No
         asyncio.run(execute_workflow(path, {"regoin": "N"}))
 
 
-def test_a_task_on_a_warehouse_stops_the_run_before_any_task(
+def test_a_task_on_a_database_without_an_engine_stops_the_run_before_any_task(
     make_project: MakeProject,
 ) -> None:
     # The file is valid; the run stops before any task runs (an agent task first would
     # otherwise spend its calls), at the task's line.
-    config = (
-        CONFIG
-        + "  - {name: wh, type: snowflake, account: a, username: u, warehouse: w, database: d}\n"
-    )
+    config = CONFIG + "  - {name: wh, type: motherduck, token_var: MD_TOKEN, database: d}\n"
     root = make_project(
         config,
         {
@@ -422,7 +419,7 @@ def test_a_task_on_a_warehouse_stops_the_run_before_any_task(
             "w.workflow.yml": "tasks:\n  - {name: q, type: execute_sql, database: wh, sql_query: 'select 1'}\n",
         },
     )
-    with pytest.raises(LoadError, match="of type snowflake, which oxyeval cannot query yet") as e:
+    with pytest.raises(LoadError, match="of type motherduck, which oxyeval cannot query yet") as e:
         asyncio.run(execute_workflow(root / "w.workflow.yml"))
     assert "w.workflow.yml:2:" in str(e.value) and "tasks[0].database" in str(e.value)
 

@@ -1,4 +1,4 @@
-"""A query on a database oxyeval cannot run yet (a warehouse) is an error of the command
+"""A query on a database oxyeval cannot run (a type it has no engine for) is an error of the command
 that would run it (exit 2, at the line that names the database, before any task runs
 or the model is asked), never of ``oxy validate``."""
 
@@ -18,7 +18,7 @@ models:
     outputs: ["There are 2 orders."]
 databases:
   - {name: local, type: duckdb, dataset: data}
-  - {name: wh, type: bigquery, dataset: sales, key_path: key.json}
+  - {name: wh, type: motherduck, token_var: MD_TOKEN, database: sales}
 """
 AGENT = (
     "model: m\nsystem_instructions: hi\ntools:\n  - {name: q, type: execute_sql, database: wh}\n"
@@ -52,7 +52,8 @@ def test_a_query_on_a_warehouse_validates_and_its_run_stops_with_exit_2(
         result = runner.invoke(app, args)
         assert result.exit_code == 2, result.output
         assert where in result.output, result.output
-        assert "database 'wh' is of type bigquery, which oxyeval cannot query yet" in result.output
-        assert "support for bigquery is coming" in result.output
+        assert (
+            "database 'wh' is of type motherduck, which oxyeval cannot query yet" in result.output
+        )
         # Before the model is asked, and before the workflow's first task runs.
         assert "Traceback" not in result.output and "✓ first" not in result.output
