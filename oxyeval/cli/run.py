@@ -134,7 +134,7 @@ def run_command(
             variables = parse_variables(var, vars_file)
         else:
             raise OxyError(
-                f"{file}: oxy run takes a *.workflow.yml file, or an *.agent.yml file with --question"
+                f"{file}: oxy run takes a *.workflow.yml or *.procedure.yml file, or an *.agent.yml file with --question"
             )
     except OxyError as exc:
         raise fail(err, exc, as_json) from None
@@ -218,7 +218,7 @@ def compile_command(
     err = stderr_console()
     try:
         if file_kind(Path(file)) != "workflow":
-            raise OxyError(f"{file}: oxy compile takes a *.workflow.yml file")
+            raise OxyError(f"{file}: oxy compile takes a *.workflow.yml or *.procedure.yml file")
         proj = load_project(file, project_dir=project)
         plan = compile_workflow(load_workflow(proj, file))
     except OxyError as exc:

@@ -33,6 +33,7 @@ _EXPORTS = {
     "check_variables": "varschema",
     "schema_problems": "varschema",
     "variable_error": "varschema",
+    "database_absences": "databases",
     "database_problems": "databases",
     "database_use_problem": "databases",
     "JudgeSettings": "config",
@@ -157,6 +158,7 @@ __all__ = [
     "check_variables",
     "collect_case_files",
     "collect_test_files",
+    "database_absences",
     "database_info",
     "database_problems",
     "database_use_problem",
@@ -240,7 +242,7 @@ if TYPE_CHECKING:
         load_json,
     )
     from .config import JudgeSettings, Project, load_project
-    from .databases import database_problems, database_use_problem
+    from .databases import database_absences, database_problems, database_use_problem
     from .document import Document, KeyPath, format_key_path, load_yaml, path_problem, read_text
     from .files import (
         TEST_SUFFIXES,

@@ -48,7 +48,13 @@ DATABASE_KEYS = ("name", "dialect", "datasets", "tables")
 DATASET_KEYS = ("dataset", "ddl", "semantic_info")
 TOOLS_KEYS = ("agent_name", "prompt", "data_app_file_path")
 
-_DIALECTS = {"redshift": "postgres", "motherduck": "duckdb"}  # oxy's Database::dialect
+#: oxy's Database::dialect; airhouse speaks the Postgres wire protocol with DuckDB's SQL.
+_DIALECTS = {
+    "redshift": "postgres",
+    "motherduck": "duckdb",
+    "airhouse": "duckdb",
+    "airhouse_managed": "duckdb",
+}
 #: Where a warehouse's config.yml entry lists its datasets (or schemas), by type.
 _DATASETS_KEY = {"clickhouse": "schemas", "motherduck": "schemas", "snowflake": "datasets"}
 

@@ -28,6 +28,7 @@ from .document import Document, KeyPath, load_yaml, path_problem
 from .files import TEST_SUFFIXES, file_kind, inside_project, outside_project, project_files
 from .schema import did_you_mean, validate_document
 from .templates import TemplateRef, answer_prompt
+from .test_datasets import is_dataset
 
 __all__ = [
     "DEFAULT_TEST_FILE_CONCURRENCY",
@@ -407,6 +408,17 @@ def load_test_file(
     :data:`WorkflowLoader`); without it only the workflow's schema is checked here.
     """
     doc = load_yaml(path)
+    if is_dataset(doc):
+        raise LoadError(
+            [
+                doc.diagnostic(
+                    (),
+                    "this is a custom-test dataset (a list of query items that an agent's "
+                    "tests: - type: custom reads), not a test file with target: and cases:; "
+                    "oxyeval does not run custom tests yet",
+                )
+            ]
+        )
     problems = validate_document(doc, "test")
     if not isinstance(doc.data, dict) or any(p.severity == "error" for p in problems):
         # The shape is wrong: checking targets and names on it would only add noise.
@@ -471,7 +483,8 @@ def collect_test_files(
     seen: set[Path] = set()
     for root in roots:
         if root.is_dir():
-            found = project_files(root, ("test",))
+            # oxy's custom-test datasets share the suffix; a folder's test files are the rest.
+            found = [f for f in project_files(root, ("test",)) if not _is_dataset_file(f)]
             if not found and paths:
                 raise LoadError([Diagnostic(str(root), "is a folder with no *.test.yml files")])
         elif (problem := path_problem(root)) is not None:
@@ -487,6 +500,13 @@ def collect_test_files(
                 seen.add(file.resolve())
                 out.append(file)
     return out
+
+
+def _is_dataset_file(path: Path) -> bool:
+    try:
+        return is_dataset(load_yaml(path))
+    except LoadError:  # a broken file is the loader's to report, as a test file
+        return False
 
 
 def select_cases(

@@ -30,7 +30,7 @@ from ..providers import (
     vendor_model_spec,
 )
 from ..redact import is_secret_name, register_credentials, register_secret
-from .databases import database_problems
+from .databases import database_absences, database_problems
 from .document import Document, KeyPath, load_yaml
 from .files import CONFIG_NAMES, find_config
 from .schema import did_you_mean, validate_document
@@ -325,8 +325,13 @@ def load_project(
             register_secret(entry["password"])
         if entry.get("password_var"):
             register_secret(os.environ.get(str(entry["password_var"]), "").strip())
+        absent = database_absences(entry, config_path.parent.resolve())
         for key, message in database_problems(entry, config_path.parent.resolve()):
-            problems.append(doc.diagnostic(("databases", i, key), message))
+            if key in absent:  # valid as oxy reads it: what queries it stops, not the file
+                message += "; a command that queries this database stops on it"
+                problems.append(doc.diagnostic(("databases", i, key), message, severity="warning"))
+            else:
+                problems.append(doc.diagnostic(("databases", i, key), message))
     # Shape and bounds checked by the schema (the YAML loader refuses .nan and .inf).
     pricing = {
         str(model_id): Price(float(entry["input"]), float(entry["output"]))

@@ -5,16 +5,22 @@ reports it with its line and a run never fails on it after spending model calls:
 dataset folder exists and stays in the project; a database file stays in the project,
 exists when it is read-only, and is a file DuckDB opens without an extension (an SQLite
 file would need the ``sqlite`` extension, which the SQL sandbox never loads).
+
+A database file that is only absent (:func:`database_absences`) does not make the
+project invalid: oxy's own examples name a ``db.duckdb`` that a deployment creates. It is
+a warning of ``oxy validate``, and the command that would query that database stops on it
+before anything runs (``oxyeval.workflow.sql``'s refusal).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from .files import inside_project
 
-__all__ = ["database_problems", "database_use_problem"]
+__all__ = ["database_absences", "database_problems", "database_use_problem"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _DUCKDB_MAGIC = b"DUCK"  # at offset 8 of every DuckDB file
@@ -62,6 +68,24 @@ def database_problems(entry: dict[str, Any], root: Path) -> list[tuple[str, str]
         if problem:
             out.append(("path", f"database '{name}': {problem}"))
     return out
+
+
+def database_absences(entry: dict[str, Any], root: Path) -> set[str]:
+    """The keys of those :func:`database_problems` that say only that a read-only DuckDB
+    database file is not there (yet): a warning at load, a refusal of the command that
+    queries the database. A deployment creates such a file (oxy's examples name a
+    ``db.duckdb`` they do not ship); a dataset folder is the project's own, and its
+    absence stays an error."""
+    path = entry.get("path")
+    if (
+        entry.get("type") == "duckdb"
+        and isinstance(path, str)
+        and "://" not in path
+        and entry.get("read_only", True) is not False
+        and not os.path.lexists(root / path)
+    ):
+        return {"path"}
+    return set()
 
 
 def database_use_problem(databases: dict[str, dict[str, Any]], name: str, config: str) -> str:

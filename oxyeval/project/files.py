@@ -13,6 +13,7 @@ __all__ = [
     "CONFIG_NAMES",
     "SKIP_DIRS",
     "TEST_SUFFIXES",
+    "WORKFLOW_SUFFIXES",
     "file_kind",
     "find_config",
     "inside_project",
@@ -26,6 +27,10 @@ CONFIG_NAMES = ("config.yml", "config.yaml")
 
 
 TEST_SUFFIXES = (".test.yml", ".test.yaml")
+#: oxy's procedures, under each name they have had (workflow, automation, procedure).
+WORKFLOW_SUFFIXES = tuple(
+    f".{kind}.{ext}" for kind in ("procedure", "workflow", "automation") for ext in ("yml", "yaml")
+)
 
 
 def file_kind(path: Path) -> str | None:
@@ -40,7 +45,7 @@ def file_kind(path: Path) -> str | None:
         return "test"
     if name.endswith((".agent.yml", ".agent.yaml")):
         return "agent"
-    if name.endswith((".workflow.yml", ".workflow.yaml", ".automation.yml", ".automation.yaml")):
+    if name.endswith(WORKFLOW_SUFFIXES):
         return "workflow"
     if name in CONFIG_NAMES:
         return "config"

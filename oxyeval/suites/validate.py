@@ -13,6 +13,7 @@ from ..project.config import Project, load_project
 from ..project.document import KeyPath, load_yaml, path_problem
 from ..project.files import file_kind, find_config, project_files
 from ..project.schema import validate_document
+from ..project.test_datasets import dataset_problems, is_dataset
 
 __all__ = ["ValidationReport", "credential_warnings", "history_problems", "validate_paths"]
 
@@ -40,7 +41,11 @@ def _project_or_own_schema(
     try:
         return load_project(target, project_dir=project_dir, cache=report.projects)
     except (LoadError, ConfigError) as exc:
-        report.diagnostics.extend(validate_document(load_yaml(target), kind))
+        doc = load_yaml(target)
+        if kind == "test" and is_dataset(doc):
+            report.diagnostics.extend(dataset_problems(doc))
+        else:
+            report.diagnostics.extend(validate_document(doc, kind))
         if isinstance(exc, LoadError):
             report.diagnostics.extend(exc.diagnostics)
         else:
@@ -168,7 +173,7 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
                 report.diagnostics.append(
                     Diagnostic(
                         raw,
-                        "is a folder with no config.yml, *.agent.yml, *.workflow.yml, "
+                        "is a folder with no config.yml, *.agent.yml, *.procedure.yml (*.workflow.yml), "
                         "*.prompt.yml, *.cases.yml or *.test.yml files to check",
                     )
                 )
@@ -201,8 +206,12 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
                 if kind == "test":
                     from ..project.agent_tests import load_test_file
 
-                    tests = load_test_file(project, target, load_workflow=_load_workflow)
-                    report.diagnostics.extend(tests.warnings)
+                    doc = load_yaml(target)
+                    if is_dataset(doc):
+                        report.diagnostics.extend(dataset_problems(doc))
+                    else:
+                        tests = load_test_file(project, target, load_workflow=_load_workflow)
+                        report.diagnostics.extend(tests.warnings)
                 elif kind == "agent":
                     report.diagnostics.extend(load_agent(project, target).warnings)
                 elif kind in ("prompt", "cases"):
@@ -229,7 +238,8 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
                 report.diagnostics.append(
                     Diagnostic(
                         str(target),
-                        "unknown file kind: expected config.yml, *.agent.yml, *.workflow.yml, "
+                        "unknown file kind: expected config.yml, *.agent.yml, *.procedure.yml (or "
+                        "*.workflow.yml), "
                         "*.prompt.yml, *.cases.yml or *.test.yml",
                     )
                 )

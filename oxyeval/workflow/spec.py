@@ -18,7 +18,7 @@ from ..errors import Diagnostic, LoadError
 from ..project.config import Project
 from ..project.databases import database_use_problem
 from ..project.document import Document, KeyPath, format_key_path, load_yaml, read_text
-from ..project.files import inside_project, outside_project
+from ..project.files import WORKFLOW_SUFFIXES, inside_project, outside_project
 from ..project.limits import MAX_CONCURRENCY
 from ..project.schema import did_you_mean, validate_document
 from ..project.templates import TemplateRef, referenced_names, template_diagnostics
@@ -351,7 +351,7 @@ def _check_task(task: Task, project: Project, problems: list[Diagnostic]) -> Non
         _template(task, "template", spec.get("template"), (*key, "template"), problems)
     elif task.type == "workflow":
         src = spec.get("src", "")
-        task.workflow_path = resolve_project_file(project, src, (".workflow.yml", ".workflow.yaml"))
+        task.workflow_path = resolve_project_file(project, src, WORKFLOW_SUFFIXES)
         if not _check_path(task, project, "src", src, (*key, "src"), problems):
             task.workflow_path = None
         elif task.workflow_path is None:
@@ -493,7 +493,7 @@ def load_workflow(project: Project, path: str | os.PathLike[str]) -> Workflow:
     if any(p.severity == "error" for p in problems):
         raise LoadError(sorted(problems, key=lambda d: (d.line or 0, d.column or 0)))
     name = doc.path.name
-    for suffix in (".workflow.yml", ".workflow.yaml", ".automation.yml", ".automation.yaml"):
+    for suffix in WORKFLOW_SUFFIXES:
         if name.endswith(suffix):
             name = name[: -len(suffix)]
     return Workflow(

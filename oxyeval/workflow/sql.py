@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EXIT_INFRA, ConfigError, OxyError
-from ..project import database_problems, database_use_problem
+from ..project import database_absences, database_problems, database_use_problem
 from ..redact import clip
 
 if TYPE_CHECKING:
@@ -362,7 +362,13 @@ class Databases:
         """Why ``name`` cannot be queried here ('' when it can; an unknown name is said by
         the query itself)."""
         entry = self.databases.get(name)
-        return engine_refusal(name, entry) if entry is not None else ""
+        if entry is None:
+            return ""
+        refusal = engine_refusal(name, entry)
+        if refusal or not database_absences(entry, self.root.resolve()):
+            return refusal
+        # Valid as oxy reads it (validate warns); nothing can be read from it here.
+        return database_problems(entry, self.root.resolve())[0][1]
 
     def describe(self, name: str) -> ContextMap:
         """What agents read of the database (oxy's ``databases.<name>``: its dialect, and

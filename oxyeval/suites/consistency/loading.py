@@ -30,7 +30,9 @@ def collect_files(paths: Iterable[str | Path]) -> list[Path]:
         if path.is_dir():
             found = project_files(path, ("agent", "workflow"))
             if not found:
-                raise ConfigError(f"{path}: no *.agent.yml or *.workflow.yml files in this folder")
+                raise ConfigError(
+                    f"{path}: no *.agent.yml, *.procedure.yml or *.workflow.yml files in this folder"
+                )
         elif (problem := path_problem(path)) is not None:
             raise LoadError([Diagnostic(str(path), problem)])
         else:
@@ -73,7 +75,7 @@ def load_all(files: list[Path], project_dir: str | None) -> tuple[list[Subject],
                     [
                         Diagnostic(
                             str(file),
-                            "not a test file: oxy test takes *.agent.yml or *.workflow.yml files",
+                            "not a test file: oxy test takes *.agent.yml, *.procedure.yml or *.workflow.yml files",
                         )
                     ]
                 )
