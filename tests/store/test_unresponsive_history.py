@@ -125,12 +125,21 @@ def test_a_disarmed_deadline_cuts_nothing_and_hurry_shortens_armed_ones() -> Non
 # ----------------------------------------------------------------- a port that never answers
 
 
+class Silent:
+    """A TCP server on 127.0.0.1 that accepts connections and never says a word;
+    ``connected`` is set once a client has connected (the command is connecting)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.connected = threading.Event()
+
+
 @pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A TCP server on 127.0.0.1 that accepts connections and never says a word."""
+def silent() -> Iterator[Silent]:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
+    server = Silent(listener.getsockname()[1])
     held: list[socket.socket] = []
     stop = threading.Event()
 
@@ -141,10 +150,11 @@ def silent_port() -> Iterator[int]:
                 held.append(listener.accept()[0])
             except OSError:
                 continue
+            server.connected.set()
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
-    yield listener.getsockname()[1]
+    yield server
     stop.set()
     thread.join()
     for conn in held:
@@ -153,10 +163,10 @@ def silent_port() -> Iterator[int]:
 
 
 def test_a_port_that_never_answers_costs_the_connect_timeout(
-    tmp_path: Path, silent_port: int
+    tmp_path: Path, silent: Silent
 ) -> None:
     pytest.importorskip("psycopg")
-    url = f"postgresql://oxy@127.0.0.1:{silent_port}/db?sslmode=disable"
+    url = f"postgresql://oxy@127.0.0.1:{silent.port}/db?sslmode=disable"
     proc = _start(_project(tmp_path, url))
     code, document, err = _finish(proc, within=20)
     assert code == 0, err  # the history is optional for oxy test: a warning
@@ -164,11 +174,12 @@ def test_a_port_that_never_answers_costs_the_connect_timeout(
     assert document["summary"]["results"] == 1 and document["tests"][0]["status"] == "scored"
 
 
-def test_sigterm_while_connecting_still_reports(tmp_path: Path, silent_port: int) -> None:
+def test_sigterm_while_connecting_still_reports(tmp_path: Path, silent: Silent) -> None:
     pytest.importorskip("psycopg")
-    url = f"postgresql://oxy@127.0.0.1:{silent_port}/db?sslmode=disable"
+    url = f"postgresql://oxy@127.0.0.1:{silent.port}/db?sslmode=disable"
     proc = _start(_project(tmp_path, url, latency_ms=3000))
-    time.sleep(1.0)
+    # Signalled while it waits on the history, however long the start took on this machine.
+    assert silent.connected.wait(30), "the command never connected to the history"
     proc.send_signal(signal.SIGTERM)
     code, document, err = _finish(proc, within=15)
     assert code == 3, err
