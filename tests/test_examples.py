@@ -42,6 +42,11 @@ def test_example_consistency_tests_score_as_documented(examples: Path) -> None:
     assert everyone["accuracy"] == pytest.approx(46 / 66, abs=1e-6)
     assert (everyone["pairs"], everyone["identicalPairs"], everyone["judgeCalls"]) == (66, 6, 15)
     assert everyone["selected"]["text"] == "We have 1,204 active users."
+    # One cluster of the 10 runs that agree, one of the 2 that say 1,240.
+    clusters = everyone["clusters"]
+    assert [c["size"] for c in clusters["clusters"]] == [10, 2]
+    assert clusters["majorityRate"] == pytest.approx(10 / 12, abs=1e-6)
+    assert clusters["nontransitiveCount"] == 0 and clusters["unjudgedPairs"] == 0
     # Ring of 6 runs: pairs (5,6) and (6,1) involve the outlier -> 4/6.
     assert ring["accuracy"] == pytest.approx(4 / 6, abs=1e-6)
     assert sorted(tuple(c["runs"]) for c in ring["failingComparisons"]) == [(1, 6), (5, 6)]

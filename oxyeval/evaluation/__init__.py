@@ -7,7 +7,8 @@ goes through, and the :class:`Event` stream a run tells its subscribers (progres
 history, a dashboard, a pytest plugin). Consistency tests, test cases and workflow runs
 are kinds on it; a new kind of test registers itself (:func:`register_kind`) instead of
 adding a sixth place that decides pass or fail. Beside them, pure measurements any
-kind may reuse: confidence intervals and normalisation (``stats``: :func:`bootstrap_interval`,
+kind may reuse: answer clusters from a judge's pairwise verdicts (``clusters``), confidence
+intervals and normalisation (``stats``: :func:`bootstrap_interval`,
 :func:`wilson_interval`, :func:`min_max_normalise`) and text metrics of one output
 (``text``: :func:`clarity_score`, :func:`consistency_hash`, :func:`valid_json`), and pass
 rates over repeated judged runs with when to stop running them (``sequential``:
@@ -70,6 +71,9 @@ _EXPORTS = {
     "StepsPlanned": "events",
     "SubjectStarted": "events",
     "Warned": "events",
+    "AnswerClusters": "clusters",
+    "Cluster": "clusters",
+    "answer_clusters": "clusters",
     "Interval": "stats",
     "bootstrap_interval": "stats",
     "min_max_normalise": "stats",
@@ -87,7 +91,9 @@ _EXPORTS = {
 __all__ = [
     "LENGTH_TOLERANCE",
     "AdaptiveTest",
+    "AnswerClusters",
     "CacheServed",
+    "Cluster",
     "Consistency",
     "DecidableRun",
     "Decision",
@@ -120,6 +126,7 @@ __all__ = [
     "SubjectStarted",
     "ThresholdResult",
     "Warned",
+    "answer_clusters",
     "bootstrap_interval",
     "check_drop",
     "check_pass_rate",
@@ -151,6 +158,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from .clusters import AnswerClusters, Cluster, answer_clusters
     from .decision import (
         DecidableRun,
         Decision,

@@ -14,6 +14,7 @@ import typer
 import oxyeval.cli._app as cli
 from oxyeval.cli import main
 from oxyeval.cli.console import echo, streams
+from oxyeval.report.documents import SCHEMA_VERSION
 
 from ..conftest import MakeProject
 
@@ -62,7 +63,7 @@ def test_a_command_line_error_with_json_is_one_document_and_exit_2(
     assert reason in err and "Usage:" in err  # Click's own message, on stderr
     doc = json.loads(out)  # exactly one document: json.loads refuses anything after it
     assert doc == {
-        "schemaVersion": 1,
+        "schemaVersion": SCHEMA_VERSION,
         "document": "error",
         "error": " ".join(err.split()),
         "exitCode": 2,

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from oxyeval.cli import main
+from oxyeval.report.documents import SCHEMA_VERSION
 
 from ..conftest import MakeProject
 
@@ -139,7 +140,7 @@ def test_oxy_run_json_error_of_a_load_failure_is_the_message_alone(
     code, out, _err = oxy(["run", "a.agent.yml", "--question", "hi", "--format", "json"], capsys)
     assert code == 2
     assert json.loads(out) == {
-        "schemaVersion": 1,
+        "schemaVersion": SCHEMA_VERSION,
         "document": "error",
         "error": BAD_N,
         "exitCode": 2,
@@ -152,7 +153,7 @@ def test_oxy_cases_json_error_of_a_load_failure_is_the_message_alone(
     code, out, _err = oxy(["cases", "run", "p.prompt.yml", "--format", "json"], capsys)
     assert code == 2
     assert json.loads(out) == {
-        "schemaVersion": 1,
+        "schemaVersion": SCHEMA_VERSION,
         "document": "error",
         "error": "p.prompt.yml:4:12: threshold: must be at most 1, got 7",
         "exitCode": 2,

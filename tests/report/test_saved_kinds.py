@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from oxyeval.cli._app import app
 from oxyeval.report import output_validator
+from oxyeval.report.documents import SCHEMA_VERSION
 
 RUNS = [
     "test",
@@ -209,7 +210,7 @@ def test_a_document_of_an_earlier_shape_keeps_its_exit_code(
         assert as_json["document"] == "error" and as_json["exitCode"] == code
     else:
         assert output_validator("run").is_valid(as_json), as_json
-        assert as_json["schemaVersion"] == 1 and as_json["summary"]["exitCode"] == code
+        assert as_json["schemaVersion"] == SCHEMA_VERSION and as_json["summary"]["exitCode"] == code
 
 
 @pytest.mark.parametrize(
@@ -222,7 +223,7 @@ def test_a_document_of_an_earlier_shape_keeps_its_exit_code(
         (lambda d: d["summary"].update(interrupted="no"), "summary.interrupted: expected true or false"),
         (lambda d: d["decision"]["gates"].update(thresholdMode="most"), "decision.gates.thresholdMode: expected average or all"),
         (lambda d: d.update(kind="nope"), "kind: expected one of consistency"),
-        (lambda d: d.update(schemaVersion=99), "schemaVersion: expected a version up to 1"),
+        (lambda d: d.update(schemaVersion=99), f"schemaVersion: expected a version up to {SCHEMA_VERSION}"),
         (lambda d: d.update(document="history"), "a 'history' document; oxy report decides again on run"),
     ],
 )  # fmt: skip

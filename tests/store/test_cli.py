@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from oxyeval.cli._app import app
+from oxyeval.report.documents import SCHEMA_VERSION
 from oxyeval.store import open_store
 
 from ..conftest import MakeProject
@@ -44,7 +45,7 @@ def test_reads_on_a_new_project_create_nothing(root: Path) -> None:
     pretty = invoke("history")
     assert pretty.exit_code == 0 and "no runs yet" in pretty.stdout
     assert json.loads(invoke("history", "--format", "json").stdout) == {
-        "schemaVersion": 1,
+        "schemaVersion": SCHEMA_VERSION,
         "document": "history",
         "runs": [],
     }

@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...evaluation import (
+    AnswerClusters,
     DropResult,
     Previous,
     Result,
     ResultKind,
     Score,
     ThresholdResult,
+    answer_clusters,
     register_kind,
 )
 from ...redact import redact
@@ -173,6 +175,23 @@ class ConsistencyTestResult:
         return (self.accuracy - self.previous.accuracy) * 100
 
     @property
+    def clusters(self) -> AnswerClusters:
+        """The answers grouped by the judge's verdicts (the best-scoring label is
+        "consistent"): what the runs said, once per cluster, instead of every pair."""
+        answers: dict[int, list[int]] = {}
+        for o in self.outputs:
+            if o.error is None and o.group is not None:
+                answers.setdefault(o.group, []).append(o.run)
+        best = max(self.scores.values()) if self.scores else None
+        verdicts: dict[tuple[int, int], bool | None] = {}
+        for c in self.comparisons:
+            a, b = c.get("groups") or (None, None)
+            if a is None or b is None or a == b:
+                continue
+            verdicts[(a, b)] = None if c.get("verdict") is None else c.get("score") == best
+        return answer_clusters(answers, verdicts)
+
+    @property
     def selected_output(self) -> OutputRecord | None:
         return next((o for o in self.outputs if o.run == self.selected), None)
 
@@ -215,6 +234,7 @@ class ConsistencyTestResult:
             # Every judgement once: one entry stands for `weight` run pairs (those between
             # runs of its two text groups), so n=200 with few distinct answers stays small.
             "comparisons": [_redacted(c) for c in self.comparisons],
+            "clusters": self.clusters.to_dict(),
             "failing_comparisons": [
                 {k: v for k, v in _redacted(c).items() if k not in ("error", "groups")}
                 for c in self.failing
