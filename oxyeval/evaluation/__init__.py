@@ -8,11 +8,14 @@ history, a dashboard, a pytest plugin). Consistency tests, test cases and workfl
 are kinds on it; a new kind of test registers itself (:func:`register_kind`) instead of
 adding a sixth place that decides pass or fail. Beside them, pure measurements any
 kind may reuse: answer clusters from a judge's pairwise verdicts (``clusters``), confidence
-intervals and normalisation (``stats``: :func:`bootstrap_interval`,
+intervals and normalisation (``stats``: :func:`bootstrap_interval`, :func:`clustered_interval`,
 :func:`wilson_interval`, :func:`min_max_normalise`) and text metrics of one output
 (``text``: :func:`clarity_score`, :func:`consistency_hash`, :func:`valid_json`), and pass
 rates over repeated judged runs with when to stop running them (``sequential``:
-:class:`PassRate`, :func:`pass_at_k`, :func:`pass_hat_k`, :class:`AdaptiveTest`).
+:class:`PassRate`, :func:`pass_at_k`, :func:`pass_hat_k`, :class:`AdaptiveTest`), and
+what a statistical CI gate needs: a paired change against a baseline with three
+outcomes (``regression``: :func:`paired_change`) and agreement between raters
+(``agreement``: :func:`cohens_kappa`).
 """
 
 from __future__ import annotations
@@ -74,6 +77,11 @@ _EXPORTS = {
     "AnswerClusters": "clusters",
     "Cluster": "clusters",
     "answer_clusters": "clusters",
+    "Kappa": "agreement",
+    "cohens_kappa": "agreement",
+    "PairedChange": "regression",
+    "paired_change": "regression",
+    "clustered_interval": "stats",
     "Interval": "stats",
     "bootstrap_interval": "stats",
     "min_max_normalise": "stats",
@@ -106,8 +114,10 @@ __all__ = [
     "Gates",
     "Interval",
     "Judged",
+    "Kappa",
     "Outcome",
     "OutputScorer",
+    "PairedChange",
     "PassRate",
     "PassRateResult",
     "Previous",
@@ -132,6 +142,8 @@ __all__ = [
     "check_pass_rate",
     "check_threshold",
     "clarity_score",
+    "clustered_interval",
+    "cohens_kappa",
     "consistency_hash",
     "decide",
     "decide_run",
@@ -145,6 +157,7 @@ __all__ = [
     "modal_share",
     "moment",
     "normalise_whitespace",
+    "paired_change",
     "pass_at_k",
     "pass_hat_k",
     "percent",
@@ -158,6 +171,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from .agreement import Kappa, cohens_kappa
     from .clusters import AnswerClusters, Cluster, answer_clusters
     from .decision import (
         DecidableRun,
@@ -198,6 +212,7 @@ if TYPE_CHECKING:
         percent,
     )
     from .kinds import ResultKind, kind_names, register_kind, result_kind
+    from .regression import PairedChange, paired_change
     from .result import Previous, Result, Score
     from .scorers import (
         Consistency,
@@ -211,7 +226,13 @@ if TYPE_CHECKING:
     )
     from .sequential import AdaptiveTest, PassRate, pass_at_k, pass_hat_k
     from .similarity import LENGTH_TOLERANCE, lexical_similarity
-    from .stats import Interval, bootstrap_interval, min_max_normalise, wilson_interval
+    from .stats import (
+        Interval,
+        bootstrap_interval,
+        clustered_interval,
+        min_max_normalise,
+        wilson_interval,
+    )
     from .text import (
         clarity_score,
         consistency_hash,
