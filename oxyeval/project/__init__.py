@@ -33,6 +33,9 @@ _EXPORTS = {
     "check_variables": "varschema",
     "schema_problems": "varschema",
     "variable_error": "varschema",
+    "dataset_problems": "test_datasets",
+    "is_dataset": "test_datasets",
+    "WORKFLOW_SUFFIXES": "files",
     "database_absences": "databases",
     "database_problems": "databases",
     "database_use_problem": "databases",
@@ -128,6 +131,7 @@ __all__ = [
     "SCAFFOLD",
     "SCHEMA_FILES",
     "TEST_SUFFIXES",
+    "WORKFLOW_SUFFIXES",
     "Agent",
     "BranchDef",
     "BuiltinContext",
@@ -163,6 +167,7 @@ __all__ = [
     "database_problems",
     "database_use_problem",
     "dataset_names",
+    "dataset_problems",
     "detect_format",
     "did_you_mean",
     "evaluate",
@@ -171,6 +176,7 @@ __all__ = [
     "find_config",
     "format_key_path",
     "inside_project",
+    "is_dataset",
     "load_agent",
     "load_chattest",
     "load_json",
@@ -246,6 +252,7 @@ if TYPE_CHECKING:
     from .document import Document, KeyPath, format_key_path, load_yaml, path_problem, read_text
     from .files import (
         TEST_SUFFIXES,
+        WORKFLOW_SUFFIXES,
         file_kind,
         find_config,
         inside_project,
@@ -276,6 +283,7 @@ if TYPE_CHECKING:
         template_diagnostics,
         template_tree,
     )
+    from .test_datasets import dataset_problems, is_dataset
     from .tests import (
         DEFAULT_MIN_JUDGED,
         JudgeSpec,

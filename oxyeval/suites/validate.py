@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError, Diagnostic, LoadError
+from ..project import dataset_problems, is_dataset
 from ..project.agents import load_agent
 from ..project.config import Project, load_project
 from ..project.document import KeyPath, load_yaml, path_problem
 from ..project.files import file_kind, find_config, project_files
 from ..project.schema import validate_document
-from ..project.test_datasets import dataset_problems, is_dataset
 
 __all__ = ["ValidationReport", "credential_warnings", "history_problems", "validate_paths"]
 

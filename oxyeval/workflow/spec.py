@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Diagnostic, LoadError
+from ..project import WORKFLOW_SUFFIXES
 from ..project.config import Project
 from ..project.databases import database_use_problem
 from ..project.document import Document, KeyPath, format_key_path, load_yaml, read_text
-from ..project.files import WORKFLOW_SUFFIXES, inside_project, outside_project
+from ..project.files import inside_project, outside_project
 from ..project.limits import MAX_CONCURRENCY
 from ..project.schema import did_you_mean, validate_document
 from ..project.templates import TemplateRef, referenced_names, template_diagnostics
