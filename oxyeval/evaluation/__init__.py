@@ -42,6 +42,7 @@ _EXPORTS = {
     "check_pass_rate": "gates",
     "check_drop": "gates",
     "check_threshold": "gates",
+    "interval_dict": "gates",
     "decide": "decision",
     "decide_run": "decision",
     "error_code": "decision",
@@ -151,6 +152,7 @@ __all__ = [
     "gate_option_error",
     "gated_code",
     "interrupted_code",
+    "interval_dict",
     "kind_names",
     "lexical_similarity",
     "min_max_normalise",
@@ -208,6 +210,7 @@ if TYPE_CHECKING:
         check_drop,
         check_pass_rate,
         check_threshold,
+        interval_dict,
         moment,
         percent,
     )

@@ -12,6 +12,7 @@ from typing import Any
 
 from .kinds import result_kind
 from .result import Previous, Result, _round
+from .stats import Interval, clustered_interval, wilson_interval
 
 __all__ = [
     "DropResult",
@@ -21,6 +22,7 @@ __all__ = [
     "check_drop",
     "check_pass_rate",
     "check_threshold",
+    "interval_dict",
     "moment",
     "percent",
 ]
@@ -76,6 +78,9 @@ class ThresholdResult:
     value: float | None  # the mean (average mode) or the minimum (all mode)
     failing: list[tuple[str, float | None]]
     message: str
+    #: The average's 95% interval, its standard error clustered by subject (average
+    #: mode; None in all mode, or with no score).
+    interval: Interval | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +88,7 @@ class ThresholdResult:
             "mode": self.mode,
             "passed": self.passed,
             "value": _round(self.value),
+            "interval": interval_dict(self.interval),
             "failing": [{"name": n, "accuracy": _round(a)} for n, a in self.failing],
             "message": self.message,
         }
@@ -133,16 +139,36 @@ class PassRateResult:
     checked: int
     failing: list[str]
     message: str
+    #: The pass rate's 95% Wilson interval (None when nothing was checked).
+    interval: Interval | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "min_pass_rate": self.min_pass_rate,
             "passed": self.passed,
             "value": _round(self.value),
+            "interval": interval_dict(self.interval),
             "checked": self.checked,
             "failing": list(self.failing),
             "message": self.message,
         }
+
+
+def interval_dict(interval: Interval | None) -> dict[str, float] | None:
+    """An interval as JSON carries it: 0..1 like the value it surrounds."""
+    if interval is None:
+        return None
+    # 4 decimals: a saved report re-gated from its 6-decimal scores says the same.
+    return {"low": round(interval.low, 4), "high": round(interval.high, 4)}
+
+
+def _uncertainty(interval: Interval | None, count: int, noun: str) -> str:
+    """What a gate's message adds so that a number is read with its noise."""
+    if interval is None or count < 2:
+        return ""
+    return (
+        f" (95% interval {percent(interval.low)} to {percent(interval.high)} over {count} {noun}s)"
+    )
 
 
 def check_pass_rate(
@@ -165,6 +191,7 @@ def check_pass_rate(
     value = (len(own) - len(failing)) / len(own)
     passed = value + _EPS >= min_pass_rate
     verb = "meets" if passed else "below"
+    interval = wilson_interval(len(own) - len(failing), len(own))
     message = (
         f"Pass rate {percent(value)} ({len(own) - len(failing)} of {len(own)} {noun}(s) passed) "
         f"{verb} --min-pass-rate {percent(min_pass_rate)}"
@@ -174,7 +201,7 @@ def check_pass_rate(
             f" and {len(failing) - 10} more" if len(failing) > 10 else ""
         )
         message += f"; failed: {shown}"
-    return PassRateResult(min_pass_rate, passed, value, len(own), failing, message)
+    return PassRateResult(min_pass_rate, passed, value, len(own), failing, message, interval)
 
 
 def _words(results: Sequence[Result], kind: str | None) -> tuple[str, str]:
@@ -216,12 +243,14 @@ def check_threshold(
         passed = value is not None and value + _EPS >= min_accuracy and not unscored
         if value is None:
             message = f"No {noun} could be scored, threshold {percent(min_accuracy)} not met: {fmt(unscored)}"
-        else:
+        interval = _clustered(results)
+        if value is not None:
             verb = "meets" if value + _EPS >= min_accuracy else "below"
             message = f"Average {metric} {percent(value)} {verb} threshold {percent(min_accuracy)}"
+            message += _uncertainty(interval, len({r.subject for r in results}), noun)
             if unscored:
                 message += f", but {len(unscored)} {noun}(s) could not be scored: {fmt(unscored)}"
-        return ThresholdResult(min_accuracy, mode, passed, value, failing, message)
+        return ThresholdResult(min_accuracy, mode, passed, value, failing, message, interval)
 
     value = min(scored) if scored and not unscored else None
     passed = not failing
@@ -232,6 +261,16 @@ def check_threshold(
             f"{len(failing)} {noun}(s) below threshold {percent(min_accuracy)}: {fmt(failing)}"
         )
     return ThresholdResult(min_accuracy, mode, passed, value, failing, message)
+
+
+def _clustered(results: Sequence[Result]) -> Interval | None:
+    """The scores' mean with its interval, the runs of one subject (a case's repeats)
+    one cluster: they share the subject's difficulty, so they are not independent."""
+    groups: dict[str, list[float]] = {}
+    for r in results:
+        if r.score is not None:
+            groups.setdefault(r.subject, []).append(r.score)
+    return clustered_interval(groups.values())
 
 
 def check_drop(

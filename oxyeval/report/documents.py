@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..evaluation import interval_dict
 from ..redact import redact
 
 if TYPE_CHECKING:
@@ -158,6 +159,7 @@ def _threshold(t: ThresholdResult | None) -> dict[str, Any] | None:
         "mode": t.mode,
         "passed": t.passed,
         "value": _r(t.value),
+        "interval": interval_dict(t.interval),
         "failing": [{"name": n, "accuracy": _r(a)} for n, a in t.failing],
         "message": redact(t.message),
     }
@@ -170,6 +172,7 @@ def _pass_rate(p: PassRateResult | None) -> dict[str, Any] | None:
         "minPassRate": p.min_pass_rate,
         "passed": p.passed,
         "value": _r(p.value),
+        "interval": interval_dict(p.interval),
         "checked": p.checked,
         "failing": list(p.failing),
         "message": redact(p.message),

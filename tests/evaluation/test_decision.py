@@ -60,7 +60,11 @@ def test_the_kind_s_words_are_in_the_gate_messages_even_with_no_results() -> Non
     decision = decide([toy("a", score=0.4), toy("b", score=0.5)], Gates(min_accuracy=0.5))
     assert decision.code == EXIT_FAILED
     assert decision.threshold is not None
-    assert decision.threshold.message == "Average pass rate 45.00% below threshold 50.00%"
+    # The mean's interval: residuals -0.05 and +0.05, SE sqrt(0.005)/2, z 1.96.
+    assert decision.threshold.message == (
+        "Average pass rate 45.00% below threshold 50.00% "
+        "(95% interval 38.07% to 51.93% over 2 probes)"
+    )
     all_mode = decide([toy("a", score=0.4)], Gates(min_accuracy=0.3, threshold_mode="all"))
     assert all_mode.code == EXIT_OK and all_mode.threshold is not None
     assert all_mode.threshold.message == "All 1 probe(s) meet threshold 30.00%"

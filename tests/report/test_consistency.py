@@ -46,7 +46,10 @@ def test_average_mode_uses_the_mean() -> None:
     verdict = check_threshold(run_of(0.85, 0.92, 0.78), 0.8, "average")
     assert verdict is not None and verdict.passed
     assert verdict.value == pytest.approx(0.85)
-    assert verdict.message == "Average accuracy 85.00% meets threshold 80.00%"
+    assert verdict.message == (
+        "Average accuracy 85.00% meets threshold 80.00% (95% interval 78.53% to 91.47% over 3 tests)"
+    )
+    assert verdict.interval is not None and round(verdict.interval.low, 4) == 0.7853
 
 
 def test_all_mode_lists_every_failing_test_correctly() -> None:
