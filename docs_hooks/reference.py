@@ -255,17 +255,15 @@ def _table(node: dict[str, Any], prefix: str = "") -> list[str]:
     return [*lines, ""]
 
 
-def _schema_section(name: str, schema: dict[str, Any], level: str) -> list[str]:
-    title = schema.get("title", name).removeprefix("oxyeval ")
-    lines = [f"{level} {title}", "", f"Schema: `{name}.schema.json`", ""]
-    if schema.get("description"):
-        lines += [schema["description"], ""]
-    lines += _table(schema)
-    for index, branch in enumerate(schema.get("allOf", ())):
-        condition = branch.get("if", {}).get("properties", {})
+def _conditional_tables(node: dict[str, Any]) -> list[str]:
+    """The keys an ``allOf`` of ``if``/``then`` adds, one table per condition (a task's
+    keys per task type, a run document's keys per kind)."""
+    lines: list[str] = []
+    for index, branch in enumerate(node.get("allOf", ())):
         then = branch.get("then", {})
         if not then.get("properties"):
             continue
+        condition = branch.get("if", {}).get("properties", {})
         when = ", ".join(
             f"`{key}` is `{json.dumps(value.get('const'))}`"
             for key, value in condition.items()
@@ -273,6 +271,16 @@ def _schema_section(name: str, schema: dict[str, Any], level: str) -> list[str]:
         )
         lines += [f"When {when or f'condition {index + 1} holds'}:", ""]
         lines += _table(then)
+    return lines
+
+
+def _schema_section(name: str, schema: dict[str, Any], level: str) -> list[str]:
+    title = schema.get("title", name).removeprefix("oxyeval ")
+    lines = [f"{level} {title}", "", f"Schema: `{name}.schema.json`", ""]
+    if schema.get("description"):
+        lines += [_prose(schema["description"]), ""]
+    lines += _table(schema)
+    lines += _conditional_tables(schema)
     for def_name, definition in (schema.get("$defs") or {}).items():
         if not isinstance(definition, dict):
             continue
@@ -284,6 +292,7 @@ def _schema_section(name: str, schema: dict[str, Any], level: str) -> list[str]:
             items = definition.get("items")
             if isinstance(items, dict):
                 table = _table(items, "[].")
+        table += _conditional_tables(definition)
         lines += table or [f"Type: {_escape_cell(_type_of(definition))}", ""]
     return lines
 
