@@ -151,7 +151,7 @@ def test_every_example_project_file_in_the_docs_validates(tmp_path: Path) -> Non
 def test_the_site_builds_with_warnings_as_errors(tmp_path: Path) -> None:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
         cwd=ROOT,
         capture_output=True,
         text=True,
