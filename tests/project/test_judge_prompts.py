@@ -110,7 +110,7 @@ def test_a_tasks_own_judge_prompt_is_a_judge_prompt(make_project: MakeProject) -
 def test_readme_judge_prompts_are_valid() -> None:
     """The docs' own snippets: the workflow's consistency_prompt and a test's prompt."""
     text = "\n".join(page.read_text("utf-8") for page in sorted(DOCS.rglob("*.md")))
-    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    blocks = re.findall(r"```yaml[^\n]*\n(.*?)```", text, re.S)
     prompts = []
     for block in blocks:
         data = yaml.safe_load(block)
