@@ -12,6 +12,7 @@ command has (``params``, ``commands``, ``make_context``), whichever Click it cam
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,6 +90,13 @@ def _prose(text: str) -> str:
     return "`".join(pieces)
 
 
+def _code_cell(text: str) -> str:
+    """Literal text as code in a table cell: HTML, since a Markdown code span would show
+    the escapes a table cell needs (``\\|``, ``&lt;``) instead of the characters."""
+    escaped = html.escape(" ".join(text.split())).replace("|", "&#124;")
+    return f"<code>{escaped}</code>"
+
+
 def _escape_cell(text: str) -> str:
     return _prose(text).replace("|", "\\|").replace("\n", " ").strip()
 
@@ -124,7 +132,7 @@ def cli_reference() -> str:
                 meta = param.make_metavar(ctx) if _takes_ctx(param) else param.make_metavar()
                 help_ = getattr(param, "help", None) or ""
                 lines.append(
-                    f"| `{_escape_cell(meta)}` | {'yes' if param.required else 'no'} "
+                    f"| {_code_cell(meta)} | {'yes' if param.required else 'no'} "
                     f"| {_escape_cell(help_)} |"
                 )
             lines.append("")
@@ -135,7 +143,7 @@ def cli_reference() -> str:
                 if record is None:
                     continue
                 names, help_ = record
-                lines.append(f"| `{_escape_cell(names)}` | {_escape_cell(help_)} |")
+                lines.append(f"| {_code_cell(names)} | {_escape_cell(help_)} |")
             lines.append("")
         subcommands = getattr(command, "commands", None) or {}
         if subcommands:
@@ -274,9 +282,21 @@ def _conditional_tables(node: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _title(schema: dict[str, Any], name: str) -> str:
+    """A schema's title as a heading: a command stays as typed (``oxy ab list``), prose
+    starts with a capital; an output document leads with its ``document`` name."""
+    title = str(schema.get("title", name)).removeprefix("oxyeval ").rstrip(".")
+    if title.startswith("oxy "):
+        head, _, rest = title.partition(":")
+        title = f"`{head}`" + (f":{rest}" if rest else "")
+    else:
+        title = title[:1].upper() + title[1:]
+    document = schema.get("properties", {}).get("document", {}).get("const")
+    return f"`{document}`: {title}" if isinstance(document, str) else title
+
+
 def _schema_section(name: str, schema: dict[str, Any], level: str) -> list[str]:
-    title = schema.get("title", name).removeprefix("oxyeval ")
-    lines = [f"{level} {title}", "", f"Schema: `{name}.schema.json`", ""]
+    lines = [f"{level} {_title(schema, name)}", "", f"Schema: `{name}.schema.json`", ""]
     if schema.get("description"):
         lines += [_prose(schema["description"]), ""]
     lines += _table(schema)
