@@ -1,5 +1,5 @@
 """The stage packages import only the stages before them, and only what those stages make
-public, so one stage can change without touching the others (README, "Architecture").
+public, so one stage can change without touching the others (ARCHITECTURE.md).
 
 The imports are read from the syntax tree, not matched as text: every form counts
 (``import oxyeval.store``, ``from oxyeval.store import x``, ``from ..store.cache import x``,

@@ -267,15 +267,15 @@ def test_the_cases_table_says_what_a_lexical_score_cannot_tell(
     assert "a synonym or paraphrase scores low" in text and "scaled down" in text
 
 
-# ------------------------------------------------- item 15: the README's workflow example
+# ------------------------------------------------- the workflow guide's example
 
 
-def _readme_run_command() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
+def _guide_run_command() -> list[str]:
+    guide = (ROOT / "docs" / "guides" / "workflows.md").read_text()
     match = re.search(
-        r"^oxy run (examples/workflows/monthly_report\.workflow\.yml --var \S+)", readme, re.M
+        r"^oxy run (examples/workflows/monthly_report\.workflow\.yml --var \S+)", guide, re.M
     )
-    assert match, "the README no longer shows the monthly report command"
+    assert match, "the workflow guide no longer shows the monthly report command"
     return ["run", *match.group(1).split()]
 
 
@@ -311,7 +311,7 @@ def examples_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_the_readme_monthly_report_command_agrees_with_itself(examples_copy: Path) -> None:
-    args = _readme_run_command()
+    args = _guide_run_command()
     result = invoke(*args)
     assert result.exit_code == 0, result.stderr
     month = _check_report(result.stdout)

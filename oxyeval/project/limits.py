@@ -1,4 +1,4 @@
-"""Every resource limit in one place, so the schemas, the checks and the README agree.
+"""Every resource limit in one place, so the schemas, the checks and the docs agree.
 
 Project files come from anyone (a repository, a pull request), and a CI runner has a
 few GB of memory: a typo like ``n: 1000000000`` or a hostile file (an alias bomb, a

@@ -332,7 +332,7 @@ class AgentRunner:
         # A cut-off answer is reported by the caller, which knows which test and run it
         # was and can say it once for all runs (see token_limit_warning).
         completion.usage = Usage(input_tokens=inputs or None, output_tokens=outputs or None)
-        # A replayed answer reports latency 0 (README, "Cache"), not the time spent looking
+        # A replayed answer reports latency 0 (docs/guides/history.md, "Cache"), not the time spent looking
         # it up; with tools, their time still counts.
         completion.latency = 0.0 if replayed and not trace else time.perf_counter() - started
         completion.tool_calls = [step.call for step in trace]

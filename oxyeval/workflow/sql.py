@@ -46,7 +46,7 @@ __all__ = [
 
 _SHOWN_ROWS = 200  # rows rendered into text (the result keeps them all, up to max_rows)
 _SHOWN_ERROR_CHARS = 300
-#: A database's limits when config.yml does not set them (README "SQL safety").
+#: A database's limits when config.yml does not set them (docs/guides/workflows.md, "SQL safety").
 SQL_DEFAULTS: dict[str, Any] = {
     "timeout": 60,  # seconds per query, then DuckDB is interrupted (a warehouse: stopped)
     "memory_limit": "2GB",  # DuckDB's own limit; larger sorts and joins spill to disk

@@ -202,7 +202,7 @@ class SqlTemplateRef(TemplateRef):
                     for node in tree.find_all(getattr(nodes, name)):
                         raise self.error(
                             f"{tag} is not allowed in SQL: the text it makes would be bound as "
-                            "a value (see 'SQL safety' in the README)",
+                            "a value (see 'SQL safety' in docs/guides/workflows.md)",
                             node.lineno,
                         )
                 self._compiled = env.from_string(tree)

@@ -25,7 +25,7 @@ from oxyeval.project import TemplateRef, check_judge_prompt
 
 from ..conftest import MakeProject
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 JUDGE_CONFIG = """\
 models:
   - {name: agent_model, vendor: mock, outputs: ["one answer", "another answer"]}
@@ -108,9 +108,9 @@ def test_a_tasks_own_judge_prompt_is_a_judge_prompt(make_project: MakeProject) -
 
 
 def test_readme_judge_prompts_are_valid() -> None:
-    """README's own snippets: the workflow's consistency_prompt and a test's prompt."""
-    text = README.read_text("utf-8")
-    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    """The docs' own snippets: the workflow's consistency_prompt and a test's prompt."""
+    text = "\n".join(page.read_text("utf-8") for page in sorted(DOCS.rglob("*.md")))
+    blocks = re.findall(r"```yaml[^\n]*\n(.*?)```", text, re.S)
     prompts = []
     for block in blocks:
         data = yaml.safe_load(block)
@@ -119,7 +119,7 @@ def test_readme_judge_prompts_are_valid() -> None:
         for test in (data or {}).get("tests", []) if isinstance(data, dict) else []:
             if isinstance(test, dict) and test.get("prompt"):
                 prompts.append(test["prompt"])
-    assert len(prompts) >= 2, "README no longer shows a workflow and a test judge prompt"
+    assert len(prompts) >= 2, "the docs no longer show a workflow and a test judge prompt"
     for prompt in prompts:
         problems: list[Diagnostic] = []
         check_judge_prompt(TemplateRef(prompt, None), problems)

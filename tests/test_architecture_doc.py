@@ -1,5 +1,5 @@
-"""README's Architecture section, the architecture test and the packages' docstrings tell
-one story: the same stage order, in the text, the diagram and the stage numbers."""
+"""ARCHITECTURE.md, the architecture test and the packages' docstrings tell one story:
+the same stage order, in the text, the diagram and the stage numbers."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _section() -> str:
-    text = (ROOT / "README.md").read_text("utf-8")
-    start = text.index("## Architecture")
+    text = (ROOT / "ARCHITECTURE.md").read_text("utf-8")
+    start = text.index("## The stages")
     return text[start : text.index("\n## ", start + 1)]
 
 
