@@ -128,6 +128,11 @@ def _measured(evaluation: Evaluation) -> Measured:
         if lower is None:
             details["threshold"] = _bounds(threshold)
     meta = evaluation.metadata
+    if evaluation.assertions:
+        details["assertions"] = [
+            {"criterion": str(a.criterion), "passed": bool(a.passed), "required": bool(a.required)}
+            for a in evaluation.assertions
+        ][:100]
     return Measured(
         score=evaluation.score,
         passed=evaluation.passed(),
@@ -329,8 +334,11 @@ async def _run_once(
 
     def check(evaluator: BaseTestEvaluator) -> Check:
         async def measure(item: _Item, output: Any) -> Measured | None:
+            from ._judge_evaluators import in_test
+
             extra = {} if item.hook is None else {"hook_results": item.hook}
-            found = await _call(evaluator.evaluate_test_case, item.case, output, **extra)
+            with in_test(id, item.case.hash()):
+                found = await _call(evaluator.evaluate_test_case, item.case, output, **extra)
             if found is not None and not isinstance(found, Evaluation):
                 raise TypeError(f"returned {type(found).__name__}, not an Evaluation or None")
             return None if found is None else _measured(found)
