@@ -147,8 +147,9 @@ def _summary(
         out.print(f"  {verdict:<9}", style=styles[verdict], end="", markup=False)
         out.print(f" {shown(redact(name))}: {shown(redact(detail))}", markup=False, highlight=False)
     for record in records:
+        name = _suite_line(record)[1]
         for line in record.get("reasons") or []:
-            err.print(f"{shown(redact(str(line)))}", style="red", markup=False, highlight=False)
+            err.print(shown(redact(f"{name}: {line}")), style="red", markup=False, highlight=False)
     for line in reasons:
         err.print(line, style="yellow", markup=False, highlight=False)
     if code:
