@@ -230,19 +230,25 @@ def exec_command(
     raise typer.Exit(code)
 
 
+def _terminal_sends_to_group() -> bool:
+    """Whether this process is in the foreground of a terminal, whose Ctrl-C goes to
+    every process of the group, the command included (it shares the group, so that it
+    can read the terminal: a debugger's prompt works under ``oxy exec``)."""
+    try:
+        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, AttributeError, ValueError):  # no terminal (CI), or not POSIX
+        return False
+
+
 def _run(command: list[str], env: dict[str, str], err: Console) -> tuple[int | None, bool]:
     """Run ``command``; its exit code (None: it could not start) and whether a signal
-    stopped it. SIGINT and SIGTERM are passed on to it and it is waited for, so its
-    suites report what they finished; a second signal kills it."""
+    stopped it. SIGINT and SIGTERM reach it once (passed on, unless the terminal sent
+    them to it as well) and it is waited for, so its suites report what they finished;
+    a second signal kills it."""
     from ..redact import redact
 
-    # Its own process group: a Ctrl-C at the terminal reaches this process alone, which
-    # passes it on once (the child would otherwise get it twice).
-    group: dict[str, Any] = {}
-    if os.name == "posix":
-        group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
     try:
-        child = subprocess.Popen(command, env=env, **group)
+        child = subprocess.Popen(command, env=env)
     except OSError as exc:
         err.print(
             redact(f"error: oxy exec: cannot run {command[0]!r}: {exc.strerror or exc}"),
@@ -258,6 +264,8 @@ def _run(command: list[str], env: dict[str, str], err: Console) -> tuple[int | N
             child.kill()
             return
         stopped.set()
+        if signum == signal.SIGINT and _terminal_sends_to_group():
+            return  # the terminal's Ctrl-C reached the command too: once is enough
         with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
             child.send_signal(signum)
 

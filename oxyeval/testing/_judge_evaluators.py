@@ -15,8 +15,10 @@ case's baseline in ``.oxy/battle-baselines.json`` beside the project's history.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import tempfile
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -351,9 +353,16 @@ class BaseAutomaticBattle(BaseTestEvaluator, ABC, Generic[TestCaseType, OutputTy
             found = _read_baselines(path)
             found[key] = baseline
             path.parent.mkdir(parents=True, exist_ok=True)
-            scratch = path.with_suffix(f".{os.getpid()}.tmp")
-            scratch.write_text(json.dumps(found, indent=1, sort_keys=True), encoding="utf-8")
-            scratch.replace(path)
+            # A fresh file (never a name that may be a link), renamed over the old one.
+            fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=".baselines-")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump(found, handle, indent=1, sort_keys=True)
+                os.replace(scratch, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(scratch)
+                raise
 
     async def evaluate_test_case(
         self, test_case: TestCaseType, output: OutputType
