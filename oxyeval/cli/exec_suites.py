@@ -199,7 +199,7 @@ def exec_command(
     3 a suite had errors, the command failed for a reason no suite explains, or it was
     interrupted. Example: oxy exec -- python run.py
     """
-    from ..testing._exec_channel import REPORT_ENV, SUITES_ENV
+    from ..testing import EXEC_REPORT_ENV, EXEC_SUITES_ENV
 
     out, err = stdout_console(), stderr_console()
     setup_logging(err, debug)
@@ -215,11 +215,11 @@ def exec_command(
         out.print(f"oxy exec: {message}", markup=False, highlight=False)
     with tempfile.TemporaryDirectory(prefix="oxy-exec-") as scratch:
         path = Path(scratch) / "suites.jsonl"
-        env = dict(os.environ, **{REPORT_ENV: str(path)})
+        env = dict(os.environ, **{EXEC_REPORT_ENV: str(path)})
         if test_suites:
-            env[SUITES_ENV] = json.dumps(list(test_suites))
+            env[EXEC_SUITES_ENV] = json.dumps(list(test_suites))
         else:
-            env.pop(SUITES_ENV, None)
+            env.pop(EXEC_SUITES_ENV, None)
         returncode, interrupted = _run(command, env, err)
         records, bad = _read(path)
     if bad:

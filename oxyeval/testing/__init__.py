@@ -39,6 +39,8 @@ _EXPORTS = {
     "ScoreChoice": "_suite_models",
     "TestCaseConfig": "_suite_models",
     "TracerEvent": "_suite_models",
+    "EXEC_REPORT_ENV": "_exec_channel",
+    "EXEC_SUITES_ENV": "_exec_channel",
     "BaseAssertions": "_base_evaluators",
     "BaseHasAllSubstrings": "_base_evaluators",
     "BaseIsEqual": "_base_evaluators",
@@ -96,6 +98,8 @@ _EXPORTS = {
     "run_sync": "_metric",
 }
 __all__ = [
+    "EXEC_REPORT_ENV",
+    "EXEC_SUITES_ENV",
     "GEVAL_SCHEMA",
     "MAX_ITEMS",
     "MAX_TEXT",
@@ -223,6 +227,7 @@ if TYPE_CHECKING:
         Threshold,
         md5,
     )
+    from ._exec_channel import EXEC_REPORT_ENV, EXEC_SUITES_ENV
     from ._geval import GEVAL_SCHEMA, GEval
     from ._grid import grid_search_ctx
     from ._judge import JudgeError, ask_json, close_judges, parse_json_object

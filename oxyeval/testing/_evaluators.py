@@ -105,6 +105,14 @@ class BaseTestCase(ABC):
         """What the test case is shown as (its fields, by default)."""
         return self
 
+    def serialize_for_human_review(self) -> Any:
+        """Autoblocks' human review fields; nothing here reviews them."""
+        return None
+
+    def serialize_dataset_item_id(self) -> str | None:
+        """The Autoblocks dataset item this test case came from; kept for code that sets it."""
+        return None
+
 
 def md5(text: str) -> str:
     """The hex MD5 of ``text`` (UTF-8): a short, stable ``hash()`` for a test case made
