@@ -1,9 +1,10 @@
 """What a suite's test cases are scored by: evaluators, and what they give.
 
 An evaluator (:class:`BaseTestEvaluator`) scores one test case's output with an
-:class:`Evaluation` (a score 0..1, an optional :class:`Threshold`, metadata that explains
-it); a :class:`Threshold` says when a score passes, and an evaluation without one has its
-score reported and pass undefined (None), never counted as a pass. Built in: the ones
+:class:`Evaluation` (a score, usually 0..1 but any number an evaluator finds useful, an
+optional :class:`Threshold`, metadata that explains it); a :class:`Threshold` says when
+a score passes, and an evaluation without one (or with a threshold that has no bound)
+has its score reported and pass undefined (None), never counted as a pass. Built in: the ones
 people reach for (equality, substrings, valid JSON), any metric as an evaluator, and a
 judge model's PASS/FAIL on a criterion in plain language.
 """
@@ -15,7 +16,10 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._suite_models import Assertion
 
 __all__ = [
     "BaseTestCase",
@@ -27,12 +31,15 @@ __all__ = [
     "LLMJudge",
     "MetricEvaluator",
     "Threshold",
+    "md5",
 ]
 
 
 @dataclass(frozen=True)
 class Threshold:
-    """The range a score must be in to pass: every bound given must hold."""
+    """The range a score must be in to pass: every bound given must hold. A threshold
+    with no bound decides nothing (Autoblocks' reading): its evaluation's pass is
+    undefined."""
 
     lt: float | None = None
     lte: float | None = None
@@ -40,12 +47,17 @@ class Threshold:
     gte: float | None = None
 
     def __post_init__(self) -> None:
-        if all(b is None for b in (self.lt, self.lte, self.gt, self.gte)):
-            raise ValueError("Threshold needs at least one of lt, lte, gt, gte")
         for name in ("lt", "lte", "gt", "gte"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, (int, float)) or math.isnan(value)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value)
+            ):
                 raise TypeError(f"Threshold.{name} must be a number, not {value!r}")
+
+    @property
+    def bounded(self) -> bool:
+        """Whether any bound is given (a threshold without one decides nothing)."""
+        return any(b is not None for b in (self.lt, self.lte, self.gt, self.gte))
 
     def holds(self, score: float) -> bool:
         return (
@@ -58,22 +70,28 @@ class Threshold:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """One evaluator's result on one test case: a score 0..1, an optional threshold,
-    metadata that explains it (shown with the result, kept in the history)."""
+    """One evaluator's result on one test case: a score (0..1 is kept in the history as
+    the result's score; any other number is reported and judged by its threshold all the
+    same), an optional threshold, metadata that explains it (shown with the result, kept
+    in the history), and the assertions an assertions evaluator checked."""
 
     score: float
     threshold: Threshold | None = None
     metadata: Mapping[str, Any] | None = None
+    assertions: Sequence[Assertion] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.score, bool) or not isinstance(self.score, (int, float)):
             raise TypeError(f"Evaluation.score must be a number, not {self.score!r}")
-        if math.isnan(self.score) or not 0.0 <= self.score <= 1.0:
-            raise ValueError(f"Evaluation.score must be between 0 and 1, got {self.score!r}")
+        if math.isnan(self.score):
+            raise ValueError("Evaluation.score must be a number, not NaN")
 
     def passed(self) -> bool | None:
-        """True or False by the threshold; None without one (pass undefined)."""
-        return None if self.threshold is None else self.threshold.holds(self.score)
+        """True or False by the threshold; None without one, or with one that has no
+        bound (pass undefined)."""
+        if self.threshold is None or not self.threshold.bounded:
+            return None
+        return self.threshold.holds(self.score)
 
 
 class BaseTestCase(ABC):
@@ -82,6 +100,26 @@ class BaseTestCase(ABC):
 
     @abstractmethod
     def hash(self) -> str: ...
+
+    def serialize(self) -> Any:
+        """What the test case is shown as (its fields, by default)."""
+        return self
+
+    def serialize_for_human_review(self) -> Any:
+        """Autoblocks' human review fields; nothing here reviews them."""
+        return None
+
+    def serialize_dataset_item_id(self) -> str | None:
+        """The Autoblocks dataset item this test case came from; kept for code that sets it."""
+        return None
+
+
+def md5(text: str) -> str:
+    """The hex MD5 of ``text`` (UTF-8): a short, stable ``hash()`` for a test case made
+    from its defining field, as Autoblocks' examples write it."""
+    import hashlib
+
+    return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
 
 
 class BaseTestEvaluator(ABC):

@@ -43,7 +43,10 @@ def _error_line(result: Result) -> str:
 
 def _failed_line(result: Result) -> str:
     score = result.scores[0] if result.scores else None
-    value = "none" if result.score is None else f"{result.score:.2f}"
+    if result.score is not None:
+        value = f"{result.score:.2f}"
+    else:  # a score outside 0..1 is reported as given, never kept as a score
+        value = str(result.details.get("score", "none"))
     if score is not None and score.threshold is not None:
         line = f"{_named(result)}: score {value} < threshold {score.threshold:g}"
     else:

@@ -58,10 +58,10 @@ def test_evaluations_are_kept_and_a_lower_score_is_a_regression(
 def test_a_suite_keeps_each_case_and_evaluator(project: Path) -> None:
     evaluators = [HasAllSubstrings("subs", ["a", "b"])]
     run_test_suite(
-        "suite-1", [Case("q1"), Case("q2")], evaluators, lambda c: "a b", print_results=False
+        "suite-1", [Case("q1"), Case("q2")], lambda c: "a b", evaluators, print_results=False
     )
     result = run_test_suite(
-        "suite-1", [Case("q1"), Case("q2")], evaluators, lambda c: "a", print_results=False
+        "suite-1", [Case("q1"), Case("q2")], lambda c: "a", evaluators, print_results=False
     )
     assert sorted(result.regressions) == [
         "q1 / subs: score fell from 1.000 to 0.500 against "

@@ -150,8 +150,8 @@ def test_a_suite_tells_each_output_and_drives_a_progress_display(mock_project: P
     run_test_suite(
         "capitals",
         [Question("France", "Paris"), Question("Italy", "Rome"), Question("Atlantis", "?")],
-        [IsEqual("equal", lambda q: q.capital)],
         app,
+        [IsEqual("equal", lambda q: q.capital)],
         print_results=False,
         events=[seen.append, progress_events(bars)],
     )
@@ -179,7 +179,7 @@ def mixed_suite(root: Path) -> None:
         return "Paris"
 
     result = run_test_suite(
-        "mixed", cases, [IsEqual("equal", lambda q: q.capital)], app, print_results=False
+        "mixed", cases, app, [IsEqual("equal", lambda q: q.capital)], print_results=False
     )
     assert not result.passed and result.decision is not None and result.decision.code == 3
     assert [o.failed for o in result.outcomes] == [False] * 2 + [True] * 6
@@ -269,13 +269,13 @@ def test_a_rerun_of_a_suite_with_judges_asks_them_nothing_unless_told_not_to_cac
         result = run_test_suite(
             "capitals",
             [Question("France", "Paris"), Question("Japan", "Tokyo")],
+            lambda q: q.capital,
             [
                 LLMJudge("judge", "The answer names the capital city asked about"),
                 MetricEvaluator(
                     correctness(), lambda q, out: LLMTestCase(input=q.country, actual_output=out)
                 ),
             ],
-            lambda q: q.capital,
             print_results=False,
             **options,  # type: ignore[arg-type]
         )
@@ -379,7 +379,7 @@ def test_nothing_but_the_decision_passes_or_fails(
     assert passing.test_results[0].metrics_data[0].success is True  # the metric's own check
     assert not passing.success
     right = [IsEqual("e", lambda q: q.capital)]
-    suite = run_test_suite("s", [Question("France", "Paris")], right, lambda q: "Paris")
+    suite = run_test_suite("s", [Question("France", "Paris")], lambda q: "Paris", right)
     assert suite.outcomes[0].evaluations["e"].passed() is True  # type: ignore[union-attr]
     assert not suite.passed
     monkeypatch.setattr(core, "decide", forced(0))

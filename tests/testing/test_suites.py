@@ -54,10 +54,12 @@ def test_threshold_truth_table(bounds: dict, score: float, holds: bool) -> None:
 
 def test_an_evaluation_without_threshold_has_no_pass_and_bad_values_are_refused() -> None:
     assert Evaluation(0.3).passed() is None
-    with pytest.raises(ValueError, match="between 0 and 1"):
-        Evaluation(1.5)
-    with pytest.raises(ValueError, match="at least one"):
-        Threshold()
+    assert Evaluation(0.3, Threshold()).passed() is None  # no bound: decides nothing
+    assert Evaluation(7, Threshold(gte=5)).passed() is True  # any number is a score
+    with pytest.raises(ValueError, match="NaN"):
+        Evaluation(float("nan"))
+    with pytest.raises(TypeError, match="must be a number"):
+        Threshold(gte="high")  # type: ignore[arg-type]
 
 
 def test_sync_and_async_fn_and_evaluators_with_errors_per_case() -> None:
@@ -84,8 +86,8 @@ def test_sync_and_async_fn_and_evaluators_with_errors_per_case() -> None:
     result = run_test_suite(
         "capitals",
         cases,
-        [IsEqual("equal", lambda c: c.expected), Length(), Broken(), IsValidJson()],
         fn,
+        [IsEqual("equal", lambda c: c.expected), Length(), Broken(), IsValidJson()],
         print_results=False,
     )
     france, italy, boom = result.outcomes
@@ -100,13 +102,13 @@ def test_sync_and_async_fn_and_evaluators_with_errors_per_case() -> None:
 
 def test_duplicate_hashes_and_evaluator_ids_are_refused() -> None:
     with pytest.raises(ValueError, match="same hash 'q'"):
-        run_test_suite("s", [Case("q", "a"), Case("q", "b")], [], lambda c: c, print_results=False)
+        run_test_suite("s", [Case("q", "a"), Case("q", "b")], lambda c: c, print_results=False)
     with pytest.raises(ValueError, match="two evaluators have the id 'x'"):
         run_test_suite(
             "s",
             [Case("q", "a")],
-            [IsValidJson("x"), IsValidJson("x")],
             lambda c: c,
+            [IsValidJson("x"), IsValidJson("x")],
             print_results=False,
         )
 
@@ -115,8 +117,8 @@ def test_has_all_substrings_scores_the_share_found() -> None:
     result = run_test_suite(
         "s",
         [Case("q", "")],
-        [HasAllSubstrings("subs", ["alpha", "beta", "gamma", "delta"])],
         lambda c: "alpha and gamma",
+        [HasAllSubstrings("subs", ["alpha", "beta", "gamma", "delta"])],
         print_results=False,
     )
     evaluation = result.outcomes[0].evaluations["subs"]
@@ -149,7 +151,7 @@ def test_concurrency_limits_are_respected() -> None:
             return Evaluation(1.0)
 
     cases = [Case(f"q{i}", "") for i in range(12)]
-    run_test_suite("s", cases, [Slow()], fn, max_test_case_concurrency=3, print_results=False)
+    run_test_suite("s", cases, fn, [Slow()], max_test_case_concurrency=3, print_results=False)
     assert inflight["fn_max"] == 3 and inflight["ev_max"] == 2
 
 
@@ -158,8 +160,8 @@ def test_runs_inside_a_running_event_loop() -> None:
         return run_test_suite(
             "s",
             [Case("q", "q")],
-            [IsEqual("e", lambda c: c.question)],
             lambda c: c.question,
+            [IsEqual("e", lambda c: c.question)],
             print_results=False,
         ).passed
 
@@ -168,7 +170,7 @@ def test_runs_inside_a_running_event_loop() -> None:
 
 def test_the_printed_table_names_scores_and_verdicts(capsys: pytest.CaptureFixture[str]) -> None:
     run_test_suite(
-        "printed", [Case("q", "x")], [IsEqual("equal", lambda c: c.expected)], lambda c: "y"
+        "printed", [Case("q", "x")], lambda c: "y", [IsEqual("equal", lambda c: c.expected)]
     )
     out = capsys.readouterr().out
     assert "test suite printed" in out and "0.00 FAIL" in out and "equal: 0 passed, 1 failed" in out
@@ -200,13 +202,13 @@ def test_an_llm_judge_and_a_wrapped_metric_evaluate_through_the_projects_judge(
         result = run_test_suite(
             "capitals",
             [Case("capital of France", "Paris"), Case("capital of Italy", "Rome")],
+            lambda c: "Paris" if "France" in c.question else "Milan",
             [
                 LLMJudge("judge", "The output names the capital city asked about"),
                 MetricEvaluator(
                     metric, lambda c, out: LLMTestCase(input=c.question, actual_output=out)
                 ),
             ],
-            lambda c: "Paris" if "France" in c.question else "Milan",
             print_results=False,
         )
     france, italy = result.outcomes
