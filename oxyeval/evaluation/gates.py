@@ -270,6 +270,8 @@ def _clustered(results: Sequence[Result]) -> Interval | None:
     for r in results:
         if r.score is not None:
             groups.setdefault(r.subject, []).append(r.score)
+    if len(groups) < 2:  # one subject says nothing of the spread between subjects
+        return None
     return clustered_interval(groups.values())
 
 
