@@ -29,8 +29,8 @@ from ._util import valid_params
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
-    from ._branches import Branches
     from ._batches import Batches
+    from ._branches import Branches
     from ._cache import Caches, Sql
     from ._cases import Cases
     from ._consistency import ConsistencyResults
