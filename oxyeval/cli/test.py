@@ -142,6 +142,7 @@ def test_command(
                 adaptive=adaptive,
                 gates=held,
                 debug=debug,
+                batch=batch,
             )
         )
     run = ConsistencyRun()
