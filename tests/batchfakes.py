@@ -57,6 +57,8 @@ class BatchFake:
         self.live: list[str] = []  # vendor of every live call
         self._files: dict[str, bytes] = {}
         self._lock = threading.Lock()
+        #: Set once a batch has been submitted (a test signals a process at that point).
+        self.first_submitted = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -86,6 +88,7 @@ class BatchFake:
             batch = Submitted(batch_id, vendor, requests, expire=self.expire_next)
             self.expire_next = False
             self.batches[batch_id] = batch
+        self.first_submitted.set()
         return batch
 
     def _ended(self, batch: Submitted) -> bool:

@@ -41,6 +41,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._tasks import finish_shielded
 from ..errors import ProviderError
 from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, json_object
 from ._response_cache import completion_data, completion_from_data
@@ -399,38 +400,55 @@ class Batcher:
             }
             hashes = {f"r{n}": i.hash for n, i in enumerate(chunk)}
             try:
-                remote_id = await vendor.submit(list(requests.values()))
+                # Submitted means paid for: once the vendor has the batch, its id is kept
+                # before a Ctrl-C or SIGTERM may stop the run, or the next run pays again.
+                (remote_id, ledger_id), stopped = await finish_shielded(
+                    self._submit_one(vendor, api, requests, hashes, chunk, phase)
+                )
             except NoBatchAPI as exc:
                 self._live_models.add(api.spec.name)
                 self._note(f"{exc}; its calls run live")
-                for item in items:
-                    self._failed[item.hash] = "no batch API"
                 return opened
-            ledger_id = None
-            if self.ledger is not None:
-                from ..redact import mask_credentials
-
-                ledger_id = await asyncio.to_thread(
-                    self.ledger.add,
-                    vendor=api.spec.vendor,
-                    model=api.spec.name,
-                    model_ref=api.spec.model_ref,
-                    api_url=mask_credentials(api.base_url),
-                    remote_id=remote_id,
-                    phase=phase,
-                    kind=self.kind,
-                    requests=[
-                        (c, hashes[c], phase, "", i.run_index)
-                        for c, i in zip(requests, chunk, strict=True)
-                    ],
-                )
-            self.summary.batches += 1
-            self.say(
-                f"batch: submitted {remote_id} to model '{api.spec.name}' ({phase}, "
-                f"{len(chunk)} request{'s' if len(chunk) != 1 else ''})"
-            )
+            if stopped:
+                raise asyncio.CancelledError
             opened.append(_Open(ledger_id, remote_id, api, phase, requests, hashes))
         return opened
+
+    async def _submit_one(
+        self,
+        vendor: BatchAPI,
+        api: ModelAPI,
+        requests: dict[str, BatchRequest],
+        hashes: dict[str, str],
+        chunk: list[_Noted],
+        phase: str,
+    ) -> tuple[str, str | None]:
+        """Create one batch and keep its id and requests in the ledger."""
+        remote_id = await vendor.submit(list(requests.values()))
+        ledger_id = None
+        if self.ledger is not None:
+            from ..redact import mask_credentials
+
+            ledger_id = await asyncio.to_thread(
+                self.ledger.add,
+                vendor=api.spec.vendor,
+                model=api.spec.name,
+                model_ref=api.spec.model_ref,
+                api_url=mask_credentials(api.base_url),
+                remote_id=remote_id,
+                phase=phase,
+                kind=self.kind,
+                requests=[
+                    (c, hashes[c], phase, "", i.run_index)
+                    for c, i in zip(requests, chunk, strict=True)
+                ],
+            )
+        self.summary.batches += 1
+        self.say(
+            f"batch: submitted {remote_id} to model '{api.spec.name}' ({phase}, "
+            f"{len(chunk)} request{'s' if len(chunk) != 1 else ''})"
+        )
+        return remote_id, ledger_id
 
     async def _collect(self, client: httpx.AsyncClient, batch: _Open) -> None:
         cls = batch_class(batch.api.spec.vendor)
