@@ -31,13 +31,13 @@ from ._common import (
     JsonOption,
     PathsArgument,
     PromptVersionOption,
+    batched,
     concurrency_option,
     consoles,
     print_json,
     read_history,
 )
 from .artifacts import JunitOption
-from .batch import batched
 
 if TYPE_CHECKING:
     from ..store import Store

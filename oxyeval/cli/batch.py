@@ -1,11 +1,10 @@
-"""``--batch`` on the commands that run tests, and ``oxy batch status|resume|cancel``: the
-provider batches kept in the project's history."""
+"""``oxy batch status|resume|cancel``: the provider batches of ``--batch`` runs kept in the
+project's history."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Callable
+from typing import Annotated
 
 import typer
 
@@ -13,10 +12,7 @@ from ..errors import OxyError
 from ._app import DebugOption, ProjectOption, app, setup_logging
 from ._common import DbOption, consoles, fail
 
-if TYPE_CHECKING:
-    from rich.console import Console
-
-__all__ = ["batch_app", "batched"]
+__all__ = ["batch_app"]
 
 batch_app = typer.Typer(
     name="batch",
@@ -25,33 +21,6 @@ batch_app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
-
-
-def batched(
-    once: Callable[..., Any],
-    err: Console,
-    kind: str,
-    files: Sequence[str],
-    project: str | None,
-    db: str | None,
-    no_history: bool,
-) -> Callable[[Any], Any]:
-    """What ``drive`` runs for a ``--batch`` command: ``once(events, final)`` in collecting
-    passes and batches, then once for real (see :mod:`oxyeval.suites.batched`)."""
-    from ..suites.batched import batch_ledger, run_batched
-
-    def say(text: str) -> None:
-        err.print(text, markup=False, highlight=False, soft_wrap=True)
-
-    def ledger() -> Any:
-        return batch_ledger(files, project_dir=project, db=db)
-
-    return lambda events: run_batched(
-        lambda final: once(events, final),
-        say=say,
-        kind=kind,
-        ledger=None if no_history else ledger,
-    )
 
 
 AllOption = Annotated[
@@ -101,9 +70,10 @@ async def _act(
     project: str | None, db: str | None, ids: list[str], action: str, say: Callable[[str], object]
 ) -> int:
     """Resume (wait for and keep the answers of) or cancel the open batches named (all)."""
+    import asyncio
+
     from ..project.config import load_project
-    from ..providers import ModelPool
-    from ..providers.batching import Batcher
+    from ..providers import Batcher, ModelPool
     from ..store import open_store
     from ..suites.history_store import history_location
 
@@ -133,6 +103,8 @@ async def _act(
 def _run_action(
     action: str, ids: list[str] | None, db: str | None, project: str | None, debug: bool
 ) -> None:
+    import asyncio
+
     out, err = consoles()
     setup_logging(err, debug)
 

@@ -33,6 +33,7 @@ from ._common import (
     JsonOption,
     PathsArgument,
     PromptVersionOption,
+    batched,
     concurrency_option,
     consoles,
     fail,
@@ -40,7 +41,6 @@ from ._common import (
     read_history,
 )
 from .artifacts import JunitOption
-from .batch import batched
 
 if TYPE_CHECKING:
     from ..store import Store, TestCase

@@ -26,9 +26,8 @@ from ._app import (
     no_history_conflict,
     setup_logging,
 )
-from ._common import fail
+from ._common import batched, fail
 from .artifacts import JunitOption
-from .batch import batched
 from .console import stderr_console, stdout_console
 
 __all__ = ["test_command"]

@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._app import no_history_conflict
-from ._common import consoles
-from .batch import batched
+from ._common import batched, consoles
 
 if TYPE_CHECKING:
     from ..evaluation import Gates

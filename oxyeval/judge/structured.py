@@ -88,7 +88,7 @@ async def ask(
     which ``session`` remembers. ``what`` names the answer in messages ("verdict",
     "answer"). Raises ProviderError: the call failed, or ``on`` cannot be honoured.
     Under ``--batch`` the call belongs to the judging phase."""
-    from ..providers.batching import batch_phase
+    from ..providers import batch_phase
 
     with batch_phase("judge"):
         return await _ask(model, messages, params, schema, mode=mode, session=session, what=what)

@@ -59,7 +59,7 @@ __all__ = [
     "Ledger",
     "batch_class",
     "batch_phase",
-    "batching",
+    "batch_scope",
     "collecting",
     "current_batcher",
     "in_collecting_pass",
@@ -124,7 +124,7 @@ def key_hash(key: Mapping[str, Any]) -> str:
 
 
 @contextlib.contextmanager
-def batching(batcher: Batcher) -> Iterator[Batcher]:
+def batch_scope(batcher: Batcher) -> Iterator[Batcher]:
     """Every model call made inside goes through ``batcher``."""
     token = _BATCHER.set(batcher)
     try:

@@ -51,7 +51,7 @@ async def run_batched(
     """Run ``run_once(final)`` in collecting passes (``final`` False: record and show
     nothing) and batches, then once for real (``final`` True). ``ledger`` opens the
     history the batches are kept in (None: ``--no-history``, no resuming)."""
-    from ..providers.batching import Batcher, batching, collecting
+    from ..providers import Batcher, batch_scope, collecting
 
     store = None
     if ledger is not None:
@@ -61,7 +61,7 @@ async def run_batched(
     try:
         batcher = Batcher(ledger=None if store is None else store.batches, say=say, kind=kind)
         await batcher.load()
-        with batching(batcher):
+        with batch_scope(batcher):
             for _ in range(MAX_PASSES):
                 with collecting():
                     try:

@@ -215,7 +215,7 @@ class Recorder:
         """A unit of work of ``project`` whose ``count`` results go under ``row``;
         ``part`` names it in a shared row's subject (a file). A collecting pass of
         ``--batch`` records nothing: its last pass is the run."""
-        from ..providers.batching import in_collecting_pass
+        from ..providers import in_collecting_pass
 
         if in_collecting_pass():
             return Handle(None, None)

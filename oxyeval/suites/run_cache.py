@@ -280,7 +280,7 @@ class RunCache:
         """Keep a new answer or verdict (written in the background, and at the end). A
         collecting pass of ``--batch`` keeps nothing: the run's last pass keeps what it
         used, and its report counts those calls as made, not replayed."""
-        from ..providers.batching import in_collecting_pass
+        from ..providers import in_collecting_pass
 
         if self._broken or in_collecting_pass():
             return
