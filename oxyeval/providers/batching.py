@@ -60,6 +60,7 @@ __all__ = [
     "batch_class",
     "batch_phase",
     "batch_scope",
+    "batch_subject",
     "collecting",
     "current_batcher",
     "in_collecting_pass",
@@ -81,6 +82,7 @@ _COLLECTING: contextvars.ContextVar[bool] = contextvars.ContextVar(
 _PHASE: contextvars.ContextVar[str] = contextvars.ContextVar(
     "oxyeval_batch_phase", default="generation"
 )
+_SUBJECT: contextvars.ContextVar[str] = contextvars.ContextVar("oxyeval_batch_subject", default="")
 
 _CLASSES = {
     "openai": ("openai_batch", "OpenAIBatchAPI"),
@@ -162,6 +164,16 @@ def batch_phase(phase: str) -> Iterator[None]:
         _PHASE.reset(token)
 
 
+@contextlib.contextmanager
+def batch_subject(subject: str) -> Iterator[None]:
+    """Calls made inside belong to ``subject`` (a test, a case), as the batch's rows say."""
+    token = _SUBJECT.set(subject)
+    try:
+        yield
+    finally:
+        _SUBJECT.reset(token)
+
+
 def _env_seconds(name: str, default: float) -> float:
     try:
         value = float(os.environ.get(name, ""))
@@ -180,6 +192,7 @@ class _Noted:
     params: GenerateParams
     phase: str
     run_index: int
+    subject: str = ""
 
 
 @dataclass
@@ -282,7 +295,7 @@ class Batcher:
         if not self.final and digest not in self._failed and self._can_batch(api):
             run_index = int((key.get("run") or [1])[-1])
             self._noted[digest] = _Noted(
-                digest, api, list(messages), params, _PHASE.get(), run_index
+                digest, api, list(messages), params, _PHASE.get(), run_index, _SUBJECT.get()
             )
             raise BatchDeferred(
                 f"model '{api.spec.name}': waiting for a batch", model=api.spec.name
@@ -439,7 +452,7 @@ class Batcher:
                 phase=phase,
                 kind=self.kind,
                 requests=[
-                    (c, hashes[c], phase, "", i.run_index)
+                    (c, hashes[c], phase, i.subject, i.run_index)
                     for c, i in zip(requests, chunk, strict=True)
                 ],
             )

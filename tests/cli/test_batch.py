@@ -19,8 +19,9 @@ import pytest
 from typer.testing import CliRunner
 
 from oxyeval.cli._app import app
+from oxyeval.suites import batch_ledger
 
-from ..batchfakes import BatchFake
+from ..batchfakes import BatchFake, Submitted
 from ..conftest import MakeProject
 
 ANSWERS = ["The total is 42.", "Total: 42", "It is 42 in all."]
@@ -184,6 +185,17 @@ def test_sigterm_between_submit_and_results_resumes_without_paying_twice(
     status = oxy(root, "batch", "status").stdout
     assert "opebatch1" in status and "running" in status and "0/3 done" in status
 
+    store = batch_ledger(project_dir=str(root))
+    try:
+        [batch] = store.batches.list()
+        kept = store.batches.requests(batch.id)
+    finally:
+        store.close()
+    assert (batch.remote_id, batch.phase, batch.kind) == ("opebatch1", "generation", "consistency")
+    assert [(r.subject, r.phase, r.run_index, r.status) for r in kept] == [
+        ("a.agent.yml::totals", "generation", n, "pending") for n in (1, 2, 3)
+    ]
+
     fake.polls = 0  # the batch has ended by now
     doc, err = oxy_test(root, "--batch", "--no-cache")
     assert "collecting batch opebatch1 of model 'local' that an earlier run submitted" in err
@@ -198,12 +210,9 @@ def test_sigterm_between_submit_and_results_resumes_without_paying_twice(
 def test_batch_resume_and_cancel(make_project: MakeProject, fake: BatchFake) -> None:
     root = project(make_project, fake)
     fake.polls = 10**9
-    from oxyeval.suites.batched import batch_ledger
-
     for remote in ("opebatch1", "opebatch2"):  # two open batches, as a stopped run leaves
-        fake.batches[remote] = __import__("tests.batchfakes", fromlist=["Submitted"]).Submitted(
-            remote, "openai", [("r0", {"messages": [{"role": "user", "content": "q"}]})]
-        )
+        question = {"messages": [{"role": "user", "content": "q"}]}
+        fake.batches[remote] = Submitted(remote, "openai", [("r0", question)])
         store = batch_ledger(project_dir=str(root))
         store.batches.add(
             vendor="openai", model="local", model_ref="gpt-4o-mini", api_url=fake.url,
