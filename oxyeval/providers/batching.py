@@ -36,6 +36,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -174,6 +175,19 @@ def batch_subject(subject: str) -> Iterator[None]:
         _SUBJECT.reset(token)
 
 
+def endpoint(api: ModelAPI) -> tuple[str, str, str, str]:
+    """What one batch may hold: the calls to one model at one endpoint with one key.
+    Variants of a model (A/B branches, other sampling settings) share a batch: each
+    request carries its own settings."""
+    spec = api.spec
+    return (spec.vendor, api.base_url, spec.model_ref, spec.key_var or "")
+
+
+def model_name(api: ModelAPI) -> str:
+    """The config.yml name of the model a call is to, without a variant's suffix."""
+    return re.split(r" \[|\[", api.spec.name, maxsplit=1)[0]
+
+
 def _env_seconds(name: str, default: float) -> float:
     try:
         value = float(os.environ.get(name, ""))
@@ -252,7 +266,7 @@ class Batcher:
         self._noted: dict[str, _Noted] = {}
         self._stored: dict[str, tuple[Any, Any]] = {}  # key hash -> (batch, request) rows
         self._used: set[str] = set()  # ledger ids of the batches this run used
-        self._live_models: set[str] = set()
+        self._live_models: set[tuple[str, ...]] = set()  # endpoints with no batch API
 
     # -- the run's calls ---------------------------------------------------------------
 
@@ -298,7 +312,7 @@ class Batcher:
                 digest, api, list(messages), params, _PHASE.get(), run_index, _SUBJECT.get()
             )
             raise BatchDeferred(
-                f"model '{api.spec.name}': waiting for a batch", model=api.spec.name
+                f"model '{model_name(api)}': waiting for a batch", model=api.spec.name
             )
         completion, attempts, latency = await live()
         if digest in self._failed:
@@ -318,11 +332,11 @@ class Batcher:
         self.summary.live_cost += live_cost
 
     def _can_batch(self, api: ModelAPI) -> bool:
-        name = api.spec.name
-        if name in self._live_models:
+        name = model_name(api)
+        if endpoint(api) in self._live_models:
             return False
         if batch_class(api.spec.vendor) is None:
-            self._live_models.add(name)
+            self._live_models.add(endpoint(api))
             self._note(
                 f"model '{name}' ({api.spec.vendor}): this vendor has no batch API; its calls "
                 "run live"
@@ -353,7 +367,7 @@ class Batcher:
         holds waits for that one), poll every batch until it ends, keep the answers."""
         noted, self._noted = self._noted, {}
         waiting: dict[str, _Open] = {}
-        fresh: dict[tuple[str, str], list[_Noted]] = {}
+        fresh: dict[tuple[str, ...], list[_Noted]] = {}
         for item in noted.values():
             stored = self._stored.get(item.hash)
             if stored is not None and stored[1].status == "pending":
@@ -370,17 +384,17 @@ class Batcher:
                 )
                 found.hashes[request.custom_id] = item.hash
                 continue
-            fresh.setdefault((item.api.spec.name, item.phase), []).append(item)
+            fresh.setdefault((*endpoint(item.api), item.phase), []).append(item)
         async with self._client() as client:
             opened = list(waiting.values())
             self.summary.resumed += len(opened)
             for batch in opened:
                 self.say(
                     f"batch: collecting batch {batch.remote_id} of model "
-                    f"'{batch.api.spec.name}' that an earlier run submitted"
+                    f"'{model_name(batch.api)}' that an earlier run submitted"
                 )
-            for (_model, phase), items in fresh.items():
-                opened.extend(await self._submit(client, items, phase))
+            for group, items in fresh.items():
+                opened.extend(await self._submit(client, items, group[-1]))
             await asyncio.gather(*(self._collect(client, batch) for batch in opened))
 
     @contextlib.asynccontextmanager
@@ -419,7 +433,7 @@ class Batcher:
                     self._submit_one(vendor, api, requests, hashes, chunk, phase)
                 )
             except NoBatchAPI as exc:
-                self._live_models.add(api.spec.name)
+                self._live_models.add(endpoint(api))
                 self._note(f"{exc}; its calls run live")
                 return opened
             if stopped:
@@ -445,7 +459,7 @@ class Batcher:
             ledger_id = await asyncio.to_thread(
                 self.ledger.add,
                 vendor=api.spec.vendor,
-                model=api.spec.name,
+                model=model_name(api),
                 model_ref=api.spec.model_ref,
                 api_url=mask_credentials(api.base_url),
                 remote_id=remote_id,
@@ -458,7 +472,7 @@ class Batcher:
             )
         self.summary.batches += 1
         self.say(
-            f"batch: submitted {remote_id} to model '{api.spec.name}' ({phase}, "
+            f"batch: submitted {remote_id} to model '{model_name(api)}' ({phase}, "
             f"{len(chunk)} request{'s' if len(chunk) != 1 else ''})"
         )
         return remote_id, ledger_id
@@ -485,7 +499,7 @@ class Batcher:
         if failed:
             self._note(
                 f"{failed} of {len(rows)} request{'s' if len(rows) != 1 else ''} of batch "
-                f"{batch.remote_id} (model '{batch.api.spec.name}') "
+                f"{batch.remote_id} (model '{model_name(batch.api)}') "
                 f"{'were' if failed != 1 else 'was'} not answered ({status.state}); "
                 "asked again live"
             )
@@ -514,7 +528,7 @@ class Batcher:
             if now - last_said >= min(30.0, max(delay, 1.0)) or last_said == 0.0:
                 last_said = now
                 self.say(
-                    f"batch: waiting for {batch.remote_id} (model '{batch.api.spec.name}', "
+                    f"batch: waiting for {batch.remote_id} (model '{model_name(batch.api)}', "
                     f"{batch.phase}): {status.done}/{status.total or len(batch.requests)} done; "
                     f"next check in {_seconds(delay)}"
                 )
@@ -550,7 +564,7 @@ class Batcher:
             return
         async with self._client() as client:
             await cls(api, client).cancel(batch.remote_id)
-        self.say(f"batch: cancelled {batch.remote_id} (model '{api.spec.name}')")
+        self.say(f"batch: cancelled {batch.remote_id} (model '{model_name(api)}')")
 
     async def finish(self) -> None:
         """The run used its batches: mark them consumed, so the next run asks afresh."""

@@ -233,3 +233,49 @@ def test_batch_resume_and_cancel(make_project: MakeProject, fake: BatchFake) -> 
         store.close()
     assert kept.status == "succeeded" and kept.answer["text"] in ANSWERS
     oxy(root, "batch", "cancel", "nope", code=2)
+
+
+def test_ab_branches_of_one_model_share_its_batch(
+    make_project: MakeProject, fake: BatchFake
+) -> None:
+    config = "".join(
+        f"  - {{name: {name}, vendor: {vendor}, model_ref: {ref}, api_url: '{fake.url}/v1', "
+        "key_var: BATCH_TEST_KEY}\n"
+        for name, vendor, ref in (
+            ("a", "openai", "gpt-4o-mini"),
+            ("b", "anthropic", "claude-haiku-4-5"),
+        )
+    )
+    prompt = (
+        'name: s\nmodel: a\ntemplate: "{{ text }}"\nsimilarity: lexical\nbranches:\n'
+        "  - {name: A, model: a}\n  - {name: Warm, model: a, temperature: 0.9}\n"
+        "  - {name: B, model: b}\n"
+        "cases:\n  - {name: one, input: {text: hi}, expected_output: The total is 42.}\n"
+    )
+    root = make_project("models:\n" + config, {"s.prompt.yml": prompt})
+    result = oxy(root, "ab", "run", "--batch", "--format", "json")
+    openai, anthropic = fake.submitted("openai"), fake.submitted("anthropic")
+    assert [len(b.requests) for b in openai] == [2] and [len(b.requests) for b in anthropic] == [1]
+    temperatures = sorted(str(body.get("temperature")) for _c, body in openai[0].requests)
+    assert temperatures == ["0.7", "0.9"]  # each branch's own settings, in one batch
+    assert (
+        "submitted opebatch" in result.stderr
+        and "to model 'a' (generation, 2 requests)" in result.stderr
+    )
+    assert not fake.live and json.loads(result.stdout)["summary"]["exitCode"] == 0
+
+
+def test_cases_run_batch(make_project: MakeProject, fake: BatchFake) -> None:
+    root = project(make_project, fake)
+    (root / "p.prompt.yml").write_text(
+        "name: totals\nmodel: local\ntemplate: 'Question: {{ q }}'\nsimilarity: lexical\ncases:\n"
+        "  - {name: one, input: {q: one}, expected_output: The total is 42.}\n"
+        "  - {name: two, input: {q: two}, expected_output: 'Total: 42'}\n"
+    )
+    args = ["cases", "run", "--batch", "--format", "json", "--project", str(root)]
+    result = CliRunner(env=ENV).invoke(app, args)
+    assert result.exit_code in (0, 1), result.stderr  # which case gets which answer varies
+    doc = json.loads(result.stdout)
+    [batch] = fake.submitted()
+    assert len(batch.requests) == 2 and not fake.live
+    assert sorted(r["output"] for r in doc["results"]) == ["The total is 42.", "Total: 42"]
