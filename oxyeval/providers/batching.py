@@ -320,7 +320,11 @@ class Batcher:
             del self._failed[digest]
         elif not self.final or digest not in self._answers:
             self.summary.live += 1
-        self._answers[digest] = completion
+        # A copy: the caller may change what it was handed (an agent loop gathers its
+        # calls into the answer), and the next pass must see the answer as it came.
+        kept = completion_from_data(completion_data(completion)) or completion
+        kept.latency, kept.attempts = completion.latency, completion.attempts
+        self._answers[digest] = kept
         return completion, attempts, latency
 
     def delivered(self, completion: Completion, live_cost: float | None) -> None:

@@ -279,3 +279,31 @@ def test_cases_run_batch(make_project: MakeProject, fake: BatchFake) -> None:
     [batch] = fake.submitted()
     assert len(batch.requests) == 2 and not fake.live
     assert sorted(r["output"] for r in doc["results"]) == ["The total is 42.", "Total: 42"]
+
+
+def test_an_agent_loop_without_a_batch_api_answers_as_live(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example agent calls a SQL tool, then answers: each call made once, and the
+    loop in the run itself sees the answers the collecting pass got, unchanged."""
+    import shutil
+
+    examples = tmp_path / "examples"
+    shutil.copytree(
+        Path(__file__).resolve().parents[2] / "examples",
+        examples,
+        ignore=shutil.ignore_patterns("output", ".oxy", "chattest"),
+    )
+    monkeypatch.chdir(examples)
+
+    def run(*flags: str) -> tuple[list[Any], str]:
+        args = ["test", "agents/sales.agent.test.yml", "--format", "json", "--no-cache", *flags]
+        result = CliRunner(env=ENV).invoke(app, args)
+        assert result.exit_code == 0, result.stderr
+        keys = ("subject", "status", "score", "output", "inputTokens", "outputTokens")
+        return [[r[k] for k in keys] for r in json.loads(result.stdout)["results"]], result.stderr
+
+    live, _ = run()
+    batched, err = run("--batch")
+    assert batched == live
+    assert "11 calls made live" in err  # 9 agent turns (3 runs x 3), 2 verdicts: once each
