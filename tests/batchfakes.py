@@ -52,6 +52,7 @@ class BatchFake:
         self.error = error or (lambda text: False)
         self.batch_api = batch_api
         self.expire_next = False
+        self.failing_polls = 0  # the next polls answered HTTP 503
         self.batches: dict[str, Submitted] = {}
         self.calls: list[tuple[str, str]] = []  # (method, path) of every request
         self.live: list[str] = []  # vendor of every live call
@@ -281,6 +282,9 @@ def _handler(fake: BatchFake) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             path = unquote(self.path.split("?")[0])
             fake.calls.append(("GET", path))
+            if fake.failing_polls and "batches/" in path:
+                fake.failing_polls -= 1
+                return self._send(503, {"error": {"message": "overloaded"}})
             parts = path.strip("/").split("/")
             if path.startswith("/v1/batches/"):
                 return self._send(200, fake.openai_batch(fake.batches[parts[2]]))

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FIRST_POLL",
     "MAX_POLL",
+    "MAX_POLL_FAILURES",
     "BatchDeferred",
     "Batcher",
     "Ledger",
@@ -73,6 +74,8 @@ log = logging.getLogger("oxyeval.batch")
 #: Seconds before the first poll of a batch, and the most between two polls.
 FIRST_POLL = 1.0
 MAX_POLL = 180.0
+#: Failed polls in a row (HTTP 5xx, 429, a dropped connection) waited out before giving up.
+MAX_POLL_FAILURES = 5
 
 _BATCHER: contextvars.ContextVar[Batcher | None] = contextvars.ContextVar(
     "oxyeval_batcher", default=None
@@ -515,8 +518,21 @@ class Batcher:
         """Poll until the batch ends, backing off, saying what it waits for."""
         delay = self.first_poll
         last_said = 0.0
+        failures = 0
         while True:
-            status = await vendor.poll(batch.remote_id)
+            try:
+                status = await vendor.poll(batch.remote_id)
+            except ProviderError as exc:
+                # A batch runs on at the vendor whatever one poll got: an outage while
+                # waiting is waited out, up to a few polls in a row.
+                failures += 1
+                if not exc.retryable or failures > MAX_POLL_FAILURES:
+                    raise
+                self.say(f"batch: polling {batch.remote_id} failed ({exc}); trying again")
+                await asyncio.sleep(delay)
+                delay = min(self.max_poll, delay * 1.5)
+                continue
+            failures = 0
             if self.ledger is not None and batch.ledger_id is not None:
                 await asyncio.to_thread(
                     self.ledger.update,

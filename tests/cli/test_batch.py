@@ -112,6 +112,7 @@ def test_expired_and_failed_requests_are_asked_again_live(
 ) -> None:
     root = project(make_project, fake)
     fake.expire_next = True  # the generation batch expires with 1 of 3 answered
+    fake.failing_polls = 2  # and its first two polls meet an outage, waited out
     fake.error = lambda text: "[Submission 1]" in text  # every judge request fails
     doc, err = oxy_test(root, "--no-cache", "--batch")
     assert doc["results"][0]["status"] == "scored" and doc["results"][0]["score"] == 1.0
@@ -119,6 +120,7 @@ def test_expired_and_failed_requests_are_asked_again_live(
     assert "2 of 3 requests of batch opebatch1 (model 'local') were not answered (expired)" in err
     assert "3 of 3 requests of batch opebatch2" in err and "(ended); asked again live" in err
     assert "5 retried live" in err
+    assert err.count("polling opebatch1 failed") == 2 and "HTTP 503" in err
 
 
 def test_a_rerun_of_a_finished_batch_run_makes_no_call(
