@@ -72,12 +72,16 @@ async def _act(
     """Resume (wait for and keep the answers of) or cancel the open batches named (all)."""
     import asyncio
 
-    from ..project.config import load_project
     from ..providers import Batcher, ModelPool
     from ..store import open_store
-    from ..suites.history_store import history_location
+    from ..suites import history_location, open_history
 
-    project_ = load_project(project_dir=project) if project else load_project()
+    project_, _where, reader = await asyncio.to_thread(open_history, project, db)
+    if reader is None:  # no history yet: no batch, and none is made
+        if ids:
+            raise OxyError(f"no open batch {', '.join(sorted(ids))}: the project has no history")
+        return 0
+    reader.close()
     store = await asyncio.to_thread(open_store, history_location(project_, db))
     try:
         batches = store.batches.list()
