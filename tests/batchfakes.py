@@ -61,7 +61,9 @@ class BatchFake:
         #: Set once a batch has been submitted (a test signals a process at that point).
         self.first_submitted = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     def __enter__(self) -> BatchFake:
         self._thread.start()
