@@ -150,6 +150,16 @@ CacheOption = Annotated[
     ),
 ]
 
+BatchOption = Annotated[
+    bool,
+    typer.Option(
+        "--batch",
+        help="Send the model calls through the vendors' batch APIs (OpenAI, Anthropic, "
+        "Gemini): about half the price, minutes to hours instead of seconds. Stopped, the "
+        "same command with --batch again collects the batches instead of paying twice.",
+    ),
+]
+
 
 def no_history_conflict(
     no_history: bool, replay: bool | None, fail_on_drop: float | None = None
@@ -237,7 +247,7 @@ def _root(
 
 
 # Each module registers its commands on ``app``; the order is the order of ``oxy --help``.
-from . import test, run, validate, history, cases, ab, chattest, report, cache, init, serve  # noqa: E402, F401, I001
+from . import test, run, validate, history, cases, ab, chattest, report, cache, batch, init, serve  # noqa: E402, F401, I001
 from . import exec_suites  # noqa: E402, F401
 
 

@@ -8,7 +8,7 @@ same words and exit codes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -30,6 +30,7 @@ __all__ = [
     "JsonOption",
     "PathsArgument",
     "PromptVersionOption",
+    "batched",
     "check_junit",
     "concurrency_option",
     "consoles",
@@ -115,6 +116,33 @@ def read_history(
             return read(proj, store)
     except OxyError as exc:
         raise fail(err, exc, as_json) from None
+
+
+def batched(
+    once: Callable[..., Any],
+    err: Console,
+    kind: str,
+    files: Sequence[str],
+    project: str | None,
+    db: str | None,
+    no_history: bool,
+) -> Callable[[Any], Any]:
+    """What ``drive`` runs for a ``--batch`` command: ``once(events, final)`` in collecting
+    passes and batches, then once for real (see :mod:`oxyeval.suites.batched`)."""
+    from ..suites import batch_ledger, run_batched
+
+    def say(text: str) -> None:
+        err.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    def ledger() -> Any:
+        return batch_ledger(files, project_dir=project, db=db)
+
+    return lambda events: run_batched(
+        lambda final: once(events, final),
+        say=say,
+        kind=kind,
+        ledger=None if no_history else ledger,
+    )
 
 
 def check_junit(err: Console, junit: str | None, as_json: bool) -> None:

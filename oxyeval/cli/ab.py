@@ -9,6 +9,7 @@ import typer
 
 from ._app import (
     AllowEmptyOption,
+    BatchOption,
     CacheOption,
     DebugOption,
     FailOnDropOption,
@@ -30,6 +31,7 @@ from ._common import (
     JsonOption,
     PathsArgument,
     PromptVersionOption,
+    batched,
     concurrency_option,
     consoles,
     print_json,
@@ -95,6 +97,7 @@ def ab_run(
     allow_empty: AllowEmptyOption = False,
     junit: JunitOption = None,
     cache: CacheOption = None,
+    batch: BatchOption = False,
     debug: DebugOption = False,
 ) -> None:
     """Run every branch of each case on the same prompt, measure, rank, store.
@@ -111,10 +114,9 @@ def ab_run(
     out, err = consoles()
     setup_logging(err, debug)
     run = ABRun(criteria=criteria.value, iterations=iterations)
-    code = drive(
-        reporter("ab"),
-        run,
-        lambda events: run_ab_tests_async(
+
+    def once(events: Any, final: bool = True) -> Any:
+        return run_ab_tests_async(
             paths or [],
             project_dir=project,
             cases=case,
@@ -124,9 +126,14 @@ def ab_run(
             db=db,
             concurrency=concurrency,
             cache=cache,
-            events=events,
-            into=run,
-        ),
+            events=events if final else None,
+            into=run if final else ABRun(criteria=criteria.value, iterations=iterations),
+        )
+
+    code = drive(
+        reporter("ab"),
+        run,
+        batched(once, err, "ab", paths or [], project, db, False) if batch else once,
         gates(min_accuracy, threshold_mode, min_pass_rate, strict, fail_on_drop, allow_empty),
         err=err,
         out=out,

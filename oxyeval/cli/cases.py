@@ -11,6 +11,7 @@ import typer
 from ..errors import OxyError
 from ._app import (
     AllowEmptyOption,
+    BatchOption,
     CacheOption,
     DebugOption,
     FailOnDropOption,
@@ -32,6 +33,7 @@ from ._common import (
     JsonOption,
     PathsArgument,
     PromptVersionOption,
+    batched,
     concurrency_option,
     consoles,
     fail,
@@ -79,6 +81,7 @@ def cases_run(
     allow_empty: AllowEmptyOption = False,
     junit: JunitOption = None,
     cache: CacheOption = None,
+    batch: BatchOption = False,
     debug: DebugOption = False,
 ) -> None:
     """Run test cases, score them, store every execution and flag regressions.
@@ -99,20 +102,24 @@ def cases_run(
         message = f"--prompt-version {prompt_version} and --version {old_version} disagree"
         raise fail(err, OxyError(message), as_json)
     run = CaseRun(db=Path("."))
-    code = drive(
-        reporter("cases"),
-        run,
-        lambda events: run_cases_async(
+
+    def once(events: Any, final: bool = True) -> Any:
+        return run_cases_async(
             paths or [],
             project_dir=project,
             cases=case,
             version=prompt_version if prompt_version is not None else old_version,
             db=db,
             concurrency=concurrency,
-            into=run,
+            into=run if final else CaseRun(db=Path(".")),
             cache=cache,
-            events=events,
-        ),
+            events=events if final else None,
+        )
+
+    code = drive(
+        reporter("cases"),
+        run,
+        batched(once, err, "cases", paths or [], project, db, False) if batch else once,
         gates(
             min_accuracy,
             threshold_mode,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from ..errors import ConfigError
 from ._app import (
     AllowEmptyOption,
+    BatchOption,
     CacheOption,
     DbOption,
     DebugOption,
@@ -25,7 +26,7 @@ from ._app import (
     no_history_conflict,
     setup_logging,
 )
-from ._common import fail
+from ._common import batched, fail
 from .artifacts import JunitOption
 from .console import stderr_console, stdout_console
 
@@ -83,6 +84,7 @@ def test_command(
             "statistically settled (anytime-valid, wrong decisions at most 5%).",
         ),
     ] = False,
+    batch: BatchOption = False,
     debug: DebugOption = False,
 ) -> None:
     """Run the consistency tests declared in agent and workflow files, or oxy's judged
@@ -139,21 +141,26 @@ def test_command(
                 adaptive=adaptive,
                 gates=held,
                 debug=debug,
+                batch=batch,
             )
         )
     run = ConsistencyRun()
-    code = drive(
-        reporter("consistency"),
-        run,
-        lambda events: run_tests_async(
+
+    def once(events: Any, final: bool = True) -> Any:
+        return run_tests_async(
             files,
             project_dir=project,
-            into=run,
+            into=run if final else ConsistencyRun(),
             cache=cache,
             db=db,
             history=not no_history,
-            events=events,
-        ),
+            events=events if final else None,
+        )
+
+    code = drive(
+        reporter("consistency"),
+        run,
+        batched(once, err, "consistency", files, project, db, no_history) if batch else once,
         held,
         err=err,
         out=stdout_console(),

@@ -9,10 +9,10 @@ tests' own, through the one decision.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._app import no_history_conflict
-from ._common import consoles
+from ._common import batched, consoles
 
 if TYPE_CHECKING:
     from ..evaluation import Gates
@@ -44,6 +44,7 @@ def run_test_files_command(
     adaptive: bool,
     gates: Gates,
     debug: bool = False,
+    batch: bool = False,
 ) -> int:
     """Run the files, print the report, return the exit code."""
     from ..report import reporter
@@ -52,10 +53,9 @@ def run_test_files_command(
 
     out, err = consoles()
     run = PassFailRun()
-    return drive(
-        reporter("test-files"),
-        run,
-        lambda events: run_test_files_async(
+
+    def once(events: Any, final: bool = True) -> Any:
+        return run_test_files_async(
             paths,
             project_dir=project,
             tags=tags,
@@ -63,10 +63,15 @@ def run_test_files_command(
             db=db,
             history=not no_history,
             cache=cache,
-            events=events,
+            events=events if final else None,
             adaptive=adaptive,
-            into=run,
-        ),
+            into=run if final else PassFailRun(),
+        )
+
+    return drive(
+        reporter("test-files"),
+        run,
+        batched(once, err, "passfail", paths, project, db, no_history) if batch else once,
         gates,
         err=err,
         out=out,

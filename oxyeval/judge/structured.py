@@ -86,7 +86,24 @@ async def ask(
     """One judge call with ``params``: ``schema`` asked for when allowed (see
     :func:`wants_structured`), plain text after a refusal (400/422) under ``auto``,
     which ``session`` remembers. ``what`` names the answer in messages ("verdict",
-    "answer"). Raises ProviderError: the call failed, or ``on`` cannot be honoured."""
+    "answer"). Raises ProviderError: the call failed, or ``on`` cannot be honoured.
+    Under ``--batch`` the call belongs to the judging phase."""
+    from ..providers import batch_phase
+
+    with batch_phase("judge"):
+        return await _ask(model, messages, params, schema, mode=mode, session=session, what=what)
+
+
+async def _ask(
+    model: Model,
+    messages: Sequence[ChatMessage],
+    params: GenerateParams,
+    schema: ResponseSchema,
+    *,
+    mode: str,
+    session: JudgeSession,
+    what: str,
+) -> Completion:
     structured = wants_structured(model, mode, session)
     if structured and not supports_structured(model):
         raise ProviderError(

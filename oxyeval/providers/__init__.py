@@ -71,6 +71,15 @@ _EXPORTS = {
     "Price": "pricing",
     "cost_of": "pricing",
     "price_for": "pricing",
+    "BATCH_SHARE": "pricing",
+    "BatchDeferred": "batching",
+    "Batcher": "batching",
+    "batch_phase": "batching",
+    "batch_scope": "batching",
+    "batch_subject": "batching",
+    "collecting": "batching",
+    "current_batcher": "batching",
+    "in_collecting_pass": "batching",
     "model_spec": "variants",
     "ENV_BASE_URLS": "endpoints",
     "OLLAMA_DEFAULT_PORT": "endpoints",
@@ -80,12 +89,15 @@ _EXPORTS = {
     "vendor_model_spec": "endpoints",
 }
 __all__ = [
+    "BATCH_SHARE",
     "BUILTIN_PRICES",
     "ENV_BASE_URLS",
     "OLLAMA_DEFAULT_PORT",
     "OWNED_FIELDS",
     "PRICES_DATE",
     "TRUNCATED_REASONS",
+    "BatchDeferred",
+    "Batcher",
     "ChatMessage",
     "Completion",
     "Deltas",
@@ -113,8 +125,12 @@ __all__ = [
     "Usage",
     "answer_key",
     "api_url_problem",
+    "batch_phase",
+    "batch_scope",
+    "batch_subject",
     "cacheable",
     "canonical_vendor",
+    "collecting",
     "completion_data",
     "completion_from_data",
     "configured_endpoint",
@@ -122,6 +138,7 @@ __all__ = [
     "cost_of",
     "count_served",
     "counting",
+    "current_batcher",
     "current_repeat",
     "default_embedding_model",
     "default_key_var",
@@ -129,6 +146,7 @@ __all__ = [
     "embedding_vendors",
     "extra_problem",
     "header_problem",
+    "in_collecting_pass",
     "json_object",
     "missing_credentials",
     "model_spec",
@@ -198,6 +216,16 @@ if TYPE_CHECKING:
         current_repeat,
         repeat_scope,
     )
+    from .batching import (
+        BatchDeferred,
+        Batcher,
+        batch_phase,
+        batch_scope,
+        batch_subject,
+        collecting,
+        current_batcher,
+        in_collecting_pass,
+    )
     from .embeddings import Embedder, EmbeddingPool, EmbeddingSpec, cosine
     from .endpoints import (
         ENV_BASE_URLS,
@@ -207,5 +235,5 @@ if TYPE_CHECKING:
         vendor_endpoint,
         vendor_model_spec,
     )
-    from .pricing import BUILTIN_PRICES, PRICES_DATE, Price, cost_of, price_for
+    from .pricing import BATCH_SHARE, BUILTIN_PRICES, PRICES_DATE, Price, cost_of, price_for
     from .variants import model_spec

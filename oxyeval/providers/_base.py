@@ -282,6 +282,8 @@ class Completion:
     #: Every tool call an agent made for this answer, in order, with its result (the
     #: agent loop fills it; a single model call leaves it empty).
     tool_trace: list[ToolStep] = field(default_factory=list)
+    #: Answered by a vendor's batch API (``--batch``): ``cost`` is at batch prices.
+    batched: bool = False
 
     @property
     def truncated(self) -> bool:

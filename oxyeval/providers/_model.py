@@ -34,7 +34,8 @@ from ._base import (
 )
 from ._limiter import AdaptiveLimiter, Outcome
 from ._response_cache import ResponseCache, answer_key, cacheable, current_repeat
-from .pricing import cost_of, price_for
+from .batching import current_batcher
+from .pricing import BATCH_SHARE, cost_of, price_for
 
 __all__ = ["OVERLOAD_STATUS", "Model", "Retrier", "RetryPolicy", "deterministic_500", "timed_out"]
 
@@ -329,10 +330,12 @@ class Model:
         """
         merged = self.spec.params.merged(params)
         key = None
-        if cache is not None:
+        batcher = current_batcher()
+        if cache is not None or batcher is not None:
             key = answer_key(
                 self.spec, self.api.base_url, messages, merged, (*current_repeat(), run)
             )
+        if cache is not None and key is not None:
             hit = await cache.get(key)
             if hit is not None:
                 hit.latency, hit.attempts, hit.cached = 0.0, 0, True
@@ -341,7 +344,18 @@ class Model:
                 if on_text is not None and hit.text:
                     on_text(hit.text)
                 return hit
-        if stream or on_text is not None:
+        if batcher is not None and key is not None:
+            # Batched calls are never streamed: the whole answer arrives at once.
+            completion, attempts, latency = await batcher.generate(
+                self.api,
+                messages,
+                merged,
+                key,
+                lambda: self._calls.call(lambda: self.api.generate(list(messages), merged)),
+            )
+            if on_text is not None and completion.text:
+                on_text(redact(completion.text))
+        elif stream or on_text is not None:
             completion, attempts, latency = await self._streamed(list(messages), merged, on_text)
         else:
             completion, attempts, latency = await self._calls.call(
@@ -350,6 +364,11 @@ class Model:
         completion.latency = latency
         completion.attempts = attempts
         completion = self._delivered(completion)
+        if batcher is not None:
+            batcher.delivered(
+                completion,
+                cost_of(self.price, completion.usage.input_tokens, completion.usage.output_tokens),
+            )
         if (
             key is not None
             and cache is not None
@@ -437,4 +456,6 @@ class Model:
         completion.cost = cost_of(
             self.price, completion.usage.input_tokens, completion.usage.output_tokens
         )
+        if completion.batched and completion.cost is not None:
+            completion.cost *= BATCH_SHARE
         return completion

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["BUILTIN_PRICES", "PRICES_DATE", "Price", "cost_of", "price_for"]
+__all__ = ["BATCH_SHARE", "BUILTIN_PRICES", "PRICES_DATE", "Price", "cost_of", "price_for"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,10 @@ BUILTIN_PRICES: Mapping[str, Price] = {
     "gemini-2.5-flash": Price(0.30, 2.50),
     "gemini-2.5-flash-lite": Price(0.10, 0.40),
 }
+
+#: What a batch costs of the same calls made live: OpenAI, Anthropic and Google all bill
+#: their batch APIs at half their standard prices (same sources and date).
+BATCH_SHARE = 0.5
 
 _DATED = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
 

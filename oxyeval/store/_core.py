@@ -29,6 +29,7 @@ from ._util import valid_params
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
+    from ._batches import Batches
     from ._branches import Branches
     from ._cache import Caches, Sql
     from ._cases import Cases
@@ -126,6 +127,12 @@ class Store:
         from ._results_read import Results
 
         return Results(partial(_as_sql, self.read), partial(_as_sql, self.write), self.path)
+
+    @cached_property
+    def batches(self) -> Batches:
+        from ._batches import Batches
+
+        return Batches(partial(_as_sql, self.read), partial(_as_sql, self.write))
 
     @cached_property
     def cache(self) -> Caches:

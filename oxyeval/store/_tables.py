@@ -31,6 +31,8 @@ __all__ = [
     "RUN_KINDS",
     "RUN_STATUSES",
     "TEST_STATUSES",
+    "batch_requests",
+    "batches",
     "branch_outputs",
     "cache_entries",
     "case_baselines",
@@ -291,6 +293,47 @@ cache_entries = sa.Table(
     sa.CheckConstraint(_in("kind", CACHE_KINDS), name="ck_cache_entries_kind"),
     sa.Index("ix_cache_entries_created", "created_at"),
     sa.Index("ix_cache_entries_kind_created", "kind", "created_at"),
+)
+
+# Provider batches (revision 0008, ``_batches``): each one a run submitted, and each of
+# its requests by the hash of the call's cache key, with the answer once it has ended, so
+# an interrupted run collects the open batch instead of paying for it again.
+batches = sa.Table(
+    "batches",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("vendor", sa.Text, nullable=False),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("model_ref", sa.Text, nullable=False, server_default=""),
+    sa.Column("api_url", sa.Text, nullable=False, server_default=""),
+    sa.Column("remote_id", sa.Text, nullable=False),
+    sa.Column("state", sa.Text, nullable=False),
+    sa.Column("phase", sa.Text, nullable=False, server_default=""),
+    sa.Column("kind", sa.Text, nullable=False, server_default=""),
+    sa.Column("total", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("done", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("failed", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("consumed", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.Text, nullable=False),
+    sa.Index("ix_batches_open", "consumed", "state"),
+)
+
+batch_requests = sa.Table(
+    "batch_requests",
+    metadata,
+    sa.Column(
+        "batch_id", sa.Text, sa.ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("custom_id", sa.Text, primary_key=True),
+    sa.Column("key_hash", sa.Text, nullable=False),
+    sa.Column("phase", sa.Text, nullable=False, server_default=""),
+    sa.Column("subject", sa.Text, nullable=False, server_default=""),
+    sa.Column("run_index", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("status", sa.Text, nullable=False, server_default="pending"),
+    sa.Column("answer", sa.Text),
+    sa.Column("error", sa.Text),
+    sa.Index("ix_batch_requests_key", "key_hash"),
 )
 
 # The results table (revision 0004, ``_results``): one row per result of any kind, with

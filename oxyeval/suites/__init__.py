@@ -47,6 +47,8 @@ _EXPORTS = {
     "validate_paths": "validate",
     "Kind": "suite",
     "run_kind": "suite",
+    "run_batched": "batched",
+    "batch_ledger": "batched",
     "ProgressSink": "suite",
     "SuiteRun": "suite",
     "final_status": "status",
@@ -144,6 +146,7 @@ __all__ = [
     "WorkflowTarget",
     "accept_baseline",
     "ask",
+    "batch_ledger",
     "cache_factory",
     "check_accept",
     "clear_cache",
@@ -167,6 +170,7 @@ __all__ = [
     "run_ab_test_async",
     "run_ab_tests",
     "run_ab_tests_async",
+    "run_batched",
     "run_cases",
     "run_cases_async",
     "run_chattest",
@@ -206,6 +210,7 @@ if TYPE_CHECKING:
     )
     from .ab.run import AB
     from .asking import Ask, AskOutcome, ask
+    from .batched import batch_ledger, run_batched
     from .cases import (
         CaseResult,
         CaseRun,

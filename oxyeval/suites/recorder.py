@@ -213,7 +213,12 @@ class Recorder:
         self, project: Project, row: RunRow = RunRow(), *, part: str = "", count: int = 0
     ) -> Handle:
         """A unit of work of ``project`` whose ``count`` results go under ``row``;
-        ``part`` names it in a shared row's subject (a file)."""
+        ``part`` names it in a shared row's subject (a file). A collecting pass of
+        ``--batch`` records nothing: its last pass is the run."""
+        from ..providers import in_collecting_pass
+
+        if in_collecting_pass():
+            return Handle(None, None)
         history = self._histories.for_project(project, full=self.storage.full)
         if history is None or history.location is None:
             return Handle(None, None)

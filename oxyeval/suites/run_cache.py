@@ -277,8 +277,12 @@ class RunCache:
     # -- writes, batched
 
     def remember(self, kind: str, key: Mapping[str, Any], value: Any, model: str) -> None:
-        """Keep a new answer or verdict (written in the background, and at the end)."""
-        if self._broken:
+        """Keep a new answer or verdict (written in the background, and at the end). A
+        collecting pass of ``--batch`` keeps nothing: the run's last pass keeps what it
+        used, and its report counts those calls as made, not replayed."""
+        from ..providers import in_collecting_pass
+
+        if self._broken or in_collecting_pass():
             return
         digest = content_hash(key)
         self._written[digest] = value

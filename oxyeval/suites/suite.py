@@ -259,13 +259,21 @@ class SuiteRun:
             try:
                 # Settled: on Ctrl-C every unit has kept its own (partial) results before
                 # what never started is listed.
-                await gather_settled(*(kind.execute(unit, self) for unit in units))
+                await gather_settled(*(self._execute(kind, unit) for unit in units))
             except (asyncio.CancelledError, KeyboardInterrupt):
                 kind.run.interrupted = True
                 kind.stopped(self)
                 raise
         assert self.decision is not None
         return self.decision
+
+    async def _execute(self, kind: Kind, unit: Any) -> None:
+        """One unit, its model calls labelled with the unit (what a ``--batch`` run's
+        stored requests belong to)."""
+        from ..providers import batch_subject
+
+        with batch_subject(_unit_label(unit)):
+            await kind.execute(unit, self)
 
     async def __aenter__(self) -> SuiteRun:
         if self._scope:
@@ -302,6 +310,20 @@ class SuiteRun:
                         )
                     )
                 self._exit.close()
+
+
+def _unit_label(unit: Any) -> str:
+    """What a unit of work is called: its ``subject`` or ``name``, else its spec's name
+    after its file (a consistency test); "" when it names nothing."""
+    for attribute in ("subject", "name"):
+        value = getattr(unit, attribute, None)
+        if isinstance(value, str):
+            return value
+    name = getattr(getattr(unit, "spec", None), "name", None)
+    if not isinstance(name, str):
+        return ""
+    file = getattr(unit, "file", "")
+    return f"{file}::{name}" if isinstance(file, str) and file else name
 
 
 async def run_kind(kind: Kind, **options: Any) -> SuiteRun:
