@@ -31,20 +31,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import hashlib
 import json
 import logging
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._tasks import finish_shielded
 from ..errors import ProviderError
 from ._base import ChatMessage, Completion, GenerateParams, ModelAPI, json_object
+from ._batch_context import (
+    batch_phase,
+    batch_scope,
+    batch_subject,
+    collecting,
+    current_batcher,
+    current_phase,
+    current_subject,
+    in_collecting_pass,
+)
 from ._response_cache import completion_data, completion_from_data
 
 if TYPE_CHECKING:
@@ -76,17 +85,6 @@ FIRST_POLL = 1.0
 MAX_POLL = 180.0
 #: Failed polls in a row (HTTP 5xx, 429, a dropped connection) waited out before giving up.
 MAX_POLL_FAILURES = 5
-
-_BATCHER: contextvars.ContextVar[Batcher | None] = contextvars.ContextVar(
-    "oxyeval_batcher", default=None
-)
-_COLLECTING: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "oxyeval_batch_collecting", default=False
-)
-_PHASE: contextvars.ContextVar[str] = contextvars.ContextVar(
-    "oxyeval_batch_phase", default="generation"
-)
-_SUBJECT: contextvars.ContextVar[str] = contextvars.ContextVar("oxyeval_batch_subject", default="")
 
 _CLASSES = {
     "openai": ("openai_batch", "OpenAIBatchAPI"),
@@ -127,55 +125,6 @@ def key_hash(key: Mapping[str, Any]) -> str:
     """The hash a call is known by in a batch: of its cache key (no secret in it)."""
     text = json.dumps(key, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-@contextlib.contextmanager
-def batch_scope(batcher: Batcher) -> Iterator[Batcher]:
-    """Every model call made inside goes through ``batcher``."""
-    token = _BATCHER.set(batcher)
-    try:
-        yield batcher
-    finally:
-        _BATCHER.reset(token)
-
-
-def current_batcher() -> Batcher | None:
-    return _BATCHER.get()
-
-
-@contextlib.contextmanager
-def collecting() -> Iterator[None]:
-    """A collecting pass: calls are noted, and the run's results are not recorded (the
-    recorder keeps no rows; the last pass is the run)."""
-    token = _COLLECTING.set(True)
-    try:
-        yield
-    finally:
-        _COLLECTING.reset(token)
-
-
-def in_collecting_pass() -> bool:
-    return _COLLECTING.get()
-
-
-@contextlib.contextmanager
-def batch_phase(phase: str) -> Iterator[None]:
-    """Calls made inside belong to ``phase`` (``judge``), as the batch's rows say."""
-    token = _PHASE.set(phase)
-    try:
-        yield
-    finally:
-        _PHASE.reset(token)
-
-
-@contextlib.contextmanager
-def batch_subject(subject: str) -> Iterator[None]:
-    """Calls made inside belong to ``subject`` (a test, a case), as the batch's rows say."""
-    token = _SUBJECT.set(subject)
-    try:
-        yield
-    finally:
-        _SUBJECT.reset(token)
 
 
 def endpoint(api: ModelAPI) -> tuple[str, str, str, str]:
@@ -312,7 +261,7 @@ class Batcher:
         if not self.final and digest not in self._failed and self._can_batch(api):
             run_index = int((key.get("run") or [1])[-1])
             self._noted[digest] = _Noted(
-                digest, api, list(messages), params, _PHASE.get(), run_index, _SUBJECT.get()
+                digest, api, list(messages), params, current_phase(), run_index, current_subject()
             )
             raise BatchDeferred(
                 f"model '{model_name(api)}': waiting for a batch", model=api.spec.name
