@@ -16,12 +16,15 @@ from ._app import (
     MinAccuracyOption,
     MinPassRateOption,
     ProjectOption,
+    RunGroupOption,
+    ShardOption,
     StrictOption,
     ThresholdMode,
     ThresholdModeOption,
     app,
     gates,
     setup_logging,
+    shards,
 )
 from ._common import (
     CaseOption,
@@ -95,6 +98,8 @@ def ab_run(
     allow_empty: AllowEmptyOption = False,
     junit: JunitOption = None,
     cache: CacheOption = None,
+    shard: ShardOption = None,
+    run_group: RunGroupOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Run every branch of each case on the same prompt, measure, rank, store.
@@ -111,6 +116,7 @@ def ab_run(
     out, err = consoles()
     setup_logging(err, debug)
     run = ABRun(criteria=criteria.value, iterations=iterations)
+    sharding, problem = shards(shard, run_group, kind="ab")
     code = drive(
         reporter("ab"),
         run,
@@ -126,6 +132,7 @@ def ab_run(
             cache=cache,
             events=events,
             into=run,
+            sharding=sharding,
         ),
         gates(min_accuracy, threshold_mode, min_pass_rate, strict, fail_on_drop, allow_empty),
         err=err,
@@ -134,6 +141,8 @@ def ab_run(
         quiet=quiet,
         junit=junit,
         debug=debug,
+        problem=problem,
+        sharding=sharding,
     )
     raise typer.Exit(code)
 

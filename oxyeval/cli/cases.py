@@ -18,12 +18,15 @@ from ._app import (
     MinAccuracyOption,
     MinPassRateOption,
     ProjectOption,
+    RunGroupOption,
+    ShardOption,
     StrictOption,
     ThresholdMode,
     ThresholdModeOption,
     app,
     gates,
     setup_logging,
+    shards,
 )
 from ._common import (
     CaseOption,
@@ -79,6 +82,8 @@ def cases_run(
     allow_empty: AllowEmptyOption = False,
     junit: JunitOption = None,
     cache: CacheOption = None,
+    shard: ShardOption = None,
+    run_group: RunGroupOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Run test cases, score them, store every execution and flag regressions.
@@ -99,6 +104,7 @@ def cases_run(
         message = f"--prompt-version {prompt_version} and --version {old_version} disagree"
         raise fail(err, OxyError(message), as_json)
     run = CaseRun(db=Path("."))
+    sharding, problem = shards(shard, run_group, kind="cases")
     code = drive(
         reporter("cases"),
         run,
@@ -112,6 +118,7 @@ def cases_run(
             into=run,
             cache=cache,
             events=events,
+            sharding=sharding,
         ),
         gates(
             min_accuracy,
@@ -128,6 +135,8 @@ def cases_run(
         quiet=quiet,
         junit=junit,
         debug=debug,
+        problem=problem,
+        sharding=sharding,
     )
     raise typer.Exit(code)
 

@@ -17,6 +17,8 @@ from ._app import (
     MinAccuracyOption,
     MinPassRateOption,
     ProjectOption,
+    RunGroupOption,
+    ShardOption,
     StrictOption,
     ThresholdMode,
     ThresholdModeOption,
@@ -24,6 +26,7 @@ from ._app import (
     gates,
     no_history_conflict,
     setup_logging,
+    shards,
 )
 from ._common import fail
 from .artifacts import JunitOption
@@ -83,6 +86,8 @@ def test_command(
             "statistically settled (anytime-valid, wrong decisions at most 5%).",
         ),
     ] = False,
+    shard: ShardOption = None,
+    run_group: RunGroupOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Run the consistency tests declared in agent and workflow files, or oxy's judged
@@ -123,6 +128,8 @@ def test_command(
     if message is not None:
         raise fail(err, ConfigError(message), as_json)
     held = gates(min_accuracy, threshold_mode, min_pass_rate, strict, fail_on_drop, allow_empty)
+    kind = "test-files" if not files or pass_fail else "consistency"
+    sharding, shard_problem = shards(shard, run_group, kind=kind, stored=not no_history)
     if not files or pass_fail:
         raise typer.Exit(
             run_test_files_command(
@@ -139,6 +146,8 @@ def test_command(
                 adaptive=adaptive,
                 gates=held,
                 debug=debug,
+                sharding=sharding,
+                problem=shard_problem,
             )
         )
     run = ConsistencyRun()
@@ -153,6 +162,7 @@ def test_command(
             db=db,
             history=not no_history,
             events=events,
+            sharding=sharding,
         ),
         held,
         err=err,
@@ -161,6 +171,7 @@ def test_command(
         quiet=quiet,
         junit=junit,
         debug=debug,
-        problem=no_history_conflict(no_history, cache, fail_on_drop),
+        problem=no_history_conflict(no_history, cache, fail_on_drop) or shard_problem,
+        sharding=sharding,
     )
     raise typer.Exit(code)
