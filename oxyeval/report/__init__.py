@@ -91,6 +91,9 @@ _EXPORTS = {
     "cached_calls_line": "pretty",
     "shown": "text",
     "load_saved_run": "saved",
+    "merge_shards": "run_group",
+    "MergedGroup": "run_group",
+    "MissingShardsError": "run_group",
     "comparison_json": "compare",
     "daily_json": "compare",
     "render_comparison": "compare",
@@ -105,6 +108,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "Decision",
     "Gates",
+    "MergedGroup",
+    "MissingShardsError",
     "RunReporter",
     "ab_case_json",
     "ab_junit",
@@ -132,6 +137,7 @@ __all__ = [
     "history_of_test_json",
     "load_output_schema",
     "load_saved_run",
+    "merge_shards",
     "output_schema_name",
     "output_schema_path",
     "output_validator",
@@ -227,6 +233,7 @@ if TYPE_CHECKING:
         test_files_json,
     )
     from .pretty import cached_calls_line, render_pretty
+    from .run_group import MergedGroup, MissingShardsError, merge_shards
     from .saved import load_saved_run
     from .schemas import (
         OUTPUT_SCHEMAS,
