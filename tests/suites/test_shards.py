@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from oxyeval.errors import ConfigError
-from oxyeval.suites import ShardKey, Sharding, parse_shard, sharding_problem, split
+from oxyeval.suites import Sharding, ShardKey, parse_shard, sharding_problem, split
 
 
 def keys(n: int, seed: int = 7) -> list[ShardKey]:
@@ -39,7 +39,10 @@ def test_the_shards_are_balanced_by_declared_runs() -> None:
     tests = keys(200)
     for count in (2, 4, 7):
         shards = split(tests, count)
-        load = [sum(k.runs for k, s in zip(tests, shards) if s == i) for i in range(1, count + 1)]
+        load = [
+            sum(k.runs for k, s in zip(tests, shards, strict=True) if s == i)
+            for i in range(1, count + 1)
+        ]
         # Longest first into the lightest shard: no shard exceeds another by more than
         # the largest single test.
         assert max(load) - min(load) <= max(k.runs for k in tests), (count, load)
@@ -51,10 +54,10 @@ def test_the_shards_are_balanced_by_declared_runs() -> None:
 
 def test_the_split_does_not_depend_on_order_or_process() -> None:
     tests = keys(60)
-    shards = dict(zip(tests, split(tests, 4)))
+    shards = dict(zip(tests, split(tests, 4), strict=True))
     shuffled = tests[:]
     random.Random(1).shuffle(shuffled)
-    assert dict(zip(shuffled, split(shuffled, 4))) == shards
+    assert dict(zip(shuffled, split(shuffled, 4), strict=True)) == shards
     # Another interpreter (another hash seed) computes the same split.
     code = (
         "from oxyeval.suites import ShardKey, split;"
