@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import EXIT_INFRA, EXIT_INPUT, ConfigError, OxyError
+from ..errors import EXIT_INFRA, ConfigError, OxyError
 from .saved import SavedRun, parse_saved_run
 from .saved_reading import SavedRunError
 
@@ -100,8 +100,9 @@ def merge_shards(rows: Sequence[ShardRow], group: str, where: str) -> MergedGrou
     errors: list[OxyError] = []
     for row, run in zip(rows, saved, strict=True):
         if run.error is not None:
-            code = EXIT_INPUT if run.code == EXIT_INPUT else EXIT_INFRA
-            errors.append(SavedRunError(f"shard {row.shard}/{count} stopped: {run.error}", code))
+            # The shard's own category: bad input stays bad input, anything else is unknown.
+            why = f"shard {row.shard}/{count} stopped: {run.error}"
+            errors.append(SavedRunError(why, run.code))
     if merged.missing:
         names = ", ".join(str(k) for k in merged.missing)
         errors.insert(

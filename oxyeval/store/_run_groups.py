@@ -25,7 +25,7 @@ _S = run_group_shards.c
 class ShardRow:
     """One shard of a run group as it was kept: its place (``shard`` of ``shards``), the
     command's run kind, the split's fingerprint (``plan``), its share of the selection
-    (``tests`` of ``total``), its own exit code and its run document (decoded)."""
+    (``tests`` of ``total``), its own exit code (``code``) and its run document (decoded)."""
 
     run_group: str
     shard: int
@@ -34,7 +34,7 @@ class ShardRow:
     plan: str
     tests: int
     total: int
-    exit_code: int
+    code: int
     document: Any
     host: str | None
     finished_at: str
@@ -54,7 +54,7 @@ class RunGroups:
         plan: str,
         tests: int,
         total: int,
-        exit_code: int,
+        code: int,
         document: dict[str, Any],
     ) -> None:
         """Keep one shard's outcome, replacing what an earlier attempt of the same shard
@@ -72,7 +72,7 @@ class RunGroups:
                     plan=plan,
                     tests=tests,
                     total=total,
-                    exit_code=exit_code,
+                    code=code,
                     document=text,
                     host=self._store.host,
                     finished_at=utc_timestamp(),
@@ -94,7 +94,7 @@ class RunGroups:
                 plan=r.plan,
                 tests=r.tests,
                 total=r.total,
-                exit_code=r.exit_code,
+                code=r.code,
                 document=json.loads(r.document),
                 host=r.host,
                 finished_at=r.finished_at,

@@ -151,7 +151,7 @@ CREATE TABLE run_group_shards (
 	"plan" TEXT NOT NULL, 
 	tests INTEGER NOT NULL, 
 	total INTEGER NOT NULL, 
-	exit_code INTEGER NOT NULL, 
+	code INTEGER NOT NULL, 
 	document TEXT NOT NULL, 
 	host TEXT, 
 	finished_at TEXT NOT NULL, 

@@ -454,7 +454,7 @@ run_group_shards = sa.Table(
     sa.Column("plan", sa.Text, nullable=False),  # the whole split's fingerprint
     sa.Column("tests", sa.Integer, nullable=False),  # this shard's share of the selection
     sa.Column("total", sa.Integer, nullable=False),  # the whole selection
-    sa.Column("exit_code", sa.Integer, nullable=False),  # the shard's own decision
+    sa.Column("code", sa.Integer, nullable=False),  # the shard's own decision
     sa.Column("document", sa.Text, nullable=False),  # its run (or error) document, JSON
     sa.Column("host", sa.Text),
     sa.Column("finished_at", sa.Text, nullable=False),

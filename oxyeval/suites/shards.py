@@ -218,7 +218,7 @@ class Sharding:
                         plan=self.plan,
                         tests=self.selected,
                         total=self.total,
-                        exit_code=code,
+                        code=code,
                         document=document,
                     )
             except Exception as exc:

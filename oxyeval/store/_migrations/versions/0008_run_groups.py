@@ -30,7 +30,7 @@ def upgrade() -> None:
         sa.Column("plan", sa.Text, nullable=False),
         sa.Column("tests", sa.Integer, nullable=False),
         sa.Column("total", sa.Integer, nullable=False),
-        sa.Column("exit_code", sa.Integer, nullable=False),
+        sa.Column("code", sa.Integer, nullable=False),
         sa.Column("document", sa.Text, nullable=False),
         sa.Column("host", sa.Text),
         sa.Column("finished_at", sa.Text, nullable=False),
