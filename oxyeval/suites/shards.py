@@ -195,6 +195,12 @@ class Sharding:
                 location = histories.location(project)
                 if location is not None and location not in self.locations:
                     self.locations.append(location)
+            if self.group is not None and not self.locations:
+                raise ConfigError(
+                    f"--run-group {self.group} keeps the shard's outcome in the history, and "
+                    "this run keeps none (chattest files outside a project): run them in a "
+                    "project (a folder with a config.yml)"
+                )
         return mine
 
     def record(self, document: dict[str, Any], code: int) -> str | None:

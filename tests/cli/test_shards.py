@@ -239,3 +239,14 @@ def test_shards_that_disagree_are_bad_input_and_a_lone_shard_decides_alone(
     assert invoke("report", "--run-group", "nope", "--project", str(root)).exit_code == 3
     both = invoke("report", "doc.json", "--run-group", "g")
     assert both.exit_code == 2 and "not both" in both.stderr
+
+
+def test_a_run_group_needs_a_history_to_keep_it_in(tmp_path: Path) -> None:
+    import shutil
+
+    folder = shutil.copytree(ROOT / "examples" / "chattest", tmp_path / "chattest")
+    result = invoke("chattest", str(folder), "--shard", "1/2", "--run-group", "g")
+    assert result.exit_code == 2  # outside a project: no history, said before any call
+    assert "keeps none (chattest files outside a project)" in result.stderr
+    alone = invoke("test", str(tmp_path / "a.agent.yml"), "--run-group", "g", "--no-history")
+    assert alone.exit_code == 2 and "--no-history turns off" in alone.stderr
