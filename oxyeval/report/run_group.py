@@ -149,10 +149,24 @@ def _merge(rows: Sequence[ShardRow], saved: Sequence[SavedRun]) -> SavedRun:
             if s.consistency is not None:
                 tests.tests.extend(s.consistency.tests)
         for k, test in enumerate(tests.tests):
-            test.index = k
+            test.index = k  # its place in the merged run, as a saved run numbers them
         tests.warnings = list(warnings)
         run.consistency = tests
+        _relabel(run, tests)
     return run
+
+
+def _relabel(run: SavedRun, tests: Any) -> None:
+    """A consistency run names its results by test name alone when one file ran, by file
+    and name when several did: each shard named its own, the merged run names them all
+    as the whole selection would."""
+    if len(tests.tests) != len(run.results):
+        return
+    shown = run.doc.get("results", [])
+    for k, (test, result) in enumerate(zip(tests.tests, run.results, strict=True)):
+        result.subject = tests.label(test)
+        if k < len(shown):
+            shown[k] = {**shown[k], "subject": result.subject}
 
 
 #: Keys of a kind's body that every shard has the same value of (not added up).

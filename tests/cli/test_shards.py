@@ -250,3 +250,33 @@ def test_a_run_group_needs_a_history_to_keep_it_in(tmp_path: Path) -> None:
     assert "keeps none (chattest files outside a project)" in result.stderr
     alone = invoke("test", str(tmp_path / "a.agent.yml"), "--run-group", "g", "--no-history")
     assert alone.exit_code == 2 and "--no-history turns off" in alone.stderr
+
+
+def agent(*runs: int) -> str:
+    tests = "".join(
+        f"  - type: consistency\n    name: t{n}\n    n: {n}\n"
+        f"    task_description: What is the total {n}?\n    model_ref: judge\n"
+        for n in runs
+    )
+    return f"model: agent_model\nsystem_instructions: Answer briefly.\ntests:\n{tests}"
+
+
+def test_consistency_shards_merge_into_the_unsharded_document(make_project: MakeProject) -> None:
+    from oxyeval.report.schemas import output_validator
+
+    root = make_project(files={"a.agent.yml": agent(2, 5), "b.agent.yml": agent(3)})
+    files = [str(root / "a.agent.yml"), str(root / "b.agent.yml")]
+    gate = ["--min-accuracy", "0.5", "--format", "json"]
+    for k in (1, 2):
+        shard = invoke("test", *files, "--shard", f"{k}/2", "--run-group", "g", *gate)
+        assert shard.exit_code == 0, shard.stderr
+    whole = invoke("test", *files, "--no-history", *gate)
+    merged = invoke("report", "--run-group", "g", "--project", str(root), "--format", "json")
+    assert merged.exit_code == whole.exit_code == 0, merged.stderr
+    doc, alone = json.loads(merged.stdout), json.loads(whole.stdout)
+    assert list(output_validator("run").iter_errors(doc)) == []
+    assert comparable(doc) == comparable(alone)  # named by file too: two files ran
+    assert doc["summary"] == alone["summary"] and doc["scored"] == alone["scored"] == 3
+    assert doc["decision"]["threshold"] == alone["decision"]["threshold"]
+    assert sorted(doc["accuracy"]) == sorted(alone["accuracy"])
+    assert sorted(t["name"] for t in doc["tests"]) == ["t2", "t3", "t5"]
