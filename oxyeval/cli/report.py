@@ -201,7 +201,7 @@ def _report_group(
         code = decide([], Gates(), error=merged.error, kind="consistency").code
         print_error(err, merged.error, debug)
         if junit is not None:
-            from ..report.junit import error_junit
+            from ..report import error_junit
             from .artifacts import write_report
 
             text = error_junit(f"oxy report --run-group {group}", str(merged.error))

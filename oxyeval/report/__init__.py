@@ -58,6 +58,7 @@ _EXPORTS = {
     "render_test_history": "history",
     "cases_junit": "junit",
     "consistency_junit": "junit",
+    "error_junit": "junit",
     "to_json": "json",
     "consistency_body": "json",
     "ask_json": "workflow",
@@ -132,6 +133,7 @@ __all__ = [
     "decision_json",
     "document",
     "error_document",
+    "error_junit",
     "execution_json",
     "gate_option_error",
     "history_of_test_json",
@@ -223,7 +225,7 @@ if TYPE_CHECKING:
         stored_run_json,
     )
     from .json import consistency_body, to_json, validation_json, write_json
-    from .junit import ab_junit, cases_junit, consistency_junit, passfail_junit
+    from .junit import ab_junit, cases_junit, consistency_junit, error_junit, passfail_junit
     from .kinds import RunReporter, reporter, saved_reporter
     from .passfail import (
         chattest_json,
