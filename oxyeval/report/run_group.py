@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import EXIT_INFRA, ConfigError, OxyError
-from .saved import SavedRun, parse_saved_run
+from .saved import SAVED_KINDS, SavedRun, parse_saved_run
 from .saved_reading import SavedRunError
 
 if TYPE_CHECKING:
@@ -90,6 +90,11 @@ def merge_shards(rows: Sequence[ShardRow], group: str, where: str) -> MergedGrou
         )
     rows = sorted(rows, key=lambda r: r.shard)
     _check_agree(rows, group, where)
+    if rows[0].kind not in SAVED_KINDS:
+        raise ConfigError(
+            f"run group {group} in {where}: its shards are runs of kind {rows[0].kind!r}, "
+            f"which oxy report does not read (it reads {', '.join(SAVED_KINDS)})"
+        )
     count = rows[0].shards
     merged = MergedGroup(group, count, found=[r.shard for r in rows])
     merged.missing = [k for k in range(1, count + 1) if k not in merged.found]

@@ -220,7 +220,7 @@ class Sharding:
                         self.group,
                         self.shard.index,
                         self.shard.count,
-                        kind=self.kind,
+                        kind=self.kind or str(document.get("kind") or ""),
                         plan=self.plan,
                         tests=self.selected,
                         total=self.total,

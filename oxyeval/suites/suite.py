@@ -93,8 +93,9 @@ class Kind(Protocol):
     async def plan(self, suite: SuiteRun) -> Sequence[Any]:
         """Load the files and build the units of work in the run's contexts
         (:meth:`SuiteRun.context`), every model and key checked; register where each
-        unit's results go (:meth:`SuiteRun.add`). Raise bad input here: nothing is
-        opened or called yet."""
+        unit's results go (:meth:`SuiteRun.add`); pass the tests its report lists
+        through :meth:`SuiteRun.shard`, so a sharded run keeps only its share. Raise bad
+        input here: nothing is opened or called yet."""
         ...
 
     async def execute(self, unit: Any, suite: SuiteRun) -> None:
