@@ -140,6 +140,46 @@ def gates(
     )
 
 
+# A sharded run (every command that runs tests): this runner's share of the selection,
+# and the group the shards' outcomes are kept under for `oxy report --run-group`.
+ShardOption = Annotated[
+    str | None,
+    typer.Option(
+        "--shard",
+        metavar="I/N",
+        help="Run shard I of N (numbered from 1) of the selected tests: the same split on "
+        "every machine (by file and test name, balanced by their runs). Needs --run-group "
+        "unless --no-history.",
+    ),
+]
+RunGroupOption = Annotated[
+    str | None,
+    typer.Option(
+        "--run-group",
+        metavar="ID",
+        help="Keep this run's outcome in the history under run group ID (the same on every "
+        "shard, e.g. the CI pipeline's id); `oxy report --run-group ID` decides on all the "
+        "shards together.",
+    ),
+]
+
+
+def shards(
+    shard: str | None, run_group: str | None, *, kind: str, stored: bool = True
+) -> tuple[Any, str | None]:
+    """The shard options as the run's :class:`~oxyeval.suites.Sharding` (None: not
+    sharded), and why they cannot run (exit 2, said the gates' way), or None."""
+    from ..suites import Sharding, sharding_problem
+
+    problem = sharding_problem(shard, run_group, history=stored)
+    if problem is not None:
+        return None, problem
+    sharding = Sharding.parse(shard, run_group)
+    if sharding is not None:
+        sharding.kind = kind
+    return sharding, None
+
+
 CacheOption = Annotated[
     bool | None,
     typer.Option(

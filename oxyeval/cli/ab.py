@@ -17,12 +17,15 @@ from ._app import (
     MinAccuracyOption,
     MinPassRateOption,
     ProjectOption,
+    RunGroupOption,
+    ShardOption,
     StrictOption,
     ThresholdMode,
     ThresholdModeOption,
     app,
     gates,
     setup_logging,
+    shards,
 )
 from ._common import (
     CaseOption,
@@ -98,6 +101,8 @@ def ab_run(
     junit: JunitOption = None,
     cache: CacheOption = None,
     batch: BatchOption = False,
+    shard: ShardOption = None,
+    run_group: RunGroupOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Run every branch of each case on the same prompt, measure, rank, store.
@@ -114,6 +119,7 @@ def ab_run(
     out, err = consoles()
     setup_logging(err, debug)
     run = ABRun(criteria=criteria.value, iterations=iterations)
+    sharding, problem = shards(shard, run_group, kind="ab")
 
     def once(events: Any, final: bool = True) -> Any:
         return run_ab_tests_async(
@@ -128,6 +134,7 @@ def ab_run(
             cache=cache,
             events=events if final else None,
             into=run if final else ABRun(criteria=criteria.value, iterations=iterations),
+            sharding=sharding,
         )
 
     code = drive(
@@ -141,6 +148,8 @@ def ab_run(
         quiet=quiet,
         junit=junit,
         debug=debug,
+        problem=problem,
+        sharding=sharding,
     )
     raise typer.Exit(code)
 

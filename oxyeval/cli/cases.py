@@ -19,12 +19,15 @@ from ._app import (
     MinAccuracyOption,
     MinPassRateOption,
     ProjectOption,
+    RunGroupOption,
+    ShardOption,
     StrictOption,
     ThresholdMode,
     ThresholdModeOption,
     app,
     gates,
     setup_logging,
+    shards,
 )
 from ._common import (
     CaseOption,
@@ -82,6 +85,8 @@ def cases_run(
     junit: JunitOption = None,
     cache: CacheOption = None,
     batch: BatchOption = False,
+    shard: ShardOption = None,
+    run_group: RunGroupOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Run test cases, score them, store every execution and flag regressions.
@@ -102,6 +107,7 @@ def cases_run(
         message = f"--prompt-version {prompt_version} and --version {old_version} disagree"
         raise fail(err, OxyError(message), as_json)
     run = CaseRun(db=Path("."))
+    sharding, problem = shards(shard, run_group, kind="cases")
 
     def once(events: Any, final: bool = True) -> Any:
         return run_cases_async(
@@ -114,6 +120,7 @@ def cases_run(
             into=run if final else CaseRun(db=Path(".")),
             cache=cache,
             events=events if final else None,
+            sharding=sharding,
         )
 
     code = drive(
@@ -135,6 +142,8 @@ def cases_run(
         quiet=quiet,
         junit=junit,
         debug=debug,
+        problem=problem,
+        sharding=sharding,
     )
     raise typer.Exit(code)
 

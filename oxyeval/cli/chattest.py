@@ -15,12 +15,15 @@ from ._app import (
     MinAccuracyOption,
     MinPassRateOption,
     ProjectOption,
+    RunGroupOption,
+    ShardOption,
     StrictOption,
     ThresholdMode,
     ThresholdModeOption,
     app,
     gates,
     setup_logging,
+    shards,
 )
 from ._common import DbOption, FormatOption, concurrency_option, consoles
 from .artifacts import JunitOption
@@ -60,6 +63,8 @@ def chattest_command(
     allow_empty: AllowEmptyOption = False,
     junit: JunitOption = None,
     cache: CacheOption = None,
+    shard: ShardOption = None,
+    run_group: RunGroupOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Run chattest prompts on their models, judge each output against each test.
@@ -77,6 +82,7 @@ def chattest_command(
     out, err = consoles()
     setup_logging(err, debug)
     run = PassFailRun()
+    sharding, problem = shards(shard, run_group, kind="chattest")
     code = drive(
         reporter("chattest"),
         run,
@@ -89,6 +95,7 @@ def chattest_command(
             concurrency=concurrency,
             adaptive=adaptive,
             into=run,
+            sharding=sharding,
         ),
         gates(min_accuracy, threshold_mode, min_pass_rate, strict, fail_on_drop, allow_empty),
         err=err,
@@ -97,5 +104,7 @@ def chattest_command(
         quiet=quiet,
         junit=junit,
         debug=debug,
+        problem=problem,
+        sharding=sharding,
     )
     raise typer.Exit(code)

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import nullcontext
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, OxyError
-from ..evaluation import Gates, decide, decide_run, gate_option_error
+from ..evaluation import Gates, decide, decide_run, gate_option_error, with_artifact_failure
 from ..report.text import shown
 from ._common import live_progress, print_json
 from .console import json_error, print_error
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
     from ..evaluation import Decision
     from ..report import RunReporter
+    from ..suites import Sharding
 
 __all__ = ["drive", "finish"]
 
@@ -46,10 +48,13 @@ def drive(
     debug: bool = False,
     problem: str | None = None,
     progress: bool = True,
+    sharding: Sharding | None = None,
 ) -> int:
     """Run ``start(events)`` (the library call, filling ``run`` as it goes) under the
     gates, report it and return the exit code. ``problem``: why the command's own
-    options cannot run (checked after the gates', before anything starts)."""
+    options cannot run (checked after the gates', before anything starts);
+    ``sharding``: the run is one shard of a run group, whose outcome is kept for
+    ``oxy report --run-group``."""
     from .interrupt import interrupt_reason, run_interruptible
 
     problem = gate_option_error(gates) or problem or _junit_problem(junit)
@@ -78,7 +83,9 @@ def drive(
                 markup=False,  # brackets in an exception's text are not rich markup
             )
     if error is not None and not reporter.finished(run):
-        return _failed_before_any(reporter, run, gates, error, err, as_json, junit, debug, started)
+        return _failed_before_any(
+            reporter, run, gates, error, err, as_json, junit, debug, started, sharding
+        )
     return finish(
         reporter,
         run,
@@ -92,6 +99,7 @@ def drive(
         error=error,
         interrupted=interrupted,
         started=started,
+        sharding=sharding,
     )
 
 
@@ -109,10 +117,15 @@ def finish(
     error: BaseException | None = None,
     interrupted: str | None = None,
     started: datetime | None = None,
+    sharding: Sharding | None = None,
 ) -> int:
     """Decide ``run`` (one kind's, finished, interrupted or read back from a saved
     document), report it, say why on stderr; the exit code. ``error``: what stopped it
-    after something finished; ``interrupted``: the signal's line."""
+    after something finished; ``interrupted``: the signal's line; ``sharding``: the
+    shard whose outcome to keep under its run group."""
+    if sharding is not None and sharding.total and not sharding.selected:
+        # More shards than tests: this one has none, which is no empty selection.
+        gates = replace(gates, allow_empty=True)
     decision = decide_run(run, gates, error=error)
     code = decision.code
     if interrupted is not None:
@@ -129,6 +142,9 @@ def finish(
         else:
             err.print(shown(line), style="red", markup=False)
     stopped = None if error is None else json_error(error)
+    if sharding is not None:
+        doc = reporter.document(run, decision, error=stopped)
+        code = _keep_shard(sharding, doc, code, err)
     if junit is not None:
         from .artifacts import write_report
 
@@ -159,9 +175,30 @@ def finish(
 
 def _with_code(decision: Decision, code: int) -> Decision:
     """The decision as shown once a report file could not be written (its code, 3)."""
-    from dataclasses import replace
-
     return replace(decision, code=code)
+
+
+def _keep_shard(sharding: Sharding, doc: dict[str, Any], code: int, err: Console) -> int:
+    """Say which share this shard ran and keep its document under its run group; the
+    exit code once kept (a shard that could not be kept would be missing from the
+    merged decision: exit 3 now, never a green job)."""
+    group = f" of run group {sharding.group}" if sharding.group is not None else ""
+    err.print(
+        f"shard {sharding.shard}{group}: {sharding.selected} of {sharding.total} test(s), "
+        f"{sharding.runs} run(s)",
+        style="dim",
+        markup=False,
+        highlight=False,
+    )
+    why = sharding.record(doc, code)
+    if why is None:
+        return code
+    err.print(
+        shown(f"error: shard {sharding.shard}{group} could not be kept in the history: {why}"),
+        style="red",
+        markup=False,
+    )
+    return with_artifact_failure(code)
 
 
 def _junit_problem(junit: str | None) -> str | None:
@@ -180,12 +217,17 @@ def _failed_before_any(
     junit: str | None,
     debug: bool,
     started: datetime | None,
+    sharding: Sharding | None = None,
 ) -> int:
     """An error before anything finished: the error's code; CI still gets its JUnit file
-    (one error saying why) and ``--format json`` one document."""
+    (one error saying why) and ``--format json`` one document. A shard that had planned
+    its share keeps the error under its run group, so the merged decision says why."""
     decision = decide([], gates, error=error, kind=run.kind)  # the error's code
     if isinstance(error, OxyError) or debug:
         print_error(err, error, debug)
+    if sharding is not None and sharding.locations:
+        doc = reporter.error_document(run, decision, error=json_error(error))
+        _keep_shard(sharding, doc, decision.code, err)
     if junit is not None:
         from .artifacts import write_report
 

@@ -1,10 +1,12 @@
-"""``oxy report``: decide again on a saved run document of any kind, without a call.
+"""``oxy report``: decide again on a saved run document of any kind, without a call; or,
+``--run-group ID``, decide once on every shard of a sharded run, as kept in the history.
 
 Same gates, exit codes and messages as the run's own command (see
 :mod:`oxyeval.cli.driver`): with no gate options the run's own gates (its document's
 ``decision.gates``) give the run's exit code again; change ``--min-accuracy`` or
 ``--threshold-mode`` after the fact, or add ``--strict``, ``--fail-on-drop`` (against the
-previous results the document carries) or ``--fail-on-regression``.
+previous results the document carries) or ``--fail-on-regression``. A run group with a
+shard missing is exit 3 (its outcome is unknown), never a pass.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Annotated
 import typer
 
 from ..errors import ConfigError, OxyError
-from ..evaluation import decide
+from ..evaluation import Gates, decide
 from ._app import (
     AllowEmptyOption,
     DebugOption,
@@ -22,13 +24,15 @@ from ._app import (
     Format,
     MinAccuracyOption,
     MinPassRateOption,
+    ProjectOption,
     StrictOption,
     ThresholdMode,
     ThresholdModeOption,
     app,
     gates,
 )
-from ._common import print_json
+from ._common import DbOption, print_json
+from .artifacts import JunitOption
 from .console import json_error, print_error, stderr_console, stdout_console
 
 __all__ = ["report_command"]
@@ -37,11 +41,12 @@ __all__ = ["report_command"]
 @app.command("report")
 def report_command(
     file: Annotated[
-        str,
+        str | None,
         typer.Argument(
-            metavar="FILE", help="A saved run document (any --format json run; '-': stdin)."
+            metavar="[FILE]",
+            help="A saved run document (any --format json run; '-': stdin); or --run-group.",
         ),
-    ],
+    ] = None,
     min_accuracy: MinAccuracyOption = None,
     threshold_mode: ThresholdModeOption = ThresholdMode.average,
     min_pass_rate: MinPassRateOption = None,
@@ -55,6 +60,18 @@ def report_command(
         Format, typer.Option("--format", help="pretty, or json: one JSON document on stdout.")
     ] = Format.pretty,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No details.")] = False,
+    run_group: Annotated[
+        str | None,
+        typer.Option(
+            "--run-group",
+            metavar="ID",
+            help="Decide on every shard kept under run group ID in the history (the "
+            "shards' --run-group), merged; a missing shard is exit 3.",
+        ),
+    ] = None,
+    db: DbOption = None,
+    project: ProjectOption = None,
+    junit: JunitOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Decide again on a saved run (`oxy test`, `oxy cases run`, `oxy ab run`, `oxy
@@ -66,8 +83,13 @@ def report_command(
     check, a gate given with nothing in it: --allow-empty gives 0); 2 a file that is not
     such a document, or bad options; 3 a result in it could not be scored, or the run
     was interrupted.
+
+    With --run-group ID (instead of FILE), every shard of a sharded run (`--shard I/N
+    --run-group ID`) is read from the history (--db, OXY_DB or config.yml's history:)
+    and decided on as one run; a shard that has not kept its outcome is exit 3, and so
+    is one that stopped on a provider failure (2 if it stopped on bad input).
     """
-    from ..evaluation import Gates, gate_option_error
+    from ..evaluation import gate_option_error
     from ..report import error_document, load_saved_run, saved_reporter
     from .driver import finish
 
@@ -83,9 +105,28 @@ def report_command(
         fail_on_regression=fail_on_regression,
     )
     message = gate_option_error(given)
+    if message is None and (file is None) == (run_group is None):
+        message = (
+            "oxy report takes a saved run document (FILE, or '-' for stdin) or --run-group "
+            "ID, not both"
+            if file is not None
+            else "oxy report needs a saved run document (FILE, or '-' for stdin) or "
+            "--run-group ID (the shards' run group)"
+        )
+    if message is None and junit is not None:
+        from .artifacts import report_path_problem
+
+        message = report_path_problem("--junit", junit)
+    if run_group is not None and message is None:
+        raise typer.Exit(
+            _report_group(
+                run_group, given, project, db, junit, as_json=as_json, quiet=quiet, debug=debug
+            )
+        )
     try:
         if message is not None:
             raise ConfigError(message)
+        assert file is not None
         text = None
         if file == "-":
             import sys
@@ -122,3 +163,70 @@ def report_command(
         error=None if saved.error is None else saved.failure(),
     )
     raise typer.Exit(code)
+
+
+def _report_group(
+    group: str,
+    given: Gates,
+    project: str | None,
+    db: str | None,
+    junit: str | None,
+    *,
+    as_json: bool,
+    quiet: bool,
+    debug: bool,
+) -> int:
+    """Merge the shards kept under ``group`` and decide on them; the exit code."""
+    from ..evaluation import Gates
+    from ..report import error_document, merge_shards, saved_reporter
+    from ..suites import open_history
+    from .driver import finish
+
+    err = stderr_console()
+    try:
+        _proj, location, store = open_history(project, db)
+        rows = []
+        if store is not None:
+            with store:
+                rows = store.run_groups.shards(group)
+        merged = merge_shards(rows, group, location.display)
+    except OxyError as exc:
+        decision = decide([], Gates(), error=exc, kind="consistency")
+        print_error(err, exc, debug)
+        if as_json:
+            print_json(error_document(json_error(exc), decision.code))
+        return decision.code
+    if merged.run is None:  # no shard kept anything
+        assert merged.error is not None
+        code = decide([], Gates(), error=merged.error, kind="consistency").code
+        print_error(err, merged.error, debug)
+        if junit is not None:
+            from ..report import error_junit
+            from .artifacts import write_report
+
+            text = error_junit(f"oxy report --run-group {group}", str(merged.error))
+            code = write_report("--junit", junit, text, err, code)
+        if as_json:
+            print_json(error_document(json_error(merged.error), code))
+        return code
+    run = merged.run
+    err.print(
+        f"run group {group}: shard(s) {', '.join(map(str, merged.found))} of "
+        f"{merged.shards} kept in {location.display}, {len(run.results)} result(s)",
+        style="dim",
+        markup=False,
+        highlight=False,
+    )
+    held = given if given != Gates() else (run.gates or Gates())
+    return finish(
+        saved_reporter(run),
+        run,
+        held,
+        err=err,
+        out=stdout_console(),
+        as_json=as_json,
+        quiet=quiet,
+        junit=junit,
+        debug=debug,
+        error=merged.error,
+    )

@@ -18,6 +18,8 @@ from ._app import (
     MinAccuracyOption,
     MinPassRateOption,
     ProjectOption,
+    RunGroupOption,
+    ShardOption,
     StrictOption,
     ThresholdMode,
     ThresholdModeOption,
@@ -25,6 +27,7 @@ from ._app import (
     gates,
     no_history_conflict,
     setup_logging,
+    shards,
 )
 from ._common import batched, fail
 from .artifacts import JunitOption
@@ -85,6 +88,8 @@ def test_command(
         ),
     ] = False,
     batch: BatchOption = False,
+    shard: ShardOption = None,
+    run_group: RunGroupOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Run the consistency tests declared in agent and workflow files, or oxy's judged
@@ -125,6 +130,8 @@ def test_command(
     if message is not None:
         raise fail(err, ConfigError(message), as_json)
     held = gates(min_accuracy, threshold_mode, min_pass_rate, strict, fail_on_drop, allow_empty)
+    kind = "test-files" if not files or pass_fail else "consistency"
+    sharding, shard_problem = shards(shard, run_group, kind=kind, stored=not no_history)
     if not files or pass_fail:
         raise typer.Exit(
             run_test_files_command(
@@ -142,6 +149,8 @@ def test_command(
                 gates=held,
                 debug=debug,
                 batch=batch,
+                sharding=sharding,
+                problem=shard_problem,
             )
         )
     run = ConsistencyRun()
@@ -155,6 +164,7 @@ def test_command(
             db=db,
             history=not no_history,
             events=events if final else None,
+            sharding=sharding,
         )
 
     code = drive(
@@ -168,6 +178,7 @@ def test_command(
         quiet=quiet,
         junit=junit,
         debug=debug,
-        problem=no_history_conflict(no_history, cache, fail_on_drop),
+        problem=no_history_conflict(no_history, cache, fail_on_drop) or shard_problem,
+        sharding=sharding,
     )
     raise typer.Exit(code)

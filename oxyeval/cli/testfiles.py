@@ -16,6 +16,7 @@ from ._common import batched, consoles
 
 if TYPE_CHECKING:
     from ..evaluation import Gates
+    from ..suites import Sharding
 
 __all__ = ["is_test_file", "run_test_files_command"]
 
@@ -45,6 +46,8 @@ def run_test_files_command(
     gates: Gates,
     debug: bool = False,
     batch: bool = False,
+    sharding: Sharding | None = None,
+    problem: str | None = None,
 ) -> int:
     """Run the files, print the report, return the exit code."""
     from ..report import reporter
@@ -66,6 +69,7 @@ def run_test_files_command(
             events=events if final else None,
             adaptive=adaptive,
             into=run if final else PassFailRun(),
+            sharding=sharding,
         )
 
     return drive(
@@ -79,5 +83,6 @@ def run_test_files_command(
         quiet=quiet,
         junit=junit,
         debug=debug,
-        problem=no_history_conflict(no_history, cache, gates.fail_on_drop),
+        problem=no_history_conflict(no_history, cache, gates.fail_on_drop) or problem,
+        sharding=sharding,
     )

@@ -58,6 +58,7 @@ _EXPORTS = {
     "render_test_history": "history",
     "cases_junit": "junit",
     "consistency_junit": "junit",
+    "error_junit": "junit",
     "to_json": "json",
     "consistency_body": "json",
     "ask_json": "workflow",
@@ -91,6 +92,9 @@ _EXPORTS = {
     "cached_calls_line": "pretty",
     "shown": "text",
     "load_saved_run": "saved",
+    "merge_shards": "run_group",
+    "MergedGroup": "run_group",
+    "MissingShardsError": "run_group",
     "comparison_json": "compare",
     "daily_json": "compare",
     "render_comparison": "compare",
@@ -105,6 +109,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "Decision",
     "Gates",
+    "MergedGroup",
+    "MissingShardsError",
     "RunReporter",
     "ab_case_json",
     "ab_junit",
@@ -127,11 +133,13 @@ __all__ = [
     "decision_json",
     "document",
     "error_document",
+    "error_junit",
     "execution_json",
     "gate_option_error",
     "history_of_test_json",
     "load_output_schema",
     "load_saved_run",
+    "merge_shards",
     "output_schema_name",
     "output_schema_path",
     "output_validator",
@@ -217,7 +225,7 @@ if TYPE_CHECKING:
         stored_run_json,
     )
     from .json import consistency_body, to_json, validation_json, write_json
-    from .junit import ab_junit, cases_junit, consistency_junit, passfail_junit
+    from .junit import ab_junit, cases_junit, consistency_junit, error_junit, passfail_junit
     from .kinds import RunReporter, reporter, saved_reporter
     from .passfail import (
         chattest_json,
@@ -227,6 +235,7 @@ if TYPE_CHECKING:
         test_files_json,
     )
     from .pretty import cached_calls_line, render_pretty
+    from .run_group import MergedGroup, MissingShardsError, merge_shards
     from .saved import load_saved_run
     from .schemas import (
         OUTPUT_SCHEMAS,

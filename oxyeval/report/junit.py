@@ -33,8 +33,17 @@ if TYPE_CHECKING:
     from ..suites import ABRun, PassFailRun
     from ..suites.cases.results import CaseResult, CaseRun
     from ..suites.consistency.results import ConsistencyRun, ConsistencyTestResult
+    from .saved import SavedRun
 
-__all__ = ["ab_junit", "cases_junit", "consistency_junit", "passfail_junit", "xml_text"]
+__all__ = [
+    "ab_junit",
+    "cases_junit",
+    "consistency_junit",
+    "error_junit",
+    "passfail_junit",
+    "saved_junit",
+    "xml_text",
+]
 
 
 def consistency_junit(
@@ -428,4 +437,57 @@ def passfail_junit(
             ("oxy.exit_code", str(decision.code)),
             ("oxy.interrupted", str(run.interrupted).lower()),
         ]
+    return render(found, timestamp, hostname)
+
+
+def saved_junit(
+    run: SavedRun,
+    decision: Decision,
+    *,
+    error: str | None = None,
+    timestamp: datetime | None = None,
+    hostname: str | None = None,
+) -> str:
+    """``oxy report --junit`` on a saved or merged run of a kind whose own report objects
+    are not kept (test cases, A/B branches, pass/fail tests): a suite per file (what its
+    results' subjects name before ``::``), a testcase per result, failed or in error as
+    the decision's outcome of it says."""
+    outcomes = outcomes_of([r.subject for r in run.results], decision)
+    suites: dict[str, Suite] = {}
+    for result, outcome in zip(run.results, outcomes, strict=True):
+        group, _sep, name = result.subject.partition("::")
+        suite = suites.setdefault(group, Suite(name=group, package=f"oxyeval.{run.kind}"))
+        case = Case(
+            name=name or group,
+            classname=f"{run.kind}.{classname(group)}",
+            time=(result.latency_ms or 0.0) / 1000,
+        )
+        score = "-" if result.score is None else percent(result.score)
+        summary = f"{result.status}, score {score}"
+        state = None if outcome is None else outcome.state
+        if state == "unknown":
+            why = clip_text(shown(result.error or result.status), 500)
+            case.error = ("NotScored", why, "")
+        elif state == "failed" and outcome is not None:
+            lines = [*outcome.reasons, *(r for r in (outcome.below, outcome.strict) if r)]
+            case.failure = ("Failed", clip_text(shown("; ".join(lines) or summary), 500), "")
+        suite.cases.append(case)
+        suite.out.append(f"{case.name}: {summary}")
+    found = list(suites.values())
+    stopped(found, f"oxyeval {run.run_kind}", f"oxyeval.{run.kind}", error)
+    for suite in found:
+        suite.properties[:0] = [
+            ("oxy.exit_code", str(decision.code)),
+            ("oxy.interrupted", str(run.interrupted).lower()),
+        ]
+    return render(found, timestamp, hostname)
+
+
+def error_junit(
+    command: str, error: str, *, timestamp: datetime | None = None, hostname: str | None = None
+) -> str:
+    """A report that holds only what stopped ``command`` before it had any result (a run
+    group none of whose shards kept an outcome): CI shows it red."""
+    found: list[Suite] = []
+    stopped(found, command, "oxyeval", error)
     return render(found, timestamp, hostname)

@@ -229,11 +229,23 @@ class SavedConsistencyReporter(ConsistencyReporter):
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         super().render(run.run, decision, console, quiet=quiet)
 
+    def junit(
+        self,
+        run: Any,
+        decision: Decision,
+        *,
+        error: str | None = None,
+        timestamp: datetime | None = None,
+    ) -> str:
+        return super().junit(run.run, decision, error=error, timestamp=timestamp)
+
 
 @dataclass(frozen=True)
 class SavedReporter(RunReporter):
     """``oxy report`` on a saved run of another kind: its results in a compact table, its
     document answered again with the new decision."""
+
+    junit_writer: ClassVar[str | None] = "saved_junit"
 
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
         from .documents import with_decision

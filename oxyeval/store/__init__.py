@@ -97,6 +97,7 @@ _EXPORTS = {
     **dict.fromkeys(("BranchExecution", "NewBranchExecution", "TestBranch"), "_branch_rows"),
     **dict.fromkeys(("CacheEntry", "CacheKindStats", "CacheStats", "NewCacheEntry"), "_cache"),
     **dict.fromkeys(("DailyTotals", "Results", "StoredResult", "StoredScore"), "_results_read"),
+    **dict.fromkeys(("RunGroups", "ShardRow"), "_run_groups"),
     "Store": "_core",
     "open_store": "_core",
     "LiteStore": "_lite",
@@ -132,6 +133,7 @@ if TYPE_CHECKING:
         WorkflowRunRecord,
         WorkflowTask,
     )
+    from ._run_groups import RunGroups, ShardRow
     from ._watchdog import hurry_history
 
 __all__ = [
@@ -180,6 +182,8 @@ __all__ = [
     "PromptVersion",
     "Results",
     "Run",
+    "RunGroups",
+    "ShardRow",
     "Store",
     "StoreError",
     "StoredResult",

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ._executions import Executions
     from ._prompts import Prompts
     from ._results_read import Results
+    from ._run_groups import RunGroups
     from ._runs import Runs
     from ._stats import Stats
     from ._workflows import WorkflowRuns
@@ -103,6 +104,12 @@ class Store:
         from ._runs import Runs
 
         return Runs(self)
+
+    @cached_property
+    def run_groups(self) -> RunGroups:
+        from ._run_groups import RunGroups
+
+        return RunGroups(self)
 
     @cached_property
     def stats(self) -> Stats:

@@ -111,7 +111,7 @@ CREATE TABLE oxyeval_schema_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT oxyeval_schema_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "oxyeval_schema_version" VALUES('0008');
+INSERT INTO "oxyeval_schema_version" VALUES('0009');
 CREATE TABLE prompt_versions (
 	prompt_id TEXT NOT NULL, 
 	version INTEGER NOT NULL, 
@@ -173,6 +173,20 @@ CREATE TABLE results (
 	PRIMARY KEY (seq), 
 	UNIQUE (id), 
 	FOREIGN KEY(run_id) REFERENCES runs (id)
+);
+CREATE TABLE run_group_shards (
+	run_group TEXT NOT NULL, 
+	shard INTEGER NOT NULL, 
+	shards INTEGER NOT NULL, 
+	kind TEXT NOT NULL, 
+	"plan" TEXT NOT NULL, 
+	tests INTEGER NOT NULL, 
+	total INTEGER NOT NULL, 
+	code INTEGER NOT NULL, 
+	document TEXT NOT NULL, 
+	host TEXT, 
+	finished_at TEXT NOT NULL, 
+	PRIMARY KEY (run_group, shard)
 );
 CREATE TABLE run_totals (
 	run_id TEXT NOT NULL, 

@@ -43,6 +43,7 @@ __all__ = [
     "prompts",
     "result_daily",
     "results",
+    "run_group_shards",
     "run_totals",
     "runs",
     "scores",
@@ -482,4 +483,22 @@ branch_outputs = sa.Table(
     sa.Column("branch_id", sa.Text, sa.ForeignKey("test_branches.id"), primary_key=True),
     sa.Column("consistency_hash", sa.Text, primary_key=True),
     sa.Column("runs", sa.Integer, nullable=False),
+)
+
+# One row per shard of a sharded run (revision 0008): the shard's run document, which
+# ``oxy report --run-group`` merges with the other shards'. A rerun of a shard replaces it.
+run_group_shards = sa.Table(
+    "run_group_shards",
+    metadata,
+    sa.Column("run_group", sa.Text, primary_key=True),
+    sa.Column("shard", sa.Integer, primary_key=True),  # 1..shards
+    sa.Column("shards", sa.Integer, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),  # the command's run kind: cases, test-files...
+    sa.Column("plan", sa.Text, nullable=False),  # the whole split's fingerprint
+    sa.Column("tests", sa.Integer, nullable=False),  # this shard's share of the selection
+    sa.Column("total", sa.Integer, nullable=False),  # the whole selection
+    sa.Column("code", sa.Integer, nullable=False),  # the shard's own decision
+    sa.Column("document", sa.Text, nullable=False),  # its run (or error) document, JSON
+    sa.Column("host", sa.Text),
+    sa.Column("finished_at", sa.Text, nullable=False),
 )

@@ -45,6 +45,12 @@ _EXPORTS = {
     "run_ab_tests_async": "ab",
     "ValidationReport": "validate",
     "validate_paths": "validate",
+    "Shard": "shards",
+    "ShardKey": "shards",
+    "Sharding": "shards",
+    "parse_shard": "shards",
+    "sharding_problem": "shards",
+    "split": "shards",
     "Kind": "suite",
     "run_kind": "suite",
     "run_batched": "batched",
@@ -132,6 +138,9 @@ __all__ = [
     "ResultChange",
     "RunComparison",
     "RunRow",
+    "Shard",
+    "ShardKey",
+    "Sharding",
     "Storage",
     "StoredRun",
     "StoredRunView",
@@ -161,6 +170,7 @@ __all__ = [
     "latest_ab_run",
     "load_test_files",
     "open_history",
+    "parse_shard",
     "pass_fail_judge",
     "preview_branches",
     "preview_cases",
@@ -182,6 +192,8 @@ __all__ = [
     "run_tests",
     "run_tests_async",
     "run_workflow",
+    "sharding_problem",
+    "split",
     "stored_ab_result",
     "stored_run",
     "sync_declared",
@@ -258,6 +270,7 @@ if TYPE_CHECKING:
     from .passfail.run import PassFail
     from .recorder import Recorder, RunRow, Storage
     from .run_cache import cache_factory, clear_cache
+    from .shards import Shard, Sharding, ShardKey, parse_shard, sharding_problem, split
     from .status import StoredRun, final_status
     from .suite import Kind, ProgressSink, SuiteRun, progress_events, run_kind
     from .targets import AgentTarget, PromptTarget, Target, WorkflowTarget

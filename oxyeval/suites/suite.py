@@ -28,10 +28,10 @@ does the rest.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .._tasks import gather_settled
 from ..errors import OxyError
@@ -55,6 +55,7 @@ from ..redact import secret_scope
 from .history_store import Histories
 from .recorder import Handle, Recorded, Recorder, RunRow, Storage
 from .run_cache import cache_factory
+from .shards import Sharding, ShardKey
 from .status import final_status, interrupted_by
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ __all__ = [
     "run_kind",
 ]
 
+T = TypeVar("T")
+
 
 class Kind(Protocol):
     """A kind of test on the one run pipeline.
@@ -90,8 +93,9 @@ class Kind(Protocol):
     async def plan(self, suite: SuiteRun) -> Sequence[Any]:
         """Load the files and build the units of work in the run's contexts
         (:meth:`SuiteRun.context`), every model and key checked; register where each
-        unit's results go (:meth:`SuiteRun.add`). Raise bad input here: nothing is
-        opened or called yet."""
+        unit's results go (:meth:`SuiteRun.add`); pass the tests its report lists
+        through :meth:`SuiteRun.shard`, so a sharded run keeps only its share. Raise bad
+        input here: nothing is opened or called yet."""
         ...
 
     async def execute(self, unit: Any, suite: SuiteRun) -> None:
@@ -163,6 +167,7 @@ class SuiteRun:
         storage: Storage | None = None,
         gates: Gates | None = None,
         concurrency: int | None = None,
+        sharding: Sharding | None = None,
     ) -> None:
         from ..workflow.context import RunContexts
 
@@ -180,6 +185,8 @@ class SuiteRun:
         #: The run's one concurrency budget: every unit's calls together (None: only each
         #: kind's and each model endpoint's own limits).
         self.budget = asyncio.Semaphore(concurrency) if concurrency else None
+        #: This run's shard of a sharded run (None: the whole selection).
+        self.sharding = sharding
         self.status = "running"
         self.started = False
         self.recorded = 0
@@ -203,6 +210,16 @@ class SuiteRun:
         run's one row per history by default; ``part`` names the unit in its subject).
         A bad history location is bad input, raised now."""
         return self.recorder.add(project, row or RunRow(), part=part, count=count)
+
+    def shard(
+        self, items: Sequence[T], key: Callable[[T], ShardKey], projects: Iterable[Project] = ()
+    ) -> list[T]:
+        """The items (a kind's tests, in plan order) this run's shard runs: all of them
+        when the run is not sharded. ``projects``: where the items come from, whose
+        histories keep the shard's outcome under its run group."""
+        if self.sharding is None:
+            return list(items)
+        return self.sharding.select(items, key, list(projects), histories=self.histories)
 
     async def store(self, project: Project) -> Any:
         """``project``'s history store, opened now (for a kind that reads what it plans
@@ -329,7 +346,7 @@ def _unit_label(unit: Any) -> str:
 async def run_kind(kind: Kind, **options: Any) -> SuiteRun:
     """The one library call of every kind: a suite run of ``kind`` (``options``: ``db``,
     ``environ``, ``history``, ``cache``, ``events``, ``retry``, ``gates``,
-    ``concurrency``, ``scope_secrets``). Whatever ends it, the kind's run object gets the
+    ``concurrency``, ``scope_secrets``, ``sharding``). Whatever ends it, the kind's run object gets the
     decision and how many calls the cache served, and the kind puts its report in order."""
     suite = SuiteRun(kind.name, storage=kind.storage, **options)
     try:

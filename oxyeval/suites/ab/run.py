@@ -32,6 +32,7 @@ from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...redact import redact
 from ...workflow.context import RunContext
 from ..recorder import KeptThenCancelled, Recorded, RunRow, Storage
+from ..shards import ShardKey
 from ..suite import SuiteRun, run_kind
 from .plan import CasePlan, check_options, plan_cases
 from .ranking import DEFAULT_CRITERIA
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from ...evaluation import Gates, Result
     from ...store import Store, TestBranch
     from ..history_store import RunStore
+    from ..shards import Sharding
 
 __all__ = [
     "AB",
@@ -192,6 +194,15 @@ class AB:
                 "no test case has branches to compare; declare branches: in a *.prompt.yml "
                 "(for every case) or on a case"
             )
+        plans = suite.shard(
+            plans,
+            lambda p: ShardKey(
+                p.case.source_file or p.prompt_id,
+                p.case.name,
+                len(p.branches) * self.run.iterations,
+            ),
+            [project],
+        )
         for plan in plans:
             plan.handle = suite.add(
                 project,
@@ -282,6 +293,7 @@ async def _run(
     on_execution: Callable[[ABCaseResult, BranchOutcome], None] | None,
     explicit: bool,
     gates: Gates | None = None,
+    sharding: Sharding | None = None,
 ) -> None:
     kind = AB(
         paths,
@@ -302,6 +314,7 @@ async def _run(
         events=events,
         gates=gates,
         concurrency=max(1, concurrency),
+        sharding=sharding,
     )
 
 
@@ -329,6 +342,7 @@ async def run_ab_tests_async(
     events: EventSink | None = None,
     on_execution: Callable[[ABCaseResult, BranchOutcome], None] | None = None,
     into: ABRun | None = None,
+    sharding: Sharding | None = None,
 ) -> ABRun:
     """A/B tests of every case with branches in the given prompt/cases files (default: the
     whole project), or of the ``cases`` named (a case name or its id).
@@ -354,6 +368,7 @@ async def run_ab_tests_async(
         events=events,
         on_execution=on_execution,
         explicit=bool(cases),
+        sharding=sharding,
     )
     return run
 

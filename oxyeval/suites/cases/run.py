@@ -28,6 +28,7 @@ from ...workflow.context import RunContext
 from ..history_store import history_location
 from ..prompt_sync import sync_prompt
 from ..recorder import Handle, KeptThenCancelled, Recorded, RunRow, Storage
+from ..shards import ShardKey
 from ..suite import SuiteRun, run_kind
 from ..targets import AgentTarget, PromptTarget, Target
 from .results import CaseResult, CaseRun
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from ...evaluation import Gates, Result
     from ...store import Store
     from ..history_store import RunStore
+    from ..shards import Sharding
 
 __all__ = [
     "CaseResult",
@@ -275,6 +277,22 @@ def _execution_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, 
     return [store.executions.record(case.new_execution(run_id)) for _r, case in items]
 
 
+def _shard(plans: list[_VersionRun], suite: SuiteRun, project: Project) -> list[_VersionRun]:
+    """The prompt versions with only this shard's cases (each named by its file, or its
+    prompt when it was made through the API, and its name); a prompt none of whose
+    cases fall here is left out."""
+    cases = [(plan, case) for plan in plans for case in plan.cases]
+    mine = suite.shard(
+        cases,
+        lambda pair: ShardKey(pair[1].source_file or pair[0].prompt.id, pair[1].name),
+        [project],
+    )
+    kept = {id(case) for _plan, case in mine}
+    for plan in plans:
+        plan.cases = [case for case in plan.cases if id(case) in kept]
+    return [plan for plan in plans if plan.cases]
+
+
 class Cases:
     """Test cases as a kind on the run pipeline: one run row per prompt version (sharing a
     group id when there are several), each case a unit; each execution stored the moment
@@ -337,6 +355,8 @@ class Cases:
             scorer.check(method)
         store = self._store = cast("Store", await suite.store(project))
         self.plans = self._plan_versions(store, project, prompts, context, only_files)
+        if suite.sharding is not None:
+            self.plans = _shard(self.plans, suite, project)
         units = []
         for plan in self.plans:
             plan.handle = suite.add(
@@ -481,8 +501,10 @@ async def run_cases_async(
     cache: bool | None = None,
     events: EventSink | None = None,
     gates: Gates | None = None,
+    sharding: Sharding | None = None,
 ) -> CaseRun:
-    """Run the test cases of the given prompt/cases files (default: the whole project).
+    """Run the test cases of the given prompt/cases files (default: the whole project;
+    ``sharding``: one shard's share of them, see :mod:`oxyeval.suites.shards`).
 
     ``cache=True`` (``--cache``) replays answers kept in the history from an identical
     earlier call; by default every case calls its model and keeps the answer for a later
@@ -507,6 +529,7 @@ async def run_cases_async(
         events=events,
         gates=gates,
         concurrency=max(1, concurrency),
+        sharding=sharding,
     )
     return run
 

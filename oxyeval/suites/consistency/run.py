@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from ..._tasks import run_sync
 from ...evaluation import EventSink, Previous, Result
 from ...providers import RetryPolicy
 from ..recorder import Storage
+from ..shards import ShardKey
 from ..suite import ProgressSink, SuiteRun, progress_events, run_kind
 from ..targets import AgentTarget, Target, WorkflowTarget, workflow_question
 from .judging import Job, label, run_test, test_entry
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from ...evaluation import Gates
     from ...store import NewConsistencyResult
     from ..history_store import RunStore
+    from ..shards import Sharding
 
 __all__ = ["Consistency", "new_result", "run_tests", "run_tests_async"]
 
@@ -51,6 +54,24 @@ def in_file_order(run: ConsistencyRun, jobs: list[Job]) -> None:
     """Report in file order, whatever order the tests finished in."""
     order = {(j.spec.display, j.spec.index): k for k, j in enumerate(jobs)}
     run.tests.sort(key=lambda t: (order.get((t.file, t.index), 0), t.name))
+
+
+def _shard(subjects: list[Subject], suite: SuiteRun) -> list[Subject]:
+    """The subjects with only this shard's tests (each test named by its file and name,
+    weighed by its runs); a file none of whose tests fall here is left out."""
+    tests = [(item, spec) for item in subjects for spec in item.tests]
+    mine = suite.shard(
+        tests,
+        lambda pair: ShardKey(pair[0].project.relative(pair[0].file), pair[1].name, pair[1].n),
+        [item.project for item in subjects],
+    )
+    kept = {(id(item), id(spec)) for item, spec in mine}
+    shared = []
+    for item in subjects:
+        chosen = [spec for spec in item.tests if (id(item), id(spec)) in kept]
+        if chosen:
+            shared.append(replace(item, tests=chosen))
+    return shared
 
 
 def _plan(subjects: list[Subject], suite: SuiteRun, run: ConsistencyRun) -> list[Job]:
@@ -173,6 +194,8 @@ class Consistency:
     async def plan(self, suite: SuiteRun) -> list[Job]:
         subjects, warnings = load_all(collect_files(self.paths), self.project_dir)
         self.run.warnings.extend(warnings)
+        if suite.sharding is not None:
+            subjects = _shard(subjects, suite)
         self.run.history = suite.recorder.notes  # one entry per history, once it opens
         self.jobs = _plan(subjects, suite, self.run)
         return self.jobs
@@ -217,8 +240,10 @@ async def run_tests_async(
     history: bool = True,
     events: EventSink | None = None,
     gates: Gates | None = None,
+    sharding: Sharding | None = None,
 ) -> ConsistencyRun:
-    """Run the consistency tests of the given agent and workflow files.
+    """Run the consistency tests of the given agent and workflow files (``sharding``:
+    only one shard's share of them, see :mod:`oxyeval.suites.shards`).
 
     ``into`` is filled as tests finish, so a caller that is interrupted still has
     every finished result. ``cache``: None (the default) replays judge verdicts kept
@@ -244,6 +269,7 @@ async def run_tests_async(
         events=sinks,
         retry=retry,
         gates=gates,
+        sharding=sharding,
     )
     return run
 

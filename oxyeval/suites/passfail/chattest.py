@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..._tasks import run_sync
 from ...errors import ConfigError
@@ -25,6 +26,9 @@ from ..targets import TextTarget
 from .engine import Subject
 from .results import Criterion, PassFailRun
 from .run import pass_fail_judge, run_passfail
+
+if TYPE_CHECKING:
+    from ..shards import Sharding
 
 __all__ = ["chattest_subjects", "run_chattest", "run_chattest_async"]
 
@@ -94,6 +98,7 @@ async def run_chattest_async(
     concurrency: int = 5,
     adaptive: bool = False,
     into: PassFailRun | None = None,
+    sharding: Sharding | None = None,
 ) -> PassFailRun:
     """Run chattest's prompt files (a folder with ``prompts/`` and ``models/``, or files).
     Inside a project (a config.yml found from the files, or ``project_dir``) its models
@@ -122,6 +127,7 @@ async def run_chattest_async(
         adaptive=adaptive,
         keep_outputs=False,
         into=run,
+        sharding=sharding,
     )
 
 

@@ -19,12 +19,14 @@ from ...project.config import Project
 from ...project.templates import TemplateRef
 from ...workflow.context import RunContext
 from ..recorder import Handle, RunRow, Storage
+from ..shards import ShardKey
 from ..suite import SuiteRun, run_kind
 from .engine import Subject, run_subjects
 from .results import PassFailRun, SubjectResult
 
 if TYPE_CHECKING:
     from ...evaluation import Gates
+    from ..shards import Sharding
 
 __all__ = ["PassFail", "pass_fail_judge", "run_passfail"]
 
@@ -76,7 +78,11 @@ class PassFail:
         self._kept: set[int] = set()  # ids of the subject results kept
 
     async def plan(self, suite: SuiteRun) -> list[PassFail]:
-        self.subjects = list(self.build(suite.context(self.project)))
+        self.subjects = suite.shard(
+            list(self.build(suite.context(self.project))),
+            lambda s: ShardKey(s.group, s.name or s.key, s.runs * max(1, len(s.criteria))),
+            [self.project],
+        )
         self.run.history = suite.recorder.notes  # one entry per history, once it opens
         total = sum(len(s.criteria) for s in self.subjects)
         self._handle = suite.add(self.project, RunRow(subject=self.label), count=total)
@@ -134,6 +140,7 @@ async def run_passfail(
     keep_outputs: bool = True,
     into: PassFailRun | None = None,
     gates: Gates | None = None,
+    sharding: Sharding | None = None,
 ) -> PassFailRun:
     """Build the subjects (``build`` raises bad input before anything is opened), run
     them, store each subject's results under one run named ``label``; ``run.decision``
@@ -158,5 +165,6 @@ async def run_passfail(
         events=events,
         gates=gates,
         concurrency=max(1, concurrency),
+        sharding=sharding,
     )
     return run

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..._tasks import run_sync
 from ...errors import ConfigError, Diagnostic
@@ -25,6 +26,9 @@ from ..targets import AgentTarget, Target, WorkflowTarget
 from .engine import Subject
 from .results import Criterion, PassFailRun
 from .run import pass_fail_judge, run_passfail
+
+if TYPE_CHECKING:
+    from ..shards import Sharding
 
 __all__ = ["load_test_files", "run_test_files", "run_test_files_async", "test_file_subjects"]
 
@@ -139,6 +143,7 @@ async def run_test_files_async(
     events: EventSink | None = None,
     adaptive: bool = False,
     into: PassFailRun | None = None,
+    sharding: Sharding | None = None,
 ) -> PassFailRun:
     """Run oxy's ``*.test.yml`` files (default: every one in the project); ``tags``
     keeps the cases carrying any of them, ``cases`` the ones so named."""
@@ -158,6 +163,7 @@ async def run_test_files_async(
         concurrency=concurrency,
         adaptive=adaptive,
         into=into,
+        sharding=sharding,
     )
 
 
