@@ -55,6 +55,8 @@ class ConsistencyMetric(BaseConversationalMetric):
     :data:`MAX_DISTINCT_OUTPUTS` distinct outputs.
     """
 
+    name = "Consistency"
+
     def _check(self, test_case: object) -> None:
         super()._check(test_case)
         assert isinstance(test_case, ConversationalTestCase)
@@ -84,7 +86,7 @@ class ConsistencyMetric(BaseConversationalMetric):
         if len({normalize(t) for t in texts.values()}) == 1:
             return 1.0, f"all {len(texts)} outputs are identical"
         context = await judge_context()
-        judge = rubric_judge(context, self.model or context.project.default_judge)
+        judge = rubric_judge(context, self.model)
         scorer = Consistency(judge.comparer(test_case.turns[0].input), n=len(texts))
         found = await scorer.score_set(texts)
         assessment: Assessment = found.detail

@@ -51,6 +51,8 @@ class ConversationRelevancyMetric(BaseConversationalMetric):
     k-1) as its context; score = relevant turns / turns.
     """
 
+    name = "Conversation Relevancy"
+
     def __init__(
         self,
         window_size: int = 3,
@@ -93,6 +95,8 @@ class RoleAdherenceMetric(BaseConversationalMetric):
     ``actual_output`` is judged against ``chatbot_role`` (needed); score = adhering
     turns / turns.
     """
+
+    name = "Role Adherence"
 
     def _check(self, test_case: object) -> None:
         super()._check(test_case)

@@ -136,7 +136,10 @@ async def _measure(metric: Any, case: TestCase) -> MetricData:
     name = getattr(mine, "__name__", None) or type(mine).__name__
     if not isinstance(name, str):
         name = type(mine).__name__
-    success = error is None and bool(getattr(mine, "success", False))
+    success = error is None and _successful(mine)
+    from ._judge import model_label
+
+    judge = getattr(mine, "evaluation_model", getattr(mine, "model", None))
     return MetricData(
         name=name,
         threshold=float(getattr(mine, "threshold", 0.5)),
@@ -144,9 +147,21 @@ async def _measure(metric: Any, case: TestCase) -> MetricData:
         score=None if error else getattr(mine, "score", None),
         reason=getattr(mine, "reason", None),
         strict_mode=bool(getattr(mine, "strict_mode", False)),
-        evaluation_model=getattr(mine, "evaluation_model", getattr(mine, "model", None)),
+        evaluation_model=model_label(judge),
         error=error,
     )
+
+
+def _successful(metric: Any) -> bool:
+    """A measured metric's own verdict: its ``is_successful()`` as DeepEval reads it,
+    else its ``success``; a hand-written one that raises is no pass."""
+    check = getattr(metric, "is_successful", None)
+    if callable(check):
+        try:
+            return bool(check())
+        except Exception:  # a custom metric's own bug: not a pass
+            return False
+    return bool(getattr(metric, "success", False))
 
 
 def _metric_name(metric: Any) -> str:

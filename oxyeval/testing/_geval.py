@@ -126,6 +126,11 @@ class GEval(BaseMetric):
         self.evaluation_params = tuple(params)
         self.required_params = self.evaluation_params
 
+    @property
+    def __name__(self) -> str:  # type: ignore[override]
+        """DeepEval's name for it: ``Correctness [GEval]``."""
+        return f"{self.name} [GEval]"
+
     async def _a_score(self, test_case: LLMTestCase) -> tuple[float, str | None]:
         prompt = geval_prompt(
             self.criteria, self.evaluation_steps, self.evaluation_params, test_case

@@ -139,6 +139,7 @@ class AnswerRelevancyMetric(BaseMetric):
     ``input`` (yes/no/idk); score = (yes + idk) / statements, 1.0 when there are none.
     """
 
+    name = "Answer Relevancy"
     required_params = (LLMTestCaseParams.INPUT, LLMTestCaseParams.ACTUAL_OUTPUT)
 
     async def _a_score(self, test_case: LLMTestCase) -> tuple[float, str | None]:
@@ -164,6 +165,7 @@ class FaithfulnessMetric(BaseMetric):
     against it, as hallucination of the context is what it measures.
     """
 
+    name = "Faithfulness"
     required_params = (LLMTestCaseParams.ACTUAL_OUTPUT, LLMTestCaseParams.RETRIEVAL_CONTEXT)
 
     async def _a_score(self, test_case: LLMTestCase) -> tuple[float, str | None]:
@@ -189,6 +191,7 @@ class ContextualRelevancyMetric(BaseMetric):
     ``input`` (yes/no); score = relevant / statements, 0.0 when there are none.
     """
 
+    name = "Contextual Relevancy"
     required_params = (LLMTestCaseParams.INPUT, LLMTestCaseParams.RETRIEVAL_CONTEXT)
 
     async def _a_score(self, test_case: LLMTestCase) -> tuple[float, str | None]:

@@ -187,13 +187,16 @@ def test_a_failed_call_is_a_metric_error_without_the_key(
     assert metric.error and "sk-wrong-0123456789abcdef" not in metric.error
 
 
-def test_ask_json_needs_a_project_and_a_known_model(here: Path) -> None:
-    with pytest.raises(JudgeError, match=r"no config\.yml found"):
+def test_ask_json_needs_a_judge_and_a_known_model(
+    here: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(JudgeError, match="OPENAI_API_KEY"):  # no project: the environment's
         asyncio.run(ask_json(None, "grade", SCHEMA))
     with fake_openai(scripted('{"score": 1}')) as server:
         project(here, server)
         assert asyncio.run(ask_json(None, "grade", SCHEMA)) == {"score": 1}
-        with pytest.raises(JudgeError, match="unknown model 'other'"):
+        with pytest.raises(JudgeError, match=r"'other' is not a model of config\.yml \(judge\)"):
             asyncio.run(ask_json("other", "grade", SCHEMA))
 
 
@@ -255,7 +258,9 @@ def test_geval_arguments() -> None:
         evaluation_steps=["Check the sum", "Check the units"],
         evaluation_params=[LLMTestCaseParams.EXPECTED_OUTPUT, LLMTestCaseParams.CONTEXT],
     )
-    with pytest.raises(MissingTestCaseParamsError, match="x needs the test case's context"):
+    with pytest.raises(
+        MissingTestCaseParamsError, match=r"x \[GEval\] needs the test case.s context"
+    ):
         metric.measure(CASE)
 
 

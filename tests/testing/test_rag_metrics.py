@@ -125,7 +125,7 @@ def test_an_unknown_label_twice_is_a_metric_error(here: Path) -> None:
     with fake_openai(scripted(*replies)) as server:
         project(here, server)
         metric = AnswerRelevancyMetric(threshold=0.0)
-        with pytest.raises(MetricError, match=r"AnswerRelevancyMetric: .*no usable JSON twice"):
+        with pytest.raises(MetricError, match=r"Answer Relevancy: .*no usable JSON twice"):
             metric.measure(CASE)
         result = evaluate([CASE], [AnswerRelevancyMetric(threshold=0.0)], print_results=False)
     assert metric.success is False and metric.score is None
