@@ -42,6 +42,8 @@ models:
       # The SDK's judged metrics (oxyeval.testing) ask for JSON: a score...
       - match: '"score": <0-10>'
         output: '{"reason": "The mock judge finds the criteria met.", "score": 8}'
+      - match: '"score": <0 or 1>'
+        output: '{"reason": "The mock judge finds the criteria met.", "score": 1}'
       # ...the statements or claims of a text...
       - match: '\\{"(\\w+)": \\["\\.\\.\\.", \\.\\.\\.\\]\\}'
         output: '{"\\g<1>": ["The answer addresses the question."]}'

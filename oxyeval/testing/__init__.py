@@ -17,6 +17,33 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "BiasMetric": "_safety",
+    "ToxicityMetric": "_safety",
+    "TaskCompletionMetric": "_agentic",
+    "ContextualPrecisionMetric": "_rag",
+    "ContextualRecallMetric": "_rag",
+    "TurnRelevancyMetric": "_conversation",
+    "ConversationalGEval": "_conversation",
+    "PatternMatchMetric": "_deterministic",
+    "Rubric": "_geval",
+    "Scorer": "scorer",
+    "observe": "_tracing",
+    "update_current_span": "_tracing",
+    "update_current_trace": "_tracing",
+    "AsyncConfig": "_configs",
+    "CacheConfig": "_configs",
+    "DisplayConfig": "_configs",
+    "ErrorConfig": "_configs",
+    "MLLMImage": "_cases",
+    "MultiTurnParams": "_cases",
+    "SingleTurnParams": "_cases",
+    "ToolCallType": "_cases",
+    "Turn": "_cases",
+    "log_hyperparameters": "_evaluate",
+    "DeepEvalBaseLLM": "models",
+    "EvaluationDataset": "_dataset",
+    "Golden": "_dataset",
+    "ConversationalGolden": "_dataset",
     "MetricEvaluator": "_evaluators",
     "LLMJudge": "_evaluators",
     "BaseTestCase": "_evaluators",
@@ -72,20 +99,32 @@ __all__ = [
     "MAX_ITEMS",
     "MAX_TEXT",
     "AnswerRelevancyMetric",
+    "AsyncConfig",
     "BaseConversationalMetric",
     "BaseMetric",
     "BaseTestCase",
     "BaseTestEvaluator",
+    "BiasMetric",
+    "CacheConfig",
     "CaseOutcome",
     "ConsistencyMetric",
+    "ContextualPrecisionMetric",
+    "ContextualRecallMetric",
     "ContextualRelevancyMetric",
     "ConversationRelevancyMetric",
+    "ConversationalGEval",
+    "ConversationalGolden",
     "ConversationalTestCase",
+    "DeepEvalBaseLLM",
+    "DisplayConfig",
+    "ErrorConfig",
     "Evaluation",
+    "EvaluationDataset",
     "EvaluationResult",
     "ExactMatchMetric",
     "FaithfulnessMetric",
     "GEval",
+    "Golden",
     "HasAllSubstrings",
     "IsEqual",
     "IsValidJson",
@@ -94,22 +133,35 @@ __all__ = [
     "LLMJudge",
     "LLMTestCase",
     "LLMTestCaseParams",
+    "MLLMImage",
     "MetricData",
     "MetricError",
     "MetricEvaluator",
     "MissingTestCaseParamsError",
+    "MultiTurnParams",
+    "PatternMatchMetric",
     "RoleAdherenceMetric",
+    "Rubric",
+    "Scorer",
+    "SingleTurnParams",
     "SuiteResult",
+    "TaskCompletionMetric",
     "TestResult",
     "Threshold",
     "ToolCall",
     "ToolCallParams",
+    "ToolCallType",
     "ToolCorrectnessMetric",
+    "ToxicityMetric",
+    "Turn",
+    "TurnRelevancyMetric",
     "a_evaluate",
     "ask_json",
     "assert_test",
     "close_judges",
     "evaluate",
+    "log_hyperparameters",
+    "observe",
     "parse_json_object",
     "render_results",
     "render_suite",
@@ -117,23 +169,39 @@ __all__ = [
     "run_test_suite",
     "run_test_suite_async",
     "tool_correctness",
+    "update_current_span",
+    "update_current_trace",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from ._agentic import TaskCompletionMetric
     from ._cases import (
         MAX_ITEMS,
         MAX_TEXT,
         ConversationalTestCase,
         LLMTestCase,
         LLMTestCaseParams,
+        MLLMImage,
+        MultiTurnParams,
+        SingleTurnParams,
         ToolCall,
+        ToolCallType,
+        Turn,
     )
+    from ._configs import AsyncConfig, CacheConfig, DisplayConfig, ErrorConfig
     from ._consistency import ConsistencyMetric
-    from ._conversation import ConversationRelevancyMetric, RoleAdherenceMetric
+    from ._conversation import (
+        ConversationalGEval,
+        ConversationRelevancyMetric,
+        RoleAdherenceMetric,
+        TurnRelevancyMetric,
+    )
+    from ._dataset import ConversationalGolden, EvaluationDataset, Golden
     from ._deterministic import (
         ExactMatchMetric,
         JsonCorrectnessMetric,
+        PatternMatchMetric,
         ToolCallParams,
         ToolCorrectnessMetric,
         tool_correctness,
@@ -145,6 +213,7 @@ if TYPE_CHECKING:
         a_evaluate,
         assert_test,
         evaluate,
+        log_hyperparameters,
         render_results,
     )
     from ._evaluators import (
@@ -158,7 +227,7 @@ if TYPE_CHECKING:
         MetricEvaluator,
         Threshold,
     )
-    from ._geval import GEVAL_SCHEMA, GEval
+    from ._geval import GEVAL_SCHEMA, GEval, Rubric
     from ._judge import JudgeError, ask_json, close_judges, parse_json_object
     from ._metric import (
         BaseConversationalMetric,
@@ -167,7 +236,14 @@ if TYPE_CHECKING:
         MissingTestCaseParamsError,
         run_sync,
     )
-    from ._rag import AnswerRelevancyMetric, ContextualRelevancyMetric, FaithfulnessMetric
+    from ._rag import (
+        AnswerRelevancyMetric,
+        ContextualPrecisionMetric,
+        ContextualRecallMetric,
+        ContextualRelevancyMetric,
+        FaithfulnessMetric,
+    )
+    from ._safety import BiasMetric, ToxicityMetric
     from ._suites import (
         CaseOutcome,
         SuiteResult,
@@ -175,3 +251,6 @@ if TYPE_CHECKING:
         run_test_suite,
         run_test_suite_async,
     )
+    from ._tracing import observe, update_current_span, update_current_trace
+    from .models import DeepEvalBaseLLM
+    from .scorer import Scorer

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from oxyeval.testing import (
+    ErrorConfig,
     GEval,
     JudgeError,
     LLMTestCase,
@@ -89,9 +90,9 @@ TEXT_ONLY = "judge:\n  structured: off\n"
 @pytest.mark.parametrize(
     "reply",
     [
-        '{"reason": "fine", "score": 10}',
-        'Here is my grade:\n```json\n{"reason": "fine", "score": 10}\n```\nThanks.',
-        'My answer is {"reason": "fine", "score": 10} as asked.',
+        '{"reason": "fine", "score": 1}',
+        'Here is my grade:\n```json\n{"reason": "fine", "score": 1}\n```\nThanks.',
+        'My answer is {"reason": "fine", "score": 1} as asked.',
     ],
 )
 def test_json_read_from_text(here: Path, reply: str) -> None:
@@ -140,7 +141,12 @@ def test_malformed_twice_is_a_metric_error_never_a_pass(here: Path) -> None:
 def test_evaluate_reports_a_judge_error_as_an_error(here: Path) -> None:
     with fake_openai(scripted("nope")) as server:
         project(here, server, TEXT_ONLY)
-        result = evaluate([CASE], [geval(threshold=0.0)], print_results=False)
+        result = evaluate(
+            [CASE],
+            [geval(threshold=0.0)],
+            print_results=False,
+            error_config=ErrorConfig(ignore_errors=True),
+        )
     (data,) = result.test_results[0].metrics_data
     assert data.error and "no usable JSON" in data.error and data.success is False
     assert result.success is False
