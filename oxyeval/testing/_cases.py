@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import base64
 import enum
+import hashlib
 import math
 import mimetypes
 import os
 import re
-import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
@@ -103,7 +103,7 @@ class MLLMImage:
     dataBase64: str | None = None
     mimeType: str | None = None
     filename: str | None = None
-    _id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    _id: str = ""  # from the image itself: the same image, the same id and cache keys
 
     def __post_init__(self) -> None:
         if not self.url and not self.dataBase64:
@@ -133,6 +133,9 @@ class MLLMImage:
             else:
                 self.filename = os.path.basename(urlparse(self.url).path)
                 self.mimeType = mimetypes.guess_type(self.filename)[0]
+        if not self._id:
+            seen = self.dataBase64 if self.dataBase64 is not None else self.url or ""
+            self._id = hashlib.sha256(seen.encode()).hexdigest()[:16]
         _IMAGES[self._id] = self
 
     def _placeholder(self) -> str:

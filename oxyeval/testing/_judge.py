@@ -274,11 +274,32 @@ async def ask_json(model: Any, prompt: str, schema: dict[str, Any]) -> dict[str,
         judge = json_judge(context, model)
     except OxyError as exc:
         raise JudgeError(redact(f"judge model '{shown}': {exc}")) from None
-    result = await judge.ask(prompt, schema)
+    text, images = with_images(prompt)
+    result = await judge.ask(text, schema, images)
     if result.answer is None:
         name = judge.model.name
         raise JudgeError(redact(f"judge model '{name}': {result.error or 'no answer'}"))
     return result.answer
+
+
+def with_images(prompt: str) -> tuple[str, tuple[str, ...]]:
+    """A prompt whose text holds image placeholders (an ``MLLMImage`` in a test case) as
+    the text, each image named ``[image N: <id>]`` in it, and the images in order (URLs
+    or data URIs) sent with it."""
+    from ._cases import MLLMImage, split_images
+
+    parts = split_images(prompt)
+    images = [p for p in parts if isinstance(p, MLLMImage)]
+    if not images:
+        return prompt, ()
+    text, urls = [], []
+    for part in parts:
+        if isinstance(part, MLLMImage):
+            urls.append(part.address)
+            text.append(f"[image {len(urls)}: {part._id}]")
+        else:
+            text.append(part)
+    return "".join(text), tuple(urls)
 
 
 async def _generate(model: Any, prompt: str) -> Any:
