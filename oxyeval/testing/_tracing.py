@@ -390,7 +390,7 @@ def _case(
         return getattr(golden, key, None) if golden is not None else None
 
     return LLMTestCase(
-        input=_text(get("input", input)) or "",
+        input=text,
         actual_output=_text(get("output", output)),
         expected_output=get("expected_output") or from_golden("expected_output"),
         retrieval_context=get("retrieval_context"),
