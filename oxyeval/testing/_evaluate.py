@@ -566,6 +566,14 @@ def _record(result: EvaluationResult) -> None:
         RECORDED.extend([d for t in result.test_results for d in t.metrics_data][:room])
 
 
+def _skip_missing() -> bool:
+    """``--oxy-skip-on-missing-params`` of the pytest session running, if any."""
+    import sys
+
+    plugin = sys.modules.get("oxyeval.testing._pytest")
+    return bool(plugin.skip_missing()) if plugin is not None else False
+
+
 def _session_run() -> Any:
     """The pytest session's run of ``assert_test`` s, when the plugin is running one."""
     import sys
@@ -616,7 +624,7 @@ def assert_test(
         if not metrics:
             raise ValueError("assert_test needs at least one metric")
         _check([test_case], metrics, 1)
-        cases, subjects = [test_case], _subjects([test_case], metrics)
+        cases, subjects = [test_case], _subjects([test_case], metrics, _skip_missing())
     session = _session_run()
     if session is not None:
         finished = session.measure(subjects)
