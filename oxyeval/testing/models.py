@@ -163,3 +163,20 @@ class OllamaModel(_VendorModel):
     """A model served by Ollama (``OLLAMA_HOST``; no key)."""
 
     vendor = "ollama"
+
+
+def _alias_base_model() -> None:
+    """``from oxyeval.testing.models.base_model import DeepEvalBaseLLM``, DeepEval's
+    other spelling of the import, finds this module's class."""
+    import sys
+    from types import ModuleType
+
+    name = f"{__name__}.base_model"
+    if name not in sys.modules:
+        module = ModuleType(name, "DeepEval's ``deepeval.models.base_model``.")
+        module.DeepEvalBaseLLM = DeepEvalBaseLLM  # type: ignore[attr-defined]
+        module.__all__ = ["DeepEvalBaseLLM"]  # type: ignore[attr-defined]
+        sys.modules[name] = module
+
+
+_alias_base_model()

@@ -252,6 +252,7 @@ def test_deepeval_module_layout() -> None:
         ("oxyeval.testing.metrics.turn_relevancy", "TurnRelevancyMetric"),
         ("oxyeval.testing.evaluate.configs", "ErrorConfig"),
         ("oxyeval.testing.models", "DeepEvalBaseLLM"),
+        ("oxyeval.testing.models.base_model", "DeepEvalBaseLLM"),
         ("oxyeval.testing.scorer", "Scorer"),
     ]:
         assert hasattr(importlib.import_module(module), name), (module, name)
@@ -259,3 +260,21 @@ def test_deepeval_module_layout() -> None:
     from oxyeval.testing import evaluate
 
     assert callable(evaluate) and oxyeval.testing.evaluate.evaluate.__name__ == "evaluate"
+
+
+def test_json_correctness_takes_a_pydantic_style_model() -> None:
+    from oxyeval.testing.metrics import JsonCorrectnessMetric
+
+    class Answer:  # the one method the metric reads of a pydantic model class
+        @classmethod
+        def model_json_schema(cls) -> dict[str, Any]:
+            return {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            }
+
+    metric = JsonCorrectnessMetric(expected_schema=Answer)
+    assert metric.measure(LLMTestCase(input="q", actual_output='{"city": "Paris"}')) == 1.0
+    assert metric.measure(LLMTestCase(input="q", actual_output='{"town": "Paris"}')) == 0.0
+    assert "'city' is a required property" in (metric.reason or "")

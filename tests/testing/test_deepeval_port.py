@@ -311,3 +311,47 @@ def test_an_image_is_refused_by_a_judge_that_cannot_see(here: Path) -> None:
     case = LLMTestCase(input=f"{MLLMImage(url='https://example.com/a.png')}", actual_output="x")
     with warnings.catch_warnings(), pytest.raises(MetricError, match="images only to OpenAI"):
         correctness().measure(case)
+
+
+def test_traces_exported_with_genai_attributes() -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from oxyeval.testing.tracing import export_to_otlp
+
+    @observe(type="llm", model="gpt-4.1")
+    def llm(prompt: str) -> str:
+        update_current_span(metadata={"attempt": 1})
+        return "42"
+
+    @observe(type="agent", name="support")
+    def agent(question: str) -> str:
+        update_current_trace(tags=["smoke"])
+        return llm(question)
+
+    @observe(type="tool")
+    def broken() -> None:
+        raise ValueError("tool down")
+
+    memory = InMemorySpanExporter()
+    stop = export_to_otlp(exporter=memory, service_name="shop-bot")
+    try:
+        agent("what is 6*7?")
+        with pytest.raises(ValueError):
+            broken()
+    finally:
+        stop()
+    agent("after stop")  # not exported
+    spans = {s.name: s for s in memory.get_finished_spans()}
+    assert set(spans) == {"support", "llm", "broken"}
+    root, child, tool = spans["support"], spans["llm"], spans["broken"]
+    assert child.parent.span_id == root.context.span_id and root.parent is None
+    assert child.context.trace_id == root.context.trace_id != tool.context.trace_id
+    assert child.attributes["gen_ai.operation.name"] == "chat"
+    assert child.attributes["gen_ai.request.model"] == "gpt-4.1"
+    assert child.attributes["oxyeval.span.output"] == "42"
+    assert child.attributes["oxyeval.metadata.attempt"] == 1
+    assert root.attributes["gen_ai.agent.name"] == "support"
+    assert tuple(root.attributes["oxyeval.trace.tags"]) == ("smoke",)
+    assert tool.status.status_code.name == "ERROR" and "tool down" in tool.status.description
+    assert root.resource.attributes["service.name"] == "shop-bot"
+    assert child.start_time >= root.start_time and child.end_time <= root.end_time
