@@ -39,7 +39,9 @@ def pytest_args(
     extra: list[str],
 ) -> list[str]:
     """pytest's command line for ``oxy test FILE.py ...``."""
-    args = ["-p", "no:cacheprovider", *paths]
+    # oxy imported oxyeval (and so its plugin) before pytest started: nothing to rewrite
+    quiet_rewrite = "ignore:Module already imported so cannot be rewritten; oxyeval"
+    args = ["-p", "no:cacheprovider", "-W", quiet_rewrite, *paths]
     args.append("--quiet" if quiet else "-rfE")
     if exit_on_first_failure:
         args.append("-x")

@@ -609,6 +609,7 @@ def assert_test(
 
     ``golden=`` instead of a test case: the trace the test just ran (``@observe``) is
     the test case, ``metrics`` scoring it whole and each span scored by its own."""
+    __tracebackhide__ = True  # pytest shows the test's line, not this function's
     from ._run import run_sdk
 
     if classifiers:
