@@ -133,10 +133,18 @@ class _Measured:
 
     @property
     def evaluation_model(self) -> str | None:
-        """The judge model's name (None: the project's default judge, or no judge)."""
+        """The judge model's name (None: the project's default judge, or no judge); a
+        custom metric may set it, as DeepEval's own metrics do in ``__init__``."""
+        given = self.__dict__.get("_evaluation_model")
+        if given is not None:
+            return str(given)
         from ._judge import model_label
 
         return model_label(self.model)
+
+    @evaluation_model.setter
+    def evaluation_model(self, value: str | None) -> None:
+        self.__dict__["_evaluation_model"] = value
 
     async def _a_score(self, test_case: Any) -> tuple[float, str | None]:
         """Score ``test_case`` 0..1 with a reason; a judge failure raises JudgeError."""

@@ -150,12 +150,16 @@ def test_init_project_judge_answers_the_metrics_offline(
         retrieval_context=["Support is open weekdays 9 to 5."],
     )
     chat = ConversationalTestCase(turns=[rag, LLMTestCase(input="Thanks", actual_output="Welcome")])
+    strict = GEval(name="Strict", criteria="Right?", strict_mode=True)
     result = evaluate(
-        [rag], [correctness(), AnswerRelevancyMetric(), FaithfulnessMetric()], print_results=False
+        [rag],
+        [correctness(), strict, AnswerRelevancyMetric(), FaithfulnessMetric()],
+        print_results=False,
     )
     scores = {d.name: (d.score, d.error) for d in result.test_results[0].metrics_data}
     assert scores == {
         "Correctness [GEval]": (0.8, None),
+        "Strict [GEval]": (1.0, None),
         "Answer Relevancy": (1.0, None),
         "Faithfulness": (1.0, None),
     }

@@ -101,6 +101,7 @@ class LengthMetric(BaseMetric):
 
     def __init__(self, max_length: int = 10):
         self.threshold = max_length
+        self.evaluation_model = "none: counted"
 
     def measure(self, test_case: LLMTestCase) -> float:
         self.success = len(test_case.actual_output or "") <= self.threshold
@@ -124,6 +125,7 @@ def test_a_custom_metric_without_super_init(here: Path) -> None:
     result = evaluate([CASE], [metric], display_config=DisplayConfig(print_results=False))
     (data,) = result.test_results[0].metrics_data
     assert (data.name, data.score, data.success, data.reason) == ("Length", 0, False, None)
+    assert data.evaluation_model == "none: counted"
     with pytest.raises(AssertionError) as info:
         assert_test(CASE, [metric])
     assert str(info.value) == (
