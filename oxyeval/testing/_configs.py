@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AsyncConfig", "CacheConfig", "DisplayConfig", "ErrorConfig"]
+__all__ = ["AsyncConfig", "CacheConfig", "DisplayConfig", "ErrorConfig", "Settings"]
 
 
 @dataclass
@@ -73,3 +73,32 @@ class ErrorConfig:
 
     ignore_errors: bool = False
     skip_on_missing_params: bool = False
+
+
+@dataclass
+class Settings:
+    """``evaluate``'s settings, from its arguments and DeepEval's configs."""
+
+    concurrency: int
+    print_results: bool
+    cache: bool | None
+    errors: ErrorConfig
+
+    @classmethod
+    def of(
+        cls,
+        async_config: AsyncConfig | None,
+        display_config: DisplayConfig | None,
+        cache_config: CacheConfig | None,
+        error_config: ErrorConfig | None,
+        concurrency: int | None = None,
+        print_results: bool | None = None,
+        cache: bool | None = None,
+    ) -> Settings:
+        if concurrency is None:
+            concurrency = async_config.concurrency if async_config is not None else 8
+        if print_results is None:
+            print_results = (display_config or DisplayConfig()).print_results
+        if cache is None and cache_config is not None:
+            cache = None if cache_config.use_cache else False
+        return cls(concurrency, bool(print_results), cache, error_config or ErrorConfig())

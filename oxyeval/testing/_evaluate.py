@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import functools
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..redact import clip
 from ._cases import ConversationalTestCase, LLMTestCase, Turn
+from ._configs import Settings
+from ._hyperparameters import hyperparameters_of, log_hyperparameters
 from ._metric import run_sync
 from ._results import Measured, case_states, decide_results, sdk_result, shown_case
 
@@ -303,41 +304,8 @@ async def a_evaluate(
         events=events,
     )
     result = _evaluation(test_cases, finished)
-    result.hyperparameters = _hyperparameters(hyperparameters)
+    result.hyperparameters = hyperparameters_of(hyperparameters)
     return result
-
-
-#: What ``log_hyperparameters`` logged in this process: every later run carries it.
-LOGGED: dict[str, str] = {}
-
-
-def _hyperparameters(given: Mapping[str, Any] | None) -> dict[str, str]:
-    """The run's hyperparameters as text (a prompt object by its text or name), the
-    ones ``log_hyperparameters`` logged first, those given to the call over them."""
-    if given is not None and not isinstance(given, Mapping):
-        raise TypeError(f"hyperparameters must be a dict, got {type(given).__name__}")
-    merged = dict(LOGGED)
-    for key, value in (given or {}).items():
-        if not isinstance(key, str):
-            raise TypeError(f"hyperparameters keys must be str, got {key!r}")
-        if value is None:
-            continue
-        shown = getattr(value, "alias", None) or getattr(value, "text", None)
-        merged[key] = value if isinstance(value, str) else str(shown if shown else value)
-    return merged
-
-
-def log_hyperparameters(func: Callable[[], Mapping[str, Any]]) -> Callable[..., Any]:
-    """Log what the app under test was made with (DeepEval's decorator): ``func`` is
-    called once now and what it returns (a dict) is carried by every later run's
-    results in this process."""
-    LOGGED.update(_hyperparameters(func()))
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return func(*args, **kwargs)
-
-    return wrapper
 
 
 def _check(test_cases: Any, metrics: Any, concurrency: Any) -> None:
@@ -442,7 +410,7 @@ def evaluate(
     if isinstance(test_cases, (LLMTestCase, ConversationalTestCase)):
         raise TypeError("test_cases must be a list of test cases, got a single test case")
     test_cases, metrics = list(test_cases), list(metrics or [])
-    settings = _Settings.of(
+    settings = Settings.of(
         async_config, display_config, cache_config, error_config, concurrency, print_results, cache
     )
     _check(test_cases, metrics, settings.concurrency)
@@ -452,41 +420,10 @@ def evaluate(
     )
 
 
-@dataclass
-class _Settings:
-    """``evaluate``'s settings, from its arguments and DeepEval's configs."""
-
-    concurrency: int
-    print_results: bool
-    cache: bool | None
-    errors: ErrorConfig
-
-    @classmethod
-    def of(
-        cls,
-        async_config: AsyncConfig | None,
-        display_config: DisplayConfig | None,
-        cache_config: CacheConfig | None,
-        error_config: ErrorConfig | None,
-        concurrency: int | None = None,
-        print_results: bool | None = None,
-        cache: bool | None = None,
-    ) -> _Settings:
-        from ._configs import DisplayConfig, ErrorConfig
-
-        if concurrency is None:
-            concurrency = async_config.concurrency if async_config is not None else 8
-        if print_results is None:
-            print_results = (display_config or DisplayConfig()).print_results
-        if cache is None and cache_config is not None:
-            cache = None if cache_config.use_cache else False
-        return cls(concurrency, bool(print_results), cache, error_config or ErrorConfig())
-
-
 def _evaluate_subjects(
     cases: list[TestCase],
     subjects: list[Subject],
-    settings: _Settings,
+    settings: Settings,
     identifier: str,
     history: bool = True,
     events: EventSink | Iterable[EventSink | None] | None = None,
@@ -497,7 +434,7 @@ def _evaluate_subjects(
     from ._metric import MetricError
     from ._run import run_sdk
 
-    logged = _hyperparameters(hyperparameters)
+    logged = hyperparameters_of(hyperparameters)
     finished = run_sync(
         run_sdk(
             identifier,
@@ -547,7 +484,7 @@ def evaluate_pairs(
     """Test cases each scored by its own metrics (traced spans), as one run."""
     from ._tracing import subjects_for
 
-    settings = _Settings.of(async_config, display_config, cache_config, error_config)
+    settings = Settings.of(async_config, display_config, cache_config, error_config)
     cases, subjects = subjects_for(pairs)
     return _evaluate_subjects(
         cases, subjects, settings, identifier, hyperparameters=hyperparameters

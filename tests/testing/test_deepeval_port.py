@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from oxyeval.testing import assert_test, log_hyperparameters
-from oxyeval.testing._evaluate import LOGGED
+from oxyeval.testing._hyperparameters import LOGGED
 from oxyeval.testing.dataset import ConversationalGolden, EvaluationDataset, Golden
 from oxyeval.testing.evaluate import AsyncConfig, DisplayConfig, ErrorConfig, evaluate
 from oxyeval.testing.metrics import AnswerRelevancyMetric, BaseMetric, GEval
@@ -158,7 +158,7 @@ def test_test_case_fields_deepeval_added(here: Path) -> None:
 
 
 def test_log_hyperparameters(here: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("oxyeval.testing._evaluate.LOGGED", dict(LOGGED))
+    monkeypatch.setattr("oxyeval.testing._hyperparameters.LOGGED", dict(LOGGED))
 
     @log_hyperparameters
     def hyperparameters() -> dict[str, Any]:
