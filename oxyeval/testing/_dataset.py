@@ -416,6 +416,36 @@ class EvaluationDataset:
                 raise ValueError(f"{path}: line {number}: must be an object")
             self._row(item, path, f"line {number}", names)
 
+    def _add_cases_from(self, loaded: EvaluationDataset, file_path: str) -> None:
+        for i, golden in enumerate(loaded.goldens):
+            if not isinstance(golden, Golden) or golden.actual_output is None:
+                raise ValueError(f"{file_path}: test case {i + 1} has no actual output")
+            self.add_test_case(golden.to_test_case())
+
+    def add_test_cases_from_csv_file(self, file_path: str, *args: Any, **names: Any) -> None:
+        """Add a test case per row of a CSV file, named as
+        :meth:`add_goldens_from_csv_file`'s columns (its ``actual_output`` needed)."""
+        loaded = EvaluationDataset()
+        loaded.add_goldens_from_csv_file(file_path, *args, **names)
+        self._add_cases_from(loaded, file_path)
+
+    def add_test_cases_from_json_file(
+        self, file_path: str, *args: str | None, **names: Any
+    ) -> None:
+        """Add a test case per object of a JSON file (``input_key_name``,
+        ``actual_output_key_name``... as DeepEval names the keys)."""
+        keys = ("input", "actual_output", "expected_output", "context", "retrieval_context")
+        if len(args) > len(keys):
+            raise TypeError(f"at most {len(keys)} key names may be given by position")
+        for key, value in zip(keys, args, strict=False):
+            names[f"{key}_key_name"] = value
+        names.pop("encoding_type", None)
+        if "addtional_metadata_key_name" in names:  # DeepEval's own spelling
+            names["additional_metadata_key_name"] = names.pop("addtional_metadata_key_name")
+        loaded = EvaluationDataset()
+        loaded.add_goldens_from_json_file(file_path, **names)
+        self._add_cases_from(loaded, file_path)
+
     def save_as(
         self,
         file_type: str,

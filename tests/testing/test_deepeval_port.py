@@ -357,3 +357,27 @@ def test_traces_exported_with_genai_attributes() -> None:
     assert tool.status.status_code.name == "ERROR" and "tool down" in tool.status.description
     assert root.resource.attributes["service.name"] == "shop-bot"
     assert child.start_time >= root.start_time and child.end_time <= root.end_time
+
+
+def test_test_cases_from_files(here: Path) -> None:
+    (here / "cases.json").write_text(
+        json.dumps([{"q": "Q1", "a": "A1", "gold": "A1"}, {"q": "Q2", "a": "A2"}]),
+        encoding="utf-8",
+    )
+    (here / "cases.csv").write_text("question,answer\nQ3,A3\n", encoding="utf-8")
+    dataset = EvaluationDataset()
+    dataset.add_test_cases_from_json_file(
+        "cases.json",
+        input_key_name="q",
+        actual_output_key_name="a",
+        expected_output_key_name="gold",
+    )
+    dataset.add_test_cases_from_csv_file("cases.csv", "question", "answer")
+    assert [(c.input, c.actual_output, c.expected_output) for c in dataset.test_cases] == [
+        ("Q1", "A1", "A1"),
+        ("Q2", "A2", None),
+        ("Q3", "A3", None),
+    ]
+    (here / "no_output.json").write_text('[{"input": "q"}]', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"no_output\.json: test case 1 has no actual output"):
+        dataset.add_test_cases_from_json_file("no_output.json", "input", "actual_output")
