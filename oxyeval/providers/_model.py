@@ -330,8 +330,8 @@ class Model:
         if any(m.images for m in messages) and not getattr(self.api, "vision", False):
             raise ProviderError(
                 f"model '{self.name}' ({self.spec.vendor}): oxyeval sends images only to "
-                "OpenAI-compatible models (vendor openai or ollama); judge this test case "
-                "with one of those",
+                "OpenAI-compatible (openai, ollama) and Anthropic models; judge this test "
+                "case with one of those",
                 model=self.name,
             )
         merged = self.spec.params.merged(params)

@@ -306,13 +306,30 @@ def test_an_image_is_refused_by_a_judge_that_cannot_see(here: Path) -> None:
     from oxyeval.testing import MetricError
 
     (here / "config.yml").write_text(
-        "models:\n  - name: judge\n    vendor: anthropic\n    model_ref: claude\n"
-        "    api_url: http://127.0.0.1:9/v1\n",
+        "models:\n  - name: judge\n    vendor: google\n    model_ref: gemini-x\n"
+        "    api_url: http://127.0.0.1:9/v1beta\n",
         encoding="utf-8",
     )
     case = LLMTestCase(input=f"{MLLMImage(url='https://example.com/a.png')}", actual_output="x")
     with warnings.catch_warnings(), pytest.raises(MetricError, match="images only to OpenAI"):
         correctness().measure(case)
+
+
+def test_an_image_reaches_claude_as_an_image_block(here: Path) -> None:
+    from tests.fakes import fake_anthropic
+
+    inline = MLLMImage(dataBase64="aGVsbG8=", mimeType="image/png")
+    case = LLMTestCase(input=f"Describe {inline}", actual_output="A greeting.")
+    with fake_anthropic(by_prompt(default={"reason": "ok", "score": 7})) as server:
+        (here / "config.yml").write_text(
+            "models:\n  - name: judge\n    vendor: anthropic\n    model_ref: claude-x\n"
+            f"    api_url: {server.url}\n    max_retries: 0\n",
+            encoding="utf-8",
+        )
+        assert correctness().measure(case) == 0.7
+    blocks = server.requests[0].body["messages"][0]["content"]
+    assert [b["type"] for b in blocks] == ["text", "image"]
+    assert blocks[1]["source"] == {"type": "base64", "media_type": "image/png", "data": "aGVsbG8="}
 
 
 def test_traces_exported_with_genai_attributes() -> None:
