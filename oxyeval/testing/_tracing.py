@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import logging
 import threading
 import time
 import uuid
@@ -171,7 +172,14 @@ def _finished(trace: Trace) -> None:
     for collector in collectors:
         collector.add(trace)
     for export in exporters:
-        export(trace)
+        try:
+            export(trace)
+        except Exception as exc:  # exporting must never break the app under test
+            from ..redact import redact
+
+            logging.getLogger("oxyeval").warning(
+                "warning: a trace was not exported: %s", redact(f"{type(exc).__name__}: {exc}")
+            )
 
 
 def _shown(value: Any) -> Any:
