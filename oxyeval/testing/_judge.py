@@ -199,14 +199,20 @@ def judge_model(context: RunContext, model: Any) -> Model:
         raise ConfigError(
             f"this metric needs a model judge (a model name), not a {type(model).__name__}"
         )
-    if model in project.models or model in context.models.specs:
+    if model in project.models:
         return context.models.get(model)
     vendor, ident = "openai", model
     head, slash, tail = model.partition("/")
     if slash and head in ("openai", "anthropic", "google", "gemini", "ollama") and tail:
         vendor, ident = head, tail  # a LiteLLM-style "provider/model" name
     try:
-        return context.models.add(project.provider_model_spec(vendor, ident, name=model))
+        spec = project.provider_model_spec(vendor, ident, name=model)
+        known = context.models.specs.get(model)
+        if known is not None and known != spec:  # the environment changed since
+            import dataclasses
+
+            spec = dataclasses.replace(spec, name=f"{model} at {spec.api_url or 'its default'}")
+        return context.models.add(spec)
     except OxyError as exc:
         if not project.models:
             raise

@@ -164,3 +164,16 @@ def test_init_project_judge_answers_the_metrics_offline(
         "Faithfulness": (1.0, None),
     }
     assert ConversationRelevancyMetric().measure(chat) == 1.0
+
+
+def test_a_changed_environment_is_read_again(here: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    async def both() -> list[float]:
+        scores = []
+        for score in (2, 4):
+            with env_judge(monkeypatch, by_prompt(default={"reason": "r", "score": score})):
+                scores.append(await correctness().a_measure(CASE))  # one loop, two servers
+        return scores
+
+    assert asyncio.run(both()) == [0.2, 0.4]
