@@ -138,7 +138,9 @@ def test_example_sdk_tests_and_suite_run_offline(examples: Path) -> None:
         cwd=examples, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert tests.returncode == 0, tests.stdout + tests.stderr
-    assert "4 passed" in tests.stdout and "Correctness: 2 measured, 2 passed" in tests.stdout
+    assert (
+        "4 passed" in tests.stdout and "Correctness [GEval]: 2 measured, 2 passed" in tests.stdout
+    )
     suite = subprocess.run(
         [sys.executable, "sdk/suite.py"], cwd=examples, capture_output=True, text=True, timeout=120
     )

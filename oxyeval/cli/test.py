@@ -42,8 +42,9 @@ def test_command(
         list[str] | None,
         typer.Argument(
             metavar="FILE...",
-            help="Agent or workflow files (or folders) whose tests to run, or *.test.yml "
-            "files (default: every *.test.yml of the project).",
+            help="Agent or workflow files (or folders) whose tests to run, *.test.yml "
+            "files (default: every *.test.yml of the project), or Python test files "
+            "(*.py, run through pytest as deepeval test run does).",
         ),
     ] = None,
     format: Annotated[
@@ -90,6 +91,39 @@ def test_command(
     batch: BatchOption = False,
     shard: ShardOption = None,
     run_group: RunGroupOption = None,
+    repeat: Annotated[
+        int | None,
+        typer.Option(
+            "--repeat", "-r", min=1, max=1000, metavar="N", help="*.py: run each test N times."
+        ),
+    ] = None,
+    ignore_errors: Annotated[
+        bool,
+        typer.Option(
+            "--ignore-errors", "-i", help="*.py: a metric that cannot score fails its test."
+        ),
+    ] = False,
+    skip_on_missing_params: Annotated[
+        bool,
+        typer.Option(
+            "--skip-on-missing-params",
+            "-s",
+            help="*.py: skip a metric whose test case lacks a field it reads.",
+        ),
+    ] = False,
+    exit_on_first_failure: Annotated[
+        bool, typer.Option("--exit-on-first-failure", "-x", help="*.py: stop at the first failure.")
+    ] = False,
+    mark: Annotated[
+        str | None,
+        typer.Option(
+            "--mark", "-m", metavar="EXPR", help="*.py: only tests with this pytest mark."
+        ),
+    ] = None,
+    pytest_extra: Annotated[
+        list[str] | None,
+        typer.Option("--pytest-arg", metavar="ARG", help="*.py: one more pytest argument."),
+    ] = None,
     debug: DebugOption = False,
 ) -> None:
     """Run the consistency tests declared in agent and workflow files, or oxy's judged
@@ -101,6 +135,11 @@ def test_command(
 
     Every result is stored in the project's history (--no-history: not), and each test's
     accuracy is shown against its previous run.
+
+    Python test files (*.py) run through pytest with oxyeval's plugin, as DeepEval's
+    `deepeval test run` runs them (--repeat, --ignore-errors, --skip-on-missing-params,
+    -x, -m): 0 every test passed, 1 one failed, 2 bad input or nothing collected, 3
+    interrupted.
 
     Exit codes: 0 pass; 1 below --min-accuracy, a drop over --fail-on-drop, or a gate
     given with no test found (--allow-empty: 0); 2 bad input or config; 3 provider failure, interrupted run, a
@@ -117,6 +156,45 @@ def test_command(
     setup_logging(err, debug)
     as_json = format is Format.json
     files = files or []
+    from .pytests import is_python_test, run_pytest_command
+
+    python = [f for f in files if is_python_test(f)]
+    if python:
+        if len(python) != len(files):
+            message = "oxy test was given Python test files with other files: run them apart"
+        elif as_json:
+            message = "--format json does not apply to Python test files (pytest reports them)"
+        elif tag or case or adaptive:
+            message = "--tag, --case and --adaptive apply to *.test.yml files"
+        else:
+            message = None
+        if message is not None:
+            raise fail(err, ConfigError(message), as_json)
+        try:
+            code = run_pytest_command(
+                python,
+                repeat=repeat,
+                ignore_errors=ignore_errors,
+                skip_on_missing_params=skip_on_missing_params,
+                exit_on_first_failure=exit_on_first_failure,
+                mark=mark,
+                no_history=no_history,
+                junit=junit,
+                quiet=quiet,
+                extra=list(pytest_extra or []),
+            )
+        except ConfigError as exc:
+            raise fail(err, exc, as_json) from None
+        raise typer.Exit(code)
+    if repeat or ignore_errors or skip_on_missing_params or exit_on_first_failure or mark:
+        raise fail(
+            err,
+            ConfigError(
+                "--repeat, --ignore-errors, --skip-on-missing-params, -x and -m apply to "
+                "Python test files"
+            ),
+            as_json,
+        )
     pass_fail = [f for f in files if is_test_file(f)]
     message = None
     if not files or pass_fail:

@@ -126,7 +126,9 @@ class JsonJudge:
         self.structured_mode = settings.structured if settings is not None else "auto"
         self.params = GenerateParams(max_tokens=settings.max_tokens if settings else None)
 
-    async def ask(self, prompt: str, schema: Mapping[str, Any]) -> JudgeResult:
+    async def ask(
+        self, prompt: str, schema: Mapping[str, Any], images: tuple[str, ...] = ()
+    ) -> JudgeResult:
         """The judge's answer to ``prompt`` as an object valid under ``schema``
         (:attr:`JudgeResult.answer`), or a result with the reason there is none
         (:attr:`JudgeResult.error`): the call failed, or two replies in a row were not
@@ -135,21 +137,27 @@ class JsonJudge:
         text = json.dumps(schema, ensure_ascii=False)  # in order: vendors answer in it
         validator, asked = _checker(text)
         if self.cache is None:
-            return await self._ask(prompt, schema, validator, asked)
+            return await self._ask(prompt, schema, validator, asked, images)
         sent = self.model.spec.params.merged(self.params)  # what the calls carry
-        key = answer_key(self.model, sent, str(self.structured_mode), prompt, schema)
+        asked_about = prompt if not images else f"{prompt}\n{json.dumps(images)}"
+        key = answer_key(self.model, sent, str(self.structured_mode), asked_about, schema)
         hit = await self.cache.get(key)
         if hit is not None and hit.answer is not None and _problem(hit.answer, validator) is None:
             return hit
-        result = await self._ask(prompt, schema, validator, asked)
+        result = await self._ask(prompt, schema, validator, asked, images)
         if result.answer is not None:
             await self.cache.put(key, result)
         return result
 
     async def _ask(
-        self, prompt: str, schema: Mapping[str, Any], validator: Any, asked: ResponseSchema
+        self,
+        prompt: str,
+        schema: Mapping[str, Any],
+        validator: Any,
+        asked: ResponseSchema,
+        images: tuple[str, ...] = (),
     ) -> JudgeResult:
-        messages = [ChatMessage("user", prompt)]
+        messages = [ChatMessage("user", prompt, images=tuple(images))]
         calls, raw, problem = 0, "", ""
         spent: list[float | None] = []
 

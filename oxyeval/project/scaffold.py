@@ -22,7 +22,7 @@ __all__ = [
 
 CONFIG = """\
 # An oxyeval (and oxy) project: the models its agents, prompts and judges use.
-# The first model is the default for agents and judges.
+# The first model is the default for agents; defaults.judge_model names the judge.
 #
 # The models below are offline mocks (vendor: mock), so everything here runs with no
 # API key and no network. To test a real model, uncomment one at the end, export its
@@ -39,7 +39,26 @@ models:
     vendor: mock
     latency_ms: 20
     rules:                        # the first regular expression that matches answers
-      - match: "."
+      # The SDK's judged metrics (oxyeval.testing) ask for JSON: a score...
+      - match: '"score": <0-10>'
+        output: '{"reason": "The mock judge finds the criteria met.", "score": 8}'
+      - match: '"score": <0 or 1>'
+        output: '{"reason": "The mock judge finds the criteria met.", "score": 1}'
+      # ...the statements or claims of a text...
+      - match: '\\{"(\\w+)": \\["\\.\\.\\.", \\.\\.\\.\\]\\}'
+        output: '{"\\g<1>": ["The answer addresses the question."]}'
+      # ...and one verdict per item.
+      - match: 'exactly 1 verdicts'
+        output: '{"verdicts": [{"verdict": "yes", "reason": "It does."}]}'
+      - match: 'exactly 2 verdicts'
+        output: >-
+          {"verdicts": [{"verdict": "yes", "reason": "It does."},
+          {"verdict": "yes", "reason": "It does."}]}
+      - match: 'exactly 3 verdicts'
+        output: >-
+          {"verdicts": [{"verdict": "yes", "reason": "It does."},
+          {"verdict": "yes", "reason": "It does."}, {"verdict": "yes", "reason": "It does."}]}
+      - match: "."                # the consistency tests' pairwise comparisons
         output: |
           Both submissions give the same hours, weekdays 9 to 5.
           Answer: A
@@ -52,6 +71,9 @@ models:
         output: "negative"
       - match: "."
         output: "neutral"
+
+defaults:
+  judge_model: judge              # what judges: consistency tests, the SDK's metrics
 
   # A real model (the history of test cases keeps each model's results apart):
   #

@@ -100,6 +100,9 @@ class ChatMessage:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    #: Images shown with a user turn, after its text: each an ``https://`` URL or a
+    #: ``data:<mime>;base64,...`` URI. Only vendor classes with ``vision`` send them.
+    images: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -405,6 +408,8 @@ class ModelAPI(VendorAPI, ABC):
     #: Whether the class implements ``GenerateParams.response_schema`` (judges use it
     #: with ``judge.structured: auto``); a class that does not simply ignores the field.
     structured_output: ClassVar[bool] = False
+    #: Whether the class sends a message's ``images`` (a vision model's input).
+    vision: ClassVar[bool] = False
     #: The ``max_tokens`` the class sends when neither the call nor config.yml sets one
     #: (Anthropic's API refuses a request without it); None: the field is left out and
     #: the server decides how long an answer may be.

@@ -328,6 +328,13 @@ class Model:
         arrives. Streamed and whole calls share cache entries: a replayed answer has no
         ``time_to_first_token`` and its whole text goes to ``on_text`` at once.
         """
+        if any(m.images for m in messages) and not getattr(self.api, "vision", False):
+            raise ProviderError(
+                f"model '{self.name}' ({self.spec.vendor}): oxyeval sends images only to "
+                "OpenAI-compatible (openai, ollama) and Anthropic models; judge this test "
+                "case with one of those",
+                model=self.name,
+            )
         merged = self.spec.params.merged(params)
         key = None
         batcher = current_batcher()

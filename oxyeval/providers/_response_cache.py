@@ -132,6 +132,8 @@ def _message(m: ChatMessage) -> dict[str, Any]:
         out["tool_call_id"] = m.tool_call_id
     if m.name is not None:
         out["name"] = m.name
+    if m.images:
+        out["images"] = list(m.images)
     return out
 
 

@@ -63,14 +63,27 @@ class _Turn:
     texts: list[str] = field(default_factory=list)
     results: list[dict[str, Any]] = field(default_factory=list)  # tool_result blocks
     uses: list[dict[str, Any]] = field(default_factory=list)  # tool_use blocks
+    images: list[dict[str, Any]] = field(default_factory=list)  # image blocks
 
     def content(self) -> str | list[dict[str, Any]]:
         """Plain text when that is all there is (the simplest form the API takes)."""
-        if not self.results and not self.uses:
+        if not self.results and not self.uses and not self.images:
             return "\n\n".join(self.texts)
         # Empty text blocks are rejected; tool_result blocks must open a user turn.
         text_blocks = [{"type": "text", "text": t} for t in self.texts if t]
-        return [*self.results, *text_blocks, *self.uses]
+        return [*self.results, *text_blocks, *self.images, *self.uses]
+
+
+def _image(url: str) -> dict[str, Any]:
+    """An image block: inline base64 for a ``data:`` URI, else the URL for the API to
+    fetch."""
+    if url.startswith("data:") and ";base64," in url:
+        media_type, data = url[len("data:") :].split(";base64,", 1)
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": media_type, "data": data},
+        }
+    return {"type": "image", "source": {"type": "url", "url": url}}
 
 
 def _turns(messages: list[ChatMessage]) -> tuple[str | None, list[dict[str, Any]]]:
@@ -98,6 +111,7 @@ def _turns(messages: list[ChatMessage]) -> tuple[str | None, list[dict[str, Any]
             continue
         if m.content or not (m.role == "assistant" and m.tool_calls):
             turn.texts.append(m.content)
+        turn.images.extend(_image(url) for url in m.images)
         if m.role == "assistant":
             turn.uses.extend(
                 {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
@@ -184,6 +198,7 @@ class AnthropicAPI(ModelAPI):
 
     vendor: ClassVar[str] = "anthropic"
     structured_output: ClassVar[bool] = True
+    vision: ClassVar[bool] = True
     default_max_tokens: ClassVar[int | None] = DEFAULT_MAX_TOKENS  # the API requires one
     default_api_path: ClassVar[str] = "/v1"
     default_api_url: ClassVar[str | None] = "https://api.anthropic.com/v1"

@@ -109,6 +109,7 @@ class MockAPI(ModelAPI):
     requires_key: ClassVar[bool] = False
     uses_http: ClassVar[bool] = False
     structured_output: ClassVar[bool] = True
+    vision: ClassVar[bool] = True  # scripted on the text; the images are accepted unread
 
     def __init__(self, spec: ModelSpec, client: httpx.AsyncClient | None = None) -> None:
         super().__init__(spec, client)

@@ -149,6 +149,10 @@ def _message(m: ChatMessage) -> dict[str, Any]:
         }
     if m.role == "tool" and m.tool_call_id is not None:
         return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+    if m.images:  # the API's content parts: the text, then each image
+        parts: list[dict[str, Any]] = [{"type": "text", "text": m.content}]
+        parts += [{"type": "image_url", "image_url": {"url": url}} for url in m.images]
+        return {"role": m.role, "content": parts}
     return {"role": m.role, "content": m.content}
 
 
@@ -255,6 +259,7 @@ class OpenAIAPI(ModelAPI):
 
     vendor: ClassVar[str] = "openai"
     structured_output: ClassVar[bool] = True
+    vision: ClassVar[bool] = True
     default_api_url: ClassVar[str | None] = "https://api.openai.com/v1"
 
     def __init__(self, spec: ModelSpec, client: httpx.AsyncClient | None) -> None:

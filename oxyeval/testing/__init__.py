@@ -17,6 +17,33 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "BiasMetric": "_safety",
+    "ToxicityMetric": "_safety",
+    "TaskCompletionMetric": "_agentic",
+    "ContextualPrecisionMetric": "_rag",
+    "ContextualRecallMetric": "_rag",
+    "TurnRelevancyMetric": "_conversation",
+    "ConversationalGEval": "_conversation",
+    "PatternMatchMetric": "_deterministic",
+    "Rubric": "_geval",
+    "Scorer": "scorer",
+    "observe": "_tracing",
+    "update_current_span": "_tracing",
+    "update_current_trace": "_tracing",
+    "AsyncConfig": "_configs",
+    "CacheConfig": "_configs",
+    "DisplayConfig": "_configs",
+    "ErrorConfig": "_configs",
+    "MLLMImage": "_cases",
+    "MultiTurnParams": "_cases",
+    "SingleTurnParams": "_cases",
+    "ToolCallType": "_cases",
+    "Turn": "_cases",
+    "log_hyperparameters": "_evaluate",
+    "DeepEvalBaseLLM": "models",
+    "EvaluationDataset": "_dataset",
+    "Golden": "_dataset",
+    "ConversationalGolden": "_dataset",
     "MetricEvaluator": "_evaluators",
     "LLMJudge": "_evaluators",
     "BaseTestCase": "_evaluators",
@@ -105,6 +132,7 @@ __all__ = [
     "MAX_TEXT",
     "AnswerRelevancyMetric",
     "Assertion",
+    "AsyncConfig",
     "BaseAccuracy",
     "BaseAssertions",
     "BaseAutomaticBattle",
@@ -123,13 +151,23 @@ __all__ = [
     "BaseTestCase",
     "BaseTestEvaluator",
     "BaseToxicity",
+    "BiasMetric",
+    "CacheConfig",
     "CaseOutcome",
     "ConsistencyMetric",
+    "ContextualPrecisionMetric",
+    "ContextualRecallMetric",
     "ContextualRelevancyMetric",
     "ConversationRelevancyMetric",
+    "ConversationalGEval",
+    "ConversationalGolden",
     "ConversationalTestCase",
     "CreateHumanReviewJob",
+    "DeepEvalBaseLLM",
+    "DisplayConfig",
+    "ErrorConfig",
     "Evaluation",
+    "EvaluationDataset",
     "EvaluationOverride",
     "EvaluationOverrideComment",
     "EvaluationOverrideField",
@@ -138,6 +176,7 @@ __all__ = [
     "ExactMatchMetric",
     "FaithfulnessMetric",
     "GEval",
+    "Golden",
     "GridSearchResult",
     "HasAllSubstrings",
     "HumanReviewField",
@@ -149,27 +188,40 @@ __all__ = [
     "LLMJudge",
     "LLMTestCase",
     "LLMTestCaseParams",
+    "MLLMImage",
     "MetricData",
     "MetricError",
     "MetricEvaluator",
     "MissingTestCaseParamsError",
+    "MultiTurnParams",
+    "PatternMatchMetric",
     "RoleAdherenceMetric",
+    "Rubric",
     "ScoreChoice",
+    "Scorer",
+    "SingleTurnParams",
     "SuiteResult",
+    "TaskCompletionMetric",
     "TestCaseConfig",
     "TestResult",
     "Threshold",
     "ToolCall",
     "ToolCallParams",
+    "ToolCallType",
     "ToolCorrectnessMetric",
+    "ToxicityMetric",
     "TracerEvent",
+    "Turn",
+    "TurnRelevancyMetric",
     "a_evaluate",
     "ask_json",
     "assert_test",
     "close_judges",
     "evaluate",
     "grid_search_ctx",
+    "log_hyperparameters",
     "md5",
+    "observe",
     "parse_json_object",
     "render_results",
     "render_suite",
@@ -177,10 +229,13 @@ __all__ = [
     "run_test_suite",
     "run_test_suite_async",
     "tool_correctness",
+    "update_current_span",
+    "update_current_trace",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from ._agentic import TaskCompletionMetric
     from ._base_evaluators import (
         BaseAssertions,
         BaseHasAllSubstrings,
@@ -195,13 +250,26 @@ if TYPE_CHECKING:
         ConversationalTestCase,
         LLMTestCase,
         LLMTestCaseParams,
+        MLLMImage,
+        MultiTurnParams,
+        SingleTurnParams,
         ToolCall,
+        ToolCallType,
+        Turn,
     )
+    from ._configs import AsyncConfig, CacheConfig, DisplayConfig, ErrorConfig
     from ._consistency import ConsistencyMetric
-    from ._conversation import ConversationRelevancyMetric, RoleAdherenceMetric
+    from ._conversation import (
+        ConversationalGEval,
+        ConversationRelevancyMetric,
+        RoleAdherenceMetric,
+        TurnRelevancyMetric,
+    )
+    from ._dataset import ConversationalGolden, EvaluationDataset, Golden
     from ._deterministic import (
         ExactMatchMetric,
         JsonCorrectnessMetric,
+        PatternMatchMetric,
         ToolCallParams,
         ToolCorrectnessMetric,
         tool_correctness,
@@ -213,6 +281,7 @@ if TYPE_CHECKING:
         a_evaluate,
         assert_test,
         evaluate,
+        log_hyperparameters,
         render_results,
     )
     from ._evaluators import (
@@ -228,7 +297,7 @@ if TYPE_CHECKING:
         md5,
     )
     from ._exec_channel import EXEC_REPORT_ENV, EXEC_SUITES_ENV
-    from ._geval import GEVAL_SCHEMA, GEval
+    from ._geval import GEVAL_SCHEMA, GEval, Rubric
     from ._grid import grid_search_ctx
     from ._judge import JudgeError, ask_json, close_judges, parse_json_object
     from ._judge_evaluators import (
@@ -246,7 +315,14 @@ if TYPE_CHECKING:
         MissingTestCaseParamsError,
         run_sync,
     )
-    from ._rag import AnswerRelevancyMetric, ContextualRelevancyMetric, FaithfulnessMetric
+    from ._rag import (
+        AnswerRelevancyMetric,
+        ContextualPrecisionMetric,
+        ContextualRecallMetric,
+        ContextualRelevancyMetric,
+        FaithfulnessMetric,
+    )
+    from ._safety import BiasMetric, ToxicityMetric
     from ._suite_models import (
         Assertion,
         BaseEvaluator,
@@ -270,3 +346,6 @@ if TYPE_CHECKING:
         run_test_suite,
         run_test_suite_async,
     )
+    from ._tracing import observe, update_current_span, update_current_trace
+    from .models import DeepEvalBaseLLM
+    from .scorer import Scorer

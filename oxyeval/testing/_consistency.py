@@ -55,11 +55,14 @@ class ConsistencyMetric(BaseConversationalMetric):
     :data:`MAX_DISTINCT_OUTPUTS` distinct outputs.
     """
 
+    name = "Consistency"
+
     def _check(self, test_case: object) -> None:
         super()._check(test_case)
         assert isinstance(test_case, ConversationalTestCase)
-        first = test_case.turns[0].input
-        for i, turn in enumerate(test_case.turns):
+        turns = test_case.exchanges()
+        first = turns[0].input
+        for i, turn in enumerate(turns):
             if turn.input != first:
                 raise ValueError(
                     f"{self.__name__} compares outputs of one input, but turns[{i}].input "
@@ -67,7 +70,7 @@ class ConsistencyMetric(BaseConversationalMetric):
                 )
         from ..judge import normalize
 
-        distinct = {normalize(t.actual_output) for t in test_case.turns}
+        distinct = {normalize(t.actual_output or "") for t in turns}
         if len(distinct) > MAX_DISTINCT_OUTPUTS:
             raise ValueError(
                 f"{self.__name__} compares at most {MAX_DISTINCT_OUTPUTS} distinct outputs, "
@@ -78,14 +81,15 @@ class ConsistencyMetric(BaseConversationalMetric):
         from ..evaluation import Consistency
         from ..judge import normalize
 
-        texts = {k: turn.actual_output for k, turn in enumerate(test_case.turns, start=1)}
+        turns = test_case.exchanges()
+        texts = {k: turn.actual_output or "" for k, turn in enumerate(turns, start=1)}
         if len(texts) < 2:
             return 1.0, "one output: nothing to compare"
         if len({normalize(t) for t in texts.values()}) == 1:
             return 1.0, f"all {len(texts)} outputs are identical"
         context = await judge_context()
-        judge = rubric_judge(context, self.model or context.project.default_judge)
-        scorer = Consistency(judge.comparer(test_case.turns[0].input), n=len(texts))
+        judge = rubric_judge(context, self.model)
+        scorer = Consistency(judge.comparer(turns[0].input), n=len(texts))
         found = await scorer.score_set(texts)
         assessment: Assessment = found.detail
         if found.score.value is None:

@@ -20,6 +20,7 @@ from ._metric import BaseMetric
 __all__ = [
     "ExactMatchMetric",
     "JsonCorrectnessMetric",
+    "PatternMatchMetric",
     "ToolCallParams",
     "ToolCorrectnessMetric",
     "tool_correctness",
@@ -35,8 +36,8 @@ class ExactMatchMetric(BaseMetric):
     name = "Exact Match"
     required_params = (_P.ACTUAL_OUTPUT, _P.EXPECTED_OUTPUT)
 
-    def __init__(self, threshold: float = 1.0, strict_mode: bool = False) -> None:
-        super().__init__(threshold=threshold, strict_mode=strict_mode)
+    def __init__(self, threshold: float = 1.0, strict_mode: bool = False, **options: Any) -> None:
+        super().__init__(threshold=threshold, strict_mode=strict_mode, **options)
 
     async def _a_score(self, test_case: LLMTestCase) -> tuple[float, str | None]:
         assert test_case.expected_output is not None
@@ -45,20 +46,67 @@ class ExactMatchMetric(BaseMetric):
         return 0.0, "the output differs from the expected output"
 
 
+class PatternMatchMetric(BaseMetric):
+    """1.0 when the whole ``actual_output`` (stripped of leading and trailing
+    whitespace) matches the regular expression ``pattern`` (Python syntax, run by RE2 in
+    linear time, so a pattern cannot hang a run), else 0.0; ``ignore_case`` as
+    ``re.IGNORECASE``."""
+
+    name = "Pattern Match"
+    required_params = (_P.ACTUAL_OUTPUT,)
+
+    def __init__(
+        self,
+        pattern: str,
+        ignore_case: bool = False,
+        threshold: float = 1.0,
+        strict_mode: bool = False,
+        **options: Any,
+    ) -> None:
+        from ..patterns import PatternError, compile_pattern
+
+        if not isinstance(pattern, str):
+            raise TypeError(
+                f"PatternMatchMetric.pattern must be a str, got {type(pattern).__name__}"
+            )
+        try:
+            body = f"(?i:{pattern})" if ignore_case else f"(?:{pattern})"
+            self._pattern = compile_pattern(f"^{body}$")  # the whole output, not a part
+        except PatternError as exc:
+            raise ValueError(f"PatternMatchMetric.pattern is not a usable pattern: {exc}") from None
+        super().__init__(threshold=threshold, strict_mode=strict_mode, **options)
+        self.pattern = pattern
+        self.ignore_case = bool(ignore_case)
+
+    async def _a_score(self, test_case: LLMTestCase) -> tuple[float, str | None]:
+        text = (test_case.actual_output or "").strip()
+        if self._pattern.search(text):
+            return 1.0, f"the output matches {self.pattern!r}"
+        return 0.0, f"the output does not match {self.pattern!r}"
+
+
 class JsonCorrectnessMetric(BaseMetric):
     """1.0 when ``actual_output`` parses as JSON and the value is valid under
-    ``expected_schema`` (a JSON Schema, checked when the metric is made), else 0.0
-    with the reason naming the parse problem or the first violation found."""
+    ``expected_schema``, else 0.0 with the reason naming the parse problem or the first
+    violation found. ``expected_schema`` is a JSON Schema (checked when the metric is
+    made), or a pydantic model class as DeepEval takes it (its JSON Schema is used, so
+    pydantic is needed only by code that passes one)."""
 
     name = "Json Correctness"
     required_params = (_P.ACTUAL_OUTPUT,)
 
     def __init__(
         self,
-        expected_schema: dict[str, Any],
+        expected_schema: Any,
         threshold: float = 0.5,
         strict_mode: bool = False,
+        model: Any = None,
+        include_reason: bool = True,
+        **options: Any,
     ) -> None:
+        to_schema = getattr(expected_schema, "model_json_schema", None)
+        if isinstance(expected_schema, type) and callable(to_schema):
+            expected_schema = to_schema()  # a pydantic model class
         if not isinstance(expected_schema, dict):
             raise TypeError(
                 "JsonCorrectnessMetric.expected_schema must be a JSON Schema (dict), got "
@@ -71,7 +119,13 @@ class JsonCorrectnessMetric(BaseMetric):
             raise ValueError(
                 f"JsonCorrectnessMetric.expected_schema is not a valid JSON Schema: {exc.message}"
             ) from None
-        super().__init__(threshold=threshold, strict_mode=strict_mode)
+        super().__init__(
+            threshold=threshold,
+            model=model,
+            include_reason=include_reason,
+            strict_mode=strict_mode,
+            **options,
+        )
         self.expected_schema = expected_schema
         self._validator = cls(expected_schema)
 
@@ -98,9 +152,8 @@ class ToolCallParams(str, enum.Enum):
 
 
 def _key(call: ToolCall, fields: Sequence[str]) -> str:
-    return json.dumps(
-        [getattr(call, f) for f in fields], sort_keys=True, default=repr, ensure_ascii=False
-    )
+    values = [getattr(call, f) for f in fields] + [call.type.value]
+    return json.dumps(values, sort_keys=True, default=repr, ensure_ascii=False)
 
 
 def _lcs(a: Sequence[str], b: Sequence[str]) -> int:
@@ -129,8 +182,13 @@ def tool_correctness(called: Sequence[str], expected: Sequence[str], mode: str =
 
 class ToolCorrectnessMetric(BaseMetric):
     """Did the app call the tools it should have? Compares ``tools_called`` with
-    ``expected_tools``; two calls match when their names (and the fields listed in
-    ``evaluation_params``: ``input_parameters``, ``output``) are equal.
+    ``expected_tools``; two calls match when their names and types (and the fields
+    listed in ``evaluation_params``: ``input_parameters``, ``output``) are equal.
+
+    The mode is DeepEval's: ``unordered`` by default, ``exact`` with
+    ``should_exact_match=True``, ``ordered`` with ``should_consider_ordering=True`` (or
+    name it with ``mode=``). ``available_tools`` (DeepEval asks its judge whether the
+    right tools were chosen among them) is accepted and not judged here.
 
     With E = ``expected_tools`` and C = ``tools_called``:
 
@@ -148,12 +206,28 @@ class ToolCorrectnessMetric(BaseMetric):
 
     def __init__(
         self,
-        mode: str = "exact",
-        evaluation_params: Iterable[str | ToolCallParams] = (ToolCallParams.NAME,),
+        available_tools: Sequence[ToolCall] | None = None,
         threshold: float = 0.5,
+        evaluation_params: Iterable[str | ToolCallParams] = (ToolCallParams.NAME,),
+        model: Any = None,
         include_reason: bool = True,
         strict_mode: bool = False,
+        should_exact_match: bool = False,
+        should_consider_ordering: bool = False,
+        *,
+        mode: str | None = None,
+        **options: Any,
     ) -> None:
+        if isinstance(available_tools, str):  # the older first argument: the mode
+            mode, available_tools = available_tools, None
+        if mode is None:
+            mode = (
+                "exact"
+                if should_exact_match
+                else "ordered"
+                if should_consider_ordering
+                else "unordered"
+            )
         if mode not in self.MODES:
             raise ValueError(
                 f"ToolCorrectnessMetric.mode must be one of {self.MODES}, got {mode!r}"
@@ -170,9 +244,16 @@ class ToolCorrectnessMetric(BaseMetric):
             if value not in fields:
                 fields.append(value)
         super().__init__(
-            threshold=threshold, include_reason=include_reason, strict_mode=strict_mode
+            threshold=threshold,
+            model=model,
+            include_reason=include_reason,
+            strict_mode=strict_mode,
+            **options,
         )
         self.mode = mode
+        self.available_tools = list(available_tools) if available_tools else None
+        self.should_exact_match = mode == "exact"
+        self.should_consider_ordering = mode == "ordered"
         self.evaluation_params = tuple(fields)
 
     async def _a_score(self, test_case: LLMTestCase) -> tuple[float, str | None]:

@@ -53,38 +53,76 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
+def _judge_object(model: Any) -> bool:
+    """A judge the test code made: a ``DeepEvalBaseLLM``-like object (``generate`` /
+    ``a_generate``), or a ``GPTModel``-like one naming a vendor's model."""
+    return any(callable(getattr(model, m, None)) for m in ("a_generate", "generate", "model_spec"))
+
+
 class _Measured:
-    """What both bases share: settings, the outcome attributes and the measure flow."""
+    """What both bases share: settings, the outcome attributes and the measure flow.
+
+    The settings and outcome attributes have class-level defaults, so a metric written
+    the DeepEval way whose ``__init__`` never calls ``super().__init__()`` still reads
+    ``reason``, ``error``, ``strict_mode``... as DeepEval's own base gives them.
+    """
 
     #: The test-case type this kind of metric reads.
     case_type: type = LLMTestCase
     #: Fields a test case must have (not None) for this metric; checked before scoring.
     required_params: Sequence[LLMTestCaseParams] = ()
 
+    threshold: float = 0.5
+    model: Any = None
+    include_reason: bool = True
+    strict_mode: bool = False
+    async_mode: bool = True
+    verbose_mode: bool = False
+    evaluation_template: Any = None
+    score: float | None = None
+    reason: str | None = None
+    success: bool | None = None
+    error: str | None = None
+    skipped: bool = False
+    evaluation_cost: float | None = None
+    verbose_logs: str | None = None
+    score_breakdown: dict[str, Any] | None = None
+
     def __init__(
         self,
         threshold: float = 0.5,
-        model: str | None = None,
+        model: Any = None,
         include_reason: bool = True,
         strict_mode: bool = False,
+        *,
+        async_mode: bool = True,
+        verbose_mode: bool = False,
+        evaluation_template: Any = None,
     ) -> None:
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
             raise TypeError(f"threshold must be a number, got {type(threshold).__name__}")
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
-        if model is not None and not isinstance(model, str):
+        if model is not None and not isinstance(model, str) and not _judge_object(model):
             raise TypeError(
-                f"model must be a config.yml model name (str), got {type(model).__name__}"
+                "model must be a model name (a config.yml model, or a vendor's model id such "
+                "as 'gpt-4.1') or a judge object with generate/a_generate, got "
+                f"{type(model).__name__}"
             )
         #: strict mode: pass only on a perfect score, and report the score as 0 or 1
         self.strict_mode = bool(strict_mode)
         self.threshold = 1.0 if self.strict_mode else float(threshold)
         self.model = model
         self.include_reason = bool(include_reason)
-        self.score: float | None = None
-        self.reason: str | None = None
-        self.success: bool | None = None
-        self.error: str | None = None
+        #: DeepEval's settings, kept so code reading them runs: a metric's judge calls
+        #: are always concurrent here, and its reasons are its log.
+        self.async_mode = bool(async_mode)
+        self.verbose_mode = bool(verbose_mode)
+        self.evaluation_template = evaluation_template
+        self.score = None
+        self.reason = None
+        self.success = None
+        self.error = None
 
     # -- what a metric defines
 
@@ -95,8 +133,18 @@ class _Measured:
 
     @property
     def evaluation_model(self) -> str | None:
-        """The judge model name (None: the project's default judge, or no judge)."""
-        return self.model
+        """The judge model's name (None: the project's default judge, or no judge); a
+        custom metric may set it, as DeepEval's own metrics do in ``__init__``."""
+        given = self.__dict__.get("_evaluation_model")
+        if given is not None:
+            return str(given)
+        from ._judge import model_label
+
+        return model_label(self.model)
+
+    @evaluation_model.setter
+    def evaluation_model(self, value: str | None) -> None:
+        self.__dict__["_evaluation_model"] = value
 
     async def _a_score(self, test_case: Any) -> tuple[float, str | None]:
         """Score ``test_case`` 0..1 with a reason; a judge failure raises JudgeError."""
@@ -105,7 +153,11 @@ class _Measured:
     # -- the contract
 
     def is_successful(self) -> bool:
-        return bool(self.success) and self.error is None
+        if self.error is not None:
+            return False
+        if self.success is None and self.score is not None:  # set by a hand-written measure
+            return self.score >= self.threshold
+        return bool(self.success)
 
     def _check(self, test_case: Any) -> None:
         if not isinstance(test_case, self.case_type):

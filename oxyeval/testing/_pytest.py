@@ -27,6 +27,7 @@ __all__ = [
     "pytest_generate_tests",
     "pytest_terminal_summary",
     "pytest_unconfigure",
+    "skip_missing",
 ]
 
 #: Repeats beyond this are a typo, not a plan.
@@ -45,6 +46,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="oxyeval: run each test N times (each a test of its own: run1..runN).",
     )
     group.addoption(
+        "--oxy-ignore-errors",
+        action="store_true",
+        default=False,
+        help="oxyeval: a metric that cannot score fails its assert_test (never an "
+        "exception of its own), as deepeval test run -i.",
+    )
+    group.addoption(
+        "--oxy-skip-on-missing-params",
+        action="store_true",
+        default=False,
+        help="oxyeval: assert_test skips a metric whose test case lacks a field it reads.",
+    )
+    group.addoption(
         "--oxy-no-history",
         action="store_false",
         dest="oxy_history",
@@ -56,8 +70,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 class _Session:
     """A running pytest session's settings, and its run once an ``assert_test`` began it."""
 
-    def __init__(self, history: bool) -> None:
+    def __init__(self, history: bool, skip_missing: bool = False) -> None:
         self.history = history
+        self.skip_missing = skip_missing
         self.run: LiveRun | None = None
         self.summary: SessionSummary | None = None
 
@@ -88,11 +103,19 @@ def live_run() -> LiveRun | None:
     return _SESSIONS[-1].live() if _SESSIONS else None
 
 
+def skip_missing() -> bool:
+    """Whether the session's ``assert_test`` s skip metrics lacking a field."""
+    return bool(_SESSIONS) and _SESSIONS[-1].skip_missing
+
+
 def pytest_configure(config: pytest.Config) -> None:
     count = config.getoption("oxy_repeat")
     if not isinstance(count, int) or not 1 <= count <= MAX_REPEAT:
         raise pytest.UsageError(f"--oxy-repeat must be between 1 and {MAX_REPEAT}, not {count}")
-    session = _Session(bool(config.getoption("oxy_history")))
+    session = _Session(
+        bool(config.getoption("oxy_history")),
+        bool(config.getoption("oxy_skip_on_missing_params")),
+    )
     config.stash[_KEY] = session
     _SESSIONS.append(session)
 

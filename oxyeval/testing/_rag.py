@@ -12,6 +12,11 @@ Formulas (n items extracted; none extracted: the score stated per metric):
   score = (yes + idk) / n, none: 1.0.
 - ContextualRelevancyMetric: statements of ``retrieval_context``, each relevant to
   ``input`` (yes/no); score = yes / n, none: 0.0 (nothing relevant was retrieved).
+- ContextualPrecisionMetric: each retrieved chunk, in rank order, useful for
+  ``expected_output`` (yes/no); score = weighted cumulative precision (see the class),
+  none useful: 0.0.
+- ContextualRecallMetric: sentences of ``expected_output``, each attributable to
+  ``retrieval_context`` (yes/no); score = yes / n, none: 0.0.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from ._metric import BaseMetric
 __all__ = [
     "MAX_EXTRACTED",
     "AnswerRelevancyMetric",
+    "ContextualPrecisionMetric",
+    "ContextualRecallMetric",
     "ContextualRelevancyMetric",
     "FaithfulnessMetric",
     "extract",
@@ -35,6 +42,7 @@ __all__ = [
     "summary",
     "tagged",
     "verdicts_schema",
+    "weighted_precision",
 ]
 
 #: Items one metric asks verdicts for; more is an error, not a truncated score.
@@ -139,6 +147,7 @@ class AnswerRelevancyMetric(BaseMetric):
     ``input`` (yes/no/idk); score = (yes + idk) / statements, 1.0 when there are none.
     """
 
+    name = "Answer Relevancy"
     required_params = (LLMTestCaseParams.INPUT, LLMTestCaseParams.ACTUAL_OUTPUT)
 
     async def _a_score(self, test_case: LLMTestCase) -> tuple[float, str | None]:
@@ -164,6 +173,7 @@ class FaithfulnessMetric(BaseMetric):
     against it, as hallucination of the context is what it measures.
     """
 
+    name = "Faithfulness"
     required_params = (LLMTestCaseParams.ACTUAL_OUTPUT, LLMTestCaseParams.RETRIEVAL_CONTEXT)
 
     async def _a_score(self, test_case: LLMTestCase) -> tuple[float, str | None]:
@@ -189,6 +199,7 @@ class ContextualRelevancyMetric(BaseMetric):
     ``input`` (yes/no); score = relevant / statements, 0.0 when there are none.
     """
 
+    name = "Contextual Relevancy"
     required_params = (LLMTestCaseParams.INPUT, LLMTestCaseParams.RETRIEVAL_CONTEXT)
 
     async def _a_score(self, test_case: LLMTestCase) -> tuple[float, str | None]:
@@ -204,3 +215,75 @@ class ContextualRelevancyMetric(BaseMetric):
             tagged("input", test_case.input),
         )
         return summary("statements are relevant", statements, verdicts, {"yes"})
+
+
+class ContextualPrecisionMetric(BaseMetric):
+    """Whether the retriever ranked the useful chunks first. The judge says of each
+    ``retrieval_context`` chunk, in order, whether it helps arrive at
+    ``expected_output`` for ``input`` (yes/no); with r_k = 1 for a useful chunk at rank
+    k, score = (sum over k of r_k * (useful chunks in the first k) / k) / useful chunks,
+    0.0 when none is useful (DeepEval's weighted cumulative precision).
+    """
+
+    name = "Contextual Precision"
+    required_params = (
+        LLMTestCaseParams.INPUT,
+        LLMTestCaseParams.EXPECTED_OUTPUT,
+        LLMTestCaseParams.RETRIEVAL_CONTEXT,
+    )
+
+    async def _a_score(self, test_case: LLMTestCase) -> tuple[float, str | None]:
+        chunks = [c for c in test_case.retrieval_context or [] if c.strip()]
+        if not chunks:
+            return 0.0, "nothing was retrieved"
+        verdicts = await judge_items(
+            self.model,
+            "is the chunk useful for arriving at the expected output for the input? yes or no.",
+            ("yes", "no"),
+            chunks,
+            f"{tagged('input', test_case.input)}\n"
+            f"{tagged('expected_output', test_case.expected_output or '')}",
+        )
+        useful = [label == "yes" for label, _ in verdicts]
+        score = weighted_precision(useful)
+        ranks = [str(k) for k, good in enumerate(useful, start=1) if good]
+        reason = f"useful chunks at ranks {', '.join(ranks) or 'none'} of {len(chunks)}"
+        return score, reason
+
+
+def weighted_precision(useful: Sequence[bool]) -> float:
+    """ContextualPrecisionMetric's score of relevance flags in rank order."""
+    found = 0
+    total = 0.0
+    for k, good in enumerate(useful, start=1):
+        if good:
+            found += 1
+            total += found / k
+    return total / found if found else 0.0
+
+
+class ContextualRecallMetric(BaseMetric):
+    """Whether what was retrieved holds everything the ideal answer says. The judge
+    splits ``expected_output`` into sentences, then says of each whether it can be
+    attributed to ``retrieval_context`` (yes/no); score = attributable / sentences, 0.0
+    when there are none.
+    """
+
+    name = "Contextual Recall"
+    required_params = (LLMTestCaseParams.EXPECTED_OUTPUT, LLMTestCaseParams.RETRIEVAL_CONTEXT)
+
+    async def _a_score(self, test_case: LLMTestCase) -> tuple[float, str | None]:
+        sentences = await extract(
+            self.model, "sentences", "sentences", test_case.expected_output or ""
+        )
+        if not sentences:
+            return 0.0, "the expected output holds no sentences"
+        verdicts = await judge_items(
+            self.model,
+            "can the sentence be attributed to the retrieval context? yes or no. Use only "
+            "the context, not your own knowledge.",
+            ("yes", "no"),
+            sentences,
+            tagged("retrieval_context", numbered(test_case.retrieval_context or [])),
+        )
+        return summary("sentences are attributable", sentences, verdicts, {"yes"})

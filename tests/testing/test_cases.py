@@ -10,8 +10,10 @@ from oxyeval.testing import (
     MAX_ITEMS,
     MAX_TEXT,
     ConversationalTestCase,
+    ExactMatchMetric,
     LLMTestCase,
     LLMTestCaseParams,
+    MissingTestCaseParamsError,
     ToolCall,
 )
 
@@ -79,9 +81,13 @@ def test_llm_test_case_errors_name_the_field(
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
-def test_llm_test_case_needs_both_required_arguments() -> None:
+def test_llm_test_case_needs_an_input_and_its_output_when_measured() -> None:
     with pytest.raises(TypeError):
-        LLMTestCase(input="q")  # type: ignore[call-arg]
+        LLMTestCase()  # type: ignore[call-arg]
+    golden_like = LLMTestCase(input="q")  # as DeepEval: the output comes later
+    assert golden_like.actual_output is None
+    with pytest.raises(MissingTestCaseParamsError, match="actual_output"):
+        ExactMatchMetric().measure(LLMTestCase(input="q", expected_output="a"))
 
 
 def test_tool_call_checks() -> None:
@@ -99,7 +105,9 @@ def test_conversational_case() -> None:
     assert len(case.turns) == 2 and case.chatbot_role == "a wizard"
     with pytest.raises(ValueError, match="turns must hold at least one turn"):
         ConversationalTestCase([])
-    with pytest.raises(TypeError, match=r"turns\[1\] must be an LLMTestCase, got str"):
+    with pytest.raises(
+        TypeError, match=r"turns\[1\] must be an LLMTestCase like turns\[0\], got str"
+    ):
         ConversationalTestCase([turn, "hello"])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="chatbot_role must be a str"):
         ConversationalTestCase([turn], chatbot_role=1)  # type: ignore[arg-type]

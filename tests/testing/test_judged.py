@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from oxyeval.testing import (
+    ErrorConfig,
     GEval,
     JudgeError,
     LLMTestCase,
@@ -89,9 +90,9 @@ TEXT_ONLY = "judge:\n  structured: off\n"
 @pytest.mark.parametrize(
     "reply",
     [
-        '{"reason": "fine", "score": 10}',
-        'Here is my grade:\n```json\n{"reason": "fine", "score": 10}\n```\nThanks.',
-        'My answer is {"reason": "fine", "score": 10} as asked.',
+        '{"reason": "fine", "score": 1}',
+        'Here is my grade:\n```json\n{"reason": "fine", "score": 1}\n```\nThanks.',
+        'My answer is {"reason": "fine", "score": 1} as asked.',
     ],
 )
 def test_json_read_from_text(here: Path, reply: str) -> None:
@@ -140,7 +141,12 @@ def test_malformed_twice_is_a_metric_error_never_a_pass(here: Path) -> None:
 def test_evaluate_reports_a_judge_error_as_an_error(here: Path) -> None:
     with fake_openai(scripted("nope")) as server:
         project(here, server, TEXT_ONLY)
-        result = evaluate([CASE], [geval(threshold=0.0)], print_results=False)
+        result = evaluate(
+            [CASE],
+            [geval(threshold=0.0)],
+            print_results=False,
+            error_config=ErrorConfig(ignore_errors=True),
+        )
     (data,) = result.test_results[0].metrics_data
     assert data.error and "no usable JSON" in data.error and data.success is False
     assert result.success is False
@@ -187,13 +193,16 @@ def test_a_failed_call_is_a_metric_error_without_the_key(
     assert metric.error and "sk-wrong-0123456789abcdef" not in metric.error
 
 
-def test_ask_json_needs_a_project_and_a_known_model(here: Path) -> None:
-    with pytest.raises(JudgeError, match=r"no config\.yml found"):
+def test_ask_json_needs_a_judge_and_a_known_model(
+    here: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(JudgeError, match="OPENAI_API_KEY"):  # no project: the environment's
         asyncio.run(ask_json(None, "grade", SCHEMA))
     with fake_openai(scripted('{"score": 1}')) as server:
         project(here, server)
         assert asyncio.run(ask_json(None, "grade", SCHEMA)) == {"score": 1}
-        with pytest.raises(JudgeError, match="unknown model 'other'"):
+        with pytest.raises(JudgeError, match=r"'other' is not a model of config\.yml \(judge\)"):
             asyncio.run(ask_json("other", "grade", SCHEMA))
 
 
@@ -255,7 +264,9 @@ def test_geval_arguments() -> None:
         evaluation_steps=["Check the sum", "Check the units"],
         evaluation_params=[LLMTestCaseParams.EXPECTED_OUTPUT, LLMTestCaseParams.CONTEXT],
     )
-    with pytest.raises(MissingTestCaseParamsError, match="x needs the test case's context"):
+    with pytest.raises(
+        MissingTestCaseParamsError, match=r"x \[GEval\] needs the test case.s context"
+    ):
         metric.measure(CASE)
 
 

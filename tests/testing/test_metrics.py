@@ -14,6 +14,7 @@ from oxyeval.testing import (
     BaseConversationalMetric,
     BaseMetric,
     ConversationalTestCase,
+    ErrorConfig,
     ExactMatchMetric,
     JsonCorrectnessMetric,
     LLMTestCase,
@@ -215,7 +216,12 @@ def test_evaluate_measures_copies_and_reports_each_pair(
     monkeypatch.setenv("COLUMNS", "250")
     exact = ExactMatchMetric()
     cases = [case("Paris"), case("Rome is the answer, surely")]
-    result = evaluate(cases, [exact, Length(), SyncOnly(), Boom()], concurrency=2)
+    result = evaluate(
+        cases,
+        [exact, Length(), SyncOnly(), Boom()],
+        concurrency=2,
+        error_config=ErrorConfig(ignore_errors=True),
+    )
     assert exact.score is None  # the listed metric itself is never measured
     first, second = result.test_results
     assert [d.name for d in first.metrics_data] == ["Exact Match", "Short", "SyncOnly", "Boom"]
@@ -247,6 +253,11 @@ def test_assert_test_names_each_failing_metric() -> None:
     with pytest.raises(AssertionError) as info:
         assert_test(case("Rome, I think"), [ExactMatchMetric(), Length(), Boom()])
     message = str(info.value)
-    assert "Exact Match: score 0.00 < threshold 1 (reason: the output differs" in message
-    assert "Short: score 0.00 < threshold 0.5 (reason: length)" in message
-    assert "Boom: error: RuntimeError: bug in the metric" in message
+    assert message.startswith("Metrics: Exact Match (score: 0.0, threshold: 1.0, strict: False")
+    assert (
+        "Short (score: 0.0, threshold: 0.5, strict: False, error: None, reason: length)" in message
+    )
+    assert (
+        "Boom (score: None, threshold: 0.5, strict: False, error: RuntimeError: bug in" in message
+    )
+    assert message.endswith(" failed.")

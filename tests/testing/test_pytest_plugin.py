@@ -30,7 +30,7 @@ def test_repeat_summary_and_junit(pytester: pytest.Pytester) -> None:
     )
     result.assert_outcomes(passed=5, failed=1)
     out = result.stdout.str()
-    assert "test_wrong[run2]" in out and "Exact Match: score 0.00 < threshold 1" in out
+    assert "test_wrong[run2]" in out and "Metrics: Exact Match (score: 0.0, threshold: 1.0" in out
     assert "oxyeval metrics" in out
     assert "Exact Match: 6 measured, 5 passed, 1 failed, 0 error(s), mean score 0.833" in out
     report = (pytester.path / "report.xml").read_text()

@@ -12,6 +12,7 @@ import pytest
 from oxyeval.testing import (
     AnswerRelevancyMetric,
     ContextualRelevancyMetric,
+    ErrorConfig,
     FaithfulnessMetric,
     LLMTestCase,
     MetricError,
@@ -125,8 +126,13 @@ def test_an_unknown_label_twice_is_a_metric_error(here: Path) -> None:
     with fake_openai(scripted(*replies)) as server:
         project(here, server)
         metric = AnswerRelevancyMetric(threshold=0.0)
-        with pytest.raises(MetricError, match=r"AnswerRelevancyMetric: .*no usable JSON twice"):
+        with pytest.raises(MetricError, match=r"Answer Relevancy: .*no usable JSON twice"):
             metric.measure(CASE)
-        result = evaluate([CASE], [AnswerRelevancyMetric(threshold=0.0)], print_results=False)
+        result = evaluate(
+            [CASE],
+            [AnswerRelevancyMetric(threshold=0.0)],
+            print_results=False,
+            error_config=ErrorConfig(ignore_errors=True),
+        )
     assert metric.success is False and metric.score is None
     assert result.success is False and result.test_results[0].metrics_data[0].error

@@ -33,6 +33,7 @@ from oxyeval.testing import (
     ConsistencyMetric,
     ConversationalTestCase,
     ConversationRelevancyMetric,
+    ErrorConfig,
     ExactMatchMetric,
     GEval,
     IsEqual,
@@ -90,6 +91,7 @@ def test_evaluate_tells_its_run_as_events(mock_project: Path) -> None:
         [ExactMatchMetric(), Boom()],
         events=seen.append,
         print_results=False,
+        error_config=ErrorConfig(ignore_errors=True),
     )
     assert {e.kind for e in seen} == {"sdk"}
     assert isinstance(seen[0], RunStarted) and seen[0].subjects == 2
@@ -361,8 +363,12 @@ def test_assert_test_fails_with_the_decisions_reasons(
         ("sdk", "error", None),
     ]
     assert decision.code == 3  # a metric that could not score: the outcome is unknown
-    assert str(info.value) == "metrics failed: " + "; ".join(decision.reasons)
-    assert "capital of France? / Boom: error: RuntimeError: bug in the metric" in str(info.value)
+    assert not decision.passed and str(info.value) == (
+        "Metrics: Exact Match (score: 0.0, threshold: 1.0, strict: False, error: None, "
+        "reason: the output differs from the expected output), Boom (score: None, "
+        "threshold: 0.5, strict: False, error: RuntimeError: bug in the metric, reason: "
+        "None) failed."
+    )
 
 
 def forced(verdict: int) -> Callable[..., Decision]:
