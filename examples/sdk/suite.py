@@ -34,6 +34,7 @@ if __name__ == "__main__":
     result = run_test_suite(
         "capitals",
         [Question("France", "Paris"), Question("Japan", "Tokyo"), Question("Italy", "Rome")],
+        app,
         [
             IsEqual("exact", lambda case: case.capital),
             HasAllSubstrings("mentions", lambda case: [case.capital]),
@@ -43,7 +44,6 @@ if __name__ == "__main__":
                 model="sdk_judge",
             ),
         ],
-        app,
         max_test_case_concurrency=2,
     )
     sys.exit(0 if result.passed else 1)
