@@ -186,6 +186,7 @@ class Judge:
             self.rubric.schema,
             mode=str(self.structured_mode),
             session=self.session,
+            cache=self.cache,
         )
 
     def _verdict(self, completion: Completion) -> Verdict | None:

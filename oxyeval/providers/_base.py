@@ -115,6 +115,9 @@ class ResponseSchema:
     name: str  # ^[A-Za-z0-9_-]{1,64}$: OpenAI and Anthropic both require it
     schema: dict[str, Any]
     description: str = ""
+    #: The wire form, for classes that know several (:attr:`ModelAPI.structured_forms`):
+    #: OpenAI-compatible servers differ (see :mod:`oxyeval.judge.structured`).
+    form: str = "json_schema"
 
 
 @dataclass(frozen=True)
@@ -403,6 +406,9 @@ class ModelAPI(VendorAPI, ABC):
     #: Whether the class implements ``GenerateParams.response_schema`` (judges use it
     #: with ``judge.structured: auto``); a class that does not simply ignores the field.
     structured_output: ClassVar[bool] = False
+    #: The structured forms the class can send (:attr:`ResponseSchema.form`), in the order
+    #: a judge tries them on an endpoint it does not know yet.
+    structured_forms: ClassVar[tuple[str, ...]] = ("json_schema",)
     #: The ``max_tokens`` the class sends when neither the call nor config.yml sets one
     #: (Anthropic's API refuses a request without it); None: the field is left out and
     #: the server decides how long an answer may be.

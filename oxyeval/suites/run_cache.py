@@ -143,6 +143,18 @@ class _Verdicts:
         model = f"{key.get('vendor', '')}/{key.get('model', '')}"
         self._cache.remember("verdict", key, verdict_data(result), model)
 
+    async def get_form(self, key: Mapping[str, Any]) -> str | None:
+        """The structured form a judge endpoint took in an earlier run (see
+        :mod:`oxyeval.judge.structured`), kept among the verdicts: it is what judging
+        learnt, and ``oxy cache clear`` forgets it with them."""
+        value = await self._cache.lookup("verdict", key)
+        form = value.get("form") if isinstance(value, dict) else None
+        return form if isinstance(form, str) else None
+
+    async def put_form(self, key: Mapping[str, Any], form: str) -> None:
+        model = f"{key.get('vendor', '')}/{key.get('model', '')}"
+        self._cache.remember("verdict", key, {"form": form}, model)
+
 
 class RunCache:
     """One project's cache of answers and verdicts for one run; use inside an event loop,

@@ -294,11 +294,11 @@ def test_two_runs_in_one_process_do_not_share_a_structured_refusal(
     ):
         asyncio.run(runs(server.url))
         asked = [_asked_structured(r) for r in server.requests]
-    in_first, in_second = asked[:3], asked[3:]
-    # First run: refused once, then text for its other judge too.
-    assert in_first == [True, False, False]
+    in_first, in_second = asked[:5], asked[5:]
+    # First run: each structured form refused once, then text for its other judge too.
+    assert in_first == [True, True, True, False, False]
     # Second run: its own session, so it asks for structured output again.
-    assert in_second == [True, False]
+    assert in_second == [True, True, True, False]
     notes = [r for r in caplog.records if "refused the structured" in r.getMessage()]
     assert len(notes) == 2  # said once per run
 
