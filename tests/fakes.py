@@ -1414,10 +1414,18 @@ class LlamaCppServer(FakeServer):
         #: request whose client left stops short; a whole one never does.
         self.generated: list[int] = []
         self.slot = threading.Lock()  # one request generates at a time
+        self.ended = threading.Condition(self._lock)
 
     def note(self, tokens: int) -> None:
-        with self._lock:
+        with self.ended:
             self.generated.append(tokens)
+            self.ended.notify_all()
+
+    def wait_generated(self, count: int, timeout: float = 5.0) -> list[int]:
+        """The tokens of the first ``count`` generations, once they have ended."""
+        with self.ended:
+            self.ended.wait_for(lambda: len(self.generated) >= count, timeout)
+            return list(self.generated)
 
 
 def fake_llama_cpp(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, ProviderError
 from ..project.templates import TemplateRef, render
-from ..providers import ChatMessage, Completion, GenerateParams
+from ..providers import ChatMessage, Completion, GenerateParams, thinking_model
 from ..redact import clip
 from .reading import Verdict
 from .rubrics import CONSISTENCY, DEFAULT_CONSISTENCY_PROMPT, Rubric
@@ -87,9 +87,6 @@ class JudgeResult:
 #: Judge replies are a few sentences and a verdict; without a cap a small model that
 #: rambles holds a single-slot server for minutes (and a cut-off reply is reported).
 DEFAULT_JUDGE_MAX_TOKENS = 512
-# Hosted reasoning models get no default cap: their hidden thinking counts against it
-# (an empty reply at 512), and OpenAI's o-series/gpt-5 refuse the max_tokens field.
-_THINKING_MODEL = re.compile(r"(?i)^(?:models/)?(?:o\d|gpt-5|gemini-(?:2\.5|[3-9]))")
 
 
 def _pair(task_description: str, submission_1: str, submission_2: str) -> dict[str, str]:
@@ -168,7 +165,8 @@ class Judge:
         spec = self.model.spec
         if spec.params.max_tokens is not None:
             return spec.params.max_tokens
-        return None if _THINKING_MODEL.match(spec.model_ref or "") else DEFAULT_JUDGE_MAX_TOKENS
+        # Reasoning models get no default cap: their hidden thinking counts against it.
+        return None if thinking_model(spec.model_ref) else DEFAULT_JUDGE_MAX_TOKENS
 
     def _request(self, structured: bool) -> GenerateParams:
         own = GenerateParams(

@@ -34,6 +34,10 @@ model. The rules chosen where the chattest spec is silent:
 * A model file without ``url`` uses the config.yml model of the same name (with a
   project); a prompt (or ``testModel``) may also name a config.yml model that has no
   model file. A model file with a ``url`` wins over a config.yml model of its name.
+* ``maxTokens``, ``timeout`` and ``concurrency`` (extensions) are config.yml's
+  ``max_tokens``, ``timeout`` and ``concurrency``, set over a config.yml model's own when
+  the file has no ``url``; unset, the defaults of every model apply (an answer cap of
+  2048 tokens, 120 s per attempt, 16 requests in flight, 1 for a local endpoint).
 """
 
 from __future__ import annotations
@@ -48,7 +52,15 @@ from typing import Any
 from ..errors import Diagnostic, LoadError
 from ..inputs import JSONProblem, loads
 from ..patterns import PatternError, compile_pattern
-from ..providers import ModelSpec, api_url_problem, header_problem, value_problem
+from ..providers import (
+    GenerateParams,
+    ModelSpec,
+    api_url_problem,
+    default_concurrency,
+    header_problem,
+    local_endpoint,
+    value_problem,
+)
 from ..redact import register_credentials, register_secret
 from .config import Project
 from .document import Document, KeyPath, parse_yaml, read_text
@@ -376,7 +388,7 @@ def _model(
                             at_key=True,
                         )
                     )
-            spec = project.models[key]
+            spec = _limits(project.models[key], data)
             return None if len(problems) > count else ChatModel(key, "", "config", spec, doc=doc)
         hint = f" or a model named '{key}' in config.yml" if project is not None else ""
         problems.append(
@@ -426,15 +438,32 @@ def _model(
     headers, api_key = _key(doc, data, env, problems, warnings)
     if len(problems) > count:
         return None
+    vendor = _VENDORS[fmt]
     spec = ModelSpec(
         name=key,
-        vendor=_VENDORS[fmt],
+        vendor=vendor,
         model_ref=data.get("model") or model_id or key,
         api_url=api_url,
         headers=headers,
         api_key=api_key if data.get("apiKeyHeader") is None else None,
+        concurrency=default_concurrency(vendor, api_url),
+        stream=local_endpoint(vendor, api_url),
     )
+    spec = _limits(spec, data)
     return ChatModel(key, url, fmt, spec, data.get("apiKeyHeader"), doc, api_key=api_key)
+
+
+def _limits(spec: ModelSpec, data: Mapping[str, Any]) -> ModelSpec:
+    """``spec`` with the file's ``maxTokens``, ``timeout`` and ``concurrency``, the keys
+    every model definition may set (over a config.yml model's own, when it names one)."""
+    changes: dict[str, Any] = {}
+    if "maxTokens" in data:
+        changes["params"] = spec.params.merged(GenerateParams(max_tokens=data["maxTokens"]))
+    if "timeout" in data:
+        changes["timeout"] = float(data["timeout"])
+    if "concurrency" in data:
+        changes["concurrency"] = data["concurrency"]
+    return replace(spec, **changes) if changes else spec
 
 
 def _mock(

@@ -24,8 +24,10 @@ from ..providers import (
     Price,
     ProviderEndpoint,
     canonical_vendor,
+    default_concurrency,
     default_embedding_model,
     default_key_var,
+    local_endpoint,
     price_for,
     vendor_model_spec,
 )
@@ -232,7 +234,11 @@ def _model_spec(entry: dict[str, Any]) -> ModelSpec:
         params=params,
         options=options,
         api_key=api_key or None,
-        **{k: entry[k] for k in ("timeout", "max_retries", "concurrency") if k in entry},
+        **{k: entry[k] for k in ("timeout", "max_retries") if k in entry},
+        # A local server answers one request at a time unless the entry says otherwise,
+        # and is streamed to, so an abandoned call stops its generation.
+        concurrency=entry.get("concurrency", default_concurrency(vendor, entry.get("api_url"))),
+        stream=local_endpoint(vendor, entry.get("api_url")),
     )
     return spec
 

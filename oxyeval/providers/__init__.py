@@ -30,6 +30,11 @@ _EXPORTS = {
     "OWNED_FIELDS": "_base",
     "extra_problem": "_base",
     "stopped_at_token_limit": "_base",
+    "thinking_model": "_base",
+    "DEFAULT_OUTPUT_TOKENS": "_base",
+    "LOCAL_CONCURRENCY": "local",
+    "default_concurrency": "local",
+    "local_endpoint": "local",
     "Limiters": "_limiter",
     "shared_limiters": "_limiter",
     "ResponseCache": "_response_cache",
@@ -139,6 +144,11 @@ __all__ = [
     "resolve_api_key",
     "shared_limiters",
     "stopped_at_token_limit",
+    "thinking_model",
+    "DEFAULT_OUTPUT_TOKENS",
+    "LOCAL_CONCURRENCY",
+    "default_concurrency",
+    "local_endpoint",
     "value_problem",
     "vendor_class",
     "vendor_endpoint",
@@ -166,7 +176,9 @@ if TYPE_CHECKING:
         Usage,
         extra_problem,
         json_object,
+        DEFAULT_OUTPUT_TOKENS,
         stopped_at_token_limit,
+        thinking_model,
     )
     from ._checks import api_url_problem, header_problem, value_problem
     from ._limiter import Limiters, shared_limiters
@@ -207,5 +219,6 @@ if TYPE_CHECKING:
         vendor_endpoint,
         vendor_model_spec,
     )
+    from .local import LOCAL_CONCURRENCY, default_concurrency, local_endpoint
     from .pricing import BUILTIN_PRICES, PRICES_DATE, Price, cost_of, price_for
     from .variants import model_spec

@@ -305,7 +305,7 @@ class Model:
     def max_tokens(self, params: GenerateParams | None = None) -> int | None:
         """The answer-length limit :meth:`generate` with ``params`` sends (None: the
         server's own), by the vendor's rule (:meth:`ModelAPI.effective_max_tokens`)."""
-        return self.api.effective_max_tokens(self.spec.params.merged(params))
+        return self.api.effective_max_tokens(self.spec.params.merged(params), self.spec.model_ref)
 
     async def generate(
         self,
@@ -328,6 +328,9 @@ class Model:
         ``time_to_first_token`` and its whole text goes to ``on_text`` at once.
         """
         merged = self.spec.params.merged(params)
+        cap = self.api.effective_max_tokens(merged, self.spec.model_ref)
+        if cap != merged.max_tokens:  # the default cap is sent, and part of the cache key
+            merged = replace(merged, max_tokens=cap)
         key = None
         if cache is not None:
             key = answer_key(
@@ -341,7 +344,7 @@ class Model:
                 if on_text is not None and hit.text:
                     on_text(hit.text)
                 return hit
-        if stream or on_text is not None:
+        if stream or on_text is not None or self.spec.stream:
             completion, attempts, latency = await self._streamed(list(messages), merged, on_text)
         else:
             completion, attempts, latency = await self._calls.call(

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from oxyeval.judge import Judge, JudgeSession
-from oxyeval.providers import ChatMessage, ModelPool, ModelSpec
+from oxyeval.providers import ChatMessage, GenerateParams, ModelPool, ModelSpec
 
 from ..fakes import SleepRecorder, fake_llama_cpp, judge_reply
 
@@ -99,3 +99,131 @@ def test_text_sees_no_system_message_on_the_gemma_chat_format() -> None:
     with fake_llama_cpp(reply) as server:
         asyncio.run(go(server.url))
     assert seen == [["user"]]
+
+
+# -- runaway generations: a cap, the keys, streaming, a small concurrency -----------------
+
+LOCAL_CONFIG = """\
+models:
+  - {{name: gemma, vendor: openai, model_ref: gemma3-270m, api_url: {url}}}
+  - {{name: hosted, vendor: openai, model_ref: gpt-4o-mini, api_url: https://api.example.com/v1, key_var: K}}
+"""
+
+
+def test_a_local_model_is_capped_streamed_and_starts_at_one_request(
+    make_project: Any,
+) -> None:
+    # Recorded: without max_tokens the server writes until its context is full (4,096
+    # tokens, 141 s there); one request at a time.
+    from oxyeval.project import load_project
+    from oxyeval.providers import DEFAULT_OUTPUT_TOKENS
+
+    with fake_llama_cpp("The total is 42.", n_ctx=100_000) as server:
+        project = load_project(make_project(LOCAL_CONFIG.format(url=server.url)))
+        local, hosted = project.models["gemma"], project.models["hosted"]
+        assert (local.concurrency, local.stream) == (1, True)
+        assert (hosted.concurrency, hosted.stream) == (16, False)
+
+        async def go() -> Any:
+            async with ModelPool(project.models, sleep=SleepRecorder()) as pool:
+                return await asyncio.gather(
+                    *(pool.get("gemma").generate([ChatMessage("user", "Total?")]) for _ in range(3))
+                )
+
+        answers = asyncio.run(go())
+        bodies = [r.body for r in server.requests]
+    assert [a.text for a in answers] == ["The total is 42."] * 3
+    assert all(b["max_tokens"] == DEFAULT_OUTPUT_TOKENS and b["stream"] for b in bodies)
+    assert server.max_in_flight == 1
+
+
+def test_an_abandoned_streamed_call_stops_the_generation_a_whole_one_does_not() -> None:
+    # Recorded: the server goes on generating for a request whose client left unless it
+    # was streamed. 4,000 tokens at 4,000/s: a call that gives up after 0.2 s.
+    async def call(url: str, stream: bool) -> None:
+        spec = local_spec(url, timeout=0.2, max_retries=0, stream=stream)
+        async with ModelPool({"gemma": spec}, sleep=SleepRecorder()) as pool:
+            with pytest.raises(Exception, match="timed out|timeout"):
+                await pool.get("gemma").generate(
+                    [ChatMessage("user", "Go on.")], GenerateParams(max_tokens=4000)
+                )
+
+    for stream in (True, False):
+        with fake_llama_cpp(" ".join(["word"] * 4000)) as server:
+            asyncio.run(call(server.url, stream))
+            (tokens,) = server.wait_generated(1)
+        if stream:
+            assert tokens < 2000  # stopped soon after the client left
+        else:
+            assert tokens == 4000  # generated to the end for nobody
+
+
+def test_every_model_definition_sets_max_tokens_timeout_and_concurrency(tmp_path: Any) -> None:
+    import json
+
+    from oxyeval.project import load_chattest
+
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "gemma.json").write_text(
+        json.dumps(
+            {
+                "key": "gemma",
+                "url": "http://127.0.0.1:8765/v1/chat/completions",
+                "maxTokens": 128,
+                "timeout": 30,
+                "concurrency": 2,
+            }
+        )
+    )
+    (models / "plain.json").write_text(
+        json.dumps({"key": "plain", "url": "http://localhost:8765/v1/chat/completions"})
+    )
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "p.json").write_text(
+        json.dumps(
+            {
+                "key": "p",
+                "prompt": "Hi",
+                "models": ["gemma", "plain"],
+                "tests": ["says hello"],
+                "testModel": "gemma",
+            }
+        )
+    )
+    specs = load_chattest([tmp_path], environ={}).specs()
+    gemma, plain = specs["gemma"], specs["plain"]
+    assert (gemma.params.max_tokens, gemma.timeout, gemma.concurrency) == (128, 30.0, 2)
+    assert (plain.params.max_tokens, plain.concurrency, plain.stream) == (None, 1, True)
+
+
+AB_PROMPT = """\
+name: totals
+model: gemma
+max_tokens: 64
+template: "Total of {{ q }}?"
+similarity: lexical
+branches:
+  - {name: plain, model: gemma, control: true}
+  - {name: short, model: gemma, max_tokens: 16}
+cases:
+  - {name: one, input: {q: "1+1"}, expected_output: "2"}
+"""
+
+
+def test_ab_branches_send_the_prompts_cap_unless_they_set_their_own(
+    make_project: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from oxyeval.cli import app
+
+    monkeypatch.delenv("OXY_DB", raising=False)
+    with fake_llama_cpp("2") as server:
+        root = make_project(LOCAL_CONFIG.format(url=server.url), {"totals.prompt.yml": AB_PROMPT})
+        monkeypatch.chdir(root)
+        result = CliRunner().invoke(app, ["ab", "run", "--format", "json"])
+        caps = sorted(r.body["max_tokens"] for r in server.requests)
+    assert result.exit_code in (0, 1), result.output
+    assert caps == [16, 64]  # not the Testing API's 2048 over the prompt's 64

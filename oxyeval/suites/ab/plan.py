@@ -131,7 +131,8 @@ def sync_declared(store: Store, project: Project, prompts: Sequence[PromptDef]) 
         sync_prompt(store, project, prompt)
         source = project.relative(prompt.file) if prompt.file is not None else None
         for case in prompt.cases:
-            declared = [b.fields() for b in prompt.branches_of(case)]
+            cap = prompt.params.max_tokens
+            declared = [b.fields(b.cap(project, cap)) for b in prompt.branches_of(case)]
             try:
                 store.branches.sync(f"{prompt.id}::{case.name}", declared, source or "")
             except BranchRuleError as exc:
