@@ -10,7 +10,6 @@ judge error, reported and excluded from the score, never guessed.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass

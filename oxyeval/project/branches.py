@@ -103,8 +103,9 @@ class BranchDef:
             "provider": self.provider,
             "description": self.description,
             "temperature": self.temperature,
-            "max_tokens": self.max_tokens if self.max_tokens is not None else max_tokens
-            or DEFAULT_MAX_TOKENS,
+            "max_tokens": self.max_tokens
+            if self.max_tokens is not None
+            else max_tokens or DEFAULT_MAX_TOKENS,
             "top_p": self.top_p,
             "is_control": self.control,
             "is_active": self.active,

@@ -86,7 +86,9 @@ _EXPORTS = {
 }
 __all__ = [
     "BUILTIN_PRICES",
+    "DEFAULT_OUTPUT_TOKENS",
     "ENV_BASE_URLS",
+    "LOCAL_CONCURRENCY",
     "OLLAMA_DEFAULT_PORT",
     "OWNED_FIELDS",
     "PRICES_DATE",
@@ -128,6 +130,7 @@ __all__ = [
     "count_served",
     "counting",
     "current_repeat",
+    "default_concurrency",
     "default_embedding_model",
     "default_key_var",
     "embedding_vendor_class",
@@ -135,6 +138,7 @@ __all__ = [
     "extra_problem",
     "header_problem",
     "json_object",
+    "local_endpoint",
     "missing_credentials",
     "model_spec",
     "price_for",
@@ -145,10 +149,6 @@ __all__ = [
     "shared_limiters",
     "stopped_at_token_limit",
     "thinking_model",
-    "DEFAULT_OUTPUT_TOKENS",
-    "LOCAL_CONCURRENCY",
-    "default_concurrency",
-    "local_endpoint",
     "value_problem",
     "vendor_class",
     "vendor_endpoint",
@@ -159,6 +159,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from ._base import (
+        DEFAULT_OUTPUT_TOKENS,
         OWNED_FIELDS,
         TRUNCATED_REASONS,
         ChatMessage,
@@ -176,7 +177,6 @@ if TYPE_CHECKING:
         Usage,
         extra_problem,
         json_object,
-        DEFAULT_OUTPUT_TOKENS,
         stopped_at_token_limit,
         thinking_model,
     )

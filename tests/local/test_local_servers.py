@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from oxyeval.errors import ProviderError
 from oxyeval.judge import Judge, JudgeSession
 from oxyeval.providers import ChatMessage, GenerateParams, ModelPool, ModelSpec
 
@@ -70,7 +71,6 @@ def test_the_judge_learns_json_object_with_a_schema_once_before_its_calls_fan_ou
 
 
 def test_a_refusal_is_recognised_by_its_message_whatever_the_status() -> None:
-    from oxyeval.errors import ProviderError
     from oxyeval.judge.structured import is_refusal
 
     assert is_refusal(
@@ -143,7 +143,7 @@ def test_an_abandoned_streamed_call_stops_the_generation_a_whole_one_does_not() 
     async def call(url: str, stream: bool) -> None:
         spec = local_spec(url, timeout=0.2, max_retries=0, stream=stream)
         async with ModelPool({"gemma": spec}, sleep=SleepRecorder()) as pool:
-            with pytest.raises(Exception, match="timed out|timeout"):
+            with pytest.raises(ProviderError, match=r"timed out|timeout"):
                 await pool.get("gemma").generate(
                     [ChatMessage("user", "Go on.")], GenerateParams(max_tokens=4000)
                 )
