@@ -187,12 +187,15 @@ class Judge:
         )
 
     def _verdict(self, completion: Completion) -> Verdict | None:
+        """The verdict of one reply: a structured one (a whole JSON object, so complete
+        even when the reply then ran on to the token limit), else read from the text; a
+        reply cut at the token limit only by its complete, final verdict."""
         if completion.structured is not None:
             verdict = self.rubric.structured(completion.structured)
             if verdict is not None:
                 return verdict
         # No structured answer, or a malformed one: read the text as from any judge.
-        return self.rubric.parse(_raw(completion), self.prompt.source)
+        return self.rubric.parse(_raw(completion), self.prompt.source, cut=completion.truncated)
 
     def _limit(self) -> str:
         limit = self.model.max_tokens(self._request(False))

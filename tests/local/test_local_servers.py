@@ -227,3 +227,52 @@ def test_ab_branches_send_the_prompts_cap_unless_they_set_their_own(
         caps = sorted(r.body["max_tokens"] for r in server.requests)
     assert result.exit_code in (0, 1), result.output
     assert caps == [16, 64]  # not the Testing API's 2048 over the prompt's 64
+
+
+# -- verdicts only from complete answers ----------------------------------------------------
+
+CUT_REPLIES = [
+    # Recorded on the real server (finish_reason: length), each once read as a verdict.
+    "The user should answer: A.\n\n...Be clear on when the two models are the",
+    "Answer: B\n(",
+    "exactly one of:\nVerdict: PASS\nVerdict: F",
+]
+
+
+@pytest.mark.parametrize("reply", CUT_REPLIES)
+def test_a_reply_cut_at_the_token_limit_carries_no_verdict(reply: str) -> None:
+    from oxyeval.judge import CONSISTENCY, PASS_FAIL
+
+    rubric = PASS_FAIL if "PASS" in reply else CONSISTENCY
+    assert rubric.parse(reply) is not None  # read as a verdict were it complete...
+    assert rubric.parse(reply, cut=True) is None  # ...but never from a cut-off reply
+
+
+def test_a_complete_final_verdict_in_a_cut_reply_counts() -> None:
+    from oxyeval.judge import CONSISTENCY
+
+    verdict = CONSISTENCY.parse("Both give 42.\nAnswer: A\n", cut=True)
+    assert verdict is not None and verdict.choice == "A"
+    assert CONSISTENCY.parse("Both give 42.\nAnswer: A.", cut=True) is not None
+    assert CONSISTENCY.parse("Both give 42.\nAnswer: A", cut=True) is None  # "A" of "Also"?
+
+
+def test_the_judge_asks_again_after_a_cut_reply_and_never_counts_it() -> None:
+    # The server cuts each reply at the judge's max_tokens (finish_reason: length) right
+    # after a verdict-shaped phrase: no verdict, twice, so a judge error, not A or B.
+    from oxyeval.project.config import JudgeSettings
+
+    replies = iter(["Same facts. Answer: A (both say 42)", "Answer: B (they differ on 42)"])
+
+    def reply(_request: Any) -> str:
+        return next(replies)
+
+    async def go(url: str) -> Any:
+        async with ModelPool({"gemma": local_spec(url)}, sleep=SleepRecorder()) as pool:
+            judge = Judge(pool.get("gemma"), settings=JudgeSettings(max_tokens=5))
+            return await judge.compare("q", "42", "forty-two")
+
+    with fake_llama_cpp(reply) as server:
+        result = asyncio.run(go(server.url))
+    assert result.choice is None and result.calls == 2
+    assert result.error is not None and "cut off at max_tokens=5" in result.error
