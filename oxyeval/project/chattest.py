@@ -9,6 +9,8 @@ model. The rules chosen where the chattest spec is silent:
 
 * ``runVolume`` absent: 1 (each model answers once); at most 1000.
   ``successThreshold`` absent: 0, as the spec says; it is a share from 0 to 1.
+  ``minJudged`` (extension) absent: 0.5: a cell whose runs got a verdict less than half
+  the time is an error, not a pass rate of the few that did.
   ``testModel`` absent: config.yml's judge model, when a project is given.
 * The wire format comes from the URL's path: ``.../chat/completions`` is OpenAI chat
   (vendor ``openai``, ``api_url`` the URL without ``/chat/completions``), ``.../completions``
@@ -66,6 +68,7 @@ from .config import Project
 from .document import Document, KeyPath, parse_yaml, read_text
 from .schema import did_you_mean, validate_document
 from .templates import TemplateRef, answer_prompt
+from .tests import DEFAULT_MIN_JUDGED
 
 __all__ = [
     "CHATTEST_FORMATS",
@@ -137,6 +140,8 @@ class ChatPrompt:
     test_model: str
     run_volume: int = DEFAULT_RUN_VOLUME
     success_threshold: float = DEFAULT_SUCCESS_THRESHOLD
+    #: Share of a model's runs that must get a verdict (``minJudged``, an extension).
+    min_judged: float = DEFAULT_MIN_JUDGED
     doc: Document | None = None
     where: KeyPath = ()
     #: ``testPrompt`` (an extension): the judge's own prompt; None: the PASS/FAIL default.
@@ -573,6 +578,7 @@ def _prompt(
         test_model=test_model,
         run_volume=data.get("runVolume", DEFAULT_RUN_VOLUME),
         success_threshold=float(data.get("successThreshold", DEFAULT_SUCCESS_THRESHOLD)),
+        min_judged=float(data.get("minJudged", DEFAULT_MIN_JUDGED)),
         doc=doc,
         test_prompt=answer_prompt(doc, ("testPrompt",), data.get("testPrompt"), problems),
     )

@@ -11,6 +11,8 @@ request at a time at a slow token rate; ``finish_reason: length`` on a cut answe
 from __future__ import annotations
 
 import asyncio
+import itertools
+import threading
 import logging
 from typing import Any
 
@@ -276,3 +278,107 @@ def test_the_judge_asks_again_after_a_cut_reply_and_never_counts_it() -> None:
         result = asyncio.run(go(server.url))
     assert result.choice is None and result.calls == 2
     assert result.error is not None and "cut off at max_tokens=5" in result.error
+
+
+# -- pass/fail needs enough verdicts --------------------------------------------------------
+
+
+def numbered(text: str) -> Any:
+    """Answers that differ per request (a judge is asked once per distinct answer)."""
+    counter = itertools.count(1)
+    lock = threading.Lock()
+
+    def reply(_request: Any) -> str:
+        with lock:
+            return f"{text} {next(counter)}."
+
+    return reply
+
+
+def first_only(verdict: str) -> Any:
+    """A judge that gives ``verdict`` on its first request and rambles without one after."""
+    counter = itertools.count()
+    lock = threading.Lock()
+
+    def reply(_request: Any) -> str:
+        with lock:
+            n = next(counter)
+        return f"Looks right.\nVerdict: {verdict}" if n == 0 else "The answer mentions a total"
+
+    return reply
+
+
+def test_a_chattest_cell_with_one_verdict_of_three_runs_is_an_error_that_shows_the_rest(
+    tmp_path: Any,
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from oxyeval.cli import app
+
+    with (
+        fake_llama_cpp(numbered("The total is")) as model,
+        fake_llama_cpp(first_only("PASS")) as judge,
+    ):
+        (tmp_path / "models").mkdir()
+        (tmp_path / "prompts").mkdir()
+        for key, server in (("gemma", model), ("grader", judge)):
+            (tmp_path / "models" / f"{key}.json").write_text(
+                json.dumps({"key": key, "url": server.url + "/chat/completions"})
+            )
+        (tmp_path / "prompts" / "total.json").write_text(
+            json.dumps(
+                {
+                    "key": "total",
+                    "prompt": "What is the total?",
+                    "models": ["gemma"],
+                    "tests": ["gives a total"],
+                    "runVolume": 3,
+                    "testModel": "grader",
+                }
+            )
+        )
+        pretty = CliRunner().invoke(
+            app, ["chattest", str(tmp_path), "--db", str(tmp_path / "h.db")]
+        )
+    assert pretty.exit_code == 3, pretty.output  # never 0 on judge errors
+    assert "ERR - (1/1, 2 without verdict)" in pretty.stdout
+    assert "only 1 of 3 runs got a verdict (min_judged is 50%)" in pretty.output
+
+
+def test_a_test_file_where_nothing_got_a_verdict_claims_no_consistency(
+    make_project: Any,
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from oxyeval.cli import app
+
+    with (
+        fake_llama_cpp(numbered("The total is")) as model,
+        fake_llama_cpp("I would need to check the numbers") as judge,
+    ):
+        root = make_project(
+            "models:\n"
+            f"  - {{name: gemma, vendor: openai, model_ref: g, api_url: {model.url}}}\n"
+            f"  - {{name: grader, vendor: openai, model_ref: j, api_url: {judge.url}}}\n",
+            {
+                "a.agent.yml": "model: gemma\nsystem_instructions: Answer.\n",
+                "a.agent.test.yml": "settings: {runs: 3, judge_model: grader}\n"
+                "cases:\n  - {name: total, prompt: 'What is the total?', expected: '42'}\n",
+            },
+        )
+        runner = CliRunner()
+        as_json = runner.invoke(
+            app, ["test", str(root / "a.agent.test.yml"), "--format", "json", "--no-history"]
+        )
+        pretty = runner.invoke(app, ["test", str(root / "a.agent.test.yml"), "--no-history"])
+    assert as_json.exit_code == 3 and pretty.exit_code == 3, pretty.output
+    document = json.loads(as_json.stdout)
+    (case,) = document["cases"]
+    assert case["judgeErrors"] == 3 and case["consistent"] is None and case["passRate"] is None
+    assert document["overall"]["consistency"] is None
+    assert "consistency -" in pretty.stdout and "consistency 100.0%" not in pretty.stdout
+    assert "(0/0, 3 without verdict)" in pretty.stdout
