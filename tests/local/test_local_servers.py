@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import threading
 import logging
+import threading
 from typing import Any
 
 import pytest
