@@ -382,3 +382,61 @@ def test_a_test_file_where_nothing_got_a_verdict_claims_no_consistency(
     assert document["overall"]["consistency"] is None
     assert "consistency -" in pretty.stdout and "consistency 100.0%" not in pretty.stdout
     assert "(0/0, 3 without verdict)" in pretty.stdout
+
+
+# -- A/B: a winner only beyond the noise ----------------------------------------------------
+
+AB_TWO = """\
+name: totals
+model: gemma
+template: "Total of {{ q }}?"
+similarity: lexical
+branches:
+  - {name: cold, model: gemma, temperature: 0.0, control: true}
+  - {name: warm, model: gemma, temperature: 0.9}
+cases:
+  - {name: one, input: {q: "1+1"}, expected_output: "The total is 2"}
+"""
+
+
+def test_ab_calls_no_winner_when_every_branch_fails_alike(
+    make_project: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Recorded: both branches answered junk; a quality gap of 0.0008 crowned one of them.
+    from oxyeval.suites.ab import run_ab_tests
+
+    monkeypatch.delenv("OXY_DB", raising=False)
+    with fake_llama_cpp(numbered("Sure, here is some text about totals, number")) as server:
+        root = make_project(LOCAL_CONFIG.format(url=server.url), {"t.prompt.yml": AB_TWO})
+        (result,) = run_ab_tests(project_dir=str(root)).results
+    assert [b.ok for b in result.branches] == [True, True]
+    assert result.winner is None
+    assert any("cannot tell a difference from noise" in n for n in result.notes)
+
+
+def test_an_ab_run_interrupted_before_any_answer_does_not_say_every_branch_errored(
+    make_project: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contextlib
+
+    from oxyeval.suites.ab import ABRun, run_ab_tests_async
+
+    monkeypatch.delenv("OXY_DB", raising=False)
+    run = ABRun(criteria="best_quality", iterations=1)
+    # A slow token rate: no branch answers before the run is cancelled.
+    with fake_llama_cpp("2", tokens_per_second=0.5) as server:
+        root = make_project(LOCAL_CONFIG.format(url=server.url), {"t.prompt.yml": AB_TWO})
+
+        async def go() -> None:
+            task = asyncio.ensure_future(run_ab_tests_async(project_dir=str(root), into=run))
+            while not server.requests:
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+        asyncio.run(asyncio.wait_for(go(), 10))
+    (result,) = run.results
+    assert result.interrupted and result.winner is None
+    assert not any("errored" in n for n in result.notes), result.notes
+    assert any(n.startswith("interrupted before") for n in result.notes)
