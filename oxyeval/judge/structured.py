@@ -227,7 +227,8 @@ async def _negotiate(
             refusals.append(exc)
             continue
         session.learn(model, form)
-        await _remember(model, cache, form)
+        if refusals:  # the first form costs nothing to find again: only others are kept
+            await _remember(model, cache, form)
         _say(model, form, what, refusals[-1] if refusals else None)
         return completion
     last = refusals[-1]

@@ -112,7 +112,8 @@ class ConsistencyReporter(RunReporter):
         cut = sum(1 for t in run.tests if t.interrupted)
         return (
             f"{reason}: reporting {len(run.tests) - cut} test(s) that finished and {cut} cut "
-            "short (their finished runs are kept, marked interrupted)"
+            "short (their finished runs are kept, marked interrupted; a rerun with --cache "
+            "replays every answer they got, those cut at the token limit too)"
         )
 
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:

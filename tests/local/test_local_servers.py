@@ -440,3 +440,45 @@ def test_an_ab_run_interrupted_before_any_answer_does_not_say_every_branch_error
     assert result.interrupted and result.winner is None
     assert not any("errored" in n for n in result.notes), result.notes
     assert any(n.startswith("interrupted before") for n in result.notes)
+
+
+# -- what was paid for is kept ---------------------------------------------------------------
+
+CUT_AGENT = """\
+model: gemma
+system_instructions: Answer.
+tests:
+  - type: consistency
+    name: totals
+    n: 3
+    task_description: What is the total?
+"""
+
+
+def test_answers_cut_at_the_token_limit_are_replayed_by_a_cache_rerun_and_still_marked_cut(
+    make_project: Any,
+) -> None:
+    # Recorded: a small model's answers all stopped at max_tokens, none was cached, and a
+    # --cache rerun after Ctrl-C replayed nothing.
+    from typer.testing import CliRunner
+
+    from oxyeval.cli import app
+
+    with fake_llama_cpp(numbered("The total of the orders in the north region is")) as server:
+        root = make_project(
+            "models:\n"
+            f"  - {{name: gemma, vendor: openai, model_ref: g, api_url: {server.url}, "
+            "max_tokens: 4}\n"
+            "  - name: judge\n    vendor: mock\n    rules:\n"
+            '      - {match: ".", output: "Same.\\nAnswer: A"}\n',
+            {"a.agent.yml": CUT_AGENT},
+        )
+        runner = CliRunner()
+        first = runner.invoke(app, ["test", str(root / "a.agent.yml"), "--cache"])
+        asked = len(server.requests)
+        again = runner.invoke(app, ["test", str(root / "a.agent.yml"), "--cache"])
+        asked_again = len(server.requests) - asked
+    assert first.exit_code == 0 and again.exit_code == 0, again.output
+    assert asked == 3 and asked_again == 0  # every cut answer replayed
+    for result in (first, again):  # and reported as cut both times
+        assert "3 of 3 runs (1, 2, 3) stopped at the token limit (max_tokens: 4" in result.stderr
