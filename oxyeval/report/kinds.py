@@ -293,7 +293,9 @@ class AskReporter(RunReporter):
         from .pretty import cached_calls_line
 
         calls = run.answer.cached_calls
-        return [cached_calls_line(calls)] if calls else []
+        # A cut-off answer is said even with --quiet: the output printed is incomplete.
+        warned = [f"warning: {w}" for w in run.answer.warnings]
+        return warned + ([cached_calls_line(calls)] if calls else [])
 
     def interrupted_line(self, run: Any, reason: str) -> str:
         return f"{reason} before the agent answered"

@@ -482,3 +482,110 @@ def test_answers_cut_at_the_token_limit_are_replayed_by_a_cache_rerun_and_still_
     assert asked == 3 and asked_again == 0  # every cut answer replayed
     for result in (first, again):  # and reported as cut both times
         assert "3 of 3 runs (1, 2, 3) stopped at the token limit (max_tokens: 4" in result.stderr
+
+
+# -- what the judge and the user are shown ---------------------------------------------------
+
+WORKFLOW = """\
+tasks:
+  - name: facts
+    type: formatter
+    template: "March had 3 orders"
+  - name: summary
+    type: agent
+    agent_ref: w.agent.yml
+    prompt: "Summarise: {{ facts }}"
+tests:
+  - type: consistency
+    task_ref: summary
+    n: 2
+    model_ref: judge
+"""
+
+
+def test_a_workflow_test_shows_its_judge_the_prompt_as_rendered(make_project: Any) -> None:
+    # Recorded: the judge was shown "{{ month }}" (the template), not what was asked.
+    from typer.testing import CliRunner
+
+    from oxyeval.cli import app
+
+    with (
+        fake_llama_cpp(numbered("Three orders in March")) as model,
+        fake_llama_cpp(judge_reply("A")) as judge,
+    ):
+        root = make_project(
+            "models:\n"
+            f"  - {{name: gemma, vendor: openai, model_ref: g, api_url: {model.url}}}\n"
+            f"  - {{name: judge, vendor: openai, model_ref: j, api_url: {judge.url}}}\n",
+            {
+                "w.agent.yml": "model: gemma\nsystem_instructions: Answer.\n",
+                "r.workflow.yml": WORKFLOW,
+            },
+        )
+        result = CliRunner().invoke(app, ["test", str(root / "r.workflow.yml"), "--no-history"])
+        shown = [r.body["messages"][-1]["content"] for r in judge.requests]
+    assert result.exit_code == 0, result.output
+    assert shown and all("Summarise: March had 3 orders" in p for p in shown)
+    assert not any("{{ facts }}" in p for p in shown)
+
+
+def test_oxy_run_question_warns_when_the_answer_stopped_at_the_token_limit(
+    make_project: Any,
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from oxyeval.cli import app
+
+    with fake_llama_cpp("The total of all the orders is forty two") as server:
+        root = make_project(
+            "models:\n"
+            f"  - {{name: gemma, vendor: openai, model_ref: g, api_url: {server.url}, "
+            "max_tokens: 3}\n",
+            {"a.agent.yml": "model: gemma\nsystem_instructions: Answer.\n"},
+        )
+        runner = CliRunner()
+        args = ["run", str(root / "a.agent.yml"), "--question", "Total?"]
+        pretty = runner.invoke(app, args)
+        as_json = runner.invoke(app, [*args, "--format", "json"])
+    assert pretty.exit_code == 0 and pretty.stdout.strip() == "The total of"
+    assert "the answer stopped at the token limit (max_tokens: 3 for model 'gemma')" in (
+        pretty.stderr
+    )
+    warnings = json.loads(as_json.stdout)["warnings"]
+    assert any("stopped at the token limit" in w for w in warnings)
+
+
+SERVER_TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/llama_cpp/server/errors.py", line 171, in custom_route_handler\n'
+    "    response = await original_route_handler(request)\n"
+    "RuntimeError: llama_decode returned -3"
+)
+
+
+def test_a_server_traceback_is_shown_as_its_exception_once_per_output(make_project: Any) -> None:
+    from typer.testing import CliRunner
+
+    from oxyeval.cli import app
+
+    from ..fakes import FakeResponse, FakeServer
+
+    def crash(_request: Any) -> FakeResponse:
+        return FakeResponse(500, {"error": {"message": SERVER_TRACEBACK}})
+
+    with FakeServer(crash) as server:
+        root = make_project(
+            "models:\n"
+            f"  - {{name: gemma, vendor: openai, model_ref: g, api_url: {server.url}, "
+            "max_retries: 0}\n"
+            "  - {name: judge, vendor: mock, outputs: ['Answer: A']}\n",
+            {"a.agent.yml": CUT_AGENT},
+        )
+        result = CliRunner().invoke(app, ["test", str(root / "a.agent.yml"), "--no-history"])
+    assert result.exit_code == 3
+    stdout = " ".join(result.stdout.split())  # as one line, whatever the terminal width
+    assert "RuntimeError: llama_decode returned -3 (the server's traceback is left out)" in stdout
+    assert "custom_route_handler" not in result.output
+    assert result.stdout.count("llama_decode returned -3") == 1  # listed once, not per line
