@@ -60,7 +60,7 @@ from ..providers import (
     api_url_problem,
     default_concurrency,
     header_problem,
-    local_endpoint,
+    streamed_by_default,
     value_problem,
 )
 from ..redact import register_credentials, register_secret
@@ -452,7 +452,7 @@ def _model(
         headers=headers,
         api_key=api_key if data.get("apiKeyHeader") is None else None,
         concurrency=default_concurrency(vendor, api_url),
-        stream=local_endpoint(vendor, api_url),
+        stream=streamed_by_default(vendor, api_url),
     )
     spec = _limits(spec, data)
     return ChatModel(key, url, fmt, spec, data.get("apiKeyHeader"), doc, api_key=api_key)

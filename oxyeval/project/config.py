@@ -27,8 +27,8 @@ from ..providers import (
     default_concurrency,
     default_embedding_model,
     default_key_var,
-    local_endpoint,
     price_for,
+    streamed_by_default,
     vendor_model_spec,
 )
 from ..redact import is_secret_name, register_credentials, register_secret
@@ -238,7 +238,7 @@ def _model_spec(entry: dict[str, Any]) -> ModelSpec:
         # A local server answers one request at a time unless the entry says otherwise,
         # and is streamed to, so an abandoned call stops its generation.
         concurrency=entry.get("concurrency", default_concurrency(vendor, entry.get("api_url"))),
-        stream=local_endpoint(vendor, entry.get("api_url")),
+        stream=streamed_by_default(vendor, entry.get("api_url")),
     )
     return spec
 

@@ -35,6 +35,7 @@ _EXPORTS = {
     "LOCAL_CONCURRENCY": "local",
     "default_concurrency": "local",
     "local_endpoint": "local",
+    "streamed_by_default": "local",
     "Limiters": "_limiter",
     "shared_limiters": "_limiter",
     "ResponseCache": "_response_cache",
@@ -148,6 +149,7 @@ __all__ = [
     "resolve_api_key",
     "shared_limiters",
     "stopped_at_token_limit",
+    "streamed_by_default",
     "thinking_model",
     "value_problem",
     "vendor_class",
@@ -219,6 +221,11 @@ if TYPE_CHECKING:
         vendor_endpoint,
         vendor_model_spec,
     )
-    from .local import LOCAL_CONCURRENCY, default_concurrency, local_endpoint
+    from .local import (
+        LOCAL_CONCURRENCY,
+        default_concurrency,
+        local_endpoint,
+        streamed_by_default,
+    )
     from .pricing import BUILTIN_PRICES, PRICES_DATE, Price, cost_of, price_for
     from .variants import model_spec

@@ -5,9 +5,9 @@ often answers one request at a time and queues the rest, each queued request's
 ``timeout`` running while it waits, and it goes on generating for a request whose
 client left unless the request was streamed. So a model whose endpoint is local starts
 at :data:`LOCAL_CONCURRENCY` requests in flight unless its definition says otherwise,
-and its calls are streamed (:func:`local_endpoint` is what
-:class:`~oxyeval.providers.Model` asks), so that a timed-out or cancelled call stops
-the generation on servers that notice a closed stream.
+and the calls to an OpenAI-compatible one are streamed (:func:`streamed_by_default`), so
+that a timed-out or cancelled call stops the generation on servers that notice a closed
+stream.
 """
 
 from __future__ import annotations
@@ -15,7 +15,13 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
-__all__ = ["LOCAL_CONCURRENCY", "REMOTE_CONCURRENCY", "default_concurrency", "local_endpoint"]
+__all__ = [
+    "LOCAL_CONCURRENCY",
+    "REMOTE_CONCURRENCY",
+    "default_concurrency",
+    "local_endpoint",
+    "streamed_by_default",
+]
 
 #: Requests in flight for a local endpoint whose model definition sets no
 #: ``concurrency``: llama-cpp-python and a laptop's Ollama serve one at a time.
@@ -24,6 +30,9 @@ LOCAL_CONCURRENCY = 1
 REMOTE_CONCURRENCY = 16
 #: Vendors whose default endpoint is on this machine.
 _LOCAL_VENDORS = frozenset({"ollama"})
+#: The wire formats local servers speak (llama.cpp, Ollama, vLLM, LM Studio, TGI): a
+#: local endpoint of another vendor is a proxy or a test double, left as configured.
+_LOCAL_SERVER_VENDORS = frozenset({"openai", "ollama"})
 
 
 def local_endpoint(vendor: str, api_url: str | None) -> bool:
@@ -48,3 +57,9 @@ def local_endpoint(vendor: str, api_url: str | None) -> bool:
 def default_concurrency(vendor: str, api_url: str | None) -> int:
     """The ``concurrency`` of a model definition that sets none."""
     return LOCAL_CONCURRENCY if local_endpoint(vendor, api_url) else REMOTE_CONCURRENCY
+
+
+def streamed_by_default(vendor: str, api_url: str | None) -> bool:
+    """Whether a model definition that says nothing about it streams its calls: a local
+    endpoint of an OpenAI-compatible server."""
+    return vendor in _LOCAL_SERVER_VENDORS and local_endpoint(vendor, api_url)
