@@ -54,17 +54,9 @@ from typing import Any
 from ..errors import Diagnostic, LoadError
 from ..inputs import JSONProblem, loads
 from ..patterns import PatternError, compile_pattern
-from ..providers import (
-    GenerateParams,
-    ModelSpec,
-    api_url_problem,
-    default_concurrency,
-    header_problem,
-    streamed_by_default,
-    value_problem,
-)
+from ..providers import ModelSpec, api_url_problem, endpoint_defaults, header_problem, value_problem
 from ..redact import register_credentials, register_secret
-from .config import Project
+from .config import Project, with_limits
 from .document import Document, KeyPath, parse_yaml, read_text
 from .schema import did_you_mean, validate_document
 from .templates import TemplateRef, answer_prompt
@@ -393,7 +385,7 @@ def _model(
                             at_key=True,
                         )
                     )
-            spec = _limits(project.models[key], data)
+            spec = _own(project.models[key], data)
             return None if len(problems) > count else ChatModel(key, "", "config", spec, doc=doc)
         hint = f" or a model named '{key}' in config.yml" if project is not None else ""
         problems.append(
@@ -451,24 +443,14 @@ def _model(
         api_url=api_url,
         headers=headers,
         api_key=api_key if data.get("apiKeyHeader") is None else None,
-        concurrency=default_concurrency(vendor, api_url),
-        stream=streamed_by_default(vendor, api_url),
+        **endpoint_defaults(vendor, api_url),
     )
-    spec = _limits(spec, data)
+    spec = _own(spec, data)
     return ChatModel(key, url, fmt, spec, data.get("apiKeyHeader"), doc, api_key=api_key)
 
 
-def _limits(spec: ModelSpec, data: Mapping[str, Any]) -> ModelSpec:
-    """``spec`` with the file's ``maxTokens``, ``timeout`` and ``concurrency``, the keys
-    every model definition may set (over a config.yml model's own, when it names one)."""
-    changes: dict[str, Any] = {}
-    if "maxTokens" in data:
-        changes["params"] = spec.params.merged(GenerateParams(max_tokens=data["maxTokens"]))
-    if "timeout" in data:
-        changes["timeout"] = float(data["timeout"])
-    if "concurrency" in data:
-        changes["concurrency"] = data["concurrency"]
-    return replace(spec, **changes) if changes else spec
+def _own(spec: ModelSpec, data: Mapping[str, Any]) -> ModelSpec:
+    return with_limits(spec, data.get("maxTokens"), data.get("timeout"), data.get("concurrency"))
 
 
 def _mock(

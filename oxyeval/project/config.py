@@ -24,11 +24,10 @@ from ..providers import (
     Price,
     ProviderEndpoint,
     canonical_vendor,
-    default_concurrency,
     default_embedding_model,
     default_key_var,
+    endpoint_defaults,
     price_for,
-    streamed_by_default,
     vendor_model_spec,
 )
 from ..redact import is_secret_name, register_credentials, register_secret
@@ -42,6 +41,7 @@ __all__ = [
     "Project",
     "check_model",
     "load_project",
+    "with_limits",
 ]
 
 #: Entry keys handed to the vendor class as ``ModelSpec.options``: the mock's script,
@@ -237,10 +237,27 @@ def _model_spec(entry: dict[str, Any]) -> ModelSpec:
         **{k: entry[k] for k in ("timeout", "max_retries") if k in entry},
         # A local server answers one request at a time unless the entry says otherwise,
         # and is streamed to, so an abandoned call stops its generation.
-        concurrency=entry.get("concurrency", default_concurrency(vendor, entry.get("api_url"))),
-        stream=streamed_by_default(vendor, entry.get("api_url")),
+        **endpoint_defaults(vendor, entry.get("api_url")),
     )
-    return spec
+    return with_limits(spec, concurrency=entry.get("concurrency"))
+
+
+def with_limits(
+    spec: ModelSpec,
+    max_tokens: int | None = None,
+    timeout: float | None = None,
+    concurrency: int | None = None,
+) -> ModelSpec:
+    """``spec`` with the keys every model definition may set (config.yml's models,
+    chattest model files) laid over its own; None leaves a key as it is."""
+    changes: dict[str, Any] = {}
+    if max_tokens is not None:
+        changes["params"] = spec.params.merged(GenerateParams(max_tokens=max_tokens))
+    if timeout is not None:
+        changes["timeout"] = float(timeout)
+    if concurrency is not None:
+        changes["concurrency"] = concurrency
+    return replace(spec, **changes) if changes else spec
 
 
 def load_project(

@@ -36,6 +36,7 @@ _EXPORTS = {
     "default_concurrency": "local",
     "local_endpoint": "local",
     "streamed_by_default": "local",
+    "endpoint_defaults": "local",
     "Limiters": "_limiter",
     "shared_limiters": "_limiter",
     "ResponseCache": "_response_cache",
@@ -136,6 +137,7 @@ __all__ = [
     "default_key_var",
     "embedding_vendor_class",
     "embedding_vendors",
+    "endpoint_defaults",
     "extra_problem",
     "header_problem",
     "json_object",
@@ -224,6 +226,7 @@ if TYPE_CHECKING:
     from .local import (
         LOCAL_CONCURRENCY,
         default_concurrency,
+        endpoint_defaults,
         local_endpoint,
         streamed_by_default,
     )

@@ -13,12 +13,14 @@ stream.
 from __future__ import annotations
 
 import ipaddress
+from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = [
     "LOCAL_CONCURRENCY",
     "REMOTE_CONCURRENCY",
     "default_concurrency",
+    "endpoint_defaults",
     "local_endpoint",
     "streamed_by_default",
 ]
@@ -63,3 +65,12 @@ def streamed_by_default(vendor: str, api_url: str | None) -> bool:
     """Whether a model definition that says nothing about it streams its calls: a local
     endpoint of an OpenAI-compatible server."""
     return vendor in _LOCAL_SERVER_VENDORS and local_endpoint(vendor, api_url)
+
+
+def endpoint_defaults(vendor: str, api_url: str | None) -> dict[str, Any]:
+    """The :class:`~oxyeval.providers.ModelSpec` fields a model definition that sets none
+    of them gets from where its endpoint is: ``concurrency`` and ``stream``."""
+    return {
+        "concurrency": default_concurrency(vendor, api_url),
+        "stream": streamed_by_default(vendor, api_url),
+    }
