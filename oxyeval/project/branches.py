@@ -63,6 +63,10 @@ class BranchDef:
     #: None: not declared, the prompt's or model's cap applies (:meth:`cap`).
     max_tokens: int | None = None
     top_p: float = DEFAULT_TOP_P
+    #: Seconds per attempt and requests in flight (extensions, YAML only); None: the
+    #: model's own.
+    timeout: float | None = None
+    concurrency: int | None = None
     control: bool = False
     active: bool = True
     other_params: Mapping[str, Any] = field(default_factory=dict)
@@ -125,6 +129,8 @@ def parse_branches(
             description=item.get("description"),
             temperature=float(item.get("temperature", DEFAULT_TEMPERATURE)),
             max_tokens=int(item["max_tokens"]) if "max_tokens" in item else None,
+            timeout=float(item["timeout"]) if "timeout" in item else None,
+            concurrency=int(item["concurrency"]) if "concurrency" in item else None,
             top_p=float(item.get("top_p", DEFAULT_TOP_P)),
             control=bool(item.get("control", False)),
             active=bool(item.get("active", True)),

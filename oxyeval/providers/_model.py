@@ -273,9 +273,12 @@ class Model:
             self.spec.price if self.spec.price is not None else price_for(self.spec.model_ref)
         )
 
-    def variant(self, params: GenerateParams, *, name: str | None = None) -> Model:
-        """This model with ``params`` laid over its own sampling settings: the same
-        endpoint limiter, HTTP client, retry policy and price, no config.yml entry.
+    def variant(
+        self, params: GenerateParams, *, name: str | None = None, timeout: float | None = None
+    ) -> Model:
+        """This model with ``params`` laid over its own sampling settings (and another
+        ``timeout`` per attempt, when given): the same endpoint limiter, HTTP client, retry
+        policy and price, no config.yml entry.
 
         ``name`` (default: this model's name and the settings changed, ``gpt[temperature=0.9]``)
         is what messages and ``Completion.model`` call it.
@@ -287,6 +290,8 @@ class Model:
         spec = replace(
             self.spec, name=name, params=self.spec.params.merged(params), price=self.price
         )
+        if timeout is not None:
+            spec = replace(spec, timeout=timeout)
         api = type(self.api)(spec, self.api.client)
         return Model(api, retry=self.retry, sleep=self._sleep, limiter=self.limiter)
 

@@ -208,7 +208,7 @@ template: "Total of {{ q }}?"
 similarity: lexical
 branches:
   - {name: plain, model: gemma, control: true}
-  - {name: short, model: gemma, max_tokens: 16}
+  - {name: short, model: gemma, max_tokens: 16, timeout: 30}
 cases:
   - {name: one, input: {q: "1+1"}, expected_output: "2"}
 """
@@ -589,3 +589,44 @@ def test_a_server_traceback_is_shown_as_its_exception_once_per_output(make_proje
     assert "RuntimeError: llama_decode returned -3 (the server's traceback is left out)" in stdout
     assert "custom_route_handler" not in result.output
     assert result.stdout.count("llama_decode returned -3") == 1  # listed once, not per line
+
+
+def test_a_branch_sets_its_own_timeout_and_concurrency(make_project: Any) -> None:
+    from oxyeval.project import load_project
+    from oxyeval.project.prompts import load_prompts
+    from oxyeval.suites.ab.plan import _branch_model
+    from oxyeval.workflow import RunContext
+
+    prompt_text = AB_PROMPT.replace(
+        "{name: short, model: gemma, max_tokens: 16, timeout: 30}",
+        "{name: short, model: gemma, max_tokens: 16, timeout: 30, concurrency: 1}",
+    ).replace("{name: plain, model: gemma, control: true}", "{name: plain, model: hosted}")
+    root = make_project(
+        LOCAL_CONFIG.format(url="http://127.0.0.1:9/v1"), {"totals.prompt.yml": prompt_text}
+    )
+    project = load_project(root)
+    (prompt,) = load_prompts(project, [root / "totals.prompt.yml"])
+    declared = {b.name: b for b in prompt.branches_of(prompt.cases[0])}
+    short, plain = declared["short"], declared["plain"]
+    assert (short.timeout, short.concurrency) == (30.0, 1)
+    assert (plain.timeout, plain.concurrency) == (None, None)
+
+    async def go() -> Any:
+        from oxyeval.store import TestBranch
+
+        async with RunContext(project, environ={"K": "k"}) as context:
+            made = {}
+            for b in (short, plain):
+                row = TestBranch(
+                    id=f"totals::one@{b.name}", test_case_id="totals::one", name=b.name,
+                    description=None, provider=None, model=b.model, temperature=0.7,
+                    max_tokens=b.cap(project, 64), top_p=1.0, is_control=False,
+                    is_active=True, other_params={}, source_file="totals.prompt.yml",
+                    created_at="", updated_at="",
+                )  # fmt: skip
+                made[b.name] = _branch_model(context, project, declared, row)
+            return made
+
+    made = asyncio.run(go())
+    assert made["short"].spec.timeout == 30.0 and made["short"].limiter.ceiling == 1
+    assert made["plain"].spec.timeout == 120.0 and made["plain"].limiter.ceiling == 16
