@@ -54,8 +54,10 @@ if TYPE_CHECKING:
     from oxyeval.providers import ChatMessage, Completion, GenerateParams, ModelSpec, RetryPolicy
 
 __all__ = [
+    "LLAMA_CPP_FORMAT_REFUSAL",
     "FakeResponse",
     "FakeServer",
+    "LlamaCppServer",
     "RecordedRequest",
     "Responder",
     "ResponseLike",
@@ -68,6 +70,7 @@ __all__ = [
     "fake_anthropic",
     "fake_gemini",
     "fake_gemini_embeddings",
+    "fake_llama_cpp",
     "fake_openai",
     "fake_openai_embeddings",
     "fake_vector",
@@ -129,7 +132,7 @@ class StreamBody:
     (seconds after the previous one): server-sent events for streaming tests. ``cut``
     drops the connection after the last piece instead of ending the body properly."""
 
-    chunks: list[tuple[float, bytes]]
+    chunks: Iterable[tuple[float, bytes]]
     content_type: str = "text/event-stream"
     cut: bool = False
 
@@ -1388,6 +1391,162 @@ def fake_gemini_embeddings(
         return FakeResponse(200, gemini_embeddings_response(vectors))
 
     return FakeServer(respond, prefix=prefix, latency=latency)
+
+
+# --------------------------------------------------------------------------- a local server
+
+#: What llama-cpp-python 0.3.36's server answers, with HTTP 500, to ``response_format:
+#: {"type": "json_schema", ...}`` (its pydantic report, as recorded on the real server).
+LLAMA_CPP_FORMAT_REFUSAL = (
+    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  Input "
+    "should be 'text' or 'json_object' [type=literal_error, input_value='json_schema', "
+    "input_type=str]\n    For further information visit "
+    "https://errors.pydantic.dev/2.10/v/literal_error"
+)
+
+
+class LlamaCppServer(FakeServer):
+    """:func:`fake_llama_cpp`'s server, with what it generated."""
+
+    def __init__(self, responder: Responder) -> None:
+        super().__init__(responder)
+        #: Tokens generated per request, in the order generation ended: a streamed
+        #: request whose client left stops short; a whole one never does.
+        self.generated: list[int] = []
+        self.slot = threading.Lock()  # one request generates at a time
+        self.ended = threading.Condition(self._lock)
+
+    def note(self, tokens: int) -> None:
+        with self.ended:
+            self.generated.append(tokens)
+            self.ended.notify_all()
+
+    def wait_generated(self, count: int, timeout: float = 5.0) -> list[int]:
+        """The tokens of the first ``count`` generations, once they have ended."""
+        with self.ended:
+            self.ended.wait_for(lambda: len(self.generated) >= count, timeout)
+            return list(self.generated)
+
+
+def fake_llama_cpp(
+    text: TextSource = None,
+    *,
+    n_ctx: int = 4096,
+    tokens_per_second: float = 4000.0,
+    prompt_tokens: int = 50,
+) -> LlamaCppServer:
+    """An OpenAI-compatible server that behaves as llama-cpp-python 0.3.36 serving a tiny
+    model did (``real-llm-server.md``), at a token rate a test can afford:
+
+    * ``response_format`` ``json_schema`` is refused with HTTP 500
+      (:data:`LLAMA_CPP_FORMAT_REFUSAL`); ``{"type": "json_object", "schema": ...}`` is
+      taken, and ``text`` then answers as for any structured request;
+    * the ``gemma`` chat format drops ``system`` messages: ``text`` sees the body without
+      them;
+    * without ``max_tokens`` the model writes until the context is full (``n_ctx`` less
+      the prompt), then stops with ``finish_reason: length``; with it, the answer is cut
+      at that many tokens (one token a word) and ``length`` said when it was cut;
+    * one request generates at a time, ``tokens_per_second`` fast; a whole (not streamed)
+      request is generated to its end even when its client left; a streamed one stops
+      when its client goes (see :attr:`LlamaCppServer.generated`).
+    """
+    server: LlamaCppServer
+
+    def respond(request: RecordedRequest) -> FakeResponse:
+        body = request.body
+        if request.method != "POST" or request.route != "/v1/chat/completions":
+            return FakeResponse(404, {"detail": "Not Found"})
+        if not isinstance(body, dict) or not body.get("messages"):
+            return FakeResponse(
+                500, openai_error("messages: Field required", "internal_server_error")
+            )
+        wanted = body.get("response_format")
+        if isinstance(wanted, dict) and wanted.get("type") not in ("text", "json_object"):
+            return FakeResponse(
+                500, openai_error(LLAMA_CPP_FORMAT_REFUSAL, "internal_server_error")
+            )
+        kept = [m for m in body["messages"] if m.get("role") != "system"]
+        seen = RecordedRequest(
+            request.method, request.path, request.headers, {**body, "messages": kept}
+        )
+        answer = _text_for(text, seen)
+        if isinstance(answer, Mapping):
+            answer = answer["choices"][0]["message"]["content"] or ""
+        words = answer.split()
+        cap = body.get("max_tokens")
+        room = max(1, n_ctx - prompt_tokens)
+        if cap is None:  # a base model rambles on until the context is full
+            words = (words + ["and"] * room)[:room]
+            finish = "length"
+        else:
+            finish = "length" if len(words) > cap else "stop"
+            words = words[: int(cap)]
+        if body.get("stream"):
+            return FakeResponse(
+                200,
+                StreamBody(_LlamaStream(server, body["model"], words, finish, tokens_per_second)),
+            )
+        with server.slot:  # generated whole, whoever is still listening
+            server._stopping.wait(len(words) / tokens_per_second)
+            server.note(len(words))
+        reply = openai_chat_response(
+            " ".join(words),
+            finish_reason=finish,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=len(words),
+            model=body["model"],
+        )
+        return FakeResponse(200, reply)
+
+    server = LlamaCppServer(respond)
+    return server
+
+
+class _LlamaStream:
+    """Server-sent chunks, one token each, generated only while the client reads."""
+
+    def __init__(
+        self, server: LlamaCppServer, model: str, words: list[str], finish: str, rate: float
+    ) -> None:
+        self.server, self.model, self.words, self.finish, self.rate = (
+            server,
+            model,
+            words,
+            finish,
+            rate,
+        )
+
+    def __iter__(self) -> Any:
+        sent = 0
+        with self.server.slot:
+            try:
+                for index, word in enumerate(self.words):
+                    chunk = {
+                        "object": "chat.completion.chunk",
+                        "model": self.model,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "delta": {"content": (" " if index else "") + word},
+                                "finish_reason": None,
+                            }
+                        ],
+                    }
+                    yield (1.0 / self.rate, f"data: {json.dumps(chunk)}\n\n".encode())
+                    sent += 1
+                last = {
+                    "object": "chat.completion.chunk",
+                    "model": self.model,
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": self.finish}],
+                    "usage": {
+                        "prompt_tokens": 50,
+                        "completion_tokens": sent,
+                        "total_tokens": 50 + sent,
+                    },
+                }
+                yield (0.0, f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode())
+            finally:
+                self.server.note(sent)
 
 
 # --------------------------------------------------------------------------- driving models

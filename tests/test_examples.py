@@ -115,7 +115,8 @@ def test_example_ab_test_ranks_the_three_configurations(examples: Path) -> None:
     cases = {c["caseName"]: c for c in json.loads(result.stdout)["cases"]}
     assert sorted(cases) == ["negative", "neutral", "positive", "subtle negative"]
     for case in cases.values():
-        assert case["winner"]["branchName"] == "mini"
+        # One iteration: mini ranks first, and no winner is called over noise.
+        assert case["branches"][0]["branchName"] == "mini" and case["winner"] is None
         by_name = {b["branchName"]: b for b in case["branches"]}
         assert by_name["current"]["estimatedCost"] is None  # no price: unknown, never 0
         assert by_name["large"]["latencyMs"] > by_name["mini"]["latencyMs"]

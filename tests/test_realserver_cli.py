@@ -78,7 +78,7 @@ def _token_lines(stderr: str) -> list[str]:
 # ------------------------------------------------------- item 18: the token-limit warning
 
 
-def test_cut_runs_are_one_line_naming_the_test_and_not_blaming_an_unset_max_tokens(
+def test_cut_runs_are_one_line_naming_the_test_and_the_default_cap(
     make_project: MakeProject,
 ) -> None:
     with fake_openai(cut_every_other()) as server:
@@ -90,7 +90,9 @@ def test_cut_runs_are_one_line_naming_the_test_and_not_blaming_an_unset_max_toke
     assert re.search(
         r"test 'totals' \(\S*a\.agent\.yml\): 3 of 6 runs \(\d, \d, \d\) stopped", line
     )
-    assert "server's token limit" in line and "no max_tokens set" in line
+    # No max_tokens set: the default cap went out, and either it or the server's context
+    # cut the answer; the line says both.
+    assert "max_tokens: 2048 for model 'gemma', the default when none is set" in line
     assert "--n_ctx" in line
     assert "raise max_tokens" not in line
 
@@ -143,11 +145,11 @@ def test_a_workflow_task_warns_once_for_its_runs(
     assert run.ok
     lines = [r.getMessage() for r in caplog.records if "token limit" in r.getMessage()]
     assert lines == [
-        "task 'summary': 3 of 3 runs (1, 2, 3) stopped at the server's token limit (model "
-        "'gemma' has no max_tokens set): the prompt and answer probably filled the model's "
-        "context window, or the server caps answers by default. Shorten the prompt, give the "
-        "server a larger context (llama.cpp: --n_ctx / -c), or set max_tokens to cut answers "
-        "on purpose"
+        "task 'summary': 3 of 3 runs (1, 2, 3) stopped at the token limit (max_tokens: 2048 "
+        "for model 'gemma', the default when none is set) and may be cut off: set max_tokens "
+        "for the model to allow longer answers; an answer shorter than that filled the "
+        "server's context window instead (shorten the prompt, or give the server a larger "
+        "context: llama.cpp --n_ctx / -c)"
     ]
 
 
@@ -180,7 +182,7 @@ def test_cases_run_records_the_finish_reason_and_warns(cut_cases: Path) -> None:
     (execution,) = json.loads(result.stdout)["executions"]
     assert execution["finishReason"] == "length" and execution["pending"]
     (line,) = _token_lines(result.stderr)
-    assert "prompt 'summary' v1: case 'long' stopped at the server's token limit" in line
+    assert "prompt 'summary' v1: case 'long' stopped at the token limit (max_tokens: 2048" in line
     assert "only with --force" in line
 
 

@@ -174,6 +174,7 @@ class JsonJudge:
                     mode=str(self.structured_mode),
                     session=self.session,
                     what="answer",
+                    cache=self.cache,
                 )
             except ProviderError as exc:
                 return JudgeResult(

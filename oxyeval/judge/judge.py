@@ -10,7 +10,6 @@ judge error, reported and excluded from the score, never guessed.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, ProviderError
 from ..project.templates import TemplateRef, render
-from ..providers import ChatMessage, Completion, GenerateParams
+from ..providers import ChatMessage, Completion, GenerateParams, thinking_model
 from ..redact import clip
 from .reading import Verdict
 from .rubrics import CONSISTENCY, DEFAULT_CONSISTENCY_PROMPT, Rubric
@@ -87,9 +86,6 @@ class JudgeResult:
 #: Judge replies are a few sentences and a verdict; without a cap a small model that
 #: rambles holds a single-slot server for minutes (and a cut-off reply is reported).
 DEFAULT_JUDGE_MAX_TOKENS = 512
-# Hosted reasoning models get no default cap: their hidden thinking counts against it
-# (an empty reply at 512), and OpenAI's o-series/gpt-5 refuse the max_tokens field.
-_THINKING_MODEL = re.compile(r"(?i)^(?:models/)?(?:o\d|gpt-5|gemini-(?:2\.5|[3-9]))")
 
 
 def _pair(task_description: str, submission_1: str, submission_2: str) -> dict[str, str]:
@@ -168,7 +164,8 @@ class Judge:
         spec = self.model.spec
         if spec.params.max_tokens is not None:
             return spec.params.max_tokens
-        return None if _THINKING_MODEL.match(spec.model_ref or "") else DEFAULT_JUDGE_MAX_TOKENS
+        # Reasoning models get no default cap: their hidden thinking counts against it.
+        return None if thinking_model(spec.model_ref) else DEFAULT_JUDGE_MAX_TOKENS
 
     def _request(self, structured: bool) -> GenerateParams:
         own = GenerateParams(
@@ -186,15 +183,19 @@ class Judge:
             self.rubric.schema,
             mode=str(self.structured_mode),
             session=self.session,
+            cache=self.cache,
         )
 
     def _verdict(self, completion: Completion) -> Verdict | None:
+        """The verdict of one reply: a structured one (a whole JSON object, so complete
+        even when the reply then ran on to the token limit), else read from the text; a
+        reply cut at the token limit only by its complete, final verdict."""
         if completion.structured is not None:
             verdict = self.rubric.structured(completion.structured)
             if verdict is not None:
                 return verdict
         # No structured answer, or a malformed one: read the text as from any judge.
-        return self.rubric.parse(_raw(completion), self.prompt.source)
+        return self.rubric.parse(_raw(completion), self.prompt.source, cut=completion.truncated)
 
     def _limit(self) -> str:
         limit = self.model.max_tokens(self._request(False))

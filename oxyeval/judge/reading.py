@@ -21,7 +21,7 @@ from .retractions import change_of_mind, correction_pattern, settle
 if TYPE_CHECKING:
     from .rubrics import Rubric
 
-__all__ = ["Verdict", "read_verdict", "structured_reading"]
+__all__ = ["Verdict", "read_cut_verdict", "read_verdict", "structured_reading"]
 
 
 @dataclass(frozen=True)
@@ -344,6 +344,35 @@ def read_verdict(text: str, rubric: Rubric, instructions: str | None = None) -> 
         if not bare:
             reasoning = line
     return Verdict(choice, reasoning)
+
+
+_CLOSED = re.compile(r"[.!)\]}*_`\"'”’»]\s*$")
+
+
+def read_cut_verdict(text: str, rubric: Rubric, instructions: str | None = None) -> Verdict | None:
+    """The verdict of a reply cut off at the token limit, or None: only a verdict that is
+    complete and final counts.
+
+    Final: the reply's last line states it, and states the verdict the whole reply is
+    read as (so nothing after it can have changed it, and a list of the options, whose
+    last entry the cut left half-written, is no choice). Complete: that line ended
+    before the cut (a line break follows it, or it closes with punctuation), so the
+    label is not the start of a longer word. "The user should answer: A.\n\n...Be
+    clear on when the two", "Answer: B\n(" and "exactly one of:\nVerdict: PASS\nVerdict:
+    F" have none; "...same totals.\nAnswer: A." has A.
+    """
+    body = text.rstrip()
+    if not body:
+        return None
+    last = body.splitlines()[-1]
+    complete = "\n" in text[len(body) :] or bool(_CLOSED.search(last))
+    if not complete:
+        return None
+    whole = read_verdict(text, rubric, instructions)
+    final = read_verdict(last, rubric, instructions)
+    if whole is None or final is None or final.choice != whole.choice:
+        return None
+    return whole
 
 
 def structured_reading(data: Mapping[str, Any], rubric: Rubric) -> Verdict | None:

@@ -245,10 +245,16 @@ class Rubric:
 
     # -- reading replies -----------------------------------------------------------------
 
-    def parse(self, text: str, instructions: str | None = None) -> Verdict | None:
-        """The verdict of a text reply (see :func:`oxyeval.judge.reading.read_verdict`)."""
-        from .reading import read_verdict
+    def parse(
+        self, text: str, instructions: str | None = None, *, cut: bool = False
+    ) -> Verdict | None:
+        """The verdict of a text reply (see :func:`oxyeval.judge.reading.read_verdict`);
+        ``cut``: the reply stopped at the token limit, and only a complete, final verdict
+        counts (:func:`~oxyeval.judge.reading.read_cut_verdict`)."""
+        from .reading import read_cut_verdict, read_verdict
 
+        if cut:
+            return read_cut_verdict(text, self, instructions)
         return read_verdict(text, self, instructions)
 
     def structured(self, data: Mapping[str, Any]) -> Verdict | None:

@@ -34,9 +34,10 @@ __all__ = [
 
 #: The version of how a reply is read into a verdict (``parse_verdict``), part of every key:
 #: a cached verdict keeps the choice the parser of its day made, so when the reading changes
-#: (2: a judge that changes its mind, "Answer: A? No, B.", counts as B) old verdicts must
-#: not be replayed. Raise it with any change that can read a reply differently.
-READING = 2
+#: (2: a judge that changes its mind, "Answer: A? No, B.", counts as B; 3: a reply cut at
+#: the token limit counts only by a complete, final verdict) old verdicts must not be
+#: replayed. Raise it with any change that can read a reply differently.
+READING = 3
 
 #: The one label of a JSON judge's entry (:class:`~oxyeval.judge.answers.JsonJudge`): the
 #: judge answered with an object of the schema asked for, kept as the entry's ``answer``.

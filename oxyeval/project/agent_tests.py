@@ -29,6 +29,7 @@ from .files import TEST_SUFFIXES, file_kind, inside_project, outside_project, pr
 from .schema import did_you_mean, validate_document
 from .templates import TemplateRef, answer_prompt
 from .test_datasets import is_dataset
+from .tests import DEFAULT_MIN_JUDGED
 
 __all__ = [
     "DEFAULT_TEST_FILE_CONCURRENCY",
@@ -65,6 +66,8 @@ class TestFileSettings:
 
     runs: int = DEFAULT_TEST_FILE_RUNS
     concurrency: int = DEFAULT_TEST_FILE_CONCURRENCY
+    #: Share of a case's runs that must get a verdict (``min_judged``, an extension).
+    min_judged: float = DEFAULT_MIN_JUDGED
     judge_model: str | None = None
     #: ``judge_prompt`` (an extension): the judge's own prompt; None: the PASS/FAIL default.
     judge_prompt: TemplateRef | None = None
@@ -462,6 +465,7 @@ def load_test_file(
         settings=TestFileSettings(
             runs=settings_data.get("runs", DEFAULT_TEST_FILE_RUNS),
             concurrency=settings_data.get("concurrency", DEFAULT_TEST_FILE_CONCURRENCY),
+            min_judged=float(settings_data.get("min_judged", DEFAULT_MIN_JUDGED)),
             judge_model=judge,
             judge_prompt=judge_prompt,
         ),

@@ -40,7 +40,10 @@ __all__ = [
 BRANCH_PROVIDERS = ("openai", "anthropic", "gemini", "ollama")
 #: The Testing API's limit per test case.
 MAX_BRANCHES = 5
-#: The Testing API's defaults: a branch is a sampling configuration, so it always sends them.
+#: The Testing API's defaults: a branch is a sampling configuration, so it always sends
+#: them; all but the answer cap, which a branch declared in a file takes from its prompt
+#: or model unless it sets its own (:meth:`BranchDef.cap`), so an A/B test measures the
+#: request ``oxy cases run`` makes. A branch made through the API stores the API's 2048.
 DEFAULT_TEMPERATURE = 0.7
 DEFAULT_MAX_TOKENS = 2048
 DEFAULT_TOP_P = 1.0
@@ -57,8 +60,13 @@ class BranchDef:
     provider: str | None = None
     description: str | None = None
     temperature: float = DEFAULT_TEMPERATURE
-    max_tokens: int = DEFAULT_MAX_TOKENS
+    #: None: not declared, the prompt's or model's cap applies (:meth:`cap`).
+    max_tokens: int | None = None
     top_p: float = DEFAULT_TOP_P
+    #: Seconds per attempt and requests in flight (extensions, YAML only); None: the
+    #: model's own.
+    timeout: float | None = None
+    concurrency: int | None = None
     control: bool = False
     active: bool = True
     other_params: Mapping[str, Any] = field(default_factory=dict)
@@ -76,15 +84,32 @@ class BranchDef:
         line = f":{pos.line}" if pos else ""
         return f"{self.doc.display}{line} (branch '{self.name}')"
 
-    def fields(self) -> dict[str, Any]:
-        """The store's fields (``store.branches.sync`` / ``create``)."""
+    def cap(self, project: Project, prompt_cap: int | None) -> int:
+        """The answer cap the branch sends: its own, else its prompt's (``prompt_cap``),
+        else its config.yml model's, else the default cap of every model."""
+        from ..providers import DEFAULT_OUTPUT_TOKENS
+
+        if self.max_tokens is not None:
+            return self.max_tokens
+        if prompt_cap is not None:
+            return prompt_cap
+        spec = project.models.get(self.model) if self.provider is None else None
+        if spec is not None and spec.params.max_tokens is not None:
+            return spec.params.max_tokens
+        return DEFAULT_OUTPUT_TOKENS
+
+    def fields(self, max_tokens: int | None = None) -> dict[str, Any]:
+        """The store's fields (``store.branches.sync`` / ``create``); ``max_tokens``: the
+        cap it sends (:meth:`cap`) when it declares none."""
         return {
             "name": self.name,
             "model": self.model,
             "provider": self.provider,
             "description": self.description,
             "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
+            "max_tokens": self.max_tokens
+            if self.max_tokens is not None
+            else max_tokens or DEFAULT_MAX_TOKENS,
             "top_p": self.top_p,
             "is_control": self.control,
             "is_active": self.active,
@@ -103,7 +128,9 @@ def parse_branches(
             provider=item.get("provider"),
             description=item.get("description"),
             temperature=float(item.get("temperature", DEFAULT_TEMPERATURE)),
-            max_tokens=int(item.get("max_tokens", DEFAULT_MAX_TOKENS)),
+            max_tokens=int(item["max_tokens"]) if "max_tokens" in item else None,
+            timeout=float(item["timeout"]) if "timeout" in item else None,
+            concurrency=int(item["concurrency"]) if "concurrency" in item else None,
             top_p=float(item.get("top_p", DEFAULT_TOP_P)),
             control=bool(item.get("control", False)),
             active=bool(item.get("active", True)),

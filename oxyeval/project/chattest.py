@@ -9,6 +9,8 @@ model. The rules chosen where the chattest spec is silent:
 
 * ``runVolume`` absent: 1 (each model answers once); at most 1000.
   ``successThreshold`` absent: 0, as the spec says; it is a share from 0 to 1.
+  ``minJudged`` (extension) absent: 0.5: a cell whose runs got a verdict less than half
+  the time is an error, not a pass rate of the few that did.
   ``testModel`` absent: config.yml's judge model, when a project is given.
 * The wire format comes from the URL's path: ``.../chat/completions`` is OpenAI chat
   (vendor ``openai``, ``api_url`` the URL without ``/chat/completions``), ``.../completions``
@@ -34,6 +36,10 @@ model. The rules chosen where the chattest spec is silent:
 * A model file without ``url`` uses the config.yml model of the same name (with a
   project); a prompt (or ``testModel``) may also name a config.yml model that has no
   model file. A model file with a ``url`` wins over a config.yml model of its name.
+* ``maxTokens``, ``timeout`` and ``concurrency`` (extensions) are config.yml's
+  ``max_tokens``, ``timeout`` and ``concurrency``, set over a config.yml model's own when
+  the file has no ``url``; unset, the defaults of every model apply (an answer cap of
+  2048 tokens, 120 s per attempt, 16 requests in flight, 1 for a local endpoint).
 """
 
 from __future__ import annotations
@@ -48,12 +54,13 @@ from typing import Any
 from ..errors import Diagnostic, LoadError
 from ..inputs import JSONProblem, loads
 from ..patterns import PatternError, compile_pattern
-from ..providers import ModelSpec, api_url_problem, header_problem, value_problem
+from ..providers import ModelSpec, api_url_problem, endpoint_defaults, header_problem, value_problem
 from ..redact import register_credentials, register_secret
-from .config import Project
+from .config import Project, with_limits
 from .document import Document, KeyPath, parse_yaml, read_text
 from .schema import did_you_mean, validate_document
 from .templates import TemplateRef, answer_prompt
+from .tests import DEFAULT_MIN_JUDGED
 
 __all__ = [
     "CHATTEST_FORMATS",
@@ -125,6 +132,8 @@ class ChatPrompt:
     test_model: str
     run_volume: int = DEFAULT_RUN_VOLUME
     success_threshold: float = DEFAULT_SUCCESS_THRESHOLD
+    #: Share of a model's runs that must get a verdict (``minJudged``, an extension).
+    min_judged: float = DEFAULT_MIN_JUDGED
     doc: Document | None = None
     where: KeyPath = ()
     #: ``testPrompt`` (an extension): the judge's own prompt; None: the PASS/FAIL default.
@@ -376,7 +385,7 @@ def _model(
                             at_key=True,
                         )
                     )
-            spec = project.models[key]
+            spec = _own(project.models[key], data)
             return None if len(problems) > count else ChatModel(key, "", "config", spec, doc=doc)
         hint = f" or a model named '{key}' in config.yml" if project is not None else ""
         problems.append(
@@ -426,15 +435,22 @@ def _model(
     headers, api_key = _key(doc, data, env, problems, warnings)
     if len(problems) > count:
         return None
+    vendor = _VENDORS[fmt]
     spec = ModelSpec(
         name=key,
-        vendor=_VENDORS[fmt],
+        vendor=vendor,
         model_ref=data.get("model") or model_id or key,
         api_url=api_url,
         headers=headers,
         api_key=api_key if data.get("apiKeyHeader") is None else None,
+        **endpoint_defaults(vendor, api_url),
     )
+    spec = _own(spec, data)
     return ChatModel(key, url, fmt, spec, data.get("apiKeyHeader"), doc, api_key=api_key)
+
+
+def _own(spec: ModelSpec, data: Mapping[str, Any]) -> ModelSpec:
+    return with_limits(spec, data.get("maxTokens"), data.get("timeout"), data.get("concurrency"))
 
 
 def _mock(
@@ -544,6 +560,7 @@ def _prompt(
         test_model=test_model,
         run_volume=data.get("runVolume", DEFAULT_RUN_VOLUME),
         success_threshold=float(data.get("successThreshold", DEFAULT_SUCCESS_THRESHOLD)),
+        min_judged=float(data.get("minJudged", DEFAULT_MIN_JUDGED)),
         doc=doc,
         test_prompt=answer_prompt(doc, ("testPrompt",), data.get("testPrompt"), problems),
     )

@@ -26,6 +26,7 @@ from ..providers import (
     canonical_vendor,
     default_embedding_model,
     default_key_var,
+    endpoint_defaults,
     price_for,
     vendor_model_spec,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "Project",
     "check_model",
     "load_project",
+    "with_limits",
 ]
 
 #: Entry keys handed to the vendor class as ``ModelSpec.options``: the mock's script,
@@ -232,9 +234,30 @@ def _model_spec(entry: dict[str, Any]) -> ModelSpec:
         params=params,
         options=options,
         api_key=api_key or None,
-        **{k: entry[k] for k in ("timeout", "max_retries", "concurrency") if k in entry},
+        **{k: entry[k] for k in ("timeout", "max_retries") if k in entry},
+        # A local server answers one request at a time unless the entry says otherwise,
+        # and is streamed to, so an abandoned call stops its generation.
+        **endpoint_defaults(vendor, entry.get("api_url")),
     )
-    return spec
+    return with_limits(spec, concurrency=entry.get("concurrency"))
+
+
+def with_limits(
+    spec: ModelSpec,
+    max_tokens: int | None = None,
+    timeout: float | None = None,
+    concurrency: int | None = None,
+) -> ModelSpec:
+    """``spec`` with the keys every model definition may set (config.yml's models,
+    chattest model files) laid over its own; None leaves a key as it is."""
+    changes: dict[str, Any] = {}
+    if max_tokens is not None:
+        changes["params"] = spec.params.merged(GenerateParams(max_tokens=max_tokens))
+    if timeout is not None:
+        changes["timeout"] = float(timeout)
+    if concurrency is not None:
+        changes["concurrency"] = concurrency
+    return replace(spec, **changes) if changes else spec
 
 
 def load_project(

@@ -30,6 +30,13 @@ _EXPORTS = {
     "OWNED_FIELDS": "_base",
     "extra_problem": "_base",
     "stopped_at_token_limit": "_base",
+    "thinking_model": "_base",
+    "DEFAULT_OUTPUT_TOKENS": "_base",
+    "LOCAL_CONCURRENCY": "local",
+    "default_concurrency": "local",
+    "local_endpoint": "local",
+    "streamed_by_default": "local",
+    "endpoint_defaults": "local",
     "Limiters": "_limiter",
     "shared_limiters": "_limiter",
     "ResponseCache": "_response_cache",
@@ -91,7 +98,9 @@ _EXPORTS = {
 __all__ = [
     "BATCH_SHARE",
     "BUILTIN_PRICES",
+    "DEFAULT_OUTPUT_TOKENS",
     "ENV_BASE_URLS",
+    "LOCAL_CONCURRENCY",
     "OLLAMA_DEFAULT_PORT",
     "OWNED_FIELDS",
     "PRICES_DATE",
@@ -140,14 +149,17 @@ __all__ = [
     "counting",
     "current_batcher",
     "current_repeat",
+    "default_concurrency",
     "default_embedding_model",
     "default_key_var",
     "embedding_vendor_class",
     "embedding_vendors",
+    "endpoint_defaults",
     "extra_problem",
     "header_problem",
     "in_collecting_pass",
     "json_object",
+    "local_endpoint",
     "missing_credentials",
     "model_spec",
     "price_for",
@@ -157,6 +169,8 @@ __all__ = [
     "resolve_api_key",
     "shared_limiters",
     "stopped_at_token_limit",
+    "streamed_by_default",
+    "thinking_model",
     "value_problem",
     "vendor_class",
     "vendor_endpoint",
@@ -167,6 +181,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from ._base import (
+        DEFAULT_OUTPUT_TOKENS,
         OWNED_FIELDS,
         TRUNCATED_REASONS,
         ChatMessage,
@@ -185,6 +200,7 @@ if TYPE_CHECKING:
         extra_problem,
         json_object,
         stopped_at_token_limit,
+        thinking_model,
     )
     from ._checks import api_url_problem, header_problem, value_problem
     from ._limiter import Limiters, shared_limiters
@@ -234,6 +250,13 @@ if TYPE_CHECKING:
         configured_endpoint,
         vendor_endpoint,
         vendor_model_spec,
+    )
+    from .local import (
+        LOCAL_CONCURRENCY,
+        default_concurrency,
+        endpoint_defaults,
+        local_endpoint,
+        streamed_by_default,
     )
     from .pricing import BATCH_SHARE, BUILTIN_PRICES, PRICES_DATE, Price, cost_of, price_for
     from .variants import model_spec

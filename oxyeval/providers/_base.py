@@ -13,6 +13,7 @@ This module imports nothing heavy (no httpx): the store and the reports read
 
 from __future__ import annotations
 
+import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from .pricing import Price
 
 __all__ = [
+    "DEFAULT_OUTPUT_TOKENS",
     "TRUNCATED_REASONS",
     "AttemptTimeout",
     "ChatMessage",
@@ -46,6 +48,7 @@ __all__ = [
     "VendorAPI",
     "json_object",
     "stopped_at_token_limit",
+    "thinking_model",
     "with_extra",
 ]
 
@@ -53,6 +56,21 @@ __all__ = [
 #: ``length``, Anthropic's ``max_tokens``, Gemini's ``MAX_TOKENS`` and the Responses
 #: API's ``max_output_tokens``. The one list: completions, agents and the store use it.
 TRUNCATED_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
+
+
+#: The answer-length cap of a model whose call and config.yml set none (see
+#: :meth:`ModelAPI.effective_max_tokens`): long enough for any answer a test judges, short
+#: enough that a small local model at 65 tokens/s answers in about half a minute.
+DEFAULT_OUTPUT_TOKENS = 2048
+
+#: Reasoning models, which get no default cap: their hidden thinking counts against it (an
+#: empty reply at a small cap), and OpenAI's o-series and gpt-5 refuse the max_tokens field.
+_THINKING_MODEL = re.compile(r"(?i)^(?:models/)?(?:o\d|gpt-5|gemini-(?:2\.5|[3-9]))")
+
+
+def thinking_model(model_ref: str) -> bool:
+    """Whether ``model_ref`` names a reasoning model (no default output cap)."""
+    return bool(_THINKING_MODEL.match(model_ref or ""))
 
 
 class AttemptTimeout(ProviderError):
@@ -118,6 +136,9 @@ class ResponseSchema:
     name: str  # ^[A-Za-z0-9_-]{1,64}$: OpenAI and Anthropic both require it
     schema: dict[str, Any]
     description: str = ""
+    #: The wire form, for classes that know several (:attr:`ModelAPI.structured_forms`):
+    #: OpenAI-compatible servers differ (see :mod:`oxyeval.judge.structured`).
+    form: str = "json_schema"
 
 
 @dataclass(frozen=True)
@@ -337,6 +358,10 @@ class ModelSpec:
     timeout: float = 120.0  # seconds per attempt
     max_retries: int = 4  # attempts after the first
     concurrency: int = 16  # requests in flight for this model
+    #: Stream every call, so a call that times out or is cancelled closes its stream and
+    #: the server stops generating for it (set for local endpoints: see
+    #: :mod:`oxyeval.providers.local`).
+    stream: bool = False
     params: GenerateParams = field(default_factory=GenerateParams)
     options: dict[str, Any] = field(default_factory=dict)  # vendor-specific (mock outputs...)
     api_key: str | None = None  # resolved from key_var at run time; never printed
@@ -410,20 +435,33 @@ class ModelAPI(VendorAPI, ABC):
     structured_output: ClassVar[bool] = False
     #: Whether the class sends a message's ``images`` (a vision model's input).
     vision: ClassVar[bool] = False
+    #: The structured forms the class can send (:attr:`ResponseSchema.form`), in the order
+    #: a judge tries them on an endpoint it does not know yet.
+    structured_forms: ClassVar[tuple[str, ...]] = ("json_schema",)
     #: The ``max_tokens`` the class sends when neither the call nor config.yml sets one
     #: (Anthropic's API refuses a request without it); None: the field is left out and
     #: the server decides how long an answer may be.
     default_max_tokens: ClassVar[int | None] = None
 
     @classmethod
-    def effective_max_tokens(cls, params: GenerateParams) -> int | None:
+    def effective_max_tokens(cls, params: GenerateParams, model_ref: str = "") -> int | None:
         """The answer-length limit a call with ``params`` (already merged over the
         model's own) goes out with; None: the server's own limit.
 
-        The one rule, so that advice about an answer cut at the token limit names the
-        limit that cut it: raising max_tokens helps only when one was sent.
+        The call's or config.yml's ``max_tokens``, else the class's own default, else
+        :data:`DEFAULT_OUTPUT_TOKENS` for every model that talks to a server, except
+        reasoning models (:func:`thinking_model`), whose hidden thinking counts against
+        the cap. Without a cap a small local model writes until its context is full,
+        minutes per call, past every timeout. The one rule, so that advice about an
+        answer cut at the token limit names the limit that cut it.
         """
-        return params.max_tokens if params.max_tokens is not None else cls.default_max_tokens
+        if params.max_tokens is not None:
+            return params.max_tokens
+        if cls.default_max_tokens is not None:
+            return cls.default_max_tokens
+        if not cls.uses_http or thinking_model(model_ref):
+            return None
+        return DEFAULT_OUTPUT_TOKENS
 
     @abstractmethod
     async def generate(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:

@@ -226,9 +226,22 @@ def _server_message(response: httpx.Response) -> str:
     return " ".join(text.split())
 
 
+def _without_traceback(text: str) -> str:
+    """A Python server's traceback (llama-cpp-python sends its own in the error message)
+    as its last line, the exception: the frames say nothing a user can act on, and a
+    message repeated in a report, a retry note and a judge error would carry them all."""
+    if "Traceback (most recent call last)" not in text:
+        return text
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    head = text.split("Traceback (most recent call last)", 1)[0].strip()
+    last = lines[-1] if lines else ""
+    kept = f"{head} {last}".strip() if head and head not in last else last
+    return f"{kept} (the server's traceback is left out)"
+
+
 def _status_error(spec: ModelSpec, url: str, response: httpx.Response) -> ProviderError:
     status = response.status_code
-    detail = clip(_server_message(response), _SHOWN_ERROR)
+    detail = clip(_without_traceback(_server_message(response)), _SHOWN_ERROR)
     url = shown_url(url)
     who = f"model '{spec.name}' ({spec.vendor}, {spec.model_ref or 'no model_ref'})"
     suffix = f": {detail}" if detail else ""

@@ -274,9 +274,12 @@ class Model:
             self.spec.price if self.spec.price is not None else price_for(self.spec.model_ref)
         )
 
-    def variant(self, params: GenerateParams, *, name: str | None = None) -> Model:
-        """This model with ``params`` laid over its own sampling settings: the same
-        endpoint limiter, HTTP client, retry policy and price, no config.yml entry.
+    def variant(
+        self, params: GenerateParams, *, name: str | None = None, timeout: float | None = None
+    ) -> Model:
+        """This model with ``params`` laid over its own sampling settings (and another
+        ``timeout`` per attempt, when given): the same endpoint limiter, HTTP client, retry
+        policy and price, no config.yml entry.
 
         ``name`` (default: this model's name and the settings changed, ``gpt[temperature=0.9]``)
         is what messages and ``Completion.model`` call it.
@@ -288,6 +291,8 @@ class Model:
         spec = replace(
             self.spec, name=name, params=self.spec.params.merged(params), price=self.price
         )
+        if timeout is not None:
+            spec = replace(spec, timeout=timeout)
         api = type(self.api)(spec, self.api.client)
         return Model(api, retry=self.retry, sleep=self._sleep, limiter=self.limiter)
 
@@ -306,7 +311,7 @@ class Model:
     def max_tokens(self, params: GenerateParams | None = None) -> int | None:
         """The answer-length limit :meth:`generate` with ``params`` sends (None: the
         server's own), by the vendor's rule (:meth:`ModelAPI.effective_max_tokens`)."""
-        return self.api.effective_max_tokens(self.spec.params.merged(params))
+        return self.api.effective_max_tokens(self.spec.params.merged(params), self.spec.model_ref)
 
     async def generate(
         self,
@@ -336,6 +341,9 @@ class Model:
                 model=self.name,
             )
         merged = self.spec.params.merged(params)
+        cap = self.api.effective_max_tokens(merged, self.spec.model_ref)
+        if cap != merged.max_tokens:  # the default cap is sent, and part of the cache key
+            merged = replace(merged, max_tokens=cap)
         key = None
         batcher = current_batcher()
         if cache is not None or batcher is not None:
@@ -362,7 +370,7 @@ class Model:
             )
             if on_text is not None and completion.text:
                 on_text(redact(completion.text))
-        elif stream or on_text is not None:
+        elif stream or on_text is not None or self.spec.stream:
             completion, attempts, latency = await self._streamed(list(messages), merged, on_text)
         else:
             completion, attempts, latency = await self._calls.call(

@@ -10,8 +10,9 @@ Tool calling, on the wire:
 * the answer: ``choices[0].message.tool_calls: [{id, type: "function", function:
   {name, arguments}}]`` where ``arguments`` is a JSON *string* the model wrote;
 * structured output (``GenerateParams.response_schema``): ``response_format: {type:
-  "json_schema", json_schema: {name, strict: true, schema}}``; the JSON comes back as
-  the message content and is decoded into ``Completion.structured``;
+  "json_schema", json_schema: {name, strict: true, schema}}``, or the form a server
+  takes instead (:func:`response_format`); the JSON comes back as the message content
+  and is decoded into ``Completion.structured``;
 * history: an assistant turn that called tools is ``{"role": "assistant",
   "content": text-or-"", "tool_calls": [...]}`` and each result is
   ``{"role": "tool", "tool_call_id": id, "content": text}``.
@@ -44,6 +45,7 @@ from ._base import (
     GenerateParams,
     ModelAPI,
     ModelSpec,
+    ResponseSchema,
     ToolCall,
     ToolSpec,
     Usage,
@@ -76,6 +78,7 @@ __all__ = [
     "parse_openai_response",
     "parse_openai_tool_calls",
     "pool_token_vectors",
+    "response_format",
     "synthetic_call_id",
 ]
 
@@ -156,6 +159,22 @@ def _message(m: ChatMessage) -> dict[str, Any]:
     return {"role": m.role, "content": m.content}
 
 
+def response_format(wanted: ResponseSchema) -> dict[str, Any]:
+    """``response_format`` in the form ``wanted.form`` names: ``json_schema`` (OpenAI,
+    vLLM, LM Studio, Ollama, llama-server), ``json_object`` with ``schema``
+    (llama-cpp-python's server, which constrains the answer by a grammar from it), or
+    ``json_value``: ``json_object`` with the schema as ``value`` (Hugging Face TGI)."""
+    if wanted.form == "json_object":
+        return {"type": "json_object", "schema": wanted.schema}
+    if wanted.form == "json_value":
+        return {"type": "json_object", "value": wanted.schema}
+    json_schema: dict[str, Any] = {"name": wanted.name, "strict": True}
+    if wanted.description:
+        json_schema["description"] = wanted.description
+    json_schema["schema"] = wanted.schema
+    return {"type": "json_schema", "json_schema": json_schema}
+
+
 def build_openai_body(
     model_ref: str, messages: list[ChatMessage], params: GenerateParams
 ) -> dict[str, Any]:
@@ -171,12 +190,7 @@ def build_openai_body(
     if params.tools:
         body["tools"] = [_tool(t) for t in params.tools]
     if params.response_schema is not None:
-        wanted = params.response_schema
-        json_schema: dict[str, Any] = {"name": wanted.name, "strict": True}
-        if wanted.description:
-            json_schema["description"] = wanted.description
-        json_schema["schema"] = wanted.schema
-        body["response_format"] = {"type": "json_schema", "json_schema": json_schema}
+        body["response_format"] = response_format(params.response_schema)
     optional = {
         "temperature": params.temperature,
         "max_tokens": params.max_tokens,
@@ -260,6 +274,7 @@ class OpenAIAPI(ModelAPI):
     vendor: ClassVar[str] = "openai"
     structured_output: ClassVar[bool] = True
     vision: ClassVar[bool] = True
+    structured_forms: ClassVar[tuple[str, ...]] = ("json_schema", "json_object", "json_value")
     default_api_url: ClassVar[str | None] = "https://api.openai.com/v1"
 
     def __init__(self, spec: ModelSpec, client: httpx.AsyncClient | None) -> None:

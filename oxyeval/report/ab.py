@@ -342,7 +342,18 @@ def _render_case(result: ABCaseResult, console: Console) -> None:
             console.print(
                 f"error: {s.branch.name}{where}: {shown(error)}", style="red", markup=False
             )
-    if result.winner is None:
+    leader = next((b for b in result.branches if b.ok), None)
+    if result.winner is None and leader is not None:
+        # The notes say why: one iteration, or intervals that overlap.
+        console.print(
+            shown(
+                f"No winner ({result.criteria}): {leader.branch.name} ranks first, but not "
+                "beyond the noise"
+            ),
+            style="bold",
+            markup=False,
+        )
+    elif result.winner is None:
         console.print("No winner: no branch produced an answer.", style="bold red", markup=False)
     else:
         verdict = f"Winner ({result.criteria}): {result.winner.branch.name}"

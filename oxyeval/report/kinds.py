@@ -112,7 +112,8 @@ class ConsistencyReporter(RunReporter):
         cut = sum(1 for t in run.tests if t.interrupted)
         return (
             f"{reason}: reporting {len(run.tests) - cut} test(s) that finished and {cut} cut "
-            "short (their finished runs are kept, marked interrupted)"
+            "short (their finished runs are kept, marked interrupted; a rerun with --cache "
+            "replays every answer they got, those cut at the token limit too)"
         )
 
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
@@ -304,7 +305,9 @@ class AskReporter(RunReporter):
         from .pretty import cached_calls_line
 
         calls = run.answer.cached_calls
-        return [cached_calls_line(calls)] if calls else []
+        # A cut-off answer is said even with --quiet: the output printed is incomplete.
+        warned = [f"warning: {w}" for w in run.answer.warnings]
+        return warned + ([cached_calls_line(calls)] if calls else [])
 
     def interrupted_line(self, run: Any, reason: str) -> str:
         return f"{reason} before the agent answered"

@@ -48,11 +48,13 @@ def _result_json(result: CriterionResult) -> dict[str, Any]:
         "passes": rate.passes,
         "runs": rate.runs,
         "maxRuns": result.max_runs,
-        "passRate": _r(rate.pass_rate),
+        "passRate": None if result.status == "error" else _r(rate.pass_rate),
         "passed": result.passed,
         "threshold": result.threshold,
         "judgeErrors": rate.judge_errors,
         "runErrors": result.run_errors,
+        "missingRuns": result.missing,
+        "minJudged": result.min_judged,
         "flaky": rate.flaky,
         "consistent": result.consistent,
         "wilson": None
@@ -126,6 +128,13 @@ def chattest_json(run: PassFailRun, decision: Decision | None = None) -> dict[st
     return _document("chattest", run, {"prompts": prompts}, decision)
 
 
+def _counts(result: CriterionResult) -> str:
+    """``(passes/judged)``, and the runs of the planned ones that got no verdict."""
+    rate = result.rate
+    missing = f", {result.missing} without verdict" if result.missing else ""
+    return f"({rate.passes}/{rate.runs}{missing})"
+
+
 def _cell(text: str) -> Any:
     from rich.text import Text
 
@@ -147,10 +156,13 @@ def render_chattest(run: PassFailRun, console: Console, *, quiet: bool = False) 
             for subject in subjects:
                 result = subject.results[i]
                 rate = result.rate
-                shown_rate = "-" if rate.pass_rate is None else f"{rate.pass_rate * 100:.0f}%"
+                error = result.status == "error"
+                shown_rate = (
+                    "-" if rate.pass_rate is None or error else f"{rate.pass_rate * 100:.0f}%"
+                )
                 # chattest's verdict: the pass rate against successThreshold (no FLKY)
-                verdict = "ERR" if result.status == "error" else "PASS" if result.passed else "FAIL"
-                row.append(_cell(f"{verdict} {shown_rate} ({rate.passes}/{rate.runs})"))
+                verdict = "ERR" if error else "PASS" if result.passed else "FAIL"
+                row.append(_cell(f"{verdict} {shown_rate} {_counts(result)}"))
             table.add_row(*row)
         console.print(table)
         if not quiet:
@@ -219,12 +231,15 @@ def test_files_json(run: PassFailRun, decision: Decision | None = None) -> dict[
 
 def _overall(run: PassFailRun) -> dict[str, Any]:
     results = run.results
-    rates = [r.rate.pass_rate for r in results if r.rate.pass_rate is not None]
+    scored = [r for r in results if r.status != "error"]
+    rates = [r.rate.pass_rate for r in scored if r.rate.pass_rate is not None]
+    verdicts = [r.consistent for r in results if r.consistent is not None]
     samples = [s for subject in run.subjects for s in subject.samples]
     tokens = [(s.input_tokens or 0) + (s.output_tokens or 0) for s in samples]
     return {
         "score": _r(fmean(rates)) if rates else None,
-        "consistency": _r(fmean(r.consistent for r in results)) if results else None,
+        # None when no result got a verdict: nothing was seen to agree with itself.
+        "consistency": _r(fmean(verdicts)) if verdicts else None,
         "answerRate": _r(sum(s.error is None for s in samples) / len(samples)) if samples else None,
         "tokens": sum(tokens),
         "durationS": _r(max((s.duration_s for s in run.subjects), default=0.0), 3),
@@ -235,9 +250,8 @@ def render_test_files(run: PassFailRun, console: Console) -> None:
     """One line per case, oxy's way, then the totals."""
     for subject in run.subjects:
         for result in subject.results:
-            rate = result.rate
             console.print(
-                f"{passfail_label(result)}  {shown(subject.label)}  ({rate.passes}/{rate.runs})",
+                f"{passfail_label(result)}  {shown(subject.label)}  {_counts(result)}",
                 style={"PASS": "green", "FAIL": "red", "FLKY": "yellow"}.get(
                     passfail_label(result), "red"
                 ),
@@ -248,6 +262,8 @@ def render_test_files(run: PassFailRun, console: Console) -> None:
                     console.print(f"      run {check.run}: {shown(check.reasoning)}", markup=False)
             errors = [s.error for s in subject.samples if s.error is not None]
             errors += [c.error for c in result.checks if c.error]
+            if result.status == "error" and result.rate.runs:
+                errors.append(result.too_few_error())
             for error in dict.fromkeys(errors):
                 console.print(f"      error: {shown(error)}", style="red", markup=False)
     o = _overall(run)

@@ -75,7 +75,10 @@ def _render_test(
             f"[bold yellow]Accuracy: {_pct(test.accuracy)} (partial) — {escape(shown(test.error or ''))}[/]"
         )
     else:
-        console.print(f"[bold red]Accuracy: n/a — {escape(shown(test.error or 'not scored'))}[/]")
+        error = test.error or "not scored"
+        if test.run_errors and not quiet:  # listed below, once
+            error = error.split("; first error: ")[0] + " (run errors below)"
+        console.print(f"[bold red]Accuracy: n/a — {escape(shown(error))}[/]")
     ok_runs = len(test.outputs) - len(test.run_errors)
     cut = f", {test.unfinished_runs} cut short" if test.unfinished_runs else ""
     total = test.total_pairs or test.pairs

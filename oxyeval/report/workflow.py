@@ -79,5 +79,6 @@ def ask_json(
         interrupted=answer.interrupted,
         history=outcome.history,
         cached_calls=answer.cached_calls,
+        warnings=answer.warnings,
         error=error,
     )

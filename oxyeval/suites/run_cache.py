@@ -6,8 +6,10 @@ a rerun that produces the same pair of outputs costs no judge call. It also keep
 and prompt answers without replaying them, so that ``--cache``, which replays them, makes
 no request on a rerun of an unchanged test even when the runs before it were plain ones;
 ``--no-cache`` neither keeps nor replays anything. ``config.yml``'s ``cache: {ttl_days: N}`` ignores
-(and deletes) entries older than N days; ``cache: {truncated: true}`` keeps answers cut
-off at the token limit too (by default they are asked again).
+(and deletes) entries older than N days. Answers cut off at the token limit are kept too,
+with their finish reason, so a replayed one is reported as cut as it was: what a run paid
+for (a small local model's answers are often all cut) is reused after an interrupt;
+``cache: {truncated: false}`` asks for them again instead.
 
 :class:`RunCache` is one project's cache for one run: it implements the contracts of the
 earlier stages (:class:`oxyeval.providers.ResponseCache` for answers,
@@ -69,12 +71,12 @@ class CachePolicy:
     """What one run caches. ``answers``: replay agent and prompt answers (``--cache``;
     they are kept whenever the cache is on); ``verdicts``: judge verdicts (default on); ``ttl_days``: entries older are ignored and
     purged (None: they never expire); ``truncated``: keep answers cut off at the token
-    limit too."""
+    limit too (replayed with their finish reason, so still reported as cut)."""
 
     answers: bool = False
     verdicts: bool = True
     ttl_days: float | None = None
-    truncated: bool = False
+    truncated: bool = True
 
     @classmethod
     def for_project(cls, project: Project | None, flag: bool | None = None) -> CachePolicy:
@@ -88,7 +90,7 @@ class CachePolicy:
             answers=flag is True,
             verdicts=flag is not False,
             ttl_days=float(ttl) if isinstance(ttl, (int, float)) and ttl > 0 else None,
-            truncated=settings.get("truncated") is True,
+            truncated=settings.get("truncated") is not False,
         )
 
     @property
@@ -142,6 +144,18 @@ class _Verdicts:
     async def put(self, key: Mapping[str, Any], result: JudgeResult) -> None:
         model = f"{key.get('vendor', '')}/{key.get('model', '')}"
         self._cache.remember("verdict", key, verdict_data(result), model)
+
+    async def get_form(self, key: Mapping[str, Any]) -> str | None:
+        """The structured form a judge endpoint took in an earlier run (see
+        :mod:`oxyeval.judge.structured`), kept among the verdicts: it is what judging
+        learnt, and ``oxy cache clear`` forgets it with them."""
+        value = await self._cache.lookup("verdict", key)
+        form = value.get("form") if isinstance(value, dict) else None
+        return form if isinstance(form, str) else None
+
+    async def put_form(self, key: Mapping[str, Any], form: str) -> None:
+        model = f"{key.get('vendor', '')}/{key.get('model', '')}"
+        self._cache.remember("verdict", key, {"form": form}, model)
 
 
 class RunCache:

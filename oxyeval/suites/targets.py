@@ -171,6 +171,9 @@ class WorkflowTarget(Target):
         self.plan = plan
         self.ref = ref or plan.workflow.tasks[-1].name
         self.models = tuple(sorted(self._engine.models_used(plan)))
+        #: The tested task's prompt as a run rendered it (the first run that got there):
+        #: what its judge is told was asked, rather than the template as written.
+        self.asked: str | None = None
 
     async def complete(
         self, inputs: Mapping[str, Any] | None = None, *, run: int = 1
@@ -179,6 +182,10 @@ class WorkflowTarget(Target):
         # Every model call of this workflow run, at any depth, is part of repeated run `run`.
         with repeat_scope(run):
             done = await self._engine.run(Path(self.plan.workflow.path), dict(inputs or {}))
+        if self.asked is None:
+            head = self.ref.split(".")[0]
+            record = next((r for r in done.records if r.path == head), None)
+            self.asked = record.asked if record is not None else None
         value = task_output(done, self.ref)
         return Completion(text=str(value), latency=time.perf_counter() - started)
 

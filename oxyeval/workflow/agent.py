@@ -103,9 +103,20 @@ def token_limit_warning(subject: str, which: str, model: str, max_tokens: int | 
     """One line for every answer of ``subject`` that stopped at the token limit.
 
     ``which`` says what stopped (see :func:`counted`). The advice depends on who set
-    the limit: with ``max_tokens`` unset it was the server (llama.cpp stops when the
-    prompt and answer fill its context window), and raising max_tokens is no fix.
+    the limit: with no ``max_tokens`` sent it was the server (llama.cpp stops when the
+    prompt and answer fill its context window), and raising max_tokens is no fix; at the
+    default cap (:data:`~oxyeval.providers.DEFAULT_OUTPUT_TOKENS`) it may be either.
     """
+    from ..providers import DEFAULT_OUTPUT_TOKENS
+
+    if max_tokens == DEFAULT_OUTPUT_TOKENS:
+        return (
+            f"{subject}: {which} stopped at the token limit (max_tokens: {max_tokens} for "
+            f"model '{model}', the default when none is set) and may be cut off: set "
+            "max_tokens for the model to allow longer answers; an answer shorter than that "
+            "filled the server's context window instead (shorten the prompt, or give the "
+            "server a larger context: llama.cpp --n_ctx / -c)"
+        )
     if max_tokens is not None:
         return (
             f"{subject}: {which} stopped at the token limit (max_tokens: {max_tokens} for "

@@ -38,6 +38,8 @@ class AgentAnswer:
     output_tokens: int | None = None
     duration_s: float | None = None
     cached_calls: int = 0  # model calls the cache (--cache) answered instead of the model
+    #: What the answer warrants saying on stderr: that it stopped at the token limit.
+    warnings: list[str] = field(default_factory=list)
     #: Every tool call with its result, in order (not in :meth:`to_dict`, whose keys are
     #: ``oxy run``'s JSON output).
     tool_trace: list[ToolStep] = field(default_factory=list)
@@ -114,15 +116,16 @@ async def answer_in(
 ) -> AgentAnswer:
     """Ask ``agent`` (its model's key already found) ``question`` in ``context``, filling
     ``answer``; cut short, it is marked ``interrupted`` with the time it ran."""
-    from ..providers import counting
-    from .agent import describe_calls
+    from ..providers import counting, stopped_at_token_limit
+    from .agent import describe_calls, token_limit_warning
 
     began = time.perf_counter() if started is None else started
     answer.agent = agent.display
     try:
+        runner = context.agent(agent)
         with counting() as tally:
             try:
-                completion = await context.agent(agent).ask(question)
+                completion = await runner.ask(question)
             finally:
                 answer.cached_calls = tally.calls
     except (asyncio.CancelledError, KeyboardInterrupt):
@@ -136,4 +139,8 @@ async def answer_in(
     answer.input_tokens = completion.usage.input_tokens
     answer.output_tokens = completion.usage.output_tokens
     answer.duration_s = round(completion.latency, 4)
+    if stopped_at_token_limit(completion.finish_reason):
+        answer.warnings.append(
+            token_limit_warning(agent.display, "the answer", agent.model, runner.max_tokens)
+        )
     return answer

@@ -65,6 +65,9 @@ class TaskRecord:
     details: dict[str, Any] = field(default_factory=dict)
     #: It failed on bad input (see :class:`TaskFailed`): the whole run is bad input.
     bad_input: bool = False
+    #: An agent task's prompt as rendered and sent: what a test of the workflow tells
+    #: its judge was asked (the template as written may hold ``{{ month }}``).
+    asked: str | None = None
 
     @property
     def finished(self) -> bool:

@@ -249,6 +249,7 @@ async def _agent_output(
     assert task.agent_path is not None
     runner = engine.agent_runner(task.agent_path)
     prompt = render(task.templates["prompt"], context)
+    record.asked = prompt
     variables = _variables(task, context, native=False)
     n = task.consistency_run
 

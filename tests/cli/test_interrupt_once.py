@@ -38,6 +38,7 @@ models:
     api_url: {url}
     timeout: 60
     max_retries: 0
+    concurrency: 4  # stands in for a hosted judge: a local endpoint would start at 1
 """
 
 FAST = """\

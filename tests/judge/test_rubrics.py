@@ -33,10 +33,11 @@ from oxyeval.providers.mock import MockAPI
 from oxyeval.store import content_hash
 from tests.fakes import RecordedRequest, fake_openai
 
-#: content_hash of the verdict key today's main (d36ab06, before rubrics) computed for the
-#: default judge on an OpenAI model at http://127.0.0.1:9/v1 comparing "The total is 42."
-#: with "Total: 42" for "What is the total?": verdicts kept before rubrics stay valid.
-MAIN_KEY_HASH = "a6fe5a6ce5e9d37ef4a420a3589554f6eeb3805869b58ab155a750e766f3b730"
+#: content_hash of the verdict key for the default judge on an OpenAI model at
+#: http://127.0.0.1:9/v1 comparing "The total is 42." with "Total: 42" for "What is the
+#: total?": rubrics left it as it was before them; only a new READING (3: cut-off replies
+#: count only by a complete, final verdict) changes it, on purpose.
+MAIN_KEY_HASH = "c6cbd71e91e0031273a80574f9559be354ba856777425d1e3d7d81f64353ecac"
 #: sha256 of that rendered prompt on main: the default prompt renders byte for byte the same.
 MAIN_PROMPT_HASH = "130e1a0f96ecd4a9730464357e7cb477a2f5e56fffaf1017a3194fbd73234da4"
 
@@ -294,11 +295,11 @@ def test_two_runs_in_one_process_do_not_share_a_structured_refusal(
     ):
         asyncio.run(runs(server.url))
         asked = [_asked_structured(r) for r in server.requests]
-    in_first, in_second = asked[:3], asked[3:]
-    # First run: refused once, then text for its other judge too.
-    assert in_first == [True, False, False]
+    in_first, in_second = asked[:5], asked[5:]
+    # First run: each structured form refused once, then text for its other judge too.
+    assert in_first == [True, True, True, False, False]
     # Second run: its own session, so it asks for structured output again.
-    assert in_second == [True, False]
+    assert in_second == [True, True, True, False]
     notes = [r for r in caplog.records if "refused the structured" in r.getMessage()]
     assert len(notes) == 2  # said once per run
 

@@ -155,8 +155,10 @@ def test_a_server_refusing_structured_output_falls_back_to_text_once(
         results = judge_pairs(spec(vendor, server.url), pairs=3)
         requests = server.requests
     assert [r.choice for r in results] == ["A", "A", "A"]
-    # One refused structured request, then plain text for the rest of the run.
-    assert [asked_structured(r) for r in requests] == [True, False, False, False]
+    # One refused request per structured form the vendor knows (OpenAI-compatible servers
+    # take three), then plain text for the rest of the run.
+    forms = 3 if vendor == "openai" else 1
+    assert [asked_structured(r) for r in requests] == [True] * forms + [False, False, False]
     notes = [r.getMessage() for r in caplog.records if "refused the structured" in r.getMessage()]
     assert len(notes) == 1 and "judge.structured: off" in notes[0]
 
@@ -167,7 +169,7 @@ def test_structured_on_makes_a_refusal_a_judge_error() -> None:
         requests = server.requests
     assert result.choice is None
     assert result.error is not None and "judge.structured is 'on'" in result.error
-    assert len(requests) == 1 and asked_structured(requests[0])
+    assert len(requests) == 3 and all(asked_structured(r) for r in requests)
 
 
 def test_structured_off_sends_plain_text_requests() -> None:
@@ -179,17 +181,17 @@ def test_structured_off_sends_plain_text_requests() -> None:
 
 
 def test_an_unrelated_400_is_not_taken_for_a_refusal() -> None:
-    # Both the structured and the plain request fail: the error is the judge's, and the
-    # next comparison still asks for structured output (nothing was learnt about it).
+    # Every structured form and the plain request fail alike: the error is the judge's,
+    # and the next comparison still asks for structured output (nothing was learnt).
     too_long = (400, openai_error("prompt is too long"))
     with fake_openai() as server:
         answer = openai_chat_response('{"reasoning": "r", "verdict": "A"}')
-        server.enqueue(too_long, too_long, (200, answer))
+        server.enqueue(too_long, too_long, too_long, too_long, (200, answer))
         results = judge_pairs(spec("openai", server.url), pairs=2)
         requests = server.requests
     assert results[0].choice is None and "prompt is too long" in (results[0].error or "")
     assert results[1].choice == "A"
-    assert [asked_structured(r) for r in requests] == [True, False, True]
+    assert [asked_structured(r) for r in requests] == [True, True, True, False, True]
 
 
 def test_malformed_json_is_read_as_text() -> None:

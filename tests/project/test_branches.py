@@ -62,10 +62,11 @@ def test_a_prompts_branches_apply_to_each_case_a_cases_own_replace_them(
     assert [b.name for b in prompt.branches_of(one)] == ["A", "B"]
     assert [b.name for b in prompt.branches_of(two)] == ["X"]
     a, b = prompt.branches_of(one)
-    # The seed's defaults where YAML says nothing.
+    # The Testing API's defaults where YAML says nothing; no cap of its own (the prompt's
+    # or model's applies: see BranchDef.cap).
     assert (a.temperature, a.max_tokens, a.top_p, a.control, a.active) == (
         0.7,
-        2048,
+        None,
         1.0,
         True,
         True,

@@ -1,5 +1,6 @@
 """The one rule for the max_tokens a call goes out with: the call's, else config.yml's,
-else the vendor's own default (Anthropic requires one), else none (the server's limit)."""
+else the vendor's own default (Anthropic requires one), else the default output cap for
+every model that talks to a server, except reasoning models (the server's limit)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ import asyncio
 
 import pytest
 
-from oxyeval.providers import ChatMessage, GenerateParams, ModelPool, ModelSpec
+from oxyeval.providers import (
+    DEFAULT_OUTPUT_TOKENS,
+    ChatMessage,
+    GenerateParams,
+    ModelPool,
+    ModelSpec,
+)
 from oxyeval.providers.anthropic import DEFAULT_MAX_TOKENS
 
 from ..fakes import fake_anthropic
@@ -18,6 +25,7 @@ SPECS = {
         name="capped", vendor="anthropic", model_ref="c", params=GenerateParams(max_tokens=100)
     ),
     "gpt": ModelSpec(name="gpt", vendor="openai", model_ref="g", api_url="http://127.0.0.1:9"),
+    "o3": ModelSpec(name="o3", vendor="openai", model_ref="o3-mini", api_url="http://127.0.0.1:9"),
     "mock": ModelSpec(name="mock", vendor="mock", options={"outputs": ["x"]}),
     "odd": ModelSpec(name="odd", vendor="no-such-vendor"),
 }
@@ -30,7 +38,8 @@ SPECS = {
         ("claude", GenerateParams(max_tokens=7), 7),  # the call's wins
         ("capped", None, 100),  # config.yml's wins over the vendor's
         ("capped", GenerateParams(max_tokens=7), 7),
-        ("gpt", None, None),  # nothing sent: the server's limit
+        ("gpt", None, DEFAULT_OUTPUT_TOKENS),  # every model has a cap by default
+        ("o3", None, None),  # a reasoning model: nothing sent, the server's limit
         ("gpt", GenerateParams(max_tokens=9), 9),
         ("mock", None, None),
         ("odd", GenerateParams(max_tokens=5), 5),  # an unknown vendor: only what was set

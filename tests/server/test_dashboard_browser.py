@@ -308,7 +308,8 @@ def test_ab_page_draws_a_bar_per_branch_and_names_the_winner(browser: Any, serve
     )["abResult"]
     assert ranked["runId"] == data["runs"][0]["id"]
     winner = browser.find_element("css selector", '[data-card="winner"] .card-value').text
-    assert winner == ranked["winner"]["branchName"]
+    # One iteration calls no winner over noise: the card says "none" then.
+    assert winner == (ranked["winner"]["branchName"] if ranked["winner"] else "none")
     control = next(b["name"] for b in branches if b["isControl"])
     # another criterion re-ranks the same run without a model call
     fastest = gql(
@@ -329,7 +330,7 @@ def test_ab_page_draws_a_bar_per_branch_and_names_the_winner(browser: Any, serve
         assert time.monotonic() < deadline, browser.current_url
         time.sleep(0.05)
     shown = wait_for(browser, '[data-card="winner"] .card-value')[0].text
-    assert shown == fastest["winner"]["branchName"]
+    assert shown == (fastest["winner"]["branchName"] if fastest["winner"] else "none")
     assert any(f"{control} (control)" == t.text for t in _css(browser, ".bar-label"))
 
 

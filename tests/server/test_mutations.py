@@ -217,7 +217,9 @@ async def test_branches_create_update_delete_and_run_ab(api: Api) -> None:
                 },
             )
         )["runABTest"]
-        assert result["criteria"] == criteria and result["winner"]["branchName"] == winner
+        # One iteration: the leader ranks first, and no winner is called over noise.
+        assert result["criteria"] == criteria and result["winner"] is None
+        assert result["branches"][0]["branchName"] == winner
         ranks = {r["branchName"]: r["rank"] for r in result["branches"]}
         assert ranks == {"A": 1, "B2": 2}
         outputs = {r["branchName"]: r["execution"]["output"] for r in result["branches"]}

@@ -164,9 +164,9 @@ def test_failed_and_empty_answers_are_asked_again(
     assert not again.tests[0].run_errors
 
 
-def test_truncated_answers_are_kept_only_when_asked(make_project: MakeProject) -> None:
+def test_truncated_answers_are_kept_unless_told_not_to(make_project: MakeProject) -> None:
     cut = [openai_chat_response(f"The total is {k}", finish_reason="length") for k in (1, 2)]
-    for extra, expected in (("", 2), ("cache: {truncated: true}\n", 0)):
+    for extra, expected in (("", 0), ("cache: {truncated: false}\n", 2)):
         script = Script(cut, verdict="A")
         with fake_openai(script) as server:
             root = _project(make_project, server.url, n=2, extra=extra)

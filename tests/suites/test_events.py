@@ -283,8 +283,8 @@ def test_the_progress_bar_says_what_it_counts(root: Path) -> None:
 
 
 def test_a_workflow_test_shows_its_task_as_the_runs_were_asked(make_project: MakeProject) -> None:
-    """the tested task's prompt rendered with the workflow's default
-    variables; as written when it needs another task's output."""
+    """the tested task's prompt as its runs rendered it: with the workflow's default
+    variables, and with another task's output (never the template as written)."""
     workflow = """\
 variables:
   month: {type: string, default: "2026-10"}
@@ -301,4 +301,4 @@ tests:
     run = run_tests([root / "r.workflow.yml"], history=False)
     tasks = {t.name: t.task_description for t in run.tests}
     assert tasks["asked"] == "Summarise 2026-10, with love"
-    assert tasks["chained"] == "Shorter: {{ ask }}"
+    assert tasks["chained"] == "Shorter: positive"

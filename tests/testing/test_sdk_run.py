@@ -320,9 +320,9 @@ def test_every_judge_of_a_run_learns_a_refusal_of_structured_output_once(
         )
     assert [d.score for d in result.test_results[0].metrics_data] == [1.0, 1.0]
     asked = ["response_format" in r.body for r in server.requests]
-    # The JSON judge's structured request is refused; after that the run's rubric judge
-    # asks the same model in text at once.
-    assert asked == [True, False, False]
+    # The JSON judge's structured requests (one per form) are refused; after that the
+    # run's rubric judge asks the same model in text at once.
+    assert asked == [True, True, True, False, False]
     notes = [r for r in caplog.records if "refused the structured" in r.getMessage()]
     assert len(notes) == 1
 

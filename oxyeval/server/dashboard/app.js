@@ -412,7 +412,12 @@ async function pageAB([caseId, chosen]) {
             tone: "good",
             sub: `quality ${fmtScore(winner.quality)} · ${fmtMs(winner.latency)} · ${fmtUsd(winner.cost)} — latest run${ab.significant === false ? " · not significant" : ""}${ab.notes?.length ? ` · ${ab.notes[0]}` : ""}`,
           })
-        : card("Winner", "—", { key: "winner", sub: "no scored A/B run yet — run `oxy ab run`" }),
+        : ab?.runId
+          ? card(`Winner · ${ab.criteria.replace("_", " ")}`, "none", {
+              key: "winner",
+              sub: ab.notes?.find((n) => n.startsWith("no winner") || n.startsWith("no significant")) ?? "no branch is ahead beyond the noise",
+            })
+          : card("Winner", "—", { key: "winner", sub: "no scored A/B run yet — run `oxy ab run`" }),
       card("Branches", String(branches.length), { sub: `control: ${branches.find((b) => b.isControl)?.name ?? "none"}` }),
       card("Runs", fmtInt(branches.reduce((n, b) => n + (b.totalRuns || 0), 0)), { sub: "executions over all branches" }),
     ),

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["find_branch", "preview_branches"]
 
 
-def _declared(project: Project, case: str, branch: BranchDef, source: str | None) -> TestBranch:
+def _declared(
+    project: Project, case: str, branch: BranchDef, source: str | None, prompt_cap: int | None
+) -> TestBranch:
     now = utc_timestamp()
     return TestBranch(
         id=branch_id(case, branch.name),
@@ -34,7 +36,7 @@ def _declared(project: Project, case: str, branch: BranchDef, source: str | None
         provider=branch.provider,
         model=branch.model,
         temperature=branch.temperature,
-        max_tokens=branch.max_tokens,
+        max_tokens=branch.cap(project, prompt_cap),
         top_p=branch.top_p,
         is_control=branch.control,
         is_active=branch.active,
@@ -65,7 +67,7 @@ def preview_branches(
         for case in prompt.cases:
             cid = case_id(prompt.id, case.name)
             for branch in prompt.branches_of(case):
-                declared = _declared(project, cid, branch, source)
+                declared = _declared(project, cid, branch, source, prompt.params.max_tokens)
                 known = stored.get(declared.id)
                 shown[declared.id] = declared if known is None else known
             if not paths:  # API-made branches of these cases too

@@ -8,14 +8,14 @@ can be bad input is found here, before the first call, and exits 2.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError, LoadError
 from ...evaluation import Similarity
 from ...judge import SCALE_1_5, Judge
-from ...project.config import Project
+from ...project.config import Project, with_limits
 from ...project.prompts import PromptDef
 from ...project.templates import TemplateRef
 from ...providers import GenerateParams
@@ -27,6 +27,7 @@ from .ranking import CRITERIA
 from .results import ABCaseResult, BranchOutcome
 
 if TYPE_CHECKING:
+    from ...project.branches import BranchDef
     from ...providers import ChatMessage, Model
     from ...store import Store, TestBranch, TestCase
 
@@ -66,11 +67,21 @@ def check_options(criteria: str, iterations: int) -> None:
         raise ConfigError(f"iterations must be between 1 and {MAX_ITERATIONS}, not {iterations}")
 
 
-def _branch_model(context: RunContext, project: Project, branch: TestBranch) -> Model:
+def _branch_model(
+    context: RunContext,
+    project: Project,
+    declared: Mapping[str, BranchDef],
+    branch: TestBranch,
+) -> Model:
     """The model a branch calls: a config.yml model with the branch's sampling settings,
     or the branch's vendor and model id at the endpoint config.yml's ``providers:`` or
     the vendor's environment variables give. Named by its model and the branch's id
-    (unique per run), so a message about it ("needs an API key") names the model meant."""
+    (unique per run), so a message about it ("needs an API key") names the model meant.
+    A branch declared in a file (``declared``, by name) may set its own ``timeout`` and
+    ``concurrency``; the endpoint's strictest concurrency applies to all its models."""
+    own = declared.get(branch.name) if branch.source_file is not None else None
+    timeout = own.timeout if own is not None else None
+    concurrency = own.concurrency if own is not None else None
     name = f"{branch.model} [branch {branch.id}]"
     params = GenerateParams(
         temperature=branch.temperature,
@@ -84,11 +95,14 @@ def _branch_model(context: RunContext, project: Project, branch: TestBranch) -> 
                 f"branch '{branch.name}' of case '{branch.test_case_id}' uses model "
                 f"'{branch.model}', which {project.config.display} does not define"
             )
-        return context.models.variant(branch.model, params, name=name)
+        model = context.models.get(branch.model).variant(params, name=name, timeout=timeout)
+        if concurrency is not None:
+            model.limiter.share(name, concurrency)
+        return model
     spec = project.provider_model_spec(
         branch.provider, branch.model, params=params, environ=context.environ, name=name
     )
-    return context.models.add(spec)
+    return context.models.add(with_limits(spec, timeout=timeout, concurrency=concurrency))
 
 
 def _named(branch: TestBranch, build: Any, *args: Any) -> Model:
@@ -131,7 +145,8 @@ def sync_declared(store: Store, project: Project, prompts: Sequence[PromptDef]) 
         sync_prompt(store, project, prompt)
         source = project.relative(prompt.file) if prompt.file is not None else None
         for case in prompt.cases:
-            declared = [b.fields() for b in prompt.branches_of(case)]
+            cap = prompt.params.max_tokens
+            declared = [b.fields(b.cap(project, cap)) for b in prompt.branches_of(case)]
             try:
                 store.branches.sync(f"{prompt.id}::{case.name}", declared, source or "")
             except BranchRuleError as exc:
@@ -221,7 +236,9 @@ async def plan_cases(
                 cache=context.verdicts,
                 rubric=SCALE_1_5,
             )
-        models = {b.id: _named(b, _branch_model, context, project) for b in branches}
+        case_def = next((c for c in prompt.cases if c.name == case.name), None) if prompt else None
+        declared = {d.name: d for d in prompt.branches_of(case_def)} if case_def and prompt else {}
+        models = {b.id: _named(b, _branch_model, context, project, declared) for b in branches}
         plans.append(
             CasePlan(
                 case=case,

@@ -94,7 +94,11 @@ def summarise(
     unanswered = [b.name for b in branches if not runs[b.id]]
     if result.interrupted and unanswered:
         # Not errors: the run stopped before these answered.
-        result.notes = [n for n in result.notes if " errored (" not in n]
+        result.notes = [
+            n
+            for n in result.notes
+            if " errored (" not in n and n != "every branch errored: no winner"
+        ]
         errored = sorted(
             b.name for b in branches if runs[b.id] and not any(o.ok for o in runs[b.id])
         )
@@ -107,6 +111,27 @@ def summarise(
         )
     if result.iterations > 1:
         _iterations(result, branches, runs)
+    _only_beyond_noise(result)
+
+
+def _only_beyond_noise(result: ABCaseResult) -> None:
+    """No winner unless the lead is more than noise: with two branches or more answering,
+    the leader wins only when the significance call says so (iterations > 1). One
+    iteration cannot tell a gap from noise (a 0.0008 quality gap, 4 ms of latency), so
+    it names the leader in a note and calls no winner."""
+    answered = [s for s in result.branches if s.ok]
+    if result.winner is None or len(answered) < 2 or result.significant is True:
+        return
+    leader = result.winner.branch.name
+    result.winner = None
+    if result.iterations <= 1:
+        result.notes.append(
+            f"no winner: '{leader}' ranks first on {result.criteria}, but one iteration "
+            f"cannot tell a difference from noise; run {MIN_SAMPLES} iterations or more "
+            "(--iterations) for a winner"
+        )
+    elif not any(n.startswith("no significant winner") for n in result.notes):
+        result.notes.append(f"no winner: '{leader}' ranks first, but not beyond the noise")
 
 
 _WHY_NOT = {

@@ -280,6 +280,9 @@ async def run_test(job: Job, emit: EventSink, into: list[ConsistencyTestResult])
             )
 
     async def judge(k: int, judge_spec: JudgeSpec, outputs: list[OutputRecord]) -> None:
+        # A workflow's tested task: the prompt as its runs rendered it, unless the test
+        # says what was asked (task_description).
+        asked = None if spec.task_description else getattr(job.target, "asked", None)
         with counting(judge_tallies[k]):
             results[k] = await _judge_outputs(
                 spec,
@@ -287,7 +290,7 @@ async def run_test(job: Job, emit: EventSink, into: list[ConsistencyTestResult])
                 label(spec, k),
                 outputs,
                 model,
-                question,
+                asked or question,
                 job.models,
                 emit,
                 started,

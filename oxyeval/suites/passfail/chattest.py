@@ -77,6 +77,7 @@ def chattest_subjects(suite: ChatTestSuite, context: RunContext) -> list[Subject
                     criteria=criteria,
                     runs=prompt.run_volume,
                     threshold=prompt.success_threshold,
+                    min_judged=prompt.min_judged,
                     judge=judge,
                     question=prompt.prompt,
                     group=prompt.key,

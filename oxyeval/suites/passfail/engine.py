@@ -45,6 +45,8 @@ class Subject:
     runs: int
     threshold: float
     judge: Judge
+    #: Share of the runs made that must get a verdict, or the result is an error.
+    min_judged: float = 0.5
     inputs: Mapping[str, Any] = field(default_factory=dict)
     #: What was asked, shown to the judge as the answer's question.
     question: str = ""
@@ -152,6 +154,7 @@ class _SubjectRunner:
                 c,
                 subject.threshold,
                 max_runs=subject.runs,
+                min_judged=subject.min_judged,
                 own_check=subject.own_check,
                 model=subject.model,
             )

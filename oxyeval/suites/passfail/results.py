@@ -35,8 +35,9 @@ def _failed_line(result: Result) -> str:
     return f"failed: {shown}: pass rate {rate}{against}"
 
 
-#: The result kind of one (subject, criterion): ``scored``, or ``error`` when no run could
-#: be judged (every call or every verdict failed: outcome unknown, exit 3).
+#: The result kind of one (subject, criterion): ``scored``, or ``error`` when too few runs
+#: could be judged (fewer than ``min_judged`` of those made, none at all included: every
+#: call or every verdict failed: outcome unknown, exit 3).
 PASSFAIL = register_kind(
     ResultKind(
         name="passfail",
@@ -107,34 +108,73 @@ class CriterionResult:
     model: str = ""
     #: Its previous scored result in the history (what a drop is measured against).
     previous: Previous | None = None
+    #: Share of the runs made that must get a verdict, or the result is an error: a pass
+    #: rate of 1 judged run out of 3 says nothing.
+    min_judged: float = 0.0
 
     @property
     def rate(self) -> PassRate:
         return PassRate.of([c.passed for c in sorted(self.checks, key=lambda c: c.run)])
 
     @property
+    def made(self) -> int:
+        """Runs that ended, with a verdict or without (a failed call, a judge error)."""
+        return len(self.checks) + self.run_errors
+
+    @property
+    def missing(self) -> int:
+        """Runs of the planned ones without a verdict: failed, unjudged or not made (an
+        adaptive run's settled decision needs no more: those are not missing)."""
+        planned = self.made if self.settled is not None else max(self.max_runs, self.made)
+        return planned - self.rate.runs
+
+    @property
+    def too_few(self) -> bool:
+        """Fewer runs got a verdict than ``min_judged`` of those made asks (none at all
+        included): no pass rate is claimed from them."""
+        judged = self.rate.runs
+        return judged == 0 or judged + 1e-9 < self.min_judged * self.made
+
+    @property
     def passed(self) -> bool | None:
         """The settled adaptive decision, else the pass rate against the threshold; None
-        when no run was judged."""
+        when too few runs were judged."""
         if self.settled is not None:
             return self.settled == "pass"
+        if self.too_few:
+            return None
         return self.rate.passed(self.threshold)
 
     @property
     def status(self) -> str:
         if self.interrupted:
             return "interrupted"
-        return "scored" if self.rate.runs else "error"
+        return "error" if self.too_few and self.settled is None else "scored"
 
     @property
-    def consistent(self) -> bool:
-        """Every judged run gave the same verdict."""
+    def consistent(self) -> bool | None:
+        """Every judged run gave the same verdict; None when too few were judged to say."""
+        if self.status == "error":
+            return None
         return not self.rate.flaky
+
+    def too_few_error(self) -> str:
+        """Why the result has no pass rate, when it is an error."""
+        judged, made = self.rate.runs, self.made
+        reasons = [c.error for c in self.checks if c.error]
+        cause = f": {reasons[0]}" if reasons else ""
+        if judged == 0:
+            return f"no run of {made} got a verdict{cause}"
+        return (
+            f"only {judged} of {made} runs got a verdict (min_judged is "
+            f"{self.min_judged:.0%}), too few for a pass rate{cause}"
+        )
 
     def as_result(self, outputs: dict[int, str] | None = None) -> Result:
         rate = self.rate
         errors = [c.error for c in self.checks if c.error]
-        scores = [Score("pass_rate", rate.pass_rate, passed=self.passed, threshold=self.threshold)]
+        claimed = None if self.status == "error" else rate.pass_rate  # none from too few
+        scores = [Score("pass_rate", claimed, passed=self.passed, threshold=self.threshold)]
         details: dict[str, Any] = {
             "label": self.label,
             "model": self.model or None,
@@ -146,6 +186,8 @@ class CriterionResult:
             "runs": rate.runs,
             "maxRuns": self.max_runs,
             "judgeErrors": rate.judge_errors,
+            "missingRuns": self.missing,
+            "minJudged": self.min_judged,
             "flaky": rate.flaky,
             "wilson": None
             if rate.wilson is None
@@ -162,8 +204,14 @@ class CriterionResult:
             subject=f"{self.subject}::{self.criterion.key}",
             status=self.status,
             passed=self.passed if self.own_check else None,
-            score=rate.pass_rate,
-            error="; ".join(dict.fromkeys(errors)) or None if not rate.runs else None,
+            score=claimed,
+            error=(
+                ("; ".join(dict.fromkeys(errors)) or self.too_few_error())
+                if not rate.runs
+                else self.too_few_error()
+                if self.status == "error"
+                else None
+            ),
             scores=scores,
             details=details,
             run_errors=self.run_errors,

@@ -107,6 +107,7 @@ def test_file_subjects(
                     criteria=[criterion],
                     runs=test_file.settings.runs,
                     threshold=1.0,
+                    min_judged=test_file.settings.min_judged,
                     judge=judge,
                     inputs={variable: case.prompt},
                     question=case.prompt,
