@@ -42,6 +42,7 @@ _EXPORTS = {
     "JudgeSettings": "config",
     "Project": "config",
     "load_project": "config",
+    "with_limits": "config",
     "JudgeSpec": "tests",
     "TestSpec": "tests",
     "DEFAULT_MIN_JUDGED": "tests",
@@ -205,6 +206,7 @@ __all__ = [
     "unseen_submissions",
     "validate_document",
     "variable_error",
+    "with_limits",
     "write_scaffold",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -247,7 +249,7 @@ if TYPE_CHECKING:
         load_chattest,
         load_json,
     )
-    from .config import JudgeSettings, Project, load_project
+    from .config import JudgeSettings, Project, load_project, with_limits
     from .databases import database_absences, database_problems, database_use_problem
     from .document import Document, KeyPath, format_key_path, load_yaml, path_problem, read_text
     from .files import (

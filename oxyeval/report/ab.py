@@ -154,9 +154,15 @@ def _judge_cost(summary: BranchSummary) -> float | None:
     return _usd(sum(c for c in costs if c is not None))
 
 
-def ab_case_json(result: ABCaseResult) -> dict[str, Any]:
-    """The Testing API's runABTest result, with the iterations' verdict beside it."""
-    winner = result.winner
+def ab_case_json(result: ABCaseResult, *, api: bool = False) -> dict[str, Any]:
+    """The Testing API's runABTest result, with the iterations' verdict beside it.
+
+    ``winner`` is a winner beyond the noise (null otherwise; ``leader`` is the branch
+    ranked first). For the API (``api``), ``winner`` is its specification's: the branch
+    ranked first on the criteria, with ``significant`` and ``notes`` saying whether that
+    lead is beyond the noise, since the specification's clients read a winner whenever a
+    branch ranked."""
+    winner = (result.winner or result.leader) if api else result.winner
     return {
         "testCaseId": result.test_case_id,
         "caseName": result.case_name,
@@ -174,6 +180,7 @@ def ab_case_json(result: ABCaseResult) -> dict[str, Any]:
             "latencyMs": _r(winner.latency_ms, 3),
             "estimatedCost": _usd(winner.estimated_cost),
         },
+        "leader": None if result.leader is None else result.leader.branch.name,
         "branches": [_branch_result(s) for s in result.branches],
         "iterations": result.iterations,
         "iterationsCompleted": result.iterations_done

@@ -335,7 +335,7 @@ class TestingService(Edits):
         return None if result is None else self._ab_doc(result)
 
     def _ab_doc(self, result: Any) -> dict[str, Any]:
-        doc = ab_case_json(result)
+        doc = ab_case_json(result, api=True)
         for branch in doc["branches"]:
             self._with_vendor(branch)
         return doc

@@ -120,7 +120,7 @@ def test_every_kinds_run_is_counted_from_the_results_it_stored(root: Path) -> No
 
 
 def test_an_sdk_suite_with_failures_and_errors_shows_them(root: Path) -> None:
-    from oxyeval.testing import BaseMetric, LLMTestCase, evaluate
+    from oxyeval.testing import BaseMetric, LLMTestCase, MetricError, evaluate
 
     class Grader(BaseMetric):
         async def _a_score(self, test_case: LLMTestCase) -> tuple[float, str]:
@@ -130,7 +130,10 @@ def test_an_sdk_suite_with_failures_and_errors_shows_them(root: Path) -> None:
 
     cases = [LLMTestCase(input=f"ok {k}", actual_output="x") for k in range(4)]
     cases += [LLMTestCase(input=f"bad {k}", actual_output="x") for k in range(2)]
-    evaluate(cases, [Grader()], print_results=False)
+    # As DeepEval does, evaluate raises on a metric that could not score, once the run
+    # is kept: the history still shows it whole.
+    with pytest.raises(MetricError, match="the grader is down"):
+        evaluate(cases, [Grader()], print_results=False)
     (run,) = json.loads(invoke("history", "--kind", "sdk", "--json").stdout)["runs"]
     assert (run["results"], run["passed"], run["failed"], run["errors"]) == (6, 0, 4, 2)
     assert run["averageScore"] == pytest.approx(0.1)  # the errors' missing scores left out

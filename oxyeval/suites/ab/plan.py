@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from ...errors import ConfigError, LoadError
 from ...evaluation import Similarity
 from ...judge import SCALE_1_5, Judge
-from ...project.config import Project, with_limits
+from ...project import with_limits
+from ...project.config import Project
 from ...project.prompts import PromptDef
 from ...project.templates import TemplateRef
 from ...providers import GenerateParams

@@ -202,6 +202,10 @@ class ABCaseResult:
     iterations: int
     branches: list[BranchSummary] = field(default_factory=list)  # by rank
     winner: BranchSummary | None = None
+    #: The branch ranked first on the criteria, beyond the noise or not: the Testing
+    #: API's ``winner`` (its clients read one whenever a branch ranked), while the CLI
+    #: and the run documents call a winner only beyond the noise (``winner``).
+    leader: BranchSummary | None = None
     #: {branch name: iterations it won} (iterations > 1).
     winner_distribution: dict[str, int] = field(default_factory=dict)
     #: With iterations > 1: whether the winner's interval for the criterion's score does

@@ -119,6 +119,7 @@ def _only_beyond_noise(result: ABCaseResult) -> None:
     the leader wins only when the significance call says so (iterations > 1). One
     iteration cannot tell a gap from noise (a 0.0008 quality gap, 4 ms of latency), so
     it names the leader in a note and calls no winner."""
+    result.leader = result.winner
     answered = [s for s in result.branches if s.ok]
     if result.winner is None or len(answered) < 2 or result.significant is True:
         return
