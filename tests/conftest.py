@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,17 @@ models:
 """
 
 MakeProject = Callable[..., Path]
+
+
+def default_signals() -> None:
+    """``preexec_fn`` of a child a test signals: SIGINT back to its default disposition.
+
+    A shell's background job, ``nohup`` and some CI runners start the test run with
+    SIGINT ignored, and a child inherits that; oxy rightly leaves an ignored SIGINT
+    ignored, so a test that sends one must not depend on how pytest was started.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 
 #: What a victim file outside the project holds: a secret on a line that is neither YAML
 #: nor JSON, so a reader that opened it would quote that line in its parse error.
