@@ -255,6 +255,9 @@ def load_chattest(
                 doc.diagnostic(("key",), f"model key '{model.key}' is also defined in {first}")
             )
             continue
+        if model.format != "config" and project is not None and model.key in project.models:
+            problems.append(_clash(doc, model.key, project))
+            continue
         models[model.key] = model
     prompts: list[ChatPrompt] = []
     for file in prompt_files:
@@ -280,6 +283,20 @@ def load_chattest(
     if any(p.severity == "error" for p in problems):
         raise LoadError(problems)
     return ChatTestSuite(prompts, models, warnings)
+
+
+def _clash(doc: Document, key: str, project: Project) -> Diagnostic:
+    """A model file with its own endpoint whose key is also a model of the project's
+    config.yml: prompts name models by key alone, so which one a run meant is unknowable
+    (a file without a url is how one says "config.yml's model of this name")."""
+    where = project.model_keys.get(key)
+    pos = project.config.locate((*where, "name")) if where is not None else None
+    other = f"{project.config.display}{f':{pos.line}' if pos else ''}"
+    return doc.diagnostic(
+        ("key",),
+        f"model key '{key}' is also a model in {other}, the project this chattest folder "
+        "belongs to; rename one of them (prompts name models by key)",
+    )
 
 
 def _collect(roots: list[Path], problems: list[Diagnostic]) -> tuple[list[Path], list[Path]]:

@@ -126,6 +126,18 @@ def chattest_json(run: PassFailRun, decision: Decision | None = None) -> dict[st
     return _document("chattest", run, {"prompts": prompts}, decision)
 
 
+def _tally(result: CriterionResult) -> str:
+    """``passes/runs`` and the runs outside them (a run whose answer no judge could
+    grade, one that got no answer), so a cell never hides why it has few runs."""
+    rate = result.rate
+    parts = [f"{rate.passes}/{rate.runs}"]
+    if rate.judge_errors:
+        parts.append(f"{rate.judge_errors} unjudged")
+    if result.run_errors:
+        parts.append(f"{result.run_errors} without an answer")
+    return ", ".join(parts)
+
+
 def _cell(text: str) -> Any:
     from rich.text import Text
 
@@ -150,7 +162,7 @@ def render_chattest(run: PassFailRun, console: Console, *, quiet: bool = False) 
                 shown_rate = "-" if rate.pass_rate is None else f"{rate.pass_rate * 100:.0f}%"
                 # chattest's verdict: the pass rate against successThreshold (no FLKY)
                 verdict = "ERR" if result.status == "error" else "PASS" if result.passed else "FAIL"
-                row.append(_cell(f"{verdict} {shown_rate} ({rate.passes}/{rate.runs})"))
+                row.append(_cell(f"{verdict} {shown_rate} ({_tally(result)})"))
             table.add_row(*row)
         console.print(table)
         if not quiet:
@@ -235,9 +247,8 @@ def render_test_files(run: PassFailRun, console: Console) -> None:
     """One line per case, oxy's way, then the totals."""
     for subject in run.subjects:
         for result in subject.results:
-            rate = result.rate
             console.print(
-                f"{passfail_label(result)}  {shown(subject.label)}  ({rate.passes}/{rate.runs})",
+                f"{passfail_label(result)}  {shown(subject.label)}  ({_tally(result)})",
                 style={"PASS": "green", "FAIL": "red", "FLKY": "yellow"}.get(
                     passfail_label(result), "red"
                 ),

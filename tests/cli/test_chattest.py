@@ -129,3 +129,39 @@ def test_a_prompt_file_may_bring_its_own_judge_prompt(tmp_path: Path) -> None:
         and "never uses {{ output }}" in bad.stderr
         and "testPrompt" in bad.stderr
     )
+
+
+def test_a_model_file_named_like_a_config_model_is_an_error_naming_both(tmp_path: Path) -> None:
+    # The folder's judge would otherwise be replaced by the project's silently.
+    (tmp_path / "config.yml").write_text("models:\n  - {name: j, vendor: mock, outputs: [x]}\n")
+    _files(tmp_path / "ct")
+    result = invoke("chattest", str(tmp_path / "ct"))
+    assert result.exit_code == 2
+    assert "j.json" in result.stderr and "config.yml:2" in result.stderr
+    assert "model key 'j' is also a model in" in result.stderr
+
+
+def test_the_example_runs_inside_the_examples_project(tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLE.parent, tmp_path / "examples", ignore=shutil.ignore_patterns(".oxy"))
+    result = invoke("chattest", str(tmp_path / "examples" / "chattest"), "-q")
+    assert result.exit_code == 1, result.stderr
+    assert "PASS 100% (5/5)" in result.stdout and "FAIL 60% (3/5)" in result.stdout
+
+
+def test_a_cell_counts_the_runs_no_judge_could_grade(tmp_path: Path) -> None:
+    _files(tmp_path, ', "successThreshold": 0.9')
+    (tmp_path / "models" / "j.json").write_text(
+        '{"key": "j", "url": "mock:", "rules": [{"match": "hello", "output": "Kind.\\nVerdict: PASS"},'
+        ' {"match": "(?s).*", "output": "I cannot tell."}]}'
+    )
+    result = invoke("chattest", str(tmp_path), "-q")
+    assert "PASS 100% (2/2, 2 unjudged)" in result.stdout
+    assert result.exit_code == 0
+    _files(tmp_path / "none")
+    (tmp_path / "none" / "models" / "j.json").write_text(
+        '{"key": "j", "url": "mock:", "outputs": ["I cannot tell."]}'
+    )
+    result = invoke("chattest", str(tmp_path / "none"), "-q")
+    assert result.exit_code == 3
+    assert "ERR - (0/0, 4 unjudged)" in result.stdout
+    assert "no verdict" in result.stderr  # the reason for exit 3, on stderr
