@@ -252,7 +252,10 @@ def load_project(
         root = Path(project_dir)
         config_path = next((root / n for n in CONFIG_NAMES if (root / n).is_file()), None)
         if config_path is None:
-            raise ConfigError(f"--project {project_dir}: no config.yml in that folder")
+            raise ConfigError(
+                f"--project {project_dir}: no config.yml in that folder "
+                f"(`oxy init {project_dir}` makes one)"
+            )
     else:
         origin = Path(start) if start is not None else Path.cwd()
         config_path = find_config(origin)
@@ -260,7 +263,8 @@ def load_project(
             folder = origin.resolve() if origin.is_dir() else origin.resolve().parent
             raise ConfigError(
                 f"no config.yml found in {folder} or any folder above it. A project "
-                "is a folder with a config.yml that lists models; pass --project DIR to point at one."
+                "is a folder with a config.yml that lists models: `oxy init` makes one "
+                "here, or pass --project DIR to point at one."
             )
     if cache is not None:
         known = cache.get(config_path.resolve())

@@ -153,7 +153,7 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
         if config is None:
             raise ConfigError(
                 f"no config.yml in {Path.cwd()} or above; pass files or folders to validate, "
-                "or --project DIR"
+                "or --project DIR (`oxy init` makes a project here)"
             )
         # --project as given; a config.yml found from here as '.' or '..'.
         paths = [project_dir] if project_dir else [_as_typed(config.parent)]
