@@ -18,12 +18,18 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from .. import __version__
-from .console import Streams, echo, stderr_console, using_streams
+from .console import Streams, echo, set_color, stderr_console, using_streams
+from .helptext import RootGroup, plain_required_arguments
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = ["app", "main"]
+
+plain_required_arguments()
+
+#: ``-h`` as well as ``--help``, on every command (subcommands inherit it).
+HELP_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 app = typer.Typer(
     name="oxy",
@@ -32,7 +38,12 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    cls=RootGroup,
+    context_settings=HELP_SETTINGS,
 )
+
+#: ``oxy -v``: the debug log (each model call as it answers) without tracebacks.
+_verbose = False
 
 
 class Format(str, Enum):
@@ -190,7 +201,7 @@ def setup_logging(console: Console, debug: bool) -> None:
     reset_warnings()  # a new invocation: its invalid-text warnings are said again
     logger = logging.getLogger("oxyeval")
     logger.handlers[:] = [_ConsoleHandler(console)]
-    logger.setLevel(logging.DEBUG if debug else logging.INFO)
+    logger.setLevel(logging.DEBUG if debug or _verbose else logging.INFO)
     logger.propagate = False
 
 
@@ -230,13 +241,28 @@ class RichProgress:
 @app.callback(invoke_without_command=True)
 def _root(
     version: Annotated[bool, typer.Option("--version", help="Show the version and exit.")] = False,
+    no_color: Annotated[
+        bool,
+        typer.Option("--no-color", help="No colours (as NO_COLOR=1 in the environment does)."),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Log each model call on stderr as it answers (--debug: tracebacks too).",
+        ),
+    ] = False,
 ) -> None:
+    global _verbose
+    _verbose = verbose
+    set_color(not no_color)
     if version:
         echo(f"oxyeval {__version__}")
         raise typer.Exit()
 
 
-# Each module registers its commands on ``app``; the order is the order of ``oxy --help``.
+# Each module registers its commands on ``app``; ``oxy --help`` lists them in helptext's order.
 from . import test, run, validate, history, cases, ab, chattest, report, cache, init, serve  # noqa: E402, F401, I001
 
 

@@ -39,6 +39,7 @@ from ._common import (
     read_history,
 )
 from .artifacts import JunitOption
+from .helptext import CommandGroup
 
 if TYPE_CHECKING:
     from ..store import Store, TestCase
@@ -51,6 +52,7 @@ cases_app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
+    cls=CommandGroup,
 )
 
 
@@ -168,14 +170,20 @@ def cases_show(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Case name, or <prompt>::<case>.")],
     as_json: JsonOption = False,
     format: FormatOption = Format.pretty,
-    recent: Annotated[
-        int, typer.Option("--recent", metavar="N", min=1, help="Recent runs to list.")
+    limit: Annotated[
+        int,
+        typer.Option("--limit", metavar="N", min=1, max=10_000, help="Recent runs to list."),
     ] = 10,
+    recent: Annotated[
+        int | None,
+        typer.Option("--recent", metavar="N", min=1, max=10_000, hidden=True),
+    ] = None,  # an older name of --limit, kept for scripts
     db: DbOption = None,
     project: ProjectOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Statistics of one case: pass rate, average score, recent runs, regressions, trend."""
+    recent = recent if recent is not None else limit
     out, err = consoles()
     setup_logging(err, debug)
     as_json = as_json or format == "json"

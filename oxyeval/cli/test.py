@@ -185,7 +185,7 @@ def project_tests(project: str | None) -> tuple[list[str], list[str]]:
     import os
     from pathlib import Path
 
-    from ..project.files import find_config, project_files
+    from ..project import find_config, project_files
 
     config = (Path(project) / "config.yml") if project is not None else find_config(Path.cwd())
     if config is None or not config.parent.is_dir():
@@ -224,8 +224,7 @@ def _test_kind(path: object) -> str:
     from pathlib import Path
 
     from ..errors import OxyError
-    from ..project.document import parse_yaml, read_text
-    from ..project.files import file_kind
+    from ..project import file_kind, parse_yaml, read_text
 
     assert isinstance(path, Path)
     kind = file_kind(path)

@@ -57,6 +57,8 @@ _EXPORTS = {
     "KeyPath": "document",
     "format_key_path": "document",
     "path_problem": "document",
+    "not_found": "document",
+    "parse_yaml": "document",
     "BRANCH_PROVIDERS": "branches",
     "DEFAULT_MAX_TOKENS": "branches",
     "DEFAULT_TEMPERATURE": "branches",
@@ -178,10 +180,12 @@ __all__ = [
     "load_yaml",
     "loop_only_reads",
     "next_steps",
+    "not_found",
     "outside_project",
     "parse_branches",
     "parse_tests",
     "parse_variables",
+    "parse_yaml",
     "path_problem",
     "project_files",
     "read_text",
@@ -241,7 +245,16 @@ if TYPE_CHECKING:
     )
     from .config import JudgeSettings, Project, load_project
     from .databases import database_problems, database_use_problem
-    from .document import Document, KeyPath, format_key_path, load_yaml, path_problem, read_text
+    from .document import (
+        Document,
+        KeyPath,
+        format_key_path,
+        load_yaml,
+        not_found,
+        parse_yaml,
+        path_problem,
+        read_text,
+    )
     from .files import (
         TEST_SUFFIXES,
         file_kind,

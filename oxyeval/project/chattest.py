@@ -51,7 +51,7 @@ from ..patterns import PatternError, compile_pattern
 from ..providers import ModelSpec, api_url_problem, header_problem, value_problem
 from ..redact import register_credentials, register_secret
 from .config import Project
-from .document import Document, KeyPath, parse_yaml, read_text
+from .document import Document, KeyPath, not_found, parse_yaml, read_text
 from .schema import did_you_mean, validate_document
 from .templates import TemplateRef, answer_prompt
 
@@ -325,7 +325,7 @@ def _collect(roots: list[Path], problems: list[Diagnostic]) -> tuple[list[Path],
                     )
                 )
         elif not root.exists():
-            problems.append(Diagnostic(str(root), "file not found"))
+            problems.append(Diagnostic(str(root), not_found(root)))
         elif root.parent.name == "models":
             models[root] = None
         else:

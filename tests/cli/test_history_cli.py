@@ -47,7 +47,8 @@ tasks:
 
 
 def invoke(*args: str):
-    return CliRunner().invoke(app, list(args))
+    # Wide enough for the table's cells whole (piped output is 80 columns by default).
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "160"})
 
 
 def configure(root: Path, outputs: str) -> None:
