@@ -72,6 +72,14 @@ def victim(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _wide_piped_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reports on stdout are read whole: a pipe's default of 80 columns would wrap table
+    cells mid-phrase, which tests of content should not depend on (a test of widths
+    sets or removes COLUMNS itself)."""
+    monkeypatch.setenv("COLUMNS", "160")
+
+
+@pytest.fixture(autouse=True)
 def _forget_secrets() -> Iterator[None]:
     """Keys a test registers do not outlive it (one test's key must not hide another's
     output)."""

@@ -47,8 +47,7 @@ tasks:
 
 
 def invoke(*args: str):
-    # Wide enough for the table's cells whole (piped output is 80 columns by default).
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "160"})
+    return CliRunner().invoke(app, list(args))
 
 
 def configure(root: Path, outputs: str) -> None:
