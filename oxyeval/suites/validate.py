@@ -11,7 +11,7 @@ from ..errors import ConfigError, Diagnostic, LoadError
 from ..project.agents import load_agent
 from ..project.config import Project, load_project
 from ..project.document import KeyPath, load_yaml, path_problem
-from ..project.files import file_kind, find_config, project_files
+from ..project.files import SKIP_DIRS, file_kind, find_config, project_files
 from ..project.schema import validate_document
 
 __all__ = ["ValidationReport", "credential_warnings", "history_problems", "validate_paths"]
@@ -141,6 +141,43 @@ def _as_typed(folder: Path) -> str:
         return str(folder)
 
 
+def _chattest_targets(path: Path) -> list[Path]:
+    """The chattest folders under ``path`` (each a folder whose ``prompts/`` holds JSON
+    files, as ``oxy chattest`` reads it), or ``path`` itself when it is a chattest JSON
+    file (in a ``prompts/`` or ``models/`` folder)."""
+    if not path.is_dir():
+        return [path] if path.parent.name in ("prompts", "models") else []
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        folder = Path(dirpath)
+        if folder.name == "prompts" and any(n.lower().endswith(".json") for n in filenames):
+            found.append(folder.parent)
+    return found
+
+
+def _validate_chattest(target: Path, project_dir: str | None, report: ValidationReport) -> None:
+    """A chattest folder or file checked as ``oxy chattest`` loads it: the same schemas,
+    messages and project (its models may name config.yml's); nothing is called."""
+    from ..project.chattest import _collect, load_chattest
+
+    problems: list[Diagnostic] = []
+    prompts, models = _collect([target], problems)
+    report.files.extend(str(f) for f in [*prompts, *models] if str(f) not in report.files)
+    project = None
+    if project_dir is not None or find_config(target) is not None:
+        try:
+            project = load_project(target, project_dir=project_dir, cache=report.projects)
+        except (LoadError, ConfigError):
+            return  # config.yml's own problems are reported with it
+    try:
+        suite = load_chattest([target], project=project)
+    except LoadError as exc:
+        report.diagnostics.extend(exc.diagnostics)
+        return
+    report.diagnostics.extend(suite.warnings)
+
+
 def validate_paths(paths: list[str], project_dir: str | None = None) -> ValidationReport:
     """Validate the given files, or every project file under the given folders."""
     report = ValidationReport()
@@ -157,14 +194,20 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
             )
         # --project as given; a config.yml found from here as '.' or '..'.
         paths = [project_dir] if project_dir else [_as_typed(config.parent)]
+    chattest: list[Path] = []  # chattest folders and files: checked together, as run
     for raw in paths:
         path = Path(raw)
+        if path.is_dir() or (path.suffix.lower() == ".json" and not path.is_dir()):
+            found_chattest = _chattest_targets(path)
+            chattest.extend(found_chattest)
+            if found_chattest and not path.is_dir():
+                continue
         if path.is_dir():
             config = find_config(path) if project_dir is None else Path(project_dir) / "config.yml"
             found = project_files(path, ("agent", "workflow", "prompt", "cases", "test"))
             if config is not None and config.parent.resolve() == path.resolve():
                 found.insert(0, path / config.name)  # under the folder as the user gave it
-            if not found:  # "0 files checked, 0 errors" would pass CI having checked nothing
+            if not found and not chattest:  # "0 files checked" would pass CI having checked nothing
                 report.diagnostics.append(
                     Diagnostic(
                         raw,
@@ -237,6 +280,8 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
             report.diagnostics.extend(exc.diagnostics)
         except ConfigError as exc:
             report.diagnostics.append(Diagnostic(str(target), str(exc)))
+    for target in dict.fromkeys(chattest):
+        _validate_chattest(target, project_dir, report)
     for project in report.projects.values():
         # The commands that run a file open its project's history: a bad history.url is
         # an error of every file of the project, as it is for them (oxy test a.agent.yml).

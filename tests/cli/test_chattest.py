@@ -165,3 +165,27 @@ def test_a_cell_counts_the_runs_no_judge_could_grade(tmp_path: Path) -> None:
     assert result.exit_code == 3
     assert "ERR - (0/0, 4 unjudged)" in result.stdout
     assert "no verdict" in result.stderr  # the reason for exit 3, on stderr
+
+
+def test_validate_checks_chattest_folders_as_chattest_reads_them(tmp_path: Path) -> None:
+    (tmp_path / "config.yml").write_text("models:\n  - {name: j, vendor: mock, outputs: [x]}\n")
+    (tmp_path / "a.agent.yml").write_text("model: j\nsystem_instructions: hi\n")
+    _files(tmp_path / "ct", ', "successThreshold": "five"')
+    run = invoke("chattest", str(tmp_path / "ct"))
+    checked = invoke("validate", str(tmp_path))
+    assert run.exit_code == checked.exit_code == 2
+    for line in ("successThreshold: expected a number", "model key 'j' is also a model in"):
+        assert line in run.stderr and line in checked.stderr, (run.stderr, checked.stderr)
+    doc = json.loads(invoke("validate", str(tmp_path), "--format", "json").stdout)
+    assert {Path(f).name for f in doc["files"]} >= {"p.json", "m.json", "j.json", "a.agent.yml"}
+    (tmp_path / "ct" / "models" / "j.json").rename(tmp_path / "ct" / "models" / "judge.json")
+    fixed = tmp_path / "ct" / "models" / "judge.json"
+    fixed.write_text(fixed.read_text().replace('"key": "j"', '"key": "judge"'))
+    prompt = tmp_path / "ct" / "prompts" / "p.json"
+    prompt.write_text(
+        prompt.read_text()
+        .replace('"testModel": "j"', '"testModel": "judge"')
+        .replace(', "successThreshold": "five"', "")
+    )
+    assert invoke("validate", str(tmp_path)).exit_code == 0
+    assert invoke("validate", str(prompt)).exit_code == 0  # one file brings its models
