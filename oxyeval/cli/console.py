@@ -170,16 +170,17 @@ def error_text(exc: BaseException) -> str:
 
 def json_error(exc: BaseException) -> str:
     """The ``"error"`` value of a JSON document: the message alone, one line per problem
-    of a load error (``file:line:column: key: message``), without what the terminal gets
-    around it (the ``error:`` prefix, the source excerpt, the "N error(s) in" count)."""
-    from ..errors import LoadError
+    of a load error (``file:line:column: key: message``; past LISTED_DIAGNOSTICS, one
+    line counting the rest), without what the terminal gets around it (the ``error:``
+    prefix, the source excerpt, the "N error(s) in" count)."""
+    from ..errors import LISTED_DIAGNOSTICS, LoadError, listed
     from ..redact import redact
 
     if isinstance(exc, LoadError):
+        errors = [d for d in exc.diagnostics if d.severity == "error"]
         lines = [
             f"{d.location()}: {d.key + ': ' if d.key else ''}{d.message}"
-            for d in exc.diagnostics
-            if d.severity == "error"
+            for d in listed(errors, LISTED_DIAGNOSTICS)
         ]
         if lines:
             return redact("\n".join(lines))
