@@ -105,6 +105,8 @@ _EXPORTS = {
     "ChatTestSuite": "chattest",
     "detect_format": "chattest",
     "load_chattest": "chattest",
+    "chattest_files": "chattest",
+    "chattest_folders": "files",
     "load_json": "chattest",
 }
 __all__ = [
@@ -155,6 +157,8 @@ __all__ = [
     "attribute_reads",
     "branch_problems",
     "case_display_name",
+    "chattest_files",
+    "chattest_folders",
     "check_judge_prompt",
     "check_variables",
     "collect_case_files",
@@ -239,6 +243,7 @@ if TYPE_CHECKING:
         ChatModel,
         ChatPrompt,
         ChatTestSuite,
+        chattest_files,
         detect_format,
         load_chattest,
         load_json,
@@ -257,6 +262,7 @@ if TYPE_CHECKING:
     )
     from .files import (
         TEST_SUFFIXES,
+        chattest_folders,
         file_kind,
         find_config,
         inside_project,

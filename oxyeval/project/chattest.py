@@ -63,6 +63,7 @@ __all__ = [
     "ChatModel",
     "ChatPrompt",
     "ChatTestSuite",
+    "chattest_files",
     "detect_format",
     "load_chattest",
     "load_json",
@@ -286,17 +287,18 @@ def load_chattest(
 
 
 def _clash(doc: Document, key: str, project: Project) -> Diagnostic:
-    """A model file with its own endpoint whose key is also a model of the project's
-    config.yml: prompts name models by key alone, so which one a run meant is unknowable
-    (a file without a url is how one says "config.yml's model of this name")."""
-    where = project.model_keys.get(key)
-    pos = project.config.locate((*where, "name")) if where is not None else None
-    other = f"{project.config.display}{f':{pos.line}' if pos else ''}"
+    """A model file with its own endpoint named like a config.yml model: prompts name
+    models by key alone (a file without a url is how one says "config.yml's model")."""
     return doc.diagnostic(
         ("key",),
-        f"model key '{key}' is also a model in {other}, the project this chattest folder "
-        "belongs to; rename one of them (prompts name models by key)",
+        f"model key '{key}' is also a model in {project.model_place(key)}, the project this "
+        "chattest folder belongs to; rename one of them (prompts name models by key)",
     )
+
+
+def chattest_files(path: Path) -> tuple[list[Path], list[Path]]:
+    """The prompt and model files ``oxy chattest path`` reads, without reading them."""
+    return _collect([path], [])
 
 
 def _collect(roots: list[Path], problems: list[Diagnostic]) -> tuple[list[Path], list[Path]]:

@@ -170,6 +170,12 @@ class Project:
                 found.append(self.config.diagnostic(where, message, severity="warning"))
         return found
 
+    def model_place(self, name: str) -> str:
+        """``config.yml:17``: where model ``name`` is defined, for messages naming it."""
+        where = self.model_keys.get(name)
+        pos = self.config.locate((*where, "name")) if where is not None else None
+        return f"{self.config.display}{f':{pos.line}' if pos else ''}"
+
     def model_error(self, name: str, message: str, where: KeyPath = ()) -> OxyError:
         """An error about model ``name`` (its missing API key, say) pointing at its entry in
         config.yml: at ``where`` in the entry (``("headers", "X", "env_var")``) when given,

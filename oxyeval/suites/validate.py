@@ -11,7 +11,7 @@ from ..errors import ConfigError, Diagnostic, LoadError
 from ..project.agents import load_agent
 from ..project.config import Project, load_project
 from ..project.document import KeyPath, load_yaml, path_problem
-from ..project.files import SKIP_DIRS, file_kind, find_config, project_files
+from ..project.files import file_kind, find_config, project_files
 from ..project.schema import validate_document
 
 __all__ = ["ValidationReport", "credential_warnings", "history_problems", "validate_paths"]
@@ -142,27 +142,21 @@ def _as_typed(folder: Path) -> str:
 
 
 def _chattest_targets(path: Path) -> list[Path]:
-    """The chattest folders under ``path`` (each a folder whose ``prompts/`` holds JSON
-    files, as ``oxy chattest`` reads it), or ``path`` itself when it is a chattest JSON
+    """The chattest folders under ``path``, or ``path`` itself when it is a chattest JSON
     file (in a ``prompts/`` or ``models/`` folder)."""
+    from ..project import chattest_folders
+
     if not path.is_dir():
         return [path] if path.parent.name in ("prompts", "models") else []
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(path):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        folder = Path(dirpath)
-        if folder.name == "prompts" and any(n.lower().endswith(".json") for n in filenames):
-            found.append(folder.parent)
-    return found
+    return chattest_folders(path)
 
 
 def _validate_chattest(target: Path, project_dir: str | None, report: ValidationReport) -> None:
     """A chattest folder or file checked as ``oxy chattest`` loads it: the same schemas,
     messages and project (its models may name config.yml's); nothing is called."""
-    from ..project.chattest import _collect, load_chattest
+    from ..project import chattest_files, load_chattest
 
-    problems: list[Diagnostic] = []
-    prompts, models = _collect([target], problems)
+    prompts, models = chattest_files(target)
     report.files.extend(str(f) for f in [*prompts, *models] if str(f) not in report.files)
     project = None
     if project_dir is not None or find_config(target) is not None:
