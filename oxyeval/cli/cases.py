@@ -69,7 +69,12 @@ def cases_run(
     fail_on_regression: Annotated[
         bool, typer.Option("--fail-on-regression", help="Exit 1 on a regression too.")
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No diff view.")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="Only the summary and the cases that did not pass (no diffs)."
+        ),
+    ] = False,
     concurrency: Annotated[int, concurrency_option("Cases in flight.")] = 8,
     db: DbOption = None,
     project: ProjectOption = None,
