@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..evaluation import moment, percent
 from ..redact import clip
@@ -137,6 +137,13 @@ def _render_disagreements(console: Console, test: ConsistencyTestResult) -> None
     verdict letters or pair weights to decode."""
     failing = test.failing
     best = max(test.scores.values())
+    # Each distinct answer: its text group, or the run alone when no group is known.
+    answer = {o.run: o.group if o.group is not None else -o.run for o in test.outputs}
+
+    def ends(c: dict[str, Any]) -> list[int]:
+        groups = c.get("groups")
+        return list(groups) if groups else [answer.get(r, -r) for r in c["runs"]]
+
     parent: dict[int, int] = {}
 
     def root(g: int) -> int:
@@ -146,22 +153,21 @@ def _render_disagreements(console: Console, test: ConsistencyTestResult) -> None
 
     for c in test.comparisons:  # consistent pairs join their answers' groups
         if c.get("verdict") is not None and c["score"] >= best:
-            a, b = (root(g) for g in c["groups"])
+            a, b = (root(g) for g in ends(c))
             parent[max(a, b)] = min(a, b)
-    if any(root(c["groups"][0]) == root(c["groups"][1]) for c in failing):
+    if any(len({root(g) for g in ends(c)}) == 1 for c in failing):
         parent.clear()  # agreement was not transitive here: each distinct answer alone
     members: dict[int, list[OutputRecord]] = {}
     for o in test.outputs:
-        if o.group is not None:
-            members.setdefault(root(o.group), []).append(o)
-    involved = sorted({root(g) for c in failing for g in c["groups"]})
+        members.setdefault(root(answer[o.run]), []).append(o)
+    involved = sorted({root(g) for c in failing for g in ends(c)}, key=lambda g: (g < 0, abs(g)))
     number = {g: i for i, g in enumerate(involved, 1)}
-    pairs = sum(int(c["weight"]) for c in failing)
+    pairs = sum(int(c.get("weight") or 1) for c in failing)
     total = test.total_pairs or test.pairs
     console.print(f"[yellow]Answers that disagree ({pairs} of {total} pairs of runs):[/]")
     for g in involved:
         outputs = members.get(g, [])
-        which = [o.run for o in outputs]
+        which = [o.run for o in outputs] or [-g]
         who = f"run {which[0]}" if len(which) == 1 else "runs " + ", ".join(map(str, which))
         wordings = {" ".join(shown(o.text or "").split()) for o in outputs}
         text = " ".join(shown(outputs[0].text or "").split()) if outputs else ""
@@ -169,7 +175,7 @@ def _render_disagreements(console: Console, test: ConsistencyTestResult) -> None
         console.print(f"  [{number[g]}] {who}: {_clip(text, 200)}{more}", markup=False)
     reasons: dict[str, set[tuple[int, int]]] = {}
     for c in failing:
-        a, b = sorted(number[root(g)] for g in c["groups"])
+        a, b = sorted(number[root(g)] for g in ends(c))
         reasons.setdefault(str(c.get("reasoning") or "(no reasoning given)"), set()).add((a, b))
     for why, between in reasons.items():
         console.print(f"  {_between(sorted(between))}:", markup=False)
