@@ -24,7 +24,7 @@ from .helptext import RootGroup, plain_required_arguments
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["app", "main"]
+__all__ = ["app", "global_flags_first", "main"]
 
 plain_required_arguments()
 
@@ -266,6 +266,20 @@ def _root(
 from . import test, run, validate, history, cases, ab, chattest, report, cache, init, serve  # noqa: E402, F401, I001
 
 
+#: The flags of ``oxy`` itself that may also follow the command (``oxy test -v``).
+_GLOBAL_FLAGS = frozenset({"-v", "--verbose", "--no-color"})
+
+
+def global_flags_first(args: list[str]) -> list[str]:
+    """``args`` with ``oxy``'s own flags moved before the command, where Click reads them:
+    a user types ``oxy test agents/ -v`` as readily as ``oxy -v test agents/``. Nothing
+    after ``--`` moves; no command has an option of these names."""
+    end = args.index("--") if "--" in args else len(args)
+    moved = [a for a in args[:end] if a in _GLOBAL_FLAGS]
+    rest = [a for a in args[:end] if a not in _GLOBAL_FLAGS]
+    return [*moved, *rest, *args[end:]]
+
+
 def _wants_json(argv: Sequence[str]) -> bool:
     return (
         "--json" in argv
@@ -350,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     from .interrupt import exit_on_signal
 
     exit_on_signal()
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = global_flags_first(list(sys.argv[1:] if argv is None else argv))
     out = Streams()
     with using_streams(out):
         code = _run_app(args, out)

@@ -108,3 +108,15 @@ def test_the_serve_extra_is_named_as_this_install_needs_it() -> None:
 
     # This test runs from a clone (the tests are not installed): pip needs the folder.
     assert _install_hint("serve").startswith("pip install -e '.[serve]' in ")
+
+
+def test_oxys_own_flags_may_follow_the_command() -> None:
+    from oxyeval.cli._app import global_flags_first
+
+    assert global_flags_first(["test", "a/", "-v", "--no-color"]) == [
+        "-v",
+        "--no-color",
+        "test",
+        "a/",
+    ]
+    assert global_flags_first(["run", "w.yml", "--", "-v"]) == ["run", "w.yml", "--", "-v"]
