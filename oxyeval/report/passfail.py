@@ -25,6 +25,7 @@ __all__ = [
     "render_chattest",
     "render_test_files",
     "test_files_json",
+    "unjudged_notes",
 ]
 
 
@@ -136,6 +137,28 @@ def _tally(result: CriterionResult) -> str:
     if result.run_errors:
         parts.append(f"{result.run_errors} without an answer")
     return ", ".join(parts)
+
+
+def unjudged_notes(run: PassFailRun) -> list[str]:
+    """For each (prompt, model, test) scored with some runs left unjudged: how many, and
+    each judge error once with the runs it hit."""
+    lines = []
+    for subject in run.subjects:
+        for result in subject.results:
+            failed = [c for c in result.checks if c.passed is None and c.error]
+            if not failed or result.status == "error":
+                continue
+            where: dict[str, list[int]] = {}
+            for check in failed:
+                where.setdefault(str(check.error), []).append(check.run)
+            head = (
+                f"{subject.label}: {result.criterion.key}: {len(failed)} run(s) unjudged, "
+                "left out of the pass rate"
+            )
+            for error, runs in where.items():
+                shown_runs = ", ".join(map(str, runs[:5])) + (" ..." if len(runs) > 5 else "")
+                lines.append(f"{head}: {shown(error)} (run {shown_runs})")
+    return lines
 
 
 def _cell(text: str) -> Any:

@@ -157,6 +157,9 @@ def test_a_cell_counts_the_runs_no_judge_could_grade(tmp_path: Path) -> None:
     result = invoke("chattest", str(tmp_path), "-q")
     assert "PASS 100% (2/2, 2 unjudged)" in result.stdout
     assert result.exit_code == 0
+    # why, on stderr, each judge error once with its runs
+    assert "p on m: it greets: 2 run(s) unjudged, left out of the pass rate: " in result.stderr
+    assert result.stderr.count("unjudged") == 1 and "no verdict" in result.stderr
     _files(tmp_path / "none")
     (tmp_path / "none" / "models" / "j.json").write_text(
         '{"key": "j", "url": "mock:", "outputs": ["I cannot tell."]}'
