@@ -399,7 +399,11 @@ def _nearest_name(path: Path) -> str:
         if not close:
             return ""
         guess = Path(*parts[:i], close[0], *parts[i + 1 :])
-        return f"; did you mean '{guess}'?" if os.path.lexists(guess) else ""
+        if not os.path.lexists(guess):
+            return ""
+        # A path as typed comes back whole; an absolute one (made from a file's own
+        # reference) names only the part that differs, not the whole disk's path.
+        return f"; did you mean '{close[0] if path.is_absolute() else guess}'?"
     return ""
 
 
