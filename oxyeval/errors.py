@@ -17,18 +17,50 @@ __all__ = [
     "EXIT_INFRA",
     "EXIT_INPUT",
     "EXIT_OK",
+    "LISTED_DIAGNOSTICS",
+    "SHOWN_DIAGNOSTICS",
     "ConfigError",
     "Diagnostic",
     "LoadError",
     "OxyError",
     "ProviderError",
     "is_bad_input",
+    "listed",
 ]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INPUT = 2
 EXIT_INFRA = 3
+
+
+#: Problems a message on the terminal shows before it counts the rest, as a compiler
+#: stops after a screenful: ten thousand of one mistake are read in the first few.
+SHOWN_DIAGNOSTICS = 50
+#: Problems a JSON document lists before one entry that counts the rest (a program may
+#: want more than a screenful, but not a document of megabytes).
+LISTED_DIAGNOSTICS = 1000
+
+
+def listed(diagnostics: list[Diagnostic], limit: int) -> list[Diagnostic]:
+    """The first ``limit`` of ``diagnostics``, then, when there were more, one in their
+    place that counts them (its file: the files they were in)."""
+    if len(diagnostics) <= limit:
+        return list(diagnostics)
+    rest = diagnostics[limit:]
+    files = ", ".join(dict.fromkeys(d.file for d in rest))
+    severity = "error" if any(d.severity == "error" for d in rest) else "warning"
+    counted = f"{_more(rest)} not listed"
+    return [*diagnostics[:limit], Diagnostic(files, counted, severity=severity)]
+
+
+def _more(diagnostics: list[Diagnostic]) -> str:
+    """``12 more error(s) and 3 more warning(s)``."""
+    errors = sum(d.severity == "error" for d in diagnostics)
+    warnings = len(diagnostics) - errors
+    parts = [f"{errors} more error(s)" if errors else ""]
+    parts.append(f"{warnings} more warning(s)" if warnings else "")
+    return " and ".join(p for p in parts if p)
 
 
 class OxyError(Exception):
@@ -100,7 +132,12 @@ class LoadError(OxyError):
     def render(self) -> str:
         errors = [d for d in self.diagnostics if d.severity == "error"]
         files = sorted({d.file for d in errors})
-        body = "\n".join(d.format() for d in errors)
+        body = "\n".join(d.format() for d in errors[:SHOWN_DIAGNOSTICS])
+        if len(errors) > SHOWN_DIAGNOSTICS:
+            body += (
+                f"\n... {len(errors) - SHOWN_DIAGNOSTICS} more error(s) not shown "
+                f"(the first {SHOWN_DIAGNOSTICS} are above)"
+            )
         count = f"{len(errors)} error(s) in {', '.join(files)}" if files else "errors"
         return f"{body}\n{count}" if body else count
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,17 @@ models:
 """
 
 MakeProject = Callable[..., Path]
+
+
+def default_signals() -> None:
+    """``preexec_fn`` of a child a test signals: SIGINT back to its default disposition.
+
+    A shell's background job, ``nohup`` and some CI runners start the test run with
+    SIGINT ignored, and a child inherits that; oxy rightly leaves an ignored SIGINT
+    ignored, so a test that sends one must not depend on how pytest was started.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 
 #: What a victim file outside the project holds: a secret on a line that is neither YAML
 #: nor JSON, so a reader that opened it would quote that line in its parse error.
@@ -57,6 +69,14 @@ def victim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path.write_text(VICTIM_TEXT, encoding="utf-8")
     path.chmod(0o600)
     return path
+
+
+@pytest.fixture(autouse=True)
+def _wide_piped_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reports on stdout are read whole: a pipe's default of 80 columns would wrap table
+    cells mid-phrase, which tests of content should not depend on (a test of widths
+    sets or removes COLUMNS itself)."""
+    monkeypatch.setenv("COLUMNS", "160")
 
 
 @pytest.fixture(autouse=True)

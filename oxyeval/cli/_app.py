@@ -18,12 +18,18 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from .. import __version__
-from .console import Streams, echo, stderr_console, using_streams
+from .console import Streams, echo, set_color, stderr_console, using_streams
+from .helptext import RootGroup, plain_required_arguments
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["app", "main"]
+__all__ = ["app", "global_flags_first", "main"]
+
+plain_required_arguments()
+
+#: ``-h`` as well as ``--help``, on every command (subcommands inherit it).
+HELP_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 app = typer.Typer(
     name="oxy",
@@ -32,7 +38,12 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    cls=RootGroup,
+    context_settings=HELP_SETTINGS,
 )
+
+#: ``oxy -v``: the debug log (each model call as it answers) without tracebacks.
+_verbose = False
 
 
 class Format(str, Enum):
@@ -240,7 +251,7 @@ def setup_logging(console: Console, debug: bool) -> None:
     reset_warnings()  # a new invocation: its invalid-text warnings are said again
     logger = logging.getLogger("oxyeval")
     logger.handlers[:] = [_ConsoleHandler(console)]
-    logger.setLevel(logging.DEBUG if debug else logging.INFO)
+    logger.setLevel(logging.DEBUG if debug or _verbose else logging.INFO)
     logger.propagate = False
 
 
@@ -280,15 +291,44 @@ class RichProgress:
 @app.callback(invoke_without_command=True)
 def _root(
     version: Annotated[bool, typer.Option("--version", help="Show the version and exit.")] = False,
+    no_color: Annotated[
+        bool,
+        typer.Option("--no-color", help="No colours (as NO_COLOR=1 in the environment does)."),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Log each model call on stderr as it answers (--debug: tracebacks too).",
+        ),
+    ] = False,
 ) -> None:
+    global _verbose
+    _verbose = verbose
+    set_color(not no_color)
     if version:
         echo(f"oxyeval {__version__}")
         raise typer.Exit()
 
 
-# Each module registers its commands on ``app``; the order is the order of ``oxy --help``.
+# Each module registers its commands on ``app``; ``oxy --help`` lists them in helptext's order.
 from . import test, run, validate, history, cases, ab, chattest, report, cache, batch, init, serve  # noqa: E402, F401, I001
 from . import exec_suites  # noqa: E402, F401
+
+
+#: The flags of ``oxy`` itself that may also follow the command (``oxy test -v``).
+_GLOBAL_FLAGS = frozenset({"-v", "--verbose", "--no-color"})
+
+
+def global_flags_first(args: list[str]) -> list[str]:
+    """``args`` with ``oxy``'s own flags moved before the command, where Click reads them:
+    a user types ``oxy test agents/ -v`` as readily as ``oxy -v test agents/``. Nothing
+    after ``--`` moves; no command has an option of these names."""
+    end = args.index("--") if "--" in args else len(args)
+    moved = [a for a in args[:end] if a in _GLOBAL_FLAGS]
+    rest = [a for a in args[:end] if a not in _GLOBAL_FLAGS]
+    return [*moved, *rest, *args[end:]]
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
@@ -375,7 +415,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     from .interrupt import exit_on_signal
 
     exit_on_signal()
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = global_flags_first(list(sys.argv[1:] if argv is None else argv))
     out = Streams()
     with using_streams(out):
         code = _run_app(args, out)

@@ -41,6 +41,7 @@ from ._common import (
     read_history,
 )
 from .artifacts import JunitOption
+from .helptext import CommandGroup
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -53,6 +54,7 @@ ab_app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
+    cls=CommandGroup,
 )
 
 

@@ -12,6 +12,7 @@ from ..errors import OxyError
 from ..project.limits import MAX_DAYS
 from ._app import DebugOption, Format, ProjectOption, app, setup_logging
 from ._common import DbOption, FormatOption, JsonOption, consoles, fail, print_json
+from .helptext import CommandGroup
 
 __all__ = ["cache_app"]
 
@@ -21,6 +22,7 @@ cache_app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
+    cls=CommandGroup,
 )
 
 

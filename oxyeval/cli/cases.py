@@ -44,6 +44,7 @@ from ._common import (
     read_history,
 )
 from .artifacts import JunitOption
+from .helptext import CommandGroup
 
 if TYPE_CHECKING:
     from ..store import Store, TestCase
@@ -56,6 +57,7 @@ cases_app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,
+    cls=CommandGroup,
 )
 
 
@@ -72,7 +74,12 @@ def cases_run(
     fail_on_regression: Annotated[
         bool, typer.Option("--fail-on-regression", help="Exit 1 on a regression too.")
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No diff view.")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="Only the summary and the cases that did not pass (no diffs)."
+        ),
+    ] = False,
     concurrency: Annotated[int, concurrency_option("Cases in flight.")] = 8,
     db: DbOption = None,
     project: ProjectOption = None,
@@ -184,14 +191,20 @@ def cases_show(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Case name, or <prompt>::<case>.")],
     as_json: JsonOption = False,
     format: FormatOption = Format.pretty,
-    recent: Annotated[
-        int, typer.Option("--recent", metavar="N", min=1, help="Recent runs to list.")
+    limit: Annotated[
+        int,
+        typer.Option("--limit", metavar="N", min=1, max=10_000, help="Recent runs to list."),
     ] = 10,
+    recent: Annotated[
+        int | None,
+        typer.Option("--recent", metavar="N", min=1, max=10_000, hidden=True),
+    ] = None,  # an older name of --limit, kept for scripts
     db: DbOption = None,
     project: ProjectOption = None,
     debug: DebugOption = False,
 ) -> None:
     """Statistics of one case: pass rate, average score, recent runs, regressions, trend."""
+    recent = recent if recent is not None else limit
     out, err = consoles()
     setup_logging(err, debug)
     as_json = as_json or format == "json"

@@ -29,7 +29,9 @@ __all__ = [
     "echo",
     "error_text",
     "json_error",
+    "piped_width",
     "print_error",
+    "set_color",
     "stderr_console",
     "stdout_console",
     "streams",
@@ -110,19 +112,41 @@ def echo(text: str) -> None:
     streams().stdout.write(text + "\n")
 
 
+_color: ContextVar[bool] = ContextVar("oxy_color", default=True)
+
+
+def set_color(enabled: bool) -> None:
+    """``oxy --no-color``: the consoles of this invocation print no colour or style
+    (NO_COLOR in the environment does the same, through rich)."""
+    _color.set(enabled)
+
+
+def piped_width() -> int:
+    """The width to wrap stdout at when it is not a terminal (see :func:`stdout_console`)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        if sys.stderr.isatty():
+            return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 80
+
+
 def stdout_console() -> Console:
     from rich.console import Console
 
     # Prose is wrapped between words at the terminal's width (a terminal breaks a long
-    # line mid-word); piped output has no width, so it is wrapped at $COLUMNS or 160:
-    # readable in a log, and rich's 80 columns would squeeze every table row.
-    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
+    # line mid-word). Piped output has no width of its own: $COLUMNS, else the width of
+    # the terminal stderr shows (`oxy test | tee log` on a terminal), else 80 (a CI log).
     return Console(
         file=streams().stdout,
         highlight=False,
         soft_wrap=False,
         emoji=False,
-        width=width,
+        width=None if sys.stdout.isatty() else piped_width(),
+        no_color=not _color.get() or None,
     )
 
 
@@ -135,6 +159,7 @@ def stderr_console() -> Console:
         highlight=False,
         soft_wrap=True,
         emoji=False,
+        no_color=not _color.get() or None,
     )
 
 
@@ -145,16 +170,17 @@ def error_text(exc: BaseException) -> str:
 
 def json_error(exc: BaseException) -> str:
     """The ``"error"`` value of a JSON document: the message alone, one line per problem
-    of a load error (``file:line:column: key: message``), without what the terminal gets
-    around it (the ``error:`` prefix, the source excerpt, the "N error(s) in" count)."""
-    from ..errors import LoadError
+    of a load error (``file:line:column: key: message``; past LISTED_DIAGNOSTICS, one
+    line counting the rest), without what the terminal gets around it (the ``error:``
+    prefix, the source excerpt, the "N error(s) in" count)."""
+    from ..errors import LISTED_DIAGNOSTICS, LoadError, listed
     from ..redact import redact
 
     if isinstance(exc, LoadError):
+        errors = [d for d in exc.diagnostics if d.severity == "error"]
         lines = [
             f"{d.location()}: {d.key + ': ' if d.key else ''}{d.message}"
-            for d in exc.diagnostics
-            if d.severity == "error"
+            for d in listed(errors, LISTED_DIAGNOSTICS)
         ]
         if lines:
             return redact("\n".join(lines))

@@ -33,6 +33,17 @@ class _Infra(OxyError):
     exit_code = EXIT_INFRA
 
 
+def _install_hint(extra: str) -> str:
+    """The command that installs ``extra`` here: from the package index, or the working
+    copy's own ``pip install -e '.[extra]'`` when oxyeval runs from a clone."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    if (root / "pyproject.toml").is_file() and (root / "oxyeval").is_dir():
+        return f"pip install -e '.[{extra}]' in {root}"
+    return f"pip install 'oxyeval[{extra}]'"
+
+
 def _port_free(host: str, port: int) -> str | None:
     """Why ``host:port`` cannot be bound (None: it can), found before anything starts."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -145,7 +156,7 @@ def serve_command(
     except ImportError as exc:
         message = (
             f"oxy serve needs the server extra ({exc.name} is not installed): "
-            "pip install 'oxyeval[serve]'"
+            f"{_install_hint('serve')}"
         )
         raise fail(err, _Infra(message), False) from None
     from ..server import ServeError, serve
@@ -155,8 +166,8 @@ def serve_command(
         message = f"cannot listen on {host}:{port}: {why}; pick another --port"
         raise fail(err, _Infra(message), False)
 
-    def ready(service: object) -> None:
-        where = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+    def ready(service: object, bound: int) -> None:
+        where = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
         out.print(f"oxy serve: dashboard {where}/  ·  GraphQL {where}/graphql", highlight=False)
         out.print(f"history: {getattr(service, 'db_display', '')}", highlight=False)
 

@@ -33,7 +33,7 @@ from ._common import batched, fail
 from .artifacts import JunitOption
 from .console import stderr_console, stdout_console
 
-__all__ = ["test_command"]
+__all__ = ["project_tests", "test_command"]
 
 
 @app.command("test")
@@ -43,8 +43,8 @@ def test_command(
         typer.Argument(
             metavar="FILE...",
             help="Agent or workflow files (or folders) whose tests to run, *.test.yml "
-            "files (default: every *.test.yml of the project), or Python test files "
-            "(*.py, run through pytest as deepeval test run does).",
+            "files (default: the project's *.test.yml files, else its consistency tests), "
+            "or Python test files (*.py, run through pytest as deepeval test run does).",
         ),
     ] = None,
     format: Annotated[
@@ -129,9 +129,11 @@ def test_command(
     """Run the consistency tests declared in agent and workflow files, or oxy's judged
     pass/fail *.test.yml files; gate CI on accuracy.
 
-    *.test.yml files (given, or all of the project's when no file is given) run each case
-    `runs` times and judge each answer against its expected one (PASS, FLKY, FAIL); the
-    score is the mean pass rate. Agent and workflow files run their consistency tests.
+    *.test.yml files run each case `runs` times and judge each answer against its
+    expected one (PASS, FLKY, FAIL); the score is the mean pass rate. Agent and workflow
+    files run their consistency tests. With no FILE: the project's *.test.yml files, or
+    when it has none, every consistency test it declares; the commands for its other
+    kinds of tests (oxy cases run, oxy ab run) are named on stderr.
 
     Every result is stored in the project's history (--no-history: not), and each test's
     accuracy is shown against its previous run.
@@ -155,6 +157,11 @@ def test_command(
     err = stderr_console()
     setup_logging(err, debug)
     as_json = format is Format.json
+    if not files and not (tag or case or adaptive):
+        files, others = project_tests(project)
+        if not quiet:
+            for line in others:
+                err.print(line, style="dim", markup=False, highlight=False)
     files = files or []
     from .pytests import is_python_test, run_pytest_command
 
@@ -260,3 +267,73 @@ def test_command(
         sharding=sharding,
     )
     raise typer.Exit(code)
+
+
+def project_tests(project: str | None) -> tuple[list[str], list[str]]:
+    """What a bare ``oxy test`` runs, and a line for each other kind of test it does not.
+
+    The project's ``*.test.yml`` files when it has any (oxy's meaning: the list stays
+    empty and the pass/fail side finds them), else its agents' and workflows' consistency
+    tests (the project folder). The other kinds report differently and run by their own
+    command, so each found is named with the exact command to type. No project: nothing,
+    and the pass/fail side says how to make one.
+    """
+    import os
+    from pathlib import Path
+
+    from ..project import find_config, project_files
+
+    config = (Path(project) / "config.yml") if project is not None else find_config(Path.cwd())
+    if config is None or not config.parent.is_dir():
+        return [], []
+    root = config.parent
+    shown = os.path.relpath(root) if project is None else project
+    found = project_files(root, ("test", "agent", "workflow", "prompt", "cases"))
+    by_kind: dict[str, list[Path]] = {}
+    for path in found:
+        by_kind.setdefault(_test_kind(path), []).append(path)
+    others: list[str] = []
+    if by_kind.get("test"):
+        files: list[str] = []
+        if by_kind.get("consistency"):
+            others.append(
+                f"consistency tests in {_count(by_kind['consistency'])} do not run with "
+                f"the *.test.yml files: oxy test {shown}"
+            )
+    else:
+        files = [shown] if by_kind.get("consistency") else []
+    if by_kind.get("cases"):
+        others.append(f"test cases in {_count(by_kind['cases'])}: oxy cases run")
+    if by_kind.get("ab"):
+        others.append(f"A/B branches in {_count(by_kind['ab'])}: oxy ab run")
+    return files, others
+
+
+def _count(paths: list[object]) -> str:
+    return f"{len(paths)} file{'s' if len(paths) != 1 else ''}"
+
+
+def _test_kind(path: object) -> str:
+    """Which command runs the tests ``path`` declares: ``test`` (a *.test.yml file),
+    ``consistency``, ``cases``, ``ab`` or ``none``; read with the project's YAML loader,
+    a file that does not parse counts as none (the run that reads it says why)."""
+    from pathlib import Path
+
+    from ..errors import OxyError
+    from ..project import file_kind, parse_yaml, read_text
+
+    assert isinstance(path, Path)
+    kind = file_kind(path)
+    if kind == "test":
+        return "test"
+    try:
+        doc, problems = parse_yaml(read_text(path), path)
+    except OxyError:
+        return "none"
+    data = doc.data if not problems and isinstance(doc.data, dict) else {}
+    if kind in ("agent", "workflow"):
+        return "consistency" if data.get("tests") else "none"
+    cases = data.get("cases") if isinstance(data.get("cases"), list) else []
+    if data.get("branches") or any(isinstance(c, dict) and c.get("branches") for c in cases):
+        return "ab"
+    return "cases" if kind == "cases" or data.get("cases") else "none"

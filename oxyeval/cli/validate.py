@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import LoadError, OxyError
+from ..errors import LISTED_DIAGNOSTICS, SHOWN_DIAGNOSTICS, LoadError, OxyError, listed
 from ..evaluation import error_code, usage_code
 from ._app import DebugOption, Format, ProjectOption, app, setup_logging
 from ._common import FormatOption
@@ -43,8 +43,15 @@ def validate_command(
         raise typer.Exit(error_code(exc)) from None
     # Errors in the files are bad input, the one verdict validation gives.
     code = error_code(LoadError.of(report.errors)) if report.errors else 0
-    for d in report.diagnostics:  # on stderr in both formats: a non-zero exit says why
+    # On stderr in both formats (a non-zero exit says why), the first screenful of them.
+    shown = listed(report.diagnostics, SHOWN_DIAGNOSTICS)
+    for d in shown[:SHOWN_DIAGNOSTICS]:
         err.print(d.format(), style="red" if d.severity == "error" else "yellow", markup=False)
+    if len(shown) > SHOWN_DIAGNOSTICS:  # the last one counts the rest
+        more = shown[-1].message.removesuffix(" not listed")
+        note = f"... {more} not shown (the first {SHOWN_DIAGNOSTICS} are above"
+        note += ")" if as_json else f"; --format json lists up to {LISTED_DIAGNOSTICS})"
+        err.print(note, style="red" if shown[-1].severity == "error" else "yellow", markup=False)
     if as_json:
         write_json(validation_json(report, code), streams().stdout)
     else:

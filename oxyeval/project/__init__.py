@@ -62,6 +62,8 @@ _EXPORTS = {
     "KeyPath": "document",
     "format_key_path": "document",
     "path_problem": "document",
+    "not_found": "document",
+    "parse_yaml": "document",
     "BRANCH_PROVIDERS": "branches",
     "DEFAULT_MAX_TOKENS": "branches",
     "DEFAULT_TEMPERATURE": "branches",
@@ -108,6 +110,8 @@ _EXPORTS = {
     "ChatTestSuite": "chattest",
     "detect_format": "chattest",
     "load_chattest": "chattest",
+    "chattest_files": "chattest",
+    "chattest_folders": "files",
     "load_json": "chattest",
 }
 __all__ = [
@@ -159,6 +163,8 @@ __all__ = [
     "attribute_reads",
     "branch_problems",
     "case_display_name",
+    "chattest_files",
+    "chattest_folders",
     "check_judge_prompt",
     "check_variables",
     "collect_case_files",
@@ -187,10 +193,12 @@ __all__ = [
     "load_yaml",
     "loop_only_reads",
     "next_steps",
+    "not_found",
     "outside_project",
     "parse_branches",
     "parse_tests",
     "parse_variables",
+    "parse_yaml",
     "path_problem",
     "project_files",
     "read_text",
@@ -245,16 +253,27 @@ if TYPE_CHECKING:
         ChatModel,
         ChatPrompt,
         ChatTestSuite,
+        chattest_files,
         detect_format,
         load_chattest,
         load_json,
     )
     from .config import JudgeSettings, Project, load_project, with_limits
     from .databases import database_absences, database_problems, database_use_problem
-    from .document import Document, KeyPath, format_key_path, load_yaml, path_problem, read_text
+    from .document import (
+        Document,
+        KeyPath,
+        format_key_path,
+        load_yaml,
+        not_found,
+        parse_yaml,
+        path_problem,
+        read_text,
+    )
     from .files import (
         TEST_SUFFIXES,
         WORKFLOW_SUFFIXES,
+        chattest_folders,
         file_kind,
         find_config,
         inside_project,

@@ -205,8 +205,11 @@ def _resolve_target(
     problem = path_problem(found)
     if problem is not None:
         where = "relative to the project folder" if written else "beside this file"
+        problem, hint, guess = problem.partition("; did you mean")
         problems.append(
-            doc.diagnostic(("target",), f"target {shown}: {problem} ({where}: {found})")
+            doc.diagnostic(
+                ("target",), f"target {shown}: {problem} ({where}: {found}){hint}{guess}"
+            )
         )
         return None
     return found, kind

@@ -52,12 +52,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Diagnostic, LoadError
-from ..inputs import JSONProblem, loads
 from ..patterns import PatternError, compile_pattern
 from ..providers import ModelSpec, api_url_problem, endpoint_defaults, header_problem, value_problem
 from ..redact import register_credentials, register_secret
+from .chattest_files import ENV_REF, chattest_files, collect, load_json, read
 from .config import Project, with_limits
-from .document import Document, KeyPath, parse_yaml, read_text
+from .document import Document, KeyPath
 from .schema import did_you_mean, validate_document
 from .templates import TemplateRef, answer_prompt
 from .tests import DEFAULT_MIN_JUDGED
@@ -70,6 +70,7 @@ __all__ = [
     "ChatModel",
     "ChatPrompt",
     "ChatTestSuite",
+    "chattest_files",
     "detect_format",
     "load_chattest",
     "load_json",
@@ -87,8 +88,6 @@ _VENDORS = {
     "gemini": "google",
 }
 _MOCK_FIELDS = {"outputs": "outputs", "rules": "rules", "sample": "sample", "seed": "seed"}
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_API_KEY_TEXT = re.compile(r'"apiKey"\s*:\s*"((?:[^"\\\n]|\\.)*)"')
 _GEMINI = re.compile(r"^(?P<base>.*)/models/(?P<id>[^/:]+):(?:stream)?[gG]enerateContent$")
 
 
@@ -164,48 +163,6 @@ class ChatTestSuite:
         return {key: model.spec for key, model in self.models.items()}
 
 
-# --------------------------------------------------------------------------- JSON
-
-
-def load_json(path: str | os.PathLike[str]) -> Document:
-    """A JSON file as a :class:`Document` (data, and the line of every key path), or a
-    LoadError naming the file, line and column.
-
-    Python's json parser decides what the data is (strict JSON: ``1e3`` is a number,
-    no NaN); the YAML reader, run on the same text with its tabs made spaces (tabs are
-    only whitespace in valid JSON; YAML refuses them as indentation), gives the
-    positions and reports duplicate keys. Literal ``apiKey`` values are registered as
-    secrets before any message can quote their line.
-    """
-    file = Path(path)
-    text = read_text(file, what="a chattest file")
-    for match in _API_KEY_TEXT.finditer(text):
-        if not _ENV_REF.fullmatch(match.group(1).strip()):
-            register_secret(match.group(1))
-    display = Document(file.resolve(), text, None).display
-    try:
-        data = loads(text, display)
-    except JSONProblem as exc:
-        lines = text.splitlines()
-        line = exc.line if exc.line is not None and 0 < exc.line <= len(lines) else None
-        source = lines[line - 1] if line is not None else None
-        diagnostic = Diagnostic(display, str(exc), line, exc.column, source_line=source)
-        raise LoadError([diagnostic]) from None
-    written = data.get("apiKey") if isinstance(data, dict) else None
-    if isinstance(written, str) and not _ENV_REF.fullmatch(written.strip()):
-        register_secret(written)
-    doc, problems = parse_yaml(text.replace("\t", " "), file.resolve())
-    duplicates = [p for p in problems if p.message.startswith("duplicate key")]
-    if len(duplicates) != len(problems):  # JSON that YAML 1.1 reads otherwise: no positions
-        doc = Document(file.resolve(), text, None)
-    doc.text, doc.data = text, data
-    if duplicates:
-        for problem in duplicates:
-            problem.message = problem.message.replace("YAML", "JSON readers")
-        raise LoadError(duplicates)
-    return doc
-
-
 # --------------------------------------------------------------------------- URLs
 
 
@@ -243,8 +200,8 @@ def load_chattest(
     file is raised together (LoadError); nothing is called."""
     env = os.environ if environ is None else environ
     problems: list[Diagnostic] = []
-    prompt_files, model_files = _collect([Path(p) for p in paths] or [Path(".")], problems)
-    docs = {file: _read(file, problems) for file in [*model_files, *prompt_files]}
+    prompt_files, model_files = collect([Path(p) for p in paths] or [Path(".")], problems)
+    docs = {file: read(file, problems) for file in [*model_files, *prompt_files]}
     warnings: list[Diagnostic] = []
     models: dict[str, ChatModel] = {}
     broken: set[str] = set()  # keys of model files with errors: not "unknown" to prompts too
@@ -263,6 +220,9 @@ def load_chattest(
             problems.append(
                 doc.diagnostic(("key",), f"model key '{model.key}' is also defined in {first}")
             )
+            continue
+        if model.format != "config" and project is not None and model.key in project.models:
+            problems.append(_clash(doc, model.key, project))
             continue
         models[model.key] = model
     prompts: list[ChatPrompt] = []
@@ -291,59 +251,14 @@ def load_chattest(
     return ChatTestSuite(prompts, models, warnings)
 
 
-def _collect(roots: list[Path], problems: list[Diagnostic]) -> tuple[list[Path], list[Path]]:
-    prompts: dict[Path, None] = {}
-    models: dict[Path, None] = {}
-
-    def add_folder(folder: Path, into: dict[Path, None]) -> None:
-        if folder.is_dir():
-            into.update(dict.fromkeys(sorted(folder.glob("*.json"))))
-
-    for root in roots:
-        if root.is_dir():
-            if (root / "prompts").is_dir():
-                add_folder(root / "prompts", prompts)
-                add_folder(root / "models", models)
-            elif root.name == "prompts":
-                add_folder(root, prompts)
-                add_folder(root.parent / "models", models)
-            elif root.name == "models":
-                add_folder(root, models)
-            else:
-                problems.append(
-                    Diagnostic(
-                        str(root),
-                        "no prompts/ folder here: a chattest folder holds prompts/*.json and models/*.json",
-                    )
-                )
-        elif not root.exists():
-            problems.append(Diagnostic(str(root), "file not found"))
-        elif root.parent.name == "models":
-            models[root] = None
-        else:
-            prompts[root] = None
-            if root.parent.name == "prompts":
-                add_folder(root.parent.parent / "models", models)
-    return _unique(prompts), _unique(models)
-
-
-def _unique(files: dict[Path, None]) -> list[Path]:
-    """``files`` in order, each file once however it was named."""
-    seen: set[Path] = set()
-    out: list[Path] = []
-    for file in files:
-        if file.resolve() not in seen:
-            seen.add(file.resolve())
-            out.append(file)
-    return out
-
-
-def _read(file: Path, problems: list[Diagnostic]) -> Document | None:
-    try:
-        return load_json(file)
-    except LoadError as exc:
-        problems.extend(exc.diagnostics)
-        return None
+def _clash(doc: Document, key: str, project: Project) -> Diagnostic:
+    """A model file with its own endpoint named like a config.yml model: prompts name
+    models by key alone (a file without a url is how one says "config.yml's model")."""
+    return doc.diagnostic(
+        ("key",),
+        f"model key '{key}' is also a model in {project.model_place(key)}, the project this "
+        "chattest folder belongs to; rename one of them (prompts name models by key)",
+    )
 
 
 def _invalid(
@@ -493,7 +408,7 @@ def _key(
             return {}, None
     if written is None:
         return {}, None
-    ref = _ENV_REF.fullmatch(written.strip())
+    ref = ENV_REF.fullmatch(written.strip())
     if ref is not None:
         var = ref.group(1)
         key = env.get(var, "").strip()

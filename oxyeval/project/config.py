@@ -172,6 +172,12 @@ class Project:
                 found.append(self.config.diagnostic(where, message, severity="warning"))
         return found
 
+    def model_place(self, name: str) -> str:
+        """``config.yml:17``: where model ``name`` is defined, for messages naming it."""
+        where = self.model_keys.get(name)
+        pos = self.config.locate((*where, "name")) if where is not None else None
+        return f"{self.config.display}{f':{pos.line}' if pos else ''}"
+
     def model_error(self, name: str, message: str, where: KeyPath = ()) -> OxyError:
         """An error about model ``name`` (its missing API key, say) pointing at its entry in
         config.yml: at ``where`` in the entry (``("headers", "X", "env_var")``) when given,
@@ -275,7 +281,10 @@ def load_project(
         root = Path(project_dir)
         config_path = next((root / n for n in CONFIG_NAMES if (root / n).is_file()), None)
         if config_path is None:
-            raise ConfigError(f"--project {project_dir}: no config.yml in that folder")
+            raise ConfigError(
+                f"--project {project_dir}: no config.yml in that folder "
+                f"(`oxy init {project_dir}` makes one)"
+            )
     else:
         origin = Path(start) if start is not None else Path.cwd()
         config_path = find_config(origin)
@@ -283,7 +292,8 @@ def load_project(
             folder = origin.resolve() if origin.is_dir() else origin.resolve().parent
             raise ConfigError(
                 f"no config.yml found in {folder} or any folder above it. A project "
-                "is a folder with a config.yml that lists models; pass --project DIR to point at one."
+                "is a folder with a config.yml that lists models: `oxy init` makes one "
+                "here, or pass --project DIR to point at one."
             )
     if cache is not None:
         known = cache.get(config_path.resolve())

@@ -33,6 +33,7 @@ __all__ = [
     "KeyPath",
     "format_key_path",
     "load_yaml",
+    "not_found",
     "parse_yaml",
     "path_problem",
     "read_text",
@@ -374,6 +375,43 @@ def _clip(line: str | None, width: int = 200) -> str | None:
     return None if line is None else clip(line, width)
 
 
+#: At most this many names of a folder are compared with a mistyped one.
+_MAX_SIBLINGS = 2000
+
+
+def _nearest_name(path: Path) -> str:
+    """``; did you mean 'agents/support.agent.yml'?`` for a path with one mistyped part:
+    the first part that does not exist, matched against the names in its folder."""
+    import difflib
+
+    parts = path.parts
+    for i in range(len(parts)):
+        head = Path(*parts[: i + 1])
+        if os.path.lexists(head):
+            continue
+        folder = Path(*parts[:i]) if i else Path(".")
+        try:
+            with os.scandir(folder) as entries:
+                names = [e.name for _, e in zip(range(_MAX_SIBLINGS), entries, strict=False)]
+        except OSError:
+            return ""
+        close = difflib.get_close_matches(parts[i], names, n=1, cutoff=0.6)
+        if not close:
+            return ""
+        guess = Path(*parts[:i], close[0], *parts[i + 1 :])
+        if not os.path.lexists(guess):
+            return ""
+        # A path as typed comes back whole; an absolute one (made from a file's own
+        # reference) names only the part that differs, not the whole disk's path.
+        return f"; did you mean '{close[0] if path.is_absolute() else guess}'?"
+    return ""
+
+
+def not_found(path: str | os.PathLike[str]) -> str:
+    """``file not found``, with the nearest existing name when one part looks mistyped."""
+    return f"file not found{_nearest_name(Path(path))}"
+
+
 def path_problem(path: str | os.PathLike[str]) -> str | None:
     """Why ``path`` cannot be read as a file, in words; None when it can.
 
@@ -390,7 +428,7 @@ def path_problem(path: str | os.PathLike[str]) -> str | None:
     except FileNotFoundError:
         if file.is_symlink():
             return f"file not found (broken symlink to {os.readlink(file)!r})"
-        return "file not found"
+        return not_found(file)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return SYMLINK_LOOP

@@ -14,6 +14,7 @@ __all__ = [
     "SKIP_DIRS",
     "TEST_SUFFIXES",
     "WORKFLOW_SUFFIXES",
+    "chattest_folders",
     "file_kind",
     "find_config",
     "inside_project",
@@ -136,3 +137,15 @@ def outside_project(what: str, text: str, root: Path) -> str:
         f"{what} path {text!r} leaves the project folder {root}; paths in project files "
         "must stay inside it"
     )
+
+
+def chattest_folders(root: Path) -> list[Path]:
+    """The chattest folders under ``root`` (each a folder whose ``prompts/`` holds JSON
+    files, as ``oxy chattest`` reads it), hidden and build folders skipped."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        folder = Path(dirpath)
+        if folder.name == "prompts" and any(n.lower().endswith(".json") for n in filenames):
+            found.append(folder.parent)
+    return found

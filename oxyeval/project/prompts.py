@@ -20,7 +20,7 @@ from ..providers import GenerateParams
 from .agents import Agent, load_agent
 from .branches import BranchDef, branch_problems, parse_branches
 from .config import Project
-from .document import Document, KeyPath, load_yaml
+from .document import Document, KeyPath, load_yaml, not_found
 from .files import file_kind, outside_project, project_files
 from .rewrite import rewrite_expected_output
 from .schema import did_you_mean, validate_document
@@ -133,7 +133,7 @@ def collect_case_files(project: Project, paths: list[str]) -> list[Path]:
             out.append(root)
             continue
         if not root.exists():
-            raise LoadError([Diagnostic(str(root), "file not found")])
+            raise LoadError([Diagnostic(str(root), not_found(root))])
         out.extend(project_files(root, ("prompt", "cases")))
     return out
 

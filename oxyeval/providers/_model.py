@@ -356,6 +356,7 @@ class Model:
                 hit.latency, hit.attempts, hit.cached = 0.0, 0, True
                 hit.time_to_first_token = None
                 hit = self._delivered(hit)
+                log.debug("model %s: answer replayed from the cache", self.spec.name)
                 if on_text is not None and hit.text:
                     on_text(hit.text)
                 return hit
@@ -379,6 +380,15 @@ class Model:
         completion.latency = latency
         completion.attempts = attempts
         completion = self._delivered(completion)
+        log.debug(
+            "model %s: answered in %.2f s (%s in, %s out tokens; %d attempt(s); finish %s)",
+            self.spec.name,
+            latency,
+            completion.usage.input_tokens,
+            completion.usage.output_tokens,
+            attempts,
+            completion.finish_reason,
+        )
         if batcher is not None:
             batcher.delivered(
                 completion,

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from ..store import CaseActivity, CaseStats, TestCase
-    from ..suites.cases.results import CaseRun
+    from ..suites.cases.results import CaseResult, CaseRun
 
 __all__ = [
     "diff_text",
@@ -75,9 +75,16 @@ def diff_text(ops: Sequence[dict[str, str]], colour: bool) -> Text:
     return text
 
 
+#: Passing cases the table lists before it counts the rest: the failures are what a
+#: reader looks for, and 2,000 passing rows would bury them.
+SHOWN_PASSING = 20
+
+
 def render_case_run(run: CaseRun, console: Console, *, quiet: bool = False) -> None:
-    """``oxy cases run``: one row per case, then (unless ``quiet``) what went wrong with
-    each failed, pending or regressed case, and a one-line summary."""
+    """``oxy cases run``: a row per case that failed, erred, regressed or is pending, and
+    the first SHOWN_PASSING that passed (then their count); unless ``quiet``, what went
+    wrong with each, and a one-line summary that says when the run was interrupted.
+    ``quiet``: the summary and the rows of the cases that did not pass, no diffs."""
     from rich.table import Table
 
     # Pending cases have no method: nothing was compared (they say "pending" in their row).
@@ -85,7 +92,11 @@ def render_case_run(run: CaseRun, console: Console, *, quiet: bool = False) -> N
         {r.similarity_method for r in run.results if r.similarity_method and not r.pending}
     )
     caption = "score = 1.0 on exact match, else similarity: " + (", ".join(methods) or "-")
-    if any(m == "lexical" for m in methods):
+    lexical_failed = any(
+        r.similarity_method == "lexical" and not r.pending and (not r.passed or r.is_regression)
+        for r in run.results
+    )
+    if lexical_failed and not quiet:  # the caveat matters only to read a low score
         caption += (
             " (lexical = word overlap, not semantic: a synonym or paraphrase scores low, an"
             " answer that repeats the expected words scores high; a text with over twice the"
@@ -95,38 +106,59 @@ def render_case_run(run: CaseRun, console: Console, *, quiet: bool = False) -> N
     for column in ("case", "passed", "score", "exact", "Δlength", "Δtokens", "regression"):
         table.add_column(column, justify="left" if column in ("case", "regression") else "right")
     several = len({r.prompt_id for r in run.results}) > 1
+    passing = [r for r in run.results if _passed_cleanly(r)]
+    listed = {id(r) for r in passing[: 0 if quiet else SHOWN_PASSING]}
     for r in run.results:
-        label = f"{r.prompt_id}::{r.name}" if several else r.name
-        if r.error is not None:
-            table.add_row(label, "[red]error[/]", "-", "-", "-", "-", "")
+        if _passed_cleanly(r) and id(r) not in listed:
             continue
-        passed = (
-            "[green]yes[/]" if r.passed else ("[yellow]pending[/]" if r.pending else "[red]no[/]")
-        )
-        tokens = "-" if r.token_diff is None else f"{r.token_diff:+d}"
-        if r.token_diff is not None and r.token_method == "estimate":
-            tokens = "~" + tokens
-        regression = ", ".join(r.regression_types) if r.is_regression else ""
-        length = "-" if r.length_diff is None else f"{r.length_diff:+d}"
-        table.add_row(
-            label,
-            passed,
-            _fmt(r.score),
-            "-" if r.pending else ("yes" if r.exact_match else "no"),
-            length,
-            tokens,
-            f"[yellow]{regression}[/]" if regression else "",
-        )
-    console.print(table)
+        _add_row(table, r, f"{r.prompt_id}::{r.name}" if several else r.name)
+    hidden = len(passing) - len(listed)
+    if hidden:
+        table.add_row(f"[dim]… {hidden} more passed (not listed)[/]", "", "", "", "", "", "")
+    if table.row_count > 1 or not hidden:
+        console.print(table)
     if not quiet:
         _render_details(run, console)
     versions = ", ".join(f"{p} v{v}" for p, v in run.versions.items())
-    console.print(
-        f"{len(run.results)} case(s): {len(run.passed)} passed, {len(run.failed)} failed, "
+    counts = (
+        f"{len(run.passed)} passed, {len(run.failed)} failed, "
         f"{len(run.regressions)} regression(s), {len(run.errors)} error(s)"
         + (f", {len(run.pending)} pending (no expected output)" if run.pending else "")
         + (f", {run.cached_calls} answer(s) from the cache" if run.cached_calls else "")
         + f" · {versions} · history in {run.db}"
+    )
+    if run.interrupted:
+        left = max(0, run.planned - len(run.results))
+        head = (
+            f"interrupted: {len(run.results)} of {run.planned} case(s) finished ({left} not run): "
+        )
+        console.print(head + counts, style="yellow", markup=False)
+    else:
+        console.print(f"{len(run.results)} case(s): " + counts)
+
+
+def _passed_cleanly(r: CaseResult) -> bool:
+    return r.error is None and r.passed and not r.is_regression and not r.pending
+
+
+def _add_row(table: Any, r: CaseResult, label: str) -> None:
+    if r.error is not None:
+        table.add_row(label, "[red]error[/]", "-", "-", "-", "-", "")
+        return
+    passed = "[green]yes[/]" if r.passed else ("[yellow]pending[/]" if r.pending else "[red]no[/]")
+    tokens = "-" if r.token_diff is None else f"{r.token_diff:+d}"
+    if r.token_diff is not None and r.token_method == "estimate":
+        tokens = "~" + tokens
+    regression = ", ".join(r.regression_types) if r.is_regression else ""
+    length = "-" if r.length_diff is None else f"{r.length_diff:+d}"
+    table.add_row(
+        label,
+        passed,
+        _fmt(r.score),
+        "-" if r.pending else ("yes" if r.exact_match else "no"),
+        length,
+        tokens,
+        f"[yellow]{regression}[/]" if regression else "",
     )
 
 

@@ -104,15 +104,20 @@ def write_json(doc: dict[str, Any], out: TextIO) -> None:
 
 
 def validation_json(report: ValidationReport, code: int) -> dict[str, Any]:
-    """``oxy validate --format json``: valid or not, the files checked, every diagnostic,
-    and the exit code (``code``: the one verdict validation gives)."""
+    """``oxy validate --format json``: valid or not, the files checked, every diagnostic
+    (past LISTED_DIAGNOSTICS of a severity, one entry that counts the rest), and the exit
+    code (``code``: the one verdict validation gives)."""
+    from ..errors import LISTED_DIAGNOSTICS, listed
+
+    errors = listed(report.errors, LISTED_DIAGNOSTICS)
+    warnings = listed(report.warnings, LISTED_DIAGNOSTICS)
     return document(
         "validation",
         {
             "valid": not report.errors,
             "files": list(report.files),
-            "errors": [camel_keys(d.__dict__) for d in report.errors],
-            "warnings": [camel_keys(d.__dict__) for d in report.warnings],
+            "errors": [camel_keys(d.__dict__) for d in errors],
+            "warnings": [camel_keys(d.__dict__) for d in warnings],
             "exitCode": code,
         },
     )

@@ -183,7 +183,11 @@ class ChattestReporter(RunReporter):
         return len(run.subjects)
 
     def notes(self, run: Any, *, quiet: bool) -> list[str]:
-        return []  # the report lists them
+        from .passfail import unjudged_notes
+
+        # A cell that could be scored still left runs out: why, on stderr (a cell that
+        # could not be scored at all is one of the decision's reasons already).
+        return [f"warning: {line}" for line in unjudged_notes(run)]
 
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
         from .passfail import chattest_json
@@ -199,6 +203,9 @@ class ChattestReporter(RunReporter):
 @dataclass(frozen=True)
 class TestFilesReporter(ChattestReporter):
     noun: ClassVar[str] = "case(s)"
+
+    def notes(self, run: Any, *, quiet: bool) -> list[str]:
+        return []  # each case's lines in the report list its judge errors
 
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
         from .passfail import test_files_json

@@ -25,6 +25,7 @@ __all__ = [
     "render_chattest",
     "render_test_files",
     "test_files_json",
+    "unjudged_notes",
 ]
 
 
@@ -128,11 +129,42 @@ def chattest_json(run: PassFailRun, decision: Decision | None = None) -> dict[st
     return _document("chattest", run, {"prompts": prompts}, decision)
 
 
-def _counts(result: CriterionResult) -> str:
-    """``(passes/judged)``, and the runs of the planned ones that got no verdict."""
+def _tally(result: CriterionResult) -> str:
+    """``passes/runs`` and the runs outside them (a run whose answer no judge could
+    grade, one that got no answer), so a cell never hides why it has few runs."""
     rate = result.rate
-    missing = f", {result.missing} without verdict" if result.missing else ""
-    return f"({rate.passes}/{rate.runs}{missing})"
+    parts = [f"{rate.passes}/{rate.runs}"]
+    if rate.judge_errors:
+        parts.append(f"{rate.judge_errors} unjudged")
+    if result.run_errors:
+        parts.append(f"{result.run_errors} without an answer")
+    # Planned runs not made (an interrupt, a cut-short cell): without a verdict too.
+    unexplained = result.missing - rate.judge_errors - result.run_errors
+    if unexplained > 0:
+        parts.append(f"{unexplained} without verdict")
+    return ", ".join(parts)
+
+
+def unjudged_notes(run: PassFailRun) -> list[str]:
+    """For each (prompt, model, test) scored with some runs left unjudged: how many, and
+    each judge error once with the runs it hit."""
+    lines = []
+    for subject in run.subjects:
+        for result in subject.results:
+            failed = [c for c in result.checks if c.passed is None and c.error]
+            if not failed or result.status == "error":
+                continue
+            where: dict[str, list[int]] = {}
+            for check in failed:
+                where.setdefault(str(check.error), []).append(check.run)
+            head = (
+                f"{subject.label}: {result.criterion.key}: {len(failed)} run(s) unjudged, "
+                "left out of the pass rate"
+            )
+            for error, runs in where.items():
+                shown_runs = ", ".join(map(str, runs[:5])) + (" ..." if len(runs) > 5 else "")
+                lines.append(f"{head}: {shown(error)} (run {shown_runs})")
+    return lines
 
 
 def _cell(text: str) -> Any:
@@ -162,7 +194,7 @@ def render_chattest(run: PassFailRun, console: Console, *, quiet: bool = False) 
                 )
                 # chattest's verdict: the pass rate against successThreshold (no FLKY)
                 verdict = "ERR" if error else "PASS" if result.passed else "FAIL"
-                row.append(_cell(f"{verdict} {shown_rate} {_counts(result)}"))
+                row.append(_cell(f"{verdict} {shown_rate} ({_tally(result)})"))
             table.add_row(*row)
         console.print(table)
         if not quiet:
@@ -251,7 +283,7 @@ def render_test_files(run: PassFailRun, console: Console) -> None:
     for subject in run.subjects:
         for result in subject.results:
             console.print(
-                f"{passfail_label(result)}  {shown(subject.label)}  {_counts(result)}",
+                f"{passfail_label(result)}  {shown(subject.label)}  ({_tally(result)})",
                 style={"PASS": "green", "FAIL": "red", "FLKY": "yellow"}.get(
                     passfail_label(result), "red"
                 ),

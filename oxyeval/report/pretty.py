@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..evaluation import moment, percent
 from ..redact import clip
@@ -16,7 +16,11 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..evaluation import Decision
-    from ..suites.consistency.results import ConsistencyRun, ConsistencyTestResult
+    from ..suites.consistency.results import (
+        ConsistencyRun,
+        ConsistencyTestResult,
+        OutputRecord,
+    )
 
 __all__ = ["cached_calls_line", "change_text", "points", "render_pretty"]
 
@@ -69,7 +73,9 @@ def _render_test(
     if test.task_description and not quiet:
         console.print(f"Task: {escape(test.task_description)}")
     if test.ok:
-        console.print(f"[bold]Accuracy: {_pct(test.accuracy)}[/]{change_text(test)}")
+        console.print(
+            f"[bold]Accuracy: {_pct(test.accuracy)}[/]{change_text(test)} [dim]{_ACCURACY}[/]"
+        )
     elif test.interrupted and test.accuracy is not None:
         console.print(
             f"[bold yellow]Accuracy: {_pct(test.accuracy)} (partial) — {escape(shown(test.error or ''))}[/]"
@@ -109,26 +115,8 @@ def _render_test(
             else "the test could not be scored"
         )
         console.print(f"[yellow]No output could be selected: {why}.[/]")
-    failing = test.failing
-    if failing:
-        console.print(f"[yellow]Failing comparisons ({len(failing)}):[/]")
-        # The same verdict for the same reason (one outlier against every other run) is
-        # said once, naming the pairs, not once per pair.
-        groups: dict[tuple[str, float, str], list[dict[str, object]]] = {}
-        for comp in failing:
-            why = comp.get("reasoning") or "(no reasoning given)"
-            groups.setdefault((str(comp["verdict"]), float(comp["score"]), str(why)), []).append(
-                comp
-            )
-        for (verdict, score, why), comps in groups.items():
-            pairs = ", ".join("run {} vs run {}".format(*c["runs"]) for c in comps[:5])  # type: ignore[str-format]
-            if len(comps) > 5:
-                pairs += f" and {len(comps) - 5} more"
-            weight = sum(int(c["weight"]) for c in comps)  # type: ignore[call-overload]
-            extra = f" (stands for {weight} pairs)" if weight > len(comps) else ""
-            console.print(f"  {pairs}{extra} → {verdict} (score {score:g})")
-            reasoning = _clip(shown(why), 400)
-            console.print(textwrap.indent(reasoning, "      "), style="dim", markup=False)
+    if test.failing:
+        _render_disagreements(console, test)
     if test.run_errors:
         console.print(f"[red]Run errors ({len(test.run_errors)} of {test.n}):[/]")
         for error, runs in _grouped((o.error or "", f"run {o.run}") for o in test.run_errors):
@@ -139,6 +127,72 @@ def _render_test(
             (c["error"], "run {} vs run {}".format(*c["runs"])) for c in test.judge_errors
         ):
             console.print(f"  {escape(pairs)}: {escape(shown(error))}")
+
+
+#: What a consistency test's accuracy measures, said beside it.
+_ACCURACY = "(how often two runs' answers agree, pair by pair)"
+
+
+def _render_disagreements(console: Console, test: ConsistencyTestResult) -> None:
+    """The answers the judge found inconsistent, grouped: answers it found consistent
+    with each other are one group (its runs, one wording and how many others), then
+    each reason once with the groups it set apart. What disagrees and why, without
+    verdict letters or pair weights to decode."""
+    failing = test.failing
+    best = max(test.scores.values())
+    # Each distinct answer: its text group, or the run alone when no group is known.
+    answer = {o.run: o.group if o.group is not None else -o.run for o in test.outputs}
+
+    def ends(c: dict[str, Any]) -> list[int]:
+        groups = c.get("groups")
+        return list(groups) if groups else [answer.get(r, -r) for r in c["runs"]]
+
+    parent: dict[int, int] = {}
+
+    def root(g: int) -> int:
+        while parent.setdefault(g, g) != g:
+            g = parent[g]
+        return g
+
+    for c in test.comparisons:  # consistent pairs join their answers' groups
+        if c.get("verdict") is not None and c["score"] >= best:
+            a, b = (root(g) for g in ends(c))
+            parent[max(a, b)] = min(a, b)
+    if any(len({root(g) for g in ends(c)}) == 1 for c in failing):
+        parent.clear()  # agreement was not transitive here: each distinct answer alone
+    members: dict[int, list[OutputRecord]] = {}
+    for o in test.outputs:
+        members.setdefault(root(answer[o.run]), []).append(o)
+    involved = sorted({root(g) for c in failing for g in ends(c)}, key=lambda g: (g < 0, abs(g)))
+    number = {g: i for i, g in enumerate(involved, 1)}
+    pairs = sum(int(c.get("weight") or 1) for c in failing)
+    total = test.total_pairs or test.pairs
+    console.print(f"[yellow]Answers that disagree ({pairs} of {total} pairs of runs):[/]")
+    for g in involved:
+        outputs = members.get(g, [])
+        which = [o.run for o in outputs] or [-g]
+        who = f"run {which[0]}" if len(which) == 1 else "runs " + ", ".join(map(str, which))
+        wordings = {" ".join(shown(o.text or "").split()) for o in outputs}
+        text = " ".join(shown(outputs[0].text or "").split()) if outputs else ""
+        more = f" (and {len(wordings) - 1} other wording(s))" if len(wordings) > 1 else ""
+        console.print(f"  [{number[g]}] {who}: {_clip(text, 200)}{more}", markup=False)
+    reasons: dict[str, set[tuple[int, int]]] = {}
+    for c in failing:
+        a, b = sorted(number[root(g)] for g in ends(c))
+        reasons.setdefault(str(c.get("reasoning") or "(no reasoning given)"), set()).add((a, b))
+    for why, between in reasons.items():
+        console.print(f"  {_between(sorted(between))}:", markup=False)
+        console.print(textwrap.indent(_clip(shown(why), 400), "      "), style="dim", markup=False)
+
+
+def _between(pairs: list[tuple[int, int]]) -> str:
+    """``[2] vs [1], [3]`` when one answer is in every pair (an outlier), else each pair."""
+    common = set(pairs[0]).intersection(*map(set, pairs[1:]))
+    if len(pairs) > 1 and common:
+        odd = min(common)
+        others = sorted({b if a == odd else a for a, b in pairs})
+        return f"[{odd}] vs " + ", ".join(f"[{o}]" for o in others)
+    return ", ".join(f"[{a}] vs [{b}]" for a, b in sorted(pairs))
 
 
 def _grouped(items: Iterable[tuple[str, str]], shown: int = 5) -> list[tuple[str, str]]:

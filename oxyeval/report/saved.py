@@ -295,7 +295,9 @@ def load_saved_run(path: str | Path, text: str | None = None) -> SavedRun:
                 raise ConfigError(f"{source}: over {MAX_BYTES // 2**20} MB, not a saved result")
             text = file.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise ConfigError(f"{source}: file not found") from None
+            from ..project import not_found
+
+            raise ConfigError(f"{source}: {not_found(source)}") from None
         except UnicodeDecodeError:
             raise ConfigError(f"{source}: not UTF-8 text, so not a JSON document") from None
         except OSError as exc:

@@ -271,7 +271,8 @@ def serve(
     on_ready: Any = None,
 ) -> None:
     """Run the server until SIGINT/SIGTERM (finishing the runs it has going; the queries
-    it has going are stopped)."""
+    it has going are stopped). ``on_ready(service, port)`` once it listens, with the
+    port it got (the one the OS chose when ``port`` is 0)."""
     import uvicorn
 
     token = token or (environ or os.environ).get("OXY_SERVE_TOKEN") or None
@@ -329,8 +330,18 @@ def serve(
 
             self._oxy_loop = asyncio.get_running_loop()
             await super().startup(sockets)
+            if on_ready is not None and self.started:
+                on_ready(service, _bound_port(self, port))
 
     server = _Server(config)
-    if on_ready is not None:
-        on_ready(service)
     server.run()
+
+
+def _bound_port(server: Any, asked: int) -> int:
+    """The port the server listens on: ``asked``, or the one the OS chose for port 0."""
+    for listener in getattr(server, "servers", []):
+        for sock in getattr(listener, "sockets", []) or []:
+            name = sock.getsockname()
+            if isinstance(name, tuple) and len(name) >= 2:
+                return int(name[1])
+    return asked

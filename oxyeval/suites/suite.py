@@ -124,12 +124,24 @@ class ProgressSink(Protocol):
 def progress_events(progress: ProgressSink) -> EventSink:
     """A subscriber that moves ``progress``, saying what it counts: a bar per subject for
     its samples (``· runs``), and once its judging is planned, a second one for the judge
-    calls (``· judge``), each advanced by the events of its own kind."""
+    calls (``· judge``), each advanced by the events of its own kind; samples of subjects
+    that announced none (test cases) advance one bar for the whole run."""
     labels: dict[str, str] = {}
     judging: set[str] = set()
+    whole: dict[str, int] = {}  # the run's bar: its total, until its first sample
 
     def sink(event: Event) -> None:
-        if isinstance(event, SubjectStarted):
+        if isinstance(event, RunStarted):
+            whole["total"] = event.subjects
+        elif isinstance(event, SampleFinished) and event.subject not in labels:
+            # A kind whose subjects are single samples (a test case: one answer, scored
+            # without a judge) announces none: one bar counts them for the whole run.
+            if "started" not in whole:
+                whole["started"] = 1
+                name = _RUN_BARS.get(event.kind, event.kind)
+                progress.start(_RUN_BAR, name, whole.get("total", 0))
+            progress.advance(_RUN_BAR)
+        elif isinstance(event, SubjectStarted):
             labels[event.subject] = event.label or event.subject
             progress.start(event.subject, f"{labels[event.subject]} · runs", event.steps)
         elif isinstance(event, StepsPlanned):
@@ -142,11 +154,17 @@ def progress_events(progress: ProgressSink) -> EventSink:
                 progress.start(key, f"{label} · judge", event.steps)
         elif isinstance(event, SampleFinished):
             progress.advance(event.subject)
-        elif isinstance(event, ScoreRecorded):
+        elif isinstance(event, ScoreRecorded) and event.subject in labels:
             key = f"{event.subject}#judge"
             progress.advance(key if event.subject in judging else event.subject)
 
     return sink
+
+
+#: The key of the run-wide bar (no subject's key holds a '#' and a space).
+_RUN_BAR = "# run"
+#: What the run-wide bar says it counts, per kind.
+_RUN_BARS = {"cases": "test cases"}
 
 
 class SuiteRun:

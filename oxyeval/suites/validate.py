@@ -146,6 +146,37 @@ def _as_typed(folder: Path) -> str:
         return str(folder)
 
 
+def _chattest_targets(path: Path) -> list[Path]:
+    """The chattest folders under ``path``, or ``path`` itself when it is a chattest JSON
+    file (in a ``prompts/`` or ``models/`` folder)."""
+    from ..project import chattest_folders
+
+    if not path.is_dir():
+        return [path] if path.parent.name in ("prompts", "models") else []
+    return chattest_folders(path)
+
+
+def _validate_chattest(target: Path, project_dir: str | None, report: ValidationReport) -> None:
+    """A chattest folder or file checked as ``oxy chattest`` loads it: the same schemas,
+    messages and project (its models may name config.yml's); nothing is called."""
+    from ..project import chattest_files, load_chattest
+
+    prompts, models = chattest_files(target)
+    report.files.extend(str(f) for f in [*prompts, *models] if str(f) not in report.files)
+    project = None
+    if project_dir is not None or find_config(target) is not None:
+        try:
+            project = load_project(target, project_dir=project_dir, cache=report.projects)
+        except (LoadError, ConfigError):
+            return  # config.yml's own problems are reported with it
+    try:
+        suite = load_chattest([target], project=project)
+    except LoadError as exc:
+        report.diagnostics.extend(exc.diagnostics)
+        return
+    report.diagnostics.extend(suite.warnings)
+
+
 def validate_paths(paths: list[str], project_dir: str | None = None) -> ValidationReport:
     """Validate the given files, or every project file under the given folders."""
     report = ValidationReport()
@@ -158,18 +189,24 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
         if config is None:
             raise ConfigError(
                 f"no config.yml in {Path.cwd()} or above; pass files or folders to validate, "
-                "or --project DIR"
+                "or --project DIR (`oxy init` makes a project here)"
             )
         # --project as given; a config.yml found from here as '.' or '..'.
         paths = [project_dir] if project_dir else [_as_typed(config.parent)]
+    chattest: list[Path] = []  # chattest folders and files: checked together, as run
     for raw in paths:
         path = Path(raw)
+        if path.is_dir() or (path.suffix.lower() == ".json" and not path.is_dir()):
+            found_chattest = _chattest_targets(path)
+            chattest.extend(found_chattest)
+            if found_chattest and not path.is_dir():
+                continue
         if path.is_dir():
             config = find_config(path) if project_dir is None else Path(project_dir) / "config.yml"
             found = project_files(path, ("agent", "workflow", "prompt", "cases", "test"))
             if config is not None and config.parent.resolve() == path.resolve():
                 found.insert(0, path / config.name)  # under the folder as the user gave it
-            if not found:  # "0 files checked, 0 errors" would pass CI having checked nothing
+            if not found and not chattest:  # "0 files checked" would pass CI having checked nothing
                 report.diagnostics.append(
                     Diagnostic(
                         raw,
@@ -247,6 +284,8 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
             report.diagnostics.extend(exc.diagnostics)
         except ConfigError as exc:
             report.diagnostics.append(Diagnostic(str(target), str(exc)))
+    for target in dict.fromkeys(chattest):
+        _validate_chattest(target, project_dir, report)
     for project in report.projects.values():
         # The commands that run a file open its project's history: a bad history.url is
         # an error of every file of the project, as it is for them (oxy test a.agent.yml).

@@ -67,6 +67,11 @@ def test_one_outlier_s_comparisons_are_said_once(make_project: MakeProject) -> N
         app, ["test", str(root / "a.agent.yml"), "--no-history"], env={"COLUMNS": "200"}
     )
     assert result.exit_code == 0, result.stderr
-    assert "Failing comparisons (2):" in result.stdout
-    assert "run 1 vs run 3, run 2 vs run 3 → B (score 0)" in result.stdout
+    # The answers that disagree, grouped (the two that agree are one group), then why.
+    assert "Answers that disagree (2 of 3 pairs of runs):" in result.stdout
+    assert "[1] runs 1, 2: Total: 42 (and 1 other wording(s))" in result.stdout
+    assert "[2] run 3: Total: 99 (XYZ)" in result.stdout
+    assert "  [1] vs [2]:\n" in result.stdout
     assert result.stdout.count("They differ on the total") == 1
+    assert "(score 0)" not in result.stdout and "stands for" not in result.stdout
+    assert "Accuracy: 33.33% (how often two runs' answers agree, pair by pair)" in result.stdout

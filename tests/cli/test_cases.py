@@ -135,3 +135,47 @@ def test_db_option_and_env(root: Path, tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("OXY_DB", str(custom))
     runs = json.loads(invoke("history", "--json").stdout)["runs"]
     assert len(runs) == 1
+
+
+def test_the_report_lists_failures_and_counts_the_passing_cases_past_a_screenful(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oxyeval.report.cases_pretty import SHOWN_PASSING
+
+    many = SHOWN_PASSING + 5
+    cases = "".join(
+        f'  - {{name: ok{i}, input: {{text: "I love it {i}"}}, expected_output: positive}}\n'
+        for i in range(many)
+    )
+    prompt = PROMPT.split("cases:\n")[0] + "cases:\n" + cases
+    root = make_project(CONFIG, {"s.prompt.yml": prompt})
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("OXY_DB", raising=False)
+    calm = invoke("cases", "run")
+    assert calm.exit_code == 0, calm.stderr
+    assert calm.stdout.count("│ ok") == SHOWN_PASSING
+    assert "… 5 more passed (not listed)" in calm.stdout
+    assert "lexical = word overlap" not in calm.stdout  # nothing low to explain
+    assert f"{many} case(s): {many} passed, 0 failed" in calm.stdout
+    (root / "s.prompt.yml").write_text(prompt + PROMPT.split("cases:\n")[1], encoding="utf-8")
+    quiet = invoke("cases", "run", "-q")
+    assert quiet.exit_code == 1
+    assert "│ meh" in quiet.stdout and "│ ok" not in quiet.stdout  # the failure only
+    assert f"… {many + 2} more passed (not listed)" in quiet.stdout
+    assert "expected: negative" not in quiet.stdout  # no diffs
+    assert f"{many + 3} case(s): {many + 2} passed, 1 failed" in quiet.stdout
+
+
+def test_an_interrupted_runs_summary_says_so(root: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from oxyeval.report.cases_pretty import render_case_run
+    from oxyeval.suites.cases.run import run_cases
+
+    run = run_cases([root / "s.prompt.yml"], cases=["happy"])
+    run.interrupted, run.planned = True, 3
+    out = io.StringIO()
+    render_case_run(run, Console(file=out, width=200), quiet=True)
+    assert "interrupted: 1 of 3 case(s) finished (2 not run): 1 passed, 0 failed" in out.getvalue()

@@ -129,3 +129,66 @@ def test_a_prompt_file_may_bring_its_own_judge_prompt(tmp_path: Path) -> None:
         and "never uses {{ output }}" in bad.stderr
         and "testPrompt" in bad.stderr
     )
+
+
+def test_a_model_file_named_like_a_config_model_is_an_error_naming_both(tmp_path: Path) -> None:
+    # The folder's judge would otherwise be replaced by the project's silently.
+    (tmp_path / "config.yml").write_text("models:\n  - {name: j, vendor: mock, outputs: [x]}\n")
+    _files(tmp_path / "ct")
+    result = invoke("chattest", str(tmp_path / "ct"))
+    assert result.exit_code == 2
+    assert "j.json" in result.stderr and "config.yml:2" in result.stderr
+    assert "model key 'j' is also a model in" in result.stderr
+
+
+def test_the_example_runs_inside_the_examples_project(tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLE.parent, tmp_path / "examples", ignore=shutil.ignore_patterns(".oxy"))
+    result = invoke("chattest", str(tmp_path / "examples" / "chattest"), "-q")
+    assert result.exit_code == 1, result.stderr
+    assert "PASS 100% (5/5)" in result.stdout and "FAIL 60% (3/5)" in result.stdout
+
+
+def test_a_cell_counts_the_runs_no_judge_could_grade(tmp_path: Path) -> None:
+    _files(tmp_path, ', "successThreshold": 0.9')
+    (tmp_path / "models" / "j.json").write_text(
+        '{"key": "j", "url": "mock:", "rules": [{"match": "hello", "output": "Kind.\\nVerdict: PASS"},'
+        ' {"match": "(?s).*", "output": "I cannot tell."}]}'
+    )
+    result = invoke("chattest", str(tmp_path), "-q")
+    assert "PASS 100% (2/2, 2 unjudged)" in result.stdout
+    assert result.exit_code == 0
+    # why, on stderr, each judge error once with its runs
+    assert "p on m: it greets: 2 run(s) unjudged, left out of the pass rate: " in result.stderr
+    assert result.stderr.count("unjudged") == 1 and "no verdict" in result.stderr
+    _files(tmp_path / "none")
+    (tmp_path / "none" / "models" / "j.json").write_text(
+        '{"key": "j", "url": "mock:", "outputs": ["I cannot tell."]}'
+    )
+    result = invoke("chattest", str(tmp_path / "none"), "-q")
+    assert result.exit_code == 3
+    assert "ERR - (0/0, 4 unjudged)" in result.stdout
+    assert "no verdict" in result.stderr  # the reason for exit 3, on stderr
+
+
+def test_validate_checks_chattest_folders_as_chattest_reads_them(tmp_path: Path) -> None:
+    (tmp_path / "config.yml").write_text("models:\n  - {name: j, vendor: mock, outputs: [x]}\n")
+    (tmp_path / "a.agent.yml").write_text("model: j\nsystem_instructions: hi\n")
+    _files(tmp_path / "ct", ', "successThreshold": "five"')
+    run = invoke("chattest", str(tmp_path / "ct"))
+    checked = invoke("validate", str(tmp_path))
+    assert run.exit_code == checked.exit_code == 2
+    for line in ("successThreshold: expected a number", "model key 'j' is also a model in"):
+        assert line in run.stderr and line in checked.stderr, (run.stderr, checked.stderr)
+    doc = json.loads(invoke("validate", str(tmp_path), "--format", "json").stdout)
+    assert {Path(f).name for f in doc["files"]} >= {"p.json", "m.json", "j.json", "a.agent.yml"}
+    (tmp_path / "ct" / "models" / "j.json").rename(tmp_path / "ct" / "models" / "judge.json")
+    fixed = tmp_path / "ct" / "models" / "judge.json"
+    fixed.write_text(fixed.read_text().replace('"key": "j"', '"key": "judge"'))
+    prompt = tmp_path / "ct" / "prompts" / "p.json"
+    prompt.write_text(
+        prompt.read_text()
+        .replace('"testModel": "j"', '"testModel": "judge"')
+        .replace(', "successThreshold": "five"', "")
+    )
+    assert invoke("validate", str(tmp_path)).exit_code == 0
+    assert invoke("validate", str(prompt)).exit_code == 0  # one file brings its models

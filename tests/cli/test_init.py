@@ -78,3 +78,25 @@ def test_init_keeps_the_history_out_of_git_without_replacing_a_gitignore(tmp_pat
     assert lines[0] == "*.pyc" and lines[-1] == ".oxy/"
     assert invoke("init", str(tmp_path), "--force").exit_code == 0
     assert (tmp_path / ".gitignore").read_text("utf-8").count(".oxy/") == 1  # once
+
+
+def test_bare_oxy_test_runs_a_new_projects_tests_and_names_the_other_kinds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert invoke("init", str(tmp_path)).exit_code == 0
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")  # the project is found from a folder inside it
+    tested = invoke("test", "--format", "json", "--no-history")
+    assert tested.exit_code == 0, tested.output
+    assert [t["name"] for t in json.loads(tested.stdout)["tests"]] == ["support hours"]
+    assert "test cases in 1 file: oxy cases run" in tested.stderr
+    # With oxy's *.test.yml files it runs those, and says how to run the others.
+    (tmp_path / "agents" / "support.agent.test.yml").write_text(
+        "cases:\n  - {name: hours, prompt: When is it open, expected: 9am to 5pm}\n",
+        encoding="utf-8",
+    )
+    both = invoke("test", "--format", "json", "--no-history")
+    assert json.loads(both.stdout)["kind"] == "test-files", both.output
+    assert "consistency tests in 1 file do not run with the *.test.yml files: oxy test .." in (
+        both.stderr
+    )

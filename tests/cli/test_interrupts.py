@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from oxyeval.cli._app import app
 from oxyeval.store import open_store
 
-from ..conftest import MakeProject
+from ..conftest import MakeProject, default_signals
 from ..fakes import FakeServer, RecordedRequest, ResponseLike, openai_chat_response, stall
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def answer_first(count: int) -> Callable[[RecordedRequest], ResponseLike]:
 
 def start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     """``python -m oxyeval ...`` with this tree first on the path and SIGINT not ignored
-    (a background shell would otherwise pass its ignored SIGINT on)."""
+    (see :func:`default_signals`)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
     return subprocess.Popen(
         [sys.executable, "-m", "oxyeval", *args],
@@ -73,7 +73,7 @@ def start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=default_signals,
     )
 
 
@@ -356,7 +356,12 @@ def test_a_signal_before_the_command_runs_exits_3_with_a_reason(
         "cli.main()\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=default_signals,
     )
     assert proc.returncode == 3, proc.stderr
     assert f"interrupted ({sig})" in proc.stderr

@@ -77,10 +77,10 @@ def test_the_example_loads_as_documented() -> None:
     assert len(capitals.tests) == 3
     assert (capitals.run_volume, capitals.test_model, capitals.success_threshold) == (
         5,
-        "judge",
+        "capitals-judge",
         0.8,
     )
-    assert set(suite.models) == {"geo-steady", "geo-shaky", "judge"}
+    assert set(suite.models) == {"geo-steady", "geo-shaky", "capitals-judge"}
     assert {m.format for m in suite.models.values()} == {"mock"}
     assert suite.warnings == []
 
@@ -109,7 +109,7 @@ def test_the_example_runs_offline_and_the_judge_script_grades_lyon_as_fail() -> 
 def test_a_single_prompt_file_brings_the_models_beside_its_folder() -> None:
     suite = load_chattest([EXAMPLE / "prompts" / "capitals.json"])
     assert [p.key for p in suite.prompts] == ["capital-of-france"]
-    assert "judge" in suite.models
+    assert "capitals-judge" in suite.models
 
 
 def test_the_prompts_folder_itself_may_be_given() -> None:

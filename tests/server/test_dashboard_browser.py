@@ -45,6 +45,16 @@ models:
     rules:
       - {match: "love", output: "positive"}
       - {match: ".", output: "neutral"}
+  - name: judge
+    vendor: mock
+    rules:
+      - {match: ".", output: "Same.\\nAnswer: A"}
+"""
+AGENT = """\
+model: classifier
+system_instructions: Label the feedback.
+tests:
+  - {type: consistency, name: labels, n: 2, task_description: I love it, model_ref: judge}
 """
 
 PROMPT = """\
@@ -100,6 +110,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert second.returncode == 1, second.stdout + second.stderr  # the case now fails
     ab = _oxy(root, "ab", "run")
     assert ab.returncode == 0, ab.stdout + ab.stderr
+    (root / "a.agent.yml").write_text(AGENT, encoding="utf-8")
+    consistency = _oxy(root, "test", "a.agent.yml")
+    assert consistency.returncode == 0, consistency.stdout + consistency.stderr
 
     from oxyeval.store import NewExecution, open_store
 
@@ -308,8 +321,14 @@ def test_ab_page_draws_a_bar_per_branch_and_names_the_winner(browser: Any, serve
     )["abResult"]
     assert ranked["runId"] == data["runs"][0]["id"]
     winner = browser.find_element("css selector", '[data-card="winner"] .card-value').text
-    # One iteration calls no winner over noise: the card says "none" then.
+    # The API's winner is its specification's (the branch ranked first); "none" only
+    # when no branch ranked.
     assert winner == (ranked["winner"]["branchName"] if ranked["winner"] else "none")
+    # what is known is named, what is not says so (the mock models have no price)
+    sub = browser.find_element("css selector", '[data-card="winner"]').text
+    if ranked["winner"]:
+        assert "quality 1.00 · latency " in sub and "cost unknown (no price" in sub, sub
+    assert "— —" not in sub
     control = next(b["name"] for b in branches if b["isControl"])
     # another criterion re-ranks the same run without a model call
     fastest = gql(
@@ -371,7 +390,7 @@ def test_runs_page_shows_every_kinds_counts_as_the_api_gives_them(
     browser: Any, server: str
 ) -> None:
     runs = gql(server, "{ runs(limit: 50) { id kind passed failed errors averageScore } }")["runs"]
-    assert {r["kind"] for r in runs} == {"cases", "ab"}
+    assert {r["kind"] for r in runs} == {"cases", "ab", "consistency"}
     ab = next(r for r in runs if r["kind"] == "ab")
     assert ab["passed"] + ab["failed"] + ab["errors"] == 2  # one per branch, each counted
     go(browser, server, "#/runs", "input[data-run]")
@@ -383,6 +402,14 @@ def test_runs_page_shows_every_kinds_counts_as_the_api_gives_them(
             for c in row.find_elements("css selector", "td[data-count]")
         }
         score = run["averageScore"]
+        if run["kind"] == "consistency":  # an accuracy, no pass/fail of its own
+            assert (run["passed"], run["failed"], score) == (0, 0, 1.0)
+            assert cells == {
+                "passed-failed": "no pass/fail",
+                "errors": "0",
+                "averageScore": "100.0% accuracy",
+            }
+            continue
         shown = {
             "passed": str(run["passed"]),
             "failed": str(run["failed"]),

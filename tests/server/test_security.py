@@ -318,6 +318,27 @@ def test_serve_on_a_taken_port_exits_3(project: Path) -> None:
     assert result.returncode == 3 and str(port) in result.stderr
 
 
+def test_serve_on_port_0_prints_the_port_the_os_chose(project: Path) -> None:
+    environ = {k: v for k, v in os.environ.items() if k != "OXY_SERVE_TOKEN"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oxyeval", "serve", "--port", "0", "--project", str(project)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environ,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # printed once the server listens
+        assert line.startswith("oxy serve: dashboard http://127.0.0.1:"), line
+        url = line.split()[3].rstrip("/")
+        assert not url.endswith(":0")
+        assert httpx.get(url + "/healthz", timeout=10).status_code == 200
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
 # -- CORS
 
 

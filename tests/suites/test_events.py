@@ -258,22 +258,33 @@ def test_a_scoped_suite_run_forgets_the_secrets_it_registered() -> None:
     assert secret in redact(f"key {secret}")  # forgotten once the run ended
 
 
+class Bars:
+    """A progress display that keeps each bar as [label, total, done]."""
+
+    def __init__(self) -> None:
+        self.bars: dict[str, list[object]] = {}
+
+    def start(self, key: str, label: str, total: int) -> None:
+        self.bars[key] = [label, total, 0]
+
+    def add_total(self, key: str, amount: int) -> None:
+        self.bars[key][1] += amount  # type: ignore[operator]
+
+    def advance(self, key: str, amount: int = 1) -> None:
+        self.bars[key][2] += amount  # type: ignore[operator]
+
+
+def test_a_cases_run_moves_one_bar_for_all_its_cases(root: Path) -> None:
+    from oxyeval.suites import progress_events
+
+    bars = Bars()
+    run_cases([root / "mood.prompt.yml"], events=progress_events(bars))
+    assert list(bars.bars.values()) == [["test cases", 2, 2]]
+
+
 def test_the_progress_bar_says_what_it_counts(root: Path) -> None:
     """runs and judge calls on bars of their own, each labelled."""
     from oxyeval.suites import progress_events
-
-    class Bars:
-        def __init__(self) -> None:
-            self.bars: dict[str, list[object]] = {}
-
-        def start(self, key: str, label: str, total: int) -> None:
-            self.bars[key] = [label, total, 0]
-
-        def add_total(self, key: str, amount: int) -> None:
-            self.bars[key][1] += amount  # type: ignore[operator]
-
-        def advance(self, key: str, amount: int = 1) -> None:
-            self.bars[key][2] += amount  # type: ignore[operator]
 
     bars = Bars()
     run_tests([root / "a.agent.yml"], history=False, events=progress_events(bars))

@@ -410,7 +410,7 @@ async function pageAB([caseId, chosen]) {
         ? card(`Winner · ${ab.criteria.replace("_", " ")}`, winner.name, {
             key: "winner",
             tone: "good",
-            sub: `quality ${fmtScore(winner.quality)} · ${fmtMs(winner.latency)} · ${fmtUsd(winner.cost)} — latest run${ab.significant === false ? " · not significant" : ""}${ab.notes?.length ? ` · ${ab.notes[0]}` : ""}`,
+            sub: `${winnerFacts(winner).join(" · ")} · latest run${ab.significant === false ? " · not significant" : ""}${ab.notes?.length ? ` · ${ab.notes[0]}` : ""}`,
           })
         : ab?.runId
           ? card(`Winner · ${ab.criteria.replace("_", " ")}`, "none", {
@@ -628,6 +628,20 @@ async function pageSdk() {
   return out;
 }
 
+// What is known of the winner, each value named; what is not known says so in words
+// (a mock or unpriced model has no cost), never a bare dash beside another.
+function winnerFacts(w) {
+  return [
+    isNum(w.quality) ? `quality ${fmtScore(w.quality)}` : "quality not scored",
+    isNum(w.latency) ? `latency ${fmtMs(w.latency)}` : "latency unknown",
+    isNum(w.cost) ? `cost ${fmtUsd(w.cost)}` : "cost unknown (no price for the model)",
+  ];
+}
+
+// A consistency run's results carry an accuracy and no pass/fail of their own (unless a
+// gate judged them): its row shows the accuracy, not "0 passed, 0 failed".
+const accuracyOnly = (r) => r.kind === "consistency" && !r.passed && !r.failed;
+
 async function pageRuns() {
   const { runs } = await gql(`{ runs(limit: 50) { ${RUN_FIELDS} } }`);
   const out = [pageHeader("Runs")];
@@ -671,10 +685,11 @@ async function pageRuns() {
       h("td", {}, fmtDate(r.startedAt)),
       h("td", {}, statusBadge(r.status)),
       h("td", { class: "num" }, r.status === "running" ? `${r.done ?? 0}/${r.total ?? "?"}` : fmtInt(r.total)),
-      h("td", { class: "num", "data-count": "passed" }, fmtInt(r.passed)),
-      h("td", { class: "num", "data-count": "failed" }, fmtInt(r.failed)),
+      ...(accuracyOnly(r)
+        ? [h("td", { class: "num muted", colspan: 2, "data-count": "passed-failed", title: "consistency tests are scored by accuracy, not passed or failed" }, "no pass/fail")]
+        : [h("td", { class: "num", "data-count": "passed" }, fmtInt(r.passed)), h("td", { class: "num", "data-count": "failed" }, fmtInt(r.failed))]),
       h("td", { class: "num", "data-count": "errors" }, r.errors ? badge(String(r.errors), "bad") : fmtInt(r.errors)),
-      h("td", { class: "num", "data-count": "averageScore" }, fmtScore(r.averageScore)),
+      h("td", { class: "num", "data-count": "averageScore" }, accuracyOnly(r) && isNum(r.averageScore) ? `${fmtFrac(r.averageScore)} accuracy` : fmtScore(r.averageScore)),
       h("td", { class: "num" }, r.regressions ? badge(String(r.regressions), "bad") : fmtInt(r.regressions)),
     );
   });

@@ -50,7 +50,8 @@ def load_test_files(
     files = collect_test_files(project, [str(p) for p in paths])
     if not files:
         where = ", ".join(map(str, paths)) or str(project.root)
-        raise ConfigError(f"no *.test.yml files in {where}")
+        also = "" if paths else " and no agent or workflow file there declares tests"
+        raise ConfigError(f"no *.test.yml files in {where}{also}")
     return [load_test_file(project, f, load_workflow=_load_workflow) for f in files]
 
 
