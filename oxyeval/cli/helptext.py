@@ -31,7 +31,7 @@ ROOT_COMMANDS: dict[str, str] = {
     "serve": "Serve the dashboard and the Testing API (GraphQL).",
     "cache": "The cached model answers and judge verdicts: stats, clear.",
     "batch": "Batches sent with --batch: status, resume, cancel.",
-    "exec": "Run a command whose Python suites report here; exit on their outcome.",
+    "exec": "Run a script of SDK suites; exit on their outcome.",
 }
 
 

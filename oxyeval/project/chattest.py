@@ -55,7 +55,7 @@ from ..errors import Diagnostic, LoadError
 from ..patterns import PatternError, compile_pattern
 from ..providers import ModelSpec, api_url_problem, endpoint_defaults, header_problem, value_problem
 from ..redact import register_credentials, register_secret
-from .chattest_files import ENV_REF, chattest_files, collect, load_json, read
+from .chattest_reading import ENV_REF, chattest_files, collect, load_json, read
 from .config import Project, with_limits
 from .document import Document, KeyPath
 from .schema import did_you_mean, validate_document
