@@ -343,7 +343,7 @@ def test_a_chattest_cell_with_one_verdict_of_three_runs_is_an_error_that_shows_t
             app, ["chattest", str(tmp_path), "--db", str(tmp_path / "h.db")]
         )
     assert pretty.exit_code == 3, pretty.output  # never 0 on judge errors
-    assert "ERR - (1/1, 2 without verdict)" in pretty.stdout
+    assert "ERR - (1/1, 2 unjudged)" in pretty.stdout
     assert "only 1 of 3 runs got a verdict (min_judged is 50%)" in pretty.output
 
 
@@ -381,7 +381,7 @@ def test_a_test_file_where_nothing_got_a_verdict_claims_no_consistency(
     assert case["judgeErrors"] == 3 and case["consistent"] is None and case["passRate"] is None
     assert document["overall"]["consistency"] is None
     assert "consistency -" in pretty.stdout and "consistency 100.0%" not in pretty.stdout
-    assert "(0/0, 3 without verdict)" in pretty.stdout
+    assert "(0/0, 3 unjudged)" in pretty.stdout
 
 
 # -- A/B: a winner only beyond the noise ----------------------------------------------------
