@@ -166,15 +166,15 @@ def parse_tests(
             )
         n = test.get("n", DEFAULT_N)
         if (
-            test.get("pairing", "all") == "all"
+            test.get("pairing", "all") in ("all", "cluster")
             and isinstance(n, int)
             and MAX_ALL_PAIRS_RUNS < n <= MAX_RUNS
         ):
             problems.append(
                 doc.diagnostic(
                     (*key, "n"),
-                    f"{n} runs with pairing: all make {n * (n - 1) // 2:,} pairs to judge; "
-                    f"pairing: all takes at most {MAX_ALL_PAIRS_RUNS} runs (pairing: ring "
+                    f"{n} runs with pairing: {test.get('pairing', 'all')} make "
+                    f"{n * (n - 1) // 2:,} pairs to judge; pairing: all and cluster take at most {MAX_ALL_PAIRS_RUNS} runs (pairing: ring "
                     f"takes up to {MAX_RUNS:,})",
                 )
             )

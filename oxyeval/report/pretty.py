@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..evaluation import Decision
     from ..suites.consistency.results import ConsistencyRun, ConsistencyTestResult
 
-__all__ = ["cached_calls_line", "change_text", "points", "render_pretty"]
+__all__ = ["cached_calls_line", "change_text", "pairing_check_line", "points", "render_pretty"]
 
 
 def _plural(count: int, word: str) -> str:
@@ -52,6 +52,24 @@ def change_text(test: ConsistencyTestResult) -> str:
     if change is None or test.previous is None:
         return ""
     return f" ({points(change)} vs {moment(test.previous.at)})"
+
+
+def pairing_check_line(check: dict[str, object]) -> str:
+    """``pairing: cluster`` in one line: the calls saved and what the check found."""
+    line = (
+        f"pairing: cluster · {check['judged']} of {check['allPairsCalls']} judge calls made "
+        f"({check['callsSaved']} saved) · {check['checked']} inferred pair(s) checked"
+    )
+    wrong = check.get("disagreements") or []
+    if wrong:
+        runs = ", ".join("run {} vs run {}".format(*d["runs"]) for d in wrong[:5])  # type: ignore[index]
+        line += (
+            f" · {len(wrong)} disagree with the clusters ({runs}): the judge is not "  # type: ignore[arg-type]
+            "transitive here, prefer pairing: all"
+        )
+    else:
+        line += ", all agree with the clusters"
+    return line
 
 
 def _render_test(
@@ -89,6 +107,8 @@ def _render_test(
         facts += f" · {_plural(test.cached_calls, 'call')} from the cache"
     facts += f" · judge: {escape(test.judge_model)} · {test.duration:.1f}s"
     console.print(f"[dim]{facts}[/]")
+    if test.pairing_check is not None:
+        console.print(pairing_check_line(test.pairing_check), markup=False)
     if quiet:
         return
     sel = test.selected_output

@@ -77,6 +77,7 @@ def _comparison_dict(
         "error": comp.error,
         "judge_calls": comp.judge_calls,
         "cached": comp.cached,
+        "inferred": comp.inferred,
     }
 
 
@@ -167,6 +168,8 @@ async def _judge_outputs(
     _apply_score(result, outcome.comparisons, outcome.score, texts)
     result.error = outcome.error
     result.accuracy, result.selected = outcome.accuracy, outcome.selected
+    if outcome.pairing_check is not None:
+        result.pairing_check = outcome.pairing_check.to_dict()
     result.duration = time.perf_counter() - started
     return result
 

@@ -137,6 +137,9 @@ class ConsistencyTestResult:
     cached_calls: int = 0
     #: From the history (None: no earlier scored result, or history off).
     previous: Previous | None = None
+    #: ``pairing: cluster``: calls made and saved, and the check of the inferred
+    #: verdicts (:class:`~oxyeval.judge.cluster_pairing.ClusterPairing`); else None.
+    pairing_check: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -235,6 +238,7 @@ class ConsistencyTestResult:
             # runs of its two text groups), so n=200 with few distinct answers stays small.
             "comparisons": [_redacted(c) for c in self.comparisons],
             "clusters": self.clusters.to_dict(),
+            "pairing_check": self.pairing_check,
             "failing_comparisons": [
                 {k: v for k, v in _redacted(c).items() if k not in ("error", "groups")}
                 for c in self.failing
