@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._tasks import gather_settled
+from .swap import judge_comparison
 
 if TYPE_CHECKING:
     from .consistency import Compare, Comparison
@@ -91,6 +92,7 @@ async def judge_by_cluster(
     concurrency: int = 10,
     on_done: Callable[[Comparison], None] | None = None,
     seed: int = CHECK_SEED,
+    swap: bool = False,
 ) -> ClusterPairing:
     """Fill the verdicts of an all-pairs plan (:func:`.plan_comparisons` with ``all``):
     judged against representatives, inferred from the clusters, a sample checked."""
@@ -104,16 +106,7 @@ async def judge_by_cluster(
 
     async def judge(comp: Comparison) -> None:
         sent.add(comp.runs)
-        async with semaphore:
-            i, j = comp.judged_order
-            r = await compare(texts[i], texts[j])
-        comp.choice, comp.reasoning, comp.error, comp.judge_calls = (
-            r.choice,
-            r.reasoning,
-            r.error,
-            r.calls,
-        )
-        comp.cached = r.cached_calls > 0
+        await judge_comparison(comp, texts, compare, semaphore, swap=swap)
         report.judged += 1
         if on_done is not None:
             on_done(comp)

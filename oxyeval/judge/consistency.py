@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from .._tasks import gather_settled
 from ..project.tests import DEFAULT_MIN_JUDGED  # the share of pairs that must be judged
 from .cluster_pairing import ClusterPairing, judge_by_cluster
+from .swap import judge_comparison
 
 if TYPE_CHECKING:
     from .judge import JudgeResult
@@ -102,6 +103,10 @@ class Comparison:
     swapped: bool = False
     #: ``pairing: cluster``: the verdict follows from the answer clusters, not a call.
     inferred: bool = False
+    #: ``judge_swap``: judged in both orders (:mod:`.swap`); ``position_bias`` when the
+    #: two orders disagreed (then a judge error, no verdict).
+    swap_judged: bool = False
+    position_bias: bool = False
 
     @property
     def judged_order(self) -> tuple[int, int]:
@@ -178,21 +183,13 @@ async def judge_comparisons(
     *,
     concurrency: int = 10,
     on_done: Callable[[Comparison], None] | None = None,
+    swap: bool = False,
 ) -> None:
-    """Judge every non-identical comparison once."""
+    """Judge every non-identical comparison once (with ``swap``, in both orders)."""
     semaphore = asyncio.Semaphore(max(1, concurrency))
 
     async def one(comp: Comparison) -> None:
-        async with semaphore:
-            i, j = comp.judged_order
-            r = await compare(texts[i], texts[j])
-        comp.choice, comp.reasoning, comp.error, comp.judge_calls = (
-            r.choice,
-            r.reasoning,
-            r.error,
-            r.calls,
-        )
-        comp.cached = r.cached_calls > 0
+        await judge_comparison(comp, texts, compare, semaphore, swap=swap)
         if on_done is not None:
             on_done(comp)
 
@@ -265,6 +262,7 @@ async def evaluate(
     on_planned: Callable[[int], None] | None = None,
     on_done: Callable[[Comparison], None] | None = None,
     pairing_check: list[ClusterPairing] | None = None,
+    swap: bool = False,
 ) -> tuple[list[Comparison], ConsistencyScore]:
     """Plan, judge and score: the one consistency routine for tests and workflow tasks.
     With ``pairing: cluster``, what the clustering judged and checked is appended to
@@ -275,14 +273,16 @@ async def evaluate(
         if on_planned is not None:
             on_planned(sum(1 for c in comparisons if not c.identical))
         report = await judge_by_cluster(
-            comparisons, texts, compare, concurrency=concurrency, on_done=on_done
+            comparisons, texts, compare, concurrency=concurrency, on_done=on_done, swap=swap
         )
         if pairing_check is not None:
             pairing_check.append(report)
         return comparisons, score_comparisons(comparisons, sorted(texts), scores)
     if on_planned is not None:
         on_planned(sum(1 for c in comparisons if not c.identical))
-    await judge_comparisons(comparisons, texts, compare, concurrency=concurrency, on_done=on_done)
+    await judge_comparisons(
+        comparisons, texts, compare, concurrency=concurrency, on_done=on_done, swap=swap
+    )
     return comparisons, score_comparisons(comparisons, sorted(texts), scores)
 
 
@@ -318,6 +318,7 @@ async def assess(
     concurrency: int = 10,
     on_planned: Callable[[int], None] | None = None,
     on_done: Callable[[Comparison], None] | None = None,
+    swap: bool = False,
 ) -> Assessment:
     """Judge the successful runs of n and decide whether the result is a score.
 
@@ -335,6 +336,7 @@ async def assess(
         on_planned=on_planned,
         on_done=on_done,
         pairing_check=checks,
+        swap=swap,
     )
     total = pair_count(n, pairing)
     errors = [c.error for c in comparisons if c.error]

@@ -70,6 +70,8 @@ class TestSpec:
     pairing: str = "all"
     judges: list[JudgeSpec] = field(default_factory=list)
     min_judged: float = DEFAULT_MIN_JUDGED  # share of run pairs that must get a verdict
+    #: Each pair judged in both orders (``judge_swap``, else config.yml's ``judge.swap``).
+    judge_swap: bool = False
 
 
 #: What a judge prompt renders with; it must read both submissions.
@@ -214,6 +216,7 @@ def parse_tests(
                 pairing=test.get("pairing", "all"),
                 judges=judges,
                 min_judged=float(test.get("min_judged", DEFAULT_MIN_JUDGED)),
+                judge_swap=bool(test.get("judge_swap", project.judge.swap)),
             )
         )
     return specs

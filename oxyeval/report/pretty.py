@@ -18,7 +18,14 @@ if TYPE_CHECKING:
     from ..evaluation import Decision
     from ..suites.consistency.results import ConsistencyRun, ConsistencyTestResult
 
-__all__ = ["cached_calls_line", "change_text", "pairing_check_line", "points", "render_pretty"]
+__all__ = [
+    "cached_calls_line",
+    "change_text",
+    "judge_swap_line",
+    "pairing_check_line",
+    "points",
+    "render_pretty",
+]
 
 
 def _plural(count: int, word: str) -> str:
@@ -72,6 +79,19 @@ def pairing_check_line(check: dict[str, object]) -> str:
     return line
 
 
+def judge_swap_line(swap: dict[str, object], judge: str) -> str:
+    """``judge_swap`` in one line: the judge's share of pairs whose two orders disagreed."""
+    pairs, biased, share = swap["pairs"], swap["disagreements"], swap["share"]
+    said = f"{share * 100:.1f}%" if isinstance(share, float | int) else "n/a"
+    line = (
+        f"judge swap ({judge}): {biased} of {pairs} pair(s) judged in both orders "
+        f"disagreed ({said} position bias)"
+    )
+    if biased:
+        line += ", counted as judge errors"
+    return line
+
+
 def _render_test(
     console: Console, run: ConsistencyRun, test: ConsistencyTestResult, quiet: bool
 ) -> None:
@@ -109,6 +129,8 @@ def _render_test(
     console.print(f"[dim]{facts}[/]")
     if test.pairing_check is not None:
         console.print(pairing_check_line(test.pairing_check), markup=False)
+    if test.judge_swap is not None:
+        console.print(judge_swap_line(test.judge_swap, test.judge_model), markup=False)
     if quiet:
         return
     sel = test.selected_output

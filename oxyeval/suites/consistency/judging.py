@@ -40,7 +40,7 @@ from .results import ConsistencyTestResult, OutputRecord
 if TYPE_CHECKING:
     from ...judge.verdicts import VerdictCache
 
-__all__ = ["Job", "label", "run_test", "test_entry"]
+__all__ = ["Job", "label", "run_test", "swap_summary", "test_entry"]
 
 _KIND = "consistency"
 
@@ -78,6 +78,19 @@ def _comparison_dict(
         "judge_calls": comp.judge_calls,
         "cached": comp.cached,
         "inferred": comp.inferred,
+        "position_bias": comp.position_bias,
+    }
+
+
+def swap_summary(swapped: list[Comparison]) -> dict[str, object]:
+    """``judge_swap``: of the pairs judged in both orders (without a judge error in
+    either), how many the two orders disagreed on."""
+    clean = [c for c in swapped if c.error is None or c.position_bias]
+    biased = sum(1 for c in clean if c.position_bias)
+    return {
+        "pairs": len(clean),
+        "disagreements": biased,
+        "share": round(biased / len(clean), 6) if clean else None,
     }
 
 
@@ -163,6 +176,7 @@ async def _judge_outputs(
         concurrency=spec.concurrency,
         on_planned=lambda count: emit(StepsPlanned(kind=_KIND, subject=key, steps=count)),
         on_done=done,
+        swap=spec.judge_swap,
     )
     outcome = (await consistency.score_set(texts)).detail
     _apply_score(result, outcome.comparisons, outcome.score, texts)
@@ -184,6 +198,9 @@ def _apply_score(
     result.pairs = score.pairs
     result.judged_pairs = score.judged_pairs
     result.identical_pairs = sum(c.weight for c in comparisons if c.identical)
+    swapped = [c for c in comparisons if c.swap_judged]
+    if swapped:
+        result.judge_swap = swap_summary(swapped)
     result.judge_calls = score.judge_calls
     result.selected = score.selected
     groups: dict[str, int] = {}

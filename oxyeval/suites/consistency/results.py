@@ -140,6 +140,9 @@ class ConsistencyTestResult:
     #: ``pairing: cluster``: calls made and saved, and the check of the inferred
     #: verdicts (:class:`~oxyeval.judge.cluster_pairing.ClusterPairing`); else None.
     pairing_check: dict[str, Any] | None = None
+    #: ``judge_swap``: pairs judged in both orders and the share whose orders disagreed
+    #: (position bias); None when the swap was off.
+    judge_swap: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -239,6 +242,7 @@ class ConsistencyTestResult:
             "comparisons": [_redacted(c) for c in self.comparisons],
             "clusters": self.clusters.to_dict(),
             "pairing_check": self.pairing_check,
+            "judge_swap": self.judge_swap,
             "failing_comparisons": [
                 {k: v for k, v in _redacted(c).items() if k not in ("error", "groups")}
                 for c in self.failing
