@@ -14,7 +14,10 @@ from ._app import (
     DbOption,
     DebugOption,
     FailOnDropOption,
+    FailOnRegressionOption,
     Format,
+    Inconclusive,
+    InconclusiveOption,
     MinAccuracyOption,
     MinPassRateOption,
     ProjectOption,
@@ -59,6 +62,8 @@ def test_command(
     project: ProjectOption = None,
     strict: StrictOption = False,
     fail_on_drop: FailOnDropOption = None,
+    fail_on_regression: FailOnRegressionOption = False,
+    inconclusive: InconclusiveOption = Inconclusive.passes,
     allow_empty: AllowEmptyOption = False,
     no_history: Annotated[
         bool,
@@ -207,7 +212,16 @@ def test_command(
         message = "--tag, --case and --adaptive apply to *.test.yml files"
     if message is not None:
         raise fail(err, ConfigError(message), as_json)
-    held = gates(min_accuracy, threshold_mode, min_pass_rate, strict, fail_on_drop, allow_empty)
+    held = gates(
+        min_accuracy,
+        threshold_mode,
+        min_pass_rate,
+        strict,
+        fail_on_drop,
+        allow_empty,
+        fail_on_regression=fail_on_regression,
+        inconclusive=inconclusive,
+    )
     kind = "test-files" if not files or pass_fail else "consistency"
     sharding, shard_problem = shards(shard, run_group, kind=kind, stored=not no_history)
     if not files or pass_fail:
@@ -256,7 +270,8 @@ def test_command(
         quiet=quiet,
         junit=junit,
         debug=debug,
-        problem=no_history_conflict(no_history, cache, fail_on_drop) or shard_problem,
+        problem=no_history_conflict(no_history, cache, fail_on_drop, fail_on_regression)
+        or shard_problem,
         sharding=sharding,
     )
     raise typer.Exit(code)

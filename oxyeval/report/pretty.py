@@ -220,6 +220,8 @@ def _headline(run: ConsistencyRun, decision: Decision) -> str:
         return "❌ Eval finished below the threshold:"
     if state == "dropped":
         return "❌ Eval finished; accuracy dropped against the previous run:"
+    if state == "regressed":
+        return "❌ Eval finished; the tests regressed against the baseline run:"
     if state == "failed":
         bad = sum(1 for o in decision.outcomes if o.state == "failed")
         return f"❌ Eval finished; {bad} of {len(run.tests)} test(s) failed:"
@@ -260,7 +262,7 @@ def render_pretty(
             )
     if run.cached_calls:
         console.print(cached_calls_line(run.cached_calls), style="dim", markup=False)
-    for check in (decision.threshold, decision.drop):
+    for check in (decision.threshold, decision.drop, decision.regression):
         if check is not None:
             style = "green" if check.passed else "bold red"
             mark = "✓" if check.passed else "✗"

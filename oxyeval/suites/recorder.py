@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._tasks import finish_shielded
-from ..evaluation import Previous, Result, result_kind
+from ..evaluation import Previous, Result, Tally, add_tallies, result_kind, tally_of
 from .status import StoredRun, final_status
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ __all__ = [
     "Recorder",
     "RunRow",
     "Storage",
+    "baseline_tally",
     "earlier_results",
 ]
 
@@ -75,6 +76,15 @@ def _core_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, Any]]
 
 #: Earlier results of one subject read to find its previous scored one outside this run.
 _LOOKBACK = 20
+#: Results of one subject read to sum its tally in the baseline run (a case's repeats).
+_BASELINE_LOOKBACK = 1000
+
+
+def baseline_tally(store: RunStore, kind: str, subject: str, run_id: str) -> Tally | None:
+    """The subject's (passes, samples) in run ``run_id``, all its results there together:
+    the baseline ``--fail-on-regression`` pairs this run's tally with."""
+    rows = store.results.history(kind, subject, limit=_BASELINE_LOOKBACK)
+    return add_tallies(tally_of(r.to_result()) for r in rows if r.run_id == run_id)
 
 
 def earlier_results(
@@ -84,6 +94,7 @@ def earlier_results(
     result of the same kind and subject in another run (what ``--fail-on-drop`` measures
     a drop against), for every kind that keeps no detail rows of its own to ask."""
     found: list[Previous | None] = []
+    tallies: dict[tuple[str, str, str], Tally | None] = {}
     for result, _extra in items:
         unknown = result_kind(result.kind).unknown
         previous = None
@@ -93,7 +104,10 @@ def earlier_results(
                 and earlier.score is not None
                 and earlier.status not in unknown
             ):
-                previous = Previous(earlier.score, earlier.created_at, earlier.run_id)
+                key = (result.kind, result.subject, earlier.run_id)
+                if key not in tallies:
+                    tallies[key] = baseline_tally(store, *key)
+                previous = Previous(earlier.score, earlier.created_at, earlier.run_id, tallies[key])
                 break
         found.append(previous)
     return found

@@ -36,6 +36,7 @@ __all__ = [
     "TestResult",
     "TestRun",
     "ThresholdResult",
+    "majority_tally",
     "test_result",
 ]
 
@@ -312,6 +313,7 @@ def test_result(t: ConsistencyTestResult, subject: str | None = None) -> Result:
     stable ``file::name`` the history stores it under. Tokens and cost are its answers'
     (the judge's calls are the judge's)."""
     answered = [o for o in t.outputs if o.error is None]
+    tally = majority_tally(t)
     return Result(
         kind="consistency",
         subject=subject or f"{t.file}::{t.name}",
@@ -327,7 +329,20 @@ def test_result(t: ConsistencyTestResult, subject: str | None = None) -> Result:
         input_tokens=_total(o.input_tokens for o in answered),
         output_tokens=_total(o.output_tokens for o in answered),
         cost_usd=_total(o.cost for o in answered),
+        details={} if tally is None else {"tally": list(tally)},
     )
+
+
+def majority_tally(t: ConsistencyTestResult) -> tuple[int, int] | None:
+    """(answers in the largest answer cluster, answers) of a scored test: its majority
+    answer rate as a tally, what ``--fail-on-regression`` pairs with the baseline's.
+    None when the test was not scored (its clusters would say nothing)."""
+    if not t.ok:
+        return None
+    clusters = t.clusters
+    if not clusters.clusters:
+        return None
+    return (clusters.clusters[0].size, clusters.runs)
 
 
 def _total(values: Iterable[float | int | None]) -> Any:
