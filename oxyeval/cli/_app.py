@@ -318,6 +318,7 @@ def _root(
 
 # Each module registers its commands on ``app``; the order is the order of ``oxy --help``.
 from . import test, run, validate, history, cases, ab, chattest, report, cache, batch, init, serve  # noqa: E402, F401, I001
+from . import judge  # noqa: E402, F401
 from . import exec_suites  # noqa: E402, F401
 
 

@@ -73,6 +73,8 @@ DOCUMENTS: dict[str, str] = {
     "caseDetail": "case-detail",
     "branchList": "branch-list",
     "branchDetail": "branch-detail",
+    "judgeCalibration": "judge-calibration",
+    "judgeCalibrations": "judge-calibrations",
 }
 
 #: The keys every run document shares, after its kind's own body, in print order.
