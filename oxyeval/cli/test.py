@@ -64,6 +64,15 @@ def test_command(
     fail_on_drop: FailOnDropOption = None,
     fail_on_regression: FailOnRegressionOption = False,
     inconclusive: InconclusiveOption = Inconclusive.passes,
+    judge_agreement: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-agreement",
+            metavar="MODEL",
+            help="Consistency tests: re-judge a sample of each test's judged pairs with "
+            "this second judge model and report Cohen's kappa between the two judges.",
+        ),
+    ] = None,
     allow_empty: AllowEmptyOption = False,
     no_history: Annotated[
         bool,
@@ -210,6 +219,8 @@ def test_command(
             )
     elif tag or case or adaptive:
         message = "--tag, --case and --adaptive apply to *.test.yml files"
+    if message is None and judge_agreement is not None and (not files or pass_fail):
+        message = "--judge-agreement applies to the consistency tests of agent and workflow files"
     if message is not None:
         raise fail(err, ConfigError(message), as_json)
     held = gates(
@@ -245,13 +256,13 @@ def test_command(
                 problem=shard_problem,
             )
         )
-    run = ConsistencyRun()
+    run = ConsistencyRun(agreement_model=judge_agreement)
 
     def once(events: Any, final: bool = True) -> Any:
         return run_tests_async(
             files,
             project_dir=project,
-            into=run if final else ConsistencyRun(),
+            into=run if final else ConsistencyRun(agreement_model=judge_agreement),
             cache=cache,
             db=db,
             history=not no_history,

@@ -63,6 +63,7 @@ def consistency_body(run: ConsistencyRun) -> dict[str, Any]:
         "runErrorCount": sum(len(t.run_errors) for t in run.tests),
         "judgeErrorCount": sum(len(t.judge_errors) for t in run.tests),
         "judgeCalls": sum(t.judge_calls for t in run.tests),
+        "judgeAgreement": run.judge_agreement,
     }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..evaluation import moment, percent
 from ..redact import clip
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "cached_calls_line",
     "change_text",
+    "judge_agreement_line",
     "judge_swap_line",
     "pairing_check_line",
     "points",
@@ -89,6 +90,22 @@ def judge_swap_line(swap: dict[str, object], judge: str) -> str:
     )
     if biased:
         line += ", counted as judge errors"
+    return line
+
+
+def judge_agreement_line(summary: dict[str, Any]) -> str:
+    """``--judge-agreement`` in one line: the two judges' kappa over the pairs re-judged."""
+    found = summary.get("agreement")
+    line = f"Judge agreement with {summary['model']}: "
+    if found is None:
+        return line + f"no pair compared ({summary['errors']} second-judge error(s))"
+    kappa, interval = found["kappa"], found["interval"]
+    said = "kappa n/a (one label only)" if kappa is None else f"kappa {kappa:.3f}"
+    if interval is not None:
+        said += f" (95% interval {interval['low']:.3f} to {interval['high']:.3f})"
+    line += f"{said}, {found['observed']:.1%} raw, over {summary['compared']} pair(s)"
+    if summary["errors"]:
+        line += f"; {summary['errors']} second-judge error(s) left out"
     return line
 
 
@@ -262,6 +279,9 @@ def render_pretty(
             )
     if run.cached_calls:
         console.print(cached_calls_line(run.cached_calls), style="dim", markup=False)
+    agreement = run.judge_agreement
+    if agreement is not None:
+        console.print(judge_agreement_line(agreement), markup=False)
     for check in (decision.threshold, decision.drop, decision.regression):
         if check is not None:
             style = "green" if check.passed else "bold red"

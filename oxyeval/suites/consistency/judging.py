@@ -35,6 +35,7 @@ from ...workflow.sql import SqlError
 from ..recorder import Handle
 from ..run_cache import Tally, counting
 from ..targets import Target
+from .agreement import second_opinion
 from .results import ConsistencyTestResult, OutputRecord
 
 if TYPE_CHECKING:
@@ -61,6 +62,8 @@ class Job:
     session: JudgeSession | None = None  # what the run's judges learnt (a RunContext's)
     file: str = ""  # relative to its project: with the test's name, its stored subject
     handle: Handle = field(default_factory=lambda: Handle(None, None))  # where it is kept
+    #: ``--judge-agreement``: a second judge model that re-judges a sample of the pairs.
+    agreement_model: str | None = None
 
 
 def _comparison_dict(
@@ -131,6 +134,7 @@ async def _judge_outputs(
     judged: list[Comparison] | None = None,
     verdicts: VerdictCache | None = None,
     session: JudgeSession | None = None,
+    agreement_model: str | None = None,
 ) -> ConsistencyTestResult:
     """Judge and score one metric; ``judged`` collects each verdict as it comes, so an
     interrupted test keeps the ones it has."""
@@ -184,6 +188,21 @@ async def _judge_outputs(
     result.accuracy, result.selected = outcome.accuracy, outcome.selected
     if outcome.pairing_check is not None:
         result.pairing_check = outcome.pairing_check.to_dict()
+    if agreement_model is not None:
+        second = Judge(
+            pool.get(agreement_model),
+            judge_spec.prompt,
+            settings=judge_spec.settings,
+            cache=verdicts,
+            session=session,
+        )
+        result.judge_agreement = await second_opinion(
+            outcome.comparisons,
+            texts,
+            second.comparer(question),
+            model=agreement_model,
+            concurrency=spec.concurrency,
+        )
     result.duration = time.perf_counter() - started
     return result
 
@@ -314,6 +333,7 @@ async def run_test(job: Job, emit: EventSink, into: list[ConsistencyTestResult])
                 judged[k],
                 job.verdicts,
                 job.session,
+                job.agreement_model,
             )
 
     # Settled gathers: on Ctrl-C every run and judge has stopped before ``finished`` and

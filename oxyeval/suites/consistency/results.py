@@ -144,6 +144,9 @@ class ConsistencyTestResult:
     #: ``judge_swap``: pairs judged in both orders and the share whose orders disagreed
     #: (position bias); None when the swap was off.
     judge_swap: dict[str, Any] | None = None
+    #: ``--judge-agreement``: a second judge's verdicts on a sample of the judged pairs
+    #: and the kappa between the two judges; None when not asked.
+    judge_agreement: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -244,6 +247,7 @@ class ConsistencyTestResult:
             "clusters": self.clusters.to_dict(),
             "pairing_check": self.pairing_check,
             "judge_swap": self.judge_swap,
+            "judge_agreement": self.judge_agreement,
             "failing_comparisons": [
                 {k: v for k, v in _redacted(c).items() if k not in ("error", "groups")}
                 for c in self.failing
@@ -274,6 +278,8 @@ class ConsistencyRun:
     history: list[StoredRun] = field(default_factory=list)
     #: The one decision on the run (under the gates it ran with), once it ended.
     decision: Decision | None = None
+    #: ``--judge-agreement MODEL``: the second judge that re-judges a sample of pairs.
+    agreement_model: str | None = None
 
     @property
     def history_errors(self) -> list[str]:
@@ -292,6 +298,14 @@ class ConsistencyRun:
         """Why earlier results could not be read, one line per database (none: every
         test was compared with its previous result, where it had one)."""
         return [f"{h.db}: {redact(h.read_error)}" for h in self.history if h.read_error]
+
+    @property
+    def judge_agreement(self) -> dict[str, Any] | None:
+        """``--judge-agreement``: the two judges' kappa over every test's sample (None:
+        not asked)."""
+        from .agreement import agreement_summary
+
+        return agreement_summary([t.judge_agreement for t in self.tests if t.judge_agreement])
 
     @property
     def accuracies(self) -> list[float | None]:

@@ -95,8 +95,9 @@ def _plan(subjects: list[Subject], suite: SuiteRun, run: ConsistencyRun) -> list
         else:
             assert item.plan is not None
             target = WorkflowTarget(context, item.plan)
+        second = [run.agreement_model] if run.agreement_model else []
         context.models.check(
-            sorted({*target.models, *(j.model for t in item.tests for j in t.judges)})
+            sorted({*target.models, *(j.model for t in item.tests for j in t.judges), *second})
         )
         target.check()
         verdicts, session = context.verdicts, context.judging
@@ -120,6 +121,7 @@ def _plan(subjects: list[Subject], suite: SuiteRun, run: ConsistencyRun) -> list
                     session,
                     item.project.relative(item.file),
                     handle,
+                    run.agreement_model,
                 )
             )
     return jobs
