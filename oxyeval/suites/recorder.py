@@ -76,15 +76,13 @@ def _core_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, Any]]
 
 #: Earlier results of one subject read to find its previous scored one outside this run.
 _LOOKBACK = 20
-#: Results of one subject read to sum its tally in the baseline run (a case's repeats).
-_BASELINE_LOOKBACK = 1000
 
 
 def baseline_tally(store: RunStore, kind: str, subject: str, run_id: str) -> Tally | None:
     """The subject's (passes, samples) in run ``run_id``, all its results there together:
     the baseline ``--fail-on-regression`` pairs this run's tally with."""
-    rows = store.results.history(kind, subject, limit=_BASELINE_LOOKBACK)
-    return add_tallies(tally_of(r.to_result()) for r in rows if r.run_id == run_id)
+    rows = store.results.in_run(kind, subject, run_id)
+    return add_tallies(tally_of(r.to_result()) for r in rows)
 
 
 def earlier_results(
