@@ -126,8 +126,8 @@ class Decision:
         ``interrupted``; ``unknown`` (a result could not be scored); ``infra`` (exit 3
         for another cause: errors under ``--strict``, a run stopped by a provider);
         ``history_unread`` (a drop check that could not read the history); ``below``
-        (the threshold failed); ``dropped``; ``failed`` (exit 1 for a result's own
-        check); then, passing, ``met`` (a threshold), ``no_drop`` (a drop check that
+        (the threshold failed); ``dropped``; ``regressed`` (``--fail-on-regression``'s
+        paired test failed the run); ``failed`` (exit 1 for a result's own check); then, passing, ``met`` (a threshold), ``no_drop`` (a drop check that
         compared with earlier runs), ``no_baseline`` (a drop check with nothing earlier to
         compare with: a first run proves nothing) or ``ungated``. Read by the pretty report so it never contradicts the code."""
         if self.interrupted:

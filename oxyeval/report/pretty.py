@@ -282,7 +282,11 @@ def render_pretty(
     agreement = run.judge_agreement
     if agreement is not None:
         console.print(judge_agreement_line(agreement), markup=False)
-    for check in (decision.threshold, decision.drop, decision.regression):
+    regression = decision.regression
+    if regression is not None and regression.passed and regression.outcome != "not_regressed":
+        # Inconclusive passed by policy, or no baseline: said once, as the warning.
+        regression = None
+    for check in (decision.threshold, decision.drop, regression):
         if check is not None:
             style = "green" if check.passed else "bold red"
             mark = "✓" if check.passed else "✗"

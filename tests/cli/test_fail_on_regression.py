@@ -64,7 +64,7 @@ def _two_runs(
 
 
 def test_a_majority_rate_that_falls_from_20_of_20_to_10_regresses(
-    make_project: MakeProject, capsys: pytest.CaptureFixture[str]
+    make_project: MakeProject, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     code, doc, _err = _two_runs(make_project(None), capsys, 20, "--fail-on-regression")
     decision = doc["decision"]
@@ -75,6 +75,13 @@ def test_a_majority_rate_that_falls_from_20_of_20_to_10_regresses(
     test = doc["tests"][0]
     assert test["previous"]["tally"] == [20, 20]
     assert test["clusters"]["majorityRate"] == 0.5
+    # The pretty report of the saved run says so in its headline and gate line.
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps(doc), encoding="utf-8")
+    code, out, _err = _oxy(capsys, "report", str(saved), "--fail-on-regression")
+    assert code == 1
+    assert "the tests regressed against the baseline run" in out
+    assert "✗ --fail-on-regression: regressed: pass rate change -50.0 points" in out
 
 
 def test_four_runs_are_too_few_to_tell_and_the_policy_decides(
