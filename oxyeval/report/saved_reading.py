@@ -188,6 +188,9 @@ def consistency_test(doc: Doc) -> ConsistencyTestResult:
         duration=doc.number("duration_s", 0.0),
         interrupted=status == "interrupted",
         previous=previous(doc),
+        pairing_check=doc.get("pairing_check", (dict,), "an object or null"),
+        judge_swap=doc.get("judge_swap", (dict,), "an object or null"),
+        judge_agreement=doc.get("judge_agreement", (dict,), "an object or null"),
     )
     return result
 

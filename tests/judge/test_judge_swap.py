@@ -102,8 +102,15 @@ def test_the_swap_from_config_yml_is_reported_per_judge(
         assert code == 3
     else:
         assert test["accuracy"] == 1.0 and test["judgedPairs"] == 6 and code == 0
-    code, out = _oxy(root, capsys)
-    assert (
+    line = (
         f"judge swap (judge): {1 if biased else 0} of 1 pair(s) judged in both orders "
         f"disagreed ({100.0 if biased else 0.0:.1f}% position bias)"
-    ) in " ".join(out.split())
+    )
+    saved = root / "run.json"
+    saved.write_text(out, encoding="utf-8")
+    code, out = _oxy(root, capsys)
+    assert line in " ".join(out.split())
+    # A saved run's report says it too.
+    with pytest.raises(SystemExit):
+        main(["report", str(saved)])
+    assert line in " ".join(capsys.readouterr().out.split())
