@@ -56,6 +56,11 @@ class ThresholdMode(str, Enum):
     all = "all"
 
 
+class Inconclusive(str, Enum):
+    passes = "pass"
+    fails = "fail"
+
+
 ProjectOption = Annotated[
     str | None,
     typer.Option(
@@ -117,6 +122,24 @@ FailOnDropOption = Annotated[
         "against its previous result in the history.",
     ),
 ]
+FailOnRegressionOption = Annotated[
+    bool,
+    typer.Option(
+        "--fail-on-regression",
+        help="Exit 1 on a regression: a result that regressed against its own baseline (a "
+        "test case), or a significant drop of the pass tallies against the baseline run in "
+        "the history (a paired test per test; see --inconclusive).",
+    ),
+]
+InconclusiveOption = Annotated[
+    Inconclusive,
+    typer.Option(
+        "--inconclusive",
+        help="For --fail-on-regression: when the run is too small to tell a drop from "
+        "noise, pass (default, with a warning naming the smallest drop it could detect) "
+        "or fail.",
+    ),
+]
 AllowEmptyOption = Annotated[
     bool,
     typer.Option(
@@ -136,6 +159,7 @@ def gates(
     allow_empty: bool,
     *,
     fail_on_regression: bool = False,
+    inconclusive: Inconclusive | str = "pass",
 ) -> Any:
     """The gate options as the one decision's :class:`~oxyeval.evaluation.Gates`."""
     from ..evaluation import Gates
@@ -146,6 +170,7 @@ def gates(
         strict=strict,
         fail_on_drop=fail_on_drop,
         fail_on_regression=fail_on_regression,
+        inconclusive=inconclusive.value if isinstance(inconclusive, Enum) else inconclusive,
         allow_empty=allow_empty,
         min_pass_rate=min_pass_rate,
     )
@@ -213,7 +238,10 @@ BatchOption = Annotated[
 
 
 def no_history_conflict(
-    no_history: bool, replay: bool | None, fail_on_drop: float | None = None
+    no_history: bool,
+    replay: bool | None,
+    fail_on_drop: float | None = None,
+    fail_on_regression: bool = False,
 ) -> str | None:
     """Why ``--no-history`` cannot go with the other flags given (exit 2), or None: the
     flags that need the history it turns off."""
@@ -221,6 +249,8 @@ def no_history_conflict(
         return None
     if fail_on_drop is not None:
         return "--fail-on-drop compares with the history, which --no-history turns off"
+    if fail_on_regression:
+        return "--fail-on-regression compares with the history, which --no-history turns off"
     if replay is True:  # --cache
         return "--cache replays answers kept in the history, which --no-history turns off"
     return None
@@ -314,6 +344,7 @@ def _root(
 
 # Each module registers its commands on ``app``; ``oxy --help`` lists them in helptext's order.
 from . import test, run, validate, history, cases, ab, chattest, report, cache, batch, init, serve  # noqa: E402, F401, I001
+from . import judge  # noqa: E402, F401
 from . import exec_suites  # noqa: E402, F401
 
 

@@ -15,7 +15,10 @@ from ._app import (
     CacheOption,
     DebugOption,
     FailOnDropOption,
+    FailOnRegressionOption,
     Format,
+    Inconclusive,
+    InconclusiveOption,
     MinAccuracyOption,
     MinPassRateOption,
     ProjectOption,
@@ -71,9 +74,8 @@ def cases_run(
         typer.Option("--version", metavar="N", hidden=True, help="Same as --prompt-version."),
     ] = None,
     format: FormatOption = Format.pretty,
-    fail_on_regression: Annotated[
-        bool, typer.Option("--fail-on-regression", help="Exit 1 on a regression too.")
-    ] = False,
+    fail_on_regression: FailOnRegressionOption = False,
+    inconclusive: InconclusiveOption = Inconclusive.passes,
     quiet: Annotated[
         bool,
         typer.Option(
@@ -142,6 +144,7 @@ def cases_run(
             fail_on_drop,
             allow_empty,
             fail_on_regression=fail_on_regression,
+            inconclusive=inconclusive,
         ),
         err=err,
         out=out,

@@ -30,6 +30,7 @@ ROOT_COMMANDS: dict[str, str] = {
     "report": "Decide again on a saved run and print its report.",
     "serve": "Serve the dashboard and the Testing API (GraphQL).",
     "cache": "The cached model answers and judge verdicts: stats, clear.",
+    "judge": "Check a judge against labelled answers (calibrate).",
     "batch": "Batches sent with --batch: status, resume, cancel.",
     "exec": "Run a script of SDK suites; exit on their outcome.",
 }

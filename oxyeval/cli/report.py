@@ -21,7 +21,10 @@ from ._app import (
     AllowEmptyOption,
     DebugOption,
     FailOnDropOption,
+    FailOnRegressionOption,
     Format,
+    Inconclusive,
+    InconclusiveOption,
     MinAccuracyOption,
     MinPassRateOption,
     ProjectOption,
@@ -52,9 +55,8 @@ def report_command(
     min_pass_rate: MinPassRateOption = None,
     strict: StrictOption = False,
     fail_on_drop: FailOnDropOption = None,
-    fail_on_regression: Annotated[
-        bool, typer.Option("--fail-on-regression", help="Exit 1 on a regression too.")
-    ] = False,
+    fail_on_regression: FailOnRegressionOption = False,
+    inconclusive: InconclusiveOption = Inconclusive.passes,
     allow_empty: AllowEmptyOption = False,
     format: Annotated[
         Format, typer.Option("--format", help="pretty, or json: one JSON document on stdout.")
@@ -103,6 +105,7 @@ def report_command(
         fail_on_drop,
         allow_empty,
         fail_on_regression=fail_on_regression,
+        inconclusive=inconclusive,
     )
     message = gate_option_error(given)
     if message is None and (file is None) == (run_group is None):

@@ -14,7 +14,10 @@ from ._app import (
     DbOption,
     DebugOption,
     FailOnDropOption,
+    FailOnRegressionOption,
     Format,
+    Inconclusive,
+    InconclusiveOption,
     MinAccuracyOption,
     MinPassRateOption,
     ProjectOption,
@@ -59,6 +62,17 @@ def test_command(
     project: ProjectOption = None,
     strict: StrictOption = False,
     fail_on_drop: FailOnDropOption = None,
+    fail_on_regression: FailOnRegressionOption = False,
+    inconclusive: InconclusiveOption = Inconclusive.passes,
+    judge_agreement: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-agreement",
+            metavar="MODEL",
+            help="Consistency tests: re-judge a sample of each test's judged pairs with "
+            "this second judge model and report Cohen's kappa between the two judges.",
+        ),
+    ] = None,
     allow_empty: AllowEmptyOption = False,
     no_history: Annotated[
         bool,
@@ -212,9 +226,20 @@ def test_command(
             )
     elif tag or case or adaptive:
         message = "--tag, --case and --adaptive apply to *.test.yml files"
+    if message is None and judge_agreement is not None and (not files or pass_fail):
+        message = "--judge-agreement applies to the consistency tests of agent and workflow files"
     if message is not None:
         raise fail(err, ConfigError(message), as_json)
-    held = gates(min_accuracy, threshold_mode, min_pass_rate, strict, fail_on_drop, allow_empty)
+    held = gates(
+        min_accuracy,
+        threshold_mode,
+        min_pass_rate,
+        strict,
+        fail_on_drop,
+        allow_empty,
+        fail_on_regression=fail_on_regression,
+        inconclusive=inconclusive,
+    )
     kind = "test-files" if not files or pass_fail else "consistency"
     sharding, shard_problem = shards(shard, run_group, kind=kind, stored=not no_history)
     if not files or pass_fail:
@@ -238,13 +263,13 @@ def test_command(
                 problem=shard_problem,
             )
         )
-    run = ConsistencyRun()
+    run = ConsistencyRun(agreement_model=judge_agreement)
 
     def once(events: Any, final: bool = True) -> Any:
         return run_tests_async(
             files,
             project_dir=project,
-            into=run if final else ConsistencyRun(),
+            into=run if final else ConsistencyRun(agreement_model=judge_agreement),
             cache=cache,
             db=db,
             history=not no_history,
@@ -263,7 +288,8 @@ def test_command(
         quiet=quiet,
         junit=junit,
         debug=debug,
-        problem=no_history_conflict(no_history, cache, fail_on_drop) or shard_problem,
+        problem=no_history_conflict(no_history, cache, fail_on_drop, fail_on_regression)
+        or shard_problem,
         sharding=sharding,
     )
     raise typer.Exit(code)

@@ -83,6 +83,7 @@ def run_test_files_command(
         quiet=quiet,
         junit=junit,
         debug=debug,
-        problem=no_history_conflict(no_history, cache, gates.fail_on_drop) or problem,
+        problem=no_history_conflict(no_history, cache, gates.fail_on_drop, gates.fail_on_regression)
+        or problem,
         sharding=sharding,
     )

@@ -81,7 +81,8 @@ def schema_command(
             "chattest-prompt or chattest-model (or common: the definitions they $ref; save it "
             "beside them). Or a JSON document a command prints, output/NAME: run, error, "
             "validation, history, run-detail, comparison, test-history, cache-stats, cache-cleared, "
-            "case-list, case-detail, branch-list, branch-detail (or output/common).",
+            "case-list, case-detail, branch-list, branch-detail, judge-calibration, "
+            "judge-calibrations (or output/common).",
         ),
     ] = None,
     path: Annotated[

@@ -14,7 +14,8 @@ intervals and normalisation (``stats``: :func:`bootstrap_interval`, :func:`clust
 rates over repeated judged runs with when to stop running them (``sequential``:
 :class:`PassRate`, :func:`pass_at_k`, :func:`pass_hat_k`, :class:`AdaptiveTest`), and
 what a statistical CI gate needs: a paired change against a baseline with three
-outcomes (``regression``: :func:`paired_change`) and agreement between raters
+outcomes (``regression``: :func:`paired_change`; ``regression_gate``: each kind's
+tallies and ``--fail-on-regression``'s :func:`check_regression`) and agreement between raters
 (``agreement``: :func:`cohens_kappa`).
 """
 
@@ -82,6 +83,12 @@ _EXPORTS = {
     "cohens_kappa": "agreement",
     "PairedChange": "regression",
     "paired_change": "regression",
+    "Tally": "regression",
+    "RegressionCheck": "regression_gate",
+    "add_tallies": "regression_gate",
+    "check_regression": "regression_gate",
+    "subject_tallies": "regression_gate",
+    "tally_of": "regression_gate",
     "clustered_interval": "stats",
     "Interval": "stats",
     "bootstrap_interval": "stats",
@@ -122,6 +129,7 @@ __all__ = [
     "PassRate",
     "PassRateResult",
     "Previous",
+    "RegressionCheck",
     "Result",
     "ResultKind",
     "ResultRecorded",
@@ -135,12 +143,15 @@ __all__ = [
     "Similarity",
     "StepsPlanned",
     "SubjectStarted",
+    "Tally",
     "ThresholdResult",
     "Warned",
+    "add_tallies",
     "answer_clusters",
     "bootstrap_interval",
     "check_drop",
     "check_pass_rate",
+    "check_regression",
     "check_threshold",
     "clarity_score",
     "clustered_interval",
@@ -165,6 +176,8 @@ __all__ = [
     "percent",
     "register_kind",
     "result_kind",
+    "subject_tallies",
+    "tally_of",
     "usage_code",
     "valid_json",
     "wilson_interval",
@@ -215,7 +228,14 @@ if TYPE_CHECKING:
         percent,
     )
     from .kinds import ResultKind, kind_names, register_kind, result_kind
-    from .regression import PairedChange, paired_change
+    from .regression import PairedChange, Tally, paired_change
+    from .regression_gate import (
+        RegressionCheck,
+        add_tallies,
+        check_regression,
+        subject_tallies,
+        tally_of,
+    )
     from .result import Previous, Result, Score
     from .scorers import (
         Consistency,

@@ -29,6 +29,7 @@ from .gates import (
     percent,
 )
 from .kinds import result_kind
+from .regression_gate import INCONCLUSIVE_POLICIES, RegressionCheck, check_regression
 from .result import Result
 
 __all__ = [
@@ -54,6 +55,7 @@ Headline = Literal[
     "below",
     "below_pass_rate",
     "dropped",
+    "regressed",
     "failed",
     "met",
     "no_drop",
@@ -111,6 +113,8 @@ class Decision:
     interrupted: bool = False
     #: The gates decided on, so a report can say which rules applied.
     gates: Gates = field(default_factory=Gates)
+    #: ``--fail-on-regression``'s paired test against the baseline run (None: not asked).
+    regression: RegressionCheck | None = None
 
     @property
     def passed(self) -> bool:
@@ -122,8 +126,8 @@ class Decision:
         ``interrupted``; ``unknown`` (a result could not be scored); ``infra`` (exit 3
         for another cause: errors under ``--strict``, a run stopped by a provider);
         ``history_unread`` (a drop check that could not read the history); ``below``
-        (the threshold failed); ``dropped``; ``failed`` (exit 1 for a result's own
-        check); then, passing, ``met`` (a threshold), ``no_drop`` (a drop check that
+        (the threshold failed); ``dropped``; ``regressed`` (``--fail-on-regression``'s
+        paired test failed the run); ``failed`` (exit 1 for a result's own check); then, passing, ``met`` (a threshold), ``no_drop`` (a drop check that
         compared with earlier runs), ``no_baseline`` (a drop check with nothing earlier to
         compare with: a first run proves nothing) or ``ungated``. Read by the pretty report so it never contradicts the code."""
         if self.interrupted:
@@ -136,12 +140,16 @@ class Decision:
             return "infra"
         if self.drop is not None and not self.drop.checked:
             return "history_unread"
+        if self.regression is not None and not self.regression.checked:
+            return "history_unread"
         if self.threshold is not None and not self.threshold.passed:
             return "below"
         if self.pass_rate is not None and not self.pass_rate.passed:
             return "below_pass_rate"
         if self.drop is not None and not self.drop.passed:
             return "dropped"
+        if self.regression is not None and not self.regression.passed:
+            return "regressed"
         if self.code == EXIT_FAILED:
             return "failed"
         if self.threshold is not None:
@@ -158,7 +166,7 @@ class Decision:
             lines.append(self.empty)
         lines += self.unscored
         lines += self.failed
-        for check in (self.threshold, self.pass_rate, self.drop):
+        for check in (self.threshold, self.pass_rate, self.drop, self.regression):
             if check is not None and not check.passed:
                 lines.append(check.message)
         return lines
@@ -174,15 +182,17 @@ def gated_code(
     threshold: ThresholdResult | None,
     drop: DropResult | None,
     pass_rate: PassRateResult | None = None,
+    regression: RegressionCheck | None = None,
 ) -> int:
     """The precedence every kind shares: ``base`` (3 unknown outcome, 1 a result failed
-    its own check, else 0) with the run-wide gates over it. 3 wins (a drop check that
-    could not read the history is an unknown outcome too), then any failure, then 0."""
-    if base == EXIT_INFRA or (drop is not None and not drop.checked):
+    its own check, else 0) with the run-wide gates over it. 3 wins (a drop or regression
+    check that could not read the history is an unknown outcome too), then any failure,
+    then 0."""
+    if base == EXIT_INFRA or any(c is not None and not c.checked for c in (drop, regression)):
         return EXIT_INFRA
     if base == EXIT_FAILED:
         return EXIT_FAILED
-    if any(c is not None and not c.passed for c in (threshold, drop, pass_rate)):
+    if any(c is not None and not c.passed for c in (threshold, drop, pass_rate, regression)):
         return EXIT_FAILED
     return EXIT_OK
 
@@ -230,6 +240,8 @@ def gate_option_error(gates: Gates) -> str | None:
             "--min-pass-rate must be between 0 and 1 (a share of the results with a check "
             f"of their own, e.g. 0.9 for 90%), got {gates.min_pass_rate:g}"
         )
+    if gates.inconclusive not in INCONCLUSIVE_POLICIES:
+        return f"--inconclusive is pass or fail, got {gates.inconclusive!r}"
     return None
 
 
@@ -337,15 +349,33 @@ def decide(
         if pass_rate.value is None and results:
             warnings.append(f"warning: {pass_rate.message}; not gating")
             pass_rate = None
+    regression = None
+    if gates.fail_on_regression and (results or not gates.allow_empty):
+        regression = check_regression(
+            results,
+            inconclusive=gates.inconclusive,
+            history_ok=not history_unread,
+            why="; ".join(history_unread) or None,
+        )
+        if regression.outcome == "inconclusive" and regression.passed:
+            warnings.append(f"warning: {regression.message}")
+        elif regression.outcome == "no_baseline" and results:
+            warnings.append(f"warning: {regression.message}; not gating")
     outcomes = tuple(_outcome(r, gates, dropped, threshold, metric, pass_rate) for r in results)
     unknown = [r for r, o in zip(results, outcomes, strict=True) if o.state == "unknown"]
     soft = gates.strict and any(r.run_errors or r.judge_errors for r in results)
     # Failed on its own (its check, a regression), not only by a drop: the drop decides apart.
     own_failure = any(o.failed or o.regression for o in outcomes)
     base = EXIT_INFRA if interrupted or unknown or soft else EXIT_FAILED if own_failure else EXIT_OK
-    code = gated_code(base, threshold, drop, pass_rate if results else None)
+    code = gated_code(base, threshold, drop, pass_rate if results else None, regression)
     strict_note = None
-    if soft and not interrupted and not unknown and (drop is None or drop.checked):
+    if (
+        soft
+        and not interrupted
+        and not unknown
+        and (drop is None or drop.checked)
+        and (regression is None or regression.checked)
+    ):
         runs = sum(r.run_errors for r in results)
         judges = sum(r.judge_errors for r in results)
         strict_note = (
@@ -382,6 +412,7 @@ def decide(
         interrupted=interrupted,
         gates=gates,
         empty=empty,
+        regression=regression,
     )
 
 

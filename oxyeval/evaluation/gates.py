@@ -59,6 +59,9 @@ class Gates:
     #: against its threshold, a judged test's pass rate) that must pass it. Given, a
     #: result that failed its check fails the run only through it: some may fail.
     min_pass_rate: float | None = None
+    #: ``--inconclusive``: whether ``--fail-on-regression``'s run too small to tell
+    #: passes (the default, with a warning) or fails.
+    inconclusive: str = "pass"
 
     @property
     def gating(self) -> bool:

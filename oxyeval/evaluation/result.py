@@ -50,6 +50,9 @@ class Previous:
     accuracy: float
     at: str  # when it was stored: ISO-8601 UTC
     run_id: str
+    #: The subject's (passes, samples) in that run, all its repeats together: what
+    #: ``--fail-on-regression`` pairs this run's tally with (None: not read).
+    tally: tuple[int, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"accuracy": _round(self.accuracy), "at": self.at, "run_id": self.run_id}

@@ -180,8 +180,10 @@ class Consistency:
         concurrency: int = 10,
         on_planned: Callable[[int], None] | None = None,
         on_done: Callable[[Comparison], None] | None = None,
+        swap: bool = False,
     ) -> None:
         self.compare, self.n, self.pairing = compare, n, pairing
+        self.swap = swap  # each pair in both orders (judge_swap)
         self.scores = scores if scores is not None else {"A": 1.0, "B": 0.0}
         self.min_judged, self.concurrency = min_judged, concurrency
         self.on_planned, self.on_done = on_planned, on_done
@@ -199,6 +201,7 @@ class Consistency:
             concurrency=self.concurrency,
             on_planned=self.on_planned,
             on_done=self.on_done,
+            swap=self.swap,
             **extra,
         )
         return SetScore(

@@ -36,8 +36,10 @@ _EXPORTS = {
     "verdict_data": "verdicts",
     "verdict_from_data": "verdicts",
     "verdict_key": "verdicts",
+    "Compare": "consistency",
     "Comparison": "consistency",
     "ConsistencyScore": "consistency",
+    "ClusterPairing": "cluster_pairing",
     "evaluate": "consistency",
     "plan_comparisons": "consistency",
     "score_comparisons": "consistency",
@@ -54,6 +56,8 @@ __all__ = [
     "PASS_FAIL",
     "SCALE_1_5",
     "Assessment",
+    "ClusterPairing",
+    "Compare",
     "Comparison",
     "ConsistencyScore",
     "JsonJudge",
@@ -84,8 +88,10 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .answers import JsonJudge, parse_json_object, vendor_schema
+    from .cluster_pairing import ClusterPairing
     from .consistency import (
         Assessment,
+        Compare,
         Comparison,
         ConsistencyScore,
         assess,

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from .._tasks import gather_settled
 from ..project.tests import DEFAULT_MIN_JUDGED  # the share of pairs that must be judged
+from .cluster_pairing import ClusterPairing, judge_by_cluster
+from .swap import judge_comparison
 
 if TYPE_CHECKING:
     from .judge import JudgeResult
@@ -60,7 +62,9 @@ def pair_order(runs: tuple[int, int], norm: Mapping[int, str]) -> tuple[int, int
 
 
 def plan_pairs(runs: Sequence[int], pairing: str = "all") -> list[tuple[int, int]]:
-    """Run pairs to compare. ``all``: every pair; ``ring``: oxy's n adjacent pairs."""
+    """Run pairs to compare. ``all``: every pair; ``ring``: oxy's n adjacent pairs;
+    ``cluster``: every pair too, most of them inferred rather than judged
+    (:mod:`.cluster_pairing`)."""
     runs = list(runs)
     if len(runs) < 2:
         return []
@@ -68,7 +72,7 @@ def plan_pairs(runs: Sequence[int], pairing: str = "all") -> list[tuple[int, int
         if len(runs) == 2:
             return [(runs[0], runs[1])]
         return [(runs[k], runs[(k + 1) % len(runs)]) for k in range(len(runs))]
-    if pairing != "all":
+    if pairing not in ("all", "cluster"):
         raise ValueError(f"unknown pairing {pairing!r}")
     return list(combinations(runs, 2))
 
@@ -97,6 +101,12 @@ class Comparison:
     cached: bool = False  # the verdict was served from the cache (no judge call made)
     #: The judge sees ``runs[1]``'s text as submission 1 (:func:`pair_order`).
     swapped: bool = False
+    #: ``pairing: cluster``: the verdict follows from the answer clusters, not a call.
+    inferred: bool = False
+    #: ``judge_swap``: judged in both orders (:mod:`.swap`); ``position_bias`` when the
+    #: two orders disagreed (then a judge error, no verdict).
+    swap_judged: bool = False
+    position_bias: bool = False
 
     @property
     def judged_order(self) -> tuple[int, int]:
@@ -132,7 +142,7 @@ def plan_comparisons(texts: dict[int, str], pairing: str = "all") -> list[Compar
     more than n=20.
     """
     norm = {run: normalize(text) for run, text in texts.items()}
-    if pairing == "all":
+    if pairing in ("all", "cluster"):
         by_text: dict[str, list[int]] = {}
         for run in sorted(texts):
             by_text.setdefault(norm[run], []).append(run)
@@ -173,21 +183,13 @@ async def judge_comparisons(
     *,
     concurrency: int = 10,
     on_done: Callable[[Comparison], None] | None = None,
+    swap: bool = False,
 ) -> None:
-    """Judge every non-identical comparison once."""
+    """Judge every non-identical comparison once (with ``swap``, in both orders)."""
     semaphore = asyncio.Semaphore(max(1, concurrency))
 
     async def one(comp: Comparison) -> None:
-        async with semaphore:
-            i, j = comp.judged_order
-            r = await compare(texts[i], texts[j])
-        comp.choice, comp.reasoning, comp.error, comp.judge_calls = (
-            r.choice,
-            r.reasoning,
-            r.error,
-            r.calls,
-        )
-        comp.cached = r.cached_calls > 0
+        await judge_comparison(comp, texts, compare, semaphore, swap=swap)
         if on_done is not None:
             on_done(comp)
 
@@ -259,12 +261,28 @@ async def evaluate(
     concurrency: int,
     on_planned: Callable[[int], None] | None = None,
     on_done: Callable[[Comparison], None] | None = None,
+    pairing_check: list[ClusterPairing] | None = None,
+    swap: bool = False,
 ) -> tuple[list[Comparison], ConsistencyScore]:
-    """Plan, judge and score: the one consistency routine for tests and workflow tasks."""
+    """Plan, judge and score: the one consistency routine for tests and workflow tasks.
+    With ``pairing: cluster``, what the clustering judged and checked is appended to
+    ``pairing_check``."""
     comparisons = plan_comparisons(texts, pairing)
+    if pairing == "cluster":
+        # Calls are not known ahead: the all-pairs count is the most there can be.
+        if on_planned is not None:
+            on_planned(sum(1 for c in comparisons if not c.identical))
+        report = await judge_by_cluster(
+            comparisons, texts, compare, concurrency=concurrency, on_done=on_done, swap=swap
+        )
+        if pairing_check is not None:
+            pairing_check.append(report)
+        return comparisons, score_comparisons(comparisons, sorted(texts), scores)
     if on_planned is not None:
         on_planned(sum(1 for c in comparisons if not c.identical))
-    await judge_comparisons(comparisons, texts, compare, concurrency=concurrency, on_done=on_done)
+    await judge_comparisons(
+        comparisons, texts, compare, concurrency=concurrency, on_done=on_done, swap=swap
+    )
     return comparisons, score_comparisons(comparisons, sorted(texts), scores)
 
 
@@ -276,6 +294,8 @@ class Assessment:
     score: ConsistencyScore
     total_pairs: int  # pairs all n runs would give: failed runs count against the share
     error: str | None  # why there is no accuracy; None when the runs were scored
+    #: ``pairing: cluster``: calls made and saved, the check of the inferred verdicts.
+    pairing_check: ClusterPairing | None = None
 
     @property
     def accuracy(self) -> float | None:
@@ -298,6 +318,7 @@ async def assess(
     concurrency: int = 10,
     on_planned: Callable[[int], None] | None = None,
     on_done: Callable[[Comparison], None] | None = None,
+    swap: bool = False,
 ) -> Assessment:
     """Judge the successful runs of n and decide whether the result is a score.
 
@@ -305,6 +326,7 @@ async def assess(
     without a verdict, and none from fewer than ``min_judged`` of the n runs' pairs
     (1 judged pair of 10 says little; failed runs count against the share).
     """
+    checks: list[ClusterPairing] = []
     comparisons, score = await evaluate(
         texts,
         compare,
@@ -313,6 +335,8 @@ async def assess(
         concurrency=concurrency,
         on_planned=on_planned,
         on_done=on_done,
+        pairing_check=checks,
+        swap=swap,
     )
     total = pair_count(n, pairing)
     errors = [c.error for c in comparisons if c.error]
@@ -334,4 +358,4 @@ async def assess(
             f"({score.judged_pairs / total:.0%}; min_judged is {min_judged:.0%}): "
             f"{'; '.join(why)}"
         )
-    return Assessment(comparisons, score, total, error)
+    return Assessment(comparisons, score, total, error, checks[0] if checks else None)

@@ -71,6 +71,9 @@ class JudgeSettings:
 
     structured: str = "auto"
     max_tokens: int | None = None
+    #: ``swap``: every consistency pair judged in both orders (a test's ``judge_swap``
+    #: overrides it); two orders that disagree are a judge error, not a verdict.
+    swap: bool = False
 
 
 @dataclass(repr=False)
@@ -410,7 +413,11 @@ def load_project(
         warnings=[p for p in problems if p.severity == "warning"],
         embeddings=embeddings,
         model_keys=model_keys,
-        judge=JudgeSettings(structured=structured, max_tokens=judge.get("max_tokens")),
+        judge=JudgeSettings(
+            structured=structured,
+            max_tokens=judge.get("max_tokens"),
+            swap=bool(judge.get("swap", False)),
+        ),
         pricing=pricing,
         providers=providers,
     )

@@ -70,6 +70,8 @@ class TestSpec:
     pairing: str = "all"
     judges: list[JudgeSpec] = field(default_factory=list)
     min_judged: float = DEFAULT_MIN_JUDGED  # share of run pairs that must get a verdict
+    #: Each pair judged in both orders (``judge_swap``, else config.yml's ``judge.swap``).
+    judge_swap: bool = False
 
 
 #: What a judge prompt renders with; it must read both submissions.
@@ -166,15 +168,15 @@ def parse_tests(
             )
         n = test.get("n", DEFAULT_N)
         if (
-            test.get("pairing", "all") == "all"
+            test.get("pairing", "all") in ("all", "cluster")
             and isinstance(n, int)
             and MAX_ALL_PAIRS_RUNS < n <= MAX_RUNS
         ):
             problems.append(
                 doc.diagnostic(
                     (*key, "n"),
-                    f"{n} runs with pairing: all make {n * (n - 1) // 2:,} pairs to judge; "
-                    f"pairing: all takes at most {MAX_ALL_PAIRS_RUNS} runs (pairing: ring "
+                    f"{n} runs with pairing: {test.get('pairing', 'all')} make "
+                    f"{n * (n - 1) // 2:,} pairs to judge; pairing: all and cluster take at most {MAX_ALL_PAIRS_RUNS} runs (pairing: ring "
                     f"takes up to {MAX_RUNS:,})",
                 )
             )
@@ -214,6 +216,7 @@ def parse_tests(
                 pairing=test.get("pairing", "all"),
                 judges=judges,
                 min_judged=float(test.get("min_judged", DEFAULT_MIN_JUDGED)),
+                judge_swap=bool(test.get("judge_swap", project.judge.swap)),
             )
         )
     return specs

@@ -41,6 +41,10 @@ _EXPORTS = {
     "render_branches": "ab",
     "ab_junit": "junit",
     "cache_stats_json": "cache",
+    "calibration_history_json": "calibration",
+    "calibration_json": "calibration",
+    "render_calibration": "calibration",
+    "render_calibration_history": "calibration",
     "render_cache_stats": "cache",
     "case_run_json": "cases",
     "case_json": "cases",
@@ -120,6 +124,8 @@ __all__ = [
     "branch_json",
     "cache_stats_json",
     "cached_calls_line",
+    "calibration_history_json",
+    "calibration_json",
     "case_json",
     "case_result_json",
     "case_run_json",
@@ -150,6 +156,8 @@ __all__ = [
     "render_branch",
     "render_branches",
     "render_cache_stats",
+    "render_calibration",
+    "render_calibration_history",
     "render_case_list",
     "render_case_run",
     "render_case_stats",
@@ -190,6 +198,12 @@ if TYPE_CHECKING:
         render_branches,
     )
     from .cache import cache_stats_json, render_cache_stats
+    from .calibration import (
+        calibration_history_json,
+        calibration_json,
+        render_calibration,
+        render_calibration_history,
+    )
     from .cases import (
         case_json,
         case_result_json,

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         DropResult,
         Gates,
         PassRateResult,
+        Previous,
         Result,
         ThresholdResult,
     )
@@ -46,6 +47,7 @@ __all__ = [
     "error_document",
     "gates_json",
     "history_json",
+    "previous_json",
     "result_json",
     "run_document",
     "with_decision",
@@ -71,6 +73,8 @@ DOCUMENTS: dict[str, str] = {
     "caseDetail": "case-detail",
     "branchList": "branch-list",
     "branchDetail": "branch-detail",
+    "judgeCalibration": "judge-calibration",
+    "judgeCalibrations": "judge-calibrations",
 }
 
 #: The keys every run document shares, after its kind's own body, in print order.
@@ -109,7 +113,19 @@ def _r(value: float | None, digits: int = 6) -> float | None:
 
 def _previous(result: Result) -> dict[str, Any] | None:
     p = result.previous
-    return None if p is None else {"accuracy": _r(p.accuracy), "at": p.at, "runId": p.run_id}
+    return None if p is None else previous_json(p)
+
+
+def previous_json(p: Previous) -> dict[str, Any]:
+    """A previous result as every document carries it; ``tally`` is the subject's
+    (passes, samples) in that run, so ``oxy report`` can run the paired regression
+    test again."""
+    return {
+        "accuracy": _r(p.accuracy),
+        "at": p.at,
+        "runId": p.run_id,
+        "tally": None if p.tally is None else list(p.tally),
+    }
 
 
 def result_json(
@@ -146,6 +162,7 @@ def gates_json(gates: Gates) -> dict[str, Any]:
         "strict": gates.strict,
         "failOnDrop": gates.fail_on_drop,
         "failOnRegression": gates.fail_on_regression,
+        "inconclusive": gates.inconclusive,
         "allowEmpty": gates.allow_empty,
         "minPassRate": gates.min_pass_rate,
     }
@@ -191,7 +208,7 @@ def _drop(d: DropResult | None) -> dict[str, Any] | None:
             {
                 "name": name,
                 "accuracy": _r(accuracy),
-                "previous": {"accuracy": _r(prev.accuracy), "at": prev.at, "runId": prev.run_id},
+                "previous": previous_json(prev),
                 "change": round((accuracy - prev.accuracy) * 100, 4),
             }
             for name, accuracy, prev in d.dropped
@@ -213,6 +230,9 @@ def decision_json(decision: Decision) -> dict[str, Any]:
         "threshold": _threshold(decision.threshold),
         "passRate": _pass_rate(decision.pass_rate),
         "drop": _drop(decision.drop),
+        "regression": None
+        if decision.regression is None
+        else {**decision.regression.to_dict(), "message": redact(decision.regression.message)},
     }
 
 

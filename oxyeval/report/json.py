@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..inputs import finite_json
 from ..redact import redact_data
-from .documents import camel, camel_keys, document, run_document
+from .documents import camel, camel_keys, document, previous_json, run_document
 
 if TYPE_CHECKING:
     from ..evaluation import Decision, Previous
@@ -48,7 +48,7 @@ def result_json(test: ConsistencyTestResult) -> dict[str, Any]:
 
 
 def _previous(previous: Previous) -> dict[str, Any]:
-    return {"accuracy": round(previous.accuracy, 6), "at": previous.at, "runId": previous.run_id}
+    return previous_json(previous)
 
 
 def consistency_body(run: ConsistencyRun) -> dict[str, Any]:
@@ -63,6 +63,7 @@ def consistency_body(run: ConsistencyRun) -> dict[str, Any]:
         "runErrorCount": sum(len(t.run_errors) for t in run.tests),
         "judgeErrorCount": sum(len(t.judge_errors) for t in run.tests),
         "judgeCalls": sum(t.judge_calls for t in run.tests),
+        "judgeAgreement": run.judge_agreement,
     }
 
 

@@ -22,7 +22,15 @@ if TYPE_CHECKING:
         OutputRecord,
     )
 
-__all__ = ["cached_calls_line", "change_text", "points", "render_pretty"]
+__all__ = [
+    "cached_calls_line",
+    "change_text",
+    "judge_agreement_line",
+    "judge_swap_line",
+    "pairing_check_line",
+    "points",
+    "render_pretty",
+]
 
 
 def _plural(count: int, word: str) -> str:
@@ -56,6 +64,53 @@ def change_text(test: ConsistencyTestResult) -> str:
     if change is None or test.previous is None:
         return ""
     return f" ({points(change)} vs {moment(test.previous.at)})"
+
+
+def pairing_check_line(check: dict[str, object]) -> str:
+    """``pairing: cluster`` in one line: the calls saved and what the check found."""
+    line = (
+        f"pairing: cluster · {check['judged']} of {check['allPairsCalls']} judge calls made "
+        f"({check['callsSaved']} saved) · {check['checked']} inferred pair(s) checked"
+    )
+    wrong = check.get("disagreements") or []
+    if wrong:
+        runs = ", ".join("run {} vs run {}".format(*d["runs"]) for d in wrong[:5])  # type: ignore[index]
+        line += (
+            f" · {len(wrong)} disagree with the clusters ({runs}): the judge is not "  # type: ignore[arg-type]
+            "transitive here, prefer pairing: all"
+        )
+    else:
+        line += ", all agree with the clusters"
+    return line
+
+
+def judge_swap_line(swap: dict[str, object], judge: str) -> str:
+    """``judge_swap`` in one line: the judge's share of pairs whose two orders disagreed."""
+    pairs, biased, share = swap["pairs"], swap["disagreements"], swap["share"]
+    said = f"{share * 100:.1f}%" if isinstance(share, float | int) else "n/a"
+    line = (
+        f"judge swap ({judge}): {biased} of {pairs} pair(s) judged in both orders "
+        f"disagreed ({said} position bias)"
+    )
+    if biased:
+        line += ", counted as judge errors"
+    return line
+
+
+def judge_agreement_line(summary: dict[str, Any]) -> str:
+    """``--judge-agreement`` in one line: the two judges' kappa over the pairs re-judged."""
+    found = summary.get("agreement")
+    line = f"Judge agreement with {summary['model']}: "
+    if found is None:
+        return line + f"no pair compared ({summary['errors']} second-judge error(s))"
+    kappa, interval = found["kappa"], found["interval"]
+    said = "kappa n/a (one label only)" if kappa is None else f"kappa {kappa:.3f}"
+    if interval is not None:
+        said += f" (95% interval {interval['low']:.3f} to {interval['high']:.3f})"
+    line += f"{said}, {found['observed']:.1%} raw, over {summary['compared']} pair(s)"
+    if summary["errors"]:
+        line += f"; {summary['errors']} second-judge error(s) left out"
+    return line
 
 
 def _render_test(
@@ -98,6 +153,10 @@ def _render_test(
         facts += f" · {_plural(test.cached_calls, 'call')} from the cache"
     facts += f" · judge: {escape(test.judge_model)} · {test.duration:.1f}s"
     console.print(f"[dim]{facts}[/]")
+    if test.pairing_check is not None:
+        console.print(pairing_check_line(test.pairing_check), markup=False)
+    if test.judge_swap is not None:
+        console.print(judge_swap_line(test.judge_swap, test.judge_model), markup=False)
     if quiet:
         return
     sel = test.selected_output
@@ -235,6 +294,8 @@ def _headline(run: ConsistencyRun, decision: Decision) -> str:
         return "❌ Eval finished below the threshold:"
     if state == "dropped":
         return "❌ Eval finished; accuracy dropped against the previous run:"
+    if state == "regressed":
+        return "❌ Eval finished; the tests regressed against the baseline run:"
     if state == "failed":
         bad = sum(1 for o in decision.outcomes if o.state == "failed")
         return f"❌ Eval finished; {bad} of {len(run.tests)} test(s) failed:"
@@ -275,7 +336,14 @@ def render_pretty(
             )
     if run.cached_calls:
         console.print(cached_calls_line(run.cached_calls), style="dim", markup=False)
-    for check in (decision.threshold, decision.drop):
+    agreement = run.judge_agreement
+    if agreement is not None:
+        console.print(judge_agreement_line(agreement), markup=False)
+    regression = decision.regression
+    if regression is not None and regression.passed and regression.outcome != "not_regressed":
+        # Inconclusive passed by policy, or no baseline: said once, as the warning.
+        regression = None
+    for check in (decision.threshold, decision.drop, regression):
         if check is not None:
             style = "green" if check.passed else "bold red"
             mark = "✓" if check.passed else "✗"

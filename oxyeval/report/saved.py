@@ -180,6 +180,9 @@ def _gates(decision: Doc) -> Gates | None:
     mode = g.text("threshold_mode", "average")
     if mode not in ("average", "all"):
         raise g.fail("threshold_mode", "average or all")
+    inconclusive = g.text("inconclusive", "pass")
+    if inconclusive not in ("pass", "fail"):
+        raise g.fail("inconclusive", "pass or fail")
     return Gates(
         min_accuracy=g.number("min_accuracy"),
         threshold_mode=mode,
@@ -188,6 +191,7 @@ def _gates(decision: Doc) -> Gates | None:
         fail_on_regression=bool(g.get("fail_on_regression", (bool,), "true or false", False)),
         allow_empty=bool(g.get("allow_empty", (bool,), "true or false", False)),
         min_pass_rate=g.number("min_pass_rate"),
+        inconclusive=inconclusive,
     )
 
 

@@ -113,7 +113,19 @@ def previous(doc: Doc) -> Previous | None:
     accuracy = prev.share("accuracy")
     if accuracy is None:
         raise prev.fail("accuracy", "a number between 0 and 1")
-    return Previous(accuracy, prev.text("at", ""), prev.text("run_id", ""))
+    tally = prev.get("tally", (list,), "a [passes, samples] pair or null")
+    if tally is not None and not (
+        len(tally) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in tally)
+        and 0 <= tally[0] <= tally[1]
+    ):
+        raise prev.fail("tally", "a [passes, samples] pair of counts or null")
+    return Previous(
+        accuracy,
+        prev.text("at", ""),
+        prev.text("run_id", ""),
+        None if tally is None else (tally[0], tally[1]),
+    )
 
 
 def consistency_test(doc: Doc) -> ConsistencyTestResult:
@@ -176,6 +188,9 @@ def consistency_test(doc: Doc) -> ConsistencyTestResult:
         duration=doc.number("duration_s", 0.0),
         interrupted=status == "interrupted",
         previous=previous(doc),
+        pairing_check=doc.get("pairing_check", (dict,), "an object or null"),
+        judge_swap=doc.get("judge_swap", (dict,), "an object or null"),
+        judge_agreement=doc.get("judge_agreement", (dict,), "an object or null"),
     )
     return result
 

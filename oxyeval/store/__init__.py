@@ -98,6 +98,7 @@ _EXPORTS = {
     **dict.fromkeys(("CacheEntry", "CacheKindStats", "CacheStats", "NewCacheEntry"), "_cache"),
     **dict.fromkeys(("DailyTotals", "Results", "StoredResult", "StoredScore"), "_results_read"),
     **dict.fromkeys(("RunGroups", "ShardRow"), "_run_groups"),
+    **dict.fromkeys(("CalibrationRow", "Calibrations"), "_calibrations"),
     "Store": "_core",
     "open_store": "_core",
     "LiteStore": "_lite",
@@ -108,6 +109,7 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from ._branch_rows import BranchExecution, NewBranchExecution, TestBranch
     from ._cache import CacheEntry, CacheKindStats, CacheStats, NewCacheEntry
+    from ._calibrations import CalibrationRow, Calibrations
     from ._core import Store, open_store
     from ._lite import LiteStore, open_results
     from ._result_rows import (
@@ -158,6 +160,8 @@ __all__ = [
     "CacheEntry",
     "CacheKindStats",
     "CacheStats",
+    "CalibrationRow",
+    "Calibrations",
     "CaseActivity",
     "CaseHistory",
     "CaseStats",

@@ -51,7 +51,7 @@ class ConsistencyResults:
                     f"no run {run_id!r} in {self._store.path}", path=self._store.path
                 )
             conn.execute(test_results.insert().values(**values))
-            write_results(_SaSql(conn), [consistency_result(values)])
+            write_results(_SaSql(conn), [consistency_result(values, tally=result.tally)])
         return _row(SimpleNamespace(**values))
 
     def for_run(self, run_id: str) -> list[ConsistencyResult]:

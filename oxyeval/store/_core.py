@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ._batches import Batches
     from ._branches import Branches
     from ._cache import Caches, Sql
+    from ._calibrations import Calibrations
     from ._cases import Cases
     from ._consistency import ConsistencyResults
     from ._executions import Executions
@@ -104,6 +105,12 @@ class Store:
         from ._runs import Runs
 
         return Runs(self)
+
+    @cached_property
+    def calibrations(self) -> Calibrations:
+        from ._calibrations import Calibrations
+
+        return Calibrations(self)
 
     @cached_property
     def run_groups(self) -> RunGroups:

@@ -139,7 +139,7 @@ class _Tests:
                     f"no run {run_id!r} in {self._store.path}", path=self._store.path
                 )
             cur.execute(insert_sql("test_results", values), values)
-            write_results(_LiteSql(cur), [consistency_result(values)])
+            write_results(_LiteSql(cur), [consistency_result(values, tally=result.tally)])
         return consistency_from_row(_Row(values))
 
     def previous(

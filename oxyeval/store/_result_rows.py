@@ -70,6 +70,8 @@ class NewConsistencyResult:
     duration_ms: float = 0.0
     created_at: str | None = None
     id: str | None = None
+    #: (answers in the largest answer cluster, answers): the result row's ``tally``.
+    tally: tuple[int, int] | None = None
 
 
 def consistency_values(run_id: str, result: NewConsistencyResult) -> dict[str, Any]:

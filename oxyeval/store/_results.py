@@ -261,9 +261,12 @@ def _row(
     return ResultRow(full, scored, regressed=regressed)
 
 
-def consistency_result(v: Mapping[str, Any]) -> ResultRow:
+def consistency_result(v: Mapping[str, Any], *, tally: tuple[int, int] | None = None) -> ResultRow:
     """The result of a ``test_results`` row (kind consistency), under the same id. The
-    subject is ``file::name``: stable, whatever else ran with it."""
+    subject is ``file::name``: stable, whatever else ran with it. ``tally``: the answers
+    in the largest answer cluster over the answers, what ``--fail-on-regression`` pairs
+    with a later run's (kept in ``details`` only: no column of ``test_results``)."""
+    extra = {} if tally is None else {"tally": [int(tally[0]), int(tally[1])]}
     return _row(
         {
             "id": v["id"],
@@ -294,7 +297,8 @@ def consistency_result(v: Mapping[str, Any]) -> ResultRow:
                     "judge_calls",
                     "selected_run",
                 )
-            },
+            }
+            | extra,
         },
         [] if v["accuracy"] is None else [("accuracy", v["accuracy"], None)],
     )

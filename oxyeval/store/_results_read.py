@@ -217,6 +217,14 @@ class Results:
     def for_run(self, run_id: str) -> list[StoredResult]:
         return self._read_rows("r.run_id = :run_id", {"run_id": run_id}, " ORDER BY r.seq")
 
+    def in_run(self, kind: str, subject: str, run_id: str) -> list[StoredResult]:
+        """A subject's results in one run (a case's repeats), in the order stored."""
+        return self._read_rows(
+            "r.kind = :kind AND r.subject = :subject AND r.run_id = :run_id",
+            {"kind": kind, "subject": subject, "run_id": run_id},
+            " ORDER BY r.seq",
+        )
+
     def history(self, kind: str, subject: str, limit: int = 20) -> list[StoredResult]:
         """A subject's latest results, newest first."""
         return self._read_rows(

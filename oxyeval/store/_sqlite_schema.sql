@@ -107,11 +107,28 @@ CREATE TABLE executions (
 	FOREIGN KEY(test_case_id) REFERENCES test_cases (id), 
 	FOREIGN KEY(run_id) REFERENCES runs (id)
 );
+CREATE TABLE judge_calibrations (
+	seq INTEGER NOT NULL, 
+	id TEXT NOT NULL, 
+	judge_model TEXT NOT NULL, 
+	prompt_version TEXT NOT NULL, 
+	file TEXT NOT NULL, 
+	items INTEGER NOT NULL, 
+	judged INTEGER NOT NULL, 
+	observed FLOAT, 
+	kappa FLOAT, 
+	kappa_low FLOAT, 
+	kappa_high FLOAT, 
+	confusion TEXT DEFAULT '[]' NOT NULL, 
+	created_at TEXT NOT NULL, 
+	PRIMARY KEY (seq), 
+	UNIQUE (id)
+);
 CREATE TABLE oxyeval_schema_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT oxyeval_schema_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "oxyeval_schema_version" VALUES('0009');
+INSERT INTO "oxyeval_schema_version" VALUES('0010');
 CREATE TABLE prompt_versions (
 	prompt_id TEXT NOT NULL, 
 	version INTEGER NOT NULL, 
@@ -351,6 +368,7 @@ CREATE INDEX ix_executions_case_baseline ON executions (test_case_id, baseline_k
 CREATE INDEX ix_executions_case_created ON executions (test_case_id, created_at, seq);
 CREATE INDEX ix_executions_case_regression ON executions (test_case_id, is_regression, created_at, seq);
 CREATE INDEX ix_executions_run ON executions (run_id);
+CREATE INDEX ix_judge_calibrations_judge ON judge_calibrations (judge_model, prompt_version, created_at);
 CREATE INDEX ix_results_branch ON results (branch, seq);
 CREATE INDEX ix_results_run ON results (run_id, seq);
 CREATE INDEX ix_results_subject ON results (kind, subject, created_at, seq);

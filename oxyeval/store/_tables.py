@@ -38,6 +38,7 @@ __all__ = [
     "case_baselines",
     "case_daily",
     "executions",
+    "judge_calibrations",
     "metadata",
     "prompt_versions",
     "prompts",
@@ -501,4 +502,27 @@ run_group_shards = sa.Table(
     sa.Column("document", sa.Text, nullable=False),  # its run (or error) document, JSON
     sa.Column("host", sa.Text),
     sa.Column("finished_at", sa.Text, nullable=False),
+)
+
+# One row per judge calibration (revision 0010): a judge model and prompt version's
+# agreement with a human-labelled set, newest last, so a judge change that agrees less
+# with people is seen.
+judge_calibrations = sa.Table(
+    "judge_calibrations",
+    metadata,
+    sa.Column("seq", Seq, primary_key=True, autoincrement=True),
+    sa.Column("id", sa.Text, nullable=False, unique=True),
+    sa.Column("judge_model", sa.Text, nullable=False),
+    sa.Column("prompt_version", sa.Text, nullable=False),  # a hash of the prompt template
+    sa.Column("file", sa.Text, nullable=False),  # the labelled set, relative to the project
+    sa.Column("items", sa.Integer, nullable=False),
+    sa.Column("judged", sa.Integer, nullable=False),  # items the judge gave a verdict on
+    sa.Column("observed", sa.Float),  # raw agreement share
+    sa.Column("kappa", sa.Float),  # None: chance alone agrees fully
+    sa.Column("kappa_low", sa.Float),
+    sa.Column("kappa_high", sa.Float),
+    sa.Column("confusion", sa.Text, nullable=False, server_default="[]"),  # JSON
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Index("ix_judge_calibrations_judge", "judge_model", "prompt_version", "created_at"),
+    implicit_returning=False,
 )

@@ -19,6 +19,10 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "Calibration": "calibration",
+    "LabelledPair": "calibration",
+    "calibrate": "calibration",
+    "load_labelled": "calibration",
     "workflow_result": "workflows",
     "WorkflowOutcome": "workflows",
     "load_test_files": "passfail",
@@ -120,6 +124,7 @@ __all__ = [
     "AskOutcome",
     "BranchOutcome",
     "BranchSummary",
+    "Calibration",
     "CaseResult",
     "CaseRun",
     "Cases",
@@ -129,6 +134,7 @@ __all__ = [
     "Criterion",
     "CriterionResult",
     "Kind",
+    "LabelledPair",
     "OutputRecord",
     "PassFail",
     "PassFailRun",
@@ -157,6 +163,7 @@ __all__ = [
     "ask",
     "batch_ledger",
     "cache_factory",
+    "calibrate",
     "check_accept",
     "clear_cache",
     "collect_files",
@@ -168,6 +175,7 @@ __all__ = [
     "history_location",
     "history_of_test",
     "latest_ab_run",
+    "load_labelled",
     "load_test_files",
     "open_history",
     "parse_shard",
@@ -223,6 +231,7 @@ if TYPE_CHECKING:
     from .ab.run import AB
     from .asking import Ask, AskOutcome, ask
     from .batched import batch_ledger, run_batched
+    from .calibration import Calibration, LabelledPair, calibrate, load_labelled
     from .cases import (
         CaseResult,
         CaseRun,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._tasks import finish_shielded
-from ..evaluation import Previous, Result, result_kind
+from ..evaluation import Previous, Result, Tally, add_tallies, result_kind, tally_of
 from .status import StoredRun, final_status
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ __all__ = [
     "Recorder",
     "RunRow",
     "Storage",
+    "baseline_tally",
     "earlier_results",
 ]
 
@@ -77,6 +78,13 @@ def _core_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, Any]]
 _LOOKBACK = 20
 
 
+def baseline_tally(store: RunStore, kind: str, subject: str, run_id: str) -> Tally | None:
+    """The subject's (passes, samples) in run ``run_id``, all its results there together:
+    the baseline ``--fail-on-regression`` pairs this run's tally with."""
+    rows = store.results.in_run(kind, subject, run_id)
+    return add_tallies(tally_of(r.to_result()) for r in rows)
+
+
 def earlier_results(
     store: RunStore, run_id: str | None, items: Sequence[tuple[Result, Any]]
 ) -> list[Previous | None]:
@@ -84,6 +92,7 @@ def earlier_results(
     result of the same kind and subject in another run (what ``--fail-on-drop`` measures
     a drop against), for every kind that keeps no detail rows of its own to ask."""
     found: list[Previous | None] = []
+    tallies: dict[tuple[str, str, str], Tally | None] = {}
     for result, _extra in items:
         unknown = result_kind(result.kind).unknown
         previous = None
@@ -93,7 +102,10 @@ def earlier_results(
                 and earlier.score is not None
                 and earlier.status not in unknown
             ):
-                previous = Previous(earlier.score, earlier.created_at, earlier.run_id)
+                key = (result.kind, result.subject, earlier.run_id)
+                if key not in tallies:
+                    tallies[key] = baseline_tally(store, *key)
+                previous = Previous(earlier.score, earlier.created_at, earlier.run_id, tallies[key])
                 break
         found.append(previous)
     return found

@@ -169,7 +169,8 @@ def test_several_load_errors_are_one_line_each(
     assert json.loads(out)["error"].splitlines() == [
         BAD_N,
         "a.agent.yml:7:5: tests[0].nn: unknown key 'nn'; did you mean 'n'? (allowed here: "
-        "concurrency, metrics, min_judged, model_ref, n, name, pairing, prompt, scores, "
+        "concurrency, judge_swap, metrics, min_judged, model_ref, n, name, pairing, prompt, "
+        "scores, "
         "task_description, task_ref, type)",
     ]
 

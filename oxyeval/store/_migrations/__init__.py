@@ -40,8 +40,8 @@ __all__ = [
     "upgrade",
 ]
 
-HEAD = "0009"
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009")
+HEAD = "0010"
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010")
 VERSION_TABLE = "oxyeval_schema_version"
 APPLICATION_ID = 0x4F585945  # "OXYE": marks SQLite files as ours (0.1.0 set it too)
 SQLITE_MARKER = 100  # PRAGMA user_version of files under Alembic; > 0.1.0's latest (2)
@@ -68,6 +68,7 @@ OUR_TABLES = frozenset(
         "batches",
         "batch_requests",
         "run_group_shards",
+        "judge_calibrations",
     }
 )
 

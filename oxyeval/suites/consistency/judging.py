@@ -35,12 +35,13 @@ from ...workflow.sql import SqlError
 from ..recorder import Handle
 from ..run_cache import Tally, counting
 from ..targets import Target
+from .agreement import second_opinion
 from .results import ConsistencyTestResult, OutputRecord
 
 if TYPE_CHECKING:
     from ...judge.verdicts import VerdictCache
 
-__all__ = ["Job", "label", "run_test", "test_entry"]
+__all__ = ["Job", "label", "run_test", "swap_summary", "test_entry"]
 
 _KIND = "consistency"
 
@@ -61,6 +62,8 @@ class Job:
     session: JudgeSession | None = None  # what the run's judges learnt (a RunContext's)
     file: str = ""  # relative to its project: with the test's name, its stored subject
     handle: Handle = field(default_factory=lambda: Handle(None, None))  # where it is kept
+    #: ``--judge-agreement``: a second judge model that re-judges a sample of the pairs.
+    agreement_model: str | None = None
 
 
 def _comparison_dict(
@@ -77,6 +80,20 @@ def _comparison_dict(
         "error": comp.error,
         "judge_calls": comp.judge_calls,
         "cached": comp.cached,
+        "inferred": comp.inferred,
+        "position_bias": comp.position_bias,
+    }
+
+
+def swap_summary(swapped: list[Comparison]) -> dict[str, object]:
+    """``judge_swap``: of the pairs judged in both orders (without a judge error in
+    either), how many the two orders disagreed on."""
+    clean = [c for c in swapped if c.error is None or c.position_bias]
+    biased = sum(1 for c in clean if c.position_bias)
+    return {
+        "pairs": len(clean),
+        "disagreements": biased,
+        "share": round(biased / len(clean), 6) if clean else None,
     }
 
 
@@ -117,6 +134,7 @@ async def _judge_outputs(
     judged: list[Comparison] | None = None,
     verdicts: VerdictCache | None = None,
     session: JudgeSession | None = None,
+    agreement_model: str | None = None,
 ) -> ConsistencyTestResult:
     """Judge and score one metric; ``judged`` collects each verdict as it comes, so an
     interrupted test keeps the ones it has."""
@@ -162,11 +180,29 @@ async def _judge_outputs(
         concurrency=spec.concurrency,
         on_planned=lambda count: emit(StepsPlanned(kind=_KIND, subject=key, steps=count)),
         on_done=done,
+        swap=spec.judge_swap,
     )
     outcome = (await consistency.score_set(texts)).detail
     _apply_score(result, outcome.comparisons, outcome.score, texts)
     result.error = outcome.error
     result.accuracy, result.selected = outcome.accuracy, outcome.selected
+    if outcome.pairing_check is not None:
+        result.pairing_check = outcome.pairing_check.to_dict()
+    if agreement_model is not None:
+        second = Judge(
+            pool.get(agreement_model),
+            judge_spec.prompt,
+            settings=judge_spec.settings,
+            cache=verdicts,
+            session=session,
+        )
+        result.judge_agreement = await second_opinion(
+            outcome.comparisons,
+            texts,
+            second.comparer(question),
+            model=agreement_model,
+            concurrency=spec.concurrency,
+        )
     result.duration = time.perf_counter() - started
     return result
 
@@ -181,6 +217,9 @@ def _apply_score(
     result.pairs = score.pairs
     result.judged_pairs = score.judged_pairs
     result.identical_pairs = sum(c.weight for c in comparisons if c.identical)
+    swapped = [c for c in comparisons if c.swap_judged]
+    if swapped:
+        result.judge_swap = swap_summary(swapped)
     result.judge_calls = score.judge_calls
     result.selected = score.selected
     groups: dict[str, int] = {}
@@ -297,6 +336,7 @@ async def run_test(job: Job, emit: EventSink, into: list[ConsistencyTestResult])
                 judged[k],
                 job.verdicts,
                 job.session,
+                job.agreement_model,
             )
 
     # Settled gathers: on Ctrl-C every run and judge has stopped before ``finished`` and

@@ -36,6 +36,7 @@ __all__ = [
     "TestResult",
     "TestRun",
     "ThresholdResult",
+    "majority_tally",
     "test_result",
 ]
 
@@ -137,6 +138,15 @@ class ConsistencyTestResult:
     cached_calls: int = 0
     #: From the history (None: no earlier scored result, or history off).
     previous: Previous | None = None
+    #: ``pairing: cluster``: calls made and saved, and the check of the inferred
+    #: verdicts (:class:`~oxyeval.judge.cluster_pairing.ClusterPairing`); else None.
+    pairing_check: dict[str, Any] | None = None
+    #: ``judge_swap``: pairs judged in both orders and the share whose orders disagreed
+    #: (position bias); None when the swap was off.
+    judge_swap: dict[str, Any] | None = None
+    #: ``--judge-agreement``: a second judge's verdicts on a sample of the judged pairs
+    #: and the kappa between the two judges; None when not asked.
+    judge_agreement: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -235,6 +245,9 @@ class ConsistencyTestResult:
             # runs of its two text groups), so n=200 with few distinct answers stays small.
             "comparisons": [_redacted(c) for c in self.comparisons],
             "clusters": self.clusters.to_dict(),
+            "pairing_check": self.pairing_check,
+            "judge_swap": self.judge_swap,
+            "judge_agreement": self.judge_agreement,
             "failing_comparisons": [
                 {k: v for k, v in _redacted(c).items() if k not in ("error", "groups")}
                 for c in self.failing
@@ -265,6 +278,8 @@ class ConsistencyRun:
     history: list[StoredRun] = field(default_factory=list)
     #: The one decision on the run (under the gates it ran with), once it ended.
     decision: Decision | None = None
+    #: ``--judge-agreement MODEL``: the second judge that re-judges a sample of pairs.
+    agreement_model: str | None = None
 
     @property
     def history_errors(self) -> list[str]:
@@ -283,6 +298,14 @@ class ConsistencyRun:
         """Why earlier results could not be read, one line per database (none: every
         test was compared with its previous result, where it had one)."""
         return [f"{h.db}: {redact(h.read_error)}" for h in self.history if h.read_error]
+
+    @property
+    def judge_agreement(self) -> dict[str, Any] | None:
+        """``--judge-agreement``: the two judges' kappa over every test's sample (None:
+        not asked)."""
+        from .agreement import agreement_summary
+
+        return agreement_summary([t.judge_agreement for t in self.tests if t.judge_agreement])
 
     @property
     def accuracies(self) -> list[float | None]:
@@ -304,6 +327,7 @@ def test_result(t: ConsistencyTestResult, subject: str | None = None) -> Result:
     stable ``file::name`` the history stores it under. Tokens and cost are its answers'
     (the judge's calls are the judge's)."""
     answered = [o for o in t.outputs if o.error is None]
+    tally = majority_tally(t)
     return Result(
         kind="consistency",
         subject=subject or f"{t.file}::{t.name}",
@@ -319,7 +343,20 @@ def test_result(t: ConsistencyTestResult, subject: str | None = None) -> Result:
         input_tokens=_total(o.input_tokens for o in answered),
         output_tokens=_total(o.output_tokens for o in answered),
         cost_usd=_total(o.cost for o in answered),
+        details={} if tally is None else {"tally": list(tally)},
     )
+
+
+def majority_tally(t: ConsistencyTestResult) -> tuple[int, int] | None:
+    """(answers in the largest answer cluster, answers) of a scored test: its majority
+    answer rate as a tally, what ``--fail-on-regression`` pairs with the baseline's.
+    None when the test was not scored (its clusters would say nothing)."""
+    if not t.ok:
+        return None
+    clusters = t.clusters
+    if not clusters.clusters:
+        return None
+    return (clusters.clusters[0].size, clusters.runs)
 
 
 def _total(values: Iterable[float | int | None]) -> Any:

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 from ..._tasks import run_sync
 from ...evaluation import EventSink, Previous, Result
 from ...providers import RetryPolicy
-from ..recorder import Storage
+from ..recorder import Storage, baseline_tally
 from ..shards import ShardKey
 from ..suite import ProgressSink, SuiteRun, progress_events, run_kind
 from ..targets import AgentTarget, Target, WorkflowTarget, workflow_question
 from .judging import Job, label, run_test, test_entry
 from .loading import Subject, collect_files, load_all
-from .results import ConsistencyRun, ConsistencyTestResult, test_result
+from .results import ConsistencyRun, ConsistencyTestResult, majority_tally, test_result
 
 if TYPE_CHECKING:
     from ...evaluation import Gates
@@ -95,8 +95,9 @@ def _plan(subjects: list[Subject], suite: SuiteRun, run: ConsistencyRun) -> list
         else:
             assert item.plan is not None
             target = WorkflowTarget(context, item.plan)
+        second = [run.agreement_model] if run.agreement_model else []
         context.models.check(
-            sorted({*target.models, *(j.model for t in item.tests for j in t.judges)})
+            sorted({*target.models, *(j.model for t in item.tests for j in t.judges), *second})
         )
         target.check()
         verdicts, session = context.verdicts, context.judging
@@ -120,6 +121,7 @@ def _plan(subjects: list[Subject], suite: SuiteRun, run: ConsistencyRun) -> list
                     session,
                     item.project.relative(item.file),
                     handle,
+                    run.agreement_model,
                 )
             )
     return jobs
@@ -148,6 +150,7 @@ def new_result(file: str, test: ConsistencyTestResult) -> NewConsistencyResult:
         selected_run=None if selected is None else selected.run,
         selected_output=None if selected is None else selected.text,
         run_errors=[{"run": o.run, "error": o.error or ""} for o in test.run_errors],
+        tally=majority_tally(test),
         error=test.error,
         duration_ms=round(test.duration * 1000, 3),
     )
@@ -169,7 +172,12 @@ def _previous_tests(
         test.previous = (
             None
             if prev is None or prev.accuracy is None
-            else Previous(prev.accuracy, prev.created_at, prev.run_id)
+            else Previous(
+                prev.accuracy,
+                prev.created_at,
+                prev.run_id,
+                baseline_tally(store, "consistency", f"{file}::{test.name}", prev.run_id),
+            )
         )
         found.append(test.previous)
     return found
