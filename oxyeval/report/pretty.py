@@ -198,7 +198,6 @@ def _render_disagreements(console: Console, test: ConsistencyTestResult) -> None
     each reason once with the groups it set apart. What disagrees and why, without
     verdict letters or pair weights to decode."""
     failing = test.failing
-    best = max(test.scores.values())
     # Each distinct answer: its text group, or the run alone when no group is known.
     answer = {o.run: o.group if o.group is not None else -o.run for o in test.outputs}
 
@@ -206,17 +205,13 @@ def _render_disagreements(console: Console, test: ConsistencyTestResult) -> None
         groups = c.get("groups")
         return list(groups) if groups else [answer.get(r, -r) for r in c["runs"]]
 
-    parent: dict[int, int] = {}
+    # The test's answer clusters (consistent pairs join answers), each named by its
+    # smallest answer number.
+    parent = {a: min(c.answers) for c in test.clusters.clusters for a in c.answers}
 
     def root(g: int) -> int:
-        while parent.setdefault(g, g) != g:
-            g = parent[g]
-        return g
+        return parent.get(g, g)
 
-    for c in test.comparisons:  # consistent pairs join their answers' groups
-        if c.get("verdict") is not None and c["score"] >= best:
-            a, b = (root(g) for g in ends(c))
-            parent[max(a, b)] = min(a, b)
     if any(len({root(g) for g in ends(c)}) == 1 for c in failing):
         parent.clear()  # agreement was not transitive here: each distinct answer alone
     members: dict[int, list[OutputRecord]] = {}
