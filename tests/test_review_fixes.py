@@ -138,7 +138,7 @@ def test_run_and_compile_refuse_the_wrong_file_kind(make_project: MakeProject) -
         }
     )
     wrong = invoke("compile", str(root / "a.agent.yml"))
-    assert wrong.exit_code == 2 and "takes a *.workflow.yml file" in wrong.stderr
+    assert wrong.exit_code == 2 and "takes a *.workflow.yml or *.procedure.yml file" in wrong.stderr
     question = invoke("run", str(root / "w.workflow.yml"), "--question", "hi")
     assert question.exit_code == 2 and "--question is for agent files" in question.stderr
 

@@ -548,6 +548,7 @@ def run_cases(
     cache: bool | None = None,
     events: EventSink | None = None,
     gates: Gates | None = None,
+    sharding: Sharding | None = None,
 ) -> CaseRun:
     """:func:`run_cases_async` for scripts; in a notebook or async code, await that."""
     return run_sync(
@@ -564,6 +565,7 @@ def run_cases(
             cache=cache,
             events=events,
             gates=gates,
+            sharding=sharding,
         ),
         "run_cases_async",
     )

@@ -295,6 +295,7 @@ def run_tests(
     history: bool = True,
     events: EventSink | None = None,
     gates: Gates | None = None,
+    sharding: Sharding | None = None,
 ) -> ConsistencyRun:
     """:func:`run_tests_async` for scripts; in a notebook or async code, await that."""
     return run_sync(
@@ -310,6 +311,7 @@ def run_tests(
             history=history,
             events=events,
             gates=gates,
+            sharding=sharding,
         ),
         "run_tests_async",
     )
