@@ -92,7 +92,7 @@ def test_cut_runs_are_one_line_naming_the_test_and_the_default_cap(
     )
     # No max_tokens set: the default cap went out, and either it or the server's context
     # cut the answer; the line says both.
-    assert "max_tokens: 2048 for model 'gemma', the default when none is set" in line
+    assert "max_tokens: 1024 for model 'gemma', the default when none is set" in line
     assert "--n_ctx" in line
     assert "raise max_tokens" not in line
 
@@ -145,7 +145,7 @@ def test_a_workflow_task_warns_once_for_its_runs(
     assert run.ok
     lines = [r.getMessage() for r in caplog.records if "token limit" in r.getMessage()]
     assert lines == [
-        "task 'summary': 3 of 3 runs (1, 2, 3) stopped at the token limit (max_tokens: 2048 "
+        "task 'summary': 3 of 3 runs (1, 2, 3) stopped at the token limit (max_tokens: 1024 "
         "for model 'gemma', the default when none is set) and may be cut off: set max_tokens "
         "for the model to allow longer answers; an answer shorter than that filled the "
         "server's context window instead (shorten the prompt, or give the server a larger "
@@ -182,7 +182,7 @@ def test_cases_run_records_the_finish_reason_and_warns(cut_cases: Path) -> None:
     (execution,) = json.loads(result.stdout)["executions"]
     assert execution["finishReason"] == "length" and execution["pending"]
     (line,) = _token_lines(result.stderr)
-    assert "prompt 'summary' v1: case 'long' stopped at the token limit (max_tokens: 2048" in line
+    assert "prompt 'summary' v1: case 'long' stopped at the token limit (max_tokens: 1024" in line
     assert "only with --force" in line
 
 

@@ -86,8 +86,9 @@ class BranchDef:
 
     def cap(self, project: Project, prompt_cap: int | None) -> int:
         """The answer cap the branch sends: its own, else its prompt's (``prompt_cap``),
-        else its config.yml model's, else the default cap of every model."""
-        from ..providers import DEFAULT_OUTPUT_TOKENS
+        else its config.yml model's, else the default cap of every model (a local
+        server's smaller one)."""
+        from ..providers import DEFAULT_OUTPUT_TOKENS, LOCAL_OUTPUT_TOKENS
 
         if self.max_tokens is not None:
             return self.max_tokens
@@ -96,7 +97,7 @@ class BranchDef:
         spec = project.models.get(self.model) if self.provider is None else None
         if spec is not None and spec.params.max_tokens is not None:
             return spec.params.max_tokens
-        return DEFAULT_OUTPUT_TOKENS
+        return LOCAL_OUTPUT_TOKENS if spec is not None and spec.local else DEFAULT_OUTPUT_TOKENS
 
     def fields(self, max_tokens: int | None = None) -> dict[str, Any]:
         """The store's fields (``store.branches.sync`` / ``create``); ``max_tokens``: the

@@ -32,6 +32,7 @@ _EXPORTS = {
     "stopped_at_token_limit": "_base",
     "thinking_model": "_base",
     "DEFAULT_OUTPUT_TOKENS": "_base",
+    "LOCAL_OUTPUT_TOKENS": "_base",
     "LOCAL_CONCURRENCY": "local",
     "default_concurrency": "local",
     "local_endpoint": "local",
@@ -101,6 +102,7 @@ __all__ = [
     "DEFAULT_OUTPUT_TOKENS",
     "ENV_BASE_URLS",
     "LOCAL_CONCURRENCY",
+    "LOCAL_OUTPUT_TOKENS",
     "OLLAMA_DEFAULT_PORT",
     "OWNED_FIELDS",
     "PRICES_DATE",
@@ -182,6 +184,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:
     from ._base import (
         DEFAULT_OUTPUT_TOKENS,
+        LOCAL_OUTPUT_TOKENS,
         OWNED_FIELDS,
         TRUNCATED_REASONS,
         ChatMessage,

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_OUTPUT_TOKENS",
+    "LOCAL_OUTPUT_TOKENS",
     "TRUNCATED_REASONS",
     "AttemptTimeout",
     "ChatMessage",
@@ -62,6 +63,12 @@ TRUNCATED_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
 #: :meth:`ModelAPI.effective_max_tokens`): long enough for any answer a test judges, short
 #: enough that a small local model at 65 tokens/s answers in about half a minute.
 DEFAULT_OUTPUT_TOKENS = 2048
+#: The same for a local server (llama.cpp, Ollama, vLLM, LM Studio, TGI on this machine or
+#: network): its context is often 4,096 tokens, and a judge's prompt holds two answers
+#: plus its own reply, so two answers of this size and a verdict fit where two of
+#: ``DEFAULT_OUTPUT_TOKENS`` would overflow it; a small model writing to its cap takes a
+#: quarter of a minute, not half.
+LOCAL_OUTPUT_TOKENS = 1024
 
 #: Reasoning models, which get no default cap: their hidden thinking counts against it (an
 #: empty reply at a small cap), and OpenAI's o-series and gpt-5 refuse the max_tokens field.
@@ -362,6 +369,9 @@ class ModelSpec:
     #: the server stops generating for it (set for local endpoints: see
     #: :mod:`oxyeval.providers.local`).
     stream: bool = False
+    #: The endpoint is a local server (:mod:`oxyeval.providers.local`): the smaller default
+    #: answer cap, :data:`LOCAL_OUTPUT_TOKENS`.
+    local: bool = False
     params: GenerateParams = field(default_factory=GenerateParams)
     options: dict[str, Any] = field(default_factory=dict)  # vendor-specific (mock outputs...)
     api_key: str | None = None  # resolved from key_var at run time; never printed
@@ -444,12 +454,15 @@ class ModelAPI(VendorAPI, ABC):
     default_max_tokens: ClassVar[int | None] = None
 
     @classmethod
-    def effective_max_tokens(cls, params: GenerateParams, model_ref: str = "") -> int | None:
+    def effective_max_tokens(
+        cls, params: GenerateParams, model_ref: str = "", *, local: bool = False
+    ) -> int | None:
         """The answer-length limit a call with ``params`` (already merged over the
         model's own) goes out with; None: the server's own limit.
 
         The call's or config.yml's ``max_tokens``, else the class's own default, else
-        :data:`DEFAULT_OUTPUT_TOKENS` for every model that talks to a server, except
+        :data:`DEFAULT_OUTPUT_TOKENS` (:data:`LOCAL_OUTPUT_TOKENS` for a ``local`` endpoint)
+        for every model that talks to a server, except
         reasoning models (:func:`thinking_model`), whose hidden thinking counts against
         the cap. Without a cap a small local model writes until its context is full,
         minutes per call, past every timeout. The one rule, so that advice about an
@@ -461,7 +474,7 @@ class ModelAPI(VendorAPI, ABC):
             return cls.default_max_tokens
         if not cls.uses_http or thinking_model(model_ref):
             return None
-        return DEFAULT_OUTPUT_TOKENS
+        return LOCAL_OUTPUT_TOKENS if local else DEFAULT_OUTPUT_TOKENS
 
     @abstractmethod
     async def generate(self, messages: list[ChatMessage], params: GenerateParams) -> Completion:

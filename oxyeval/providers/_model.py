@@ -311,7 +311,9 @@ class Model:
     def max_tokens(self, params: GenerateParams | None = None) -> int | None:
         """The answer-length limit :meth:`generate` with ``params`` sends (None: the
         server's own), by the vendor's rule (:meth:`ModelAPI.effective_max_tokens`)."""
-        return self.api.effective_max_tokens(self.spec.params.merged(params), self.spec.model_ref)
+        return self.api.effective_max_tokens(
+            self.spec.params.merged(params), self.spec.model_ref, local=self.spec.local
+        )
 
     async def generate(
         self,
@@ -341,7 +343,7 @@ class Model:
                 model=self.name,
             )
         merged = self.spec.params.merged(params)
-        cap = self.api.effective_max_tokens(merged, self.spec.model_ref)
+        cap = self.api.effective_max_tokens(merged, self.spec.model_ref, local=self.spec.local)
         if cap != merged.max_tokens:  # the default cap is sent, and part of the cache key
             merged = replace(merged, max_tokens=cap)
         key = None

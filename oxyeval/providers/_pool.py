@@ -176,7 +176,9 @@ class ModelPool(VendorPool[Model]):
             return params.max_tokens if params is not None else None
         merged = spec.params.merged(params)
         try:
-            return self._api_class(spec).effective_max_tokens(merged, spec.model_ref)
+            return self._api_class(spec).effective_max_tokens(
+                merged, spec.model_ref, local=spec.local
+            )
         except ConfigError:  # an unknown vendor never sent anything
             return merged.max_tokens
 

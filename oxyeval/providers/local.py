@@ -69,8 +69,11 @@ def streamed_by_default(vendor: str, api_url: str | None) -> bool:
 
 def endpoint_defaults(vendor: str, api_url: str | None) -> dict[str, Any]:
     """The :class:`~oxyeval.providers.ModelSpec` fields a model definition that sets none
-    of them gets from where its endpoint is: ``concurrency`` and ``stream``."""
+    of them gets from where its endpoint is: ``concurrency``, ``stream`` and ``local``
+    (a local server's smaller default answer cap, ``LOCAL_OUTPUT_TOKENS``)."""
+    local = streamed_by_default(vendor, api_url)
     return {
         "concurrency": default_concurrency(vendor, api_url),
-        "stream": streamed_by_default(vendor, api_url),
+        "stream": local,
+        "local": local,
     }

@@ -105,11 +105,12 @@ def token_limit_warning(subject: str, which: str, model: str, max_tokens: int | 
     ``which`` says what stopped (see :func:`counted`). The advice depends on who set
     the limit: with no ``max_tokens`` sent it was the server (llama.cpp stops when the
     prompt and answer fill its context window), and raising max_tokens is no fix; at the
-    default cap (:data:`~oxyeval.providers.DEFAULT_OUTPUT_TOKENS`) it may be either.
+    default cap (:data:`~oxyeval.providers.DEFAULT_OUTPUT_TOKENS`, or a local server's
+    :data:`~oxyeval.providers.LOCAL_OUTPUT_TOKENS`) it may be either.
     """
-    from ..providers import DEFAULT_OUTPUT_TOKENS
+    from ..providers import DEFAULT_OUTPUT_TOKENS, LOCAL_OUTPUT_TOKENS
 
-    if max_tokens == DEFAULT_OUTPUT_TOKENS:
+    if max_tokens in (DEFAULT_OUTPUT_TOKENS, LOCAL_OUTPUT_TOKENS):
         return (
             f"{subject}: {which} stopped at the token limit (max_tokens: {max_tokens} for "
             f"model '{model}', the default when none is set) and may be cut off: set "

@@ -118,7 +118,7 @@ def test_a_local_model_is_capped_streamed_and_starts_at_one_request(
     # Recorded: without max_tokens the server writes until its context is full (4,096
     # tokens, 141 s there); one request at a time.
     from oxyeval.project import load_project
-    from oxyeval.providers import DEFAULT_OUTPUT_TOKENS
+    from oxyeval.providers import DEFAULT_OUTPUT_TOKENS, LOCAL_OUTPUT_TOKENS
 
     with fake_llama_cpp("The total is 42.", n_ctx=100_000) as server:
         project = load_project(make_project(LOCAL_CONFIG.format(url=server.url)))
@@ -136,7 +136,9 @@ def test_a_local_model_is_capped_streamed_and_starts_at_one_request(
         answers = asyncio.run(go())
         bodies = [r.body for r in server.requests]
     assert [a.text for a in answers] == ["The total is 42."] * 3
-    assert all(b["max_tokens"] == DEFAULT_OUTPUT_TOKENS and b["stream"] for b in bodies)
+    # A local server gets the smaller default cap, so a judge prompt of two answers fits.
+    assert all(b["max_tokens"] == LOCAL_OUTPUT_TOKENS and b["stream"] for b in bodies)
+    assert LOCAL_OUTPUT_TOKENS < DEFAULT_OUTPUT_TOKENS
 
 
 def test_an_abandoned_streamed_call_stops_the_generation_a_whole_one_does_not() -> None:
