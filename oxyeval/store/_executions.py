@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from ._core import _SaSql
 from ._errors import NotFoundError
 from ._prompts import _upsert
+from ._result_rows import bounded_text
 from ._results import execution_result, write_results
 from ._rows import Execution, NewExecution
 from ._tables import EXECUTION_STATUSES, case_baselines, case_daily, executions, runs, test_cases
@@ -111,7 +112,7 @@ def _values(e: NewExecution, expected: str | None) -> dict[str, Any]:
         "execution_id": e.execution_id or exec_id,
         "status": e.status,
         "score": None if e.score is None else float(e.score),
-        "actual_output": redact_text(actual),
+        "actual_output": bounded_text(redact_text(actual)),
         "expected_output": expected,
         "output_diff": None
         if e.output_diff is None
