@@ -33,7 +33,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._tasks import gather_settled
+from .._tasks import gather_settled, settle_windowed
 from ..errors import OxyError
 from ..evaluation import (
     Event,
@@ -73,6 +73,12 @@ __all__ = [
     "progress_events",
     "run_kind",
 ]
+
+
+#: Units alive at once per call the run's budget allows (the others finish being stored
+#: meanwhile), and at least this many, for a run of more units than that.
+_WINDOW_PER_CALL = 8
+_WINDOW_MIN = 256
 
 
 class Kind(Protocol):
@@ -180,6 +186,7 @@ class SuiteRun:
         #: The run's one concurrency budget: every unit's calls together (None: only each
         #: kind's and each model endpoint's own limits).
         self.budget = asyncio.Semaphore(concurrency) if concurrency else None
+        self.budget_size = concurrency or 0
         self.status = "running"
         self.started = False
         self.recorded = 0
@@ -258,8 +265,16 @@ class SuiteRun:
                 self.warn(warning)
             try:
                 # Settled: on Ctrl-C every unit has kept its own (partial) results before
-                # what never started is listed.
-                await gather_settled(*(kind.execute(unit, self) for unit in units))
+                # what never started is listed. Many units go through a window of them
+                # (a few per call the budget lets run at once), so what a run holds does
+                # not grow with its number of cases.
+                window = _WINDOW_PER_CALL * self.budget_size if self.budget_size else 0
+                if window and len(units) > max(window, _WINDOW_MIN):
+                    await settle_windowed(
+                        units, lambda unit: kind.execute(unit, self), max(window, _WINDOW_MIN)
+                    )
+                else:
+                    await gather_settled(*(kind.execute(unit, self) for unit in units))
             except (asyncio.CancelledError, KeyboardInterrupt):
                 kind.run.interrupted = True
                 kind.stopped(self)
