@@ -56,20 +56,22 @@ def write_project(root: Path, cases: int) -> None:
     (root / "p.prompt.yml").write_text("".join(parts))
 
 
+OK_CODES = (0,)
+
+
 def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one command, run to its end."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd, cwd=cwd, env=BENCH_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{err}")
-    if proc.stderr:
-        proc.stderr.close()
+    """Wall seconds and peak RSS (MB) of one command, run to its end (its stderr kept in
+    a file: a pipe nobody reads while it runs would stop it once full)."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=BENCH_ENV, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in OK_CODES:
+            err.seek(0)
+            text = err.read().decode(errors="replace")[-3000:]
+            raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{text}")
     return elapsed, usage.ru_maxrss / 1024
 
 
