@@ -1,8 +1,9 @@
 """Running test cases: render, call the model, score, detect regressions, store.
 
-Each execution is committed the moment it is scored, so an interrupted batch
-(Ctrl-C, a crash, a provider outage) keeps every finished result; the run itself
-is marked interrupted and says how many of its cases finished.
+Each execution goes to the history as soon as it is scored (those that finish together
+in one transaction), so an interrupted batch (Ctrl-C, a crash, a provider outage) keeps
+every finished result; the run itself is marked interrupted and says how many of its
+cases finished.
 """
 
 from __future__ import annotations
@@ -324,7 +325,7 @@ def _execution_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, 
 
 class Cases:
     """Test cases as a kind on the run pipeline: one run row per prompt version (sharing a
-    group id when there are several), each case a unit; each execution stored the moment
+    group id when there are several), each case a unit; each execution stored as soon as
     it is scored, so an interrupted run keeps every finished result."""
 
     name = "cases"
