@@ -74,6 +74,27 @@ def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
     return elapsed, usage.ru_maxrss / 1024
 
 
+#: Cases per file: a project file holds at most 5 MB and 250,000 values.
+PER_FILE = 10_000
+
+
+def write_cases(root: Path, calls: int) -> None:
+    """One prompt and ``calls`` cases, one call each, in files of PER_FILE cases."""
+    for part, first in enumerate(range(0, calls, PER_FILE)):
+        head = (
+            'name: p\nmodel: local\ntemplate: "Say {{ n }}"\nsimilarity: lexical\ncases:\n'
+            if part == 0
+            else "prompt: p.prompt.yml\ncases:\n"
+        )
+        lines = [head]
+        lines += [
+            f"  - {{name: c{i}, input: {{n: {i}}}, expected_output: 'The total is 1,204.'}}\n"
+            for i in range(first, min(calls, first + PER_FILE))
+        ]
+        name = "p.prompt.yml" if part == 0 else f"part{part}.cases.yml"
+        (root / name).write_text("".join(lines))
+
+
 def store_rate(rows: int) -> float:
     """Executions per second through ``record_batch`` (batches of 500) on a fresh file."""
     from oxyeval.store import NewExecution, open_store
@@ -120,15 +141,10 @@ def main() -> None:
             "models:\n  - name: local\n    vendor: openai\n    model_ref: bench\n"
             f"    api_url: {url}\n    concurrency: {args.concurrency}\n"
         )
-        lines = ['name: p\nmodel: local\ntemplate: "Say {{ n }}"\nsimilarity: lexical\ncases:\n']
-        lines += [
-            f"  - {{name: c{i}, input: {{n: {i}}}, expected_output: 'The total is 1,204.'}}\n"
-            for i in range(args.calls)
-        ]
-        (root / "p.prompt.yml").write_text("".join(lines))
+        write_cases(root, args.calls)
         (root / "bare.py").write_text(BARE)
         bare = [sys.executable, "bare.py", url, str(args.calls), str(args.concurrency)]
-        oxy = [sys.executable, "-m", "oxyeval", "cases", "run", "p.prompt.yml", "-q"]
+        oxy = [sys.executable, "-m", "oxyeval", "cases", "run", "-q"]  # the whole project
         oxy += ["--format", "json", "--concurrency", str(args.concurrency)]
         bare_s, bare_mb = timed(bare, root)
         oxy_s, oxy_mb = timed(oxy, root)
