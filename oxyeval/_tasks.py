@@ -22,7 +22,7 @@ keeps what finished and reports "interrupted" promptly.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "gather_settled",
     "request_stop",
     "run_sync",
+    "settle_windowed",
     "stop_requested",
 ]
 
@@ -79,6 +80,46 @@ async def gather_settled(*aws: Awaitable[T]) -> list[T]:
         return [t.result() for t in tasks]
     cancelled = await _stop(tasks)
     if cancelled or failed.cancelled():  # we were, while stopping; or a child on its own
+        raise asyncio.CancelledError
+    error = failed.exception()
+    assert error is not None
+    raise error
+
+
+async def settle_windowed(
+    items: Iterable[T], work: Callable[[T], Awaitable[Any]], window: int
+) -> None:
+    """``gather_settled(*(work(item) for item in items))`` with at most ``window`` of
+    them alive at once, the next started as one ends: a run of 100,000 units holds a few
+    hundred tasks, not 100,000 (each with its frame) waiting for their turn. On an error
+    or a cancellation, those running are stopped as :func:`gather_settled` stops them,
+    and the rest never start."""
+    pending = iter(items)
+    running: set[asyncio.Future[Any]] = set()
+    done: set[asyncio.Future[Any]] = set()
+    failed: asyncio.Future[Any] | None = None
+
+    def fill() -> None:
+        for item in pending:
+            running.add(asyncio.ensure_future(work(item)))
+            if len(running) >= window:
+                return
+
+    fill()
+    while running and failed is None:
+        try:
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            await _stop(list(running))
+            raise
+        running -= done
+        failed = next((t for t in done if t.cancelled() or t.exception()), None)
+        if failed is None:
+            fill()
+    if failed is None:
+        return
+    cancelled = await _stop([*running, *done])  # every error of the last ones retrieved
+    if cancelled or failed.cancelled():
         raise asyncio.CancelledError
     error = failed.exception()
     assert error is not None

@@ -27,6 +27,7 @@ meaning: ``\\w``, ``\\d`` and ``\\s`` match Unicode letters, digits and spaces a
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -141,7 +142,19 @@ def compile_pattern(source: str) -> Pattern:
             f"{compiled.groups:,} capture groups; a pattern has at most {MAX_PATTERN_GROUPS} "
             "(write (?:...) for a group that captures nothing)"
         )
+    if _FIXED.fullmatch(source):
+        # Literal text, '.' and a leading '^' only: a match has the pattern's length, so
+        # Python's engine is linear in the text too, with the same meaning, and it keeps
+        # the GIL (RE2's binding lets it go on every search, and getting it back waits
+        # behind any busy worker thread: most of a mock model's time in a large run).
+        compiled = re.compile(source)
     return Pattern(source, compiled)
+
+
+#: Patterns Python's ``re`` runs in linear time with RE2's meaning: no quantifier,
+#: group, alternation, class, escape or ``$`` (which ``re`` also lets match before a
+#: final newline).
+_FIXED = re.compile(r"\^?[^\\*+?{}()|\[\]$^]*")
 
 
 def _hint(reason: str) -> str:

@@ -85,3 +85,21 @@ def test_capture_groups_are_bounded_where_the_pattern_is_compiled() -> None:
     with pytest.raises(PatternError, match="101 capture groups"):
         compile_pattern(named)
     assert compile_pattern("(?:a)" * 12_000).groups == 0  # groups that capture nothing
+
+
+@pytest.mark.parametrize("source", ["good", ".", "^Say", "a.c", "é ü", ""])
+def test_a_fixed_length_pattern_runs_on_re_and_finds_what_re2_finds(source: str) -> None:
+    import re2
+
+    fast = compile_pattern(source)
+    assert type(fast._compiled).__module__ == "re"  # keeps the GIL: see compile_pattern
+    slow = re2.compile(source)
+    for text in ["good", "Say good\nthen", "abc a.c", "no\n", "é ü!", "\n"]:
+        got, want = fast.search(text), slow.search(text)
+        assert (got is None) == (want is None), (source, text)
+        assert got is None or (got.group(0), got.start()) == (want.group(0), want.start())
+
+
+@pytest.mark.parametrize("source", ["a*", "(a)", "a|b", "[ab]", "a$", r"\d", "x^y"])
+def test_any_other_pattern_stays_on_re2(source: str) -> None:
+    assert type(compile_pattern(source)._compiled).__module__ == "re2"

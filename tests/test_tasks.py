@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from oxyeval._tasks import finish_shielded, gather_settled
+from oxyeval._tasks import finish_shielded, gather_settled, settle_windowed
 
 TURNS = 10
 
@@ -153,3 +153,38 @@ def test_the_sync_entry_points_name_their_coroutine_inside_a_running_loop() -> N
             warnings.simplefilter("error")  # a coroutine never awaited would warn
             message = asyncio.run(inside())
         assert f"use `await {name}(...)` instead" in message
+
+
+def test_a_window_runs_every_item_never_more_than_its_size_at_once() -> None:
+    alive: list[int] = []
+    most = [0]
+    seen: list[int] = []
+
+    async def work(item: int) -> None:
+        alive.append(item)
+        most[0] = max(most[0], len(alive))
+        await asyncio.sleep(0)
+        seen.append(item)
+        alive.remove(item)
+
+    asyncio.run(settle_windowed(range(50), work, 7))
+    assert sorted(seen) == list(range(50)) and most[0] == 7
+
+
+def test_a_window_stops_at_the_first_error_and_starts_nothing_after() -> None:
+    started: list[int] = []
+    stopped: list[int] = []
+
+    async def work(item: int) -> None:
+        started.append(item)
+        if item == 3:
+            raise ValueError("three")
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            stopped.append(item)
+            raise
+
+    with pytest.raises(ValueError, match="three"):
+        asyncio.run(settle_windowed(range(100), work, 5))
+    assert started == [0, 1, 2, 3, 4] and sorted(stopped) == [0, 1, 2, 4]

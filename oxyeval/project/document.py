@@ -25,7 +25,7 @@ from ..errors import Diagnostic, LoadError
 from ..inputs import MAX_INT_DIGITS, valid_text
 from ..redact import clip
 from .limits import MAX_FILE_BYTES
-from .yamlloader import FLOAT_TAG, INT_TAG, STR_TAG, LimitError, ProjectLoader
+from .yamlloader import FLOAT_TAG, INT_TAG, STR_TAG, LimitError, ProjectLoader, compose_fast
 
 __all__ = [
     "SYMLINK_LOOP",
@@ -296,10 +296,14 @@ def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:
     """Parse ``text``; syntax errors come back as diagnostics, never as exceptions."""
     doc = Document(path=path, text=text, data=None)
     problems: list[Diagnostic] = []
-    loader: ProjectLoader | None = None
+    loader: Any = None
     try:
-        loader = ProjectLoader(text)  # reads the whole text: a NUL byte is refused here
-        node = loader.get_single_node()
+        fast = compose_fast(text)
+        if fast is not None:
+            loader, node = fast
+        else:
+            loader = ProjectLoader(text)  # reads the whole text: a NUL byte is refused here
+            node = loader.get_single_node()
         if node is not None:
             _walk(node, (), doc, problems, set())
             doc.data = loader.construct_document(node)

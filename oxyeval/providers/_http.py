@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import functools
+import itertools
 import json
 import re
 import time
@@ -88,16 +89,64 @@ def new_client(keepalive: int = 10) -> httpx.AsyncClient:
     beside a remote one looked three times slower."""
     import importlib
 
-    import httpx
-
     with contextlib.suppress(ImportError):  # anyio's layout is its own: a cost, not a need
         importlib.import_module("anyio._backends._asyncio")
+    shards = -(-max(1, keepalive) // _CONNECTIONS_PER_POOL)
+    if shards > 1:
+        return _sharded_class()(shards, -(-keepalive // shards))  # type: ignore[call-arg]
+    return _client(max(1, keepalive))
+
+
+#: Connections one httpx pool is given at most. httpcore looks at every connection of
+#: its pool on each request and each response (expired? idle?, a system call each): with
+#: 200 kept alive that scan was three quarters of the main thread at concurrency 200
+#: (bench_calls_scale). Several smaller pools keep each scan short.
+_CONNECTIONS_PER_POOL = 32
+
+
+def _client(keepalive: int) -> httpx.AsyncClient:
+    import httpx
+
     return httpx.AsyncClient(
-        limits=httpx.Limits(max_connections=None, max_keepalive_connections=max(1, keepalive)),
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=keepalive),
         timeout=httpx.Timeout(DEFAULT_TIMEOUT, connect=CONNECT_TIMEOUT),
         follow_redirects=False,
         verify=_tls_context(),
     )
+
+
+@functools.cache
+def _sharded_class() -> type[httpx.AsyncClient]:
+    import httpx
+
+    class ShardedClient(httpx.AsyncClient):
+        """One client to its users, whose streamed requests (every model call) go to
+        its pools in turn; closed, it closes them all."""
+
+        def __init__(self, shards: int, keepalive: int) -> None:
+            super().__init__(
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=keepalive),
+                timeout=httpx.Timeout(DEFAULT_TIMEOUT, connect=CONNECT_TIMEOUT),
+                follow_redirects=False,
+                verify=_tls_context(),
+            )
+            self.shards = [_client(keepalive) for _ in range(shards - 1)]
+            self._turn = itertools.cycle([None, *self.shards])
+
+        def stream(self, *args: Any, **kwargs: Any) -> Any:
+            shard = next(self._turn)
+            if shard is None:
+                return super().stream(*args, **kwargs)
+            return shard.stream(*args, **kwargs)
+
+        async def aclose(self) -> None:
+            try:
+                for shard in self.shards:
+                    await shard.aclose()
+            finally:
+                await super().aclose()
+
+    return ShardedClient
 
 
 def _tls_context() -> ssl.SSLContext:

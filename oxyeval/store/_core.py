@@ -16,7 +16,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from functools import cached_property, partial
 from pathlib import Path
 from types import TracebackType
@@ -69,6 +69,12 @@ class Store:
         self.timeout = timeout
         self.host = socket.gethostname()
         self._lock = threading.Lock()
+        # SQLite has one writer at a time: this process's writers (a run's results, its
+        # cache) queue here, handed the lock the moment it is free, instead of in
+        # SQLite's busy handler, which sleeps in steps of up to 100 ms.
+        self._writer: AbstractContextManager[Any] = (
+            threading.RLock() if self.backend == "sqlite" else nullcontext()
+        )
         self._my_runs: set[str] = set()  # started here, not finished yet
 
     # ----------------------------------------------------------------- repositories
@@ -210,7 +216,7 @@ class Store:
                 f"history database {self.path} is open read-only (while {action})", path=self.path
             )
         try:
-            with self.engine.connect() as conn:
+            with self._writer, self.engine.connect() as conn:
                 conn = conn.execution_options(oxy_write=True)
                 with conn.begin():
                     yield conn

@@ -49,9 +49,12 @@ class NameTakenError(AlreadyExistsError):
     once per prompt (``taken`` is that case's id), so the file, the CLI and the API all
     find one case by it."""
 
-    def __init__(self, message: str, *, path: str | None = None, taken: str = "") -> None:
+    def __init__(
+        self, message: str, *, path: str | None = None, taken: str = "", wanted: str = ""
+    ) -> None:
         super().__init__(message, path=path)
         self.taken = taken
+        self.wanted = wanted  # the id of the case that wanted the name, when known
 
 
 class LocationError(StoreError):

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from ._core import _SaSql
 from ._errors import NotFoundError
 from ._prompts import _upsert
+from ._result_rows import bounded_text
 from ._results import execution_result, write_results
 from ._rows import Execution, NewExecution
 from ._tables import EXECUTION_STATUSES, case_baselines, case_daily, executions, runs, test_cases
@@ -111,7 +112,7 @@ def _values(e: NewExecution, expected: str | None) -> dict[str, Any]:
         "execution_id": e.execution_id or exec_id,
         "status": e.status,
         "score": None if e.score is None else float(e.score),
-        "actual_output": redact_text(actual),
+        "actual_output": bounded_text(redact_text(actual)),
         "expected_output": expected,
         "output_diff": None
         if e.output_diff is None
@@ -200,21 +201,40 @@ def write_executions(
             per_case[v["test_case_id"]].add(v)
             per_day[(v["test_case_id"], v["created_at"][:10])].add(v)
             per_baseline[(v["test_case_id"], v["baseline_key"])].add(v)
-    t = test_cases.c
-    for case_id, s in sorted(per_case.items()):
-        newer = sa.or_(t.last_run.is_(None), t.last_run <= s.last_run)
+    if per_case:
+        # One statement for the batch, run for each case (executemany).
+        t = test_cases.c
+        newer = sa.or_(t.last_run.is_(None), t.last_run <= sa.bindparam("b_last_run"))
         conn.execute(
             test_cases.update()
-            .where(t.id == case_id)
+            .where(t.id == sa.bindparam("b_id"))
             .values(
-                total_runs=t.total_runs + s.runs,
-                pass_count=t.pass_count + s.passes,
-                score_sum=t.score_sum + s.score_sum,
-                scored_runs=t.scored_runs + s.scored,
-                length_sum=t.length_sum + s.length_sum,
-                last_passed=sa.case((newer, sa.literal(s.last_passed)), else_=t.last_passed),
-                last_run=sa.case((newer, sa.literal(s.last_run)), else_=t.last_run),
-            )
+                total_runs=t.total_runs + sa.bindparam("b_runs"),
+                pass_count=t.pass_count + sa.bindparam("b_passes"),
+                score_sum=t.score_sum + sa.bindparam("b_score_sum"),
+                scored_runs=t.scored_runs + sa.bindparam("b_scored"),
+                length_sum=t.length_sum + sa.bindparam("b_length_sum"),
+                last_passed=sa.case(
+                    (newer, sa.bindparam("b_last_passed", type_=sa.Boolean)),
+                    else_=t.last_passed,
+                ),
+                last_run=sa.case(
+                    (newer, sa.bindparam("b_last_run", type_=sa.String)), else_=t.last_run
+                ),
+            ),
+            [
+                {
+                    "b_id": case_id,
+                    "b_runs": s.runs,
+                    "b_passes": s.passes,
+                    "b_score_sum": s.score_sum,
+                    "b_scored": s.scored,
+                    "b_length_sum": s.length_sum,
+                    "b_last_passed": s.last_passed,
+                    "b_last_run": s.last_run,
+                }
+                for case_id, s in sorted(per_case.items())
+            ],
         )
     for run_id, n in sorted(per_run.items()):
         done = conn.execute(runs.update().where(runs.c.id == run_id).values(done=runs.c.done + n))
@@ -248,17 +268,19 @@ def _add_up(
 ) -> None:
     """Add ``totals`` to a rollup keyed by (case, ``key``): INSERT ... ON CONFLICT DO UPDATE,
     so two writers creating the same row at once both count."""
-    insert = _upsert(conn)
-    for (case_id, value), s in sorted(totals.items()):
-        stmt = insert(table).values(
-            test_case_id=case_id, **{key: value}, **{c: getattr(s, c) for c in columns}
-        )
-        conn.execute(
-            stmt.on_conflict_do_update(
-                index_elements=["test_case_id", key],
-                set_={c: table.c[c] + stmt.excluded[c] for c in columns},
-            )
-        )
+    if not totals:
+        return
+    stmt = _upsert(conn)(table)
+    conn.execute(  # one statement, run for each row (executemany)
+        stmt.on_conflict_do_update(
+            index_elements=["test_case_id", key],
+            set_={c: table.c[c] + stmt.excluded[c] for c in columns},
+        ),
+        [
+            {"test_case_id": case_id, key: value, **{c: getattr(s, c) for c in columns}}
+            for (case_id, value), s in sorted(totals.items())
+        ],
+    )
 
 
 class Executions:
@@ -272,6 +294,13 @@ class Executions:
         with self._store.write("recording an execution") as conn:
             (values,) = write_executions(conn, self._store.path, [execution])
         return execution_row(SimpleNamespace(**values))
+
+    def record_batch(self, batch: Iterable[NewExecution]) -> list[Execution]:
+        """:meth:`record` for several executions in one committed transaction (a run's
+        executions that finished together): each statement runs once per batch."""
+        with self._store.write("recording executions") as conn:
+            rows = write_executions(conn, self._store.path, batch)
+        return [execution_row(SimpleNamespace(**values)) for values in rows]
 
     def record_many(self, batch: Iterable[NewExecution]) -> int:
         """Bulk import (history from elsewhere, benchmarks): same bookkeeping, one transaction."""

@@ -9,6 +9,7 @@ dataclass costs about a millisecond of CPU, some twenty of them a run's worth of
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,11 +39,14 @@ MAX_STORED_CHARS = 1_000_000
 
 
 def bounded_text(text: str | None) -> str | None:
-    """``text`` cut at :data:`MAX_STORED_CHARS`, saying so: what the history keeps of an
-    output. (Redact first: a secret must not straddle the cut.)"""
+    """``text`` cut at :data:`MAX_STORED_CHARS`, saying so, with the SHA-256 of the whole
+    (so two cut outputs can still be told equal or not): what the history keeps of an
+    output. (Redact first: a secret must not straddle the cut, nor be hashed.)"""
     if text is None or len(text) <= MAX_STORED_CHARS:
         return text
-    return clip(text, MAX_STORED_CHARS, f"\n[... cut: {len(text):,} characters in all]")
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    marker = f"\n[... cut: {len(text):,} characters in all, sha256 {digest}]"
+    return clip(text, MAX_STORED_CHARS, marker)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -203,7 +207,8 @@ def _json(value: Any) -> str | None:
     if len(text) <= MAX_STORED_CHARS:
         return text
     head = clip(text, MAX_STORED_CHARS, "")
-    return canonical_json({"oxy_cut": True, "chars": len(text), "head": head})
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return canonical_json({"oxy_cut": True, "chars": len(text), "sha256": digest, "head": head})
 
 
 def finished_tasks(result: NewWorkflowRun) -> int:

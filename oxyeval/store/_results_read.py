@@ -233,6 +233,29 @@ class Results:
             " ORDER BY r.created_at DESC, r.seq DESC LIMIT :limit",
         )
 
+    def recent(
+        self, kind: str, subjects: Sequence[str], limit: int = 20
+    ) -> dict[str, list[tuple[str, str, float | None, str]]]:
+        """Each subject's latest results, newest first, as (run id, status, score,
+        created at): :meth:`history` of many subjects in a statement per few hundred,
+        without the scores (what a run reads to find each result's previous one)."""
+        limit = max(1, min(int(limit), 10_000))
+        found: dict[str, list[tuple[str, str, float | None, str]]] = {}
+        with self._read("reading results") as sql:
+            for chunk in _chunks(sorted(set(subjects))):
+                names = {f"s{n}": s for n, s in enumerate(chunk)}
+                for subject, run_id, status, score, created_at in sql.rows(
+                    "SELECT subject, run_id, status, score, created_at FROM ("
+                    "SELECT r.subject, r.run_id, r.status, r.score, r.created_at, "
+                    "ROW_NUMBER() OVER (PARTITION BY r.subject "
+                    "ORDER BY r.created_at DESC, r.seq DESC) AS rank FROM results r "
+                    f"WHERE r.kind = :kind AND r.subject IN ({', '.join(':' + n for n in names)})"
+                    ") ranked WHERE rank <= :limit ORDER BY subject, rank",
+                    {"kind": kind, "limit": limit, **names},
+                ):
+                    found.setdefault(subject, []).append((run_id, status, score, created_at))
+        return found
+
     def subjects(self, kind: str) -> list[str]:
         """The subjects a kind has results for, from the rollup (no scan of results)."""
         with self._read("reading result subjects") as sql:

@@ -64,17 +64,20 @@ def sync_prompt(store: Store, project: Project, prompt: PromptDef) -> int:
     store.prompts.upsert(prompt.id, prompt.id, source)
     version = store.prompts.ensure_version(prompt.id, prompt.content(project))
     where = {case_id(prompt.id, c.name): c.where for c in prompt.cases}
-    for cid, fields in declared_cases(project, prompt).items():
-        try:
-            store.cases.upsert(cid, **fields)
-        except NameTakenError as exc:
-            # The file alone is valid: a case made through the API has the name. Say where.
-            raise ConfigError(
-                f"{where[cid]}: prompt '{prompt.id}' already has a test case named "
-                f"'{fields['name']}' made through the API (id '{exc.taken}'); a name is used "
-                "once per prompt: rename or delete that case (updateTestCase, deleteTestCase), "
-                "or rename this one"
-            ) from None
+    declared = declared_cases(project, prompt)
+    try:
+        store.cases.sync(declared)
+    except NameTakenError as exc:
+        cid = exc.wanted
+        if cid not in declared:
+            raise
+        # The file alone is valid: a case made through the API has the name. Say where.
+        raise ConfigError(
+            f"{where[cid]}: prompt '{prompt.id}' already has a test case named "
+            f"'{declared[cid]['name']}' made through the API (id '{exc.taken}'); a name is "
+            "used once per prompt: rename or delete that case (updateTestCase, "
+            "deleteTestCase), or rename this one"
+        ) from None
     for cid in leaving_cases(project, prompt, store.cases.list(prompt.id)):
         store.cases.delete(cid)
     return version

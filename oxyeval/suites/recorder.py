@@ -91,21 +91,21 @@ def earlier_results(
     """Each result's previous one from the history's ``results`` table: the latest scored
     result of the same kind and subject in another run (what ``--fail-on-drop`` measures
     a drop against), for every kind that keeps no detail rows of its own to ask."""
+    recent: dict[str, dict[str, list[tuple[str, str, float | None, str]]]] = {}
+    for kind in {result.kind for result, _extra in items}:
+        subjects = [result.subject for result, _extra in items if result.kind == kind]
+        recent[kind] = store.results.recent(kind, subjects, limit=_LOOKBACK)
     found: list[Previous | None] = []
     tallies: dict[tuple[str, str, str], Tally | None] = {}
     for result, _extra in items:
         unknown = result_kind(result.kind).unknown
         previous = None
-        for earlier in store.results.history(result.kind, result.subject, limit=_LOOKBACK):
-            if (
-                earlier.run_id != run_id
-                and earlier.score is not None
-                and earlier.status not in unknown
-            ):
-                key = (result.kind, result.subject, earlier.run_id)
+        for earlier_run, status, score, created_at in recent[result.kind].get(result.subject, ()):
+            if earlier_run != run_id and score is not None and status not in unknown:
+                key = (result.kind, result.subject, earlier_run)
                 if key not in tallies:
                     tallies[key] = baseline_tally(store, *key)
-                previous = Previous(earlier.score, earlier.created_at, earlier.run_id, tallies[key])
+                previous = Previous(score, created_at, earlier_run, tallies[key])
                 break
         found.append(previous)
     return found

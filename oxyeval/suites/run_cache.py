@@ -301,10 +301,17 @@ class RunCache:
         digest = content_hash(key)
         self._written[digest] = value
         self._unflushed[digest] = (kind, value, model)
-        if len(self._unflushed) >= _FLUSH_EVERY:
-            task = asyncio.ensure_future(self._flush())
+        if len(self._unflushed) >= _FLUSH_EVERY and not self._writes:
+            task = asyncio.ensure_future(self._flush_while_full())
             self._writes.add(task)
             task.add_done_callback(self._writes.discard)
+
+    async def _flush_while_full(self) -> None:
+        """One background writer at a time, writing while a batch has filled: several
+        would each hold a worker thread waiting for the one write lock, and the run's
+        other work in threads (its results, its reads) would wait behind them."""
+        while len(self._unflushed) >= _FLUSH_EVERY:
+            await self._flush()
 
     async def _flush(self) -> None:
         if not self._unflushed:

@@ -33,7 +33,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from .._tasks import gather_settled
+from .._tasks import gather_settled, settle_windowed
 from ..errors import OxyError
 from ..evaluation import (
     Event,
@@ -76,6 +76,12 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+
+#: Units alive at once per call the run's budget allows (the others finish being stored
+#: meanwhile), and at least this many, for a run of more units than that.
+_WINDOW_PER_CALL = 8
+_WINDOW_MIN = 256
 
 
 class Kind(Protocol):
@@ -205,6 +211,7 @@ class SuiteRun:
         self.budget = asyncio.Semaphore(concurrency) if concurrency else None
         #: This run's shard of a sharded run (None: the whole selection).
         self.sharding = sharding
+        self.budget_size = concurrency or 0
         self.status = "running"
         self.started = False
         self.recorded = 0
@@ -293,8 +300,16 @@ class SuiteRun:
                 self.warn(warning)
             try:
                 # Settled: on Ctrl-C every unit has kept its own (partial) results before
-                # what never started is listed.
-                await gather_settled(*(self._execute(kind, unit) for unit in units))
+                # what never started is listed. Many units go through a window of them
+                # (a few per call the budget lets run at once), so what a run holds does
+                # not grow with its number of cases.
+                window = _WINDOW_PER_CALL * self.budget_size if self.budget_size else 0
+                if window and len(units) > max(window, _WINDOW_MIN):
+                    await settle_windowed(
+                        units, lambda unit: self._execute(kind, unit), max(window, _WINDOW_MIN)
+                    )
+                else:
+                    await gather_settled(*(self._execute(kind, unit) for unit in units))
             except (asyncio.CancelledError, KeyboardInterrupt):
                 kind.run.interrupted = True
                 kind.stopped(self)

@@ -207,3 +207,38 @@ def test_a_redirect_is_reported_not_followed_so_the_key_stays_home(call: Any, pa
     assert "set api_url" in message
     assert len(sent) == 1  # not retried either: the next attempt would be redirected too
     assert received == []  # the key headers never reached the other address
+
+
+def test_a_run_of_many_connections_spreads_its_calls_over_several_small_pools() -> None:
+    """httpcore scans every connection of a pool on each request: a run allowed 200 at
+    once gets pools of at most 32, used in turn, each call answered as before."""
+    import httpx
+
+    from oxyeval.providers._http import new_client
+
+    async def go(url: str) -> tuple[int, list[int], list[str]]:
+        client = new_client(keepalive=200)
+        shards = getattr(client, "shards", [])
+        try:
+            pools = [client, *shards]
+            answers = []
+            for i in range(len(pools) * 2):
+                body = {"model": "m", "messages": [{"role": "user", "content": f"hi {i}"}]}
+                async with client.stream("POST", f"{url}/chat/completions", json=body) as r:
+                    await r.aread()
+                    answers.append(r.json()["choices"][0]["message"]["content"])
+            used = [len(p._transport._pool.connections) for p in pools]  # type: ignore[attr-defined]
+        finally:
+            await client.aclose()
+        assert client.is_closed and all(s.is_closed for s in shards)
+        assert isinstance(client, httpx.AsyncClient)
+        return len(pools), used, answers
+
+    with fake_openai() as server:
+        count, used, answers = asyncio.run(go(server.url))
+    assert count == 7  # 200 connections in pools of at most 32
+    assert used == [1] * count  # each pool took its turn, keeping its one connection
+    assert answers == [f"hi {i}" for i in range(count * 2)]
+    small = new_client(keepalive=10)
+    assert not hasattr(small, "shards")  # a small run: one pool
+    asyncio.run(small.aclose())

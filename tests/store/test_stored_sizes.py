@@ -87,3 +87,27 @@ def test_a_huge_selected_answer_is_stored_cut(tmp_path: Path, kind: str) -> None
     assert big is not None and small is not None and small.selected_output == "ok"
     assert big.selected_output.startswith("x" * MAX_STORED_CHARS + "\n[... cut: ")
     assert f"{len(answer):,} characters" in big.selected_output
+
+
+def test_a_huge_case_output_is_stored_cut_with_the_hash_of_the_whole(tmp_path: Path) -> None:
+    import hashlib
+
+    from ._helpers import make_case, new
+
+    answer = "y" * (MAX_STORED_CHARS + 7)
+    with open_store(tmp_path / "h.db") as store:
+        make_case(store)
+        run_id = store.runs.start(prompt_id="p1", prompt_version=1, total=2)
+        big, small = store.executions.record_batch(
+            [
+                new(run_id=run_id, actual_output=answer, passed=False, score=0.0),
+                new(run_id=run_id, actual_output="ok", passed=False, score=0.0),
+            ]
+        )
+        (result, other) = store.results.for_run(run_id)
+    digest = hashlib.sha256(answer.encode()).hexdigest()
+    for text in (big.actual_output, result.output):
+        assert text is not None and text.startswith("y" * MAX_STORED_CHARS + "\n[... cut: ")
+        assert text.endswith(f"{len(answer):,} characters in all, sha256 {digest}]")
+    assert small.actual_output == other.output == "ok"
+    assert big.length_diff == len(answer) - len("positive")  # measured on the whole

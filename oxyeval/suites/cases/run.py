@@ -1,8 +1,9 @@
 """Running test cases: render, call the model, score, detect regressions, store.
 
-Each execution is committed the moment it is scored, so an interrupted batch
-(Ctrl-C, a crash, a provider outage) keeps every finished result; the run itself
-is marked interrupted and says how many of its cases finished.
+Each execution goes to the history as soon as it is scored (those that finish together
+in one transaction), so an interrupted batch (Ctrl-C, a crash, a provider outage) keeps
+every finished result; the run itself is marked interrupted and says how many of its
+cases finished.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...project.templates import TemplateRef
 from ...providers import GenerateParams, stopped_at_token_limit
 from ...redact import redact
-from ...store import TestCase
+from ...store import CaseHistory, TestCase
 from ...workflow.agent import counted, token_limit_warning
 from ...workflow.context import RunContext
 from ..history_store import history_location
@@ -80,6 +81,7 @@ class _VersionRun:
     counter: TokenCounter
     run_id: str = ""
     handle: Handle = field(default_factory=lambda: Handle(None, None))  # where it is kept
+    histories: _Histories | None = None
 
     @classmethod
     def build(
@@ -113,6 +115,48 @@ class _VersionRun:
             target=target,
             counter=token_counter(str(content.get("model_ref", ""))),
         )
+
+
+_HISTORY_CHUNK = 400  # cases whose history is read together, in plan order
+_INLINE_DIFF = 2_000  # characters of expected + actual diffed on the event loop
+
+
+class _Histories:
+    """Each case's regression inputs from the history, read for a few hundred cases of
+    a prompt version at a time as the run reaches them (two statements per chunk instead
+    of two per case), and let go once its case has them. Read before any of them is
+    stored, so no case is its own baseline."""
+
+    def __init__(self, store: Store, cases: Sequence[TestCase], method: str, recent: int) -> None:
+        self._store = store
+        self._cases = cases
+        self.method = method
+        self._recent = recent
+        self._index = {case.id: i for i, case in enumerate(cases)}
+        self._chunks: dict[int, asyncio.Future[dict[str, CaseHistory]]] = {}
+
+    async def get(self, case: TestCase, expected: str) -> CaseHistory:
+        chunk = self._index[case.id] // _HISTORY_CHUNK
+        loading = self._chunks.get(chunk)
+        if loading is None:
+            part = self._cases[chunk * _HISTORY_CHUNK : (chunk + 1) * _HISTORY_CHUNK]
+            loading = self._chunks[chunk] = asyncio.ensure_future(
+                asyncio.to_thread(self._read, part)
+            )
+        found = await asyncio.shield(loading)
+        history = found.pop(case.id, None)
+        if history is None:  # read already by this case (a retry), or its expected changed
+            (history,) = await asyncio.to_thread(
+                self._store.stats.histories, [(case.id, (expected, self.method))], self._recent
+            )
+        return history
+
+    def _read(self, part: Sequence[TestCase]) -> dict[str, CaseHistory]:
+        asked = [c for c in part if c.expected_output is not None]
+        read = self._store.stats.histories(
+            [(c.id, (c.expected_output, self.method)) for c in asked], self._recent
+        )
+        return {c.id: h for c, h in zip(asked, read, strict=True)}
 
 
 _EXACT = ExactMatch()
@@ -211,15 +255,19 @@ async def _run_one(
         result.length_diff = len(actual) - len(expected)
         result.token_diff = plan.counter.count(actual) - plan.counter.count(expected)
         result.token_method = plan.counter.method
-        # Quadratic in the worst case: off the event loop, so other cases keep going.
-        result.output_diff = await asyncio.to_thread(output_diff, expected, actual)
-        # The store is synchronous: off the event loop, so other cases keep going.
-        history = await asyncio.to_thread(
-            store.stats.history,
-            result.case_id,
-            prompt.recent,
-            baseline=(expected, result.similarity_method),
-        )
+        if len(expected) + len(actual) <= _INLINE_DIFF:
+            result.output_diff = output_diff(expected, actual)
+        else:  # quadratic in the worst case: off the event loop, so other cases keep going
+            result.output_diff = await asyncio.to_thread(output_diff, expected, actual)
+        if plan.histories is not None and result.similarity_method == plan.histories.method:
+            history = await plan.histories.get(case, expected)
+        else:  # the store is synchronous: off the event loop, so other cases keep going
+            history = await asyncio.to_thread(
+                store.stats.history,
+                result.case_id,
+                prompt.recent,
+                baseline=(expected, result.similarity_method),
+            )
         past_rate, recent = history.historical_pass_rate, history.recent
     else:
         result.pending = True
@@ -273,8 +321,8 @@ def _api_prompts(location: Any, project: Project, declared: Sequence[PromptDef])
 
 
 def _execution_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, Any]]) -> list[Any]:
-    """Each case's execution row (with its result row, in one transaction)."""
-    return [store.executions.record(case.new_execution(run_id)) for _r, case in items]
+    """The cases' execution rows (with their result rows), all in one transaction."""
+    return store.executions.record_batch([case.new_execution(run_id) for _r, case in items])
 
 
 def _shard(plans: list[_VersionRun], suite: SuiteRun, project: Project) -> list[_VersionRun]:
@@ -295,7 +343,7 @@ def _shard(plans: list[_VersionRun], suite: SuiteRun, project: Project) -> list[
 
 class Cases:
     """Test cases as a kind on the run pipeline: one run row per prompt version (sharing a
-    group id when there are several), each case a unit; each execution stored the moment
+    group id when there are several), each case a unit; each execution stored as soon as
     it is scored, so an interrupted run keeps every finished result."""
 
     name = "cases"
@@ -417,7 +465,10 @@ class Cases:
             context.models.check([content["model"]])
             assert self._scorer is not None
             self._scorer.check(prompt.similarity)
-            plans.append(_VersionRun.build(prompt, selected, chosen_version, content, context))
+            plan = _VersionRun.build(prompt, selected, chosen_version, content, context)
+            method = self._scorer.scorer(prompt.similarity).method
+            plan.histories = _Histories(store, selected, method, prompt.recent)
+            plans.append(plan)
         error = unknown_names_error(self.names, found, all_names, only_files)
         if error is not None:
             raise error
@@ -430,15 +481,17 @@ class Cases:
             plan.run_id = await suite.recorder.run_id(plan.handle) or ""
             if plan.run_id:
                 self.run.runs[plan.prompt.id] = plan.run_id
-        # A case holds its slot until it is stored: --concurrency counts cases in flight.
+        # --concurrency counts cases being answered and scored; a scored case gives its
+        # slot up before it is stored, so finished cases are written many to a
+        # transaction while the next ones are asked.
         async with self._limit:
             result = await _run_one(plan, case, scorer=self._scorer, store=self._store)
             self._told(suite, result)
-            try:
-                recorded = await suite.keep(plan.handle, result.as_result(), result)
-            except KeptThenCancelled as stop:  # stored: reported too
-                self._kept(result, stop.recorded)
-                raise
+        try:
+            recorded = await suite.keep(plan.handle, result.as_result(), result)
+        except KeptThenCancelled as stop:  # stored: reported too
+            self._kept(result, stop.recorded)
+            raise
         self._kept(result, recorded)
 
     def _told(self, suite: SuiteRun, result: CaseResult) -> None:
