@@ -23,7 +23,7 @@ from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...project.templates import TemplateRef
 from ...providers import GenerateParams, stopped_at_token_limit
 from ...redact import redact
-from ...store import CaseHistory, TestCase
+from ...store import TestCase
 from ...workflow.agent import counted, token_limit_warning
 from ...workflow.context import RunContext
 from ..history_store import history_location
@@ -32,6 +32,7 @@ from ..recorder import Handle, KeptThenCancelled, Recorded, RunRow, Storage
 from ..shards import ShardKey
 from ..suite import SuiteRun, run_kind
 from ..targets import AgentTarget, PromptTarget, Target
+from .histories import CaseHistories
 from .results import CaseResult, CaseRun
 from .scoring import (
     TokenCounter,
@@ -81,7 +82,7 @@ class _VersionRun:
     counter: TokenCounter
     run_id: str = ""
     handle: Handle = field(default_factory=lambda: Handle(None, None))  # where it is kept
-    histories: _Histories | None = None
+    histories: CaseHistories | None = None
 
     @classmethod
     def build(
@@ -117,46 +118,7 @@ class _VersionRun:
         )
 
 
-_HISTORY_CHUNK = 400  # cases whose history is read together, in plan order
 _INLINE_DIFF = 2_000  # characters of expected + actual diffed on the event loop
-
-
-class _Histories:
-    """Each case's regression inputs from the history, read for a few hundred cases of
-    a prompt version at a time as the run reaches them (two statements per chunk instead
-    of two per case), and let go once its case has them. Read before any of them is
-    stored, so no case is its own baseline."""
-
-    def __init__(self, store: Store, cases: Sequence[TestCase], method: str, recent: int) -> None:
-        self._store = store
-        self._cases = cases
-        self.method = method
-        self._recent = recent
-        self._index = {case.id: i for i, case in enumerate(cases)}
-        self._chunks: dict[int, asyncio.Future[dict[str, CaseHistory]]] = {}
-
-    async def get(self, case: TestCase, expected: str) -> CaseHistory:
-        chunk = self._index[case.id] // _HISTORY_CHUNK
-        loading = self._chunks.get(chunk)
-        if loading is None:
-            part = self._cases[chunk * _HISTORY_CHUNK : (chunk + 1) * _HISTORY_CHUNK]
-            loading = self._chunks[chunk] = asyncio.ensure_future(
-                asyncio.to_thread(self._read, part)
-            )
-        found = await asyncio.shield(loading)
-        history = found.pop(case.id, None)
-        if history is None:  # read already by this case (a retry), or its expected changed
-            (history,) = await asyncio.to_thread(
-                self._store.stats.histories, [(case.id, (expected, self.method))], self._recent
-            )
-        return history
-
-    def _read(self, part: Sequence[TestCase]) -> dict[str, CaseHistory]:
-        asked = [c for c in part if c.expected_output is not None]
-        read = self._store.stats.histories(
-            [(c.id, (c.expected_output, self.method)) for c in asked], self._recent
-        )
-        return {c.id: h for c, h in zip(asked, read, strict=True)}
 
 
 _EXACT = ExactMatch()
@@ -467,7 +429,7 @@ class Cases:
             self._scorer.check(prompt.similarity)
             plan = _VersionRun.build(prompt, selected, chosen_version, content, context)
             method = self._scorer.scorer(prompt.similarity).method
-            plan.histories = _Histories(store, selected, method, prompt.recent)
+            plan.histories = CaseHistories(store, selected, method, prompt.recent)
             plans.append(plan)
         error = unknown_names_error(self.names, found, all_names, only_files)
         if error is not None:

@@ -1,0 +1,54 @@
+"""Each case's regression inputs, read from the history a few hundred cases at a time
+as a run reaches them: apart from the run so that a large run's reads are one concern,
+bounded by :data:`HISTORY_CHUNK` cases per statement."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ...store import CaseHistory, Store, TestCase
+
+__all__ = ["HISTORY_CHUNK", "CaseHistories"]
+
+HISTORY_CHUNK = 400  # cases whose history is read together, in plan order
+
+
+class CaseHistories:
+    """Each case's regression inputs from the history, read for a few hundred cases of
+    a prompt version at a time as the run reaches them (two statements per chunk instead
+    of two per case), and let go once its case has them. Read before any of them is
+    stored, so no case is its own baseline."""
+
+    def __init__(self, store: Store, cases: Sequence[TestCase], method: str, recent: int) -> None:
+        self._store = store
+        self._cases = cases
+        self.method = method
+        self._recent = recent
+        self._index = {case.id: i for i, case in enumerate(cases)}
+        self._chunks: dict[int, asyncio.Future[dict[str, CaseHistory]]] = {}
+
+    async def get(self, case: TestCase, expected: str) -> CaseHistory:
+        chunk = self._index[case.id] // HISTORY_CHUNK
+        loading = self._chunks.get(chunk)
+        if loading is None:
+            part = self._cases[chunk * HISTORY_CHUNK : (chunk + 1) * HISTORY_CHUNK]
+            loading = self._chunks[chunk] = asyncio.ensure_future(
+                asyncio.to_thread(self._read, part)
+            )
+        found = await asyncio.shield(loading)
+        history = found.pop(case.id, None)
+        if history is None:  # read already by this case (a retry), or its expected changed
+            (history,) = await asyncio.to_thread(
+                self._store.stats.histories, [(case.id, (expected, self.method))], self._recent
+            )
+        return history
+
+    def _read(self, part: Sequence[TestCase]) -> dict[str, CaseHistory]:
+        asked = [c for c in part if c.expected_output is not None]
+        read = self._store.stats.histories(
+            [(c.id, (c.expected_output, self.method)) for c in asked], self._recent
+        )
+        return {c.id: h for c, h in zip(asked, read, strict=True)}
