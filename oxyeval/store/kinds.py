@@ -25,11 +25,11 @@ __all__ = [
 
 #: The kinds of run the built-in commands write: ``oxy cases run`` (cases), ``oxy test``
 #: (consistency), ``oxy run`` (workflow), ``oxy ab run`` (ab) and ``oxy chattest`` /
-#: ``oxy test`` on ``*.test.yml`` files (passfail), and the Python SDK's ``evaluate`` and
-#: ``run_test_suite`` (sdk). Since revision 0004 the schema does not
+#: ``oxy test`` on ``*.test.yml`` files (passfail), the Python SDK's ``evaluate`` and
+#: ``run_test_suite`` (sdk), and ``oxy run --question`` (ask). Since revision 0004 the schema does not
 #: constrain a run's kind: a new kind of test registers itself with the evaluation core
 #: (``oxyeval.evaluation.register_kind``) and the store takes its runs and results.
-RUN_KINDS = ("cases", "consistency", "workflow", "ab", "passfail", "sdk")
+RUN_KINDS = ("cases", "consistency", "workflow", "ab", "passfail", "sdk", "ask")
 #: Names kept for test types not written yet (none today: A/B tests register ``ab``,
 #: judged pass/fail tests ``passfail``): until registered, a run of such a kind cannot be
 #: started, and none is offered to a reader.

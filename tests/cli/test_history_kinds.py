@@ -50,6 +50,7 @@ def _one_run_of_each_kind() -> None:
     assert invoke("cases", "run", "--case", "happy").exit_code == 0
     assert invoke("test", "a.agent.yml").exit_code == 0
     assert invoke("run", "w.workflow.yml", "-q").exit_code == 0
+    assert invoke("run", "a.agent.yml", "--question", "Hi?", "-q").exit_code == 0
     assert invoke("ab", "run", "--case", "compared", "-q").exit_code == 0
     assert invoke("chattest", "ct", "-q").exit_code == 0
     from oxyeval.testing import ExactMatchMetric, LLMTestCase, evaluate
