@@ -116,7 +116,10 @@ class _Runs:
             )
         with self._store.write("finishing a run") as cur:
             cur.execute(
-                "UPDATE runs SET status = ?, finished_at = ? WHERE id = ?",
+                # A run that did more steps than it planned (a workflow's loop bodies
+                # run once per item) finishes with its total at what it did.
+                "UPDATE runs SET status = ?, finished_at = ?, "
+                "total = CASE WHEN done > total THEN done ELSE total END WHERE id = ?",
                 (status, utc_timestamp(), run_id),
             )
             if cur.rowcount == 0:

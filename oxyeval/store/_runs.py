@@ -201,7 +201,13 @@ class Runs:
             done = conn.execute(
                 runs.update()
                 .where(_R.id == run_id)
-                .values(status=status, finished_at=utc_timestamp())
+                .values(
+                    status=status,
+                    finished_at=utc_timestamp(),
+                    # A run that did more steps than it planned (a workflow's loop
+                    # bodies run once per item) finishes with its total at what it did.
+                    total=sa.case((_R.done > _R.total, _R.done), else_=_R.total),
+                )
             )
             if done.rowcount == 0:
                 raise NotFoundError(

@@ -193,3 +193,38 @@ def test_a_workflow_run_written_here_reads_back_as_the_full_store_writes_it(
         2,
         "w.workflow.yml",
     )
+
+
+def test_a_run_that_did_more_steps_than_planned_finishes_with_its_total_at_them(
+    tmp_path: Path,
+) -> None:
+    """A workflow's loop body runs once per item: planned once, done three times. Both
+    writers finish the run at 3/3, not 3/1."""
+    ran = NewWorkflowRun(
+        workflow="w.workflow.yml",
+        status="completed",
+        tasks=[
+            NewWorkflowTask(
+                path=f"each.line[{i}]", name="line", type="formatter", status="succeeded"
+            )
+            for i in range(3)
+        ],
+    )
+    path = _history(tmp_path)
+    location = resolve_location(str(path), environ={})
+    with open_results(location) as lite:
+        assert lite is not None
+        lean = lite.runs.start("workflow", subject="w.workflow.yml", total=1)
+        lite.workflows.record(lean, ran)
+        lite.runs.finish(lean)
+    with open_store(path) as store:
+        full = store.runs.start("workflow", subject="w.workflow.yml", total=1)
+        store.workflows.record(full, ran)
+        store.runs.finish(full)
+        for run_id in (lean, full):
+            got = store.runs.get(run_id)
+            assert got is not None and (got.done, got.total) == (3, 3)
+        planned = store.runs.start("workflow", subject="w.workflow.yml", total=5)
+        store.runs.finish(planned)
+        got = store.runs.get(planned)
+        assert got is not None and (got.done, got.total) == (0, 5)  # fewer done: kept
