@@ -68,7 +68,7 @@ def test_the_help_follows_the_conventions(path: list[str]) -> None:
 
 
 def test_history_kind_offers_its_choices() -> None:
-    assert "--kind cases|consistency|workflow|ab|passfail|sdk|test" in _help(["history"])
+    assert "--kind cases|consistency|workflow|ab|passfail|sdk|ask|test" in _help(["history"])
 
 
 def test_a_missing_file_is_named_as_given_by_every_command(
