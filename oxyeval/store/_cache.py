@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ._util import canonical_json, loads, redact_json, utc_timestamp
+from ._util import canonical_json, chunks, loads, redact_json, utc_timestamp
 
 __all__ = [
     "CACHE_KINDS",
@@ -35,7 +35,6 @@ __all__ = [
 ]
 
 CACHE_KINDS = ("answer", "verdict")  # also the table's CHECK (``_tables``)
-_CHUNK = 500  # keys per IN (...) list: well under SQLite's bound-parameter limit
 
 _SELECT = "SELECT key_hash, kind, model, value, created_at, hits FROM cache_entries"
 _UPSERT = (
@@ -123,11 +122,6 @@ def _check_kind(kind: str | None) -> None:
         raise ValueError(f"cache kind must be one of {', '.join(CACHE_KINDS)}, not {kind!r}")
 
 
-def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
-    for start in range(0, len(items), _CHUNK):
-        yield items[start : start + _CHUNK]
-
-
 class Caches:
     """``store.cache``: answers and verdicts by key hash, on either store (``read`` and
     ``write`` are its transactions)."""
@@ -147,7 +141,7 @@ class Caches:
             return found
         age = "" if newer_than is None else " AND created_at > :newer_than"
         with self._read("reading the cache") as sql:
-            for chunk in _chunks(keys):
+            for chunk in chunks(keys):
                 names = [f"k{i}" for i in range(len(chunk))]
                 params: dict[str, Any] = dict(zip(names, chunk, strict=True))
                 if newer_than is not None:

@@ -5,7 +5,7 @@ is unique within its prompt and the full id the CLI takes finds every case."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -15,7 +15,7 @@ from ._errors import AlreadyExistsError, NameTakenError, NotFoundError
 from ._prompts import _upsert, ensure_prompt_row
 from ._rows import TestCase
 from ._tables import test_cases
-from ._util import canonical_json, case_id, loads, redact_text, utc_timestamp
+from ._util import canonical_json, case_id, chunks, loads, redact_text, utc_timestamp
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -85,11 +85,6 @@ def _stored(fields: Mapping[str, Any]) -> dict[str, Any]:
     if "expected_output" in out:
         out["expected_output"] = redact_text(out["expected_output"])
     return out
-
-
-def _chunks(items: Sequence[str], size: int = 400) -> Iterator[Sequence[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 class _Clash(Exception):
@@ -347,7 +342,7 @@ class Cases:
     def _sync(self, conn: Connection, declared: Mapping[str, Mapping[str, Any]], now: str) -> None:
         ids = sorted(declared)
         existing: dict[str, Any] = {}
-        for chunk in _chunks(ids):
+        for chunk in chunks(ids):
             q = sa.select(test_cases).where(_C.id.in_(chunk)).order_by(_C.id).with_for_update()
             existing.update((r.id, r) for r in conn.execute(q))
         by_prompt: dict[str, dict[str, str]] = {}  # prompt -> name -> the id declaring it
@@ -356,7 +351,7 @@ class Cases:
         taken: dict[str, str] = {}  # declared id -> the live case holding its name
         for prompt_id, names in sorted(by_prompt.items()):
             ensure_prompt_row(conn, prompt_id, now)
-            for chunk in _chunks(sorted(names)):
+            for chunk in chunks(sorted(names)):
                 for r in conn.execute(
                     sa.select(_C.id, _C.name).where(
                         _C.prompt_id == prompt_id, _C.name.in_(chunk), _C.deleted_at.is_(None)

@@ -23,7 +23,7 @@ from ._rows import (
     average,
 )
 from ._tables import case_baselines, case_daily, executions, result_daily, runs, test_cases
-from ._util import baseline_key, loads, redact_text
+from ._util import baseline_key, chunks, loads, redact_text
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -35,9 +35,6 @@ __all__ = ["REGRESSIONS_SHOWN", "Stats"]
 REGRESSIONS_SHOWN = 50
 _E = executions.c
 _JUDGED = _E.status.in_(("passed", "failed"))
-
-
-_CHUNK = 400  # cases read in one statement (bound parameters stay well under SQLite's)
 
 
 def _point(r: Any) -> HistoryPoint:
@@ -245,8 +242,7 @@ class Stats:
         b = case_baselines.c
         length = sa.func.length(_E.actual_output)
         with self._store.read("reading test history") as conn:
-            for start in range(0, len(keyed), _CHUNK):
-                chunk = keyed[start : start + _CHUNK]
+            for chunk in chunks(keyed):
                 ids = sorted({case_id for case_id, _key in chunk})
                 keys = sorted({key for _case, key in chunk})
                 for r in conn.execute(

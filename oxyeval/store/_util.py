@@ -1,23 +1,28 @@
-"""Small value helpers shared by the repositories: timestamps, canonical JSON, ids, redaction."""
+"""Small value helpers shared by the repositories: timestamps, canonical JSON, ids, redaction,
+and the slices a long list of keys is read in."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..inputs import lenient_loads, valid_text
 from ..redact import redact
 
+T = TypeVar("T")
+
 __all__ = [
+    "IN_LIST_SIZE",
     "baseline_key",
     "branch_id",
     "canonical_json",
     "case_id",
+    "chunks",
     "content_hash",
     "insert_sql",
     "loads",
@@ -27,6 +32,17 @@ __all__ = [
     "utc_timestamp",
     "valid_params",
 ]
+
+
+#: Values per ``IN (...)`` list or per batch of OR-ed terms: well under SQLite's
+#: bound-parameter limit, and few statements for a large run.
+IN_LIST_SIZE = 400
+
+
+def chunks(items: Sequence[T], size: int = IN_LIST_SIZE) -> Iterator[Sequence[T]]:
+    """``items`` in slices of ``size``: one statement each."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def utc_timestamp(value: str | datetime | date | None = None) -> str:
