@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._cache import Transaction, _chunks
+from ._cache import Transaction
 from ._errors import NotFoundError
 from ._results import _DAILY_SUMS, _RESULT_COLUMNS, result_row, write_results
-from ._util import loads
+from ._util import chunks, loads
 
 if TYPE_CHECKING:
     from ..evaluation import Result
@@ -174,7 +174,7 @@ class Results:
             rows = list(sql.rows(f"{_SELECT} WHERE {where}{tail}", params))
             ids = [r[0] for r in rows]
             scores: dict[str, list[StoredScore]] = {}
-            for chunk in _chunks(ids):
+            for chunk in chunks(ids):
                 names = {f"i{n}": i for n, i in enumerate(chunk)}
                 for s in sql.rows(
                     "SELECT result_id, metric, value, label, passed, threshold, reason FROM scores "
@@ -225,6 +225,23 @@ class Results:
             " ORDER BY r.seq",
         )
 
+    def in_runs(
+        self, kind: str, pairs: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], list[StoredResult]]:
+        """:meth:`in_run` of many (subject, run id) pairs, a statement per few hundred: what
+        a run reads once for all its results' baselines."""
+        found: dict[tuple[str, str], list[StoredResult]] = {}
+        for chunk in chunks(sorted(set(pairs))):
+            names: dict[str, Any] = {"kind": kind}
+            terms = []
+            for n, (subject, run_id) in enumerate(chunk):
+                names[f"s{n}"], names[f"r{n}"] = subject, run_id
+                terms.append(f"(r.subject = :s{n} AND r.run_id = :r{n})")
+            where = f"r.kind = :kind AND ({' OR '.join(terms)})"
+            for row in self._read_rows(where, names, " ORDER BY r.seq"):
+                found.setdefault((row.subject, row.run_id), []).append(row)
+        return found
+
     def history(self, kind: str, subject: str, limit: int = 20) -> list[StoredResult]:
         """A subject's latest results, newest first."""
         return self._read_rows(
@@ -242,7 +259,7 @@ class Results:
         limit = max(1, min(int(limit), 10_000))
         found: dict[str, list[tuple[str, str, float | None, str]]] = {}
         with self._read("reading results") as sql:
-            for chunk in _chunks(sorted(set(subjects))):
+            for chunk in chunks(sorted(set(subjects))):
                 names = {f"s{n}": s for n, s in enumerate(chunk)}
                 for subject, run_id, status, score, created_at in sql.rows(
                     "SELECT subject, run_id, status, score, created_at FROM ("

@@ -90,24 +90,41 @@ def earlier_results(
 ) -> list[Previous | None]:
     """Each result's previous one from the history's ``results`` table: the latest scored
     result of the same kind and subject in another run (what ``--fail-on-drop`` measures
-    a drop against), for every kind that keeps no detail rows of its own to ask."""
+    a drop against), with its tally there (what ``--fail-on-regression`` pairs with), for
+    every kind that keeps no detail rows of its own to ask. A few statements for the
+    whole batch, whatever its size."""
     recent: dict[str, dict[str, list[tuple[str, str, float | None, str]]]] = {}
     for kind in {result.kind for result, _extra in items}:
         subjects = [result.subject for result, _extra in items if result.kind == kind]
         recent[kind] = store.results.recent(kind, subjects, limit=_LOOKBACK)
-    found: list[Previous | None] = []
-    tallies: dict[tuple[str, str, str], Tally | None] = {}
+    chosen: list[tuple[str, str, tuple[str, float, str]] | None] = []
     for result, _extra in items:
         unknown = result_kind(result.kind).unknown
-        previous = None
-        for earlier_run, status, score, created_at in recent[result.kind].get(result.subject, ()):
-            if earlier_run != run_id and score is not None and status not in unknown:
-                key = (result.kind, result.subject, earlier_run)
-                if key not in tallies:
-                    tallies[key] = baseline_tally(store, *key)
-                previous = Previous(score, created_at, earlier_run, tallies[key])
-                break
-        found.append(previous)
+        chosen.append(
+            next(
+                (
+                    (result.kind, result.subject, (earlier_run, score, created_at))
+                    for earlier_run, status, score, created_at in recent[result.kind].get(
+                        result.subject, ()
+                    )
+                    if earlier_run != run_id and score is not None and status not in unknown
+                ),
+                None,
+            )
+        )
+    baselines: dict[str, dict[tuple[str, str], list[Any]]] = {}
+    for kind in {c[0] for c in chosen if c is not None}:
+        pairs = [(c[1], c[2][0]) for c in chosen if c is not None and c[0] == kind]
+        baselines[kind] = store.results.in_runs(kind, pairs)
+    found: list[Previous | None] = []
+    for c in chosen:
+        if c is None:
+            found.append(None)
+            continue
+        kind, subject, (earlier_run, score, created_at) = c
+        rows = baselines[kind].get((subject, earlier_run), [])
+        tally = add_tallies(tally_of(r.to_result()) for r in rows)
+        found.append(Previous(score, created_at, earlier_run, tally))
     return found
 
 
