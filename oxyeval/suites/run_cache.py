@@ -395,16 +395,15 @@ class RunCaches:
             return None
         if self.histories is None:
             cache = RunCache(policy, History.for_project(project, self.db, self.environ))
+            start = self.eager or policy.answers
         else:
             history = self.histories.for_project(project)
             if history is None:  # the cache lives in the history: none, nothing cached
                 return None
             cache = RunCache(policy, history, owns_history=False)
-            cache.events, cache.run_kind = self.events, self.kind
-            self.made.append(cache)
-            return cache  # opened when the run starts its histories, or at first use
+            start = False  # opened when the run starts its histories, or at first use
         cache.events, cache.run_kind = self.events, self.kind
-        if self.eager or policy.answers:
+        if start:
             cache.start()
         self.made.append(cache)
         return cache
