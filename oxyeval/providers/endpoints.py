@@ -37,14 +37,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..redact import register_credentials
 from ._checks import api_url_problem
 from ._registry import MissingCredential, canonical_vendor, default_key_var, resolve_api_key
-from .local import default_concurrency, streamed_by_default
 from .pricing import price_for
 from .variants import model_spec
 
@@ -201,10 +200,7 @@ def vendor_model_spec(
         name=name,
         params=params,
         price=price_for(model_id, pricing),
-        concurrency=default_concurrency(vendor, api_url),
     )
-    if streamed_by_default(canonical_vendor(vendor), api_url):
-        spec = replace(spec, stream=True)  # an abandoned call stops its generation
     section = _section_name(vendor, endpoints or {})
     where: tuple[str, ...] = ()
     if configured is not None and configured.key_var is not None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError
 from ._base import GenerateParams, ModelSpec
 from ._registry import canonical_vendor, vendors
+from .local import endpoint_defaults
 
 if TYPE_CHECKING:
     from .pricing import Price
@@ -33,19 +34,25 @@ def model_spec(
     name: str | None = None,
     params: GenerateParams | None = None,
     price: Price | None = None,
-    concurrency: int = 16,
+    concurrency: int | None = None,
 ) -> ModelSpec:
     """A spec for a model config.yml does not list: ``vendor`` (``openai``, ``anthropic``,
     ``gemini``/``google``, ``ollama``, ``mock``), the vendor's ``model_id``, and where to
     send it (``api_url``; default the vendor's public endpoint) with the key in
     ``key_var`` (default the vendor's variable, ``OPENAI_API_KEY``...). ``name`` defaults
-    to ``vendor:model_id``; ``price`` to the built-in one for ``model_id``.
+    to ``vendor:model_id``; ``price`` to the built-in one for ``model_id``. What depends on
+    where the endpoint is (a local server's concurrency, streaming and answer cap) comes
+    from :func:`~oxyeval.providers.local.endpoint_defaults`, as for a config.yml model;
+    ``concurrency`` overrides it.
     """
     canonical = canonical_vendor(vendor)
     if canonical not in vendors():
         raise ConfigError(f"unknown vendor '{vendor}'; vendors: {', '.join(vendors())}")
     if not model_id and canonical != "mock":
         raise ConfigError(f"vendor '{vendor}': a model id is needed")
+    where = endpoint_defaults(canonical, api_url)
+    if concurrency is not None:
+        where["concurrency"] = concurrency
     return ModelSpec(
         name=name or f"{canonical}:{model_id}",
         vendor=canonical,
@@ -53,6 +60,6 @@ def model_spec(
         key_var=key_var,
         api_url=api_url,
         params=params or GenerateParams(),
-        concurrency=concurrency,
         price=price,
+        **where,
     )

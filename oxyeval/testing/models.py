@@ -102,7 +102,13 @@ class _VendorModel:
         import hashlib
         import os
 
-        from ..providers import GenerateParams, model_spec, price_for, vendor_model_spec
+        from ..providers import (
+            GenerateParams,
+            endpoint_defaults,
+            model_spec,
+            price_for,
+            vendor_model_spec,
+        )
         from ..providers.endpoints import vendor_endpoint
 
         params = GenerateParams(
@@ -113,8 +119,12 @@ class _VendorModel:
         name = f"{self.vendor}:{self.name}#{tag}"
         if self._api_key is None:
             spec = vendor_model_spec(self.vendor, self.name, params=params, name=name)
-            if self.base_url is not None:
-                spec = dataclasses.replace(spec, api_url=self.base_url)
+            if self.base_url is not None:  # where it is decides a local server's defaults
+                spec = dataclasses.replace(
+                    spec,
+                    api_url=self.base_url,
+                    **endpoint_defaults(spec.vendor, self.base_url),
+                )
             return spec
         api_url, _ = vendor_endpoint(self.vendor, None, os.environ)
         spec = model_spec(

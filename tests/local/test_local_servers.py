@@ -632,3 +632,21 @@ def test_a_branch_sets_its_own_timeout_and_concurrency(make_project: Any) -> Non
     made = asyncio.run(go())
     assert made["short"].spec.timeout == 30.0 and made["short"].limiter.ceiling == 1
     assert made["plain"].spec.timeout == 120.0 and made["plain"].limiter.ceiling == 16
+
+
+def test_a_model_named_in_code_or_by_vendor_gets_a_local_servers_defaults_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the endpoint is decides, whoever names the model: an A/B branch's
+    ``provider:``, the SDK's judge from OPENAI_BASE_URL, a DeepEval model object."""
+    from oxyeval.providers import vendor_model_spec
+    from oxyeval.testing.models import OpenAIModel
+
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:8765/v1", "OPENAI_API_KEY": "sk-local-123456"}
+    monkeypatch.setenv("OPENAI_API_KEY", env["OPENAI_API_KEY"])
+    by_vendor = vendor_model_spec("openai", "gemma", environ=env)
+    in_code = OpenAIModel("gemma", base_url="http://localhost:8765/v1").model_spec()
+    hosted = vendor_model_spec("openai", "gpt-4.1", environ={"OPENAI_API_KEY": "sk-h-123456"})
+    for spec in (by_vendor, in_code):
+        assert (spec.local, spec.stream, spec.concurrency) == (True, True, 1), spec.name
+    assert (hosted.local, hosted.stream, hosted.concurrency) == (False, False, 16)
