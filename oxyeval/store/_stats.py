@@ -180,23 +180,16 @@ class Stats:
 
         With ``baseline=(expected_output, similarity_method)`` only comparable earlier
         executions count: judged against that expected output with that method, so
-        accepting a new baseline or switching lexical -> embedding scores starts afresh.
-        Call it before recording the current execution, so it is not its own baseline.
+        accepting a new baseline or switching lexical -> embedding scores starts afresh
+        (:meth:`histories` of this one case). Call it before recording the current
+        execution, so it is not its own baseline.
         """
-        where = [_E.test_case_id == case_id, _JUDGED]
-        if baseline is None:
-            t = test_cases.c
-            totals = sa.select(
-                t.total_runs, t.pass_count, t.score_sum, t.scored_runs, t.length_sum
-            ).where(t.id == case_id)
-        else:
-            # Stored expected outputs are redacted: so is the key they are found by.
-            key = baseline_key(redact_text(baseline[0]), baseline[1])
-            where.append(_E.baseline_key == key)
-            b = case_baselines.c
-            totals = sa.select(b.runs, b.passes, b.score_sum, b.scored, b.length_sum).where(
-                b.test_case_id == case_id, b.baseline_key == key
-            )
+        if baseline is not None:
+            return self.histories([(case_id, baseline)], recent)[0]
+        t = test_cases.c
+        totals = sa.select(
+            t.total_runs, t.pass_count, t.score_sum, t.scored_runs, t.length_sum
+        ).where(t.id == case_id)
         length = sa.func.length(_E.actual_output)
         with self._store.read("reading test history") as conn:
             row = conn.execute(totals).first()
@@ -216,7 +209,7 @@ class Stats:
                         _E.is_regression,
                         _E.prompt_version,
                         _E.created_at,
-                    ).where(*where)
+                    ).where(_E.test_case_id == case_id, _JUDGED)
                 ).limit(recent)
             ).all()
         return CaseHistory(
