@@ -296,13 +296,14 @@ ENGINES = frozenset(
 )
 
 
-def engine_refusal(name: str, entry: dict[str, Any]) -> str:
+def engine_refusal(name: str, entry: dict[str, Any], root: Path | None = None) -> str:
     """Why database ``name`` cannot be queried in this run ('' when it can): the one place
     that refuses a database before anything runs: a type oxyeval has no engine for, a
-    warehouse whose driver is not installed (with the pip command), a ``<key>_var`` whose
-    environment variable is not set. Its files are valid (``oxy validate`` accepts them);
-    the command that would query it stops with this (exit 2), before the query, or
-    before an agent with a tool on it is asked."""
+    read-only DuckDB file that does not exist yet (a deployment creates it; with the
+    project's ``root``), a warehouse whose driver is not installed (with the pip
+    command), a ``<key>_var`` whose environment variable is not set. Its files are valid
+    (``oxy validate`` accepts them); the command that would query it stops with this
+    (exit 2), before the query, or before an agent with a tool on it is asked."""
     kind = entry.get("type")
     if kind not in ENGINES:
         return (
@@ -311,6 +312,8 @@ def engine_refusal(name: str, entry: dict[str, Any]) -> str:
             "accepts it, and oxy runs it); here, what queries this database stops"
         )
     if kind == "duckdb":
+        if root is not None and database_absences(entry, root.resolve()):
+            return database_problems(entry, root.resolve())[0][1]
         return ""
     from .warehouses import connection_problem, driver_problem
 
@@ -353,7 +356,7 @@ class Databases:
         problem = database_use_problem(self.databases, name, "config.yml")
         if problem:  # checked when the files load; here for entries built in code
             raise ConfigError(problem)
-        refusal = engine_refusal(name, self.databases[name])
+        refusal = engine_refusal(name, self.databases[name], self.root)
         if refusal:  # the callers that know the file say it at its line first
             raise ConfigError(refusal)
         return self.databases[name]
@@ -362,13 +365,7 @@ class Databases:
         """Why ``name`` cannot be queried here ('' when it can; an unknown name is said by
         the query itself)."""
         entry = self.databases.get(name)
-        if entry is None:
-            return ""
-        refusal = engine_refusal(name, entry)
-        if refusal or not database_absences(entry, self.root.resolve()):
-            return refusal
-        # Valid as oxy reads it (validate warns); nothing can be read from it here.
-        return database_problems(entry, self.root.resolve())[0][1]
+        return engine_refusal(name, entry, self.root) if entry is not None else ""
 
     def describe(self, name: str) -> ContextMap:
         """What agents read of the database (oxy's ``databases.<name>``: its dialect, and
