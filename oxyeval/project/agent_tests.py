@@ -404,7 +404,11 @@ def _check_tool(
 
 
 def load_test_file(
-    project: Project, path: str | os.PathLike[str], *, load_workflow: WorkflowLoader | None = None
+    project: Project,
+    path: str | os.PathLike[str],
+    *,
+    load_workflow: WorkflowLoader | None = None,
+    doc: Document | None = None,
 ) -> TestFile:
     """Load, validate and check one ``*.test.yml`` file and its target against ``project``.
 
@@ -412,8 +416,9 @@ def load_test_file(
     duplicate case names, unknown tools) and of its target, which must load.
     ``load_workflow``: the workflow stage's full loader for a workflow target (see
     :data:`WorkflowLoader`); without it only the workflow's schema is checked here.
+    ``doc``: the file already parsed (a caller that looked at it first), not read again.
     """
-    doc = load_yaml(path)
+    doc = doc if doc is not None else load_yaml(path)
     if is_dataset(doc):
         raise LoadError(
             [

@@ -247,7 +247,9 @@ def validate_paths(paths: list[str], project_dir: str | None = None) -> Validati
                     if is_dataset(doc):
                         report.diagnostics.extend(dataset_problems(doc))
                     else:
-                        tests = load_test_file(project, target, load_workflow=_load_workflow)
+                        tests = load_test_file(
+                            project, target, load_workflow=_load_workflow, doc=doc
+                        )
                         report.diagnostics.extend(tests.warnings)
                 elif kind == "agent":
                     report.diagnostics.extend(load_agent(project, target).warnings)
