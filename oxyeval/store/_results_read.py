@@ -231,15 +231,20 @@ class Results:
         """:meth:`in_run` of many (subject, run id) pairs, a statement per few hundred: what
         a run reads once for all its results' baselines."""
         found: dict[tuple[str, str], list[StoredResult]] = {}
-        for chunk in chunks(sorted(set(pairs))):
-            names: dict[str, Any] = {"kind": kind}
-            terms = []
-            for n, (subject, run_id) in enumerate(chunk):
-                names[f"s{n}"], names[f"r{n}"] = subject, run_id
-                terms.append(f"(r.subject = :s{n} AND r.run_id = :r{n})")
-            where = f"r.kind = :kind AND ({' OR '.join(terms)})"
-            for row in self._read_rows(where, names, " ORDER BY r.seq"):
-                found.setdefault((row.subject, row.run_id), []).append(row)
+        # Grouped by run (a run's baselines mostly sit in one earlier run): each statement
+        # is an index lookup per subject; a long OR of pairs made SQLite scan the kind.
+        by_run: dict[str, set[str]] = {}
+        for subject, run_id in pairs:
+            by_run.setdefault(run_id, set()).add(subject)
+        for run_id, subjects in sorted(by_run.items()):
+            for chunk in chunks(sorted(subjects)):
+                names: dict[str, Any] = {"kind": kind, "run_id": run_id}
+                names.update({f"s{n}": s for n, s in enumerate(chunk)})
+                marks = ", ".join(f":s{n}" for n in range(len(chunk)))
+                where = f"r.kind = :kind AND r.run_id = :run_id AND r.subject IN ({marks})"
+                # by subject first: the order of ix_results_run_subject, no sort
+                for row in self._read_rows(where, names, " ORDER BY r.subject, r.seq"):
+                    found.setdefault((row.subject, row.run_id), []).append(row)
         return found
 
     def history(self, kind: str, subject: str, limit: int = 20) -> list[StoredResult]:

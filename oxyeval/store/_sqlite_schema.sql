@@ -128,7 +128,7 @@ CREATE TABLE oxyeval_schema_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT oxyeval_schema_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "oxyeval_schema_version" VALUES('0010');
+INSERT INTO "oxyeval_schema_version" VALUES('0011');
 CREATE TABLE prompt_versions (
 	prompt_id TEXT NOT NULL, 
 	version INTEGER NOT NULL, 
@@ -371,6 +371,7 @@ CREATE INDEX ix_executions_run ON executions (run_id);
 CREATE INDEX ix_judge_calibrations_judge ON judge_calibrations (judge_model, prompt_version, created_at);
 CREATE INDEX ix_results_branch ON results (branch, seq);
 CREATE INDEX ix_results_run ON results (run_id, seq);
+CREATE INDEX ix_results_run_subject ON results (run_id, kind, subject);
 CREATE INDEX ix_results_subject ON results (kind, subject, created_at, seq);
 CREATE INDEX ix_runs_group ON runs (group_id);
 CREATE INDEX ix_runs_kind_started ON runs (kind, started_at, seq);

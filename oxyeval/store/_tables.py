@@ -371,6 +371,7 @@ results = sa.Table(
     sa.Column("outcome", sa.Text, nullable=False, server_default="unjudged"),
     sa.Index("ix_results_subject", "kind", "subject", "created_at", "seq"),
     sa.Index("ix_results_run", "run_id", "seq"),
+    sa.Index("ix_results_run_subject", "run_id", "kind", "subject"),  # baselines
     sa.Index("ix_results_branch", "branch", "seq"),  # a branch's executions, newest first
     implicit_returning=False,
 )

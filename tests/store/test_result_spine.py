@@ -293,3 +293,36 @@ def test_a_0_2_history_upgrades_with_every_row_kept_postgresql(backend: Backend)
         source.close()
     with open_store(loc) as store:
         _check_upgraded(store, {t: before[t] for t in order})
+
+
+def test_baselines_of_many_subjects_across_runs_are_read_in_order(
+    store: Store, toy: ResultKind
+) -> None:
+    old = store.runs.start("toy-essay")
+    store.results.add(
+        old, [_essay("a", 0.9, True), _essay("b", 0.1, False), _essay("a", 0.7, True)]
+    )
+    new = store.runs.start("toy-essay")
+    store.results.add(new, [_essay("a", 0.2, False), _essay("c", 0.5, False)])
+    found = store.results.in_runs("toy-essay", [("a", old), ("b", old), ("c", new), ("a", old)])
+    assert sorted(found) == [("a", old), ("b", old), ("c", new)]
+    assert [r.score for r in found[("a", old)]] == [0.9, 0.7]  # in the order stored
+    assert [r.score for r in found[("c", new)]] == [0.5]
+    assert store.results.in_runs("toy-essay", [("b", new)]) == {}
+
+
+def test_a_baseline_lookup_is_an_index_search_not_a_scan_of_the_earlier_run(
+    tmp_path: Path,
+) -> None:
+    """Each batch of results reads its baselines; scanning the whole earlier run per batch
+    made a run quadratic in its number of cases."""
+    with open_store(tmp_path / "h.db"):
+        pass
+    db = sqlite3.connect(tmp_path / "h.db")
+    plan = db.execute(
+        "EXPLAIN QUERY PLAN SELECT r.id FROM results r WHERE r.kind = 'k' AND r.run_id = 'x' "
+        "AND r.subject IN ('a', 'b') ORDER BY r.subject, r.seq"
+    ).fetchall()
+    db.close()
+    assert any("ix_results_run_subject (run_id=? AND kind=? AND subject=?)" in p[-1] for p in plan)
+    assert not any("TEMP B-TREE" in p[-1] for p in plan)
