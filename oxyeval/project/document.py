@@ -87,8 +87,33 @@ class Document:
     path: Path
     text: str
     data: Any
-    values: dict[KeyPath, _Pos] = field(default_factory=dict)
-    keys: dict[KeyPath, _Pos] = field(default_factory=dict)
+    #: Position tables, filled as the file is parsed; a large file's are left empty and
+    #: made again from ``text`` when first asked for (:attr:`values`, :attr:`keys`): a
+    #: file of 10,000 cases held 30 MB of positions for a run that quotes none of them.
+    _values: dict[KeyPath, _Pos] = field(default_factory=dict)
+    _keys: dict[KeyPath, _Pos] = field(default_factory=dict)
+    _deferred: bool = False
+
+    @property
+    def values(self) -> dict[KeyPath, _Pos]:
+        """The position of every value, by key path."""
+        if self._deferred:
+            self._place()
+        return self._values
+
+    @property
+    def keys(self) -> dict[KeyPath, _Pos]:
+        """The position of every mapping key, by its key path."""
+        if self._deferred:
+            self._place()
+        return self._keys
+
+    def _place(self) -> None:
+        """The positions of a file parsed without keeping them: parsed again (it parsed
+        once, so again it does), its problems already said."""
+        self._deferred = False
+        again, _problems = parse_yaml(self.text, self.path, positions=True)
+        self._values, self._keys = again._values, again._keys
 
     @property
     def display(self) -> str:
@@ -178,8 +203,10 @@ def _walk(
     doc: Document,
     problems: list[Diagnostic],
     seen: set[int],
+    record: bool = True,
 ) -> None:
-    doc.values.setdefault(path, _pos(node))
+    if record:
+        doc._values.setdefault(path, _pos(node))
     if id(node) in seen:  # an alias to a node we already walked
         return
     seen.add(id(node))
@@ -212,11 +239,12 @@ def _walk(
                     )
                 )
             names[key] = key_node
-            doc.keys[child] = _pos(key_node)
-            _walk(value_node, child, doc, problems, seen)
+            if record:
+                doc._keys[child] = _pos(key_node)
+            _walk(value_node, child, doc, problems, seen, record)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            _walk(item, (*path, index), doc, problems, seen)
+            _walk(item, (*path, index), doc, problems, seen, record)
 
 
 def _check_scalar(
@@ -292,9 +320,18 @@ def _int_too_long(text: str) -> bool:
         return False  # not what PyYAML reads as an int either: its own error, if any
 
 
-def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:
-    """Parse ``text``; syntax errors come back as diagnostics, never as exceptions."""
+#: Files larger than this keep no position tables until one is asked for.
+DEFER_POSITIONS = 64_000
+
+
+def parse_yaml(
+    text: str, path: Path, *, positions: bool | None = None
+) -> tuple[Document, list[Diagnostic]]:
+    """Parse ``text``; syntax errors come back as diagnostics, never as exceptions.
+    ``positions``: keep every node's position now (default: unless the text is larger
+    than :data:`DEFER_POSITIONS`; then they are made when first asked for)."""
     doc = Document(path=path, text=text, data=None)
+    record = len(text) <= DEFER_POSITIONS if positions is None else positions
     problems: list[Diagnostic] = []
     loader: Any = None
     try:
@@ -305,7 +342,8 @@ def parse_yaml(text: str, path: Path) -> tuple[Document, list[Diagnostic]]:
             loader = ProjectLoader(text)  # reads the whole text: a NUL byte is refused here
             node = loader.get_single_node()
         if node is not None:
-            _walk(node, (), doc, problems, set())
+            _walk(node, (), doc, problems, set(), record)
+            doc._deferred = not record
             doc.data = loader.construct_document(node)
     except LimitError as exc:
         mark = exc.problem_mark

@@ -72,3 +72,20 @@ def test_anchors_and_merge_keys_construct() -> None:
 )
 def test_format_key_path(path: tuple, text: str) -> None:
     assert format_key_path(path) == text
+
+
+def test_a_large_file_keeps_no_positions_until_one_is_asked_for(tmp_path: Path) -> None:
+    """A file of thousands of cases held its position tables through a whole run that
+    quotes none of them; they are made again, the same, when a message needs one."""
+    from oxyeval.project.document import DEFER_POSITIONS, parse_yaml
+
+    items = "".join(f"  - name: c{i}\n    input: {{n: {i}}}\n" for i in range(3_000))
+    text = f"name: p\ncases:\n{items}  - name: c1\n"
+    assert len(text) > DEFER_POSITIONS
+    lazy, problems = parse_yaml(text, tmp_path / "p.prompt.yml")
+    eager, _ = parse_yaml(text, tmp_path / "p.prompt.yml", positions=True)
+    assert problems == [] and lazy.data == eager.data
+    assert lazy._values == {} and lazy._keys == {}  # nothing kept yet
+    assert lazy.locate(("cases", 2999, "input", "n")) == eager.locate(("cases", 2999, "input", "n"))
+    assert lazy.locate(("cases", 3000, "name")).line == text.count("\n")  # type: ignore[union-attr]
+    assert lazy.values == eager.values and lazy.keys == eager.keys
