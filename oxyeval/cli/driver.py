@@ -190,7 +190,9 @@ def _keep_shard(sharding: Sharding, doc: dict[str, Any], code: int, err: Console
         markup=False,
         highlight=False,
     )
-    why = sharding.record(doc, code)
+    from ..report import plain
+
+    why = sharding.record(plain(doc), code)
     if why is None:
         return code
     err.print(

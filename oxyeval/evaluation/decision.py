@@ -65,7 +65,7 @@ Headline = Literal[
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """What the decision made of one result: ``passed``, ``failed``, ``unknown`` (not
     scored, interrupted) or ``neutral`` (pending: neither); for a failure, the line of

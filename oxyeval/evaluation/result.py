@@ -58,7 +58,7 @@ class Previous:
         return {"accuracy": _round(self.accuracy), "at": self.at, "run_id": self.run_id}
 
 
-@dataclass
+@dataclass(slots=True)
 class Result:
     """One subject's outcome in one run.
 

@@ -47,6 +47,8 @@ _EXPORTS = {
     "render_calibration_history": "calibration",
     "render_cache_stats": "cache",
     "case_run_json": "cases",
+    "plain": "streaming",
+    "Streamed": "streaming",
     "case_json": "cases",
     "case_result_json": "cases",
     "history_of_test_json": "history",
@@ -116,6 +118,7 @@ __all__ = [
     "MergedGroup",
     "MissingShardsError",
     "RunReporter",
+    "Streamed",
     "ab_case_json",
     "ab_junit",
     "ab_run_json",
@@ -151,6 +154,7 @@ __all__ = [
     "output_validator",
     "passfail_junit",
     "passfail_label",
+    "plain",
     "prompt_json",
     "render_ab_run",
     "render_branch",
@@ -258,6 +262,7 @@ if TYPE_CHECKING:
         output_schema_path,
         output_validator,
     )
+    from .streaming import Streamed, plain
     from .text import shown
     from .verdict import Decision, Gates, decide, gate_option_error
     from .workflow import ask_json, workflow_json

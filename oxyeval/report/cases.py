@@ -8,12 +8,14 @@ independently. ``oxy test`` keeps snake_case JSON: it follows oxy's own output.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..providers import stopped_at_token_limit  # the one truncation rule; no httpx behind it
+from .streaming import Streamed
 
 if TYPE_CHECKING:
-    from ..evaluation import Decision
+    from ..evaluation import Decision, Result
     from ..store import (
         CaseStats,
         Execution,
@@ -189,19 +191,28 @@ def case_run_json(run: CaseRun, decision: Decision | None = None) -> dict[str, A
 
     if decision is None:
         decision = decide_run(run)
+
+    def executions() -> Iterator[dict[str, Any]]:
+        for r in run.results:
+            yield case_result_json(r, run_id=run.runs.get(r.prompt_id) or None)
+
+    def results() -> Iterator[Result]:
+        return (r.as_result() for r in run.results)
+
+    # A run large enough to keep its results on disk is written as they are read back.
+    streamed = getattr(run.results, "spilled", False)
+    count = len(run.results)
     body = {
-        "executions": [
-            case_result_json(r, run_id=run.runs.get(r.prompt_id) or None) for r in run.results
-        ],
+        "executions": Streamed(executions, count) if streamed else list(executions()),
         "planned": run.planned,
-        "regressions": len(run.regressions),
+        "regressions": run.regression_count,
         "promptVersions": dict(run.versions),
         "runIds": dict(run.runs),
     }
     return run_document(
         "cases",
         body,
-        run.as_results(),
+        Streamed(results, count) if streamed else list(results()),
         decision,
         interrupted=run.interrupted,
         history=run.history,

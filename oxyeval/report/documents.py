@@ -18,11 +18,12 @@ path.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..evaluation import interval_dict
 from ..redact import redact
+from .streaming import Streamed
 
 if TYPE_CHECKING:
     from ..evaluation import (
@@ -284,13 +285,20 @@ def run_document(
     notes = list(history)
     ids = {n.run_id for n in notes if n.run_id}
     only = next(iter(ids)) if len(ids) == 1 else None
-    outcomes = {o.subject: o.state for o in decision.outcomes}
-    states = [o.state for o in decision.outcomes]
-    shown = []
-    for k, r in enumerate(results):
-        state = states[k] if len(states) == len(results) else outcomes.get(r.subject)
-        run_id = run_ids[k] if run_ids is not None else only
-        shown.append(result_json(r, state, run_id=run_id))
+    count = len(results)
+
+    def shown_results() -> Iterator[dict[str, Any]]:
+        states = [o.state for o in decision.outcomes]
+        outcomes = {} if len(states) == count else {o.subject: o.state for o in decision.outcomes}
+        for k, r in enumerate(results):
+            state = states[k] if len(states) == count else outcomes.get(r.subject)
+            run_id = run_ids[k] if run_ids is not None else only
+            yield result_json(r, state, run_id=run_id)
+
+    # A streamed run's results are written one at a time, as they are read back.
+    shown: Any = (
+        Streamed(shown_results, count) if isinstance(results, Streamed) else list(shown_results())
+    )
     clash = set(body) & {"schemaVersion", "document", "kind", *ENVELOPE}
     if clash:
         raise ValueError(f"a {kind} run's body may not hold the envelope's {sorted(clash)}")
@@ -301,7 +309,7 @@ def run_document(
             **body,
             "results": shown,
             "decision": decision_json(decision),
-            "summary": _summary(decision, len(results), interrupted, cached_calls),
+            "summary": _summary(decision, count, interrupted, cached_calls),
             "history": history_json(notes),
             "warnings": [redact(w) for w in warnings],
             "error": None if error is None else redact(error),

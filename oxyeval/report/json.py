@@ -10,7 +10,6 @@ each test's ``previous`` result from the history (``{accuracy, at, runId}`` or n
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..inputs import finite_json
@@ -98,8 +97,11 @@ def write_json(doc: dict[str, Any], out: TextIO) -> None:
     its text rather than lose the document (and with it the run's report); a number JSON
     cannot hold (``NaN``, an integer too long to print) as null, so what is written is
     always strict JSON."""
-    data = finite_json(redact_data(doc))
-    out.write(json.dumps(data, indent=2, ensure_ascii=False, default=str, allow_nan=False))
+    from .streaming import write_streamed
+
+    # A long list of a large run (:class:`~.streaming.Streamed`) is cleaned and written
+    # an item at a time; everything else as one piece, as before.
+    write_streamed(doc, out, lambda value: finite_json(redact_data(value)))
     out.write("\n")
     out.flush()
 

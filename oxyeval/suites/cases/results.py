@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...evaluation import Previous, Result, ResultKind, Score, register_kind
 from ...store.kinds import EXECUTION_STATUSES
+from ..spill import SpillList
 from ..status import StoredRun
 
 if TYPE_CHECKING:
@@ -109,8 +110,10 @@ class CaseResult:
             return "pending"
         return "passed" if self.passed else "failed"
 
-    def as_result(self) -> Result:
-        """This execution as the evaluation core's result (kind ``cases``)."""
+    def as_result(self, *, slim: bool = False) -> Result:
+        """This execution as the evaluation core's result (kind ``cases``); ``slim``:
+        without its answer and named scores, what the decision of a large run holds for
+        every case (it reads neither)."""
         judged = self.status in ("passed", "failed")
         return Result(
             previous=self.previous,
@@ -127,13 +130,13 @@ class CaseResult:
                 else ()
             ),
             details={"threshold": self.threshold},
-            scores=_scores(self) if judged else [],
+            scores=_scores(self) if judged and not slim else [],
             latency_ms=self.latency_ms,
             ttft_ms=self.ttft_ms,
             cost_usd=self.cost_usd,
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
-            output=self.actual_output,
+            output=None if slim else self.actual_output,
         )
 
     def new_execution(self, run_id: str | None = None) -> NewExecution:
@@ -220,7 +223,8 @@ class CaseResult:
 class CaseRun:
     kind: ClassVar[str] = "cases"
     db: Path | str  # the SQLite file, or the PostgreSQL URL without its password
-    results: list[CaseResult] = field(default_factory=list)
+    #: Every finished case; past a few thousand, kept on disk (:class:`SpillList`).
+    results: SpillList[CaseResult] = field(default_factory=SpillList)
     runs: dict[str, str] = field(default_factory=dict)  # prompt id -> run id
     versions: dict[str, int] = field(default_factory=dict)  # prompt id -> version run
     planned: int = 0
@@ -256,5 +260,12 @@ class CaseRun:
         return [r for r in self.results if r.passed and r.error is None]
 
     def as_results(self) -> list[Result]:
-        """The cases as the evaluation core's results, for the one decision."""
-        return [r.as_result() for r in self.results]
+        """The cases as the evaluation core's results, for the one decision (slim when
+        the run is large enough to keep its results on disk: the decision reads no
+        answers)."""
+        slim = isinstance(self.results, SpillList) and self.results.spilled
+        return [r.as_result(slim=slim) for r in self.results]
+
+    @property
+    def regression_count(self) -> int:
+        return sum(1 for r in self.results if r.is_regression)

@@ -253,12 +253,12 @@ async def _run_one(
 
 def _warn_token_limits(run: CaseRun, plans: Sequence[_VersionRun]) -> None:
     """One warning per prompt for the cases whose answer stopped at the token limit."""
+    cuts: dict[str, list[str]] = {}
+    for r in run.results:  # one pass: a large run's results are read back from disk
+        if stopped_at_token_limit(r.finish_reason):
+            cuts.setdefault(r.prompt_id, []).append(r.name)
     for plan in plans:
-        cut = [
-            r.name
-            for r in run.results
-            if r.prompt_id == plan.prompt.id and stopped_at_token_limit(r.finish_reason)
-        ]
+        cut = cuts.get(plan.prompt.id)
         if not cut:
             continue
         model = plan.target.model

@@ -1,0 +1,133 @@
+"""A run's finished results, kept on disk past a few thousand so a run of 100,000 cases
+holds no more of them in memory than a run of 2,000.
+
+Why: a report lists every result, but only once the run ends, and only one at a time;
+holding each result's answer, expected text and diff until then made a run's memory
+grow by kilobytes per case. :class:`SpillList` keeps the first :data:`IN_MEMORY` items
+as a list; past that, each item is pickled to an unnamed temporary file (gone with the
+process, whatever ends it) and read back, one at a time, when the list is iterated.
+What stays in memory per spilled item is two integers.
+"""
+
+from __future__ import annotations
+
+import pickle
+import tempfile
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any, Generic, TypeVar, overload
+
+__all__ = ["IN_MEMORY", "SpillList"]
+
+T = TypeVar("T")
+
+#: Items kept as a plain list before the list moves them to disk.
+IN_MEMORY = 2_000
+
+
+class SpillList(Generic[T]):
+    """A list that appends, counts, sorts and iterates like one, and keeps its items on
+    disk once it holds more than ``limit``. Indexing reads one item; an item read back is
+    a copy (changing it changes nothing kept)."""
+
+    def __init__(self, items: Iterable[T] = (), *, limit: int = IN_MEMORY) -> None:
+        self._limit = max(0, limit)
+        self._memory: list[T] = []
+        self._file: IO[bytes] | None = None
+        self._starts = array("q")  # each spilled item's offset in the file, in list order
+        self._sizes = array("q")
+        self._end = 0
+        for item in items:
+            self.append(item)
+
+    @property
+    def spilled(self) -> bool:
+        return self._file is not None
+
+    def append(self, item: T) -> None:
+        if self._file is None:
+            self._memory.append(item)
+            if len(self._memory) > self._limit:
+                self._spill()
+            return
+        self._write(item)
+
+    def extend(self, items: Iterable[T]) -> None:
+        for item in items:
+            self.append(item)
+
+    def _spill(self) -> None:
+        self._file = tempfile.TemporaryFile(prefix="oxyeval-results-")  # noqa: SIM115 - lives with the list
+        held, self._memory = self._memory, []
+        for item in held:
+            self._write(item)
+
+    def _write(self, item: T) -> None:
+        assert self._file is not None
+        data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+        self._file.seek(self._end)
+        self._file.write(data)
+        self._starts.append(self._end)
+        self._sizes.append(len(data))
+        self._end += len(data)
+
+    def _read(self, k: int) -> T:
+        assert self._file is not None
+        self._file.seek(self._starts[k])
+        return pickle.loads(self._file.read(self._sizes[k]))
+
+    def __len__(self) -> int:
+        return len(self._starts) if self._file is not None else len(self._memory)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __iter__(self) -> Iterator[T]:
+        if self._file is None:
+            yield from list(self._memory)  # a snapshot: appending meanwhile is allowed
+            return
+        for k in range(len(self._starts)):
+            yield self._read(k)
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        if self._file is None:
+            return self._memory[index]
+        if isinstance(index, slice):
+            return [self._read(k) for k in range(*index.indices(len(self)))]
+        k = index + len(self) if index < 0 else index
+        if not 0 <= k < len(self):
+            raise IndexError("SpillList index out of range")
+        return self._read(k)
+
+    def sort(self, *, key: Callable[[T], Any], reverse: bool = False) -> None:
+        """Sorted in place, stably; a spilled list reads each item once for its key and
+        moves only offsets."""
+        if self._file is None:
+            self._memory.sort(key=key, reverse=reverse)
+            return
+        keys = [key(item) for item in self]
+        order = sorted(range(len(keys)), key=keys.__getitem__, reverse=reverse)
+        self._starts = array("q", (self._starts[k] for k in order))
+        self._sizes = array("q", (self._sizes[k] for k in order))
+
+    def close(self) -> None:
+        """The file let go now rather than when the list is collected."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            self._starts, self._sizes, self._end = array("q"), array("q"), 0
+
+    def __repr__(self) -> str:
+        where = "on disk" if self._file is not None else "in memory"
+        return f"SpillList({len(self)} items {where})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (SpillList, list)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]

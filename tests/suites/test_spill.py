@@ -1,0 +1,80 @@
+"""A run's results past a few thousand live on disk: the list still appends, counts,
+indexes, sorts and iterates as a list does, and a large cases run writes the same
+JSON document as one held in memory."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from oxyeval.report import case_run_json, write_json
+from oxyeval.suites.cases.results import CaseRun
+from oxyeval.suites.cases.run import run_cases
+from oxyeval.suites.spill import SpillList
+
+from ..conftest import MakeProject
+from .test_cases_run import CONFIG
+
+
+def test_a_list_past_its_limit_moves_to_disk_and_reads_back_the_same() -> None:
+    items = SpillList([{"n": 0}], limit=3)
+    assert not items.spilled
+    items.extend({"n": n, "text": "é" * n} for n in range(1, 10))
+    assert items.spilled and len(items) == 10 and bool(items)
+    assert [i["n"] for i in items] == list(range(10))
+    assert (
+        items[0] == {"n": 0} and items[-1]["n"] == 9 and [i["n"] for i in items[2:5]] == [2, 3, 4]
+    )
+    with pytest.raises(IndexError):
+        items[10]
+    items[3]["n"] = 99  # a copy: what is kept does not change
+    assert items[3]["n"] == 3
+    items.sort(key=lambda i: (i["n"] % 2, -i["n"]))  # odd last, each half descending
+    assert [i["n"] for i in items] == [8, 6, 4, 2, 0, 9, 7, 5, 3, 1]
+    items.append({"n": 10})  # appending after a sort goes at the end
+    assert [i["n"] for i in items][-2:] == [1, 10]
+    assert items == list(items) and items != [1]
+    items.close()
+    assert len(items) == 0
+
+
+def test_an_empty_or_small_list_stays_in_memory() -> None:
+    items: SpillList[int] = SpillList(limit=3)
+    assert not items and list(items) == [] and repr(items) == "SpillList(0 items in memory)"
+    items.extend([3, 1, 2])
+    items.sort(key=lambda n: n)
+    assert list(items) == [1, 2, 3] and not items.spilled
+
+
+def _cases(count: int) -> str:
+    rows = "".join(
+        f'  - {{name: c{i}, input: {{text: "{word} {i}"}}, expected_output: positive}}\n'
+        for i, word in enumerate(["I love", "I hate", "plain"] * (count // 3))
+    )
+    head = 'name: sentiment\nmodel: m\ntemplate: "Feedback: {{ text }}"\nsimilarity: lexical\n'
+    return f"{head}cases:\n{rows}"
+
+
+def test_a_run_kept_on_disk_writes_the_document_a_run_in_memory_would(
+    make_project: MakeProject,
+) -> None:
+    root: Path = make_project(CONFIG, {"s.prompt.yml": _cases(12)})
+    run = run_cases([root / "s.prompt.yml"], into=CaseRun(db=".", results=SpillList(limit=4)))
+    assert run.results.spilled and len(run.results) == 12
+    assert [r.name for r in run.results] == [f"c{i}" for i in range(12)]  # plan order
+    assert all(r.output is None for r in run.as_results())  # the decision's are slim
+    assert run.decision is not None and len(run.decision.outcomes) == 12
+    held = CaseRun(db=run.db, **{k: getattr(run, k) for k in ("runs", "versions", "planned")})
+    held.results = list(run.results)  # type: ignore[assignment]
+    held.history, held.warnings = run.history, run.warnings
+    streamed, whole = io.StringIO(), io.StringIO()
+    write_json(case_run_json(run, run.decision), streamed)
+    write_json(case_run_json(held, run.decision), whole)
+    assert streamed.getvalue() == whole.getvalue()
+    doc = json.loads(streamed.getvalue())
+    assert len(doc["executions"]) == len(doc["results"]) == 12
+    assert doc["summary"]["results"] == 12 and doc["regressions"] == 0
+    assert [e["passed"] for e in doc["executions"][:3]] == [True, False, False]
