@@ -41,7 +41,7 @@ __all__ = [
 DEFAULT_RECENT = 10
 
 
-@dataclass(repr=False)
+@dataclass(repr=False, slots=True)
 class CaseDef:
     name: str
     input: dict[str, Any]

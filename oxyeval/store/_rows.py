@@ -54,7 +54,7 @@ class PromptVersion:
     created_at: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TestCase:
     """A test case with its maintained aggregates (judged executions only)."""
 
@@ -275,7 +275,7 @@ class CaseActivity:
         return self.executions - self.passed - self.failed - self.errors
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HistoryPoint:
     """What regression detection needs of one earlier judged execution."""
 
@@ -291,7 +291,7 @@ class HistoryPoint:
     created_at: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaseHistory:
     """Regression-detection inputs, from one snapshot; pass rate as a 0..1 fraction."""
 

@@ -9,7 +9,8 @@ cases that left their file; their history stays. Cases made through the API have
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
@@ -20,14 +21,35 @@ from ..store import NameTakenError, TestCase, case_id
 if TYPE_CHECKING:
     from ..store import Store
 
-__all__ = ["API_SOURCE", "declared_cases", "leaving_cases", "sync_files", "sync_prompt"]
+__all__ = [
+    "API_SOURCE",
+    "declared_cases",
+    "leaving_cases",
+    "sync_files",
+    "sync_prompt",
+    "sync_prompt_cases",
+]
 
 #: The source of a prompt or case made through the API rather than declared in a file.
 API_SOURCE = "api"
 
 
+def _relative(project: Project) -> Callable[[Path], str]:
+    """``project.relative`` of the few files a prompt's many cases come from, each
+    resolved once."""
+    found: dict[Path, str] = {}
+
+    def relative(path: Path) -> str:
+        if path not in found:
+            found[path] = project.relative(path)
+        return found[path]
+
+    return relative
+
+
 def declared_cases(project: Project, prompt: PromptDef) -> dict[str, dict[str, Any]]:
     """The cases a prompt's files declare: id -> the fields a sync stores."""
+    relative = _relative(project)
     return {
         case_id(prompt.id, case.name): {
             "prompt_id": prompt.id,
@@ -36,7 +58,7 @@ def declared_cases(project: Project, prompt: PromptDef) -> dict[str, dict[str, A
             "expected_output": case.expected_output,
             "description": case.description or None,
             "threshold": case.threshold,
-            "source_file": project.relative(case.doc.path) if case.doc is not None else None,
+            "source_file": relative(case.doc.path) if case.doc is not None else None,
         }
         for case in prompt.cases
     }
@@ -45,25 +67,37 @@ def declared_cases(project: Project, prompt: PromptDef) -> dict[str, dict[str, A
 def leaving_cases(project: Project, prompt: PromptDef, stored: Sequence[TestCase]) -> set[str]:
     """Stored cases that leave the suite: removed from their file, or their file is gone
     (their history stays in the store)."""
+    relative = _relative(project)
     declared = {case_id(prompt.id, c.name) for c in prompt.cases}
-    files = {project.relative(c.doc.path) for c in prompt.cases if c.doc is not None}
+    files = {relative(c.doc.path) for c in prompt.cases if c.doc is not None}
     if prompt.file is not None:
-        files.add(project.relative(prompt.file))
+        files.add(relative(prompt.file))
     leaving = set()
+    present: dict[str, bool] = {}
     for case in stored:
         source = case.source_file
-        gone = source is not None and not (project.root / source).is_file()
-        if case.id not in declared and (source in files or gone):
+        if case.id in declared or source is None:
+            continue
+        if source not in present:
+            present[source] = (project.root / source).is_file()
+        if source in files or not present[source]:
             leaving.add(case.id)
     return leaving
 
 
 def sync_prompt(store: Store, project: Project, prompt: PromptDef) -> int:
     """Record the prompt, its current version and its YAML cases; returns the version."""
+    return sync_prompt_cases(store, project, prompt)[0]
+
+
+def sync_prompt_cases(
+    store: Store, project: Project, prompt: PromptDef
+) -> tuple[int, list[TestCase]]:
+    """:func:`sync_prompt`, and the prompt's live cases once synced (listed once: a run
+    of a file of thousands of cases plans from them)."""
     source = API_SOURCE if prompt.file is None else project.relative(prompt.file)
     store.prompts.upsert(prompt.id, prompt.id, source)
     version = store.prompts.ensure_version(prompt.id, prompt.content(project))
-    where = {case_id(prompt.id, c.name): c.where for c in prompt.cases}
     declared = declared_cases(project, prompt)
     try:
         store.cases.sync(declared)
@@ -71,16 +105,19 @@ def sync_prompt(store: Store, project: Project, prompt: PromptDef) -> int:
         cid = exc.wanted
         if cid not in declared:
             raise
+        where = next(c.where for c in prompt.cases if case_id(prompt.id, c.name) == cid)
         # The file alone is valid: a case made through the API has the name. Say where.
         raise ConfigError(
-            f"{where[cid]}: prompt '{prompt.id}' already has a test case named "
+            f"{where}: prompt '{prompt.id}' already has a test case named "
             f"'{declared[cid]['name']}' made through the API (id '{exc.taken}'); a name is "
             "used once per prompt: rename or delete that case (updateTestCase, "
             "deleteTestCase), or rename this one"
         ) from None
-    for cid in leaving_cases(project, prompt, store.cases.list(prompt.id)):
+    stored = store.cases.list(prompt.id)
+    leaving = leaving_cases(project, prompt, stored)
+    for cid in leaving:
         store.cases.delete(cid)
-    return version
+    return version, [case for case in stored if case.id not in leaving]
 
 
 def sync_files(store: Store, project: Project, paths: Sequence[str]) -> list[PromptDef]:

@@ -52,7 +52,7 @@ def _scores(r: CaseResult) -> list[Score]:
     return scores
 
 
-@dataclass
+@dataclass(slots=True)
 class CaseResult:
     """One TestCaseExecution of this run, or an error. Its JSON is the stored row's
     (:meth:`as_execution`, then :func:`oxyeval.report.cases.execution_json`), so a live

@@ -27,7 +27,7 @@ from ...store import TestCase
 from ...workflow.agent import counted, token_limit_warning
 from ...workflow.context import RunContext
 from ..history_store import history_location
-from ..prompt_sync import sync_prompt
+from ..prompt_sync import sync_prompt_cases
 from ..recorder import Handle, KeptThenCancelled, Recorded, RunRow, Storage
 from ..shards import ShardKey
 from ..suite import SuiteRun, run_kind
@@ -403,8 +403,7 @@ class Cases:
         found: set[str] = set()
         version = self.version
         for prompt in prompts:
-            current = sync_prompt(store, project, prompt)
-            stored_cases = store.cases.list(prompt.id)
+            current, stored_cases = sync_prompt_cases(store, project, prompt)
             all_names.update(by_name(stored_cases))
             selected = select_cases(stored_cases, self.names, only_files, found)
             if not selected:
