@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..inputs import finite_json
 from ..redact import redact_data
 from .documents import camel, camel_keys, document, previous_json, run_document
 
@@ -101,7 +100,7 @@ def write_json(doc: dict[str, Any], out: TextIO) -> None:
 
     # A long list of a large run (:class:`~.streaming.Streamed`) is cleaned and written
     # an item at a time; everything else as one piece, as before.
-    write_streamed(doc, out, lambda value: finite_json(redact_data(value)))
+    write_streamed(doc, out, redact_data)
     out.write("\n")
     out.flush()
 

@@ -11,6 +11,7 @@ What stays in memory per spilled item is two integers.
 
 from __future__ import annotations
 
+import mmap
 import pickle
 import tempfile
 from array import array
@@ -37,6 +38,7 @@ class SpillList(Generic[T]):
         self._starts = array("q")  # each spilled item's offset in the file, in list order
         self._sizes = array("q")
         self._end = 0
+        self._moved = False
         for item in items:
             self.append(item)
 
@@ -65,7 +67,9 @@ class SpillList(Generic[T]):
     def _write(self, item: T) -> None:
         assert self._file is not None
         data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
-        self._file.seek(self._end)
+        if self._moved:  # a read moved the file's position (a seek flushes: only then)
+            self._file.seek(self._end)
+            self._moved = False
         self._file.write(data)
         self._starts.append(self._end)
         self._sizes.append(len(data))
@@ -73,6 +77,7 @@ class SpillList(Generic[T]):
 
     def _read(self, k: int) -> T:
         assert self._file is not None
+        self._moved = True
         self._file.seek(self._starts[k])
         return pickle.loads(self._file.read(self._sizes[k]))
 
@@ -86,8 +91,13 @@ class SpillList(Generic[T]):
         if self._file is None:
             yield from list(self._memory)  # a snapshot: appending meanwhile is allowed
             return
-        for k in range(len(self._starts)):
-            yield self._read(k)
+        self._file.flush()
+        # Mapped, not read: an item is a slice of the file, with no seek per item.
+        with mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            starts, sizes = self._starts, self._sizes
+            for k in range(len(starts)):
+                start = starts[k]
+                yield pickle.loads(view[start : start + sizes[k]])
 
     @overload
     def __getitem__(self, index: int) -> T: ...

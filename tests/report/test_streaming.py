@@ -21,16 +21,20 @@ def _doc(items: list[object]) -> dict[str, object]:
     }
 
 
-def test_a_streamed_document_is_the_bytes_of_the_whole_one() -> None:
+def test_a_streamed_document_reads_as_the_whole_one_an_item_per_line() -> None:
     items: list[object] = [
         {"n": n, "text": f"é {n}", "list": [n, [n]], "none": None} for n in range(5)
     ]
     items += [[], {}, "plain", 3.5]
     out = io.StringIO()
     write_json(_doc(items), out)
-    whole = json.dumps(plain(_doc(items)), indent=2, ensure_ascii=False) + "\n"
-    assert out.getvalue() == whole
-    assert json.loads(out.getvalue())["nested"]["empty"] == []
+    assert json.loads(out.getvalue()) == plain(_doc(items))
+    lines = out.getvalue().splitlines()
+    assert '    {"n": 0, "text": "é 0", "list": [0, [0]], "none": null},' in lines
+    assert lines[:3] == ["{", '  "kind": "cases",', '  "executions": [']
+    # what is not streamed is written as json.dumps(indent=2) writes it
+    assert '    "plain": [\n      1,\n      {\n        "a": [' in out.getvalue()
+    assert '"empty": []' in out.getvalue() and '"e": {}' in out.getvalue()
 
 
 def test_each_streamed_item_is_cleaned_as_it_is_written() -> None:

@@ -73,8 +73,9 @@ def test_a_run_kept_on_disk_writes_the_document_a_run_in_memory_would(
     streamed, whole = io.StringIO(), io.StringIO()
     write_json(case_run_json(run, run.decision), streamed)
     write_json(case_run_json(held, run.decision), whole)
-    assert streamed.getvalue() == whole.getvalue()
     doc = json.loads(streamed.getvalue())
+    assert doc == json.loads(whole.getvalue())
+    assert streamed.getvalue().count("\n") < whole.getvalue().count("\n")  # an item a line
     assert len(doc["executions"]) == len(doc["results"]) == 12
     assert doc["summary"]["results"] == 12 and doc["regressions"] == 0
     assert [e["passed"] for e in doc["executions"][:3]] == [True, False, False]
