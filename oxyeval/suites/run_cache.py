@@ -64,6 +64,9 @@ __all__ = [
 log = logging.getLogger("oxyeval.cache")
 
 _FLUSH_EVERY = 200  # new entries written per background transaction
+#: Entries written this run kept in memory to serve a key asked again; older ones are
+#: asked of the history, where they have been written by then (many batches ago).
+_WRITTEN_KEPT = 4_096
 
 
 @dataclass(frozen=True)
@@ -190,9 +193,11 @@ class RunCache:
         self._nothing_stored = (
             location is not None and location.path is not None and not location.path.exists()
         )
-        # Written this run (hash -> value), so a key asked twice in one run is served too.
+        # Written this run (hash -> value), so a key asked twice in one run is served too:
+        # the latest _WRITTEN_KEPT (in the order written); older ones are in the history.
         self._written: dict[str, Any] = {}
         self._unflushed: dict[str, tuple[str, Any, str]] = {}  # hash -> (kind, value, model)
+        self._in_flight: dict[str, tuple[str, Any, str]] = {}  # the batch being written
         self._hits: dict[str, int] = {}  # hash -> replays of stored entries
         self._queued: list[tuple[str, asyncio.Future[Any]]] = []
         self._batch: asyncio.Task[None] | None = None
@@ -256,6 +261,9 @@ class RunCache:
         digest = content_hash(key)
         if digest in self._written:
             return self._written[digest]
+        for waiting in (self._unflushed, self._in_flight):  # written soon, or being written
+            if digest in waiting:
+                return waiting[digest][1]
         if self._broken or self._nothing_stored or (self._store is None and self._history is None):
             return None
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -300,6 +308,8 @@ class RunCache:
             return
         digest = content_hash(key)
         self._written[digest] = value
+        if len(self._written) > _WRITTEN_KEPT:  # a run of 100,000 calls holds 4,096
+            del self._written[next(iter(self._written))]
         self._unflushed[digest] = (kind, value, model)
         if len(self._unflushed) >= _FLUSH_EVERY and not self._writes:
             task = asyncio.ensure_future(self._flush_while_full())
@@ -320,6 +330,7 @@ class RunCache:
         store = await self._open()
         if store is None:
             return
+        self._in_flight = pending
         from ..store import NewCacheEntry
 
         entries = [
@@ -330,6 +341,10 @@ class RunCache:
             await asyncio.to_thread(store.cache.put_many, entries)
         except OxyError as exc:
             self._disable(exc)
+        else:
+            self._nothing_stored = False  # what left _written is asked of the history now
+        finally:
+            self._in_flight = {}
 
     async def aclose(self) -> None:
         """Write what is left, count the hits, purge expired entries, close the history."""

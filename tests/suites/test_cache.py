@@ -387,6 +387,38 @@ def test_lookups_that_arrive_together_share_one_query(tmp_path: Path) -> None:
     assert hits == 2
 
 
+def test_a_long_run_holds_its_latest_answers_and_asks_the_history_for_older_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of 100,000 calls held every answer it wrote, to serve a key asked twice;
+    the older ones are in the history by then."""
+    from oxyeval.suites import run_cache
+
+    monkeypatch.setattr(run_cache, "_WRITTEN_KEPT", 5)
+    monkeypatch.setattr(run_cache, "_FLUSH_EVERY", 2)
+
+    async def go() -> tuple[list[Any], int]:
+        with open_store(tmp_path / "h.db") as store:
+            cache = RunCache(CachePolicy(answers=True), store=store)
+            for k in range(12):
+                cache.remember("answer", {"k": k}, {"text": f"n{k}"}, "x/y")
+                await asyncio.sleep(0)  # the background writes run
+            held = len(cache._written)
+            found = [await cache.lookup("answer", {"k": k}) for k in (0, 5, 11, 99)]
+            await cache.aclose()
+            monkeypatch.setattr(run_cache, "_FLUSH_EVERY", 1_000)  # none written yet
+            cache = RunCache(CachePolicy(answers=True), store=store)
+            for k in range(20, 30):
+                cache.remember("answer", {"k": k}, {"text": f"n{k}"}, "x/y")
+            found.append(await cache.lookup("answer", {"k": 20}))  # left memory, not written
+            await cache.aclose()
+            return found, held
+
+    found, held = asyncio.run(go())
+    assert held == 5
+    assert found == [{"text": "n0"}, {"text": "n5"}, {"text": "n11"}, None, {"text": "n20"}]
+
+
 def _hash(key: dict[str, Any]) -> str:
     from oxyeval.store import content_hash
 
