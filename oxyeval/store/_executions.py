@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ._core import _SaSql
+from ._core import _SaSql, executemany
 from ._errors import NotFoundError
-from ._prompts import _upsert
 from ._result_rows import bounded_text
 from ._results import execution_result, write_results
 from ._rows import Execution, NewExecution
@@ -32,6 +31,7 @@ from ._tables import results as results_table
 from ._util import (
     baseline_key,
     canonical_json,
+    insert_sql,
     loads,
     new_id,
     redact_json,
@@ -202,26 +202,10 @@ def write_executions(
             per_day[(v["test_case_id"], v["created_at"][:10])].add(v)
             per_baseline[(v["test_case_id"], v["baseline_key"])].add(v)
     if per_case:
-        # One statement for the batch, run for each case (executemany).
-        t = test_cases.c
-        newer = sa.or_(t.last_run.is_(None), t.last_run <= sa.bindparam("b_last_run"))
-        conn.execute(
-            test_cases.update()
-            .where(t.id == sa.bindparam("b_id"))
-            .values(
-                total_runs=t.total_runs + sa.bindparam("b_runs"),
-                pass_count=t.pass_count + sa.bindparam("b_passes"),
-                score_sum=t.score_sum + sa.bindparam("b_score_sum"),
-                scored_runs=t.scored_runs + sa.bindparam("b_scored"),
-                length_sum=t.length_sum + sa.bindparam("b_length_sum"),
-                last_passed=sa.case(
-                    (newer, sa.bindparam("b_last_passed", type_=sa.Boolean)),
-                    else_=t.last_passed,
-                ),
-                last_run=sa.case(
-                    (newer, sa.bindparam("b_last_run", type_=sa.String)), else_=t.last_run
-                ),
-            ),
+        # One statement for the batch, run for each case (the driver's executemany).
+        executemany(
+            conn,
+            _ADD_TO_CASE,
             [
                 {
                     "b_id": case_id,
@@ -240,7 +224,7 @@ def write_executions(
         done = conn.execute(runs.update().where(runs.c.id == run_id).values(done=runs.c.done + n))
         if done.rowcount == 0:
             raise NotFoundError(f"no run {run_id!r} in {store_path}", path=store_path)
-    conn.execute(executions.insert(), rows)
+    executemany(conn, insert_sql("executions", rows[0]), rows)
     write_results(
         _SaSql(conn),
         [
@@ -259,6 +243,19 @@ def write_executions(
     return rows
 
 
+#: A batch's judged executions added to each case's maintained aggregates; the latest
+#: outcome replaced only by a newer one (two runs may write out of order).
+_NEWER = "(last_run IS NULL OR last_run <= :b_last_run)"
+_ADD_TO_CASE = (
+    "UPDATE test_cases SET total_runs = total_runs + :b_runs, "
+    "pass_count = pass_count + :b_passes, score_sum = score_sum + :b_score_sum, "
+    "scored_runs = scored_runs + :b_scored, length_sum = length_sum + :b_length_sum, "
+    f"last_passed = CASE WHEN {_NEWER} THEN :b_last_passed ELSE last_passed END, "
+    f"last_run = CASE WHEN {_NEWER} THEN :b_last_run ELSE last_run END "
+    "WHERE id = :b_id"
+)
+
+
 def _add_up(
     conn: Connection,
     table: Any,
@@ -270,12 +267,13 @@ def _add_up(
     so two writers creating the same row at once both count."""
     if not totals:
         return
-    stmt = _upsert(conn)(table)
-    conn.execute(  # one statement, run for each row (executemany)
-        stmt.on_conflict_do_update(
-            index_elements=["test_case_id", key],
-            set_={c: table.c[c] + stmt.excluded[c] for c in columns},
-        ),
+    names = ("test_case_id", key, *columns)
+    sums = ", ".join(f"{c} = {table.name}.{c} + excluded.{c}" for c in columns)
+    executemany(  # one statement, run for each row (the driver's executemany)
+        conn,
+        f"INSERT INTO {table.name} ({', '.join(names)}) "
+        f"VALUES ({', '.join(':' + n for n in names)}) "
+        f"ON CONFLICT (test_case_id, {key}) DO UPDATE SET {sums}",
         [
             {"test_case_id": case_id, key: value, **{c: getattr(s, c) for c in columns}}
             for (case_id, value), s in sorted(totals.items())
