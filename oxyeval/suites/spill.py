@@ -12,6 +12,7 @@ What stays in memory per spilled item is two integers.
 from __future__ import annotations
 
 import mmap
+import os
 import pickle
 import tempfile
 from array import array
@@ -22,8 +23,14 @@ __all__ = ["IN_MEMORY", "SpillList"]
 
 T = TypeVar("T")
 
-#: Items kept as a plain list before the list moves them to disk.
+#: Items kept as a plain list before the list moves them to disk (``OXY_RESULTS_IN_MEMORY``
+#: sets another number: lower on a machine short of memory).
 IN_MEMORY = 2_000
+
+
+def _in_memory() -> int:
+    raw = os.environ.get("OXY_RESULTS_IN_MEMORY", "")
+    return int(raw) if raw.isdigit() else IN_MEMORY
 
 
 class SpillList(Generic[T]):
@@ -31,8 +38,8 @@ class SpillList(Generic[T]):
     disk once it holds more than ``limit``. Indexing reads one item; an item read back is
     a copy (changing it changes nothing kept)."""
 
-    def __init__(self, items: Iterable[T] = (), *, limit: int = IN_MEMORY) -> None:
-        self._limit = max(0, limit)
+    def __init__(self, items: Iterable[T] = (), *, limit: int | None = None) -> None:
+        self._limit = _in_memory() if limit is None else max(0, limit)
         self._memory: list[T] = []
         self._file: IO[bytes] | None = None
         self._starts = array("q")  # each spilled item's offset in the file, in list order

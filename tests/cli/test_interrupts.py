@@ -62,10 +62,12 @@ def answer_first(count: int) -> Callable[[RecordedRequest], ResponseLike]:
     return respond
 
 
-def start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+def start(
+    args: list[str], cwd: Path, extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     """``python -m oxyeval ...`` with this tree first on the path and SIGINT not ignored
     (see :func:`default_signals`)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", **(extra_env or {})}
     return subprocess.Popen(
         [sys.executable, "-m", "oxyeval", *args],
         cwd=cwd,

@@ -5,7 +5,9 @@ and asks only for the rest.
 A real subprocess and a real SIGINT: the fake server answers the first 150 requests and
 holds every later one open; the signal goes once it has seen 20 more, which the run can
 only send as 20 answered cases give their slots up, so all 150 have finished by then
-(their writes may still be under way: that is what must not lose them).
+(their writes may still be under way: that is what must not lose them). The run keeps
+no more than 100 results in memory, so most are reported from disk, as in a run of
+100,000.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .test_interrupts import signal_when, start
 CASES = 300
 ANSWERED = 150
 CONCURRENCY = 20
+ON_DISK = {"OXY_RESULTS_IN_MEMORY": "100"}  # past 100 results, kept on disk
 
 CONFIG = """\
 models:
@@ -58,7 +61,7 @@ def test_an_interrupted_big_run_keeps_what_finished_and_a_cached_rerun_replays_i
         args = ["cases", "run", "p.prompt.yml", "--format", "json"]
         args += ["--concurrency", str(CONCURRENCY)]
         code, out, err = signal_when(
-            start(args, root),
+            start(args, root, ON_DISK),
             lambda: len(server.requests) >= ANSWERED + CONCURRENCY,
             signal.SIGINT,
         )
@@ -74,7 +77,7 @@ def test_an_interrupted_big_run_keeps_what_finished_and_a_cached_rerun_replays_i
 
         limit[0] = 10**9
         asked = len(server.requests)
-        rerun = start([*args, "--cache"], root)
+        rerun = start([*args, "--cache"], root, ON_DISK)
         out, err = rerun.communicate(timeout=120)
         assert rerun.returncode == 0, err
         doc = json.loads(out)
