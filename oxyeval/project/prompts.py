@@ -144,7 +144,7 @@ def _cases(doc: Document, items: list[dict[str, Any]], key: KeyPath) -> list[Cas
         out.append(
             CaseDef(
                 name=item["name"],
-                input=dict(item.get("input") or {}),
+                input=item.get("input") or {},  # not copied: a big file holds 100,000
                 expected_output=item.get("expected_output"),
                 description=item.get("description", ""),
                 threshold=item.get("threshold"),

@@ -30,18 +30,21 @@ _FIELDS = frozenset(
 _C = test_cases.c
 
 
-def case_row(r: Any) -> TestCase:
+def case_row(r: Any, shared: dict[str, str] | None = None) -> TestCase:
+    """A stored case; ``shared``: the texts many cases of one listing repeat (their file,
+    their prompt, the moment they were synced), held once."""
+    one = (lambda text: text) if shared is None else (lambda text: shared.setdefault(text, text))
     return TestCase(
         id=r.id,
-        prompt_id=r.prompt_id,
+        prompt_id=one(r.prompt_id),
         name=r.name,
         description=r.description,
         input=loads(r.input) or {},
         expected_output=r.expected_output,
         threshold=r.threshold,
-        source_file=r.source_file,
-        created_at=r.created_at,
-        updated_at=r.updated_at,
+        source_file=None if r.source_file is None else one(r.source_file),
+        created_at=one(r.created_at),
+        updated_at=one(r.updated_at),
         deleted_at=r.deleted_at,
         total_runs=r.total_runs,
         pass_count=r.pass_count,
@@ -409,4 +412,5 @@ class Cases:
         q = q.order_by(_C.prompt_id, _C.created_at, _C.seq)
         with self._store.read("listing test cases") as conn:
             rows = conn.execute(q).all()
-        return [case_row(r) for r in rows]
+        shared: dict[str, str] = {}
+        return [case_row(r, shared) for r in rows]

@@ -26,6 +26,18 @@ def _failed_line(result: Result) -> str:
     return f"failed: {result.subject}: score {score} below its threshold {result.details['threshold']:g}"
 
 
+_SHARED_DETAILS: dict[float, dict[str, float]] = {}
+
+
+def _details(threshold: float) -> dict[str, float]:
+    """A slim result's details, one dict per threshold for all the cases that share it
+    (read, never changed: the decision of 100,000 cases holds a handful)."""
+    found = _SHARED_DETAILS.get(threshold)
+    if found is None:
+        found = _SHARED_DETAILS[threshold] = {"threshold": threshold}
+    return found
+
+
 #: Test cases as a kind of result: each judged against its own threshold; a case with no
 #: expected output yet is pending, neither pass nor failure.
 CASES = register_kind(
@@ -129,7 +141,7 @@ class CaseResult:
                 if self.is_regression
                 else ()
             ),
-            details={"threshold": self.threshold},
+            details=_details(self.threshold) if slim else {"threshold": self.threshold},
             scores=_scores(self) if judged and not slim else [],
             latency_ms=self.latency_ms,
             ttft_ms=self.ttft_ms,
