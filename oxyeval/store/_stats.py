@@ -23,7 +23,7 @@ from ._rows import (
     average,
 )
 from ._tables import case_baselines, case_daily, executions, result_daily, runs, test_cases
-from ._util import baseline_key, chunks, loads, redact_text
+from ._util import LATEST_CHUNK, baseline_key, chunks, loads, redact_text
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -35,6 +35,14 @@ __all__ = ["REGRESSIONS_SHOWN", "Stats"]
 REGRESSIONS_SHOWN = 50
 _E = executions.c
 _JUDGED = _E.status.in_(("passed", "failed"))
+
+
+#: What regression detection reads of each recent judged execution (:func:`_point`).
+_RECENT_COLUMNS = (
+    "e.test_case_id, e.baseline_key, e.id, e.status, e.score, "
+    "length(e.actual_output) AS actual_length, e.length_diff, e.exact_match, "
+    "e.semantic_score, e.is_regression, e.prompt_version, e.created_at, e.seq"
+)
 
 
 def _point(r: Any) -> HistoryPoint:
@@ -233,7 +241,6 @@ class Stats:
         totals: dict[tuple[str, str], tuple[int, int, float, int, int]] = {}
         items: dict[tuple[str, str], list[HistoryPoint]] = {}
         b = case_baselines.c
-        length = sa.func.length(_E.actual_output)
         with self._store.read("reading test history") as conn:
             for chunk in chunks(keyed):
                 ids = sorted({case_id for case_id, _key in chunk})
@@ -253,44 +260,24 @@ class Stats:
                 seen = [k for k in chunk if totals.get(k, (0,))[0]]
                 if not seen or recent <= 0:
                     continue  # no earlier judged execution: nothing recent either
-                rank = (
-                    sa.func.row_number()
-                    .over(
-                        partition_by=(_E.test_case_id, _E.baseline_key),
-                        order_by=(_E.created_at.desc(), _E.seq.desc()),
-                    )
-                    .label("rank")
-                )
-                ranked = (
-                    sa.select(
-                        _E.test_case_id,
-                        _E.baseline_key,
-                        _E.id,
-                        _E.status,
-                        _E.score,
-                        length.label("actual_length"),
-                        _E.length_diff,
-                        _E.exact_match,
-                        _E.semantic_score,
-                        _E.is_regression,
-                        _E.prompt_version,
-                        _E.created_at,
-                        rank,
-                    )
-                    .where(
-                        _E.test_case_id.in_(sorted({c for c, _k in seen})),
-                        _E.baseline_key.in_(sorted({k for _c, k in seen})),
-                        _JUDGED,
-                    )
-                    .subquery()
-                )
-                q = (
-                    sa.select(ranked)
-                    .where(ranked.c.rank <= recent)
-                    .order_by(ranked.c.test_case_id, ranked.c.baseline_key, ranked.c.rank)
-                )
-                for r in conn.execute(q):
-                    items.setdefault((r.test_case_id, r.baseline_key), []).append(_point(r))
+                # Each (case, baseline)'s newest judged executions by a backward walk of
+                # ix_executions_case_baseline that stops after ``recent``: a window over
+                # all of them read every case's whole history, more on every run.
+                for part in chunks(sorted(set(seen)), LATEST_CHUNK):
+                    names: dict[str, Any] = {"recent": recent}
+                    parts = []
+                    for n, (case_id, key) in enumerate(part):
+                        names[f"c{n}"], names[f"k{n}"] = case_id, key
+                        parts.append(
+                            f"SELECT * FROM (SELECT {_RECENT_COLUMNS} FROM executions e "
+                            f"WHERE e.test_case_id = :c{n} AND e.baseline_key = :k{n} "
+                            "AND e.status IN ('passed', 'failed') "
+                            f"ORDER BY e.created_at DESC, e.seq DESC LIMIT :recent) AS t{n}"
+                        )
+                    rows = conn.execute(sa.text(" UNION ALL ".join(parts)), names).all()
+                    rows.sort(key=lambda r: (r.test_case_id, r.baseline_key, r.created_at, r.seq))
+                    for r in reversed(rows):  # newest first
+                        items.setdefault((r.test_case_id, r.baseline_key), []).append(_point(r))
         found = []
         for key in keyed:
             total, passes, score_sum, scored, length_sum = totals.get(key, (0, 0, 0.0, 0, 0))

@@ -18,6 +18,7 @@ T = TypeVar("T")
 
 __all__ = [
     "IN_LIST_SIZE",
+    "LATEST_CHUNK",
     "baseline_key",
     "branch_id",
     "canonical_json",
@@ -37,6 +38,9 @@ __all__ = [
 #: Values per ``IN (...)`` list or per batch of OR-ed terms: well under SQLite's
 #: bound-parameter limit, and few statements for a large run.
 IN_LIST_SIZE = 400
+#: Subjects whose newest rows one statement reads (a UNION ALL of one indexed
+#: subquery each: SQLite allows 500 terms in one compound SELECT).
+LATEST_CHUNK = 200
 
 
 def chunks(items: Sequence[T], size: int = IN_LIST_SIZE) -> Iterator[Sequence[T]]:

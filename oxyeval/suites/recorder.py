@@ -74,7 +74,9 @@ def _core_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, Any]]
     return [None] * len(items)
 
 
-#: Earlier results of one subject read to find its previous scored one outside this run.
+#: Earlier results of one subject read to find its previous scored one outside this run:
+#: the latest few first, up to _LOOKBACK for a subject none of those answers.
+_FIRST_LOOK = 3
 _LOOKBACK = 20
 
 
@@ -96,7 +98,18 @@ def earlier_results(
     recent: dict[str, dict[str, list[tuple[str, str, float | None, str]]]] = {}
     for kind in {result.kind for result, _extra in items}:
         subjects = [result.subject for result, _extra in items if result.kind == kind]
-        recent[kind] = store.results.recent(kind, subjects, limit=_LOOKBACK)
+        found = recent[kind] = store.results.recent(kind, subjects, limit=_FIRST_LOOK)
+        unknown = result_kind(kind).unknown
+        # Nearly always one of a subject's latest few rows is its previous scored result;
+        # only where none is (errors, this run's own repeats) are more rows read.
+        further = [
+            subject
+            for subject, rows in found.items()
+            if len(rows) == _FIRST_LOOK
+            and not any(r[0] != run_id and r[2] is not None and r[1] not in unknown for r in rows)
+        ]
+        if further:
+            found.update(store.results.recent(kind, further, limit=_LOOKBACK))
     chosen: list[tuple[str, str, tuple[str, float, str]] | None] = []
     for result, _extra in items:
         unknown = result_kind(result.kind).unknown

@@ -326,3 +326,34 @@ def test_a_baseline_lookup_is_an_index_search_not_a_scan_of_the_earlier_run(
     db.close()
     assert any("ix_results_run_subject (run_id=? AND kind=? AND subject=?)" in p[-1] for p in plan)
     assert not any("TEMP B-TREE" in p[-1] for p in plan)
+
+
+def test_the_previous_result_is_found_past_a_subjects_latest_errors(
+    store: Store, toy: ResultKind
+) -> None:
+    """The latest few rows are read first; a subject whose latest rows are errors or this
+    run's own is read further back, up to the lookback."""
+    from oxyeval.suites.recorder import _FIRST_LOOK, earlier_results
+
+    old = store.runs.start("toy-essay")
+    store.results.add(old, [_essay("a", 0.9, True), _essay("b", 0.4, False)])
+    for _ in range(_FIRST_LOOK + 1):  # newer runs in which "a" only errored
+        errored = store.runs.start("toy-essay")
+        store.results.add(errored, [Result(kind="toy-essay", subject="a", status="error")])
+    now = store.runs.start("toy-essay")
+    store.results.add(now, [_essay("b", 0.8, True)])  # this run's own: never its previous
+    found = earlier_results(
+        store,
+        now,
+        [
+            (_essay("a", 0.5, False), None),
+            (_essay("b", 0.8, True), None),
+            (_essay("c", 1.0, True), None),
+        ],
+    )
+    a, b, c = found
+    assert a is not None and (a.accuracy, a.run_id, a.tally) == (0.9, old, (1, 1))
+    assert b is not None and (b.accuracy, b.run_id) == (0.4, old)
+    assert c is None
+    newest = store.results.recent("toy-essay", ["a", "b"], limit=2)
+    assert [r[1] for r in newest["a"]] == ["error", "error"] and newest["b"][0][0] == now
