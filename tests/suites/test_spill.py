@@ -79,3 +79,15 @@ def test_a_run_kept_on_disk_writes_the_document_a_run_in_memory_would(
     assert len(doc["executions"]) == len(doc["results"]) == 12
     assert doc["summary"]["results"] == 12 and doc["regressions"] == 0
     assert [e["passed"] for e in doc["executions"][:3]] == [True, False, False]
+
+
+def test_the_file_on_disk_has_no_name_and_is_its_users_only() -> None:
+    import os
+    import stat
+
+    items = SpillList([f"answer {n}" for n in range(5)], limit=2)
+    assert items.spilled and items._file is not None
+    info = os.fstat(items._file.fileno())
+    assert info.st_nlink == 0  # no folder lists it: no other process opens it by name
+    assert stat.S_IMODE(info.st_mode) & 0o077 == 0
+    items.close()
