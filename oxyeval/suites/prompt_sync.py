@@ -67,11 +67,22 @@ def declared_cases(project: Project, prompt: PromptDef) -> dict[str, dict[str, A
 def leaving_cases(project: Project, prompt: PromptDef, stored: Sequence[TestCase]) -> set[str]:
     """Stored cases that leave the suite: removed from their file, or their file is gone
     (their history stays in the store)."""
-    relative = _relative(project)
     declared = {case_id(prompt.id, c.name) for c in prompt.cases}
+    return _leaving(project, declared, _files(project, prompt), stored)
+
+
+def _files(project: Project, prompt: PromptDef) -> set[str]:
+    """The files a prompt's cases are declared in (and its own)."""
+    relative = _relative(project)
     files = {relative(c.doc.path) for c in prompt.cases if c.doc is not None}
     if prompt.file is not None:
         files.add(relative(prompt.file))
+    return files
+
+
+def _leaving(
+    project: Project, declared: set[str], files: set[str], stored: Sequence[TestCase]
+) -> set[str]:
     leaving = set()
     present: dict[str, bool] = {}
     for case in stored:
@@ -91,10 +102,12 @@ def sync_prompt(store: Store, project: Project, prompt: PromptDef) -> int:
 
 
 def sync_prompt_cases(
-    store: Store, project: Project, prompt: PromptDef
+    store: Store, project: Project, prompt: PromptDef, *, release: bool = False
 ) -> tuple[int, list[TestCase]]:
     """:func:`sync_prompt`, and the prompt's live cases once synced (listed once: a run
-    of a file of thousands of cases plans from them)."""
+    of a file of thousands of cases plans from them). ``release``: let the declared
+    cases go (``prompt.cases`` emptied) before the stored ones are listed, so a run of
+    100,000 cases never holds both."""
     source = API_SOURCE if prompt.file is None else project.relative(prompt.file)
     store.prompts.upsert(prompt.id, prompt.id, source)
     version = store.prompts.ensure_version(prompt.id, prompt.content(project))
@@ -113,8 +126,12 @@ def sync_prompt_cases(
             "used once per prompt: rename or delete that case (updateTestCase, "
             "deleteTestCase), or rename this one"
         ) from None
+    ids, files = set(declared), _files(project, prompt)
+    del declared
+    if release:
+        prompt.cases = []
     stored = store.cases.list(prompt.id)
-    leaving = leaving_cases(project, prompt, stored)
+    leaving = _leaving(project, ids, files, stored)
     for cid in leaving:
         store.cases.delete(cid)
     return version, [case for case in stored if case.id not in leaving]

@@ -403,10 +403,9 @@ class Cases:
         found: set[str] = set()
         version = self.version
         for prompt in prompts:
-            current, stored_cases = sync_prompt_cases(store, project, prompt)
             # The run goes on from the stored cases: the declared ones (and the parsed
             # files behind them) are let go, 100,000 cases' worth of them in a big run.
-            prompt.cases = []
+            current, stored_cases = sync_prompt_cases(store, project, prompt, release=True)
             all_names.update(by_name(stored_cases))
             selected = select_cases(stored_cases, self.names, only_files, found)
             if not selected:
