@@ -41,7 +41,7 @@ class Score:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Previous:
     """The latest earlier scored result of the same subject in the history: what a drop is
     measured against. ``accuracy`` is its headline score (0..1), named as consistency

@@ -112,6 +112,8 @@ class CaseResult:
     #: ``time.perf_counter()`` when the case began: with ``run_duration_ms``, its span in
     #: the run (cases run concurrently, so a report's total is not the sum). Not stored.
     started: float | None = None
+    #: Where the case stands in the run's plan (what the report is put in order by).
+    position: int = 0
 
     @property
     def status(self) -> str:

@@ -334,7 +334,7 @@ class Cases:
         self._scorer: _Scorer | None = None
         self._limit = asyncio.Semaphore(max(1, concurrency))  # the run's budget, once planned
 
-    async def plan(self, suite: SuiteRun) -> list[tuple[_VersionRun, TestCase]]:
+    async def plan(self, suite: SuiteRun) -> list[tuple[_VersionRun, TestCase, int]]:
         paths = self.paths
         start = Path(paths[0]) if paths else None
         project = load_project(start, project_dir=self.project_dir)
@@ -381,7 +381,8 @@ class Cases:
             )
             self.run.versions[plan.prompt.id] = plan.version
             self.run.planned += len(plan.cases)
-            units.extend((plan, case) for case in plan.cases)
+            first = len(units)
+            units.extend((plan, case, first + i) for i, case in enumerate(plan.cases))
         return units
 
     def _plan_versions(
@@ -437,8 +438,8 @@ class Cases:
             raise error
         return plans
 
-    async def execute(self, unit: tuple[_VersionRun, TestCase], suite: SuiteRun) -> None:
-        plan, case = unit
+    async def execute(self, unit: tuple[_VersionRun, TestCase, int], suite: SuiteRun) -> None:
+        plan, case, position = unit
         assert self._store is not None and self._scorer is not None
         if not plan.run_id:
             plan.run_id = await suite.recorder.run_id(plan.handle) or ""
@@ -449,6 +450,7 @@ class Cases:
         # transaction while the next ones are asked.
         async with self._limit:
             result = await _run_one(plan, case, scorer=self._scorer, store=self._store)
+            result.position = position
             self._told(suite, result)
         try:
             recorded = await suite.keep(plan.handle, result.as_result(), result)
@@ -495,12 +497,7 @@ class Cases:
         """The run rows, the token-limit warnings, and the cases in plan order."""
         self.run.runs.update(suite.recorder.run_ids)
         _warn_token_limits(self.run, self.plans)
-        order = {
-            (plan.prompt.id, c.name): (k, i)
-            for k, plan in enumerate(self.plans)
-            for i, c in enumerate(plan.cases)
-        }
-        self.run.results.sort(key=lambda r: order.get((r.prompt_id, r.name), (0, 0)))
+        self.run.results.sort(key=lambda r: r.position)
 
 
 async def run_cases_async(
