@@ -285,6 +285,31 @@ def _fields(owner: str, values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
+#: What a span or a trace is made of, as a test case (update_current_span/_trace's
+#: keyword arguments of the same names).
+_CASE_FIELDS = (
+    "input",
+    "output",
+    "expected_output",
+    "retrieval_context",
+    "context",
+    "tools_called",
+    "expected_tools",
+)
+
+
+def _update(owner: str, target: Any, given: dict[str, Any]) -> None:
+    """What update_current_span and update_current_trace share: the case's fields, the
+    metadata, the name and a whole test case, from the caller's keyword arguments."""
+    target.fields.update(_fields(owner, {k: given[k] for k in _CASE_FIELDS}))
+    if given["metadata"]:
+        target.metadata.update(given["metadata"])
+    if given["name"]:
+        target.name = given["name"]
+    if given["test_case"] is not None:
+        target.test_case = given["test_case"]
+
+
 def update_current_span(
     *,
     input: Any = None,
@@ -305,26 +330,7 @@ def update_current_span(
     span = _SPAN.get()
     if span is None:
         raise RuntimeError("update_current_span() was called outside any @observe call")
-    span.fields.update(
-        _fields(
-            "update_current_span",
-            {
-                "input": input,
-                "output": output,
-                "expected_output": expected_output,
-                "retrieval_context": retrieval_context,
-                "context": context,
-                "tools_called": tools_called,
-                "expected_tools": expected_tools,
-            },
-        )
-    )
-    if metadata:
-        span.metadata.update(metadata)
-    if name:
-        span.name = name
-    if test_case is not None:
-        span.test_case = test_case
+    _update("update_current_span", span, locals())
     span.attributes.update(attributes)
 
 
@@ -349,30 +355,11 @@ def update_current_trace(
     trace = _TRACE.get()
     if trace is None:
         raise RuntimeError("update_current_trace() was called outside any @observe call")
-    trace.fields.update(
-        _fields(
-            "update_current_trace",
-            {
-                "input": input,
-                "output": output,
-                "expected_output": expected_output,
-                "retrieval_context": retrieval_context,
-                "context": context,
-                "tools_called": tools_called,
-                "expected_tools": expected_tools,
-            },
-        )
-    )
-    if metadata:
-        trace.metadata.update(metadata)
+    _update("update_current_trace", trace, locals())
     if tags:
         trace.tags.extend(tags)
-    if name:
-        trace.name = name
     trace.thread_id = thread_id or trace.thread_id
     trace.user_id = user_id or trace.user_id
-    if test_case is not None:
-        trace.test_case = test_case
 
 
 def _text(value: Any) -> str | None:
