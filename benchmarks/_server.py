@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +30,7 @@ __all__ = [
     "project_with_server",
     "run_checked",
     "server_project",
+    "timed_rss",
     "w1_arguments",
 ]
 
@@ -56,6 +58,23 @@ def run_checked(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     if proc.returncode != 0:
         raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
     return proc
+
+
+def timed_rss(cmd: list[str], cwd: Path, ok_codes: tuple[int, ...] = (0,)) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one command, run to its end (its stderr kept in
+    a file: a pipe nobody reads while it runs would stop it once full); stop the
+    benchmark if it exits with a code not in ``ok_codes``."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=BENCH_ENV, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        if code not in ok_codes:
+            err.seek(0)
+            text = err.read().decode(errors="replace")[-3000:]
+            raise SystemExit(f"command failed ({code}): {' '.join(cmd)}\n{text}")
+    return elapsed, usage.ru_maxrss / 1024
 
 
 ANSWERS = ["The total is 1,204.", "Total: 1204", "We have 1,204 in total."]

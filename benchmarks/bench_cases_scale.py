@@ -19,19 +19,16 @@ of ``--rounds``, with its peak RSS:
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _server import BENCH_ENV  # noqa: E402
+from _server import timed_rss  # noqa: E402
 
 CONFIG = """\
 models:
@@ -60,19 +57,7 @@ OK_CODES = (0,)
 
 
 def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one command, run to its end (its stderr kept in
-    a file: a pipe nobody reads while it runs would stop it once full)."""
-    with tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=BENCH_ENV, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        elapsed = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode not in OK_CODES:
-            err.seek(0)
-            text = err.read().decode(errors="replace")[-3000:]
-            raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{text}")
-    return elapsed, usage.ru_maxrss / 1024
+    return timed_rss(cmd, cwd, OK_CODES)
 
 
 def main() -> None:
