@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ._cache import Transaction
 from ._errors import NotFoundError
 from ._results import _DAILY_SUMS, _RESULT_COLUMNS, result_row, write_results
-from ._util import LATEST_CHUNK, chunks, loads
+from ._util import LATEST_CHUNK, chunks, loads, newest_of_each
 
 if TYPE_CHECKING:
     from ..evaluation import Result
@@ -265,18 +265,15 @@ class Results:
         found: dict[str, list[tuple[str, str, float | None, str]]] = {}
         with self._read("reading results") as sql:
             for chunk in chunks(sorted(set(subjects)), LATEST_CHUNK):
-                # Each subject's newest rows by a backward walk of ix_results_subject that
-                # stops after ``limit``: a window over all of a subject's results read its
-                # whole history, so each run read more than the one before.
+                # Each subject's newest rows, by a backward walk of ix_results_subject.
                 names = {f"s{n}": s for n, s in enumerate(chunk)}
-                parts = [
-                    f"SELECT * FROM (SELECT r.subject, r.run_id, r.status, r.score, "
-                    f"r.created_at, r.seq FROM results r WHERE r.kind = :kind AND "
-                    f"r.subject = :{name} ORDER BY r.created_at DESC, r.seq DESC "
-                    f"LIMIT :limit) AS t{n}"
-                    for n, name in enumerate(names)
-                ]
-                rows = sql.rows(" UNION ALL ".join(parts), {"kind": kind, "limit": limit, **names})
+                statement = newest_of_each(
+                    "SELECT r.subject, r.run_id, r.status, r.score, r.created_at, r.seq "
+                    "FROM results r WHERE r.kind = :kind",
+                    [f"r.subject = :{name}" for name in names],
+                    "r.created_at DESC, r.seq DESC",
+                )
+                rows = sql.rows(statement, {"kind": kind, "limit": limit, **names})
                 rows.sort(key=lambda r: (r[0], r[4], r[5]), reverse=True)
                 for subject, run_id, status, score, created_at, _seq in rows:
                     found.setdefault(subject, []).append((run_id, status, score, created_at))

@@ -23,7 +23,7 @@ from ._rows import (
     average,
 )
 from ._tables import case_baselines, case_daily, executions, result_daily, runs, test_cases
-from ._util import LATEST_CHUNK, baseline_key, chunks, loads, redact_text
+from ._util import LATEST_CHUNK, baseline_key, chunks, loads, newest_of_each, redact_text
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -260,21 +260,21 @@ class Stats:
                 seen = [k for k in chunk if totals.get(k, (0,))[0]]
                 if not seen or recent <= 0:
                     continue  # no earlier judged execution: nothing recent either
-                # Each (case, baseline)'s newest judged executions by a backward walk of
-                # ix_executions_case_baseline that stops after ``recent``: a window over
-                # all of them read every case's whole history, more on every run.
+                # Each (case, baseline)'s newest judged executions, by a backward walk of
+                # ix_executions_case_baseline.
                 for part in chunks(sorted(set(seen)), LATEST_CHUNK):
-                    names: dict[str, Any] = {"recent": recent}
-                    parts = []
+                    names: dict[str, Any] = {"limit": recent}
+                    wheres = []
                     for n, (case_id, key) in enumerate(part):
                         names[f"c{n}"], names[f"k{n}"] = case_id, key
-                        parts.append(
-                            f"SELECT * FROM (SELECT {_RECENT_COLUMNS} FROM executions e "
-                            f"WHERE e.test_case_id = :c{n} AND e.baseline_key = :k{n} "
-                            "AND e.status IN ('passed', 'failed') "
-                            f"ORDER BY e.created_at DESC, e.seq DESC LIMIT :recent) AS t{n}"
-                        )
-                    rows = conn.execute(sa.text(" UNION ALL ".join(parts)), names).all()
+                        wheres.append(f"e.test_case_id = :c{n} AND e.baseline_key = :k{n}")
+                    statement = newest_of_each(
+                        f"SELECT {_RECENT_COLUMNS} FROM executions e "
+                        "WHERE e.status IN ('passed', 'failed')",
+                        wheres,
+                        "e.created_at DESC, e.seq DESC",
+                    )
+                    rows = conn.execute(sa.text(statement), names).all()
                     rows.sort(key=lambda r: (r.test_case_id, r.baseline_key, r.created_at, r.seq))
                     for r in reversed(rows):  # newest first
                         items.setdefault((r.test_case_id, r.baseline_key), []).append(_point(r))

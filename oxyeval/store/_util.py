@@ -28,6 +28,7 @@ __all__ = [
     "insert_sql",
     "loads",
     "new_id",
+    "newest_of_each",
     "redact_json",
     "redact_text",
     "utc_timestamp",
@@ -176,6 +177,19 @@ def _has_invalid_text(params: Any) -> bool:
         elif isinstance(value, (list, tuple)):
             stack.extend(value)
     return False
+
+
+def newest_of_each(select: str, wheres: Sequence[str], order: str) -> str:
+    """One statement reading, for each condition in ``wheres``, the newest rows of
+    ``select`` (a SELECT ... FROM ... WHERE, to which each condition is added with AND)
+    by ``order``, at most ``:limit`` of them: a UNION ALL of one subquery each, so each
+    is an index walk that stops at the limit (a window over every row of a key read its
+    whole history, so each run read more than the one before). At most LATEST_CHUNK
+    conditions per statement."""
+    return " UNION ALL ".join(
+        f"SELECT * FROM ({select} AND {where} ORDER BY {order} LIMIT :limit) AS t{n}"
+        for n, where in enumerate(wheres)
+    )
 
 
 def insert_sql(table: str, columns: Iterable[str]) -> str:
