@@ -76,6 +76,11 @@ class JudgeSettings:
     swap: bool = False
 
 
+#: Paths whose project-relative form a project keeps (a long-lived server's project asks
+#: for many over its life).
+_RELATIVE_KEPT = 4_096
+
+
 @dataclass(repr=False)
 class Project:
     def __repr__(self) -> str:  # short: asyncio may repr results (3.11 SIGINT check)
@@ -102,6 +107,8 @@ class Project:
     #: The ``globals/`` folder once read (``oxyeval.project.globals``): agents of one
     #: project share it.
     globals_cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: :meth:`relative` of the paths asked for (a file's 10,000 cases each ask for it).
+    relative_cache: dict[Path, str] = field(default_factory=dict, repr=False, compare=False)
 
     def provider_model_spec(
         self,
@@ -195,10 +202,19 @@ class Project:
         return LoadError([self.config.diagnostic(at, message, at_key="key_var" in entry)])
 
     def relative(self, path: Path) -> str:
+        """``path`` as the project names it (relative to its root, in / form), or as given
+        when it lies outside; resolved once per path (a few files, asked for per case)."""
+        found = self.relative_cache.get(path)
+        if found is not None:
+            return found
         try:
-            return path.resolve().relative_to(self.root).as_posix()
+            found = path.resolve().relative_to(self.root).as_posix()
         except ValueError:
-            return str(path)
+            found = str(path)
+        if len(self.relative_cache) >= _RELATIVE_KEPT:
+            self.relative_cache.clear()
+        self.relative_cache[path] = found
+        return found
 
 
 def _model_spec(entry: dict[str, Any]) -> ModelSpec:

@@ -9,8 +9,7 @@ cases that left their file; their history stays. Cases made through the API have
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
@@ -34,22 +33,8 @@ __all__ = [
 API_SOURCE = "api"
 
 
-def _relative(project: Project) -> Callable[[Path], str]:
-    """``project.relative`` of the few files a prompt's many cases come from, each
-    resolved once."""
-    found: dict[Path, str] = {}
-
-    def relative(path: Path) -> str:
-        if path not in found:
-            found[path] = project.relative(path)
-        return found[path]
-
-    return relative
-
-
 def declared_cases(project: Project, prompt: PromptDef) -> dict[str, dict[str, Any]]:
     """The cases a prompt's files declare: id -> the fields a sync stores."""
-    relative = _relative(project)
     return {
         case_id(prompt.id, case.name): {
             "prompt_id": prompt.id,
@@ -58,7 +43,7 @@ def declared_cases(project: Project, prompt: PromptDef) -> dict[str, dict[str, A
             "expected_output": case.expected_output,
             "description": case.description or None,
             "threshold": case.threshold,
-            "source_file": relative(case.doc.path) if case.doc is not None else None,
+            "source_file": project.relative(case.doc.path) if case.doc is not None else None,
         }
         for case in prompt.cases
     }
@@ -73,10 +58,9 @@ def leaving_cases(project: Project, prompt: PromptDef, stored: Sequence[TestCase
 
 def _files(project: Project, prompt: PromptDef) -> set[str]:
     """The files a prompt's cases are declared in (and its own)."""
-    relative = _relative(project)
-    files = {relative(c.doc.path) for c in prompt.cases if c.doc is not None}
+    files = {project.relative(c.doc.path) for c in prompt.cases if c.doc is not None}
     if prompt.file is not None:
-        files.add(relative(prompt.file))
+        files.add(project.relative(prompt.file))
     return files
 
 
