@@ -5,7 +5,7 @@ is unique within its prompt and the full id the CLI takes finds every case."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -30,10 +30,13 @@ _FIELDS = frozenset(
 _C = test_cases.c
 
 
-def case_row(r: Any, shared: dict[str, str] | None = None) -> TestCase:
-    """A stored case; ``shared``: the texts many cases of one listing repeat (their file,
-    their prompt, the moment they were synced), held once."""
-    one = (lambda text: text) if shared is None else (lambda text: shared.setdefault(text, text))
+def _same(text: str) -> str:
+    return text
+
+
+def case_row(r: Any, one: Callable[[str], str] = _same) -> TestCase:
+    """A stored case; ``one``: gives the texts many cases of one listing repeat (their
+    file, their prompt, the moment they were synced) as one object each."""
     return TestCase(
         id=r.id,
         prompt_id=one(r.prompt_id),
@@ -413,4 +416,8 @@ class Cases:
         with self._store.read("listing test cases") as conn:
             rows = conn.execute(q).all()
         shared: dict[str, str] = {}
-        return [case_row(r, shared) for r in rows]
+
+        def one(text: str) -> str:
+            return shared.setdefault(text, text)
+
+        return [case_row(r, one) for r in rows]
