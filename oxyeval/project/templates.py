@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Diagnostic, LoadError
 from .document import Document, KeyPath, format_key_path
+from .limits import render_limit
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -102,7 +103,7 @@ def environment() -> LimitedSandbox:
 class TemplateRef:
     """A template string and where it came from, so errors can point back at the file."""
 
-    __slots__ = ("_compiled", "_names", "doc", "key", "source")
+    __slots__ = ("_compiled", "_names", "_plain", "doc", "key", "source")
 
     def __init__(self, source: str, doc: Document | None = None, key: KeyPath = ()) -> None:
         self.source = source
@@ -110,6 +111,7 @@ class TemplateRef:
         self.key = key
         self._compiled: Template | None = None
         self._names: frozenset[str] | None = None
+        self._plain: tuple[tuple[bool, str], ...] | bool | None = False  # False: not known
 
     @property
     def name(self) -> str:
@@ -295,14 +297,76 @@ def evaluate(source: str, context: Mapping[str, Any]) -> Any:
         return environment().compile_expression(source, undefined_to_none=False)(**context)
 
 
+#: Names Jinja's generated code binds itself rather than reading them from the values.
+_BOUND_BY_JINJA = frozenset({"self", "loop", "caller", "varargs", "kwargs", "super"})
+
+
+def _plain_parts(ref: TemplateRef) -> tuple[tuple[bool, str], ...] | None:
+    """The template as text and ``{{ name }}`` prints only (``Classify: {{ text }}``, the
+    form of most prompts), as (is a name, text or name) pairs; None for any other
+    template. Such a template filled with text values prints exactly their joined parts:
+    a case's rendering then costs a join, not a sandboxed Jinja call (a third of the
+    per-case work of a large cases run went there)."""
+    if ref._plain is False:
+        from jinja2 import nodes
+
+        parts: list[tuple[bool, str]] | None = []
+        tree = template_tree(ref)
+        body = tree.body if tree is not None else None
+        for output in body or ():
+            if parts is None or not isinstance(output, nodes.Output):
+                parts = None
+                break
+            for node in output.nodes:
+                if isinstance(node, nodes.TemplateData):
+                    parts.append((False, node.data))
+                elif (
+                    isinstance(node, nodes.Name)
+                    and node.ctx == "load"
+                    and node.name not in _BOUND_BY_JINJA
+                ):
+                    parts.append((True, node.name))
+                else:
+                    parts = None
+                    break
+        ref._plain = tuple(parts) if parts is not None and body else None
+    return ref._plain  # type: ignore[return-value]
+
+
+def _fill(parts: tuple[tuple[bool, str], ...], context: Mapping[str, Any]) -> str | None:
+    """A plain template's text when every name it prints is a text value within the
+    render limit; None when the sandbox must render it (another type, a missing name,
+    a limit to report)."""
+    out = []
+    for is_name, text in parts:
+        if is_name:
+            value = context.get(text)
+            if type(value) is not str:
+                return None
+            out.append(value)
+        else:
+            out.append(text)
+    joined = "".join(out)
+    return joined if len(joined) <= render_limit() else None
+
+
 def render(ref: TemplateRef, context: Mapping[str, Any]) -> str:
     """Render in the sandbox; any failure becomes a LoadError pointing at the template."""
+    template = ref.compiled()  # a syntax or shape error is raised whatever the values
+    parts = ref._plain if ref._plain is not False else _plain_parts(ref)
+    if parts is not None:
+        filled = _fill(parts, context)
+        if filled is not None:
+            return filled
+    return _render_sandboxed(ref, template, context)
+
+
+def _render_sandboxed(ref: TemplateRef, template: Template, context: Mapping[str, Any]) -> str:
     from jinja2 import TemplateError, UndefinedError
     from jinja2.sandbox import SecurityError
 
     from .sandbox import TemplateLimitError, budget
 
-    template = ref.compiled()
     try:
         with budget():
             return template.render(context)

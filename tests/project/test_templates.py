@@ -32,3 +32,52 @@ def test_sandbox_blocks_python_internals() -> None:
 def test_referenced_names() -> None:
     ref = TemplateRef("{{ a }} {% for x in b %}{{ x }}{{ c.d }}{% endfor %}")
     assert referenced_names(ref) == {"a", "b", "c"}
+
+
+# A template of text and ``{{ name }}`` prints only is filled without the sandbox when its
+# values are text: the result must be the sandbox's, byte for byte, and anything else
+# (another type, a missing name, a limit) must still go through the sandbox's checks.
+PLAIN_FORMS = [
+    ("Classify: {{ text }}", {"text": "good item"}),
+    ("A {{- text -}} B\n", {"text": " x "}),
+    ("{# note #}{{ a }}{% raw %}{{ b }}{% endraw %}\n\n", {"a": "1"}),
+    ("{{ a }}{{ a }} {{ b }}", {"a": "é", "b": "{{ not a template }}"}),
+    ("line\n  {{ q }}\n", {"q": "two\nlines"}),
+]
+
+
+@pytest.mark.parametrize(("source", "values"), PLAIN_FORMS)
+def test_plain_template_renders_as_the_sandbox_does(source: str, values: dict) -> None:
+    from oxyeval.project.templates import environment
+
+    ref = TemplateRef(source)
+    assert render(ref, values) == environment().from_string(source).render(values)
+    assert ref._plain, "this form is filled without the sandbox"
+
+
+@pytest.mark.parametrize(
+    ("source", "values", "expected"),
+    [
+        ("{{ n }} items", {"n": 3}, "3 items"),  # not text: printed by Jinja
+        ("{{ xs }}", {"xs": ["a"]}, "['a']"),
+        ("{{ text | upper }}", {"text": "a"}, "A"),  # not plain
+        ("{{ self }}", {"self": "mine"}, None),  # bound by Jinja, never the value
+    ],
+)
+def test_other_templates_and_values_go_through_the_sandbox(
+    source: str, values: dict, expected: str | None
+) -> None:
+    out = render(TemplateRef(source), values)
+    assert out == expected if expected is not None else out != "mine"
+
+
+def test_plain_template_missing_name_and_limit_are_the_sandbox_errors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ref = TemplateRef("Hi {{ name }}")
+    with pytest.raises(LoadError, match="'name' is undefined"):
+        render(ref, {"nmae": "x"})
+    monkeypatch.setenv("OXY_MAX_RENDER_CHARS", "10")
+    assert render(ref, {"name": "x" * 7}) == "Hi " + "x" * 7
+    with pytest.raises(LoadError, match="limited to 10"):
+        render(ref, {"name": "x" * 8})
