@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import math
 import os
 import stat
 from dataclasses import dataclass, field
@@ -25,7 +24,17 @@ from ..errors import Diagnostic, LoadError
 from ..inputs import MAX_INT_DIGITS, valid_text
 from ..redact import clip
 from .limits import MAX_FILE_BYTES
-from .yamlloader import FLOAT_TAG, INT_TAG, STR_TAG, LimitError, ProjectLoader, compose_fast
+from .yamlloader import (
+    FLOAT_TAG,
+    INT_TAG,
+    STR_TAG,
+    LimitError,
+    ProjectLoader,
+    build_fast,
+    compose_fast,
+    finite_yaml_float,
+    int_too_long,
+)
 
 __all__ = [
     "SYMLINK_LOOP",
@@ -257,12 +266,12 @@ def _check_scalar(
     and is checked); a double-quoted ``"\\ud800"`` (a lone surrogate, which no file, report
     or database can hold) is replaced by U+FFFD with a warning."""
     problem = None
-    if node.tag == FLOAT_TAG and not _finite_yaml_float(str(node.value)):
+    if node.tag == FLOAT_TAG and not finite_yaml_float(str(node.value)):
         problem = (
             f"{node.value} is not a finite number; numbers must be finite "
             "(quote it if it is meant as text)"
         )
-    elif node.tag == INT_TAG and _int_too_long(str(node.value)):
+    elif node.tag == INT_TAG and int_too_long(str(node.value)):
         problem = (
             f"an integer of more than {MAX_INT_DIGITS} digits; numbers must be within a "
             "float's range (quote it if it is meant as text)"
@@ -286,40 +295,6 @@ def _check_scalar(
         )
 
 
-def _finite_yaml_float(text: str) -> bool:
-    """A YAML 1.1 float as PyYAML reads it (``_`` separators, ``.inf``) is finite."""
-    value = text.replace("_", "").lower().lstrip("+-")
-    if value in (".inf", ".nan"):
-        return False
-    try:
-        return math.isfinite(float(value))
-    except ValueError:
-        return True  # not what PyYAML reads as a float either: its own error, if any
-
-
-#: Digits past which no base's integer can be within MAX_INT_DIGITS decimal digits
-#: (10**308 has 1,024 binary digits): longer ones are refused without being converted.
-_MAX_INT_CHARS = 1_100
-
-
-def _int_too_long(text: str) -> bool:
-    """A YAML int (``0b``, ``0x``, octal ``0..``, decimal, ``_`` separators) of more than
-    MAX_INT_DIGITS decimal digits. Linear in the text, whatever its length."""
-    value = text.replace("_", "").lstrip("+-")
-    base = 10
-    if value[:2] in ("0b", "0x"):
-        base, value = (2 if value[1] == "b" else 16), value[2:]
-    elif value.startswith("0") and len(value) > 1:
-        base, value = 8, value[1:]
-    value = value.lstrip("0")
-    if len(value) > _MAX_INT_CHARS:
-        return True
-    try:
-        return abs(int(value or "0", base)) >= 10**MAX_INT_DIGITS
-    except ValueError:
-        return False  # not what PyYAML reads as an int either: its own error, if any
-
-
 #: Files larger than this keep no position tables until one is asked for.
 DEFER_POSITIONS = 64_000
 
@@ -334,6 +309,11 @@ def parse_yaml(
     record = len(text) <= DEFER_POSITIONS if positions is None else positions
     problems: list[Diagnostic] = []
     loader: Any = None
+    if not record:
+        built = build_fast(text)
+        if built is not None:
+            doc.data, doc._deferred = built[0], True
+            return doc, problems
     try:
         fast = compose_fast(text)
         if fast is not None:

@@ -18,14 +18,27 @@ is left to :class:`ProjectLoader`, whose messages say what and where.
 
 from __future__ import annotations
 
+import contextlib
+import math
 import re
 from typing import Any
 
 import yaml
 
+from ..inputs import MAX_INT_DIGITS, valid_text
 from .limits import MAX_ALIAS_NODES, MAX_YAML_DEPTH, MAX_YAML_NODES
 
-__all__ = ["FLOAT_TAG", "INT_TAG", "STR_TAG", "LimitError", "ProjectLoader", "compose_fast"]
+__all__ = [
+    "FLOAT_TAG",
+    "INT_TAG",
+    "STR_TAG",
+    "LimitError",
+    "ProjectLoader",
+    "build_fast",
+    "compose_fast",
+    "finite_yaml_float",
+    "int_too_long",
+]
 
 
 def _too_deep() -> str:
@@ -309,3 +322,154 @@ def compose_fast(text: str) -> tuple[Any, yaml.Node | None] | None:
     except (yaml.YAMLError, ValueError, RecursionError):
         return None
     return loader, node
+
+
+def finite_yaml_float(text: str) -> bool:
+    """A YAML 1.1 float as PyYAML reads it (``_`` separators, ``.inf``) is finite."""
+    value = text.replace("_", "").lower().lstrip("+-")
+    if value in (".inf", ".nan"):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except ValueError:
+        return True  # not what PyYAML reads as a float either: its own error, if any
+
+
+#: Digits past which no base's integer can be within MAX_INT_DIGITS decimal digits
+#: (10**308 has 1,024 binary digits): longer ones are refused without being converted.
+_MAX_INT_CHARS = 1_100
+
+
+def int_too_long(text: str) -> bool:
+    """A YAML int (``0b``, ``0x``, octal ``0..``, decimal, ``_`` separators) of more than
+    MAX_INT_DIGITS decimal digits. Linear in the text, whatever its length."""
+    value = text.replace("_", "").lstrip("+-")
+    base = 10
+    if value[:2] in ("0b", "0x"):
+        base, value = (2 if value[1] == "b" else 16), value[2:]
+    elif value.startswith("0") and len(value) > 1:
+        base, value = 8, value[1:]
+    value = value.lstrip("0")
+    if len(value) > _MAX_INT_CHARS:
+        return True
+    try:
+        return abs(int(value or "0", base)) >= 10**MAX_INT_DIGITS
+    except ValueError:
+        return False  # not what PyYAML reads as an int either: its own error, if any
+
+
+_NULL_TAG = "tag:yaml.org,2002:null"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_RESOLVERS = ProjectLoader.yaml_implicit_resolvers
+_ANY_FIRST = _RESOLVERS.get(None, [])
+_CONSTRUCT = yaml.constructor.SafeConstructor()
+_NOT_SIMPLE = object()  # a value only the composer path may build (or report on)
+
+
+def _plain_scalar(value: str) -> Any:
+    """A plain (unquoted) scalar as :class:`ProjectLoader` constructs it: its type by
+    the same implicit resolvers, its value by the same safe constructors;
+    ``_NOT_SIMPLE`` for a type or a value that needs the composer (a date, a merge key,
+    a non-finite float, an integer too long to read)."""
+    candidates = _RESOLVERS.get(value[:1], []) + _ANY_FIRST
+    tag = next((tag for tag, pattern in candidates if pattern.match(value)), STR_TAG)
+    if tag == _NULL_TAG:
+        return None
+    if tag == _BOOL_TAG:
+        return _CONSTRUCT.bool_values[value.lower()]
+    if tag == INT_TAG and not int_too_long(value):
+        return _CONSTRUCT.construct_yaml_int(yaml.ScalarNode(tag, value))
+    if tag == FLOAT_TAG and finite_yaml_float(value):
+        return _CONSTRUCT.construct_yaml_float(yaml.ScalarNode(tag, value))
+    if tag == STR_TAG:
+        return value
+    return _NOT_SIMPLE
+
+
+def build_fast(text: str) -> tuple[Any] | None:
+    """The data of a file built straight from libyaml's events, in one pass that counts
+    the same bounds: (the data,), or None when the file must be composed instead.
+
+    A file of plain mappings, lists and scalars (what a list of 10,000 test cases is)
+    needs no node tree: composing it and walking it took four times as long as reading
+    its events. Anything else goes the composed way, which is then what decides the data
+    and the messages: a tag, an anchor or alias, a merge key, a mapping or list as a key,
+    a duplicate key, a date, a value :func:`_check_scalar` warns or errs on, a bound
+    broken, more than one document, invalid YAML, no libyaml."""
+    if _CLoader is None or _NON_PRINTABLE.search(text):
+        return None
+    events = _CLoader(text)
+    get = events.get_event
+    scalar, mapping, sequence = yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent
+    ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    # per open collection: [the dict or list, a dict's pending key (or _NOT_SIMPLE) and
+    # the names of its keys so far]
+    stack: list[list[Any]] = []
+    root: list[Any] = []
+    nodes = documents = 0
+    try:
+        while True:
+            event = get()
+            kind = type(event)
+            if kind is scalar:
+                if event.anchor is not None or event.tag not in (None, "!"):
+                    return None
+                value = event.value
+                if event.implicit[0]:
+                    value = _plain_scalar(value)
+                    if value is _NOT_SIMPLE:
+                        return None
+                if type(value) is str and not value.isascii() and valid_text(value) is not value:
+                    return None
+                made: Any = value
+            elif kind is mapping or kind is sequence:
+                if event.anchor is not None or event.tag not in (None, "!"):
+                    return None
+                nodes += 1
+                if nodes > MAX_YAML_NODES or len(stack) >= MAX_YAML_DEPTH:
+                    return None
+                if stack and type(stack[-1][0]) is dict and stack[-1][1] is _NOT_SIMPLE:
+                    return None  # a mapping or list as a key
+                stack.append([{}, _NOT_SIMPLE, set()] if kind is mapping else [[], None, None])
+                continue
+            elif kind in ends:
+                made = stack.pop()[0]
+            elif kind is yaml.DocumentStartEvent:
+                documents += 1
+                if documents > 1:
+                    return None
+                continue
+            elif kind is yaml.StreamEndEvent or event is None:
+                return (root[0] if root else None,)
+            elif kind is yaml.AliasEvent:
+                return None
+            else:  # stream start, document end
+                continue
+            if kind is scalar:
+                nodes += 1
+                if nodes > MAX_YAML_NODES:
+                    return None
+            if not stack:
+                root.append(made)
+                continue
+            top = stack[-1]
+            into = top[0]
+            if type(into) is list:
+                into.append(made)
+            elif top[1] is _NOT_SIMPLE:
+                # a key as _walk names it: its text, an integer's number
+                name = event.value
+                if type(made) is int:
+                    with contextlib.suppress(ValueError):
+                        name = int(name)
+                if name in top[2]:
+                    return None  # a duplicate key: the composed way names both lines
+                top[2].add(name)
+                top[1] = made
+            else:
+                into[top[1]] = made
+                top[1] = _NOT_SIMPLE
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return None
+    finally:
+        events.dispose()
