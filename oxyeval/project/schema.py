@@ -13,7 +13,7 @@ import difflib
 import functools
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +86,21 @@ def _validator(kind: str) -> Validator:
         (name, Resource.from_contents(load_schema(k))) for k, name in SCHEMA_FILES.items()
     )
     return cls(load_schema(kind), registry=registry)
+
+
+@functools.cache
+def _quick_check(kind: str) -> Callable[[Any], bool | None]:
+    from .schema_check import check
+
+    def resolve(ref: str, file: str) -> tuple[Any, str]:
+        name, _, pointer = ref.partition("#")
+        name = name or file
+        node: Any = load_schema(next(k for k, n in SCHEMA_FILES.items() if n == name))
+        for part in pointer.strip("/").split("/") if pointer.strip("/") else []:
+            node = node[part.replace("~1", "/").replace("~0", "~")]
+        return node, name
+
+    return check(load_schema(kind), SCHEMA_FILES[kind], resolve)
 
 
 def _resolve(schema: Any, kind: str) -> Any:
@@ -252,6 +267,8 @@ def validate_document(doc: Document, kind: str) -> list[Diagnostic]:
                 f"file is empty; expected {'an' if kind[0] in 'aeiou' else 'a'} {kind} mapping",
             )
         ]
+    if _quick_check(kind)(doc.data) is True:
+        return []  # certainly no error and no warning: jsonschema would find none
     out: list[Diagnostic] = []
     seen: set[tuple[Any, ...]] = set()
     errors = list(_validator(kind).iter_errors(doc.data))
