@@ -333,19 +333,28 @@ def _plain_parts(ref: TemplateRef) -> tuple[tuple[bool, str], ...] | None:
     return ref._plain  # type: ignore[return-value]
 
 
+#: Integers this long print in any interpreter (Python refuses past 4,300 digits).
+_PRINTED_INT_BITS = 1_024
+
+
 def _fill(parts: tuple[tuple[bool, str], ...], context: Mapping[str, Any]) -> str | None:
-    """A plain template's text when every name it prints is a text value within the
-    render limit; None when the sandbox must render it (another type, a missing name,
-    a limit to report)."""
+    """A plain template's text when every name it prints is a text or a number (printed
+    by ``str``, as Jinja's own code prints it) and the text is within the render limit;
+    None when the sandbox must render it (another type, a missing name, an integer too
+    long to print, a limit to report)."""
     out = []
     for is_name, text in parts:
-        if is_name:
-            value = context.get(text)
-            if type(value) is not str:
-                return None
-            out.append(value)
-        else:
+        if not is_name:
             out.append(text)
+            continue
+        value = context.get(text)
+        kind = type(value)
+        if kind is str:
+            out.append(value)
+        elif kind is float or (kind is int and value.bit_length() <= _PRINTED_INT_BITS):
+            out.append(str(value))
+        else:
+            return None
     joined = "".join(out)
     return joined if len(joined) <= render_limit() else None
 

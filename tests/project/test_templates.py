@@ -43,6 +43,7 @@ PLAIN_FORMS = [
     ("{# note #}{{ a }}{% raw %}{{ b }}{% endraw %}\n\n", {"a": "1"}),
     ("{{ a }}{{ a }} {{ b }}", {"a": "é", "b": "{{ not a template }}"}),
     ("line\n  {{ q }}\n", {"q": "two\nlines"}),
+    ("Say {{ n }} and {{ f }}, {{ g }}", {"n": -12, "f": 0.1, "g": float("nan")}),
 ]
 
 
@@ -58,7 +59,8 @@ def test_plain_template_renders_as_the_sandbox_does(source: str, values: dict) -
 @pytest.mark.parametrize(
     ("source", "values", "expected"),
     [
-        ("{{ n }} items", {"n": 3}, "3 items"),  # not text: printed by Jinja
+        ("{{ b }} items", {"b": True}, "True items"),  # not text: printed by Jinja
+        ("{{ n }}", {"n": 10**400}, "1" + "0" * 400),
         ("{{ xs }}", {"xs": ["a"]}, "['a']"),
         ("{{ text | upper }}", {"text": "a"}, "A"),  # not plain
         ("{{ self }}", {"self": "mine"}, None),  # bound by Jinja, never the value
