@@ -366,17 +366,35 @@ _CONSTRUCT = yaml.constructor.SafeConstructor()
 _NOT_SIMPLE = object()  # a value only the composer path may build (or report on)
 
 
+#: The implicit resolvers that may match a plain scalar, by its first character: most
+#: begin with a letter no resolver looks at (a key, a word), and are text at once.
+_BY_FIRST = {
+    first: tuple(pairs + _ANY_FIRST) for first, pairs in _RESOLVERS.items() if first is not None
+}
+_NO_FIRST = tuple(_ANY_FIRST)
+_DECIMAL = re.compile(r"[1-9][0-9]{0,17}|0")  # an int YAML and int() read alike
+
+#: Short scalars are built once per file and shared: a list of 10,000 cases repeats its
+#: keys and many of its values (a bound keeps a file of distinct values from growing it).
+_SHARED_LENGTH = 64
+_SHARED_COUNT = 20_000
+
+
 def _plain_scalar(value: str) -> Any:
     """A plain (unquoted) scalar as :class:`ProjectLoader` constructs it: its type by
     the same implicit resolvers, its value by the same safe constructors;
     ``_NOT_SIMPLE`` for a type or a value that needs the composer (a date, a merge key,
     a non-finite float, an integer too long to read)."""
-    candidates = _RESOLVERS.get(value[:1], []) + _ANY_FIRST
+    candidates = _BY_FIRST.get(value[:1], _NO_FIRST)
+    if not candidates:
+        return value
     tag = next((tag for tag, pattern in candidates if pattern.match(value)), STR_TAG)
     if tag == _NULL_TAG:
         return None
     if tag == _BOOL_TAG:
         return _CONSTRUCT.bool_values[value.lower()]
+    if tag == INT_TAG and _DECIMAL.fullmatch(value):
+        return int(value)
     if tag == INT_TAG and not int_too_long(value):
         return _CONSTRUCT.construct_yaml_int(yaml.ScalarNode(tag, value))
     if tag == FLOAT_TAG and finite_yaml_float(value):
@@ -407,6 +425,8 @@ def build_fast(text: str) -> tuple[Any] | None:
     stack: list[list[Any]] = []
     root: list[Any] = []
     nodes = documents = 0
+    shared_plain: dict[str, Any] = {}  # a short plain scalar's text -> what it was built as
+    shared_quoted: dict[str, str] = {}
     try:
         while True:
             event = get()
@@ -414,14 +434,18 @@ def build_fast(text: str) -> tuple[Any] | None:
             if kind is scalar:
                 if event.anchor is not None or event.tag not in (None, "!"):
                     return None
-                value = event.value
-                if event.implicit[0]:
-                    value = _plain_scalar(value)
-                    if value is _NOT_SIMPLE:
+                text = event.value
+                plain = event.implicit[0]
+                short = len(text) <= _SHARED_LENGTH
+                made: Any = (shared_plain if plain else shared_quoted).get(text, _NOT_SIMPLE)
+                if made is _NOT_SIMPLE:
+                    made = _plain_scalar(text) if plain else text
+                    if made is _NOT_SIMPLE:
                         return None
-                if type(value) is str and not value.isascii() and valid_text(value) is not value:
-                    return None
-                made: Any = value
+                    if type(made) is str and not made.isascii() and valid_text(made) is not made:
+                        return None
+                    if short and len(shared_plain) + len(shared_quoted) < _SHARED_COUNT:
+                        (shared_plain if plain else shared_quoted)[text] = made
             elif kind is mapping or kind is sequence:
                 if event.anchor is not None or event.tag not in (None, "!"):
                     return None
