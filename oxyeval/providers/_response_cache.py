@@ -150,8 +150,21 @@ def _params(params: GenerateParams) -> dict[str, Any]:
     return out
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _plain(value: Any) -> Any:
-    """JSON-ready (tuples as lists, odd values as text), so equal keys hash equally."""
+    """JSON-ready (tuples as lists, odd values as text), so equal keys hash equally:
+    what a JSON round trip makes of ``value``. Texts, numbers and mappings of text keys
+    (every key is mostly those) are copied as they are; anything else goes through the
+    round trip (a tuple, a number as a key, an object that prints as text)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict and all(type(k) is str for k in value):
+        return {k: _plain(v) for k, v in value.items()}
+    if kind is list:
+        return [_plain(v) for v in value]
     return json.loads(json.dumps(value, default=str))
 
 

@@ -275,3 +275,31 @@ def test_a_cached_answer_is_scrubbed_like_a_fresh_one() -> None:
         replay = _generate(server.url, cache)
         assert server.requests == []
     assert replay.cached and "sk-ECHOED-98765" not in replay.text
+
+
+def test_a_key_is_what_a_json_round_trip_makes_of_it() -> None:
+    """Keys are copied without a round trip where they are plain; whatever the form, the
+    hashed text is the round trip's (a tuple, a number as a key, an enum, an object)."""
+    import enum
+
+    from oxyeval.providers._response_cache import _plain
+
+    class Level(enum.IntEnum):
+        HIGH = 2
+
+    class Shown:
+        def __str__(self) -> str:
+            return "shown"
+
+    values = [
+        {"a": (1, 2), 1: "x", "n": None, "f": 1.5, "b": True, "e": Level.HIGH, "o": Shown()},
+        {"messages": [{"role": "user", "content": "é \ud800"}], "run": (1, 2)},
+        [1, "a", None, [2.5, {"k": (True,)}]],
+        {"inf": float("inf"), "neg": -0.0},
+        "text",
+    ]
+    for value in values:
+        plain = _plain(value)
+        expected = json.loads(json.dumps(value, default=str))
+        assert json.dumps(plain, sort_keys=True) == json.dumps(expected, sort_keys=True)
+        assert type(plain) is type(expected)
