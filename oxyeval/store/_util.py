@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import date, datetime, timezone
@@ -50,11 +51,16 @@ def chunks(items: Sequence[T], size: int = IN_LIST_SIZE) -> Iterator[Sequence[T]
         yield items[start : start + size]
 
 
+_CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", re.ASCII)
+
+
 def utc_timestamp(value: str | datetime | date | None = None) -> str:
     """ISO-8601 UTC with milliseconds and ``Z``: one format so string order is time order
     on every backend (timestamps are stored as text; SQLite has no timestamp type)."""
     if value is None:
         dt = datetime.now(timezone.utc)
+    elif isinstance(value, str) and _CANONICAL_TIME.fullmatch(value):
+        return value  # already this form (what every stored row holds): as it would be made
     elif isinstance(value, datetime):
         dt = value
     elif isinstance(value, date):
@@ -172,11 +178,24 @@ def _has_invalid_text(params: Any) -> bool:
         if isinstance(value, str):
             if not value.isascii() and valid_text(value) is not value:
                 return True
-        elif isinstance(value, dict):
-            stack.extend(value.values())
+            continue
+        if isinstance(value, dict):
+            items: Any = value.values()
         elif isinstance(value, (list, tuple)):
-            stack.extend(value)
+            items = value
+        else:
+            continue
+        for item in items:  # a row's values looked at here, not each pushed and popped
+            kind = type(item)
+            if kind is str:
+                if not item.isascii() and valid_text(item) is not item:
+                    return True
+            elif kind not in _NO_TEXT:
+                stack.append(item)
     return False
+
+
+_NO_TEXT = frozenset({int, float, bool, type(None), bytes})
 
 
 def newest_of_each(select: str, wheres: Sequence[str], order: str) -> str:
