@@ -83,6 +83,7 @@ class _VersionRun:
     run_id: str = ""
     handle: Handle = field(default_factory=lambda: Handle(None, None))  # where it is kept
     histories: CaseHistories | None = None
+    planned: int = 0  # the cases planned (``cases`` is emptied once they are units)
 
     @classmethod
     def build(
@@ -251,18 +252,17 @@ async def _run_one(
     return result
 
 
-def _warn_token_limits(run: CaseRun, plans: Sequence[_VersionRun]) -> None:
-    """One warning per prompt for the cases whose answer stopped at the token limit."""
-    cuts: dict[str, list[str]] = {}
-    for r in run.results:  # one pass: a large run's results are read back from disk
-        if stopped_at_token_limit(r.finish_reason):
-            cuts.setdefault(r.prompt_id, []).append(r.name)
+def _warn_token_limits(
+    run: CaseRun, plans: Sequence[_VersionRun], cuts: Mapping[str, list[str]]
+) -> None:
+    """One warning per prompt for the cases whose answer stopped at the token limit
+    (``cuts``: their names by prompt, noted as they finished)."""
     for plan in plans:
         cut = cuts.get(plan.prompt.id)
         if not cut:
             continue
         model = plan.target.model
-        which = counted(cut, len(plan.cases), "case") if len(plan.cases) > 1 else f"case '{cut[0]}'"
+        which = counted(cut, plan.planned, "case") if plan.planned > 1 else f"case '{cut[0]}'"
         text = token_limit_warning(
             f"prompt '{plan.prompt.id}' v{plan.version}", which, model, plan.target.max_tokens
         )
@@ -333,6 +333,11 @@ class Cases:
         self._store: Store | None = None
         self._scorer: _Scorer | None = None
         self._limit = asyncio.Semaphore(max(1, concurrency))  # the run's budget, once planned
+        # Noted as results are kept, so the end of a large run reads none back from disk:
+        # the cases cut at the token limit, and whether they finished out of plan order.
+        self._cuts: dict[str, list[str]] = {}
+        self._last_position = -1
+        self._unordered = False
 
     async def plan(self, suite: SuiteRun) -> list[tuple[_VersionRun, TestCase, int]]:
         paths = self.paths
@@ -383,6 +388,8 @@ class Cases:
             self.run.planned += len(plan.cases)
             first = len(units)
             units.extend((plan, case, first + i) for i, case in enumerate(plan.cases))
+            # the units hold the cases now: each is freed once it has run
+            plan.planned, plan.cases = len(plan.cases), []
         return units
 
     def _plan_versions(
@@ -451,15 +458,16 @@ class Cases:
         async with self._limit:
             result = await _run_one(plan, case, scorer=self._scorer, store=self._store)
             result.position = position
-            self._told(suite, result)
+            outcome = result.as_result()
+            self._told(suite, result, outcome)
         try:
-            recorded = await suite.keep(plan.handle, result.as_result(), result)
+            recorded = await suite.keep(plan.handle, outcome, result)
         except KeptThenCancelled as stop:  # stored: reported too
             self._kept(result, stop.recorded)
             raise
         self._kept(result, recorded)
 
-    def _told(self, suite: SuiteRun, result: CaseResult) -> None:
+    def _told(self, suite: SuiteRun, result: CaseResult, outcome: Result) -> None:
         suite.emit(
             SampleFinished(
                 kind="cases",
@@ -469,7 +477,7 @@ class Cases:
                 cached=result.cached,
             )
         )
-        for score in result.as_result().scores:
+        for score in outcome.scores:
             suite.emit(
                 ScoreRecorded(
                     kind="cases",
@@ -487,6 +495,10 @@ class Cases:
             result.execution_id = stored.id
             result.created_at = stored.created_at
         self.run.results.append(result)
+        if stopped_at_token_limit(result.finish_reason):
+            self._cuts.setdefault(result.prompt_id, []).append(result.name)
+        self._unordered = self._unordered or result.position < self._last_position
+        self._last_position = result.position
         if self.on_result is not None:
             self.on_result(result)
 
@@ -496,8 +508,9 @@ class Cases:
     def finished(self, suite: SuiteRun) -> None:
         """The run rows, the token-limit warnings, and the cases in plan order."""
         self.run.runs.update(suite.recorder.run_ids)
-        _warn_token_limits(self.run, self.plans)
-        self.run.results.sort(key=lambda r: r.position)
+        _warn_token_limits(self.run, self.plans, self._cuts)
+        if self._unordered:
+            self.run.results.sort(key=lambda r: r.position)
 
 
 async def run_cases_async(
