@@ -28,7 +28,7 @@ does the rest.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -306,7 +306,9 @@ class SuiteRun:
                 window = _WINDOW_PER_CALL * self.budget_size if self.budget_size else 0
                 if window and len(units) > max(window, _WINDOW_MIN):
                     await settle_windowed(
-                        units, lambda unit: self._execute(kind, unit), max(window, _WINDOW_MIN)
+                        _drained(units),
+                        lambda unit: self._execute(kind, unit),
+                        max(window, _WINDOW_MIN),
                     )
                 else:
                     await gather_settled(*(self._execute(kind, unit) for unit in units))
@@ -360,6 +362,15 @@ class SuiteRun:
                         )
                     )
                 self._exit.close()
+
+
+def _drained(units: list[Any]) -> Iterator[Any]:
+    """``units`` in order, each let go of by the list as it is handed out: what a unit
+    holds (a test case, its inputs) is freed once it has run, not at the end of a run
+    of 100,000."""
+    units.reverse()
+    while units:
+        yield units.pop()
 
 
 def _unit_label(unit: Any) -> str:

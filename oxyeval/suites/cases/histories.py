@@ -24,22 +24,32 @@ class CaseHistories:
 
     def __init__(self, store: Store, cases: Sequence[TestCase], method: str, recent: int) -> None:
         self._store = store
-        self._cases = cases
+        # Each case is let go of as its chunk is read, and each chunk once all its cases
+        # have their history: a case is held by the run only until it has run.
+        self._cases: list[TestCase | None] = list(cases)
         self.method = method
         self._recent = recent
         self._index = {case.id: i for i, case in enumerate(cases)}
         self._chunks: dict[int, asyncio.Future[dict[str, CaseHistory]]] = {}
 
     async def get(self, case: TestCase, expected: str) -> CaseHistory:
-        chunk = self._index[case.id] // HISTORY_CHUNK
-        loading = self._chunks.get(chunk)
-        if loading is None:
-            part = self._cases[chunk * HISTORY_CHUNK : (chunk + 1) * HISTORY_CHUNK]
-            loading = self._chunks[chunk] = asyncio.ensure_future(
-                asyncio.to_thread(self._read, part)
-            )
-        found = await asyncio.shield(loading)
-        history = found.pop(case.id, None)
+        history = None
+        position = self._index.pop(case.id, None)
+        if position is not None:  # else asked before (a retry): read on its own below
+            chunk = position // HISTORY_CHUNK
+            loading = self._chunks.get(chunk)
+            if loading is None:
+                low, high = chunk * HISTORY_CHUNK, (chunk + 1) * HISTORY_CHUNK
+                held = self._cases[low:high]
+                self._cases[low:high] = [None] * len(held)
+                part = [c for c in held if c is not None]
+                loading = self._chunks[chunk] = asyncio.ensure_future(
+                    asyncio.to_thread(self._read, part)
+                )
+            found = await asyncio.shield(loading)
+            history = found.pop(case.id, None)
+            if not found:
+                self._chunks.pop(chunk, None)
         if history is None:  # read already by this case (a retry), or its expected changed
             (history,) = await asyncio.to_thread(
                 self._store.stats.histories, [(case.id, (expected, self.method))], self._recent
