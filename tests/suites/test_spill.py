@@ -41,6 +41,25 @@ def test_a_list_past_its_limit_moves_to_disk_and_reads_back_the_same() -> None:
     assert len(items) == 0
 
 
+@pytest.mark.parametrize("window", [1, 64, 1 << 20])
+def test_items_are_read_back_whole_across_read_windows(
+    window: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read back a window at a time in the kept order, an item at a time after a sort:
+    every item whole, whether it fits a window, straddles two or is larger than one."""
+    from oxyeval.suites import spill
+
+    monkeypatch.setattr(spill, "_WINDOW", window)
+    items = SpillList(limit=0)
+    items.extend({"n": n, "text": "x" * (n * 37 % 200)} for n in range(60))
+    assert [i["n"] for i in items] == list(range(60))
+    assert all(i["text"] == "x" * (i["n"] * 37 % 200) for i in items)
+    items.sort(key=lambda i: -i["n"])
+    assert [i["n"] for i in items] == list(range(59, -1, -1))
+    items.append({"n": 60, "text": ""})  # written after reads: at the end, intact
+    assert [i["n"] for i in items][-2:] == [0, 60]
+
+
 def test_an_empty_or_small_list_stays_in_memory() -> None:
     items: SpillList[int] = SpillList(limit=3)
     assert not items and list(items) == [] and repr(items) == "SpillList(0 items in memory)"
