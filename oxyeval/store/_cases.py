@@ -28,6 +28,7 @@ _FIELDS = frozenset(
     {"prompt_id", "name", "description", "input", "expected_output", "threshold", "source_file"}
 )
 _C = test_cases.c
+_INSERT_CHUNK = 2_000  # new cases inserted per statement by a sync
 
 
 def _same(text: str) -> str:
@@ -370,15 +371,17 @@ class Cases:
                 error = self._taken(fields["prompt_id"], fields["name"], taken[cid])
                 error.wanted = cid
                 raise error
-        new = [
-            {"id": cid, "created_at": now, "updated_at": now, **_stored(fields)}
-            for cid, fields in declared.items()
-            if cid not in existing
-        ]
-        if new:
-            insert = _upsert(conn)
+        new = [cid for cid in declared if cid not in existing]
+        insert = _upsert(conn)(test_cases).on_conflict_do_nothing(index_elements=["id"])
+        # A few thousand rows per statement: the rows of 100,000 new cases made at once
+        # were most of a large run's memory before its first case ran.
+        for chunk in chunks(new, _INSERT_CHUNK):
+            rows = [
+                {"id": cid, "created_at": now, "updated_at": now, **_stored(declared[cid])}
+                for cid in chunk
+            ]
             try:
-                conn.execute(insert(test_cases).on_conflict_do_nothing(index_elements=["id"]), new)
+                conn.execute(insert, rows)
             except sa.exc.IntegrityError as exc:
                 if _name_clash(exc):
                     raise _Clash from None

@@ -119,6 +119,24 @@ def test_a_name_is_used_once_per_prompt_among_live_cases(store: Store) -> None:
         store.cases.upsert("p1::greet", "p1", "greet", {})
 
 
+def test_a_sync_of_many_cases_inserts_them_a_chunk_at_a_time(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oxyeval.store import _cases
+
+    monkeypatch.setattr(_cases, "_INSERT_CHUNK", 7)
+    declared = {
+        f"p::c{i}": {"prompt_id": "p", "name": f"c{i}", "input": {"n": i}, "expected_output": "x"}
+        for i in range(30)
+    }
+    store.cases.sync(declared)
+    listed = store.cases.list("p")
+    assert sorted(c.id for c in listed) == sorted(declared)
+    assert {c.id: c.input for c in listed}["p::c29"] == {"n": 29}
+    store.cases.sync(declared)  # nothing new: nothing inserted twice
+    assert len(store.cases.list("p")) == 30
+
+
 def test_writers_racing_for_one_name_make_one_case(store: Store) -> None:
     """Each thread checks the name and inserts at the same moment, as concurrent API
     requests do; on PostgreSQL (READ COMMITTED) both checks can pass, and the index stops
