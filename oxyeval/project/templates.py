@@ -362,7 +362,10 @@ def _fill(parts: tuple[tuple[bool, str], ...], context: Mapping[str, Any]) -> st
 def render(ref: TemplateRef, context: Mapping[str, Any]) -> str:
     """Render in the sandbox; any failure becomes a LoadError pointing at the template."""
     template = ref.compiled()  # a syntax or shape error is raised whatever the values
-    parts = ref._plain if ref._plain is not False else _plain_parts(ref)
+    # Only a template of the plain sandbox prints as a join (SQL's environment binds
+    # every value it prints instead).
+    plain = template.environment is environment()
+    parts = (ref._plain if ref._plain is not False else _plain_parts(ref)) if plain else None
     if parts is not None:
         filled = _fill(parts, context)
         if filled is not None:
