@@ -65,6 +65,12 @@ def _all(results: list[bool | None]) -> bool | None:
     return None if None in results else True
 
 
+def _any(results: list[bool | None]) -> bool | None:
+    if True in results:
+        return True
+    return None if None in results else False
+
+
 class _Compiler:
     def __init__(self, resolve: Callable[[str, str], tuple[Any, str]]) -> None:
         self._resolve = resolve  # ($ref, the file it is in) -> (schema, its file)
@@ -219,13 +225,7 @@ class _Compiler:
         return lambda x: _same(x, v)
 
     def _k_enum(self, options: list[Any], _s: Any, _f: str) -> Check:
-        def enum(x: Any) -> bool | None:
-            verdicts = [_same(x, option) for option in options]
-            if True in verdicts:
-                return True
-            return None if None in verdicts else False
-
-        return enum
+        return lambda x: _any([_same(x, option) for option in options])
 
     def _k_allOf(self, subs: list[Any], _s: Any, file: str) -> Check:
         checks = [self.compile(sub, file) for sub in subs]
@@ -233,14 +233,7 @@ class _Compiler:
 
     def _k_anyOf(self, subs: list[Any], _s: Any, file: str) -> Check:
         checks = [self.compile(sub, file) for sub in subs]
-
-        def any_of(x: Any) -> bool | None:
-            verdicts = [c(x) for c in checks]
-            if True in verdicts:
-                return True
-            return None if None in verdicts else False
-
-        return any_of
+        return lambda x: _any([c(x) for c in checks])
 
     def _k_oneOf(self, subs: list[Any], _s: Any, file: str) -> Check:
         checks = [self.compile(sub, file) for sub in subs]
