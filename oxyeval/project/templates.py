@@ -304,9 +304,9 @@ _BOUND_BY_JINJA = frozenset({"self", "loop", "caller", "varargs", "kwargs", "sup
 def _plain_parts(ref: TemplateRef) -> tuple[tuple[bool, str], ...] | None:
     """The template as text and ``{{ name }}`` prints only (``Classify: {{ text }}``, the
     form of most prompts), as (is a name, text or name) pairs; None for any other
-    template. Such a template filled with text values prints exactly their joined parts:
-    a case's rendering then costs a join, not a sandboxed Jinja call (a third of the
-    per-case work of a large cases run went there)."""
+    template. Such a template filled with text or numbers prints exactly their joined
+    parts: a case's rendering then costs a join, not a sandboxed Jinja call (which was a
+    third of the per-case work of a large cases run)."""
     if ref._plain is False:
         from jinja2 import nodes
 
