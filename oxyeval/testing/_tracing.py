@@ -285,19 +285,6 @@ def _fields(owner: str, values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
 
 
-#: What a span or a trace is made of, as a test case (update_current_span/_trace's
-#: keyword arguments of the same names).
-_CASE_FIELDS = (
-    "input",
-    "output",
-    "expected_output",
-    "retrieval_context",
-    "context",
-    "tools_called",
-    "expected_tools",
-)
-
-
 def _update(owner: str, target: Any, given: dict[str, Any]) -> None:
     """What update_current_span and update_current_trace share: the case's fields, the
     metadata, the name and a whole test case, from the caller's keyword arguments."""
