@@ -92,28 +92,25 @@ def _validator(kind: str) -> Validator:
 def _quick_check(kind: str) -> Callable[[Any], bool | None]:
     from .schema_check import check
 
-    def resolve(ref: str, file: str) -> tuple[Any, str]:
-        name, _, pointer = ref.partition("#")
-        name = name or file
-        node: Any = load_schema(next(k for k, n in SCHEMA_FILES.items() if n == name))
-        for part in pointer.strip("/").split("/") if pointer.strip("/") else []:
-            node = node[part.replace("~1", "/").replace("~0", "~")]
-        return node, name
+    return check(load_schema(kind), kind, _target)
 
-    return check(load_schema(kind), SCHEMA_FILES[kind], resolve)
+
+def _target(ref: str, kind: str) -> tuple[Any, str]:
+    """What a local or cross-file ``$ref`` in a schema of ``kind`` names (our schemas
+    only use those two forms), and the kind of schema that holds it."""
+    file, _, pointer = ref.partition("#")
+    if file:
+        kind = next(k for k, name in SCHEMA_FILES.items() if name == file)
+    node: Any = load_schema(kind)
+    for part in pointer.strip("/").split("/") if pointer.strip("/") else []:
+        node = node[part]
+    return node, kind
 
 
 def _resolve(schema: Any, kind: str) -> Any:
-    """Follow a local or cross-file ``$ref`` (our schemas only use those two forms)."""
+    """Follow ``$ref`` until the schema that holds the keywords."""
     while isinstance(schema, dict) and "$ref" in schema:
-        ref = schema["$ref"]
-        file, _, pointer = ref.partition("#")
-        if file:
-            kind = next(k for k, name in SCHEMA_FILES.items() if name == file)
-        node: Any = load_schema(kind)
-        for part in pointer.strip("/").split("/") if pointer.strip("/") else []:
-            node = node[part]
-        schema = node
+        schema, kind = _target(schema["$ref"], kind)
     return schema
 
 

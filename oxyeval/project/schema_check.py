@@ -73,7 +73,7 @@ def _any(results: list[bool | None]) -> bool | None:
 
 class _Compiler:
     def __init__(self, resolve: Callable[[str, str], tuple[Any, str]]) -> None:
-        self._resolve = resolve  # ($ref, the file it is in) -> (schema, its file)
+        self._resolve = resolve  # ($ref, where it is) -> (its schema, where that is)
         self._done: dict[tuple[int, str], Check] = {}
 
     def compile(self, schema: Any, file: str) -> Check:
@@ -272,6 +272,7 @@ class _Compiler:
 def check(
     schema: dict[str, Any], file: str, resolve: Callable[[str, str], tuple[Any, str]]
 ) -> Check:
-    """``schema`` (from ``file``) compiled into a three-valued check; ``resolve`` finds
-    what a ``$ref`` names, and the file it is in."""
+    """``schema`` (from ``file``: any name for the schema file it is in) compiled into a
+    three-valued check; ``resolve`` finds what a ``$ref`` in a file names, and the file
+    that holds it."""
     return _Compiler(resolve).compile(schema, file)
