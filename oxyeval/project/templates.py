@@ -364,8 +364,7 @@ def render(ref: TemplateRef, context: Mapping[str, Any]) -> str:
     template = ref.compiled()  # a syntax or shape error is raised whatever the values
     # Only a template of the plain sandbox prints as a join (SQL's environment binds
     # every value it prints instead).
-    plain = template.environment is environment()
-    parts = (ref._plain if ref._plain is not False else _plain_parts(ref)) if plain else None
+    parts = _plain_parts(ref) if template.environment is environment() else None
     if parts is not None:
         filled = _fill(parts, context)
         if filled is not None:

@@ -5,8 +5,9 @@ A document is built as usual, except that a long list may be a :class:`Streamed`
 way to produce its items, called when the writer reaches it. :func:`write_streamed`
 writes what ``json.dumps(doc, indent=2)`` would, but for each item of a streamed list
 on a line of its own (one execution per line: what ``grep`` and ``jq`` take as well),
-each item scrubbed of secrets and of numbers JSON cannot hold as it is written. :func:`plain` makes the whole document for what needs it
-whole (a document kept in the history).
+each item scrubbed of secrets and of numbers JSON cannot hold as it is written.
+:func:`plain` makes the whole document for what needs it whole (a document kept in the
+history).
 """
 
 from __future__ import annotations
