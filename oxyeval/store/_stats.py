@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from ._core import _SaSql
 from ._rows import (
     CaseActivity,
     CaseHistory,
@@ -274,7 +275,7 @@ class Stats:
                         wheres,
                         "e.created_at DESC, e.seq DESC",
                     )
-                    rows = conn.execute(sa.text(statement), names).all()
+                    rows = _SaSql(conn).rows(statement, names)
                     rows.sort(key=lambda r: (r.test_case_id, r.baseline_key, r.created_at, r.seq))
                     for r in reversed(rows):  # newest first
                         items.setdefault((r.test_case_id, r.baseline_key), []).append(_point(r))
