@@ -96,29 +96,42 @@ async def settle_windowed(
     and the rest never start."""
     pending = iter(items)
     running: set[asyncio.Future[Any]] = set()
-    done: set[asyncio.Future[Any]] = set()
+    # Each unit reports its own end (a done callback), rather than one ``asyncio.wait``
+    # per round over every running unit: that registers and removes a callback on each
+    # of them every round, a cost that grows with the window times the units.
+    woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     failed: asyncio.Future[Any] | None = None
+
+    def ended(task: asyncio.Future[Any]) -> None:
+        nonlocal failed
+        running.discard(task)
+        # Every ended unit's error is retrieved here (no "never retrieved" warning).
+        if (task.cancelled() or task.exception() is not None) and failed is None:
+            failed = task
+        if failed is None:
+            fill()
+        if (failed is not None or not running) and not woken.done():
+            woken.set_result(None)
 
     def fill() -> None:
         for item in pending:
-            running.add(asyncio.ensure_future(work(item)))
+            task = asyncio.ensure_future(work(item))
+            running.add(task)
+            task.add_done_callback(ended)
             if len(running) >= window:
                 return
 
     fill()
-    while running and failed is None:
-        try:
-            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            await _stop(list(running))
-            raise
-        running -= done
-        failed = next((t for t in done if t.cancelled() or t.exception()), None)
-        if failed is None:
-            fill()
+    if not running:
+        return
+    try:
+        await woken
+    except asyncio.CancelledError:
+        await _stop(list(running))
+        raise
     if failed is None:
         return
-    cancelled = await _stop([*running, *done])  # every error of the last ones retrieved
+    cancelled = await _stop(list(running))
     if cancelled or failed.cancelled():
         raise asyncio.CancelledError
     error = failed.exception()
