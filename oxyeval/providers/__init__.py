@@ -40,6 +40,7 @@ _EXPORTS = {
     "endpoint_defaults": "local",
     "Limiters": "_limiter",
     "shared_limiters": "_limiter",
+    "AnswerKey": "_response_cache",
     "ResponseCache": "_response_cache",
     "Tally": "_response_cache",
     "answer_key": "_response_cache",
@@ -107,6 +108,7 @@ __all__ = [
     "OWNED_FIELDS",
     "PRICES_DATE",
     "TRUNCATED_REASONS",
+    "AnswerKey",
     "BatchDeferred",
     "Batcher",
     "ChatMessage",
@@ -224,6 +226,7 @@ if TYPE_CHECKING:
         vendors,
     )
     from ._response_cache import (
+        AnswerKey,
         ResponseCache,
         Tally,
         answer_key,

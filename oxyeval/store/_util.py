@@ -90,11 +90,16 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"cannot store {type(obj).__name__} as JSON")
 
 
+#: One encoder for every call (``json.dumps`` with options builds one per call); it
+#: keeps no state between calls, so threads share it.
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_default
+).encode
+
+
 def canonical_json(obj: Any) -> str:
     """Sorted keys, no whitespace: equal content must give equal text (and equal hashes)."""
-    return json.dumps(
-        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_default
-    )
+    return _CANONICAL(obj)
 
 
 def content_hash(content: Any) -> str:

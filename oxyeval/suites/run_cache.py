@@ -29,6 +29,7 @@ Every call served from the cache is counted, per run and in every enclosing
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -106,6 +107,15 @@ class CachePolicy:
             return None
         now = now or datetime.now(timezone.utc)
         return utc_timestamp(now - timedelta(days=self.ttl_days))
+
+
+def _digest(key: Mapping[str, Any]) -> str:
+    """The entry's name: the hash of the key's canonical JSON, by the text a model's key
+    carries already (:class:`~oxyeval.providers.AnswerKey`), else made here."""
+    canonical = getattr(key, "canonical", None)
+    if isinstance(canonical, str):
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return content_hash(key)
 
 
 class _Answers:
@@ -258,7 +268,7 @@ class RunCache:
 
     async def lookup(self, kind: str, key: Mapping[str, Any]) -> Any:
         """The value kept for ``key`` (written this run, or stored and not expired), or None."""
-        digest = content_hash(key)
+        digest = _digest(key)
         if digest in self._written:
             return self._written[digest]
         for waiting in (self._unflushed, self._in_flight):  # written soon, or being written
@@ -306,7 +316,7 @@ class RunCache:
 
         if self._broken or in_collecting_pass():
             return
-        digest = content_hash(key)
+        digest = _digest(key)
         self._written[digest] = value
         if len(self._written) > _WRITTEN_KEPT:  # a run of 100,000 calls holds 4,096
             del self._written[next(iter(self._written))]

@@ -103,6 +103,41 @@ def test_what_decides_an_answer_changes_the_key(change: dict[str, Any]) -> None:
     assert key(**change) != key()
 
 
+KEY_VARIANTS = [
+    {},
+    {"run": (2, 1)},
+    {"params": replace(PARAMS, stop=("END",), extra={"top_k": 3, "nested": {"b": (1, 2)}})},
+    {"params": replace(PARAMS, tools=(ToolSpec("sql", "Run SQL."),))},
+    {"params": replace(PARAMS, response_schema=ResponseSchema("v", {"type": "object"}))},
+    {"messages": [ChatMessage("user", 'Grüße, 東京 \u2028 "quoted" \\ back')]},
+    {"messages": [*MESSAGES, ChatMessage("assistant", "", (ToolCall("c1", "sql", {"q": (1,)}),))]},
+    {"messages": [ChatMessage("user", "see", images=("https://x/a.png",))]},
+    {"base_url": "http://user:pw@other/v1"},
+    {"spec": replace(SPEC, options={"outputs": ["a", "é"], "rules": [{"match": "."}], 3: "x"})},
+]
+
+
+@pytest.mark.parametrize("change", KEY_VARIANTS, ids=lambda c: ",".join(c) or "plain")
+def test_the_key_carries_its_canonical_text_and_hashes_as_the_cache_hashes_it(
+    change: dict[str, Any],
+) -> None:
+    """The cache names an entry by the text a key carries: it must be the store's
+    canonical JSON of the key, or a key made once would miss the entry made by another."""
+    from oxyeval.store import canonical_json
+
+    made = key(**change)
+    assert made.canonical == canonical_json(dict(made))
+    assert json.loads(made.canonical) == made
+    again = key(**change)  # the settings' part made once, then reused
+    assert again == made and again.canonical == made.canonical
+
+
+def test_a_model_s_changed_settings_are_a_new_key() -> None:
+    first = key(spec=replace(SPEC, options={"outputs": ["a"]}))
+    other = key(spec=replace(SPEC, options={"outputs": ["b"]}))
+    assert first != other and first.canonical != other.canonical
+
+
 def test_tool_arguments_and_descriptions_are_in_the_key() -> None:
     a = replace(PARAMS, tools=(ToolSpec("sql", "Run SQL."),))
     b = replace(PARAMS, tools=(ToolSpec("sql", "Run a query."),))
