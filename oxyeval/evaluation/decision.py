@@ -419,7 +419,9 @@ def decide(
 class DecidableRun(Protocol):
     """What every kind's run object offers the decision: its kind, its results (those
     cut short included) and whether a signal stopped it. A consistency run also says
-    why earlier results could not be read (``history_unread``)."""
+    why earlier results could not be read (``history_unread``). A run may also offer
+    ``decision_results()``: the same results without what the decision never reads
+    (answers, named scores), cheaper for a run of thousands."""
 
     kind: str
     interrupted: bool
@@ -432,8 +434,9 @@ def decide_run(
 ) -> Decision:
     """:func:`decide` on a run object of any kind (a library call's return, a saved
     run read back): what a script asks for instead of working out an exit code."""
+    slim = getattr(run, "decision_results", None)
     return decide(
-        run.as_results(),
+        slim() if callable(slim) else run.as_results(),
         gates or Gates(),
         interrupted=bool(run.interrupted),
         history_unread=tuple(getattr(run, "history_unread", ())),

@@ -181,6 +181,10 @@ def empty_stats(case_id: str) -> CaseStats:
     return CaseStats(case_id, 0, None, None, (), (), 0, ())
 
 
+#: Executions past which a run's document streams its lists (see :mod:`.streaming`).
+STREAM_PAST = 2_000
+
+
 def case_run_json(run: CaseRun, decision: Decision | None = None) -> dict[str, Any]:
     """``oxy cases run --format json``: the run document (:mod:`.documents`) with every
     execution in the Testing API's shape and how many cases were planned, regressed, and
@@ -199,9 +203,10 @@ def case_run_json(run: CaseRun, decision: Decision | None = None) -> dict[str, A
     def results() -> Iterator[Result]:
         return (r.as_result() for r in run.results)
 
-    # A run large enough to keep its results on disk is written as they are read back.
-    streamed = getattr(run.results, "spilled", False)
+    # A large run is written as its results are read back (from disk, once it keeps them
+    # there), each on a line of its own, rather than built as one document first.
     count = len(run.results)
+    streamed = count > STREAM_PAST or getattr(run.results, "spilled", False)
     body = {
         "executions": Streamed(executions, count) if streamed else list(executions()),
         "planned": run.planned,

@@ -1,12 +1,18 @@
-"""A run's finished results, kept on disk past a few thousand so a run of 100,000 cases
-holds no more of them in memory than a run of 2,000.
+"""A run's finished results, kept on disk past a memory budget so a run of 100,000 cases
+holds no more of them in memory than a run of a few thousand.
 
 Why: a report lists every result, but only once the run ends, and only one at a time;
 holding each result's answer, expected text and diff until then made a run's memory
-grow by kilobytes per case. :class:`SpillList` keeps the first :data:`IN_MEMORY` items
-as a list; past that, each item is pickled to an unnamed temporary file (gone with the
-process, whatever ends it) and read back, one at a time, when the list is iterated.
-What stays in memory per spilled item is two integers.
+grow by kilobytes per case. :class:`SpillList` keeps items as a list while they fit
+:data:`IN_MEMORY_BYTES` (by the owner's estimate of an item's size) or, with no
+estimate, :data:`IN_MEMORY` items; past that, each item is pickled to an unnamed
+temporary file (gone with the process, whatever ends it) and read back, one at a time,
+when the list is iterated. What stays in memory per spilled item is two integers.
+
+A budget in bytes rather than a count: results of a few short answers cost about
+1.6 KB each, and reading back a pickled one costs more than the case's own scoring,
+so a run of 10,000 such cases is faster held whole; a run of long answers spills
+after fewer.
 """
 
 from __future__ import annotations
@@ -18,30 +24,45 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, Generic, TypeVar, overload
 
-__all__ = ["IN_MEMORY", "SpillList"]
+__all__ = ["IN_MEMORY", "IN_MEMORY_BYTES", "SpillList"]
 
 T = TypeVar("T")
 
-#: Items kept as a plain list before the list moves them to disk (``OXY_RESULTS_IN_MEMORY``
-#: sets another number: lower on a machine short of memory).
+#: Items kept as a plain list before the list moves them to disk, when the list has no
+#: estimate of an item's size (``OXY_RESULTS_IN_MEMORY`` sets a count for every list:
+#: lower on a machine short of memory).
 IN_MEMORY = 2_000
+
+#: Estimated bytes of items kept as a plain list, when the list's owner estimates them.
+IN_MEMORY_BYTES = 32 << 20
 
 #: Bytes read at once when results are read back in the order they were kept.
 _WINDOW = 1 << 20
 
 
-def _in_memory() -> int:
+def _in_memory() -> int | None:
     raw = os.environ.get("OXY_RESULTS_IN_MEMORY", "")
-    return int(raw) if raw.isdigit() else IN_MEMORY
+    return int(raw) if raw.isdigit() else None
 
 
 class SpillList(Generic[T]):
     """A list that appends, counts, sorts and iterates like one, and keeps its items on
-    disk once it holds more than ``limit``. Indexing reads one item; an item read back is
-    a copy (changing it changes nothing kept)."""
+    disk once it holds more than ``limit`` items, or (with ``size``, an item's estimated
+    bytes, and no count set) more than ``budget`` bytes of them. Indexing reads one
+    item; an item read back is a copy (changing it changes nothing kept)."""
 
-    def __init__(self, items: Iterable[T] = (), *, limit: int | None = None) -> None:
-        self._limit = _in_memory() if limit is None else max(0, limit)
+    def __init__(
+        self,
+        items: Iterable[T] = (),
+        *,
+        limit: int | None = None,
+        size: Callable[[T], int] | None = None,
+        budget: int = IN_MEMORY_BYTES,
+    ) -> None:
+        count = _in_memory() if limit is None else max(0, limit)
+        self._size = size if count is None else None
+        self._limit = IN_MEMORY if count is None else count
+        self._room = budget  # estimated bytes left before the list spills (with ``size``)
         self._memory: list[T] = []
         self._file: IO[bytes] | None = None
         self._starts = array("q")  # each spilled item's offset in the file, in list order
@@ -58,7 +79,11 @@ class SpillList(Generic[T]):
     def append(self, item: T) -> None:
         if self._file is None:
             self._memory.append(item)
-            if len(self._memory) > self._limit:
+            if self._size is not None:
+                self._room -= self._size(item)
+                if self._room < 0:
+                    self._spill()
+            elif len(self._memory) > self._limit:
                 self._spill()
             return
         self._write(item)

@@ -81,7 +81,7 @@ T = TypeVar("T")
 #: Units alive at once per call the run's budget allows (the others finish being stored
 #: meanwhile), and at least this many, for a run of more units than that.
 _WINDOW_PER_CALL = 8
-_WINDOW_MIN = 256
+_WINDOW_MIN = 1024
 
 
 class Kind(Protocol):

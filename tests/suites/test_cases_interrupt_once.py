@@ -46,7 +46,7 @@ def test_a_case_committed_as_the_run_is_cancelled_is_reported_too(
 ) -> None:
     root = make_project(CONFIG, {"p.prompt.yml": PROMPT})
     release = threading.Event()
-    record = Executions.record_batch
+    record = Executions.record_many
     writing: list[str] = []
 
     def held_record(self: Executions, batch: Any) -> Any:
@@ -55,7 +55,7 @@ def test_a_case_committed_as_the_run_is_cancelled_is_reported_too(
         release.wait(30)  # the first write waits until the run has been cancelled
         return record(self, batch)
 
-    monkeypatch.setattr(Executions, "record_batch", held_record)
+    monkeypatch.setattr(Executions, "record_many", held_record)
     run = CaseRun(db=Path("."))
 
     async def go() -> None:

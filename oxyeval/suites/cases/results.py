@@ -114,6 +114,9 @@ class CaseResult:
     started: float | None = None
     #: Where the case stands in the run's plan (what the report is put in order by).
     position: int = 0
+    #: The case had a judged execution in the history when the run began (else it has no
+    #: previous result to read). Not stored.
+    seen: bool = True
 
     @property
     def status(self) -> str:
@@ -153,13 +156,18 @@ class CaseResult:
             output=None if slim else self.actual_output,
         )
 
-    def new_execution(self, run_id: str | None = None) -> NewExecution:
+    def new_execution(
+        self, run_id: str | None = None, *, id: str | None = None, created_at: str | None = None
+    ) -> NewExecution:
         """This result as the execution the history records (the one mapping from a live
-        result to a stored row). An error keeps what it got before it failed (an answer
-        whose scoring failed keeps the answer), never a score."""
+        result to a stored row), under ``id`` and ``created_at`` when the caller chose
+        them (else the store does). An error keeps what it got before it failed (an
+        answer whose scoring failed keeps the answer), never a score."""
         from ...store import NewExecution
 
         common: dict[str, Any] = {
+            "id": id,
+            "created_at": created_at,
             "test_case_id": self.case_id,
             "run_id": run_id or None,
             "status": self.status,
@@ -233,12 +241,22 @@ class CaseResult:
         )
 
 
+def _held_bytes(r: CaseResult) -> int:
+    """About what a result holds in memory (1.6 KB measured with a one-word answer): its
+    answer and expected text, each also in its diff, at up to two bytes a character."""
+    return 1_600 + 4 * (len(r.actual_output or "") + len(r.expected_output or ""))
+
+
+def _results() -> SpillList[CaseResult]:
+    return SpillList(size=_held_bytes)
+
+
 @dataclass(repr=False)
 class CaseRun:
     kind: ClassVar[str] = "cases"
     db: Path | str  # the SQLite file, or the PostgreSQL URL without its password
-    #: Every finished case; past a few thousand, kept on disk (:class:`SpillList`).
-    results: SpillList[CaseResult] = field(default_factory=SpillList)
+    #: Every finished case; past about 32 MB of them, kept on disk (:class:`SpillList`).
+    results: SpillList[CaseResult] = field(default_factory=_results)
     runs: dict[str, str] = field(default_factory=dict)  # prompt id -> run id
     versions: dict[str, int] = field(default_factory=dict)  # prompt id -> version run
     planned: int = 0
@@ -274,11 +292,14 @@ class CaseRun:
         return [r for r in self.results if r.passed and r.error is None]
 
     def as_results(self) -> list[Result]:
-        """The cases as the evaluation core's results, for the one decision (slim when
-        the run is large enough to keep its results on disk: the decision reads no
-        answers)."""
+        """The cases as the evaluation core's results (slim when the run is large enough
+        to keep its results on disk)."""
         slim = isinstance(self.results, SpillList) and self.results.spilled
         return [r.as_result(slim=slim) for r in self.results]
+
+    def decision_results(self) -> list[Result]:
+        """What the one decision reads: the results without answers or named scores."""
+        return [r.as_result(slim=True) for r in self.results]
 
     @property
     def regression_count(self) -> int:

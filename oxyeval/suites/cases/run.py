@@ -49,12 +49,12 @@ from .selection import (
     select_cases,
     unknown_names_error,
 )
+from .storage import earlier_cases, execution_rows
 from .stored import api_prompt_defs
 
 if TYPE_CHECKING:
     from ...evaluation import Gates, Result
     from ...store import Store
-    from ..history_store import RunStore
     from ..shards import Sharding
 
 __all__ = [
@@ -172,6 +172,7 @@ async def _run_one(
         expected_output=case.expected_output,
         threshold=threshold,
         started=started,
+        seen=case.total_runs > 0,
     )
     try:
         completion = await plan.target.complete(case.input or {})
@@ -282,11 +283,6 @@ def _api_prompts(location: Any, project: Project, declared: Sequence[PromptDef])
         reader.close()
 
 
-def _execution_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, Any]]) -> list[Any]:
-    """The cases' execution rows (with their result rows), all in one transaction."""
-    return store.executions.record_batch([case.new_execution(run_id) for _r, case in items])
-
-
 def _shard(plans: list[_VersionRun], suite: SuiteRun, project: Project) -> list[_VersionRun]:
     """The prompt versions with only this shard's cases (each named by its file, or its
     prompt when it was made through the API, and its name); a prompt none of whose
@@ -309,7 +305,7 @@ class Cases:
     it is scored, so an interrupted run keeps every finished result."""
 
     name = "cases"
-    storage = Storage(write=_execution_rows, full=True)
+    storage = Storage(write=execution_rows, previous=earlier_cases, full=True)
 
     def __init__(
         self,

@@ -1,0 +1,61 @@
+"""How a test-case run's results go into the history, and find their previous ones.
+
+Apart from the runner so the two concerns of a large run's history (what is written per
+case, what is read per case) sit together and the runner only names them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ...store import utc_timestamp
+from ..recorder import earlier_results
+
+if TYPE_CHECKING:
+    from ...evaluation import Previous, Result
+    from ..history_store import RunStore
+
+__all__ = ["Stamp", "earlier_cases", "execution_rows"]
+
+
+class Stamp(NamedTuple):
+    """What a stored execution is known by: its id and when it was recorded."""
+
+    id: str
+    created_at: str
+
+
+def execution_rows(
+    store: RunStore, run_id: str, items: Sequence[tuple[Result, Any]]
+) -> list[Stamp]:
+    """The cases' execution rows (with their result rows), all in one transaction. Each
+    execution's id and time are chosen here, so nothing is read back: the run needs only
+    those two (the report's ``id`` and ``createdAt``), and rebuilding every stored row
+    cost more than writing it."""
+    now = utc_timestamp()
+    stamps = [Stamp(uuid.uuid4().hex, now) for _ in items]
+    store.executions.record_many(
+        [
+            case.new_execution(run_id, id=stamp.id, created_at=stamp.created_at)
+            for (_result, case), stamp in zip(items, stamps, strict=True)
+        ]
+    )
+    return stamps
+
+
+def earlier_cases(
+    store: RunStore, run_id: str | None, items: Sequence[tuple[Result, Any]]
+) -> list[Previous | None]:
+    """Each case's previous scored result (:func:`~oxyeval.suites.recorder.earlier_results`),
+    read only for the cases that had a judged execution when the run began: a case new
+    to the history has none, so the first run of a file of 10,000 cases reads nothing
+    here. ``items`` pair each result with its :class:`~.results.CaseResult`."""
+    asked = [n for n, (_result, case) in enumerate(items) if getattr(case, "seen", True)]
+    found: list[Previous | None] = [None] * len(items)
+    if asked:
+        read = earlier_results(store, run_id, [items[n] for n in asked])
+        for n, previous in zip(asked, read, strict=True):
+            found[n] = previous
+    return found
