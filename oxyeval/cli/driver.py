@@ -18,6 +18,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from .._collector import relaxed
 from ..errors import ConfigError, OxyError
 from ..evaluation import Gates, decide, decide_run, gate_option_error, with_artifact_failure
 from ..report.text import shown
@@ -55,8 +56,6 @@ def drive(
     options cannot run (checked after the gates', before anything starts);
     ``sharding``: the run is one shard of a run group, whose outcome is kept for
     ``oxy report --run-group``."""
-    from .interrupt import interrupt_reason, run_interruptible
-
     problem = gate_option_error(gates) or problem or _junit_problem(junit)
     if problem is not None:
         return _failed_before_any(
@@ -64,6 +63,44 @@ def drive(
         )
     started = datetime.now(timezone.utc)  # the JUnit suites' timestamp
     bar, events = live_progress(err, quiet=quiet or not progress, as_json=as_json)
+    with relaxed():  # the run and its report: see oxyeval._collector
+        return _drive(
+            reporter,
+            run,
+            start,
+            gates,
+            err=err,
+            out=out,
+            as_json=as_json,
+            quiet=quiet,
+            junit=junit,
+            debug=debug,
+            bar=bar,
+            events=events,
+            started=started,
+            sharding=sharding,
+        )
+
+
+def _drive(
+    reporter: RunReporter,
+    run: Any,
+    start: Callable[[Any], Any],
+    gates: Gates,
+    *,
+    err: Console,
+    out: Console,
+    as_json: bool,
+    quiet: bool,
+    junit: str | None,
+    debug: bool,
+    bar: Any,
+    events: Any,
+    started: datetime,
+    sharding: Sharding | None,
+) -> int:
+    from .interrupt import interrupt_reason, run_interruptible
+
     interrupted: str | None = None
     error: BaseException | None = None
     try:

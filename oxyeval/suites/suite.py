@@ -33,6 +33,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from .._collector import relaxed
 from .._tasks import gather_settled, settle_windowed
 from ..errors import OxyError
 from ..evaluation import (
@@ -293,6 +294,10 @@ class SuiteRun:
         goes. Interrupted, what finished is kept and the interruption raised again;
         the decision (:attr:`decision`) is made either way."""
         self._run = kind.run
+        with relaxed():
+            return await self._run_relaxed(kind)
+
+    async def _run_relaxed(self, kind: Kind) -> Decision:
         async with self:
             units = list(await kind.plan(self))
             self.start(len(units))
