@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..inputs import value_problem
+from ._core import _SaSql
 from ._errors import AlreadyExistsError, NameTakenError, NotFoundError
 from ._prompts import _upsert, ensure_prompt_row
 from ._rows import TestCase
@@ -28,6 +29,7 @@ _FIELDS = frozenset(
     {"prompt_id", "name", "description", "input", "expected_output", "threshold", "source_file"}
 )
 _C = test_cases.c
+_COLUMNS = ", ".join(c.name for c in test_cases.c)
 _INSERT_CHUNK = 2_000  # new cases inserted per statement by a sync
 
 
@@ -410,14 +412,19 @@ class Cases:
     ) -> list[TestCase]:
         """Reads only the maintained aggregates: cost does not grow with history.
         Ordered by prompt, then creation (seq breaks ties within a millisecond)."""
-        q = sa.select(test_cases)
+        # Plain SQL (the driver's rows, no per-column processing): a run of a file of
+        # 10,000 cases lists them all before it starts.
+        where, params = [], {}
         if prompt_id is not None:
-            q = q.where(_C.prompt_id == prompt_id)
+            where.append("prompt_id = :prompt_id")
+            params["prompt_id"] = prompt_id
         if not include_deleted:
-            q = q.where(_C.deleted_at.is_(None))
-        q = q.order_by(_C.prompt_id, _C.created_at, _C.seq)
+            where.append("deleted_at IS NULL")
+        sql = f"SELECT {_COLUMNS} FROM test_cases"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         with self._store.read("listing test cases") as conn:
-            rows = conn.execute(q).all()
+            rows = _SaSql(conn).rows(sql + " ORDER BY prompt_id, created_at, seq", params)
         shared: dict[str, str] = {}
 
         def one(text: str) -> str:
