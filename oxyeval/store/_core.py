@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from functools import cached_property, lru_cache, partial
+from operator import itemgetter
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -304,11 +305,26 @@ def executemany(conn: Connection, sql: str, rows: Sequence[Mapping[str, Any]]) -
     """One statement of plain SQL text (``:name`` parameters) run for every row by the
     driver's own executemany: SQLAlchemy's per-row parameter processing cost more than
     SQLite's insert of a row (a run's executions, results and scores; every parameter
-    is still checked by the engine's ``before_cursor_execute`` hook)."""
+    is still checked by the engine's ``before_cursor_execute`` hook). On SQLite the
+    parameters go by position: binding a row by names cost twice as much as by place."""
     if not rows:
         return 0
-    done = conn.exec_driver_sql(_driver_sql(sql, conn.dialect.name), [dict(r) for r in rows])
+    if conn.dialect.name == "sqlite":
+        text, pick = _positional(sql)
+        done = conn.exec_driver_sql(text, [pick(r) for r in rows])
+    else:
+        done = conn.exec_driver_sql(_driver_sql(sql, conn.dialect.name), [dict(r) for r in rows])
     return done.rowcount or 0
+
+
+@lru_cache(maxsize=256)
+def _positional(sql: str) -> tuple[str, Callable[[Mapping[str, Any]], tuple[Any, ...]]]:
+    """``sql`` with each ``:name`` a ``?``, and what picks a row's values in that order."""
+    names = _NAMED.findall(sql)
+    if len(names) == 1:
+        (name,) = names
+        return _NAMED.sub("?", sql), lambda row: (row[name],)
+    return _NAMED.sub("?", sql), itemgetter(*names)
 
 
 @contextmanager
