@@ -188,3 +188,39 @@ def test_a_window_stops_at_the_first_error_and_starts_nothing_after() -> None:
     with pytest.raises(ValueError, match="three"):
         asyncio.run(settle_windowed(range(100), work, 5))
     assert started == [0, 1, 2, 3, 4] and sorted(stopped) == [0, 1, 2, 4]
+
+
+def test_a_limit_serves_waiters_in_order_skips_the_cancelled_and_passes_a_slot_on() -> None:
+    from oxyeval._tasks import Limit
+
+    async def go() -> list[str]:
+        limit = Limit(1)
+        order: list[str] = []
+        await limit.acquire()  # held: everyone below waits
+
+        async def take(name: str) -> None:
+            async with limit:
+                order.append(name)
+                await asyncio.sleep(0)
+
+        first = asyncio.ensure_future(take("first"))
+        gone = asyncio.ensure_future(take("gone"))
+        last = asyncio.ensure_future(take("last"))
+        await asyncio.sleep(0)
+        assert limit.locked()
+        gone.cancel()  # cancelled while waiting: skipped when its turn comes
+        await asyncio.sleep(0)
+        limit.release()
+        await asyncio.gather(first, last)
+        # Given the slot, then cancelled before it ran: the slot goes to the next.
+        await limit.acquire()
+        handed = asyncio.ensure_future(take("handed"))
+        after = asyncio.ensure_future(take("after"))
+        await asyncio.sleep(0)
+        limit.release()  # the slot is handed to "handed" ...
+        handed.cancel()  # ... which is cancelled before it resumes
+        await after
+        assert not limit.locked()  # every slot came back
+        return order
+
+    assert asyncio.run(go()) == ["first", "last", "after"]

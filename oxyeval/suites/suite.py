@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .._collector import relaxed
-from .._tasks import gather_settled, settle_windowed
+from .._tasks import Limit, gather_settled, settle_windowed
 from ..errors import OxyError
 from ..evaluation import (
     Event,
@@ -209,7 +209,7 @@ class SuiteRun:
         self.gates = gates
         #: The run's one concurrency budget: every unit's calls together (None: only each
         #: kind's and each model endpoint's own limits).
-        self.budget = asyncio.Semaphore(concurrency) if concurrency else None
+        self.budget = Limit(concurrency) if concurrency else None
         #: This run's shard of a sharded run (None: the whole selection).
         self.sharding = sharding
         self.budget_size = concurrency or 0

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..._tasks import gather_settled, run_sync
+from ..._tasks import Limit, gather_settled, run_sync
 from ...errors import ConfigError, ProviderError
 from ...evaluation import (
     EventSink,
@@ -165,7 +165,7 @@ class AB:
         self.on_execution = on_execution
         self.explicit = explicit
         self.run = run
-        self._limit = asyncio.Semaphore(max(1, concurrency))  # the run's budget, once planned
+        self._limit = Limit(max(1, concurrency))  # the run's budget, once planned
         self._context: RunContext | None = None
 
     async def plan(self, suite: SuiteRun) -> list[CasePlan]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..._tasks import run_sync
+from ..._tasks import Limit, run_sync
 from ...errors import ConfigError, LoadError, ProviderError
 from ...evaluation import EventSink, ExactMatch, Expected, SampleFinished, ScoreRecorded, Similarity
 from ...project.config import Project, load_project
@@ -328,7 +328,7 @@ class Cases:
         self.plans: list[_VersionRun] = []
         self._store: Store | None = None
         self._scorer: _Scorer | None = None
-        self._limit = asyncio.Semaphore(max(1, concurrency))  # the run's budget, once planned
+        self._limit = Limit(max(1, concurrency))  # the run's budget, once planned
         # Noted as results are kept, so the end of a large run reads none back from disk:
         # the cases cut at the token limit, and whether they finished out of plan order.
         self._cuts: dict[str, list[str]] = {}
