@@ -263,10 +263,12 @@ def answer_key(
     ]
     runs = list(run)
     key = AnswerKey(settings.fields, messages=sent, run=runs)
+    # Run indices are plain ints nearly always: printed as JSON prints them.
+    ran = "[" + ",".join(map(str, runs)) + "]" if all(type(r) is int for r in runs) else None
     texts = {
         **settings.texts,
         "messages": f'"messages":{_dumps(sent)}',
-        "run": f'"run":{_dumps(runs)}',
+        "run": f'"run":{ran or _dumps(runs)}',
     }
     key.canonical = "{" + ",".join(texts[name] for name in sorted(texts)) + "}"
     return key

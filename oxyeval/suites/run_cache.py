@@ -29,9 +29,10 @@ Every call served from the cache is counted, per run and in every enclosing
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -107,6 +108,15 @@ class CachePolicy:
             return None
         now = now or datetime.now(timezone.utc)
         return utc_timestamp(now - timedelta(days=self.ttl_days))
+
+
+@functools.cache
+def _collecting() -> Callable[[], bool]:
+    """Whether a ``--batch`` collecting pass is on (imported once, when first asked: the
+    batching machinery stays unloaded for a run that never batches until then)."""
+    from ..providers import in_collecting_pass
+
+    return in_collecting_pass
 
 
 def _digest(key: Mapping[str, Any]) -> str:
@@ -312,9 +322,7 @@ class RunCache:
         """Keep a new answer or verdict (written in the background, and at the end). A
         collecting pass of ``--batch`` keeps nothing: the run's last pass keeps what it
         used, and its report counts those calls as made, not replayed."""
-        from ..providers import in_collecting_pass
-
-        if self._broken or in_collecting_pass():
+        if self._broken or _collecting()():
             return
         digest = _digest(key)
         self._written[digest] = value
