@@ -282,7 +282,8 @@ class SuiteRun:
         self.recorded += 1
         unknown = result_kind(result.kind).unknown - {"interrupted"}
         self.errors += result.status in unknown
-        self.emit(ResultRecorded(kind=self.kind, result=result))
+        if self.events:  # nobody listens: no event made
+            self.emit(ResultRecorded(kind=self.kind, result=result))
 
     def warn(self, message: str) -> None:
         self.emit(Warned(kind=self.kind, message=message))

@@ -454,7 +454,9 @@ class Cases:
         async with self._limit:
             result = await _run_one(plan, case, scorer=self._scorer, store=self._store)
             result.position = position
-            outcome = result.as_result()
+            # What the history and the decision read; answers and named scores only
+            # for subscribers (the case's own record keeps both).
+            outcome = result.as_result(slim=not suite.events)
             self._told(suite, result, outcome)
         try:
             recorded = await suite.keep(plan.handle, outcome, result)
@@ -464,6 +466,8 @@ class Cases:
         self._kept(result, recorded)
 
     def _told(self, suite: SuiteRun, result: CaseResult, outcome: Result) -> None:
+        if not suite.events:  # nobody listens: no event made
+            return
         suite.emit(
             SampleFinished(
                 kind="cases",
