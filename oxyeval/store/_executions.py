@@ -26,11 +26,12 @@ from ._errors import NotFoundError
 from ._result_rows import bounded_text
 from ._results import execution_result, write_results
 from ._rows import Execution, NewExecution
-from ._tables import EXECUTION_STATUSES, case_baselines, case_daily, executions, runs, test_cases
+from ._tables import EXECUTION_STATUSES, case_baselines, case_daily, executions, runs
 from ._tables import results as results_table
 from ._util import (
     baseline_key,
     canonical_json,
+    chunks,
     insert_sql,
     loads,
     new_id,
@@ -125,7 +126,7 @@ def _values(e: NewExecution, expected: str | None) -> dict[str, Any]:
         "token_method": e.token_method or "",
         "is_regression": bool(e.is_regression or rtypes),
         "regression_type": rtype,
-        "regression_types": json.dumps(rtypes),
+        "regression_types": json.dumps(rtypes) if rtypes else "[]",
         "prompt_version": int(e.prompt_version),
         "run_duration_ms": float(e.run_duration_ms or 0.0),
         "latency_ms": e.latency_ms,
@@ -164,6 +165,21 @@ class _Totals:
             self.last_run, self.last_passed = v["created_at"], passed
 
 
+def _lock_cases(conn: Connection, case_ids: list[str]) -> dict[str, str | None]:
+    """Each case's expected output, its row locked on PostgreSQL (``FOR UPDATE``; SQLite
+    has one writer at a time). Plain SQL, a statement per few hundred cases: compiling
+    an IN of a thousand ids cost more than reading them."""
+    lock = " FOR UPDATE" if conn.dialect.name == "postgresql" else ""
+    sql = _SaSql(conn)
+    found: dict[str, str | None] = {}
+    for chunk in chunks(case_ids, 500):
+        names = {f"c{n}": cid for n, cid in enumerate(chunk)}
+        marks = ", ".join(f":{name}" for name in names)
+        query = f"SELECT id, expected_output FROM test_cases WHERE id IN ({marks}) ORDER BY id"
+        found.update((r[0], r[1]) for r in sql.rows(query + lock, names))
+    return found
+
+
 def write_executions(
     conn: Connection, store_path: str, batch: Iterable[NewExecution]
 ) -> list[dict[str, Any]]:
@@ -174,15 +190,7 @@ def write_executions(
     case_ids = sorted({e.test_case_id for e in items})
     # Lock the cases in a fixed order (no deadlock between two bulk writers) and read the
     # baselines that executions without an explicit expected output are judged against.
-    found = {
-        r.id: r.expected_output
-        for r in conn.execute(
-            sa.select(test_cases.c.id, test_cases.c.expected_output)
-            .where(test_cases.c.id.in_(case_ids))
-            .order_by(test_cases.c.id)
-            .with_for_update()
-        )
-    }
+    found = _lock_cases(conn, case_ids)
     missing = [c for c in case_ids if c not in found]
     if missing:
         raise NotFoundError(f"no test case {missing[0]!r} in {store_path}", path=store_path)
