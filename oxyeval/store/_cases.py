@@ -11,12 +11,20 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..inputs import value_problem
-from ._core import _SaSql
+from ._core import _SaSql, executemany
 from ._errors import AlreadyExistsError, NameTakenError, NotFoundError
 from ._prompts import _upsert, ensure_prompt_row
 from ._rows import TestCase
 from ._tables import test_cases
-from ._util import canonical_json, case_id, chunks, loads, redact_text, utc_timestamp
+from ._util import (
+    canonical_json,
+    case_id,
+    chunks,
+    insert_sql,
+    loads,
+    redact_text,
+    utc_timestamp,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -30,6 +38,20 @@ _FIELDS = frozenset(
 )
 _C = test_cases.c
 _COLUMNS = ", ".join(c.name for c in test_cases.c)
+#: What a sync writes of a new case (the aggregates start at their defaults).
+_SYNCED = (
+    "prompt_id",
+    "name",
+    "description",
+    "input",
+    "expected_output",
+    "threshold",
+    "source_file",
+)
+_INSERT_NEW = (
+    insert_sql("test_cases", ("id", "created_at", "updated_at", *_SYNCED))
+    + " ON CONFLICT (id) DO NOTHING"
+)
 _INSERT_CHUNK = 2_000  # new cases inserted per statement by a sync
 
 
@@ -374,16 +396,19 @@ class Cases:
                 error.wanted = cid
                 raise error
         new = [cid for cid in declared if cid not in existing]
-        insert = _upsert(conn)(test_cases).on_conflict_do_nothing(index_elements=["id"])
         # A few thousand rows per statement: the rows of 100,000 new cases made at once
-        # were most of a large run's memory before its first case ran.
+        # were most of a large run's memory before its first case ran. Plain SQL run by
+        # the driver's executemany: SQLAlchemy's own insert of many rows cost more.
         for chunk in chunks(new, _INSERT_CHUNK):
-            rows = [
-                {"id": cid, "created_at": now, "updated_at": now, **_stored(declared[cid])}
-                for cid in chunk
-            ]
+            rows = []
+            for cid in chunk:
+                stored = _stored(declared[cid])
+                row = {c: stored.get(c) for c in _SYNCED}
+                row.update(id=cid, created_at=now, updated_at=now)
+                row["input"] = row["input"] or "{}"
+                rows.append(row)
             try:
-                conn.execute(insert, rows)
+                executemany(conn, _INSERT_NEW, rows)
             except sa.exc.IntegrityError as exc:
                 if _name_clash(exc):
                     raise _Clash from None
