@@ -5,7 +5,7 @@ is unique within its prompt and the full id the CLI takes finds every case."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -116,6 +116,12 @@ def _stored(fields: Mapping[str, Any]) -> dict[str, Any]:
     if "expected_output" in out:
         out["expected_output"] = redact_text(out["expected_output"])
     return out
+
+
+def _marks(values: Sequence[str]) -> tuple[dict[str, Any], str]:
+    """Named parameters for an IN list of ``values``, and their marks."""
+    params: dict[str, Any] = {f"v{n}": value for n, value in enumerate(values)}
+    return params, ", ".join(f":{name}" for name in params)
 
 
 class _Clash(Exception):
@@ -373,9 +379,14 @@ class Cases:
     def _sync(self, conn: Connection, declared: Mapping[str, Mapping[str, Any]], now: str) -> None:
         ids = sorted(declared)
         existing: dict[str, Any] = {}
+        # Plain SQL (compiling an IN of hundreds of ids cost more than the read); the rows
+        # locked on PostgreSQL, SQLite having one writer at a time.
+        sql = _SaSql(conn)
+        lock = " FOR UPDATE" if conn.dialect.name == "postgresql" else ""
         for chunk in chunks(ids):
-            q = sa.select(test_cases).where(_C.id.in_(chunk)).order_by(_C.id).with_for_update()
-            existing.update((r.id, r) for r in conn.execute(q))
+            names, marks = _marks(chunk)
+            query = f"SELECT {_COLUMNS} FROM test_cases WHERE id IN ({marks}) ORDER BY id"
+            existing.update((r.id, r) for r in sql.rows(query + lock, names))
         by_prompt: dict[str, dict[str, str]] = {}  # prompt -> name -> the id declaring it
         for cid, fields in declared.items():
             by_prompt.setdefault(fields["prompt_id"], {})[fields["name"]] = cid
@@ -383,10 +394,12 @@ class Cases:
         for prompt_id, names in sorted(by_prompt.items()):
             ensure_prompt_row(conn, prompt_id, now)
             for chunk in chunks(sorted(names)):
-                for r in conn.execute(
-                    sa.select(_C.id, _C.name).where(
-                        _C.prompt_id == prompt_id, _C.name.in_(chunk), _C.deleted_at.is_(None)
-                    )
+                params, marks = _marks(chunk)
+                params["prompt_id"] = prompt_id
+                for r in sql.rows(
+                    "SELECT id, name FROM test_cases WHERE prompt_id = :prompt_id "
+                    f"AND deleted_at IS NULL AND name IN ({marks})",
+                    params,
                 ):
                     if r.id != names[r.name]:
                         taken[names[r.name]] = r.id
