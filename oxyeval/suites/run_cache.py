@@ -65,7 +65,7 @@ __all__ = [
 
 log = logging.getLogger("oxyeval.cache")
 
-_FLUSH_EVERY = 200  # new entries written per background transaction
+_FLUSH_EVERY = 1_000  # new entries written per background transaction
 #: Entries written this run kept in memory to serve a key asked again; older ones are
 #: asked of the history, where they have been written by then (many batches ago).
 _WRITTEN_KEPT = 4_096
