@@ -59,28 +59,35 @@ def _same(text: str) -> str:
     return text
 
 
-def case_row(r: Any, one: Callable[[str], str] = _same) -> TestCase:
-    """A stored case; ``one``: gives the texts many cases of one listing repeat (their
-    file, their prompt, the moment they were synced) as one object each."""
+_AT = {c.name: n for n, c in enumerate(test_cases.c)}  # a column's place in a full row
+
+
+def case_row(r: Sequence[Any], one: Callable[[str], str] = _same) -> TestCase:
+    """A stored case from a row of every column in table order, read by place (reading
+    by name cost more than the rest of a listing of 10,000 cases); ``one``: gives the
+    texts many cases of one listing repeat (their file, their prompt, the moment they
+    were synced) as one object each."""
+    a = _AT
+    source, last_passed = r[a["source_file"]], r[a["last_passed"]]
     return TestCase(
-        id=r.id,
-        prompt_id=one(r.prompt_id),
-        name=r.name,
-        description=r.description,
-        input=loads(r.input) or {},
-        expected_output=r.expected_output,
-        threshold=r.threshold,
-        source_file=None if r.source_file is None else one(r.source_file),
-        created_at=one(r.created_at),
-        updated_at=one(r.updated_at),
-        deleted_at=r.deleted_at,
-        total_runs=r.total_runs,
-        pass_count=r.pass_count,
-        score_sum=r.score_sum,
-        scored_runs=r.scored_runs,
-        length_sum=r.length_sum,
-        last_run=r.last_run,
-        last_passed=None if r.last_passed is None else bool(r.last_passed),
+        id=r[a["id"]],
+        prompt_id=one(r[a["prompt_id"]]),
+        name=r[a["name"]],
+        description=r[a["description"]],
+        input=loads(r[a["input"]]) or {},
+        expected_output=r[a["expected_output"]],
+        threshold=r[a["threshold"]],
+        source_file=None if source is None else one(source),
+        created_at=one(r[a["created_at"]]),
+        updated_at=one(r[a["updated_at"]]),
+        deleted_at=r[a["deleted_at"]],
+        total_runs=r[a["total_runs"]],
+        pass_count=r[a["pass_count"]],
+        score_sum=r[a["score_sum"]],
+        scored_runs=r[a["scored_runs"]],
+        length_sum=r[a["length_sum"]],
+        last_run=r[a["last_run"]],
+        last_passed=None if last_passed is None else bool(last_passed),
     )
 
 
