@@ -268,3 +268,13 @@ class socket_port:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def test_plain_sql_binds_by_place_on_sqlite_with_each_name_where_it_stands() -> None:
+    from oxyeval.store._core import _positional
+
+    text, pick = _positional("UPDATE t SET a = :a, b = CASE WHEN :b < 1 THEN :b END WHERE id = :id")
+    assert text == "UPDATE t SET a = ?, b = CASE WHEN ? < 1 THEN ? END WHERE id = ?"
+    assert pick({"id": 7, "a": "x", "b": 0.5, "unused": 1}) == ("x", 0.5, 0.5, 7)
+    one, pick_one = _positional("DELETE FROM t WHERE id = :id AND ts::text <> ''")
+    assert one == "DELETE FROM t WHERE id = ? AND ts::text <> ''" and pick_one({"id": 3}) == (3,)

@@ -110,3 +110,37 @@ def test_the_file_on_disk_has_no_name_and_is_its_users_only() -> None:
     assert info.st_nlink == 0  # no folder lists it: no other process opens it by name
     assert stat.S_IMODE(info.st_mode) & 0o077 == 0
     items.close()
+
+
+def test_a_list_with_an_estimate_of_its_items_spills_past_its_budget_not_a_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OXY_RESULTS_IN_MEMORY", raising=False)
+    small = SpillList(size=len, budget=100)
+    small.extend("x" * 10 for _ in range(10))  # 100 bytes: within the budget
+    assert not small.spilled and len(small) == 10
+    small.append("y")  # one byte past it
+    assert small.spilled and list(small)[-1] == "y" and len(small) == 11
+    many = SpillList(size=lambda _item: 1, budget=10_000)
+    many.extend(range(5_000))  # far past the count a list without an estimate keeps
+    assert not many.spilled and list(many) == list(range(5_000))
+    small.close()
+
+
+def test_a_count_set_in_the_environment_wins_over_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OXY_RESULTS_IN_MEMORY", "3")
+    items = SpillList(size=lambda _item: 1, budget=1_000_000)
+    items.extend(range(4))
+    assert items.spilled and list(items) == [0, 1, 2, 3]
+    items.close()
+
+
+def test_a_case_run_holds_small_results_in_memory(make_project: MakeProject) -> None:
+    root: Path = make_project(CONFIG, {"s.prompt.yml": _cases(30)})
+    run = run_cases([root / "s.prompt.yml"], into=CaseRun(db="."))
+    assert not run.results.spilled and len(run.results) == 30
+    # The decision's results are slim whatever the run holds: no answers, no scores.
+    assert all(r.output is None and not r.scores for r in run.decision_results())
+    assert any(r.scores for r in run.as_results())

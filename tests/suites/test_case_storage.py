@@ -1,0 +1,57 @@
+"""How a case run's results go into the history: previous results are read only for the
+cases the history had judged before, and each execution is stored under the id and time
+the run chose."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from oxyeval.evaluation import Previous
+from oxyeval.suites.cases import storage
+from oxyeval.suites.cases.results import CaseResult
+
+
+def _case(name: str, *, seen: bool) -> tuple[Any, CaseResult]:
+    result = CaseResult(case_id=f"p::{name}", name=name, prompt_id="p", prompt_version=1, seen=seen)
+    return result.as_result(slim=True), result
+
+
+def test_only_cases_the_history_judged_before_are_asked_for_their_previous_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[list[str]] = []
+    earlier = Previous(accuracy=0.9, at="2026-01-01T00:00:00.000Z", run_id="run-0")
+
+    def read(_store: Any, _run_id: Any, items: Any) -> list[Previous | None]:
+        asked.append([case.name for _result, case in items])
+        return [earlier for _ in items]
+
+    monkeypatch.setattr(storage, "earlier_results", read)
+    items = [_case("new", seen=False), _case("old", seen=True), _case("new2", seen=False)]
+    assert storage.earlier_cases(object(), "run-1", items) == [None, earlier, None]  # type: ignore[arg-type]
+    assert asked == [["old"]]
+    asked.clear()
+    fresh = [_case("a", seen=False), _case("b", seen=False)]
+    assert storage.earlier_cases(object(), "run-1", fresh) == [None, None]  # type: ignore[arg-type]
+    assert asked == []  # a first run reads nothing
+
+
+def test_executions_are_stored_under_the_ids_and_time_the_run_chose() -> None:
+    stored: list[Any] = []
+
+    class Executions:
+        def record_many(self, batch: list[Any]) -> int:
+            stored.extend(batch)
+            return len(batch)
+
+    class Store:
+        executions = Executions()
+
+    items = [_case("a", seen=False), _case("b", seen=True)]
+    stamps = storage.execution_rows(Store(), "run-1", items)  # type: ignore[arg-type]
+    assert [(e.id, e.created_at, e.run_id) for e in stored] == [
+        (s.id, s.created_at, "run-1") for s in stamps
+    ]
+    assert len({s.id for s in stamps}) == 2 and all(len(s.id) == 32 for s in stamps)
