@@ -56,6 +56,8 @@ def drive(
     options cannot run (checked after the gates', before anything starts);
     ``sharding``: the run is one shard of a run group, whose outcome is kept for
     ``oxy report --run-group``."""
+    from .interrupt import interrupt_reason, run_interruptible
+
     problem = gate_option_error(gates) or problem or _junit_problem(junit)
     if problem is not None:
         return _failed_before_any(
@@ -63,11 +65,33 @@ def drive(
         )
     started = datetime.now(timezone.utc)  # the JUnit suites' timestamp
     bar, events = live_progress(err, quiet=quiet or not progress, as_json=as_json)
+    interrupted: str | None = None
+    error: BaseException | None = None
     with relaxed():  # the run and its report: see oxyeval._collector
-        return _drive(
+        try:
+            with bar.progress if bar is not None else nullcontext():
+                run_interruptible(start(events))
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.cli.interrupt)
+            interrupted = interrupt_reason(exc)
+            run.interrupted = True
+        except OxyError as exc:
+            error = exc
+        except Exception as exc:  # a bug: said in one paragraph, what finished still reported
+            error = exc
+            if not debug:
+                err.print(
+                    f"internal error: {type(exc).__name__}: {exc} "
+                    "(run with --debug for the traceback)",
+                    style="red",
+                    markup=False,  # brackets in an exception's text are not rich markup
+                )
+        if error is not None and not reporter.finished(run):
+            return _failed_before_any(
+                reporter, run, gates, error, err, as_json, junit, debug, started, sharding
+            )
+        return finish(
             reporter,
             run,
-            start,
             gates,
             err=err,
             out=out,
@@ -75,69 +99,11 @@ def drive(
             quiet=quiet,
             junit=junit,
             debug=debug,
-            bar=bar,
-            events=events,
+            error=error,
+            interrupted=interrupted,
             started=started,
             sharding=sharding,
         )
-
-
-def _drive(
-    reporter: RunReporter,
-    run: Any,
-    start: Callable[[Any], Any],
-    gates: Gates,
-    *,
-    err: Console,
-    out: Console,
-    as_json: bool,
-    quiet: bool,
-    junit: str | None,
-    debug: bool,
-    bar: Any,
-    events: Any,
-    started: datetime,
-    sharding: Sharding | None,
-) -> int:
-    from .interrupt import interrupt_reason, run_interruptible
-
-    interrupted: str | None = None
-    error: BaseException | None = None
-    try:
-        with bar.progress if bar is not None else nullcontext():
-            run_interruptible(start(events))
-    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see oxyeval.cli.interrupt)
-        interrupted = interrupt_reason(exc)
-        run.interrupted = True
-    except OxyError as exc:
-        error = exc
-    except Exception as exc:  # a bug: said in one paragraph, what finished still reported
-        error = exc
-        if not debug:
-            err.print(
-                f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
-                style="red",
-                markup=False,  # brackets in an exception's text are not rich markup
-            )
-    if error is not None and not reporter.finished(run):
-        return _failed_before_any(
-            reporter, run, gates, error, err, as_json, junit, debug, started, sharding
-        )
-    return finish(
-        reporter,
-        run,
-        gates,
-        err=err,
-        out=out,
-        as_json=as_json,
-        quiet=quiet,
-        junit=junit,
-        debug=debug,
-        error=error,
-        interrupted=interrupted,
-        started=started,
-        sharding=sharding,
-    )
 
 
 def finish(
