@@ -50,7 +50,7 @@ from ._errors import (
     NotFoundError,
     StoreError,
 )
-from ._util import branch_id, canonical_json, case_id, content_hash, utc_timestamp
+from ._util import branch_id, canonical_json, case_id, content_hash, text_hash, utc_timestamp
 from .kinds import (
     BRANCH_PROVIDERS,
     BRANCH_STATUSES,
@@ -206,6 +206,7 @@ __all__ = [
     "open_results",
     "open_store",
     "resolve_location",
+    "text_hash",
     "utc_timestamp",
 ]
 

@@ -20,6 +20,7 @@ from ._util import (
     canonical_json,
     case_id,
     chunks,
+    in_list,
     insert_sql,
     loads,
     redact_text,
@@ -123,12 +124,6 @@ def _stored(fields: Mapping[str, Any]) -> dict[str, Any]:
     if "expected_output" in out:
         out["expected_output"] = redact_text(out["expected_output"])
     return out
-
-
-def _marks(values: Sequence[str]) -> tuple[dict[str, Any], str]:
-    """Named parameters for an IN list of ``values``, and their marks."""
-    params: dict[str, Any] = {f"v{n}": value for n, value in enumerate(values)}
-    return params, ", ".join(f":{name}" for name in params)
 
 
 class _Clash(Exception):
@@ -386,14 +381,12 @@ class Cases:
     def _sync(self, conn: Connection, declared: Mapping[str, Mapping[str, Any]], now: str) -> None:
         ids = sorted(declared)
         existing: dict[str, Any] = {}
-        # Plain SQL (compiling an IN of hundreds of ids cost more than the read); the rows
-        # locked on PostgreSQL, SQLite having one writer at a time.
+        # Plain SQL: compiling an IN of hundreds of ids cost more than the read.
         sql = _SaSql(conn)
-        lock = " FOR UPDATE" if conn.dialect.name == "postgresql" else ""
         for chunk in chunks(ids):
-            names, marks = _marks(chunk)
+            names, marks = in_list(chunk)
             query = f"SELECT {_COLUMNS} FROM test_cases WHERE id IN ({marks}) ORDER BY id"
-            existing.update((r.id, r) for r in sql.rows(query + lock, names))
+            existing.update((r.id, r) for r in sql.rows(query, names, lock=True))
         by_prompt: dict[str, dict[str, str]] = {}  # prompt -> name -> the id declaring it
         for cid, fields in declared.items():
             by_prompt.setdefault(fields["prompt_id"], {})[fields["name"]] = cid
@@ -401,7 +394,7 @@ class Cases:
         for prompt_id, names in sorted(by_prompt.items()):
             ensure_prompt_row(conn, prompt_id, now)
             for chunk in chunks(sorted(names)):
-                params, marks = _marks(chunk)
+                params, marks = in_list(chunk)
                 params["prompt_id"] = prompt_id
                 for r in sql.rows(
                     "SELECT id, name FROM test_cases WHERE prompt_id = :prompt_id "

@@ -276,8 +276,12 @@ class _SaSql:
     # Run as the driver's own SQL: a text() construct is compiled on every call, which
     # cost more than the reads of a large run's regression inputs themselves.
 
-    def rows(self, sql: str, params: Mapping[str, Any]) -> list[Any]:
+    def rows(self, sql: str, params: Mapping[str, Any], *, lock: bool = False) -> list[Any]:
+        """``lock``: the rows read stay locked until the transaction ends (``FOR UPDATE``
+        on PostgreSQL; SQLite has one writer at a time)."""
         conn = self._conn
+        if lock and conn.dialect.name == "postgresql":
+            sql += " FOR UPDATE"
         return list(conn.exec_driver_sql(_driver_sql(sql, conn.dialect.name), dict(params)).all())
 
     def run(self, sql: str, params: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> int:

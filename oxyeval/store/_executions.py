@@ -32,6 +32,7 @@ from ._util import (
     baseline_key,
     canonical_json,
     chunks,
+    in_list,
     insert_sql,
     loads,
     new_id,
@@ -169,14 +170,12 @@ def _lock_cases(conn: Connection, case_ids: list[str]) -> dict[str, str | None]:
     """Each case's expected output, its row locked on PostgreSQL (``FOR UPDATE``; SQLite
     has one writer at a time). Plain SQL, a statement per few hundred cases: compiling
     an IN of a thousand ids cost more than reading them."""
-    lock = " FOR UPDATE" if conn.dialect.name == "postgresql" else ""
     sql = _SaSql(conn)
     found: dict[str, str | None] = {}
-    for chunk in chunks(case_ids, 500):
-        names = {f"c{n}": cid for n, cid in enumerate(chunk)}
-        marks = ", ".join(f":{name}" for name in names)
+    for chunk in chunks(case_ids):
+        names, marks = in_list(chunk)
         query = f"SELECT id, expected_output FROM test_cases WHERE id IN ({marks}) ORDER BY id"
-        found.update((r[0], r[1]) for r in sql.rows(query + lock, names))
+        found.update((r[0], r[1]) for r in sql.rows(query, names, lock=True))
     return found
 
 

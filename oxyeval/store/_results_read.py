@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ._cache import Transaction
 from ._errors import NotFoundError
 from ._results import _DAILY_SUMS, _RESULT_COLUMNS, result_row, write_results
-from ._util import LATEST_CHUNK, chunks, loads, newest_of_each
+from ._util import LATEST_CHUNK, chunks, in_list, loads, newest_of_each
 
 if TYPE_CHECKING:
     from ..evaluation import Result
@@ -175,10 +175,10 @@ class Results:
             ids = [r[0] for r in rows]
             scores: dict[str, list[StoredScore]] = {}
             for chunk in chunks(ids):
-                names = {f"i{n}": i for n, i in enumerate(chunk)}
+                names, marks = in_list(chunk)
                 for s in sql.rows(
                     "SELECT result_id, metric, value, label, passed, threshold, reason FROM scores "
-                    f"WHERE result_id IN ({', '.join(':' + n for n in names)}) ORDER BY seq",
+                    f"WHERE result_id IN ({marks}) ORDER BY seq",
                     names,
                 ):
                     scores.setdefault(s[0], []).append(
@@ -238,9 +238,8 @@ class Results:
             by_run.setdefault(run_id, set()).add(subject)
         for run_id, subjects in sorted(by_run.items()):
             for chunk in chunks(sorted(subjects)):
-                names: dict[str, Any] = {"kind": kind, "run_id": run_id}
-                names.update({f"s{n}": s for n, s in enumerate(chunk)})
-                marks = ", ".join(f":s{n}" for n in range(len(chunk)))
+                names, marks = in_list(chunk)
+                names.update(kind=kind, run_id=run_id)
                 where = f"r.kind = :kind AND r.run_id = :run_id AND r.subject IN ({marks})"
                 # by subject first: the order of ix_results_run_subject, no sort
                 for row in self._read_rows(where, names, " ORDER BY r.subject, r.seq"):

@@ -51,6 +51,13 @@ def chunks(items: Sequence[T], size: int = IN_LIST_SIZE) -> Iterator[Sequence[T]
         yield items[start : start + size]
 
 
+def in_list(values: Sequence[Any], prefix: str = "v") -> tuple[dict[str, Any], str]:
+    """Named parameters for an ``IN (...)`` of ``values`` (a chunk of them), and the
+    marks to put between the parentheses."""
+    params = {f"{prefix}{n}": value for n, value in enumerate(values)}
+    return params, ", ".join(f":{name}" for name in params)
+
+
 _CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", re.ASCII)
 
 
@@ -104,7 +111,13 @@ def canonical_json(obj: Any) -> str:
 
 def content_hash(content: Any) -> str:
     """sha256 of the canonical JSON; what makes 'same content -> same version' hold."""
-    return hashlib.sha256(canonical_json(content).encode("utf-8")).hexdigest()
+    return text_hash(canonical_json(content))
+
+
+def text_hash(canonical: str) -> str:
+    """:func:`content_hash` of what ``canonical`` is the canonical JSON of (a value that
+    carries its own, such as a model's cache key)."""
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def baseline_key(expected_output: str | None, similarity_method: str) -> str:
