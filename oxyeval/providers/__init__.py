@@ -83,12 +83,12 @@ _EXPORTS = {
     "BATCH_SHARE": "pricing",
     "BatchDeferred": "batching",
     "Batcher": "batching",
-    "batch_phase": "batching",
-    "batch_scope": "batching",
-    "batch_subject": "batching",
-    "collecting": "batching",
-    "current_batcher": "batching",
-    "in_collecting_pass": "batching",
+    "batch_phase": "_batch_context",
+    "batch_scope": "_batch_context",
+    "batch_subject": "_batch_context",
+    "collecting": "_batch_context",
+    "current_batcher": "_batch_context",
+    "in_collecting_pass": "_batch_context",
     "model_spec": "variants",
     "ENV_BASE_URLS": "endpoints",
     "OLLAMA_DEFAULT_PORT": "endpoints",
@@ -207,6 +207,14 @@ if TYPE_CHECKING:
         stopped_at_token_limit,
         thinking_model,
     )
+    from ._batch_context import (
+        batch_phase,
+        batch_scope,
+        batch_subject,
+        collecting,
+        current_batcher,
+        in_collecting_pass,
+    )
     from ._checks import api_url_problem, header_problem, value_problem
     from ._limiter import Limiters, shared_limiters
     from ._model import Model, RetryPolicy
@@ -238,16 +246,7 @@ if TYPE_CHECKING:
         current_repeat,
         repeat_scope,
     )
-    from .batching import (
-        BatchDeferred,
-        Batcher,
-        batch_phase,
-        batch_scope,
-        batch_subject,
-        collecting,
-        current_batcher,
-        in_collecting_pass,
-    )
+    from .batching import BatchDeferred, Batcher
     from .embeddings import Embedder, EmbeddingPool, EmbeddingSpec, cosine
     from .endpoints import (
         ENV_BASE_URLS,

@@ -29,10 +29,8 @@ Every call served from the cache is counted, per run and in every enclosing
 from __future__ import annotations
 
 import asyncio
-import functools
-import hashlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -41,8 +39,15 @@ from typing import TYPE_CHECKING, Any
 from ..errors import OxyError
 from ..evaluation import CacheServed, EventSink
 from ..judge.verdicts import key_labels, verdict_data, verdict_from_data
-from ..providers import Tally, completion_data, completion_from_data, count_served, counting
-from ..store import content_hash, utc_timestamp
+from ..providers import (
+    Tally,
+    completion_data,
+    completion_from_data,
+    count_served,
+    counting,
+    in_collecting_pass,
+)
+from ..store import content_hash, text_hash, utc_timestamp
 from .history_store import Histories, History, open_history
 
 if TYPE_CHECKING:
@@ -110,22 +115,11 @@ class CachePolicy:
         return utc_timestamp(now - timedelta(days=self.ttl_days))
 
 
-@functools.cache
-def _collecting() -> Callable[[], bool]:
-    """Whether a ``--batch`` collecting pass is on (imported once, when first asked: the
-    batching machinery stays unloaded for a run that never batches until then)."""
-    from ..providers import in_collecting_pass
-
-    return in_collecting_pass
-
-
 def _digest(key: Mapping[str, Any]) -> str:
     """The entry's name: the hash of the key's canonical JSON, by the text a model's key
     carries already (:class:`~oxyeval.providers.AnswerKey`), else made here."""
     canonical = getattr(key, "canonical", None)
-    if isinstance(canonical, str):
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-    return content_hash(key)
+    return text_hash(canonical) if isinstance(canonical, str) else content_hash(key)
 
 
 class _Answers:
@@ -322,7 +316,7 @@ class RunCache:
         """Keep a new answer or verdict (written in the background, and at the end). A
         collecting pass of ``--batch`` keeps nothing: the run's last pass keeps what it
         used, and its report counts those calls as made, not replayed."""
-        if self._broken or _collecting()():
+        if self._broken or in_collecting_pass():
             return
         digest = _digest(key)
         self._written[digest] = value

@@ -52,6 +52,7 @@ from ..evaluation import (
     decide_run,
     result_kind,
 )
+from ..providers import batch_subject
 from ..redact import secret_scope
 from .history_store import Histories
 from .recorder import Handle, Recorded, Recorder, RunRow, Storage
@@ -295,41 +296,36 @@ class SuiteRun:
         goes. Interrupted, what finished is kept and the interruption raised again;
         the decision (:attr:`decision`) is made either way."""
         self._run = kind.run
-        with relaxed():
-            return await self._run_relaxed(kind)
-
-    async def _run_relaxed(self, kind: Kind) -> Decision:
-        async with self:
-            units = list(await kind.plan(self))
-            self.start(len(units))
-            for warning in getattr(kind.run, "warnings", ()):
-                self.warn(warning)
-            try:
-                # Settled: on Ctrl-C every unit has kept its own (partial) results before
-                # what never started is listed. Many units go through a window of them
-                # (a few per call the budget lets run at once), so what a run holds does
-                # not grow with its number of cases.
-                window = _WINDOW_PER_CALL * self.budget_size if self.budget_size else 0
-                if window and len(units) > max(window, _WINDOW_MIN):
-                    await settle_windowed(
-                        _drained(units),
-                        lambda unit: self._execute(kind, unit),
-                        max(window, _WINDOW_MIN),
-                    )
-                else:
-                    await gather_settled(*(self._execute(kind, unit) for unit in units))
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                kind.run.interrupted = True
-                kind.stopped(self)
-                raise
-        assert self.decision is not None
-        return self.decision
+        with relaxed():  # see oxyeval._collector
+            async with self:
+                units = list(await kind.plan(self))
+                self.start(len(units))
+                for warning in getattr(kind.run, "warnings", ()):
+                    self.warn(warning)
+                try:
+                    # Settled: on Ctrl-C every unit has kept its own (partial) results before
+                    # what never started is listed. Many units go through a window of them
+                    # (a few per call the budget lets run at once), so what a run holds does
+                    # not grow with its number of cases.
+                    window = _WINDOW_PER_CALL * self.budget_size if self.budget_size else 0
+                    if window and len(units) > max(window, _WINDOW_MIN):
+                        await settle_windowed(
+                            _drained(units),
+                            lambda unit: self._execute(kind, unit),
+                            max(window, _WINDOW_MIN),
+                        )
+                    else:
+                        await gather_settled(*(self._execute(kind, unit) for unit in units))
+                except (asyncio.CancelledError, KeyboardInterrupt):
+                    kind.run.interrupted = True
+                    kind.stopped(self)
+                    raise
+            assert self.decision is not None
+            return self.decision
 
     async def _execute(self, kind: Kind, unit: Any) -> None:
         """One unit, its model calls labelled with the unit (what a ``--batch`` run's
         stored requests belong to)."""
-        from ..providers import batch_subject
-
         with batch_subject(_unit_label(unit)):
             await kind.execute(unit, self)
 
