@@ -143,6 +143,15 @@ def no_version_error(prompt: PromptDef, version: int, known: Sequence[int]) -> C
     )
 
 
+def _declares(project: Project, prompt: PromptDef, only_files: set[str] | None) -> bool:
+    """Whether ``prompt`` declares a case in one of ``only_files`` (any file: None), by
+    its files, each looked at once rather than per case."""
+    if only_files is None:
+        return bool(prompt.cases)
+    files = {case.doc.path for case in prompt.cases if case.doc is not None}
+    return any(project.relative(path) in only_files for path in files)
+
+
 def precheck(
     location: Location,
     project: Project,
@@ -158,15 +167,14 @@ def precheck(
     check their keys before the history is opened too."""
     from ...store import EmptyHistoryError, open_store
 
-    if not names and version is None:
-        # Nothing to refuse: when every prompt has a declared case among the files, each
+    if (
+        not names
+        and version is None
+        and all(_declares(project, prompt, only_files) for prompt in prompts)
+    ):
+        # Nothing to refuse: every prompt has a declared case among the files, so each
         # runs, and the history need not be listed (10,000 stored cases took 0.4 s).
-        declared = [declared_cases(project, prompt).values() for prompt in prompts]
-        if all(
-            any(only_files is None or c["source_file"] in only_files for c in cases)
-            for cases in declared
-        ):
-            return {p.model for p in prompts}, {p.similarity for p in prompts}
+        return {p.model for p in prompts}, {p.similarity for p in prompts}
     try:
         reader: Store | None = open_store(location, read_only=True)
     except EmptyHistoryError:
