@@ -50,7 +50,15 @@ from ._errors import (
     NotFoundError,
     StoreError,
 )
-from ._util import branch_id, canonical_json, case_id, content_hash, text_hash, utc_timestamp
+from ._util import (
+    branch_id,
+    canonical_json,
+    case_id,
+    content_hash,
+    new_ids,
+    text_hash,
+    utc_timestamp,
+)
 from .kinds import (
     BRANCH_PROVIDERS,
     BRANCH_STATUSES,
@@ -203,6 +211,7 @@ __all__ = [
     "content_hash",
     "hurry_history",
     "missing_folder",
+    "new_ids",
     "open_results",
     "open_store",
     "resolve_location",

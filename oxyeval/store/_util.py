@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -135,6 +136,15 @@ def loads(text: str | None) -> Any:
 
 def new_id() -> str:
     return uuid.uuid4().hex
+
+
+def new_ids(count: int) -> list[str]:
+    """``count`` ids as :func:`new_id` makes them (random UUID4s), from one read of the
+    system's randomness: each ``uuid4()`` is a system call that lets go of the
+    interpreter lock, and a worker thread making a batch's ids one by one waited for the
+    lock again after each (10,000 ids cost a run a quarter of a second)."""
+    raw = os.urandom(16 * count)
+    return [uuid.UUID(bytes=raw[i : i + 16], version=4).hex for i in range(0, 16 * count, 16)]
 
 
 def case_id(prompt_id: str, name: str) -> str:

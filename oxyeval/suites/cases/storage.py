@@ -6,11 +6,10 @@ case, what is read per case) sit together and the runner only names them.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ...store import utc_timestamp
+from ...store import new_ids, utc_timestamp
 from ..recorder import earlier_results
 
 if TYPE_CHECKING:
@@ -35,7 +34,7 @@ def execution_rows(
     those two (the report's ``id`` and ``createdAt``), and rebuilding every stored row
     cost more than writing it."""
     now = utc_timestamp()
-    stamps = [Stamp(uuid.uuid4().hex, now) for _ in items]
+    stamps = [Stamp(new, now) for new in new_ids(len(items))]
     store.executions.record_many(
         [
             case.new_execution(run_id, id=stamp.id, created_at=stamp.created_at)
