@@ -93,6 +93,7 @@ __all__ = [
     "register_credentials",
     "register_secret",
     "registered_secret_count",
+    "registered_secrets",
     "secret_scope",
     "split_userinfo",
 ]
@@ -230,6 +231,12 @@ def secret_scope() -> Iterator[None]:
 
 def registered_secret_count() -> int:
     return len(_secrets)
+
+
+def registered_secrets() -> frozenset[str]:
+    """What is scrubbed now: for a helper process of ours that must scrub the same."""
+    with _lock:
+        return frozenset(_secrets)
 
 
 def redact(text: str) -> str:

@@ -126,9 +126,18 @@ class Caches:
     """``store.cache``: answers and verdicts by key hash, on either store (``read`` and
     ``write`` are its transactions)."""
 
-    def __init__(self, read: Transaction, write: Transaction) -> None:
+    def __init__(
+        self,
+        read: Transaction,
+        write: Transaction,
+        *,
+        elsewhere: Callable[[Sequence[NewCacheEntry]], int | None] | None = None,
+    ) -> None:
         self._read = read
         self._write = write
+        # Who may write a batch of entries for us (the store's writer process); None
+        # from it, or none at all: written here.
+        self._elsewhere = elsewhere
 
     def get_many(
         self, key_hashes: Sequence[str], *, newer_than: str | None = None
@@ -159,6 +168,10 @@ class Caches:
         starts over and its hits go back to 0). Returns how many were written."""
         if not entries:
             return 0
+        if self._elsewhere is not None:
+            done = self._elsewhere(entries)
+            if done is not None:
+                return done
         now = utc_timestamp()
         rows: dict[str, dict[str, Any]] = {}
         for entry in entries:

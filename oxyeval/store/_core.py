@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from ._runs import Runs
     from ._stats import Stats
     from ._workflows import WorkflowRuns
+    from ._writer import ProcessWriter
 
 __all__ = ["Store", "open_store"]
 
@@ -78,6 +79,7 @@ class Store:
             threading.RLock() if self.backend == "sqlite" else nullcontext()
         )
         self._my_runs: set[str] = set()  # started here, not finished yet
+        self._process: ProcessWriter | None = None  # see write_elsewhere
 
     # ----------------------------------------------------------------- repositories
     # Each made (and its module imported) on first use: a run that only reads the cache
@@ -160,7 +162,11 @@ class Store:
     def cache(self) -> Caches:
         from ._cache import Caches
 
-        return Caches(partial(_as_sql, self.read), partial(_as_sql, self.write))
+        return Caches(
+            partial(_as_sql, self.read),
+            partial(_as_sql, self.write),
+            elsewhere=partial(self.write_elsewhere, "cache"),
+        )
 
     # ----------------------------------------------------------------- state
 
@@ -229,6 +235,38 @@ class Store:
                 raise translate(exc, self.location, action) from exc
             raise
 
+    def expect_executions(self, count: int) -> None:
+        """Start the writer process now if ``count`` executions are enough for one (a run
+        about to write them: the process is ready by its first batch)."""
+        from ._writer import START_AT, ProcessWriter, wanted
+
+        if count < START_AT or not wanted(self.backend, self.location.path, self.read_only):
+            return
+        with self._lock:
+            if self._process is None and self._engine is not None:
+                self._process = ProcessWriter(str(self.location.path), self.path, self.timeout)
+
+    def write_elsewhere(self, what: str, batch: Sequence[Any]) -> int | None:
+        """``batch`` written and committed by this store's writer process (:mod:`._writer`):
+        ``what`` is ``"executions"`` or ``"cache"`` (its entries). None when no process is
+        ready, and the caller writes the batch itself. A large enough batch of executions
+        starts the process, for the batches after it."""
+        writer = self._process
+        if writer is None:
+            if what == "executions":
+                self.expect_executions(len(batch))
+            return None
+        if writer.broken or not writer.ready():
+            return None
+        from ..redact import registered_secrets
+        from ._writer import Lost
+
+        with self._writer:  # this process's other writers queue here, not in SQLite
+            try:
+                return writer.write(what, batch, registered_secrets())
+            except Lost:
+                return None
+
     # ----------------------------------------------------------------- lifecycle
 
     def close(self) -> None:
@@ -237,6 +275,9 @@ class Store:
             engine, self._engine = self._engine, None
             mine = sorted(self._my_runs)
             self._my_runs.clear()
+            process, self._process = self._process, None
+        if process is not None:
+            process.close()
         if engine is None:
             return
         if mine and not self.read_only:

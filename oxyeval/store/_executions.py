@@ -308,9 +308,14 @@ class Executions:
         return [execution_row(SimpleNamespace(**values)) for values in rows]
 
     def record_many(self, batch: Iterable[NewExecution]) -> int:
-        """Bulk import (history from elsewhere, benchmarks): same bookkeeping, one transaction."""
+        """A run's executions, or a bulk import: same bookkeeping, one transaction, written
+        by the store's writer process when it has one (:mod:`._writer`)."""
+        items = batch if isinstance(batch, list) else list(batch)
+        done = self._store.write_elsewhere("executions", items)
+        if done is not None:
+            return done
         with self._store.write("recording executions") as conn:
-            return len(write_executions(conn, self._store.path, batch))
+            return len(write_executions(conn, self._store.path, items))
 
     def list(self, test_case_id: str, limit: int = 50, offset: int = 0) -> list[Execution]:
         """Newest first (the Testing API's testCaseExecutions)."""

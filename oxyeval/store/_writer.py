@@ -1,0 +1,262 @@
+"""A large run's executions written by a second process, so storing them does not share
+the run's core.
+
+Storing a test case's execution is about as much Python as running it (nine rows in
+seven tables, each value checked and redacted), and a thread that does it shares one
+interpreter lock with the cases: 10,000 mock cases took 40% longer with their history
+than without. A child process (``python -m oxyeval.store._writer``) with its own
+connection to the same SQLite file runs the very same code
+(:meth:`~._executions.Executions.record_many`) on another core; the parent only pickles
+each batch (a twentieth of the cost) and waits, in its worker thread, for the child's
+commit before the batch counts as stored, so what is in the report is in the history as
+before.
+
+When it is used: batches for an SQLite file on a POSIX system, once one batch of
+:data:`START_AT` executions has asked for it (smaller runs never pay for a process);
+until the child has opened the file, batches are written in the thread as before, so
+nothing waits for it to start. ``OXY_HISTORY_WRITER=thread`` turns it off. A child that
+cannot start, or ends, is never needed again: the store goes back to its thread.
+
+The child is told the secrets to scrub (the parent's, whenever they change), ignores
+Ctrl-C and SIGTERM (its parent decides when writing stops: it drains, then closes its
+end), runs in a session of its own, and exits when its input closes, so it never
+outlives its parent.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from contextlib import suppress
+from typing import Any
+
+from ._errors import StoreError
+
+__all__ = ["START_AT", "Lost", "ProcessWriter", "wanted"]
+
+#: Executions in one batch that make a store start its writer process.
+START_AT = 200
+#: Seconds a child may take beyond the store's busy timeout to answer one batch.
+_SLACK = 120.0
+_LENGTH = struct.Struct("!Q")
+#: A frame larger than this is not ours (a corrupt pipe): refused, not allocated.
+_MAX_FRAME = 1 << 31
+
+
+class Lost(Exception):
+    """The writer process could not be asked, or gave no answer: nothing is known of the
+    batch (its ids are chosen by the caller, so writing it again cannot double it)."""
+
+
+def wanted(backend: str, path: object, read_only: bool) -> bool:
+    """Whether a store may hand its executions to a child process."""
+    if os.environ.get("OXY_HISTORY_WRITER", "process").strip().lower() == "thread":
+        return False
+    return backend == "sqlite" and path is not None and not read_only and os.name == "posix"
+
+
+class ProcessWriter:
+    """One child process writing executions into one SQLite file."""
+
+    def __init__(self, path: str, display: str, timeout: float) -> None:
+        self._display = display
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._ready = False
+        self.broken = False
+        self._secrets: frozenset[str] = frozenset()
+        env = dict(os.environ, OXY_HISTORY_WRITER="thread")
+        try:
+            self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [sys.executable, "-m", "oxyeval.store._writer"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
+            self._send(("open", {"path": path, "timeout": timeout}))
+        except (OSError, ValueError):
+            self._proc = None
+            self.broken = True
+
+    def ready(self) -> bool:
+        """Whether the child has opened the file (never waits: until then the caller
+        writes in its own thread)."""
+        if self._ready or self.broken:
+            return self._ready
+        with self._lock:
+            if self._ready or self.broken:
+                return self._ready
+            try:
+                if not self._readable(0):
+                    return False
+                reply = self._receive(5.0)  # a small frame, already arriving
+            except Exception:
+                self._give_up()
+                return False
+            if reply != ("ready", None):
+                self._give_up()
+                return False
+            self._ready = True
+            return True
+
+    def write(self, what: str, batch: Sequence[Any], secrets: frozenset[str]) -> int:
+        """The batch (``what``: executions or cache entries) written and committed by the
+        child; what the child raised is raised here. :class:`Lost` when the child could
+        not be asked or did not answer (it is then never asked again, and the caller
+        writes the batch itself)."""
+        with self._lock:
+            if not self._ready or self.broken:
+                raise Lost("no writer process")
+            try:
+                if secrets != self._secrets:
+                    self._send(("secrets", sorted(secrets)))
+                    self._secrets = secrets
+                self._send((what, list(batch)))
+                status, value = self._receive(self._timeout + _SLACK)
+            except Exception as exc:
+                self._give_up()
+                raise Lost(str(exc)) from None
+        if status == "error":
+            raise value
+        return int(value)
+
+    def close(self) -> None:
+        """Let the child finish and exit (it has nothing in hand: every batch waits for
+        its answer); kill it if it does not within a few seconds."""
+        proc, self._proc = self._proc, None
+        self._ready = False
+        self.broken = True
+        if proc is None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+        finally:
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+    # ----------------------------------------------------------------- the pipe
+
+    def _give_up(self) -> None:
+        proc, self._proc = self._proc, None
+        self._ready = False
+        self.broken = True
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    with suppress(OSError):
+                        stream.close()
+
+    def _send(self, message: tuple[str, Any]) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        self._proc.stdin.write(_LENGTH.pack(len(data)) + data)
+        self._proc.stdin.flush()
+
+    def _readable(self, wait: float) -> bool:
+        assert self._proc is not None and self._proc.stdout is not None
+        return bool(select.select([self._proc.stdout], [], [], wait)[0])
+
+    def _receive(self, wait: float) -> tuple[str, Any]:
+        assert self._proc is not None and self._proc.stdout is not None
+        deadline = time.monotonic() + wait
+        fd = self._proc.stdout.fileno()
+        head = _read_exactly(fd, _LENGTH.size, deadline)
+        (size,) = _LENGTH.unpack(head)
+        if size > _MAX_FRAME:
+            raise StoreError(f"a frame of {size} bytes")
+        message = pickle.loads(_read_exactly(fd, size, deadline))
+        if not (isinstance(message, tuple) and len(message) == 2):
+            raise StoreError("an unexpected answer")
+        return message
+
+
+def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
+    parts: list[bytes] = []
+    left = size
+    while left:
+        if deadline is not None:
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                raise StoreError("no answer in time")
+        piece = os.read(fd, min(left, 1 << 20))
+        if not piece:
+            raise EOFError("the pipe closed")
+        parts.append(piece)
+        left -= len(piece)
+    return b"".join(parts)
+
+
+# --------------------------------------------------------------------- the child
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` as it can cross the pipe (pickled whole when it can be)."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return StoreError(f"{type(exc).__name__}: {exc}")
+
+
+def _serve() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    from ..redact import register_secret
+    from ._core import open_store
+
+    read_fd, out = sys.stdin.buffer.fileno(), sys.stdout.buffer
+    store = None
+    try:
+        while True:
+            try:
+                head = _read_exactly(read_fd, _LENGTH.size, None)
+                (size,) = _LENGTH.unpack(head)
+                if size > _MAX_FRAME:
+                    return
+                op, payload = pickle.loads(_read_exactly(read_fd, size, None))
+            except EOFError:
+                return
+            try:
+                if op == "secrets":
+                    for value in payload:
+                        register_secret(value)
+                    continue
+                if op == "open":
+                    store = open_store(payload["path"], timeout=payload["timeout"], migrate=False)
+                    reply: tuple[str, Any] = ("ready", None)
+                elif op == "executions" and store is not None:
+                    reply = ("ok", store.executions.record_many(payload))
+                elif op == "cache" and store is not None:
+                    reply = ("ok", store.cache.put_many(payload))
+                else:
+                    reply = ("error", StoreError(f"the writer process cannot {op!r}"))
+            except Exception as exc:
+                reply = ("error", _portable(exc))
+            data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+            out.write(_LENGTH.pack(len(data)) + data)
+            out.flush()
+    finally:
+        if store is not None:  # every batch is committed; optimizing is the parent's close
+            store.engine.dispose()
+
+
+if __name__ == "__main__":
+    _serve()

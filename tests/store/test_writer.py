@@ -1,0 +1,179 @@
+"""The writer process: a large batch of executions (and cache entries) written by a child
+process gives the same rows as the thread, scrubs the same secrets, raises the same
+errors, and a child that is gone never loses a batch."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oxyeval.redact import register_secret, secret_scope
+from oxyeval.store import NewCacheEntry, NotFoundError, Store, open_store
+from oxyeval.store._writer import START_AT
+
+from ._helpers import make_case, new
+
+pytestmark = pytest.mark.skipif(
+    __import__("os").name != "posix", reason="the writer process is used on POSIX systems only"
+)
+
+
+def _ready(store: Store) -> Any:
+    """The store's writer process, once it has opened the file (started if need be)."""
+    store.expect_executions(START_AT)
+    writer = store._process
+    assert writer is not None, "a large batch on an SQLite file starts a writer process"
+    deadline = time.monotonic() + 30
+    while not writer.ready():
+        assert not writer.broken and time.monotonic() < deadline, "the writer never started"
+        time.sleep(0.02)
+    return writer
+
+
+def _batch(n: int = START_AT, output: str = "positive") -> list[Any]:
+    return [
+        new(
+            "a" if i % 3 else "b",
+            passed=i % 2 == 0,
+            score=None if i % 5 == 0 else i / n,
+            actual_output=f"{output} {i}",
+            created_at=f"2026-02-{1 + i % 3:02d}T{i % 24:02d}:00:00Z",
+            id=f"{i:032x}",
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Store, Store]]:
+    """Two new SQLite histories with the same two cases: one written by the process,
+    one by the thread."""
+    monkeypatch.delenv("OXY_HISTORY_WRITER", raising=False)
+    by_process = open_store(tmp_path / "process.db")
+    by_thread = open_store(tmp_path / "thread.db")
+    by_thread._process = None  # never started for this one: see test_thread_when_asked
+    for store in (by_process, by_thread):
+        make_case(store, "a")
+        make_case(store, "b")
+    yield by_process, by_thread
+    by_process.close()
+    by_thread.close()
+
+
+def _table(path: str, table: str, order: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(path) as db:
+        columns = [r[1] for r in db.execute(f"PRAGMA table_info({table})") if r[1] != "seq"]
+        query = f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}"
+        return db.execute(query).fetchall()
+
+
+def test_the_process_writes_the_rows_the_thread_writes(
+    stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    by_process, by_thread = stores
+    writer = _ready(by_process)
+    assert by_process.executions.record_many(_batch()) == START_AT
+    monkeypatch.setenv("OXY_HISTORY_WRITER", "thread")
+    assert by_thread.executions.record_many(_batch()) == START_AT
+    assert by_thread._process is None
+    assert not writer.broken
+    for table, order in (
+        ("executions", "id"),
+        ("results", "id"),
+        ("scores", "result_id, metric"),
+        ("case_daily", "test_case_id, day"),
+        ("case_baselines", "test_case_id, baseline_key"),
+        ("result_daily", "kind, subject, day"),
+    ):
+        written = _table(str(by_process.location.path), table, order)
+        assert written, table
+        assert written == _table(str(by_thread.location.path), table, order), table
+    for case in ("a", "b"):
+        mine, theirs = by_process.cases.get(case), by_thread.cases.get(case)
+        assert mine is not None and theirs is not None
+        assert (mine.total_runs, mine.pass_count, mine.last_run) == (
+            theirs.total_runs,
+            theirs.pass_count,
+            theirs.last_run,
+        )
+        assert mine.total_runs > 0
+
+
+def test_the_process_scrubs_the_secrets_registered_here(stores: tuple[Store, Store]) -> None:
+    by_process, _ = stores
+    _ready(by_process)
+    secret = "sk-writer-process-0123456789"
+    with secret_scope():
+        register_secret(secret)
+        by_process.executions.record_many(_batch(output=f"the key is {secret}"))
+    text = Path(by_process.location.path).read_bytes()
+    for name in ("executions", "results"):
+        outputs = [r[0] for r in _table(str(by_process.location.path), name, "id")]
+        assert outputs, name
+    assert secret.encode() not in text
+    stored = by_process.executions.latest("a")
+    assert stored is not None and stored.actual_output is not None
+    assert "***" in stored.actual_output and secret not in stored.actual_output
+
+
+def test_an_error_in_the_process_is_raised_here(stores: tuple[Store, Store]) -> None:
+    by_process, _ = stores
+    writer = _ready(by_process)
+    batch = [*_batch(), new("ghost")]
+    with pytest.raises(NotFoundError, match="ghost"):
+        by_process.executions.record_many(batch)
+    assert not writer.broken  # a refused batch is not a broken writer
+    assert by_process.cases.get("a").total_runs == 0  # type: ignore[union-attr]
+
+
+def test_a_writer_gone_leaves_the_batch_to_the_thread(stores: tuple[Store, Store]) -> None:
+    by_process, _ = stores
+    writer = _ready(by_process)
+    writer._proc.kill()
+    writer._proc.wait()
+    assert by_process.executions.record_many(_batch()) == START_AT
+    assert writer.broken
+    assert len(_table(str(by_process.location.path), "executions", "id")) == START_AT
+    # and it is never asked again
+    assert by_process.executions.record_many([new("a")]) == 1
+
+
+def test_cache_entries_go_through_the_process(stores: tuple[Store, Store]) -> None:
+    by_process, _ = stores
+    _ready(by_process)
+    entries = [NewCacheEntry(f"k{i}", "answer", {"text": f"v{i}"}, "m") for i in range(50)]
+    assert by_process.cache.put_many(entries) == 50
+    found = by_process.cache.get_many([f"k{i}" for i in range(50)])
+    assert len(found) == 50 and found["k7"].value == {"text": "v7"}
+
+
+def test_thread_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OXY_HISTORY_WRITER", "thread")
+    with open_store(tmp_path / "h.db") as store:
+        make_case(store, "a")
+        make_case(store, "b")
+        store.expect_executions(START_AT * 10)
+        assert store.executions.record_many(_batch()) == START_AT
+        assert store._process is None
+
+
+def test_small_runs_and_memory_stores_start_no_process(tmp_path: Path) -> None:
+    with open_store(tmp_path / "h.db") as store:
+        store.expect_executions(START_AT - 1)
+        assert store._process is None
+    with open_store(":memory:") as store:
+        store.expect_executions(START_AT * 10)
+        assert store._process is None
+
+
+def test_close_ends_the_process(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "h.db")
+    writer = _ready(store)
+    proc = writer._proc
+    store.close()
+    assert proc.returncode is not None
