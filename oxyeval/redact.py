@@ -22,50 +22,44 @@ Where redaction happens, and why there:
    YAML, and the history store (``case_runner`` redacts what it stores; the store's
    execution writer redacts again).
 
-A key is scrubbed verbatim, in its JSON-escaped and URL-encoded forms (which differ
-only for keys with unusual characters), escaped whole (every character as JSON's
-``\\u0073``, every byte as ``%73``; lower- or upper-case hex) and base64-encoded
-(standard and URL-safe, padded or not, as a whole value); a key re-encoded otherwise
-(reversed, split across lines, partly escaped, or base64 inside a longer encoded text) is
-not recognised.
+A key is scrubbed verbatim, in its JSON-escaped and URL-encoded forms (which differ only for keys
+with unusual characters), escaped whole (every character as JSON's ``\\u0073``, every byte as
+``%73``; lower- or upper-case hex) and base64-encoded (standard and URL-safe, padded or not, as a
+whole value); a key re-encoded otherwise (reversed, split across lines, partly escaped, or base64
+inside a longer encoded text) is not recognised.
 
-**What a terminal does not show does not hide a key.** A key split by an ANSI escape
-sequence (a colour code), a control character or a zero-width character reads whole
-on a terminal while the text holds no copy of it. So before matching, such sequences
-are looked through (:mod:`oxyeval.terminal`): a key found in what a terminal shows is replaced,
-with the sequences inside it, by ``***``; the sequences elsewhere are left as they were.
+**What a terminal does not show does not hide a key.** A key split by an ANSI escape sequence (a
+colour code), a control character or a zero-width character reads whole on a terminal while the
+text holds no copy of it. So before matching, such sequences are looked through
+(:mod:`oxyeval.terminal`): a key found in what a terminal shows is replaced, with the sequences
+inside it, by ``***``; the sequences elsewhere are left as they were.
 
-**One rule for what a secret is made of** (:func:`register_secret`, whoever registers:
-an API key, ``key_var``, a header from config.yml or from ``env_var``, a database
-password, a credential in a URL): the value itself, and the credential inside it: the
-token of ``Bearer <token>`` (any ``<scheme> <credential>`` header value) and, for
-``Basic``, also the decoded ``user:password`` and its password, since a server that
-refuses a header echoes the bare token, not the header. :func:`register_credentials`
-finds the credentials in a URL or a libpq connection string (a URL's whole userinfo,
-user name included, since ``https://TOKEN@host`` is a common way to write a token; for
-the history's database URLs only the password; query parameters whose name says
-credential; ``password=``/``sslpassword=`` keywords) and registers them by the same rule;
-:func:`mask_credentials` is how such an address is shown (a credential holding a raw
-``/``, ``?``, ``#`` or ``@`` is masked as far as any library reads it); :func:`is_secret_name` is the one list of names that say "credential" (headers,
-query parameters, config.yml keys).
+**One rule for what a secret is made of** (:func:`register_secret`, whoever registers: an API key,
+``key_var``, a header from config.yml or from ``env_var``, a database password, a credential in a
+URL): the value itself, and the credential inside it: the token of ``Bearer <token>`` (any
+``<scheme> <credential>`` header value) and, for ``Basic``, also the decoded ``user:password`` and
+its password, since a server that refuses a header echoes the bare token, not the header.
+:func:`register_credentials` finds the credentials in a URL or a libpq connection string (a URL's
+whole userinfo, user name included, since ``https://TOKEN@host`` is a common way to write a token;
+for the history's database URLs only the password; query parameters whose name says credential;
+``password=``/``sslpassword=`` keywords) and registers them by the same rule;
+:func:`mask_credentials` is how such an address is shown (a credential holding a raw ``/``, ``?``,
+``#`` or ``@`` is masked as far as any library reads it); :func:`is_secret_name` is the one list of
+names that say "credential" (headers, query parameters, config.yml keys).
 
-**Redact, then cut** (:func:`clip`): every place that shortens text for display or
-storage redacts it first, so a cut can never leave most of a key behind, and masks a
-piece of a secret left at either edge of what it keeps (text that arrived already cut,
-by a server or an older version).
+**Redact, then cut** (:func:`clip`): every place that shortens text for display or storage redacts
+it first, so a cut can never leave most of a key behind, and masks a piece of a secret left at
+either edge of what it keeps (text that arrived already cut, by a server or an older version).
 
-Who owns the set: the ``oxy`` process registers for its whole life (one command, one
-project, and its report is printed after the run). A long-lived caller (a server, a
-notebook, a test suite) that loads many projects scopes it with :func:`secret_scope`:
-keys registered inside are forgotten on exit, so the set does not only grow. Scopes
-may overlap (two evaluations served at once, each in its own task or thread): a key
-is forgotten only when no open scope registered it, so one evaluation ending never
-unmasks the key another is still using. The current scope follows the context
-(``contextvars``), so tasks and ``asyncio.to_thread`` workers register into the scope
-that started them. The library's own run functions do not scope by default, because
-their results are usually printed by the caller after they return, and that output
-must still be scrubbed.
-"""
+Who owns the set: the ``oxy`` process registers for its whole life (one command, one project, and
+its report is printed after the run). A long-lived caller (a server, a notebook, a test suite) that
+loads many projects scopes it with :func:`secret_scope`: keys registered inside are forgotten on
+exit, so the set does not only grow. Scopes may overlap (two evaluations served at once, each in
+its own task or thread): a key is forgotten only when no open scope registered it, so one
+evaluation ending never unmasks the key another is still using. The current scope follows the
+context (``contextvars``), so tasks and ``asyncio.to_thread`` workers register into the scope that
+started them. The library's own run functions do not scope by default, because their results are
+usually printed by the caller after they return, and that output must still be scrubbed."""
 
 from __future__ import annotations
 
