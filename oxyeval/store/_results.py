@@ -48,6 +48,7 @@ __all__ = [
     "check_run_kind",
     "consistency_result",
     "execution_result",
+    "execution_scores",
     "outcome",
     "result_row",
     "workflow_result",
@@ -311,12 +312,6 @@ def execution_result(
     known only for a judged execution (pending and errors are neither). Cost and time to
     first token live only here."""
     judged = v["status"] in ("passed", "failed")
-    scores: list[tuple[str, Any, str | None]] = []
-    if judged:
-        scores.append(("score", v["score"], None))
-        scores.append(("exact_match", 1.0 if v["exact_match"] else 0.0, None))
-        if v["semantic_score"] is not None:
-            scores.append(("similarity", v["semantic_score"], v["similarity_method"] or None))
     return _row(
         {
             "id": v["id"],
@@ -343,9 +338,30 @@ def execution_result(
                 "finishReason": v["finish_reason"],
             },
         },
-        scores,
         regressed=bool(v["is_regression"]),
     )
+
+
+def execution_scores(
+    status: str,
+    score: float | None,
+    exact_match: Any,
+    semantic_score: float | None,
+    similarity_method: str | None,
+) -> list[tuple[str, Any, str | None]]:
+    """The named scores (metric, value, label) of a cases result, read from its
+    ``executions`` row: they are that row's columns, so they are not stored a second
+    time as ``scores`` rows (three rows per execution were a third of a large run's
+    writes). Histories written before keep theirs, and those are read as they are."""
+    if status not in ("passed", "failed"):
+        return []
+    scores: list[tuple[str, Any, str | None]] = [
+        ("score", score, None),
+        ("exact_match", 1.0 if exact_match else 0.0, None),
+    ]
+    if semantic_score is not None:
+        scores.append(("similarity", semantic_score, similarity_method or None))
+    return scores
 
 
 #: What an A/B execution keeps in ``details`` beside the engine's own (``details`` given).

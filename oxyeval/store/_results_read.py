@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._cache import Transaction
 from ._errors import NotFoundError
-from ._results import _DAILY_SUMS, _RESULT_COLUMNS, result_row, write_results
+from ._results import _DAILY_SUMS, _RESULT_COLUMNS, execution_scores, result_row, write_results
 from ._util import LATEST_CHUNK, chunks, in_list, loads, newest_of_each
 
 if TYPE_CHECKING:
@@ -138,6 +138,7 @@ def _bool(value: Any) -> bool | None:
     return None if value is None else bool(value)
 
 
+_KIND = _RESULT_COLUMNS.index("kind")
 _SELECT = f"SELECT {', '.join('r.' + c for c in _RESULT_COLUMNS)} FROM results r"
 
 
@@ -184,6 +185,18 @@ class Results:
                     scores.setdefault(s[0], []).append(
                         StoredScore(s[1], s[2], s[3], _bool(s[4]), s[5], s[6])
                     )
+            cases = [r[0] for r in rows if r[_KIND] == "cases" and r[0] not in scores]
+            for chunk in chunks(cases):
+                names, marks = in_list(chunk)
+                for e in sql.rows(
+                    "SELECT id, status, score, exact_match, semantic_score, similarity_method "
+                    f"FROM executions WHERE id IN ({marks})",
+                    names,
+                ):
+                    scores[e[0]] = [
+                        StoredScore(metric, value, label, None, None, None)
+                        for metric, value, label in execution_scores(*e[1:])
+                    ]
         out = []
         for r in rows:
             v = dict(zip(_RESULT_COLUMNS, r, strict=True))

@@ -357,3 +357,42 @@ def test_the_previous_result_is_found_past_a_subjects_latest_errors(
     assert c is None
     newest = store.results.recent("toy-essay", ["a", "b"], limit=2)
     assert [r[1] for r in newest["a"]] == ["error", "error"] and newest["b"][0][0] == now
+
+
+def test_a_case_results_scores_are_read_from_its_execution(store: Store) -> None:
+    """Named scores of a cases result are its execution's columns, not rows of their own."""
+    from ._helpers import make_case, new
+
+    make_case(store, "a")
+    run = store.runs.start("cases", total=3)
+    store.executions.record_many(
+        [
+            new(
+                "a",
+                run_id=run,
+                score=0.75,
+                exact_match=False,
+                semantic_score=0.5,
+                similarity_method="lexical",
+                id="e1",
+                passed=True,
+            ),
+            new("a", run_id=run, score=None, exact_match=True, id="e2", passed=False),
+            new("a", run_id=run, status="pending", actual_output=None, id="e3"),
+        ]
+    )
+    with store.read("counting") as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM scores").scalar() == 0
+    scores = {
+        r.id: [(s.metric, s.value, s.label, s.passed) for s in r.scores]
+        for r in store.results.for_run(run)
+    }
+    assert scores == {
+        "e1": [
+            ("score", 0.75, None, None),
+            ("exact_match", 0.0, None, None),
+            ("similarity", 0.5, "lexical", None),
+        ],
+        "e2": [("score", None, None, None), ("exact_match", 1.0, None, None)],
+        "e3": [],
+    }

@@ -85,7 +85,6 @@ def test_the_process_writes_the_rows_the_thread_writes(
     for table, order in (
         ("executions", "id"),
         ("results", "id"),
-        ("scores", "result_id, metric"),
         ("case_daily", "test_case_id, day"),
         ("case_baselines", "test_case_id, baseline_key"),
         ("result_daily", "kind, subject, day"),
