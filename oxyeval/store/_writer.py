@@ -132,17 +132,22 @@ class ProcessWriter:
         return int(value)
 
     def close(self) -> None:
-        """Let the child finish and exit (it has nothing in hand: every batch waits for
-        its answer); kill it if it does not within a few seconds."""
-        proc, self._proc = self._proc, None
-        self._ready = False
-        self.broken = True
+        """End the child. It has nothing in hand (every batch waits for its answer, and
+        this waits for a batch being written), so one that has not opened the file yet is
+        killed rather than waited for; one that has is let go, and killed if it does not
+        exit within a few seconds."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+            ready, self._ready = self._ready, False
+            self.broken = True
         if proc is None:
             return
         try:
             if proc.stdin is not None:
                 proc.stdin.close()
-            proc.wait(timeout=10)
+            if not ready:
+                proc.kill()
+            proc.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait()
@@ -254,8 +259,12 @@ def _serve() -> None:
             out.write(_LENGTH.pack(len(data)) + data)
             out.flush()
     finally:
-        if store is not None:  # every batch is committed; optimizing is the parent's close
+        # Every batch is committed and answered; optimizing is the parent's close, and a
+        # whole interpreter's teardown would only keep the parent's close waiting.
+        if store is not None:
             store.engine.dispose()
+        out.flush()
+        os._exit(0)
 
 
 if __name__ == "__main__":
