@@ -13,6 +13,7 @@ from oxyeval.store import (
     EmptyHistoryError,
     Location,
     LocationError,
+    Store,
     StoreError,
     open_store,
     resolve_location,
@@ -278,3 +279,25 @@ def test_plain_sql_binds_by_place_on_sqlite_with_each_name_where_it_stands() -> 
     assert pick({"id": 7, "a": "x", "b": 0.5, "unused": 1}) == ("x", 0.5, 0.5, 7)
     one, pick_one = _positional("DELETE FROM t WHERE id = :id AND ts::text <> ''")
     assert one == "DELETE FROM t WHERE id = ? AND ts::text <> ''" and pick_one({"id": 3}) == (3,)
+
+
+def test_a_batch_the_driver_refuses_is_made_valid_and_written_once(store: Store) -> None:
+    """Rows go to the driver unchecked; one it cannot encode (a lone surrogate) makes the
+    batch go again, made valid, with nothing of the refused attempt left behind."""
+    from oxyeval.store._core import executemany
+
+    rows = [{"a": "ok", "b": 1}, {"a": "bad \ud800 text", "b": 2}, {"a": "fine", "b": 3}]
+    with store.write("testing") as conn:
+        conn.exec_driver_sql("CREATE TABLE batch_t (a TEXT, b INTEGER)")
+        executemany(conn, "INSERT INTO batch_t (a, b) VALUES (:a, :b)", rows)
+        executemany(conn, "INSERT INTO batch_t (a, b) VALUES (:a, :b)", [{"a": "plain", "b": 4}])
+    with store.read("testing") as conn:
+        got = conn.exec_driver_sql("SELECT a, b FROM batch_t ORDER BY b").all()
+    assert [tuple(r) for r in got] == [
+        ("ok", 1),
+        ("bad \ufffd text", 2),
+        ("fine", 3),
+        ("plain", 4),
+    ]
+    with store.write("testing") as conn:
+        conn.exec_driver_sql("DROP TABLE batch_t")
