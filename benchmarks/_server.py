@@ -63,18 +63,48 @@ def run_checked(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 def timed_rss(cmd: list[str], cwd: Path, ok_codes: tuple[int, ...] = (0,)) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one command, run to its end (its stderr kept in
     a file: a pipe nobody reads while it runs would stop it once full); stop the
-    benchmark if it exits with a code not in ``ok_codes``."""
+    benchmark if it exits with a code not in ``ok_codes``. The peak counts the processes
+    the command starts (a history's writer process) on top of its own: the kernel's
+    figure for a waited-for process is the largest of them, not their sum."""
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=BENCH_ENV, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
+        helpers: dict[int, int] = {}
+        done = threading.Event()
+        watcher = threading.Thread(target=_watch_children, args=(proc.pid, helpers, done))
+        watcher.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            done.set()
+            watcher.join()
         elapsed = time.perf_counter() - start
         code = os.waitstatus_to_exitcode(status)
         if code not in ok_codes:
             err.seek(0)
             text = err.read().decode(errors="replace")[-3000:]
             raise SystemExit(f"command failed ({code}): {' '.join(cmd)}\n{text}")
-    return elapsed, usage.ru_maxrss / 1024
+    own = usage.ru_maxrss / 1024
+    others = sum(helpers.values()) / 1024
+    # ru_maxrss is already the largest of the command and its waited-for children
+    return elapsed, own + others if others < own else max(own, others)
+
+
+def _watch_children(pid: int, peaks: dict[int, int], done: threading.Event) -> None:
+    """The peak RSS (kB, VmHWM) of each process ``pid`` starts, looked at every 20 ms."""
+    while not done.wait(0.02):
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            return
+        for child in children:
+            try:
+                status = Path(f"/proc/{child}/status").read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith("VmHWM:"):
+                    peaks[int(child)] = max(peaks.get(int(child), 0), int(line.split()[1]))
 
 
 ANSWERS = ["The total is 1,204.", "Total: 1204", "We have 1,204 in total."]

@@ -170,10 +170,12 @@ class Results:
             write_results(sql, rows)
         return [r.values["id"] for r in rows]
 
-    def _read_rows(self, where: str, params: dict[str, Any], tail: str = "") -> list[StoredResult]:
+    def _read_rows(
+        self, where: str, params: dict[str, Any], tail: str = "", *, with_scores: bool = True
+    ) -> list[StoredResult]:
         with self._read("reading results") as sql:
             rows = list(sql.rows(f"{_SELECT} WHERE {where}{tail}", params))
-            ids = [r[0] for r in rows]
+            ids = [r[0] for r in rows] if with_scores else []
             scores: dict[str, list[StoredScore]] = {}
             for chunk in chunks(ids):
                 names, marks = in_list(chunk)
@@ -185,7 +187,9 @@ class Results:
                     scores.setdefault(s[0], []).append(
                         StoredScore(s[1], s[2], s[3], _bool(s[4]), s[5], s[6])
                     )
-            cases = [r[0] for r in rows if r[_KIND] == "cases" and r[0] not in scores]
+            cases = [
+                r[0] for r in rows if with_scores and r[_KIND] == "cases" and r[0] not in scores
+            ]
             for chunk in chunks(cases):
                 names, marks = in_list(chunk)
                 for e in sql.rows(
@@ -239,10 +243,11 @@ class Results:
         )
 
     def in_runs(
-        self, kind: str, pairs: Sequence[tuple[str, str]]
+        self, kind: str, pairs: Sequence[tuple[str, str]], *, with_scores: bool = True
     ) -> dict[tuple[str, str], list[StoredResult]]:
         """:meth:`in_run` of many (subject, run id) pairs, a statement per few hundred: what
-        a run reads once for all its results' baselines."""
+        a run reads once for all its results' baselines (their tallies need no named
+        scores: ``with_scores=False`` reads none)."""
         found: dict[tuple[str, str], list[StoredResult]] = {}
         # Grouped by run (a run's baselines mostly sit in one earlier run): each statement
         # is an index lookup per subject; a long OR of pairs made SQLite scan the kind.
@@ -255,7 +260,8 @@ class Results:
                 names.update(kind=kind, run_id=run_id)
                 where = f"r.kind = :kind AND r.run_id = :run_id AND r.subject IN ({marks})"
                 # by subject first: the order of ix_results_run_subject, no sort
-                for row in self._read_rows(where, names, " ORDER BY r.subject, r.seq"):
+                tail = " ORDER BY r.subject, r.seq"
+                for row in self._read_rows(where, names, tail, with_scores=with_scores):
                     found.setdefault((row.subject, row.run_id), []).append(row)
         return found
 

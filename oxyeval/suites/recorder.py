@@ -128,7 +128,7 @@ def earlier_results(
     baselines: dict[str, dict[tuple[str, str], list[Any]]] = {}
     for kind in {c[0] for c in chosen if c is not None}:
         pairs = [(c[1], c[2][0]) for c in chosen if c is not None and c[0] == kind]
-        baselines[kind] = store.results.in_runs(kind, pairs)
+        baselines[kind] = store.results.in_runs(kind, pairs, with_scores=False)
     found: list[Previous | None] = []
     for c in chosen:
         if c is None:
