@@ -401,72 +401,85 @@ class Recorder:
 
     async def _flush(self, database: _Database) -> None:
         """Write what is pending, a batch per transaction, until nothing is (group
-        commit: results that finish while one batch is written go in the next)."""
+        commit: results that finish while one batch is written go in the next). One
+        batch's earlier results are read while the batch before it is being written, and
+        the writes keep their order."""
         assert database.ready is not None
         opened = await asyncio.shield(database.ready)
-        while database.pending:
-            batch, database.pending = database.pending, []
-            by_row: dict[int, list[tuple[_Row, Recorded, asyncio.Future[Recorded]]]] = {}
-            for entry in batch:
-                by_row.setdefault(id(entry[0]), []).append(entry)
-            for entries in by_row.values():
-                await self._write(database, opened, entries)
+        writing: asyncio.Future[None] | None = None
+        try:
+            while True:
+                if database.pending:
+                    batch, database.pending = database.pending, []
+                    by_row: dict[int, list[_Entry]] = {}
+                    for entry in batch:
+                        by_row.setdefault(id(entry[0]), []).append(entry)
+                    for entries in by_row.values():
+                        read = await self._read(database, opened, entries)
+                        if writing is not None:
+                            await writing
+                        writing = asyncio.ensure_future(
+                            self._write(database, opened, entries, read)
+                        )
+                elif writing is not None:
+                    await writing
+                    writing = None
+                else:
+                    return
+        finally:
+            if writing is not None:
+                await asyncio.shield(writing)
+
+    async def _read(
+        self, database: _Database, opened: _Opened | None, entries: list[_Entry]
+    ) -> bool:
+        """Each entry's previous result filled in (False: none could be read, the history
+        is noted, and the entries are settled unwritten)."""
+        if opened is None or database.note.read_error is not None:
+            _settle(entries)
+            return False
+        reader = self.storage.previous
+        items = [(r.result, r.extra) for _row, r, _f in entries]
+        if reader is None or opened.reader is None:
+            return True
+        try:
+            previous = await asyncio.to_thread(reader, opened.reader, entries[0][0].run_id, items)
+        except Exception as exc:  # the earlier results could not be read
+            database.unread(exc)
+            _settle(entries)
+            return False
+        except BaseException:  # cancelled: nobody waits on these for ever
+            _settle(entries)
+            raise
+        for (_row, recorded, _f), prev in zip(entries, previous, strict=False):
+            if prev is not None:
+                recorded.result.previous = prev
+        return True
 
     async def _write(
-        self,
-        database: _Database,
-        opened: _Opened | None,
-        entries: list[tuple[_Row, Recorded, asyncio.Future[Recorded]]],
+        self, database: _Database, opened: _Opened | None, entries: list[_Entry], read: bool
     ) -> None:
+        """Store the entries whose previous results were read (a write that fails is
+        noted, and none is tried after it), then settle them."""
         try:
-            if opened is not None and database.note.read_error is None:
-                row = entries[0][0]
-                write = opened.writable and row.run_id is not None and database.note.error is None
-                items = [(r.result, r.extra) for _row, r, _f in entries]
-                try:
-                    previous, stored, error = await asyncio.to_thread(
-                        self._in_thread, opened.reader, row.run_id, items, write
-                    )
-                except Exception as exc:  # the earlier results could not be read
-                    database.unread(exc)
-                else:
-                    database.note.stored += sum(1 for s in stored if s is not _NOT_STORED)
-                    if error is not None:
-                        database.fail(error)
-                    for (_row, recorded, _f), prev, kept in zip(
-                        entries, previous, stored, strict=True
-                    ):
-                        if prev is not None:
-                            recorded.result.previous = prev
-                        if kept is not _NOT_STORED:
-                            recorded.stored = kept
+            row = entries[0][0]
+            if not read or opened is None or opened.reader is None:
+                return
+            if not (opened.writable and row.run_id is not None and database.note.error is None):
+                return
+            items = [(r.result, r.extra) for _row, r, _f in entries]
+            try:
+                stored = list(
+                    await asyncio.to_thread(self.storage.write, opened.reader, row.run_id, items)
+                )
+            except Exception as exc:
+                database.fail(exc)
+                return
+            database.note.stored += len(stored)
+            for (_row, recorded, _f), kept in zip(entries, stored, strict=True):
+                recorded.stored = kept
         finally:
-            for _row, recorded, future in entries:
-                if not future.done():
-                    future.set_result(recorded)
-
-    def _in_thread(
-        self,
-        store: RunStore | Store | None,
-        run_id: str | None,
-        items: list[tuple[Result, Any]],
-        write: bool,
-    ) -> tuple[list[Previous | None], list[Any], Exception | None]:
-        """Each result's previous one (raises when the history cannot be read), then, if
-        ``write``, the results stored: the earlier results are read first, so a failed
-        write never hides a drop."""
-        reader = self.storage.previous
-        previous: list[Previous | None] = (
-            list(reader(store, run_id, items)) if reader is not None and store is not None else []
-        )
-        previous += [None] * (len(items) - len(previous))
-        if store is None or run_id is None or not write:
-            return previous, [_NOT_STORED] * len(items), None
-        try:
-            stored = list(self.storage.write(store, run_id, items))
-        except Exception as exc:
-            return previous, [_NOT_STORED] * len(items), exc
-        return previous, stored, None
+            _settle(entries)
 
     async def close(self, *, interrupted: bool = False, failed: bool = False) -> None:
         """Write what is pending, finish every run row by the one status rule and close
@@ -500,4 +513,10 @@ class Recorder:
         self._databases.clear()
 
 
-_NOT_STORED = object()
+_Entry = tuple[_Row, Recorded, "asyncio.Future[Recorded]"]
+
+
+def _settle(entries: list[_Entry]) -> None:
+    for _row, recorded, future in entries:
+        if not future.done():
+            future.set_result(recorded)
