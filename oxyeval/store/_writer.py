@@ -20,7 +20,8 @@ cannot start, or ends, is never needed again: the store goes back to its thread.
 The child is told the secrets to scrub (the parent's, whenever they change), ignores
 Ctrl-C and SIGTERM (its parent decides when writing stops: it drains, then closes its
 end), runs in a session of its own, and exits when its input closes, so it never
-outlives its parent.
+outlives its parent. A parent asked to stop tells it (SIGUSR1), so it waits for
+SQLite's lock no longer than the parent would (:func:`~._watchdog.hurry_history`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from contextlib import suppress
 from typing import Any
 
 from ._errors import StoreError
+from ._watchdog import _WATCHDOG, HURRY_GRACE, stop_waiting_at
 
 __all__ = ["START_AT", "Lost", "ProcessWriter", "wanted"]
 
@@ -46,6 +48,10 @@ __all__ = ["START_AT", "Lost", "ProcessWriter", "wanted"]
 START_AT = 200
 #: Seconds a child may take beyond the store's busy timeout to answer one batch.
 _SLACK = 120.0
+#: Seconds a stopping command waits for the child beyond its own grace for the history.
+_SLACK_HURRIED = 1.0
+#: Seconds between two looks at whether the command was asked to stop.
+_SLICE = 0.1
 _LENGTH = struct.Struct("!Q")
 #: A frame larger than this is not ours (a corrupt pipe): refused, not allocated.
 _MAX_FRAME = 1 << 31
@@ -73,6 +79,7 @@ class ProcessWriter:
         self._ready = False
         self.broken = False
         self._secrets: frozenset[str] = frozenset()
+        self._hurried = False
         env = dict(os.environ, OXY_HISTORY_WRITER="thread")
         try:
             self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
@@ -183,6 +190,18 @@ class ProcessWriter:
         assert self._proc is not None and self._proc.stdout is not None
         deadline = time.monotonic() + wait
         fd = self._proc.stdout.fileno()
+        # Waited in slices: once the command is asked to stop, the child is told (it
+        # then waits for SQLite's lock no longer than this process would), and the
+        # answer is waited for only that long.
+        while not select.select([fd], [], [], _SLICE)[0]:
+            hurry = stop_waiting_at()
+            if hurry is not None:
+                if not self._hurried:
+                    self._hurried = True
+                    self._proc.send_signal(signal.SIGUSR1)
+                deadline = min(deadline, hurry + _SLACK_HURRIED)
+            if time.monotonic() >= deadline:
+                raise StoreError("no answer in time")
         head = _read_exactly(fd, _LENGTH.size, deadline)
         (size,) = _LENGTH.unpack(head)
         if size > _MAX_FRAME:
@@ -221,9 +240,18 @@ def _portable(exc: BaseException) -> BaseException:
         return StoreError(f"{type(exc).__name__}: {exc}")
 
 
+def _hurried(_signum: int, _frame: Any) -> None:
+    """The parent was asked to stop: SQLite's lock is waited for no longer than there
+    (:func:`~._watchdog.stop_waiting_at`). Two attributes set, no lock taken: this runs
+    in a signal handler."""
+    _WATCHDOG.hurried_at = _WATCHDOG.hurried_at or time.monotonic()
+    _WATCHDOG.cap = HURRY_GRACE
+
+
 def _serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGUSR1, _hurried)
     from ..redact import register_secret
     from ._core import open_store
 

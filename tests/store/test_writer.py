@@ -176,3 +176,34 @@ def test_close_ends_the_process(tmp_path: Path) -> None:
     proc = writer._proc
     store.close()
     assert proc.returncode is not None
+
+
+def test_a_stopping_command_waits_for_the_process_no_longer_than_for_the_lock(
+    tmp_path: Path,
+) -> None:
+    """The file's write lock held elsewhere, the command asked to stop: the child is told,
+    gives up on the lock as the command would, and the batch fails in seconds, not after
+    the store's 30 s busy timeout."""
+    from oxyeval.store import StoreError, hurry_history
+
+    store = open_store(tmp_path / "h.db", timeout=30)
+    try:
+        make_case(store, "a")
+        make_case(store, "b")
+        writer = _ready(store)
+        holder = sqlite3.connect(tmp_path / "h.db", isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            hurry_history()
+            started = time.monotonic()
+            with pytest.raises(StoreError):
+                store.executions.record_many(_batch())
+            assert time.monotonic() - started < 10
+            assert not writer.broken  # the child answered: it gave up on the lock itself
+        finally:
+            hurry_history(None)
+            holder.rollback()
+            holder.close()
+        assert store.executions.record_many(_batch()) == START_AT  # the child still writes
+    finally:
+        store.close()
