@@ -37,6 +37,7 @@ import threading
 import time
 from collections.abc import Sequence
 from contextlib import suppress
+from pathlib import Path
 from typing import Any
 
 from ._errors import StoreError
@@ -53,6 +54,8 @@ _SLACK_HURRIED = 1.0
 #: Seconds between two looks at whether the command was asked to stop.
 _SLICE = 0.1
 _LENGTH = struct.Struct("!Q")
+#: The folder this copy of oxyeval was imported from.
+_PACKAGES = str(Path(__file__).resolve().parents[2])
 #: A frame larger than this is not ours (a corrupt pipe): refused, not allocated.
 _MAX_FRAME = 1 << 31
 
@@ -82,8 +85,12 @@ class ProcessWriter:
         self._hurried = False
         env = dict(os.environ, OXY_HISTORY_WRITER="thread")
         try:
+            # Started beside this very package (``-m`` looks in its folder first), so the
+            # child never runs another copy of oxyeval than its parent; it says which one
+            # it runs when it is ready, and is not used if that is another.
             self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
                 [sys.executable, "-m", "oxyeval.store._writer"],
+                cwd=_PACKAGES,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -91,7 +98,7 @@ class ProcessWriter:
                 start_new_session=True,
                 close_fds=True,
             )
-            self._send(("open", {"path": path, "timeout": timeout}))
+            self._send(("open", {"path": os.path.abspath(path), "timeout": timeout}))
         except (OSError, ValueError):
             self._proc = None
             self.broken = True
@@ -111,7 +118,7 @@ class ProcessWriter:
             except Exception:
                 self._give_up()
                 return False
-            if reply != ("ready", None):
+            if reply != ("ready", _PACKAGES):
                 self._give_up()
                 return False
             self._ready = True
@@ -274,7 +281,7 @@ def _serve() -> None:
                     continue
                 if op == "open":
                     store = open_store(payload["path"], timeout=payload["timeout"], migrate=False)
-                    reply: tuple[str, Any] = ("ready", None)
+                    reply: tuple[str, Any] = ("ready", _PACKAGES)
                 elif op == "executions" and store is not None:
                     reply = ("ok", store.executions.record_many(payload))
                 elif op == "cache" and store is not None:

@@ -207,3 +207,23 @@ def test_a_stopping_command_waits_for_the_process_no_longer_than_for_the_lock(
         assert store.executions.record_many(_batch()) == START_AT  # the child still writes
     finally:
         store.close()
+
+
+def test_a_child_running_another_copy_of_oxyeval_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oxyeval.store import _writer
+
+    with open_store(tmp_path / "h.db") as store:
+        make_case(store, "a")
+        make_case(store, "b")
+        store.expect_executions(START_AT)
+        writer = store._process
+        assert writer is not None
+        monkeypatch.setattr(_writer, "_PACKAGES", "/somewhere/else")  # what this side expects
+        deadline = time.monotonic() + 30
+        while not writer.broken and time.monotonic() < deadline:
+            assert not writer.ready()
+            time.sleep(0.02)
+        assert writer.broken
+        assert store.executions.record_many(_batch()) == START_AT  # written here instead
