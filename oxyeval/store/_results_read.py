@@ -7,7 +7,7 @@ on every run, and reads none.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -139,6 +139,24 @@ def _bool(value: Any) -> bool | None:
 
 
 _KIND = _RESULT_COLUMNS.index("kind")
+_SCORES = (
+    "SELECT result_id, metric, value, label, passed, threshold, reason FROM scores "
+    "WHERE result_id IN ({marks}) ORDER BY seq"
+)
+#: What a cases result's named scores are made of (see ``_results.execution_scores``).
+_EXECUTION_SCORES = (
+    "SELECT id, status, score, exact_match, semantic_score, similarity_method "
+    "FROM executions WHERE id IN ({marks})"
+)
+
+
+def _rows_in(sql: Any, query: str, ids: Sequence[str]) -> Iterator[Any]:
+    """The rows of ``query`` for ``ids``, its ``{marks}`` an IN list of a chunk of them."""
+    for chunk in chunks(ids):
+        names, marks = in_list(chunk)
+        yield from sql.rows(query.format(marks=marks), names)
+
+
 _SELECT = f"SELECT {', '.join('r.' + c for c in _RESULT_COLUMNS)} FROM results r"
 
 
@@ -177,30 +195,18 @@ class Results:
             rows = list(sql.rows(f"{_SELECT} WHERE {where}{tail}", params))
             ids = [r[0] for r in rows] if with_scores else []
             scores: dict[str, list[StoredScore]] = {}
-            for chunk in chunks(ids):
-                names, marks = in_list(chunk)
-                for s in sql.rows(
-                    "SELECT result_id, metric, value, label, passed, threshold, reason FROM scores "
-                    f"WHERE result_id IN ({marks}) ORDER BY seq",
-                    names,
-                ):
-                    scores.setdefault(s[0], []).append(
-                        StoredScore(s[1], s[2], s[3], _bool(s[4]), s[5], s[6])
-                    )
+            for s in _rows_in(sql, _SCORES, ids):
+                scores.setdefault(s[0], []).append(
+                    StoredScore(s[1], s[2], s[3], _bool(s[4]), s[5], s[6])
+                )
             cases = [
                 r[0] for r in rows if with_scores and r[_KIND] == "cases" and r[0] not in scores
             ]
-            for chunk in chunks(cases):
-                names, marks = in_list(chunk)
-                for e in sql.rows(
-                    "SELECT id, status, score, exact_match, semantic_score, similarity_method "
-                    f"FROM executions WHERE id IN ({marks})",
-                    names,
-                ):
-                    scores[e[0]] = [
-                        StoredScore(metric, value, label, None, None, None)
-                        for metric, value, label in execution_scores(*e[1:])
-                    ]
+            for e in _rows_in(sql, _EXECUTION_SCORES, cases):
+                scores[e[0]] = [
+                    StoredScore(metric, value, label, None, None, None)
+                    for metric, value, label in execution_scores(*e[1:])
+                ]
         out = []
         for r in rows:
             v = dict(zip(_RESULT_COLUMNS, r, strict=True))
