@@ -160,6 +160,47 @@ class Caches:
                     found[key] = CacheEntry(key, kind, model, loads(value), created_at, hits)
         return found
 
+    def following(
+        self,
+        after: tuple[str, str],
+        *,
+        newer_than: str | None = None,
+        limit: int = 1024,
+        max_bytes: int = 4 << 20,
+    ) -> list[tuple[str, str, str]]:
+        """The entries written after position ``after`` (a ``(created_at, key_hash)``
+        pair; ``(created_at, "")`` starts at that time), in the order written, as
+        ``(created_at, key_hash, value text)``: what a replay reads ahead. At most
+        ``limit`` entries and about ``max_bytes`` of values (the entry that crosses it is
+        the last); none newer than ``newer_than`` is left out, as :meth:`get_many`
+        would."""
+        at, key = after
+        params: dict[str, Any] = {"at": at, "key": key, "limit": max(1, int(limit))}
+        age = ""
+        if newer_than is not None:
+            age, params["newer_than"] = " AND created_at > :newer_than", utc_timestamp(newer_than)
+        with self._read("reading the cache ahead") as sql:
+            placed = sql.rows(
+                "SELECT created_at, key_hash, size FROM cache_entries "
+                "WHERE created_at >= :at AND (created_at > :at OR key_hash > :key)"
+                f"{age} ORDER BY created_at, key_hash LIMIT :limit",
+                params,
+            )
+            chosen: list[tuple[str, str]] = []
+            total = 0
+            for created_at, key_hash, size in placed:
+                chosen.append((created_at, key_hash))
+                total += int(size or 0)
+                if total >= max_bytes:
+                    break
+            values: dict[str, str] = {}
+            for chunk in chunks([k for _at, k in chosen]):
+                names = {f"k{i}": k for i, k in enumerate(chunk)}
+                marks = ", ".join(":" + n for n in names)
+                text = f"SELECT key_hash, value FROM cache_entries WHERE key_hash IN ({marks})"
+                values.update((k, v) for k, v in sql.rows(text, names))
+        return [(at, k, values[k]) for at, k in chosen if k in values]
+
     def get(self, key_hash: str, *, newer_than: str | None = None) -> CacheEntry | None:
         return self.get_many([key_hash], newer_than=newer_than).get(key_hash)
 

@@ -49,6 +49,7 @@ from ..providers import (
 )
 from ..store import content_hash, text_hash, utc_timestamp
 from .history_store import Histories, History, open_history
+from .readahead import MISSING, ReadAhead
 
 if TYPE_CHECKING:
     from ..judge.judge import JudgeResult
@@ -214,6 +215,8 @@ class RunCache:
         self._in_flight: dict[str, tuple[str, Any, str]] = {}  # the batch being written
         self._hits: dict[str, int] = {}  # hash -> replays of stored entries
         self._queued: list[tuple[str, asyncio.Future[Any]]] = []
+        enabled = self._answers is not None or self._verdicts is not None
+        self._ahead = ReadAhead(self._cutoff) if enabled else None
         self._batch: asyncio.Task[None] | None = None
         self._writes: set[asyncio.Task[None]] = set()
         #: Calls served from the cache this run, by kind ("answer", "verdict").
@@ -280,6 +283,12 @@ class RunCache:
                 return waiting[digest][1]
         if self._broken or self._nothing_stored or (self._store is None and self._history is None):
             return None
+        if self._ahead is not None:  # a replay in the order written: read ahead, held
+            value = self._ahead.take(digest)
+            if value is not MISSING:
+                self._ahead.more(self._store)
+                self._hits[digest] = self._hits.get(digest, 0) + 1
+                return value
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._queued.append((digest, future))
         if self._batch is None or self._batch.done():
@@ -303,6 +312,8 @@ class RunCache:
                         newer_than=self._cutoff,
                     )
                     found = {digest: entry.value for digest, entry in entries.items()}
+                    if self._ahead is not None:
+                        self._ahead.begin(store, entries.values())
             except OxyError as exc:
                 self._disable(exc)
             finally:
@@ -361,6 +372,8 @@ class RunCache:
     async def aclose(self) -> None:
         """Write what is left, count the hits, purge expired entries, close the history."""
         try:
+            if self._ahead is not None:
+                await self._ahead.aclose()
             if self._writes:
                 await asyncio.gather(*self._writes, return_exceptions=True)
             if self._batch is not None:

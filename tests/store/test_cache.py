@@ -162,3 +162,27 @@ def test_two_writers_of_the_same_keys_do_not_fail(backend: Backend) -> None:
     assert errors == []
     with open_store(location) as s:
         assert s.cache.stats().entries == 50
+
+
+def test_entries_are_read_ahead_in_the_order_written(store: Store) -> None:
+    """``following``: by time written, then key; from a time on; a byte cap; the age rule."""
+    first = [entry(n) for n in range(5)]
+    later = [entry(n) for n in range(5, 9)]
+    store.cache.put_many(first)
+    for e, days in zip(first, (5, 5, 5, 4, 4), strict=True):
+        _age(store, e.key_hash, days)
+    store.cache.put_many(later)
+    every = store.cache.following(("", ""))
+    keys = [k for _at, k, _text in every]
+    assert len(keys) == 9
+    assert [(at, k) for at, k, _t in every] == sorted((at, k) for at, k, _t in every)
+    assert set(keys[:3]) == {e.key_hash for e in first[:3]}  # the oldest first
+    assert set(keys[5:]) == {e.key_hash for e in later}
+    assert every[0][2].startswith("{") and '"text"' in every[0][2]
+    # from a position on, that position excluded; from a time on, all of it included
+    assert store.cache.following((every[2][0], every[2][1])) == every[3:]
+    assert store.cache.following((every[3][0], "")) == every[3:]
+    assert store.cache.following(("", ""), limit=2) == every[:2]
+    assert len(store.cache.following(("", ""), max_bytes=1)) == 1  # the one that crosses it
+    cutoff = utc_timestamp(datetime.now(timezone.utc) - timedelta(days=4.5))
+    assert [k for _a, k, _t in store.cache.following(("", ""), newer_than=cutoff)] == keys[3:]

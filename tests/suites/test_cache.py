@@ -380,7 +380,9 @@ def test_lookups_that_arrive_together_share_one_query(tmp_path: Path) -> None:
             return [found, hit], tally, hits.hits if hits else -1
 
     (found, hit), tally, hits = asyncio.run(go())
-    assert calls == [50, 1]  # one query for fifty lookups, one for the later one
+    # one query for fifty lookups; the later one is asked again, or served from what is
+    # read ahead of a replay if that page has landed (tests/suites/test_readahead.py)
+    assert calls in ([50], [50, 1])
     assert found[1] == {"text": "one"} and found.count(None) == 49
     assert hit is not None and hit.text == "one"
     assert tally.calls == 1  # only what the contract served is counted
