@@ -210,7 +210,12 @@ class Caches:
         if not entries:
             return 0
         if self._elsewhere is not None:
-            done = self._elsewhere(entries)
+            from ._writer import Lost
+
+            try:
+                done = self._elsewhere(entries)
+            except Lost:  # perhaps written: writing an entry again only replaces it
+                done = None
             if done is not None:
                 return done
         now = utc_timestamp()

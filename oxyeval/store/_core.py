@@ -251,8 +251,10 @@ class Store:
     def write_elsewhere(self, what: str, batch: Sequence[Any]) -> int | None:
         """``batch`` written and committed by this store's writer process (:mod:`._writer`):
         ``what`` is ``"executions"`` or ``"cache"`` (its entries). None when no process is
-        ready, and the caller writes the batch itself. A large enough batch of executions
-        starts the process, for the batches after it."""
+        ready, and the caller writes the batch itself; :class:`~._writer.Lost` when the
+        process took it and gave no answer, and the caller writes it as one that may be
+        stored already. A large enough batch of executions starts the process, for the
+        batches after it."""
         writer = self._process
         if writer is None:
             if what == "executions":
@@ -261,13 +263,9 @@ class Store:
         if writer.broken or not writer.ready():
             return None
         from ..redact import registered_secrets
-        from ._writer import Lost
 
         with self._writer:  # this process's other writers queue here, not in SQLite
-            try:
-                return writer.write(what, batch, registered_secrets())
-            except Lost:
-                return None
+            return writer.write(what, batch, registered_secrets())
 
     # ----------------------------------------------------------------- lifecycle
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -179,6 +179,12 @@ def _lock_cases(conn: Connection, case_ids: list[str]) -> dict[str, str | None]:
     return found
 
 
+def _stored_already(conn: Connection, ids: list[str]) -> bool:
+    """Whether a batch with these ids is in the history (it went in whole or not at all)."""
+    names, marks = in_list(ids[:1])
+    return bool(_SaSql(conn).rows(f"SELECT 1 FROM executions WHERE id IN ({marks})", names))
+
+
 def write_executions(
     conn: Connection, store_path: str, batch: Iterable[NewExecution]
 ) -> list[dict[str, Any]]:
@@ -310,11 +316,22 @@ class Executions:
     def record_many(self, batch: Iterable[NewExecution]) -> int:
         """A run's executions, or a bulk import: same bookkeeping, one transaction, written
         by the store's writer process when it has one (:mod:`._writer`)."""
-        items = batch if isinstance(batch, list) else list(batch)
-        done = self._store.write_elsewhere("executions", items)
-        if done is not None:
-            return done
+        from ._writer import Lost
+
+        # Every id chosen here, so a batch a writer process took without answering can
+        # be found in the history rather than written a second time.
+        items = [e if e.id else replace(e, id=new_id()) for e in batch]
+        try:
+            done = self._store.write_elsewhere("executions", items)
+        except Lost:
+            lost = True
+        else:
+            if done is not None:
+                return done
+            lost = False
         with self._store.write("recording executions") as conn:
+            if lost and _stored_already(conn, [e.id for e in items if e.id]):
+                return len(items)
             return len(write_executions(conn, self._store.path, items))
 
     def list(self, test_case_id: str, limit: int = 50, offset: int = 0) -> list[Execution]:

@@ -1,10 +1,10 @@
 """A large run's executions written by a second process, so storing them does not share
 the run's core.
 
-Storing a test case's execution is about as much Python as running it (nine rows in
-seven tables, each value checked and redacted), and a thread that does it shares one
+Storing a test case's execution is about as much Python as running it (rows in six
+tables, each value redacted), and a thread that does it shares one
 interpreter lock with the cases: 10,000 mock cases took 40% longer with their history
-than without. A child process (``python -m oxyeval.store._writer``) with its own
+than without. A child process (a Python running :func:`_serve`) with its own
 connection to the same SQLite file runs the very same code
 (:meth:`~._executions.Executions.record_many`) on another core; the parent only pickles
 each batch (a twentieth of the cost) and waits, in its worker thread, for the child's
@@ -56,13 +56,29 @@ _SLICE = 0.1
 _LENGTH = struct.Struct("!Q")
 #: The folder this copy of oxyeval was imported from.
 _PACKAGES = str(Path(__file__).resolve().parents[2])
+#: Seconds a child may take to open the history before it is given up.
+_START_WITHIN = 30.0
+#: What the child runs: without the current folder on its path, with this copy's folder.
+_LAUNCH = (
+    "import sys; del sys.path[0]; "
+    "sys.argv[1] in sys.path or sys.path.append(sys.argv[1]); "
+    "from oxyeval.store._writer import _serve; _serve()"
+)
+
+
 #: A frame larger than this is not ours (a corrupt pipe): refused, not allocated.
 _MAX_FRAME = 1 << 31
 
 
+def _frame(message: tuple[str, Any]) -> bytes:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return _LENGTH.pack(len(data)) + data
+
+
 class Lost(Exception):
     """The writer process could not be asked, or gave no answer: nothing is known of the
-    batch (its ids are chosen by the caller, so writing it again cannot double it)."""
+    batch, which may be in the history already (so its writer looks before it writes it
+    again: :meth:`~._executions.Executions.record_many`)."""
 
 
 def wanted(backend: str, path: object, read_only: bool) -> bool:
@@ -83,14 +99,15 @@ class ProcessWriter:
         self.broken = False
         self._secrets: frozenset[str] = frozenset()
         self._hurried = False
+        self._started = time.monotonic()
         env = dict(os.environ, OXY_HISTORY_WRITER="thread")
         try:
-            # Started beside this very package (``-m`` looks in its folder first), so the
-            # child never runs another copy of oxyeval than its parent; it says which one
-            # it runs when it is ready, and is not used if that is another.
+            # The child never runs another copy of oxyeval than its parent: the folder of
+            # this one is added to its path (after the standard library, and without the
+            # current folder, which could shadow a module), and it says which copy it runs
+            # when it is ready; it is not used if that is another.
             self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-m", "oxyeval.store._writer"],
-                cwd=_PACKAGES,
+                [sys.executable, "-c", _LAUNCH, _PACKAGES],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -98,14 +115,15 @@ class ProcessWriter:
                 start_new_session=True,
                 close_fds=True,
             )
-            self._send(("open", {"path": os.path.abspath(path), "timeout": timeout}))
+            self._send(_frame(("open", {"path": os.path.abspath(path), "timeout": timeout})))
         except (OSError, ValueError):
             self._proc = None
             self.broken = True
 
     def ready(self) -> bool:
         """Whether the child has opened the file (never waits: until then the caller
-        writes in its own thread)."""
+        writes in its own thread). One that has not within :data:`_START_WITHIN` seconds
+        is given up (an interpreter that is not Python, say)."""
         if self._ready or self.broken:
             return self._ready
         with self._lock:
@@ -113,10 +131,14 @@ class ProcessWriter:
                 return self._ready
             try:
                 if not self._readable(0):
+                    if time.monotonic() - self._started > _START_WITHIN:
+                        self._give_up()
                     return False
                 reply = self._receive(5.0)  # a small frame, already arriving
-            except Exception:
+            except BaseException as exc:
                 self._give_up()
+                if not isinstance(exc, Exception):
+                    raise
                 return False
             if reply != ("ready", _PACKAGES):
                 self._give_up()
@@ -127,23 +149,41 @@ class ProcessWriter:
     def write(self, what: str, batch: Sequence[Any], secrets: frozenset[str]) -> int:
         """The batch (``what``: executions or cache entries) written and committed by the
         child; what the child raised is raised here. :class:`Lost` when the child could
-        not be asked or did not answer (it is then never asked again, and the caller
-        writes the batch itself)."""
+        not be asked or gave no answer: it is then never asked again, and the caller
+        writes the batch itself, as one that may be in the history already."""
+        try:
+            data = _frame((what, list(batch)))
+        except Exception as exc:  # nothing sent: the child is as good as before
+            raise Lost(f"the batch cannot be sent ({exc})") from None
         with self._lock:
             if not self._ready or self.broken:
                 raise Lost("no writer process")
             try:
                 if secrets != self._secrets:
-                    self._send(("secrets", sorted(secrets)))
+                    self._send(_frame(("secrets", sorted(secrets))))
                     self._secrets = secrets
-                self._send((what, list(batch)))
+                self._tell_hurry()
+                self._send(data)
                 status, value = self._receive(self._timeout + _SLACK)
-            except Exception as exc:
+            except BaseException as exc:
+                # Nothing known of the batch, and the pipe may hold half a frame or an
+                # answer nobody read: this child is never asked again.
                 self._give_up()
+                if not isinstance(exc, Exception):
+                    raise
                 raise Lost(str(exc)) from None
         if status == "error":
             raise value
         return int(value)
+
+    def _tell_hurry(self) -> None:
+        """Bring the child's wait for SQLite's lock in step with this process's: short
+        once the command is asked to stop, back to normal once that is undone (a
+        library caller's next run)."""
+        hurried = stop_waiting_at() is not None
+        if hurried != self._hurried:
+            self._send(_frame(("hurry" if hurried else "calm", None)))
+            self._hurried = hurried
 
     def close(self) -> None:
         """End the child. It has nothing in hand (every batch waits for its answer, and
@@ -183,10 +223,9 @@ class ProcessWriter:
                     with suppress(OSError):
                         stream.close()
 
-    def _send(self, message: tuple[str, Any]) -> None:
+    def _send(self, data: bytes) -> None:
         assert self._proc is not None and self._proc.stdin is not None
-        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        self._proc.stdin.write(_LENGTH.pack(len(data)) + data)
+        self._proc.stdin.write(data)
         self._proc.stdin.flush()
 
     def _readable(self, wait: float) -> bool:
@@ -199,14 +238,15 @@ class ProcessWriter:
         fd = self._proc.stdout.fileno()
         # Waited in slices: once the command is asked to stop, the child is told (it
         # then waits for SQLite's lock no longer than this process would), and the
-        # answer is waited for only that long.
+        # answer is waited for about that long from then on.
+        noticed = False
         while not select.select([fd], [], [], _SLICE)[0]:
-            hurry = stop_waiting_at()
-            if hurry is not None:
-                if not self._hurried:
+            if not noticed and stop_waiting_at() is not None:
+                noticed = True
+                if not self._hurried:  # asked to stop while this batch is written
                     self._hurried = True
                     self._proc.send_signal(signal.SIGUSR1)
-                deadline = min(deadline, hurry + _SLACK_HURRIED)
+                deadline = min(deadline, time.monotonic() + HURRY_GRACE + _SLACK_HURRIED)
             if time.monotonic() >= deadline:
                 raise StoreError("no answer in time")
         head = _read_exactly(fd, _LENGTH.size, deadline)
@@ -259,11 +299,12 @@ def _serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGUSR1, _hurried)
-    from ..redact import register_secret
+    from ..redact import register_secret, secret_scope
     from ._core import open_store
 
     read_fd, out = sys.stdin.buffer.fileno(), sys.stdout.buffer
     store = None
+    scope: Any = None
     try:
         while True:
             try:
@@ -275,9 +316,16 @@ def _serve() -> None:
             except EOFError:
                 return
             try:
-                if op == "secrets":
+                if op == "secrets":  # the parent's whole set: it replaces the last one
+                    if scope is not None:
+                        scope.__exit__(None, None, None)
+                    scope = secret_scope()
+                    scope.__enter__()
                     for value in payload:
                         register_secret(value)
+                    continue
+                if op in ("hurry", "calm"):
+                    _WATCHDOG.hurry(HURRY_GRACE if op == "hurry" else None)
                     continue
                 if op == "open":
                     store = open_store(payload["path"], timeout=payload["timeout"], migrate=False)
@@ -300,7 +348,3 @@ def _serve() -> None:
             store.engine.dispose()
         out.flush()
         os._exit(0)
-
-
-if __name__ == "__main__":
-    _serve()

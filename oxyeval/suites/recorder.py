@@ -407,6 +407,7 @@ class Recorder:
         assert database.ready is not None
         opened = await asyncio.shield(database.ready)
         writing: asyncio.Future[None] | None = None
+        batch: list[_Entry] = []
         try:
             while True:
                 if database.pending:
@@ -426,6 +427,12 @@ class Recorder:
                     writing = None
                 else:
                     return
+        except BaseException:
+            # Cut short (cancelled, or a bug): what was taken or is pending is settled, so
+            # nobody waits on it for ever; a write under way still finishes (below).
+            pending, database.pending = database.pending, []
+            _settle(batch + pending)
+            raise
         finally:
             if writing is not None:
                 await asyncio.shield(writing)

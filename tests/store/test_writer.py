@@ -227,3 +227,96 @@ def test_a_child_running_another_copy_of_oxyeval_is_not_used(
             time.sleep(0.02)
         assert writer.broken
         assert store.executions.record_many(_batch()) == START_AT  # written here instead
+
+
+def test_a_batch_the_process_stored_but_never_answered_is_not_written_twice(
+    stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child commits, then its answer is lost: the thread finds the batch stored."""
+    from oxyeval.store import StoreError, _writer
+
+    by_process, _ = stores
+    writer = _ready(by_process)
+    real = _writer.ProcessWriter._receive
+
+    def answered_then_lost(self: Any, wait: float) -> Any:
+        real(self, wait)  # the child has committed and answered
+        raise StoreError("no answer in time")
+
+    monkeypatch.setattr(_writer.ProcessWriter, "_receive", answered_then_lost)
+    batch = [new("a", passed=True, actual_output=f"a{i}") for i in range(START_AT)]  # no ids
+    assert by_process.executions.record_many(batch) == START_AT
+    assert writer.broken
+    assert len(_table(str(by_process.location.path), "executions", "id")) == START_AT
+    assert by_process.cases.get("a").total_runs == START_AT  # type: ignore[union-attr]
+
+
+def test_an_interrupt_while_waiting_gives_the_process_up(
+    stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while a batch is written: the pipe may hold an answer nobody read, so the
+    child is not asked again, and the next batch is written here."""
+    from oxyeval.store import _writer
+
+    by_process, _ = stores
+    writer = _ready(by_process)
+
+    def interrupted(self: Any, wait: float) -> Any:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_writer.ProcessWriter, "_receive", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            by_process.executions.record_many(_batch())
+    assert writer.broken
+    more = [new("a", passed=True, id=f"{i:032x}".replace("0", "f", 1)) for i in range(3)]
+    assert by_process.executions.record_many(more) == 3
+
+
+def test_the_process_waits_as_usual_once_a_stop_is_undone(tmp_path: Path) -> None:
+    """A stop asked and undone (a library caller's next run): the child waits for the
+    lock again, as the thread would, instead of giving up at once."""
+    import threading
+
+    from oxyeval.store import hurry_history
+
+    store = open_store(tmp_path / "h.db", timeout=30)
+    try:
+        make_case(store, "a")
+        make_case(store, "b")
+        _ready(store)
+        hurry_history()
+        try:
+            store.executions.record_many(_batch()[: START_AT // 2])  # the child is hurried
+        finally:
+            hurry_history(None)
+        holder = sqlite3.connect(tmp_path / "h.db", isolation_level=None, check_same_thread=False)
+        holder.execute("BEGIN IMMEDIATE")
+        release = threading.Timer(1.0, holder.rollback)
+        release.start()
+        try:
+            later = [new("a", passed=True, id=f"{i:032x}".replace("0", "e", 1)) for i in range(5)]
+            assert store.executions.record_many(later) == 5  # waited for the lock
+        finally:
+            release.join()
+            holder.close()
+    finally:
+        store.close()
+
+
+def test_a_child_that_never_says_it_is_ready_is_given_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oxyeval.store import _writer
+
+    monkeypatch.setattr(_writer, "_LAUNCH", "import time; time.sleep(60)")
+    monkeypatch.setattr(_writer, "_START_WITHIN", 0.2)
+    with open_store(tmp_path / "h.db") as store:
+        store.expect_executions(START_AT)
+        writer = store._process
+        assert writer is not None
+        deadline = time.monotonic() + 10
+        while not writer.broken and time.monotonic() < deadline:
+            assert not writer.ready()
+            time.sleep(0.05)
+        assert writer.broken
