@@ -128,7 +128,7 @@ CREATE TABLE oxyeval_schema_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT oxyeval_schema_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "oxyeval_schema_version" VALUES('0011');
+INSERT INTO "oxyeval_schema_version" VALUES('0012');
 CREATE TABLE prompt_versions (
 	prompt_id TEXT NOT NULL, 
 	version INTEGER NOT NULL, 

@@ -40,8 +40,21 @@ __all__ = [
     "upgrade",
 ]
 
-HEAD = "0011"
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011")
+HEAD = "0012"
+REVISIONS = (
+    "0001",
+    "0002",
+    "0003",
+    "0004",
+    "0005",
+    "0006",
+    "0007",
+    "0008",
+    "0009",
+    "0010",
+    "0011",
+    "0012",
+)
 VERSION_TABLE = "oxyeval_schema_version"
 APPLICATION_ID = 0x4F585945  # "OXYE": marks SQLite files as ours (0.1.0 set it too)
 SQLITE_MARKER = 100  # PRAGMA user_version of files under Alembic; > 0.1.0's latest (2)
