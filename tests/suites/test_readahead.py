@@ -13,6 +13,8 @@ from oxyeval.store import open_store
 from oxyeval.suites import readahead
 from oxyeval.suites.run_cache import CachePolicy, RunCache
 
+from ._helpers import count_lookups
+
 
 def _replay(path: Path, order: list[int], size: int = 1) -> tuple[list[Any], list[int], int]:
     """Write answers 0..n-1 in a first run, then look them up in ``order`` in a second:
@@ -24,14 +26,7 @@ def _replay(path: Path, order: list[int], size: int = 1) -> tuple[list[Any], lis
             for k in range(len(order)):
                 first.remember("answer", {"k": k}, {"text": f"n{k}", "pad": "x" * size}, "x/y")
             await first.aclose()
-            asked: list[int] = []
-            real = store.cache.get_many
-
-            def counted(keys: Any, **kwargs: Any) -> Any:
-                asked.append(len(keys))
-                return real(keys, **kwargs)
-
-            store.cache.get_many = counted  # type: ignore[method-assign]
+            asked = count_lookups(store)
             again = RunCache(CachePolicy(answers=True), store=store)
             found, most = [], 0
             for k in order:
