@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ._util import canonical_json, chunks, loads, redact_json, utc_timestamp
+from ._util import canonical_json, loads, redact_json, rows_in, utc_timestamp
 
 __all__ = [
     "CACHE_KINDS",
@@ -148,16 +148,13 @@ class Caches:
         keys = list(dict.fromkeys(key_hashes))
         if not keys:
             return found
-        age = "" if newer_than is None else " AND created_at > :newer_than"
+        age, params = "", {}
+        if newer_than is not None:
+            age, params = " AND created_at > :newer_than", {"newer_than": utc_timestamp(newer_than)}
+        query = _SELECT + " WHERE key_hash IN ({marks})" + age
         with self._read("reading the cache") as sql:
-            for chunk in chunks(keys):
-                names = [f"k{i}" for i in range(len(chunk))]
-                params: dict[str, Any] = dict(zip(names, chunk, strict=True))
-                if newer_than is not None:
-                    params["newer_than"] = utc_timestamp(newer_than)
-                text = f"{_SELECT} WHERE key_hash IN ({', '.join(':' + n for n in names)}){age}"
-                for key, kind, model, value, created_at, hits in sql.rows(text, params):
-                    found[key] = CacheEntry(key, kind, model, loads(value), created_at, hits)
+            for key, kind, model, value, created_at, hits in rows_in(sql, query, keys, params):
+                found[key] = CacheEntry(key, kind, model, loads(value), created_at, hits)
         return found
 
     def following(
@@ -193,12 +190,8 @@ class Caches:
                 total += int(size or 0)
                 if total >= max_bytes:
                     break
-            values: dict[str, str] = {}
-            for chunk in chunks([k for _at, k in chosen]):
-                names = {f"k{i}": k for i, k in enumerate(chunk)}
-                marks = ", ".join(":" + n for n in names)
-                text = f"SELECT key_hash, value FROM cache_entries WHERE key_hash IN ({marks})"
-                values.update((k, v) for k, v in sql.rows(text, names))
+            text = "SELECT key_hash, value FROM cache_entries WHERE key_hash IN ({marks})"
+            values = dict(rows_in(sql, text, [k for _at, k in chosen]))
         return [(at, k, values[k]) for at, k in chosen if k in values]
 
     def get(self, key_hash: str, *, newer_than: str | None = None) -> CacheEntry | None:

@@ -20,10 +20,10 @@ from ._util import (
     canonical_json,
     case_id,
     chunks,
-    in_list,
     insert_sql,
     loads,
     redact_text,
+    rows_in,
     utc_timestamp,
 )
 
@@ -386,26 +386,21 @@ class Cases:
         existing: dict[str, Any] = {}
         # Plain SQL: compiling an IN of hundreds of ids cost more than the read.
         sql = _SaSql(conn)
-        for chunk in chunks(ids):
-            names, marks = in_list(chunk)
-            query = f"SELECT {_COLUMNS} FROM test_cases WHERE id IN ({marks}) ORDER BY id"
-            existing.update((r.id, r) for r in sql.rows(query, names, lock=True))
+        query = f"SELECT {_COLUMNS} FROM test_cases WHERE id IN ({{marks}}) ORDER BY id"
+        existing.update((r.id, r) for r in rows_in(sql, query, ids, lock=True))
         by_prompt: dict[str, dict[str, str]] = {}  # prompt -> name -> the id declaring it
         for cid, fields in declared.items():
             by_prompt.setdefault(fields["prompt_id"], {})[fields["name"]] = cid
         taken: dict[str, str] = {}  # declared id -> the live case holding its name
         for prompt_id, names in sorted(by_prompt.items()):
             ensure_prompt_row(conn, prompt_id, now)
-            for chunk in chunks(sorted(names)):
-                params, marks = in_list(chunk)
-                params["prompt_id"] = prompt_id
-                for r in sql.rows(
-                    "SELECT id, name FROM test_cases WHERE prompt_id = :prompt_id "
-                    f"AND deleted_at IS NULL AND name IN ({marks})",
-                    params,
-                ):
-                    if r.id != names[r.name]:
-                        taken[names[r.name]] = r.id
+            live = (
+                "SELECT id, name FROM test_cases WHERE prompt_id = :prompt_id "
+                "AND deleted_at IS NULL AND name IN ({marks})"
+            )
+            for r in rows_in(sql, live, sorted(names), {"prompt_id": prompt_id}):
+                if r.id != names[r.name]:
+                    taken[names[r.name]] = r.id
         for cid, fields in declared.items():  # the first in the files' order is said
             if cid in taken:
                 error = self._taken(fields["prompt_id"], fields["name"], taken[cid])

@@ -31,13 +31,12 @@ from ._tables import results as results_table
 from ._util import (
     baseline_key,
     canonical_json,
-    chunks,
-    in_list,
     insert_sql,
     loads,
     new_id,
     redact_json,
     redact_text,
+    rows_in,
     utc_timestamp,
 )
 
@@ -170,19 +169,15 @@ def _lock_cases(conn: Connection, case_ids: list[str]) -> dict[str, str | None]:
     """Each case's expected output, its row locked on PostgreSQL (``FOR UPDATE``; SQLite
     has one writer at a time). Plain SQL, a statement per few hundred cases: compiling
     an IN of a thousand ids cost more than reading them."""
-    sql = _SaSql(conn)
-    found: dict[str, str | None] = {}
-    for chunk in chunks(case_ids):
-        names, marks = in_list(chunk)
-        query = f"SELECT id, expected_output FROM test_cases WHERE id IN ({marks}) ORDER BY id"
-        found.update((r[0], r[1]) for r in sql.rows(query, names, lock=True))
-    return found
+    query = "SELECT id, expected_output FROM test_cases WHERE id IN ({marks}) ORDER BY id"
+    return {r[0]: r[1] for r in rows_in(_SaSql(conn), query, case_ids, lock=True)}
 
 
-def _stored_already(conn: Connection, ids: list[str]) -> bool:
-    """Whether a batch with these ids is in the history (it went in whole or not at all)."""
-    names, marks = in_list(ids[:1])
-    return bool(_SaSql(conn).rows(f"SELECT 1 FROM executions WHERE id IN ({marks})", names))
+def _stored_already(conn: Connection, execution_id: str) -> bool:
+    """Whether the batch holding this execution is in the history (a batch goes in
+    whole or not at all)."""
+    query = "SELECT 1 FROM executions WHERE id = :id"
+    return bool(_SaSql(conn).rows(query, {"id": execution_id}))
 
 
 def write_executions(
@@ -321,16 +316,16 @@ class Executions:
         # Every id chosen here, so a batch a writer process took without answering can
         # be found in the history rather than written a second time.
         items = [e if e.id else replace(e, id=new_id()) for e in batch]
+        if not items:
+            return 0
         try:
-            done = self._store.write_elsewhere("executions", items)
+            done, lost = self._store.write_elsewhere("executions", items), False
         except Lost:
-            lost = True
-        else:
-            if done is not None:
-                return done
-            lost = False
+            done, lost = None, True
+        if done is not None:
+            return done
         with self._store.write("recording executions") as conn:
-            if lost and _stored_already(conn, [e.id for e in items if e.id]):
+            if lost and _stored_already(conn, str(items[0].id)):
                 return len(items)
             return len(write_executions(conn, self._store.path, items))
 

@@ -7,14 +7,14 @@ on every run, and reads none.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._cache import Transaction
 from ._errors import NotFoundError
 from ._results import _DAILY_SUMS, _RESULT_COLUMNS, execution_scores, result_row, write_results
-from ._util import LATEST_CHUNK, chunks, in_list, loads, newest_of_each
+from ._util import LATEST_CHUNK, chunks, in_list, loads, newest_of_each, rows_in
 
 if TYPE_CHECKING:
     from ..evaluation import Result
@@ -150,13 +150,6 @@ _EXECUTION_SCORES = (
 )
 
 
-def _rows_in(sql: Any, query: str, ids: Sequence[str]) -> Iterator[Any]:
-    """The rows of ``query`` for ``ids``, its ``{marks}`` an IN list of a chunk of them."""
-    for chunk in chunks(ids):
-        names, marks = in_list(chunk)
-        yield from sql.rows(query.format(marks=marks), names)
-
-
 _SELECT = f"SELECT {', '.join('r.' + c for c in _RESULT_COLUMNS)} FROM results r"
 
 
@@ -195,14 +188,14 @@ class Results:
             rows = list(sql.rows(f"{_SELECT} WHERE {where}{tail}", params))
             ids = [r[0] for r in rows] if with_scores else []
             scores: dict[str, list[StoredScore]] = {}
-            for s in _rows_in(sql, _SCORES, ids):
+            for s in rows_in(sql, _SCORES, ids):
                 scores.setdefault(s[0], []).append(
                     StoredScore(s[1], s[2], s[3], _bool(s[4]), s[5], s[6])
                 )
             cases = [
                 r[0] for r in rows if with_scores and r[_KIND] == "cases" and r[0] not in scores
             ]
-            for e in _rows_in(sql, _EXECUTION_SCORES, cases):
+            for e in rows_in(sql, _EXECUTION_SCORES, cases):
                 scores[e[0]] = [
                     StoredScore(metric, value, label, None, None, None)
                     for metric, value, label in execution_scores(*e[1:])

@@ -8,7 +8,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
@@ -57,6 +57,25 @@ def in_list(values: Sequence[Any], prefix: str = "v") -> tuple[dict[str, Any], s
     marks to put between the parentheses."""
     params = {f"{prefix}{n}": value for n, value in enumerate(values)}
     return params, ", ".join(f":{name}" for name in params)
+
+
+def rows_in(
+    sql: Any,
+    query: str,
+    values: Sequence[Any],
+    params: Mapping[str, Any] | None = None,
+    *,
+    lock: bool = False,
+) -> Iterator[Any]:
+    """The rows of ``query`` for ``values``, a statement per chunk of them: its
+    ``{marks}`` is the chunk's ``IN`` list, ``params`` its other parameters; ``sql`` is a
+    store's plain-SQL reader (``lock``: the rows stay locked, see ``_SaSql.rows``)."""
+    for chunk in chunks(values):
+        names, marks = in_list(chunk)
+        if params:
+            names.update(params)
+        text = query.format(marks=marks)
+        yield from (sql.rows(text, names, lock=True) if lock else sql.rows(text, names))
 
 
 _CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", re.ASCII)
