@@ -366,9 +366,6 @@ class Cases:
             if not cid:
                 raise ValueError("a synced test case needs a non-empty id")
             check_fields(fields)
-        # A run of these cases is what a sync nearly always comes before: its writer
-        # process starts now, to be ready by the run's first batch.
-        self._store.expect_executions(len(declared))
         now = utc_timestamp()
         try:
             with self._store.write("saving test cases") as conn:

@@ -402,6 +402,8 @@ class Cases:
             self.run.warnings.append(
                 f"{len(stale)} earlier run(s) had been interrupted; their finished results are kept"
             )
+        # That many executions follow: a large run's writer process starts now (_writer).
+        store.expect_executions(sum(len(prompt.cases) for prompt in prompts))
         plans: list[_VersionRun] = []
         all_names: dict[str, TestCase] = {}
         found: set[str] = set()
