@@ -187,41 +187,37 @@ class ProcessWriter:
 
     def close(self) -> None:
         """End the child. It has nothing in hand (every batch waits for its answer, and
-        this waits for a batch being written), so one that has not opened the file yet is
-        killed rather than waited for; one that has is let go, and killed if it does not
-        exit within a few seconds."""
+        this waits for a batch being written), so one that has opened the file is let go
+        (killed if it does not exit within a few seconds), one that has not is killed."""
         with self._lock:
-            proc, self._proc = self._proc, None
-            ready, self._ready = self._ready, False
-            self.broken = True
-        if proc is None:
-            return
-        try:
-            if proc.stdin is not None:
-                proc.stdin.close()
-            if not ready:
-                proc.kill()
-            proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
-        finally:
-            if proc.stdout is not None:
-                proc.stdout.close()
+            self._end(let_go=self._ready)
 
     # ----------------------------------------------------------------- the pipe
 
     def _give_up(self) -> None:
+        self._end(let_go=False)
+
+    def _end(self, *, let_go: bool) -> None:
+        """The child ended (its input closed; killed unless ``let_go``) and never asked
+        again; the caller holds the lock."""
         proc, self._proc = self._proc, None
         self._ready = False
         self.broken = True
-        if proc is not None:
+        if proc is None:
+            return
+        if proc.stdin is not None:
+            with suppress(OSError):
+                proc.stdin.close()
+        if not let_go:
+            proc.kill()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            for stream in (proc.stdin, proc.stdout):
-                if stream is not None:
-                    with suppress(OSError):
-                        stream.close()
+        if proc.stdout is not None:
+            with suppress(OSError):
+                proc.stdout.close()
 
     def _send(self, data: bytes) -> None:
         assert self._proc is not None and self._proc.stdin is not None
@@ -338,8 +334,7 @@ def _serve() -> None:
                     reply = ("error", StoreError(f"the writer process cannot {op!r}"))
             except Exception as exc:
                 reply = ("error", _portable(exc))
-            data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
-            out.write(_LENGTH.pack(len(data)) + data)
+            out.write(_frame(reply))
             out.flush()
     finally:
         # Every batch is committed and answered; optimizing is the parent's close, and a
