@@ -446,18 +446,15 @@ class Recorder:
             _settle(entries)
             return False
         reader = self.storage.previous
-        items = [(r.result, r.extra) for _row, r, _f in entries]
         if reader is None or opened.reader is None:
             return True
+        items = [(r.result, r.extra) for _row, r, _f in entries]
         try:
             previous = await asyncio.to_thread(reader, opened.reader, entries[0][0].run_id, items)
         except Exception as exc:  # the earlier results could not be read
             database.unread(exc)
             _settle(entries)
             return False
-        except BaseException:  # cancelled: nobody waits on these for ever
-            _settle(entries)
-            raise
         for (_row, recorded, _f), prev in zip(entries, previous, strict=False):
             if prev is not None:
                 recorded.result.previous = prev
