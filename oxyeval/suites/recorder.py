@@ -20,8 +20,11 @@ rows beside them when it has some.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +49,10 @@ __all__ = [
 ]
 
 _SUBJECTS_SHOWN = 5  # parts named in a run row's subject before "and N more"
+#: Results pending before a batch is queued behind the one being written (fewer wait for
+#: that write to end and go with what comes meanwhile: group commit, not a transaction
+#: per result).
+_QUEUE_AT = 64
 
 
 @dataclass(frozen=True)
@@ -206,6 +213,13 @@ class _Database:
     own_reader: Store | None = None  # a read-only store opened here, closed here
     pending: list[tuple[_Row, Recorded, asyncio.Future[Recorded]]] = field(default_factory=list)
     flushing: asyncio.Future[None] | None = None
+    # The one thread this history's writes run in, in order: the batch queued behind
+    # the one being written starts as soon as it is committed, not once the event loop
+    # (busy running the next cases) gets round to it. ``broken``: the write that failed,
+    # seen by every batch after it in that thread.
+    writer: ThreadPoolExecutor | None = None
+    broken: BaseException | None = None
+    wake: asyncio.Future[None] | None = None  # set once enough is pending to queue
 
     def fail(self, exc: BaseException) -> None:
         """This run's results cannot (all) be stored; said once."""
@@ -395,6 +409,9 @@ class Recorder:
         if database.ready is None:
             self.start()
         database.pending.append((row, recorded, future))
+        wake = database.wake
+        if wake is not None and not wake.done() and len(database.pending) >= _QUEUE_AT:
+            wake.set_result(None)
         if database.flushing is None or database.flushing.done():
             database.flushing = asyncio.ensure_future(self._flush(database))
         return future
@@ -406,7 +423,9 @@ class Recorder:
         the writes keep their order."""
         assert database.ready is not None
         opened = await asyncio.shield(database.ready)
-        writing: asyncio.Future[None] | None = None
+        # At most one batch waits behind the one being written: what finishes meanwhile
+        # gathers into the next batch (group commit) rather than into many small ones.
+        writing: deque[asyncio.Future[None]] = deque()
         batch: list[_Entry] = []
         try:
             while True:
@@ -417,25 +436,39 @@ class Recorder:
                         by_row.setdefault(id(entry[0]), []).append(entry)
                     for entries in by_row.values():
                         read = await self._read(database, opened, entries)
-                        if writing is not None:
-                            await writing
-                        writing = asyncio.ensure_future(
-                            self._write(database, opened, entries, read)
+                        while len(writing) > 1:
+                            await asyncio.shield(writing[0])
+                            writing.popleft()
+                        writing.append(
+                            asyncio.ensure_future(self._write(database, opened, entries, read))
                         )
-                elif writing is not None:
-                    await writing
-                    writing = None
+                elif writing:
+                    await self._next(database, writing)
                 else:
                     return
         except BaseException:
             # Cut short (cancelled, or a bug): what was taken or is pending is settled, so
-            # nobody waits on it for ever; a write under way still finishes (below).
+            # nobody waits on it for ever; writes under way still finish (below).
             pending, database.pending = database.pending, []
             _settle(batch + pending)
             raise
         finally:
-            if writing is not None:
-                await asyncio.shield(writing)
+            for write in writing:
+                await asyncio.shield(write)
+
+    async def _next(self, database: _Database, writing: deque[asyncio.Future[None]]) -> None:
+        """Wait for the oldest write; with only that one under way, also for enough
+        results to queue the next batch behind it (:data:`_QUEUE_AT`)."""
+        if len(writing) == 1:
+            database.wake = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.wait((writing[0], database.wake), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                database.wake = None
+        else:
+            await asyncio.shield(writing[0])
+        if writing[0].done():
+            writing.popleft()
 
     async def _read(
         self, database: _Database, opened: _Opened | None, entries: list[_Entry]
@@ -472,9 +505,18 @@ class Recorder:
             if not (opened.writable and row.run_id is not None and database.note.error is None):
                 return
             items = [(r.result, r.extra) for _row, r, _f in entries]
+            if database.writer is None:
+                database.writer = ThreadPoolExecutor(1, thread_name_prefix="oxy-history")
+            context = contextvars.copy_context()
             try:
-                stored = list(
-                    await asyncio.to_thread(self.storage.write, opened.reader, row.run_id, items)
+                stored = await asyncio.get_running_loop().run_in_executor(
+                    database.writer,
+                    context.run,
+                    self._commit,
+                    database,
+                    opened.reader,
+                    row.run_id,
+                    items,
                 )
             except Exception as exc:
                 database.fail(exc)
@@ -484,6 +526,23 @@ class Recorder:
                 recorded.stored = kept
         finally:
             _settle(entries)
+
+    def _commit(
+        self,
+        database: _Database,
+        store: RunStore | Store,
+        run_id: str,
+        items: list[tuple[Result, Any]],
+    ) -> list[Any]:
+        """One batch written, in the history's writer thread; none is tried after a
+        failed one (the batch queued behind it raises the same error)."""
+        if database.broken is not None:
+            raise database.broken
+        try:
+            return list(self.storage.write(store, run_id, items))  # type: ignore[arg-type]
+        except BaseException as exc:
+            database.broken = exc
+            raise
 
     async def close(self, *, interrupted: bool = False, failed: bool = False) -> None:
         """Write what is pending, finish every run row by the one status rule and close
@@ -514,6 +573,8 @@ class Recorder:
             if database.own_reader is not None:
                 reader, database.own_reader = database.own_reader, None
                 await asyncio.to_thread(reader.close)
+            if database.writer is not None:  # idle: every write was awaited above
+                database.writer.shutdown(wait=False)
         self._databases.clear()
 
 
