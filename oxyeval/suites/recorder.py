@@ -53,6 +53,11 @@ _SUBJECTS_SHOWN = 5  # parts named in a run row's subject before "and N more"
 #: that write to end and go with what comes meanwhile: group commit, not a transaction
 #: per result).
 _QUEUE_AT = 64
+#: Results per transaction at most: a run's window of cases in flight is a few of them,
+#: so the cases that follow run while one is written and the next waits (one batch of
+#: the whole window left the run nothing to do until it was committed). Fewer cost a
+#: commit and the statements' setup more often for nothing.
+_BATCH_AT_MOST = 256
 
 
 @dataclass(frozen=True)
@@ -430,7 +435,8 @@ class Recorder:
         try:
             while True:
                 if database.pending:
-                    batch, database.pending = database.pending, []
+                    batch = database.pending[:_BATCH_AT_MOST]
+                    database.pending = database.pending[_BATCH_AT_MOST:]
                     by_row: dict[int, list[_Entry]] = {}
                     for entry in batch:
                         by_row.setdefault(id(entry[0]), []).append(entry)

@@ -15,7 +15,7 @@ import pytest
 from oxyeval.evaluation import Result, ResultKind, register_kind
 from oxyeval.project.config import load_project
 from oxyeval.suites.history_store import Histories
-from oxyeval.suites.recorder import _QUEUE_AT, Recorder, RunRow, Storage
+from oxyeval.suites.recorder import _BATCH_AT_MOST, _QUEUE_AT, Recorder, RunRow, Storage
 
 from ..conftest import MakeProject
 
@@ -59,25 +59,26 @@ def _result(subject: str) -> Result:
 
 
 async def _record(
-    make_project: MakeProject, writes: _Writes, busy: float
+    make_project: MakeProject, writes: _Writes, busy: float, later: list[str] | None = None
 ) -> tuple[Recorder, list[Any], float]:
-    """Record ``a``, then ``b``, ``c`` and more (enough to be queued) while ``a`` is
-    being written; once ``a`` is let go, keep the event loop busy for ``busy`` seconds.
+    """Record ``a``, then ``later`` (by default ``b``, ``c`` and enough more to be
+    queued) while ``a`` is being written; once ``a`` is let go, keep the event loop busy for ``busy`` seconds.
     Returns the recorder, what each record gave back and when the loop was free again."""
     project = load_project(make_project())
     histories = Histories()
     recorder = Recorder("toy-recorded", histories, Storage(write=writes.write, previous=None))
-    handle = recorder.add(project, RunRow(), count=1 + len(_LATER))
+    later = _LATER if later is None else later
+    handle = recorder.add(project, RunRow(), count=1 + len(later))
     recorder.start()
     first = asyncio.ensure_future(recorder.record(handle, _result("a")))
     await asyncio.to_thread(writes.first_held.wait, 10)
-    later = [asyncio.ensure_future(recorder.record(handle, _result(s))) for s in _LATER]
+    waiting = [asyncio.ensure_future(recorder.record(handle, _result(s))) for s in later]
     for _ in range(20):  # the flush takes b and c, reads them, and queues their batch
         await asyncio.sleep(0.01)
     writes.let_go.set()
     time.sleep(busy)  # the event loop is busy running other cases
     free = time.monotonic()
-    recorded = await asyncio.gather(first, *later)
+    recorded = await asyncio.gather(first, *waiting)
     await recorder.close()
     await histories.aclose()
     return recorder, list(recorded), free
@@ -104,3 +105,17 @@ def test_no_batch_is_written_after_one_that_failed(make_project: MakeProject) ->
     (note,) = recorder.notes
     assert note.error is not None and "disk full at a" in note.error
     assert note.stored == 0
+
+
+def test_what_finished_meanwhile_is_written_a_few_hundred_to_a_transaction(
+    make_project: MakeProject,
+) -> None:
+    writes = _Writes()
+    later = [f"case {n}" for n in range(2 * _BATCH_AT_MOST + 10)]
+    _recorder, recorded, _free = asyncio.run(_record(make_project, writes, 0.0, later))
+    assert writes.batches[0] == ["a"]
+    # in order, none larger than the most a transaction takes, so the run's next cases
+    # go on while one is written
+    assert [s for batch in writes.batches[1:] for s in batch] == later
+    assert max(len(batch) for batch in writes.batches[1:]) == _BATCH_AT_MOST
+    assert [r.stored for r in recorded] == ["a", *later]
