@@ -4,6 +4,7 @@ the run chose."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -55,3 +56,42 @@ def test_executions_are_stored_under_the_ids_and_time_the_run_chose() -> None:
         (s.id, s.created_at, "run-1") for s in stamps
     ]
     assert len({s.id for s in stamps}) == 2 and all(len(s.id) == 32 for s in stamps)
+
+
+def test_only_cases_judged_before_have_their_history_read() -> None:
+    from oxyeval.store import CaseHistory, TestCase
+    from oxyeval.suites.cases.histories import CaseHistories
+
+    read: list[list[str]] = []
+    old = CaseHistory(3, 1.0, 0.9, 8.0, ())
+
+    class Stats:
+        def histories(self, requests: Any, recent: int) -> list[CaseHistory]:
+            read.append([case_id for case_id, _baseline in requests])
+            return [old for _ in requests]
+
+    class Store:
+        stats = Stats()
+
+    def case(name: str, runs: int) -> TestCase:
+        at = "2026-01-01T00:00:00.000Z"
+        return TestCase(
+            id=f"p::{name}", prompt_id="p", name=name, description=None, input={},
+            expected_output="yes", threshold=None, source_file=None, created_at=at,
+            updated_at=at, total_runs=runs,
+        )  # fmt: skip
+
+    cases = [case("new", 0), case("old", 3), case("new2", 0)]
+    histories = CaseHistories(Store(), cases, "lexical", 10)  # type: ignore[arg-type]
+
+    async def ask() -> list[CaseHistory]:
+        return [await histories.get(c, "yes") for c in cases]
+
+    got = asyncio.run(ask())
+    assert got[1] is old and read == [["p::old"]]  # one read, of the case judged before
+    for fresh in (got[0], got[2]):  # what a read finds for a case never judged
+        assert (fresh.total_runs, fresh.historical_pass_rate, fresh.recent) == (0, None, ())
+    read.clear()
+    first_run = CaseHistories(Store(), [case("a", 0), case("b", 0)], "lexical", 10)  # type: ignore[arg-type]
+    asyncio.run(first_run.get(case("a", 0), "yes"))
+    assert read == []  # a first run reads nothing

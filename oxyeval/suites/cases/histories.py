@@ -8,12 +8,17 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ...store import CaseHistory
+
 if TYPE_CHECKING:
-    from ...store import CaseHistory, Store, TestCase
+    from ...store import Store, TestCase
 
 __all__ = ["HISTORY_CHUNK", "CaseHistories"]
 
 HISTORY_CHUNK = 400  # cases whose history is read together, in plan order
+#: The history of a case with no judged execution yet (what a read would find): a first
+#: run of 10,000 cases asks the history nothing, and waits on no read before it scores.
+_NONE = CaseHistory(0, None, None, None, ())
 
 
 class CaseHistories:
@@ -35,6 +40,8 @@ class CaseHistories:
     async def get(self, case: TestCase, expected: str) -> CaseHistory:
         history = None
         position = self._index.pop(case.id, None)
+        if not case.total_runs:  # no judged execution when the run began: nothing to read
+            return _NONE
         if position is not None:  # else asked before (a retry): read on its own below
             chunk = position // HISTORY_CHUNK
             loading = self._chunks.get(chunk)
@@ -42,7 +49,7 @@ class CaseHistories:
                 low, high = chunk * HISTORY_CHUNK, (chunk + 1) * HISTORY_CHUNK
                 held = self._cases[low:high]
                 self._cases[low:high] = [None] * len(held)
-                part = [c for c in held if c is not None]
+                part = [c for c in held if c is not None and c.total_runs]
                 loading = self._chunks[chunk] = asyncio.ensure_future(
                     asyncio.to_thread(self._read, part)
                 )
@@ -57,6 +64,8 @@ class CaseHistories:
         return history
 
     def _read(self, part: Sequence[TestCase]) -> dict[str, CaseHistory]:
+        if not part:
+            return {}
         asked = [c for c in part if c.expected_output is not None]
         read = self._store.stats.histories(
             [(c.id, (c.expected_output, self.method)) for c in asked], self._recent
