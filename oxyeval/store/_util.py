@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime, timezone
@@ -158,12 +159,22 @@ def new_id() -> str:
 
 
 def new_ids(count: int) -> list[str]:
-    """``count`` ids as :func:`new_id` makes them (random UUID4s), from one read of the
-    system's randomness: each ``uuid4()`` is a system call that lets go of the
-    interpreter lock, and a worker thread making a batch's ids one by one waited for the
-    lock again after each (10,000 ids cost a run a quarter of a second)."""
-    raw = os.urandom(16 * count)
-    return [uuid.UUID(bytes=raw[i : i + 16], version=4).hex for i in range(0, 16 * count, 16)]
+    """``count`` ids for rows written together: UUID version 7 (RFC 9562), the time in
+    milliseconds first, then 74 random bits, in ascending order.
+
+    Why time first: a batch's rows go into each id index next to each other, at its end,
+    instead of at as many random places (random ids made a run's inserts a quarter
+    slower, more so as the history grows). Why one read of the system's randomness:
+    each ``uuid4()`` is a system call that lets go of the interpreter lock, and a worker
+    thread making a batch's ids one by one waited for the lock again after each."""
+    prefix = (time.time_ns() // 1_000_000 & (1 << 48) - 1) << 80 | 7 << 76 | 2 << 62
+    raw = os.urandom(10 * count)
+    wanted = (1 << 74) - 1
+    randoms = sorted(
+        int.from_bytes(raw[i : i + 10], "big") & wanted for i in range(0, 10 * count, 10)
+    )
+    # 12 random bits after the version, 62 after the variant
+    return [f"{prefix | (r >> 62 & 0xFFF) << 64 | r & (1 << 62) - 1:032x}" for r in randoms]
 
 
 def case_id(prompt_id: str, name: str) -> str:

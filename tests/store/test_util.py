@@ -29,3 +29,24 @@ def test_a_surrogate_anywhere_in_a_batch_is_made_valid() -> None:
     fixed = valid_params(bad)
     assert fixed[-1]["c"][0][0] == "é\ufffd" and fixed[0] == clean[0]
     assert valid_params("\udc00") == "\ufffd"
+
+
+def test_a_batch_s_ids_are_unique_uuid7s_in_ascending_order_of_time() -> None:
+    import time
+    import uuid
+
+    from oxyeval.store import new_ids
+
+    before = time.time_ns() // 1_000_000
+    first = new_ids(2_000)
+    second = new_ids(2_000)
+    after = time.time_ns() // 1_000_000
+    assert first == sorted(first) and second == sorted(second)
+    assert len(set(first) | set(second)) == 4_000
+    for made in (first[0], first[-1], second[0]):
+        parsed = uuid.UUID(made)
+        assert parsed.version == 7 and parsed.variant == uuid.RFC_4122
+        assert made == parsed.hex  # 32 hex digits, as every stored id
+        assert before <= int(made[:12], 16) <= after  # the time in milliseconds first
+    assert first[-1][:12] <= second[0][:12]  # a later batch sorts after in time
+    assert new_ids(0) == []
