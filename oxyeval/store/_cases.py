@@ -126,6 +126,65 @@ def _stored(fields: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+class _Listing:
+    """One prompt's live cases as a sync leaves them, known without reading them back:
+    the rows it inserted and the unchanged rows it read. ``complete`` turns False when
+    that is not all of them (a row changed, a row not inserted, a case it was not given),
+    and :meth:`Cases.synced` lists them instead."""
+
+    def __init__(self, prompt_id: str) -> None:
+        self.prompt_id = prompt_id
+        self.complete = True
+        self._known: list[tuple[str, int, TestCase]] = []  # (created_at, seq, case)
+
+    def inserted(self, rows: Sequence[Mapping[str, Any]], done: int) -> None:
+        if done != len(rows):  # another writer's row was there (ON CONFLICT DO NOTHING)
+            self.complete = False
+        if not self.complete:
+            return
+        last = _NEW_SEQ + len(self._known)  # above every stored seq, in insertion order
+        for n, row in enumerate(rows):
+            case = TestCase(
+                id=row["id"],
+                prompt_id=row["prompt_id"],
+                name=row["name"],
+                description=row["description"],
+                input=loads(row["input"]) or {},  # what list() reads back
+                expected_output=row["expected_output"],
+                threshold=row["threshold"],
+                source_file=row["source_file"],
+                created_at=row["created_at"],
+                updated_at=row["updated_at"],
+            )
+            self._known.append((case.created_at, last + n, case))
+
+    def kept(self, row: Any, changed: bool) -> None:
+        if changed:
+            self.complete = False
+        elif self.complete:
+            self._known.append((row.created_at, row.seq, case_row(row)))
+
+    def check(self, conn: Connection, declared: Mapping[str, Mapping[str, Any]]) -> None:
+        """Complete only if the prompt has no other live case than those known."""
+        if not self.complete:
+            return
+        if any(fields["prompt_id"] != self.prompt_id for fields in declared.values()):
+            self.complete = False
+            return
+        query = "SELECT count(*) FROM test_cases WHERE prompt_id = :p AND deleted_at IS NULL"
+        ((live,),) = _SaSql(conn).rows(query, {"p": self.prompt_id})
+        self.complete = live == len(self._known)
+
+    def cases(self) -> list[TestCase]:
+        """In :meth:`Cases.list`'s order: by creation, then seq."""
+        self._known.sort(key=lambda known: (known[0], known[1]))
+        return [case for _at, _seq, case in self._known]
+
+
+#: The order a sync's new cases take after every stored one (their seqs are not read).
+_NEW_SEQ = 1 << 62
+
+
 class _Clash(Exception):
     """The live-name index refused an insert (see :meth:`Cases._insert`)."""
 
@@ -360,7 +419,23 @@ class Cases:
         statements per few hundred cases, and none for a case that has not changed (what
         a run of a file of thousands of cases does before it starts). A name another live
         case has is a :class:`NameTakenError` naming both (``wanted``, ``taken``)."""
+        self._sync_all(declared, None)
+
+    def synced(self, prompt_id: str, declared: Mapping[str, Mapping[str, Any]]) -> list[TestCase]:
+        """:meth:`sync` of one prompt's cases, then the prompt's live cases as :meth:`list`
+        gives them, read back only when the sync cannot know them: a case it changed, or
+        a live case of the prompt it was not given (made through the API, or no longer
+        declared). A run of a file of 10,000 new or unchanged cases reads none back."""
+        listing = _Listing(prompt_id)
+        self._sync_all(declared, listing)
+        return listing.cases() if listing.complete else self.list(prompt_id)
+
+    def _sync_all(
+        self, declared: Mapping[str, Mapping[str, Any]], listing: _Listing | None
+    ) -> None:
         if not declared:
+            if listing is not None:
+                listing.complete = False
             return
         for cid, fields in declared.items():
             if not cid:
@@ -369,8 +444,10 @@ class Cases:
         now = utc_timestamp()
         try:
             with self._store.write("saving test cases") as conn:
-                self._sync(conn, declared, now)
+                self._sync(conn, declared, now, listing)
         except _Clash:  # another writer took a name meanwhile: one case at a time says which
+            if listing is not None:
+                listing.complete = False
             for cid, fields in declared.items():
                 try:
                     self.upsert(cid, **fields)
@@ -378,7 +455,13 @@ class Cases:
                     error.wanted = error.wanted or cid
                     raise
 
-    def _sync(self, conn: Connection, declared: Mapping[str, Mapping[str, Any]], now: str) -> None:
+    def _sync(
+        self,
+        conn: Connection,
+        declared: Mapping[str, Mapping[str, Any]],
+        now: str,
+        listing: _Listing | None,
+    ) -> None:
         ids = sorted(declared)
         existing: dict[str, Any] = {}
         # Plain SQL: compiling an IN of hundreds of ids cost more than the read.
@@ -416,13 +499,19 @@ class Cases:
                 row["input"] = row["input"] or "{}"
                 rows.append(row)
             try:
-                executemany(conn, _INSERT_NEW, rows)
+                done = executemany(conn, _INSERT_NEW, rows)
             except sa.exc.IntegrityError as exc:
                 if _name_clash(exc):
                     raise _Clash from None
                 raise
+            if listing is not None:
+                listing.inserted(rows, done)
         for cid, row in existing.items():
-            self._apply(conn, row, declared[cid], now, undelete=True)
+            changed = self._apply(conn, row, declared[cid], now, undelete=True)
+            if listing is not None:
+                listing.kept(row, changed)
+        if listing is not None:
+            listing.check(conn, declared)
 
     def delete(self, case_id: str) -> bool:
         """Soft delete: hidden from lists, executions kept. False if unknown or already deleted."""

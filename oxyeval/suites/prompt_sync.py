@@ -97,7 +97,7 @@ def sync_prompt_cases(
     version = store.prompts.ensure_version(prompt.id, prompt.content(project))
     declared = declared_cases(project, prompt)
     try:
-        store.cases.sync(declared)
+        stored = store.cases.synced(prompt.id, declared)
     except NameTakenError as exc:
         cid = exc.wanted
         if cid not in declared:
@@ -114,7 +114,6 @@ def sync_prompt_cases(
     del declared
     if release:
         prompt.cases = []
-    stored = store.cases.list(prompt.id)
     leaving = _leaving(project, ids, files, stored)
     for cid in leaving:
         store.cases.delete(cid)

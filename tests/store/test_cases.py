@@ -137,6 +137,49 @@ def test_a_sync_of_many_cases_inserts_them_a_chunk_at_a_time(
     assert len(store.cases.list("p")) == 30
 
 
+def test_a_synced_prompt_s_cases_are_what_a_listing_reads_back(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oxyeval.store import _cases
+
+    monkeypatch.setattr(_cases, "_INSERT_CHUNK", 7)
+    read_back: list[str] = []
+    real_list = _cases.Cases.list
+
+    def counted(self: _cases.Cases, prompt_id: str | None = None, **kwargs: object) -> object:
+        read_back.append(str(prompt_id))
+        return real_list(self, prompt_id, **kwargs)  # type: ignore[arg-type]
+
+    def declared(names: range, expected: str = "x") -> dict[str, dict[str, object]]:
+        return {
+            f"p::c{i}": {
+                "prompt_id": "p",
+                "name": f"c{i}",
+                "input": {"n": i, "nested": [1, {"k": (2, 3)}]},
+                "expected_output": expected,
+                "threshold": 0.5,
+                "source_file": "p.prompt.yml",
+            }
+            for i in names
+        }
+
+    monkeypatch.setattr(_cases.Cases, "list", counted)
+    first = store.cases.synced("p", declared(range(20)))  # all new
+    time.sleep(0.005)
+    again = store.cases.synced("p", declared(range(30)))  # unchanged, then 10 new
+    assert read_back == []  # neither read the cases back
+    assert first == real_list(store.cases, "p")[:20]
+    assert again == real_list(store.cases, "p")  # the same cases, fields and order
+    assert again[0].input == {"n": 0, "nested": [1, {"k": [2, 3]}]}  # as stored: JSON
+    # What the sync cannot know is read back: a changed case, a case made elsewhere.
+    changed = store.cases.synced("p", declared(range(30), expected="y"))
+    assert read_back == ["p"] and changed == real_list(store.cases, "p")
+    assert {c.expected_output for c in changed} == {"y"}
+    store.cases.create("p", "made through the API", {})
+    with_api = store.cases.synced("p", declared(range(30), expected="y"))
+    assert read_back == ["p", "p"] and len(with_api) == 31
+
+
 def test_writers_racing_for_one_name_make_one_case(store: Store) -> None:
     """Each thread checks the name and inserts at the same moment, as concurrent API
     requests do; on PostgreSQL (READ COMMITTED) both checks can pass, and the index stops
