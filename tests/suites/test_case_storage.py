@@ -95,3 +95,53 @@ def test_only_cases_judged_before_have_their_history_read() -> None:
     first_run = CaseHistories(Store(), [case("a", 0), case("b", 0)], "lexical", 10)  # type: ignore[arg-type]
     asyncio.run(first_run.get(case("a", 0), "yes"))
     assert read == []  # a first run reads nothing
+
+
+def test_the_next_chunk_of_histories_is_read_while_a_chunk_s_cases_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from oxyeval.store import CaseHistory, TestCase
+    from oxyeval.suites.cases import histories as module
+
+    monkeypatch.setattr(module, "HISTORY_CHUNK", 2)
+    read: list[list[str]] = []
+
+    class Stats:
+        def histories(self, requests: Any, recent: int) -> list[CaseHistory]:
+            read.append([case_id for case_id, _baseline in requests])
+            return [CaseHistory(int(case_id[-1]), 1.0, 1.0, 1.0, ()) for case_id, _ in requests]
+
+    class Store:
+        stats = Stats()
+
+    at = "2026-01-01T00:00:00.000Z"
+    cases = [
+        TestCase(
+            id=f"p::c{n}",
+            prompt_id="p",
+            name=f"c{n}",
+            description=None,
+            input={},
+            expected_output="yes",
+            threshold=None,
+            source_file=None,
+            created_at=at,
+            updated_at=at,
+            total_runs=n,
+        )
+        for n in range(1, 6)
+    ]
+    histories = module.CaseHistories(Store(), cases, "lexical", 10)  # type: ignore[arg-type]
+
+    async def ask() -> list[int]:
+        first = await histories.get(cases[0], "yes")
+        for _ in range(200):  # the next chunk's read began with the first: it ends alone
+            if len(read) == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert read == [["p::c1", "p::c2"], ["p::c3", "p::c4"]]
+        rest = [await histories.get(c, "yes") for c in cases[1:]]
+        return [h.total_runs for h in (first, *rest)]
+
+    assert asyncio.run(ask()) == [1, 2, 3, 4, 5]  # each case its own history
+    assert read == [["p::c1", "p::c2"], ["p::c3", "p::c4"], ["p::c5"]]  # each read once

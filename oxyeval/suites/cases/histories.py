@@ -44,28 +44,36 @@ class CaseHistories:
             return _NONE
         if position is not None:  # else asked before (a retry): read on its own below
             chunk = position // HISTORY_CHUNK
-            loading = self._chunks.get(chunk)
-            if loading is None:
-                low, high = chunk * HISTORY_CHUNK, (chunk + 1) * HISTORY_CHUNK
-                held = self._cases[low:high]
-                self._cases[low:high] = [None] * len(held)
-                part = [c for c in held if c is not None and c.total_runs]
-                loading = self._chunks[chunk] = asyncio.ensure_future(
-                    asyncio.to_thread(self._read, part)
-                )
-            found = await asyncio.shield(loading)
-            history = found.pop(case.id, None)
-            if not found:
-                self._chunks.pop(chunk, None)
+            loading = self._load(chunk)
+            # The next chunk is read meanwhile: its cases find their history waiting.
+            self._load(chunk + 1)
+            if loading is not None:
+                found = await asyncio.shield(loading)
+                history = found.pop(case.id, None)
+                if not found:
+                    self._chunks.pop(chunk, None)
         if history is None:  # read already by this case (a retry), or its expected changed
             (history,) = await asyncio.to_thread(
                 self._store.stats.histories, [(case.id, (expected, self.method))], self._recent
             )
         return history
 
+    def _load(self, chunk: int) -> asyncio.Future[dict[str, CaseHistory]] | None:
+        """The read of ``chunk``'s histories, begun now unless it was already (None: no
+        chunk there, or none of its cases has a history to read)."""
+        loading = self._chunks.get(chunk)
+        low, high = chunk * HISTORY_CHUNK, (chunk + 1) * HISTORY_CHUNK
+        if loading is None and low < len(self._cases):
+            held = self._cases[low:high]
+            self._cases[low:high] = [None] * len(held)
+            part = [c for c in held if c is not None and c.total_runs]
+            if part:
+                loading = self._chunks[chunk] = asyncio.ensure_future(
+                    asyncio.to_thread(self._read, part)
+                )
+        return loading
+
     def _read(self, part: Sequence[TestCase]) -> dict[str, CaseHistory]:
-        if not part:
-            return {}
         asked = [c for c in part if c.expected_output is not None]
         read = self._store.stats.histories(
             [(c.id, (c.expected_output, self.method)) for c in asked], self._recent
