@@ -58,8 +58,20 @@ def test_executions_are_stored_under_the_ids_and_time_the_run_chose() -> None:
     assert len({s.id for s in stamps}) == 2 and all(len(s.id) == 32 for s in stamps)
 
 
+def _stored_case(name: str, runs: int) -> Any:
+    """A stored case of prompt ``p`` with ``runs`` judged executions."""
+    from oxyeval.store import TestCase
+
+    at = "2026-01-01T00:00:00.000Z"
+    return TestCase(
+        id=f"p::{name}", prompt_id="p", name=name, description=None, input={},
+        expected_output="yes", threshold=None, source_file=None, created_at=at,
+        updated_at=at, total_runs=runs,
+    )  # fmt: skip
+
+
 def test_only_cases_judged_before_have_their_history_read() -> None:
-    from oxyeval.store import CaseHistory, TestCase
+    from oxyeval.store import CaseHistory
     from oxyeval.suites.cases.histories import CaseHistories
 
     read: list[list[str]] = []
@@ -73,14 +85,7 @@ def test_only_cases_judged_before_have_their_history_read() -> None:
     class Store:
         stats = Stats()
 
-    def case(name: str, runs: int) -> TestCase:
-        at = "2026-01-01T00:00:00.000Z"
-        return TestCase(
-            id=f"p::{name}", prompt_id="p", name=name, description=None, input={},
-            expected_output="yes", threshold=None, source_file=None, created_at=at,
-            updated_at=at, total_runs=runs,
-        )  # fmt: skip
-
+    case = _stored_case
     cases = [case("new", 0), case("old", 3), case("new2", 0)]
     histories = CaseHistories(Store(), cases, "lexical", 10)  # type: ignore[arg-type]
 
@@ -100,7 +105,7 @@ def test_only_cases_judged_before_have_their_history_read() -> None:
 def test_the_next_chunk_of_histories_is_read_while_a_chunk_s_cases_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from oxyeval.store import CaseHistory, TestCase
+    from oxyeval.store import CaseHistory
     from oxyeval.suites.cases import histories as module
 
     monkeypatch.setattr(module, "HISTORY_CHUNK", 2)
@@ -114,23 +119,7 @@ def test_the_next_chunk_of_histories_is_read_while_a_chunk_s_cases_run(
     class Store:
         stats = Stats()
 
-    at = "2026-01-01T00:00:00.000Z"
-    cases = [
-        TestCase(
-            id=f"p::c{n}",
-            prompt_id="p",
-            name=f"c{n}",
-            description=None,
-            input={},
-            expected_output="yes",
-            threshold=None,
-            source_file=None,
-            created_at=at,
-            updated_at=at,
-            total_runs=n,
-        )
-        for n in range(1, 6)
-    ]
+    cases = [_stored_case(f"c{n}", n) for n in range(1, 6)]
     histories = module.CaseHistories(Store(), cases, "lexical", 10)  # type: ignore[arg-type]
 
     async def ask() -> list[int]:
