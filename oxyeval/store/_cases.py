@@ -63,11 +63,14 @@ def _same(text: str) -> str:
 _AT = {c.name: n for n, c in enumerate(test_cases.c)}  # a column's place in a full row
 
 
-def case_row(r: Sequence[Any], one: Callable[[str], str] = _same) -> TestCase:
+def case_row(
+    r: Sequence[Any], one: Callable[[str], str] = _same, *, stored_input: Any = None
+) -> TestCase:
     """A stored case from a row of every column in table order, read by place (reading
     by name cost more than the rest of a listing of 10,000 cases); ``one``: gives the
     texts many cases of one listing repeat (their file, their prompt, the moment they
-    were synced) as one object each."""
+    were synced) as one object each; ``stored_input``: its input already read (None:
+    read from the row)."""
     a = _AT
     source, last_passed = r[a["source_file"]], r[a["last_passed"]]
     return TestCase(
@@ -75,7 +78,7 @@ def case_row(r: Sequence[Any], one: Callable[[str], str] = _same) -> TestCase:
         prompt_id=one(r[a["prompt_id"]]),
         name=r[a["name"]],
         description=r[a["description"]],
-        input=loads(r[a["input"]]) or {},
+        input=(loads(r[a["input"]]) or {}) if stored_input is None else stored_input,
         expected_output=r[a["expected_output"]],
         threshold=r[a["threshold"]],
         source_file=None if source is None else one(source),
@@ -137,7 +140,12 @@ class _Listing:
         self.complete = True
         self._known: list[tuple[str, int, TestCase]] = []  # (created_at, seq, case)
 
-    def inserted(self, rows: Sequence[Mapping[str, Any]], done: int) -> None:
+    def inserted(
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        done: int,
+        declared: Mapping[str, Mapping[str, Any]],
+    ) -> None:
         if done != len(rows):  # another writer's row was there (ON CONFLICT DO NOTHING)
             self.complete = False
         if not self.complete:
@@ -149,7 +157,7 @@ class _Listing:
                 prompt_id=row["prompt_id"],
                 name=row["name"],
                 description=row["description"],
-                input=loads(row["input"]) or {},  # what list() reads back
+                input=_as_read(declared[row["id"]].get("input"), row["input"]),
                 expected_output=row["expected_output"],
                 threshold=row["threshold"],
                 source_file=row["source_file"],
@@ -158,11 +166,12 @@ class _Listing:
             )
             self._known.append((case.created_at, last + n, case))
 
-    def kept(self, row: Any, changed: bool) -> None:
+    def kept(self, row: Any, changed: bool, fields: Mapping[str, Any]) -> None:
         if changed:
             self.complete = False
         elif self.complete:
-            self._known.append((row.created_at, row.seq, case_row(row)))
+            case = case_row(row, stored_input=_as_read(fields.get("input"), None))
+            self._known.append((row.created_at, row.seq, case))
 
     def check(self, conn: Connection, declared: Mapping[str, Mapping[str, Any]]) -> None:
         """Complete only if the prompt has no other live case than those known."""
@@ -183,6 +192,32 @@ class _Listing:
 
 #: The order a sync's new cases take after every stored one (their seqs are not read).
 _NEW_SEQ = 1 << 62
+
+
+def _as_read(given: Any, stored: str | None) -> Any:
+    """A synced case's input as a listing reads it back from its ``stored`` JSON: the
+    ``given`` mapping itself when reading back would give an equal one (text keys, JSON
+    values only), so a run of 100,000 cases does not hold every input twice while it
+    syncs; else the stored text read (None: read from the row)."""
+    if isinstance(given, dict) and _plain(given, 0):
+        return given
+    return None if stored is None else (loads(stored) or {})
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """Whether ``value`` reads back from its JSON as itself (checked inputs are finite)."""
+    if type(value) in _SCALARS:
+        return True
+    if depth > 20:  # deeper inputs are read back, as they always were
+        return False
+    if type(value) is dict:
+        return all(type(k) is str and _plain(v, depth + 1) for k, v in value.items())
+    if type(value) is list:
+        return all(_plain(v, depth + 1) for v in value)
+    return False
 
 
 class _Clash(Exception):
@@ -505,11 +540,11 @@ class Cases:
                     raise _Clash from None
                 raise
             if listing is not None:
-                listing.inserted(rows, done)
+                listing.inserted(rows, done, declared)
         for cid, row in existing.items():
             changed = self._apply(conn, row, declared[cid], now, undelete=True)
             if listing is not None:
-                listing.kept(row, changed)
+                listing.kept(row, changed, declared[cid])
         if listing is not None:
             listing.check(conn, declared)
 

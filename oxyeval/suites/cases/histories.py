@@ -41,6 +41,8 @@ class CaseHistories:
         history = None
         position = self._index.pop(case.id, None)
         if not case.total_runs:  # no judged execution when the run began: nothing to read
+            if position is not None:
+                self._cases[position] = None  # let go of it, as a read would
             return _NONE
         if position is not None:  # else asked before (a retry): read on its own below
             chunk = position // HISTORY_CHUNK
