@@ -159,7 +159,7 @@ class _Listing:
                 description=row["description"],
                 input=_as_read(declared[row["id"]].get("input"), row["input"]),
                 expected_output=row["expected_output"],
-                threshold=row["threshold"],
+                threshold=None if row["threshold"] is None else float(row["threshold"]),
                 source_file=row["source_file"],
                 created_at=row["created_at"],
                 updated_at=row["updated_at"],
@@ -196,9 +196,11 @@ _NEW_SEQ = 1 << 62
 
 def _as_read(given: Any, stored: str | None) -> Any:
     """A synced case's input as a listing reads it back from its ``stored`` JSON: the
-    ``given`` mapping itself when reading back would give an equal one (text keys, JSON
-    values only), so a run of 100,000 cases does not hold every input twice while it
-    syncs; else the stored text read (None: read from the row)."""
+    ``given`` mapping itself when reading back would give the same one, keys in the same
+    order (text keys, already sorted, JSON values only), so a run of 100,000 cases does
+    not hold every input twice while it syncs; else the stored text read (None: read
+    from the row). The order matters: a template that prints a mapping prints it in
+    that order, and a case must render the same whether or not its prompt changed."""
     if isinstance(given, dict) and _plain(given, 0):
         return given
     return None if stored is None else (loads(stored) or {})
@@ -214,7 +216,12 @@ def _plain(value: Any, depth: int) -> bool:
     if depth > 20:  # deeper inputs are read back, as they always were
         return False
     if type(value) is dict:
-        return all(type(k) is str and _plain(v, depth + 1) for k, v in value.items())
+        keys = list(value)
+        return (
+            all(type(k) is str for k in keys)
+            and keys == sorted(keys)
+            and all(_plain(v, depth + 1) for v in value.values())
+        )
     if type(value) is list:
         return all(_plain(v, depth + 1) for v in value)
     return False

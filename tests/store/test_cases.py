@@ -180,6 +180,24 @@ def test_a_synced_prompt_s_cases_are_what_a_listing_reads_back(
     assert read_back == ["p", "p"] and len(with_api) == 31
 
 
+def test_a_synced_case_s_input_has_the_key_order_a_listing_reads_back(store: Store) -> None:
+    """A template that prints a mapping prints it in its order: a case renders the same
+    whether it was read back or not."""
+    fields = {
+        "prompt_id": "q",
+        "name": "ordered",
+        "input": {"zeta": 1, "alpha": {"y": 2, "b": 3}},
+        "threshold": 1,
+    }
+    (synced,) = store.cases.synced("q", {"q::ordered": fields})
+    (listed,) = store.cases.list("q")
+    assert list(synced.input) == list(listed.input) == ["alpha", "zeta"]
+    assert list(synced.input["alpha"]) == ["b", "y"]
+    assert synced == listed and type(synced.threshold) is float
+    (again,) = store.cases.synced("q", {"q::ordered": fields})  # unchanged: not read back
+    assert list(again.input) == ["alpha", "zeta"]
+
+
 def test_writers_racing_for_one_name_make_one_case(store: Store) -> None:
     """Each thread checks the name and inserts at the same moment, as concurrent API
     requests do; on PostgreSQL (READ COMMITTED) both checks can pass, and the index stops
