@@ -50,13 +50,11 @@ __all__ = [
 
 _SUBJECTS_SHOWN = 5  # parts named in a run row's subject before "and N more"
 #: Results pending before a batch is queued behind the one being written (fewer wait for
-#: that write to end and go with what comes meanwhile: group commit, not a transaction
-#: per result).
+#: that write to end: group commit, not a transaction per result).
 _QUEUE_AT = 64
-#: Results per transaction at most: a run's window of cases in flight is a few of them,
-#: so the cases that follow run while one is written and the next waits (one batch of
-#: the whole window left the run nothing to do until it was committed). Fewer cost a
-#: commit and the statements' setup more often for nothing.
+#: Results per transaction at most: a run's window of cases in flight holds a few such
+#: batches, so its next cases run while one is written (one batch of the whole window
+#: left the run idle until it was committed); fewer cost more commits for nothing.
 _BATCH_AT_MOST = 256
 
 
@@ -431,7 +429,7 @@ class Recorder:
         # At most one batch waits behind the one being written: what finishes meanwhile
         # gathers into the next batch (group commit) rather than into many small ones.
         writing: deque[asyncio.Future[None]] = deque()
-        batch: list[_Entry] = []
+        left: list[list[_Entry]] = []
         try:
             while True:
                 if database.pending:
@@ -440,11 +438,13 @@ class Recorder:
                     by_row: dict[int, list[_Entry]] = {}
                     for entry in batch:
                         by_row.setdefault(id(entry[0]), []).append(entry)
-                    for entries in by_row.values():
-                        read = await self._read(database, opened, entries)
+                    left = list(by_row.values())  # not yet handed to a write
+                    while left:
+                        read = await self._read(database, opened, left[0])
                         while len(writing) > 1:
                             await asyncio.shield(writing[0])
                             writing.popleft()
+                        entries = left.pop(0)  # its write settles them once stored
                         writing.append(
                             asyncio.ensure_future(self._write(database, opened, entries, read))
                         )
@@ -453,10 +453,11 @@ class Recorder:
                 else:
                     return
         except BaseException:
-            # Cut short (cancelled, or a bug): what was taken or is pending is settled, so
-            # nobody waits on it for ever; writes under way still finish (below).
+            # Cut short (cancelled, or a bug): what was taken and not yet handed to a write,
+            # or is pending, is settled, so nobody waits on it for ever; writes under way
+            # still finish and settle theirs as stored (below).
             pending, database.pending = database.pending, []
-            _settle(batch + pending)
+            _settle([entry for entries in left for entry in entries] + pending)
             raise
         finally:
             for write in writing:
@@ -563,8 +564,14 @@ class Recorder:
 
     async def _close(self, interrupted: bool, failed: bool) -> None:
         for database in self._databases.values():
-            while database.flushing is not None and not database.flushing.done():
-                await asyncio.shield(database.flushing)
+            # Results kept while a cut-short flush finished its last write found it still
+            # running and started none: they are written now.
+            while database.pending or (
+                database.flushing is not None and not database.flushing.done()
+            ):
+                if database.flushing is None or database.flushing.done():
+                    database.flushing = asyncio.ensure_future(self._flush(database))
+                await asyncio.wait((database.flushing,))  # its cancellation is not ours
         for database in self._databases.values():
             opened = None if database.ready is None else await asyncio.shield(database.ready)
             if opened is not None and opened.reader is not None and opened.writable:

@@ -119,3 +119,39 @@ def test_what_finished_meanwhile_is_written_a_few_hundred_to_a_transaction(
     assert [s for batch in writes.batches[1:] for s in batch] == later
     assert max(len(batch) for batch in writes.batches[1:]) == _BATCH_AT_MOST
     assert [r.stored for r in recorded] == ["a", *later]
+
+
+def test_a_run_cut_short_settles_what_it_wrote_as_stored_and_writes_what_came_after(
+    make_project: MakeProject,
+) -> None:
+    """Cancelled while a batch is written: that batch's results are settled once it is
+    committed (stored: they are in the history), what was pending is settled unwritten,
+    and a result kept while the flush finished is written when the recorder closes."""
+    writes = _Writes()
+
+    async def go() -> tuple[Any, list[Any], Any]:
+        project = load_project(make_project())
+        histories = Histories()
+        recorder = Recorder("toy-recorded", histories, Storage(write=writes.write, previous=None))
+        handle = recorder.add(project, RunRow(), count=5)
+        recorder.start()
+        first = recorder.submit(handle, _result("a"))
+        await asyncio.to_thread(writes.first_held.wait, 10)
+        waiting = [recorder.submit(handle, _result(s)) for s in ("b", "c")]
+        for _ in range(10):
+            await asyncio.sleep(0.01)
+        (database,) = recorder._databases.values()
+        assert database.flushing is not None
+        database.flushing.cancel()  # the run is stopped while a is being written
+        await asyncio.sleep(0.02)
+        assert not first.done()  # a's write goes on: it is not reported unwritten
+        late = recorder.submit(handle, _result("late"))  # kept by the stopping run
+        writes.let_go.set()
+        await asyncio.wait_for(recorder.close(interrupted=True), 10)
+        await histories.aclose()
+        return await first, [await f for f in waiting], await asyncio.wait_for(late, 1)
+
+    first, waiting, late = asyncio.run(go())
+    assert first.stored == "a"  # in the history, so in the report
+    assert [r.stored for r in waiting] == [None, None]  # pending when cut short: unwritten
+    assert late.stored == "late" and writes.batches == [["a"], ["late"]]
