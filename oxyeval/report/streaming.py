@@ -81,9 +81,20 @@ def _fast(data: Any, indent: int | None) -> str | None:
         return None
     try:
         option = _OR_OPTIONS if indent is None else _OR_OPTIONS | orjson.OPT_INDENT_2
-        return orjson.dumps(data, default=str, option=option).decode()
+        return orjson.dumps(data, default=_as_json_does, option=option).decode()
     except TypeError:  # orjson.JSONEncodeError is one
         return None
+
+
+def _as_json_does(value: Any) -> Any:
+    """What ``json`` makes of a value orjson leaves to ``default``: a float subclass
+    (numpy's float64) a number (a NaN one null, by orjson), a tuple subclass (a named
+    tuple) a list, anything else its text."""
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return str(value)
 
 
 def _strict(data: Any, indent: int | None) -> str:

@@ -9,6 +9,7 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 from oxyeval.redact import register_secret
 from oxyeval.report import Streamed, plain, write_json
@@ -84,3 +85,23 @@ def test_an_unstreamed_document_is_what_json_dumps_indents() -> None:
     out = io.StringIO()
     write_json(doc, out)
     assert out.getvalue() == json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+class _Float(float):
+    """A float subclass, as numpy's float64 is."""
+
+
+class _Pair(NamedTuple):
+    x: int
+    y: int
+
+
+def test_subclasses_of_float_and_tuple_are_written_as_json_writes_them() -> None:
+    items: list[object] = [{"score": _Float(0.25), "nan": _Float("nan"), "pair": _Pair(1, 2)}]
+    out = io.StringIO()
+    write_json(_doc(items), out)
+    assert json.loads(out.getvalue())["executions"][0] == {
+        "score": 0.25,
+        "nan": None,
+        "pair": [1, 2],
+    }
