@@ -134,3 +134,38 @@ def test_the_next_chunk_of_histories_is_read_while_a_chunk_s_cases_run(
 
     assert asyncio.run(ask()) == [1, 2, 3, 4, 5]  # each case its own history
     assert read == [["p::c1", "p::c2"], ["p::c3", "p::c4"], ["p::c5"]]  # each read once
+
+
+def test_a_failed_read_ahead_the_run_never_reaches_is_not_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gc
+
+    from oxyeval.store import CaseHistory
+    from oxyeval.suites.cases import histories as module
+
+    monkeypatch.setattr(module, "HISTORY_CHUNK", 2)
+
+    class Stats:
+        def histories(self, requests: Any, recent: int) -> list[CaseHistory]:
+            if any(case_id == "p::c3" for case_id, _ in requests):
+                raise RuntimeError("the history went away")
+            return [CaseHistory(1, 1.0, 1.0, 1.0, ()) for _ in requests]
+
+    class Store:
+        stats = Stats()
+
+    unretrieved: list[object] = []
+
+    async def run_first_chunk_only() -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
+        cases = [_stored_case(f"c{n}", 1) for n in range(1, 5)]
+        histories = module.CaseHistories(Store(), cases, "lexical", 10)  # type: ignore[arg-type]
+        await histories.get(cases[0], "yes")  # reads chunk 0, and chunk 1 ahead (it fails)
+        await asyncio.sleep(0.1)
+        del histories
+        gc.collect()
+
+    asyncio.run(run_first_chunk_only())
+    assert unretrieved == []

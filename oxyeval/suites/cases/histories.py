@@ -21,6 +21,11 @@ HISTORY_CHUNK = 400  # cases whose history is read together, in plan order
 _NONE = CaseHistory(0, None, None, None, ())
 
 
+def _retrieved(future: asyncio.Future[object]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 class CaseHistories:
     """Each case's regression inputs from the history, read for a few hundred cases of
     a prompt version at a time as the run reaches them (two statements per chunk instead
@@ -73,6 +78,10 @@ class CaseHistories:
                 loading = self._chunks[chunk] = asyncio.ensure_future(
                     asyncio.to_thread(self._read, part)
                 )
+                # A read ahead that failed, for a chunk the run never reaches, is not
+                # reported as an exception nobody retrieved (a case that does reach it
+                # gets the error).
+                loading.add_done_callback(_retrieved)
         return loading
 
     def _read(self, part: Sequence[TestCase]) -> dict[str, CaseHistory]:
