@@ -34,6 +34,7 @@ from ._util import (
     insert_sql,
     loads,
     new_id,
+    new_ids,
     redact_json,
     redact_text,
     rows_in,
@@ -315,9 +316,11 @@ class Executions:
 
         # Every id chosen here, so a batch a writer process took without answering can
         # be found in the history rather than written a second time.
-        items = [e if e.id else replace(e, id=new_id()) for e in batch]
+        items = list(batch)
         if not items:
             return 0
+        ids = iter(new_ids(sum(1 for e in items if not e.id)))
+        items = [e if e.id else replace(e, id=next(ids)) for e in items]
         try:
             done, lost = self._store.write_elsewhere("executions", items), False
         except Lost:
