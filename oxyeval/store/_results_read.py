@@ -181,25 +181,29 @@ class Results:
             write_results(sql, rows)
         return [r.values["id"] for r in rows]
 
+    @staticmethod
+    def _scores(sql: Any, rows: list[Any]) -> dict[str, list[StoredScore]]:
+        """Each row's named scores: its ``scores`` rows, or a cases result's execution
+        columns when it has none (see ``_results.execution_scores``)."""
+        scores: dict[str, list[StoredScore]] = {}
+        for s in rows_in(sql, _SCORES, [r[0] for r in rows]):
+            scores.setdefault(s[0], []).append(
+                StoredScore(s[1], s[2], s[3], _bool(s[4]), s[5], s[6])
+            )
+        cases = [r[0] for r in rows if r[_KIND] == "cases" and r[0] not in scores]
+        for e in rows_in(sql, _EXECUTION_SCORES, cases):
+            scores[e[0]] = [
+                StoredScore(metric, value, label, None, None, None)
+                for metric, value, label in execution_scores(*e[1:])
+            ]
+        return scores
+
     def _read_rows(
         self, where: str, params: dict[str, Any], tail: str = "", *, with_scores: bool = True
     ) -> list[StoredResult]:
         with self._read("reading results") as sql:
             rows = list(sql.rows(f"{_SELECT} WHERE {where}{tail}", params))
-            ids = [r[0] for r in rows] if with_scores else []
-            scores: dict[str, list[StoredScore]] = {}
-            for s in rows_in(sql, _SCORES, ids):
-                scores.setdefault(s[0], []).append(
-                    StoredScore(s[1], s[2], s[3], _bool(s[4]), s[5], s[6])
-                )
-            cases = [
-                r[0] for r in rows if with_scores and r[_KIND] == "cases" and r[0] not in scores
-            ]
-            for e in rows_in(sql, _EXECUTION_SCORES, cases):
-                scores[e[0]] = [
-                    StoredScore(metric, value, label, None, None, None)
-                    for metric, value, label in execution_scores(*e[1:])
-                ]
+            scores = self._scores(sql, rows) if with_scores else {}
         out = []
         for r in rows:
             v = dict(zip(_RESULT_COLUMNS, r, strict=True))
