@@ -5,12 +5,13 @@ is unique within its prompt and the full id the CLI takes finds every case."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from ..inputs import value_problem
+from ._case_rows import Listing, Unlisted, case_row
 from ._core import _SaSql, executemany
 from ._errors import AlreadyExistsError, NameTakenError, NotFoundError
 from ._prompts import _upsert, ensure_prompt_row
@@ -56,45 +57,6 @@ _INSERT_NEW = (
 _INSERT_CHUNK = 2_000  # new cases inserted per statement by a sync
 
 
-def _same(text: str) -> str:
-    return text
-
-
-_AT = {c.name: n for n, c in enumerate(test_cases.c)}  # a column's place in a full row
-
-
-def case_row(
-    r: Sequence[Any], one: Callable[[str], str] = _same, *, stored_input: Any = None
-) -> TestCase:
-    """A stored case from a row of every column in table order, read by place (reading
-    by name cost more than the rest of a listing of 10,000 cases); ``one``: gives the
-    texts many cases of one listing repeat (their file, their prompt, the moment they
-    were synced) as one object each; ``stored_input``: its input already read (None:
-    read from the row)."""
-    a = _AT
-    source, last_passed = r[a["source_file"]], r[a["last_passed"]]
-    return TestCase(
-        id=r[a["id"]],
-        prompt_id=one(r[a["prompt_id"]]),
-        name=r[a["name"]],
-        description=r[a["description"]],
-        input=(loads(r[a["input"]]) or {}) if stored_input is None else stored_input,
-        expected_output=r[a["expected_output"]],
-        threshold=r[a["threshold"]],
-        source_file=None if source is None else one(source),
-        created_at=one(r[a["created_at"]]),
-        updated_at=one(r[a["updated_at"]]),
-        deleted_at=r[a["deleted_at"]],
-        total_runs=r[a["total_runs"]],
-        pass_count=r[a["pass_count"]],
-        score_sum=r[a["score_sum"]],
-        scored_runs=r[a["scored_runs"]],
-        length_sum=r[a["length_sum"]],
-        last_run=r[a["last_run"]],
-        last_passed=None if last_passed is None else bool(last_passed),
-    )
-
-
 def check_fields(fields: Mapping[str, Any]) -> None:
     """The spec's types, enforced here so every caller (CLI, API, GraphQL) gets them."""
     if "name" in fields and not fields["name"]:
@@ -127,104 +89,6 @@ def _stored(fields: Mapping[str, Any]) -> dict[str, Any]:
     if "expected_output" in out:
         out["expected_output"] = redact_text(out["expected_output"])
     return out
-
-
-class _Listing:
-    """One prompt's live cases as a sync leaves them, known without reading them back:
-    the rows it inserted and the unchanged rows it read. ``complete`` turns False when
-    that is not all of them (a row changed, a row not inserted, a case it was not given),
-    and :meth:`Cases.synced` lists them instead."""
-
-    def __init__(self, prompt_id: str) -> None:
-        self.prompt_id = prompt_id
-        self.complete = True
-        self._known: list[tuple[str, int, TestCase]] = []  # (created_at, seq, case)
-
-    def inserted(
-        self,
-        rows: Sequence[Mapping[str, Any]],
-        done: int,
-        declared: Mapping[str, Mapping[str, Any]],
-    ) -> None:
-        if done != len(rows):  # another writer's row was there (ON CONFLICT DO NOTHING)
-            self.complete = False
-        if not self.complete:
-            return
-        last = _NEW_SEQ + len(self._known)  # above every stored seq, in insertion order
-        for n, row in enumerate(rows):
-            case = TestCase(
-                id=row["id"],
-                prompt_id=row["prompt_id"],
-                name=row["name"],
-                description=row["description"],
-                input=_as_read(declared[row["id"]].get("input"), row["input"]),
-                expected_output=row["expected_output"],
-                threshold=None if row["threshold"] is None else float(row["threshold"]),
-                source_file=row["source_file"],
-                created_at=row["created_at"],
-                updated_at=row["updated_at"],
-            )
-            self._known.append((case.created_at, last + n, case))
-
-    def kept(self, row: Any, changed: bool, fields: Mapping[str, Any]) -> None:
-        if changed:
-            self.complete = False
-        elif self.complete:
-            case = case_row(row, stored_input=_as_read(fields.get("input"), None))
-            self._known.append((row.created_at, row.seq, case))
-
-    def check(self, conn: Connection, declared: Mapping[str, Mapping[str, Any]]) -> None:
-        """Complete only if the prompt has no other live case than those known."""
-        if not self.complete:
-            return
-        if any(fields["prompt_id"] != self.prompt_id for fields in declared.values()):
-            self.complete = False
-            return
-        query = "SELECT count(*) FROM test_cases WHERE prompt_id = :p AND deleted_at IS NULL"
-        ((live,),) = _SaSql(conn).rows(query, {"p": self.prompt_id})
-        self.complete = live == len(self._known)
-
-    def cases(self) -> list[TestCase]:
-        """In :meth:`Cases.list`'s order: by creation, then seq."""
-        self._known.sort(key=lambda known: (known[0], known[1]))
-        return [case for _at, _seq, case in self._known]
-
-
-#: The order a sync's new cases take after every stored one (their seqs are not read).
-_NEW_SEQ = 1 << 62
-
-
-def _as_read(given: Any, stored: str | None) -> Any:
-    """A synced case's input as a listing reads it back from its ``stored`` JSON: the
-    ``given`` mapping itself when reading back would give the same one, keys in the same
-    order (text keys, already sorted, JSON values only), so a run of 100,000 cases does
-    not hold every input twice while it syncs; else the stored text read (None: read
-    from the row). The order matters: a template that prints a mapping prints it in
-    that order, and a case must render the same whether or not its prompt changed."""
-    if isinstance(given, dict) and _plain(given, 0):
-        return given
-    return None if stored is None else (loads(stored) or {})
-
-
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def _plain(value: Any, depth: int) -> bool:
-    """Whether ``value`` reads back from its JSON as itself (checked inputs are finite)."""
-    if type(value) in _SCALARS:
-        return True
-    if depth > 20:  # deeper inputs are read back, as they always were
-        return False
-    if type(value) is dict:
-        keys = list(value)
-        return (
-            all(type(k) is str for k in keys)
-            and keys == sorted(keys)
-            and all(_plain(v, depth + 1) for v in value.values())
-        )
-    if type(value) is list:
-        return all(_plain(v, depth + 1) for v in value)
-    return False
 
 
 class _Clash(Exception):
@@ -461,23 +325,20 @@ class Cases:
         statements per few hundred cases, and none for a case that has not changed (what
         a run of a file of thousands of cases does before it starts). A name another live
         case has is a :class:`NameTakenError` naming both (``wanted``, ``taken``)."""
-        self._sync_all(declared, None)
+        self._sync_all(declared, Unlisted())
 
     def synced(self, prompt_id: str, declared: Mapping[str, Mapping[str, Any]]) -> list[TestCase]:
         """:meth:`sync` of one prompt's cases, then the prompt's live cases as :meth:`list`
         gives them, read back only when the sync cannot know them: a case it changed, or
         a live case of the prompt it was not given (made through the API, or no longer
         declared). A run of a file of 10,000 new or unchanged cases reads none back."""
-        listing = _Listing(prompt_id)
+        listing = Listing(prompt_id)
         self._sync_all(declared, listing)
         return listing.cases() if listing.complete else self.list(prompt_id)
 
-    def _sync_all(
-        self, declared: Mapping[str, Mapping[str, Any]], listing: _Listing | None
-    ) -> None:
+    def _sync_all(self, declared: Mapping[str, Mapping[str, Any]], listing: Listing) -> None:
         if not declared:
-            if listing is not None:
-                listing.complete = False
+            listing.complete = False
             return
         for cid, fields in declared.items():
             if not cid:
@@ -488,8 +349,7 @@ class Cases:
             with self._store.write("saving test cases") as conn:
                 self._sync(conn, declared, now, listing)
         except _Clash:  # another writer took a name meanwhile: one case at a time says which
-            if listing is not None:
-                listing.complete = False
+            listing.complete = False
             for cid, fields in declared.items():
                 try:
                     self.upsert(cid, **fields)
@@ -502,7 +362,7 @@ class Cases:
         conn: Connection,
         declared: Mapping[str, Mapping[str, Any]],
         now: str,
-        listing: _Listing | None,
+        listing: Listing,
     ) -> None:
         ids = sorted(declared)
         existing: dict[str, Any] = {}
@@ -546,14 +406,11 @@ class Cases:
                 if _name_clash(exc):
                     raise _Clash from None
                 raise
-            if listing is not None:
-                listing.inserted(rows, done, declared)
+            listing.inserted(rows, done, declared)
         for cid, row in existing.items():
             changed = self._apply(conn, row, declared[cid], now, undelete=True)
-            if listing is not None:
-                listing.kept(row, changed, declared[cid])
-        if listing is not None:
-            listing.check(conn, declared)
+            listing.kept(row, changed, declared[cid])
+        listing.check(conn, by_prompt)
 
     def delete(self, case_id: str) -> bool:
         """Soft delete: hidden from lists, executions kept. False if unknown or already deleted."""
