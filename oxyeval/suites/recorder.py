@@ -441,9 +441,8 @@ class Recorder:
                     left = list(by_row.values())  # not yet handed to a write
                     while left:
                         read = await self._read(database, opened, left[0])
-                        while len(writing) > 1:
-                            await asyncio.shield(writing[0])
-                            writing.popleft()
+                        while len(writing) > 1:  # room for one behind the one written
+                            await self._next(database, writing)
                         entries = left.pop(0)  # its write settles them once stored
                         writing.append(
                             asyncio.ensure_future(self._write(database, opened, entries, read))
