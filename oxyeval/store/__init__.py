@@ -112,6 +112,8 @@ _EXPORTS = {
     "LiteStore": "_lite",
     "open_results": "_lite",
     "hurry_history": "_watchdog",
+    "Sent": "_deferred",
+    "deferred_writes": "_deferred",
 }
 
 if TYPE_CHECKING:
@@ -119,6 +121,7 @@ if TYPE_CHECKING:
     from ._cache import CacheEntry, CacheKindStats, CacheStats, NewCacheEntry
     from ._calibrations import CalibrationRow, Calibrations
     from ._core import Store, open_store
+    from ._deferred import Sent, deferred_writes
     from ._lite import LiteStore, open_results
     from ._result_rows import (
         ConsistencyResult,
@@ -195,6 +198,7 @@ __all__ = [
     "Results",
     "Run",
     "RunGroups",
+    "Sent",
     "ShardRow",
     "Store",
     "StoreError",
@@ -209,6 +213,7 @@ __all__ = [
     "canonical_json",
     "case_id",
     "content_hash",
+    "deferred_writes",
     "hurry_history",
     "missing_folder",
     "new_ids",

@@ -227,6 +227,8 @@ class Store:
             )
         try:
             with self._writer, self.engine.connect() as conn:
+                if self._process is not None:  # after what the writer process was sent
+                    self._process.drain()
                 conn = conn.execution_options(oxy_write=True)
                 with conn.begin():
                     yield conn
@@ -248,13 +250,16 @@ class Store:
             if self._process is None and self._engine is not None:
                 self._process = ProcessWriter(str(self.location.path), self.path, self.timeout)
 
-    def write_elsewhere(self, what: str, batch: Sequence[Any]) -> int | None:
+    def write_elsewhere(
+        self, what: str, batch: Sequence[Any], fallback: Callable[[], int] | None = None
+    ) -> int | None:
         """``batch`` written and committed by this store's writer process (:mod:`._writer`):
         ``what`` is ``"executions"`` or ``"cache"`` (its entries). None when no process is
         ready, and the caller writes the batch itself; :class:`~._writer.Lost` when the
         process took it and gave no answer, and the caller writes it as one that may be
         stored already. A large enough batch of executions starts the process, for the
-        batches after it."""
+        batches after it. Inside :func:`~._deferred.deferred_writes`, a batch with a
+        ``fallback`` (how its caller writes it after a lost answer) is only sent."""
         writer = self._process
         if writer is None:
             if what == "executions":
@@ -263,9 +268,16 @@ class Store:
         if writer.broken or not writer.ready():
             return None
         from ..redact import registered_secrets
+        from ._deferred import Sent, deferring
 
+        deferral = deferring() if fallback is not None else None
         with self._writer:  # this process's other writers queue here, not in SQLite
-            return writer.write(what, batch, registered_secrets())
+            if deferral is None:
+                return writer.write(what, batch, registered_secrets())
+            ticket = writer.send(what, batch, registered_secrets(), deferral.chain)
+        assert fallback is not None
+        deferral.sent.append(Sent(writer, ticket, fallback))
+        return len(batch)
 
     # ----------------------------------------------------------------- lifecycle
 

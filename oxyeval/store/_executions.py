@@ -16,6 +16,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import partial
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -322,11 +323,16 @@ class Executions:
         ids = iter(new_ids(sum(1 for e in items if not e.id)))
         items = [e if e.id else replace(e, id=next(ids)) for e in items]
         try:
-            done, lost = self._store.write_elsewhere("executions", items), False
+            done = self._store.write_elsewhere(
+                "executions", items, partial(self._write_here, items, lost=True)
+            )
         except Lost:
-            done, lost = None, True
-        if done is not None:
-            return done
+            return self._write_here(items, lost=True)
+        return self._write_here(items, lost=False) if done is None else done
+
+    def _write_here(self, items: list[NewExecution], *, lost: bool) -> int:
+        """``items`` written in this process; ``lost``: the writer process may have
+        stored them already (it took them and gave no answer)."""
         with self._store.write("recording executions") as conn:
             if lost and _stored_already(conn, str(items[0].id)):
                 return len(items)

@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -43,7 +44,7 @@ from typing import Any
 from ._errors import StoreError
 from ._watchdog import _WATCHDOG, HURRY_GRACE, stop_waiting_at
 
-__all__ = ["START_AT", "Lost", "ProcessWriter", "wanted"]
+__all__ = ["START_AT", "Lost", "ProcessWriter", "Ticket", "wanted"]
 
 #: Executions in one batch that make a store start its writer process.
 START_AT = 200
@@ -66,6 +67,8 @@ _LAUNCH = (
 )
 
 
+#: Chains whose failure the child remembers (a run is one chain; a few run at once).
+_CHAINS_KEPT = 64
 #: A frame larger than this is not ours (a corrupt pipe): refused, not allocated.
 _MAX_FRAME = 1 << 31
 
@@ -88,13 +91,29 @@ def wanted(backend: str, path: object, read_only: bool) -> bool:
     return backend == "sqlite" and path is not None and not read_only and os.name == "posix"
 
 
+class Ticket:
+    """A batch sent to the child, and once it answered, how it went: ``status`` "ok"
+    (``value`` the count written), "error" (``value`` what it raised) or "lost"."""
+
+    __slots__ = ("status", "value")
+
+    def __init__(self) -> None:
+        self.status: str | None = None
+        self.value: Any = None
+
+    def settle(self, status: str, value: Any) -> None:
+        self.status, self.value = status, value
+
+
 class ProcessWriter:
     """One child process writing executions into one SQLite file."""
 
     def __init__(self, path: str, display: str, timeout: float) -> None:
         self._display = display
         self._timeout = timeout
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # sending, and the child's state
+        self._answers = threading.Lock()  # reading answers
+        self._waiting: deque[Ticket] = deque()  # sent, not answered yet, in order
         self._ready = False
         self.broken = False
         self._secrets: frozenset[str] = frozenset()
@@ -151,10 +170,21 @@ class ProcessWriter:
         child; what the child raised is raised here. :class:`Lost` when the child could
         not be asked or gave no answer: it is then never asked again, and the caller
         writes the batch itself, as one that may be in the history already."""
+        return self.wait(self.send(what, batch, secrets))
+
+    def send(
+        self, what: str, batch: Sequence[Any], secrets: frozenset[str], chain: str | None = None
+    ) -> Ticket:
+        """Hand the batch to the child without waiting for its answer (:meth:`wait` for
+        it): the child starts on it the moment it is done with the one before, instead of
+        when this process gets round to sending it. A batch sent under ``chain`` is not
+        written once an earlier batch of the same chain failed (it gets the same error),
+        so a run's writes stop at their first failure even with the next one in the pipe."""
         try:
-            data = _frame((what, list(batch)))
+            data = _frame(("chained", (chain, what, list(batch))) if chain else (what, list(batch)))
         except Exception as exc:  # nothing sent: the child is as good as before
             raise Lost(f"the batch cannot be sent ({exc})") from None
+        ticket = Ticket()
         with self._lock:
             if not self._ready or self.broken:
                 raise Lost("no writer process")
@@ -164,17 +194,47 @@ class ProcessWriter:
                     self._secrets = secrets
                 self._tell_hurry()
                 self._send(data)
-                status, value = self._receive(self._timeout + _SLACK)
             except BaseException as exc:
-                # Nothing known of the batch, and the pipe may hold half a frame or an
-                # answer nobody read: this child is never asked again.
-                self._give_up()
+                # The pipe may hold half a frame: this child is never asked again.
+                self._give_up(str(exc))
                 if not isinstance(exc, Exception):
                     raise
                 raise Lost(str(exc)) from None
-        if status == "error":
-            raise value
-        return int(value)
+            self._waiting.append(ticket)
+        return ticket
+
+    def wait(self, ticket: Ticket) -> int:
+        """The child's answer to a batch :meth:`send` handed it: answers come in the
+        order the batches went, so whoever waits reads them, each to its own batch."""
+        with self._answers:
+            while ticket.status is None:
+                try:
+                    status, value = self._receive(self._timeout + _SLACK)
+                except BaseException as exc:
+                    # Nothing known of the batches in the pipe, and it may hold an answer
+                    # nobody read: this child is never asked again.
+                    with self._lock:
+                        self._give_up(str(exc))
+                    if not isinstance(exc, Exception):
+                        raise
+                    break
+                with self._lock:
+                    if self._waiting:  # else all were just settled as lost
+                        self._waiting.popleft().settle(status, value)
+        if ticket.status == "error":
+            raise ticket.value
+        if ticket.status == "ok":
+            return int(ticket.value)
+        raise Lost(str(ticket.value))
+
+    def drain(self) -> None:
+        """Wait for every batch sent (their senders hear how each went): what this
+        process writes itself then queues behind them here, not in SQLite's busy wait."""
+        with self._lock:
+            last = self._waiting[-1] if self._waiting else None
+        if last is not None:
+            with suppress(Exception):
+                self.wait(last)
 
     def _tell_hurry(self) -> None:
         """Bring the child's wait for SQLite's lock in step with this process's: short
@@ -186,23 +246,28 @@ class ProcessWriter:
             self._hurried = hurried
 
     def close(self) -> None:
-        """End the child. It has nothing in hand (every batch waits for its answer, and
-        this waits for a batch being written), so one that has opened the file is let go
-        (killed if it does not exit within a few seconds), one that has not is killed."""
+        """End the child once it has answered every batch sent, so one that has opened
+        the file is let go with nothing in hand (killed if it does not exit within a few
+        seconds), one that has not is killed."""
+        self.drain()
         with self._lock:
             self._end(let_go=self._ready)
 
     # ----------------------------------------------------------------- the pipe
 
-    def _give_up(self) -> None:
-        self._end(let_go=False)
+    def _give_up(self, why: str = "the writer process was given up") -> None:
+        self._end(let_go=False, why=why)
 
-    def _end(self, *, let_go: bool) -> None:
+    def _end(self, *, let_go: bool, why: str = "the writer process ended") -> None:
         """The child ended (its input closed; killed unless ``let_go``) and never asked
-        again; the caller holds the lock."""
+        again, and what it was sent and did not answer is lost; the caller holds the
+        lock."""
         proc, self._proc = self._proc, None
         self._ready = False
         self.broken = True
+        waiting, self._waiting = self._waiting, deque()
+        for ticket in waiting:
+            ticket.settle("lost", why)
         if proc is None:
             return
         if proc.stdin is not None:
@@ -291,6 +356,14 @@ def _hurried(_signum: int, _frame: Any) -> None:
     _WATCHDOG.cap = HURRY_GRACE
 
 
+def _write(store: Any, what: str, batch: Any) -> int:
+    if what == "executions":
+        return int(store.executions.record_many(batch))
+    if what == "cache":
+        return int(store.cache.put_many(batch))
+    raise StoreError(f"the writer process cannot {what!r}")
+
+
 def _serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -301,6 +374,7 @@ def _serve() -> None:
     read_fd, out = sys.stdin.buffer.fileno(), sys.stdout.buffer
     store = None
     scope: Any = None
+    failed: dict[str, BaseException] = {}  # each chain's failure, the latest few
     try:
         while True:
             try:
@@ -326,10 +400,20 @@ def _serve() -> None:
                 if op == "open":
                     store = open_store(payload["path"], timeout=payload["timeout"], migrate=False)
                     reply: tuple[str, Any] = ("ready", _PACKAGES)
-                elif op == "executions" and store is not None:
-                    reply = ("ok", store.executions.record_many(payload))
-                elif op == "cache" and store is not None:
-                    reply = ("ok", store.cache.put_many(payload))
+                elif op == "chained" and store is not None:
+                    chain, op, payload = payload
+                    if chain in failed:  # an earlier batch of its chain failed
+                        reply = ("error", failed[chain])
+                    else:
+                        try:
+                            reply = ("ok", _write(store, op, payload))
+                        except Exception as exc:
+                            while len(failed) >= _CHAINS_KEPT:
+                                failed.pop(next(iter(failed)))
+                            failed[chain] = _portable(exc)
+                            raise
+                elif store is not None:
+                    reply = ("ok", _write(store, op, payload))
                 else:
                     reply = ("error", StoreError(f"the writer process cannot {op!r}"))
             except Exception as exc:

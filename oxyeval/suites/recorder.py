@@ -11,10 +11,9 @@ is noted on the run (:class:`StoredRun`, said once) and the run carries on; one 
 can be read but not written still gives each result its previous one (from a read-only
 store), so a drop can still be decided; writes leave the event loop in worker threads,
 several results to a transaction when they finish together (a burst of 100 costs a few
-commits, a lone one is written at once); a cancellation while a result is written
-keeps it in the report too (it is in the history). A kind says only how its results
-become rows (:class:`Storage`): the core's ``results`` rows by default, its own detail
-rows beside them when it has some.
+commits, a lone one at once); a result cut short while written is kept in the report
+too (it is in the history). A kind says only how its results become rows
+(:class:`Storage`): the core's ``results`` rows, and its own detail rows if it has some.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from .status import StoredRun, final_status
 
 if TYPE_CHECKING:
     from ..project.config import Project
-    from ..store import Location, Store
+    from ..store import Location, Sent, Store
     from .history_store import Histories, History, RunStore
 
 __all__ = [
@@ -222,6 +221,7 @@ class _Database:
     # seen by every batch after it in that thread.
     writer: ThreadPoolExecutor | None = None
     broken: BaseException | None = None
+    chain: str = field(default_factory=lambda: uuid.uuid4().hex)  # its writes, to the process
     wake: asyncio.Future[None] | None = None  # set once enough is pending to queue
 
     def fail(self, exc: BaseException) -> None:
@@ -513,18 +513,15 @@ class Recorder:
             items = [(r.result, r.extra) for _row, r, _f in entries]
             if database.writer is None:
                 database.writer = ThreadPoolExecutor(1, thread_name_prefix="oxy-history")
-            context = contextvars.copy_context()
+            job = (self._commit, database, opened.reader, row.run_id, items)
             try:
-                stored = await asyncio.get_running_loop().run_in_executor(
-                    database.writer,
-                    context.run,
-                    self._commit,
-                    database,
-                    opened.reader,
-                    row.run_id,
-                    items,
+                stored, sent = await asyncio.get_running_loop().run_in_executor(
+                    database.writer, contextvars.copy_context().run, *job
                 )
+                for batch in sent:  # a writer process's answer, while the next batch is sent
+                    await asyncio.to_thread(batch.wait)
             except Exception as exc:
+                database.broken = database.broken or exc
                 database.fail(exc)
                 return
             database.note.stored += len(stored)
@@ -539,13 +536,17 @@ class Recorder:
         store: RunStore | Store,
         run_id: str,
         items: list[tuple[Result, Any]],
-    ) -> list[Any]:
-        """One batch written, in the history's writer thread; none is tried after a
-        failed one (the batch queued behind it raises the same error)."""
+    ) -> tuple[list[Any], list[Sent]]:
+        """One batch written, in the history's writer thread, or sent to its writer
+        process (the batches to wait on); none is tried after a failed one (the batch
+        queued behind it raises the same error, in the process too)."""
+        from ..store import deferred_writes
+
         if database.broken is not None:
             raise database.broken
         try:
-            return list(self.storage.write(store, run_id, items))  # type: ignore[arg-type]
+            with deferred_writes(database.chain) as sent:
+                return list(self.storage.write(store, run_id, items)), sent  # type: ignore[arg-type]
         except BaseException as exc:
             database.broken = exc
             raise

@@ -7,13 +7,14 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from oxyeval.redact import register_secret, secret_scope
-from oxyeval.store import NewCacheEntry, NotFoundError, Store, open_store
+from oxyeval.store import NewCacheEntry, NotFoundError, Store, deferred_writes, open_store
 from oxyeval.store._writer import START_AT
 
 from ._helpers import make_case, new
@@ -320,3 +321,82 @@ def test_a_child_that_never_says_it_is_ready_is_given_up(
             assert not writer.ready()
             time.sleep(0.05)
         assert writer.broken
+
+
+def _nth(k: int, n: int = START_AT) -> list[Any]:
+    """A batch of its own: ids no other batch has."""
+    return [replace(e, id=f"{k:02x}{i:030x}") for i, e in enumerate(_batch(n))]
+
+
+def _count(store: Store) -> int:
+    return len(_table(str(store.location.path), "executions", "id"))
+
+
+def test_deferred_batches_wait_in_the_pipe_and_each_hears_its_own_answer(
+    stores: tuple[Store, Store],
+) -> None:
+    """Batches sent one behind the other, before any answer is read: the child takes
+    the next the moment it is done with one, and each sender gets its batch's count."""
+    by_process, _ = stores
+    writer = _ready(by_process)
+    with deferred_writes("run-1") as sent:
+        for k, n in enumerate((START_AT, START_AT + 1, START_AT + 2)):
+            assert by_process.executions.record_many(_nth(k, n)) == n
+    assert len(sent) == 3 and len(writer._waiting) == 3  # all sent, none answered yet
+    assert [s.wait() for s in reversed(sent)] == [START_AT + 2, START_AT + 1, START_AT]
+    assert _count(by_process) == 3 * START_AT + 3
+    assert not writer.broken and not writer._waiting
+
+
+def test_a_failed_batch_stops_the_rest_of_its_chain_in_the_process(
+    stores: tuple[Store, Store],
+) -> None:
+    """A batch sent behind one that fails is not written (it gets the same error), while
+    another chain's batch is: a run's writes stop at their first failure, even with the
+    next batch already in the pipe."""
+    by_process, _ = stores
+    writer = _ready(by_process)
+    with deferred_writes("run-1") as first:
+        by_process.executions.record_many(_nth(1))
+        by_process.executions.record_many([*_nth(2), new("ghost")])
+        by_process.executions.record_many(_nth(3))
+    with deferred_writes("run-2") as other:
+        by_process.executions.record_many(_nth(4))
+    assert first[0].wait() == START_AT
+    for refused in first[1:]:
+        with pytest.raises(NotFoundError, match="ghost"):
+            refused.wait()
+    assert other[0].wait() == START_AT
+    ids = {row[0][:2] for row in _table(str(by_process.location.path), "executions", "id")}
+    assert ids == {"01", "04"} and not writer.broken
+
+
+def test_deferred_batches_lost_with_the_process_are_written_here_once(
+    stores: tuple[Store, Store],
+) -> None:
+    """The child killed with two batches in the pipe (written or not, nobody knows): each
+    batch's wait writes it here unless it is stored already, never twice."""
+    by_process, _ = stores
+    writer = _ready(by_process)
+    with deferred_writes("run-1") as sent:
+        by_process.executions.record_many(_nth(1))
+        by_process.executions.record_many(_nth(2))
+    writer._proc.kill()
+    assert [s.wait() for s in sent] == [START_AT, START_AT]
+    assert writer.broken and _count(by_process) == 2 * START_AT
+    assert by_process.cases.get("a").total_runs + by_process.cases.get("b").total_runs == (  # type: ignore[union-attr]
+        2 * START_AT
+    )
+
+
+def test_a_write_in_this_process_waits_for_the_batches_sent(stores: tuple[Store, Store]) -> None:
+    """This process's own writes queue behind what the child was sent, here rather than
+    in SQLite's busy wait."""
+    by_process, _ = stores
+    writer = _ready(by_process)
+    with deferred_writes("run-1") as sent:
+        by_process.executions.record_many(_nth(1))
+    assert writer._waiting
+    by_process.executions.record(new("a", id="f" * 32))  # written here: a batch of one
+    assert not writer._waiting  # the batch sent was answered first
+    assert sent[0].wait() == START_AT and _count(by_process) == START_AT + 1

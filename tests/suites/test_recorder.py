@@ -155,3 +155,40 @@ def test_a_run_cut_short_settles_what_it_wrote_as_stored_and_writes_what_came_af
     assert first.stored == "a"  # in the history, so in the report
     assert [r.stored for r in waiting] == [None, None]  # pending when cut short: unwritten
     assert late.stored == "late" and writes.batches == [["a"], ["late"]]
+
+
+def test_a_batch_sent_to_the_writer_process_counts_once_it_is_answered(
+    make_project: MakeProject,
+) -> None:
+    """A batch handed to the writer process (sent, its answer waited for apart) is stored
+    only once the answer says so: a failed answer leaves it unwritten, as it does the
+    batch sent behind it (which the process refuses: see the store's tests)."""
+    from oxyeval.store._deferred import deferring
+
+    failed: list[Exception] = []
+
+    class _Answer:
+        def __init__(self, subjects: list[str]) -> None:
+            self.subjects = subjects
+
+        def wait(self) -> int:
+            if "a" in self.subjects:
+                failed.append(RuntimeError("the writer process refused a"))
+            if failed:
+                raise failed[0]
+            return len(self.subjects)
+
+    class _Sending(_Writes):
+        def write(self, store: Any, run_id: str, items: Sequence[tuple[Result, Any]]) -> list[Any]:
+            stored = super().write(store, run_id, items)
+            deferral = deferring()
+            assert deferral is not None  # the recorder's writes are sent, not waited on
+            deferral.sent.append(_Answer(stored))
+            return stored
+
+    writes = _Sending()
+    recorder, recorded, _free = asyncio.run(_record(make_project, writes, busy=0.0))
+    assert writes.batches[0] == ["a"]
+    assert [r.stored for r in recorded] == [None] * (1 + len(_LATER))
+    (note,) = recorder.notes
+    assert note.error is not None and "refused a" in note.error and note.stored == 0
