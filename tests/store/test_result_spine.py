@@ -333,7 +333,7 @@ def test_the_previous_result_is_found_past_a_subjects_latest_errors(
 ) -> None:
     """The latest few rows are read first; a subject whose latest rows are errors or this
     run's own is read further back, up to the lookback."""
-    from oxyeval.suites.recorder import _FIRST_LOOK, earlier_results
+    from oxyeval.suites.earlier import _FIRST_LOOK, earlier_results
 
     old = store.runs.start("toy-essay")
     store.results.add(old, [_essay("a", 0.9, True), _essay("b", 0.4, False)])

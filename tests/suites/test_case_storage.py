@@ -15,7 +15,9 @@ from oxyeval.suites.cases.results import CaseResult
 
 
 def _case(name: str, *, seen: bool) -> tuple[Any, CaseResult]:
-    result = CaseResult(case_id=f"p::{name}", name=name, prompt_id="p", prompt_version=1, seen=seen)
+    result = CaseResult(
+        case_id=f"p::{name}", name=name, prompt_id="p", prompt_version=1, previous_unread=seen
+    )
     return result.as_result(slim=True), result
 
 
@@ -70,36 +72,86 @@ def _stored_case(name: str, runs: int) -> Any:
     )  # fmt: skip
 
 
+class _History:
+    """A stand-in for the store a run's case histories are read from: ``stats`` answers
+    with ``answer`` (each request's history, noted in ``read``), ``results`` with no
+    earlier result unless ``earlier`` names one (subject -> its latest result row)."""
+
+    def __init__(self, answer: Any, earlier: dict[str, Any] | None = None) -> None:
+        self.answer = answer
+        self.read: list[list[str]] = []
+        self.earlier = earlier or {}
+        self.stats, self.results = self, self
+
+    def histories(self, requests: Any, recent: int) -> list[Any]:
+        self.read.append([case_id for case_id, _baseline in requests])
+        return [self.answer(case_id) for case_id, _baseline in requests]
+
+    def recent(self, kind: str, subjects: Any, limit: int) -> dict[str, Any]:
+        return {s: [self.earlier[s]] for s in subjects if s in self.earlier}
+
+    def in_runs(self, kind: str, pairs: Any, with_scores: bool) -> dict[Any, Any]:
+        return {}
+
+
 def test_only_cases_judged_before_have_their_history_read() -> None:
     from oxyeval.store import CaseHistory
     from oxyeval.suites.cases.histories import CaseHistories
 
-    read: list[list[str]] = []
     old = CaseHistory(3, 1.0, 0.9, 8.0, ())
-
-    class Stats:
-        def histories(self, requests: Any, recent: int) -> list[CaseHistory]:
-            read.append([case_id for case_id, _baseline in requests])
-            return [old for _ in requests]
-
-    class Store:
-        stats = Stats()
-
+    store = _History(lambda _case_id: old)
     case = _stored_case
     cases = [case("new", 0), case("old", 3), case("new2", 0)]
-    histories = CaseHistories(Store(), cases, "lexical", 10)  # type: ignore[arg-type]
+    histories = CaseHistories(store, cases, "lexical", 10)  # type: ignore[arg-type]
 
-    async def ask() -> list[CaseHistory]:
+    async def ask() -> list[Any]:
         return [await histories.get(c, "yes") for c in cases]
 
     got = asyncio.run(ask())
-    assert got[1] is old and read == [["p::old"]]  # one read, of the case judged before
-    for fresh in (got[0], got[2]):  # what a read finds for a case never judged
+    assert got[1].history is old and store.read == [["p::old"]]  # of the case judged before
+    for fresh in (got[0].history, got[2].history):  # what a read finds for a case never judged
         assert (fresh.total_runs, fresh.historical_pass_rate, fresh.recent) == (0, None, ())
-    read.clear()
-    first_run = CaseHistories(Store(), [case("a", 0), case("b", 0)], "lexical", 10)  # type: ignore[arg-type]
+    # none has a previous result to read when it is written: known to be none, or read
+    assert all(e.read and e.previous is None for e in got)
+    store.read.clear()
+    first_run = CaseHistories(store, [case("a", 0), case("b", 0)], "lexical", 10)  # type: ignore[arg-type]
     asyncio.run(first_run.get(case("a", 0), "yes"))
-    assert read == []  # a first run reads nothing
+    assert store.read == []  # a first run reads nothing
+
+
+def test_a_case_s_previous_result_comes_with_its_history_and_its_write_reads_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The previous scored result is read with the chunk's histories, ahead of the cases,
+    so the batch that stores them waits on no read (a replay of 10,000 cases waited
+    about a second on them)."""
+    from oxyeval.store import CaseHistory
+    from oxyeval.suites.cases.histories import CaseHistories
+
+    at = "2026-01-01T00:00:00.000Z"
+    store = _History(
+        lambda _case_id: CaseHistory(1, 1.0, 1.0, 3.0, ()),
+        earlier={
+            "p::old": ("run-0", "passed", 0.75, at),
+            "p::errored": ("run-0", "error", None, at),
+        },
+    )
+    cases = [_stored_case("old", 1), _stored_case("errored", 1)]
+    histories = CaseHistories(store, cases, "lexical", 10)  # type: ignore[arg-type]
+    old, errored = (
+        asyncio.run(histories.get(cases[0], "yes")),
+        asyncio.run(histories.get(cases[1], "yes")),
+    )
+    assert old.read and old.previous == Previous(0.75, at, "run-0", None)
+    assert errored.read and errored.previous is None  # an error is no previous score
+    asked: list[str] = []
+    monkeypatch.setattr(storage, "earlier_results", lambda *a: asked.append("read") or [])
+    result = CaseResult(
+        case_id="p::old", name="old", prompt_id="p", prompt_version=1, previous=old.previous,
+        previous_unread=False,
+    )  # fmt: skip
+    assert storage.earlier_cases(object(), "run-1", [(result.as_result(), result)]) == [None]  # type: ignore[arg-type]
+    assert asked == [] and result.as_result().previous == old.previous
 
 
 def test_the_next_chunk_of_histories_is_read_while_a_chunk_s_cases_run(
@@ -109,18 +161,10 @@ def test_the_next_chunk_of_histories_is_read_while_a_chunk_s_cases_run(
     from oxyeval.suites.cases import histories as module
 
     monkeypatch.setattr(module, "HISTORY_CHUNK", 2)
-    read: list[list[str]] = []
-
-    class Stats:
-        def histories(self, requests: Any, recent: int) -> list[CaseHistory]:
-            read.append([case_id for case_id, _baseline in requests])
-            return [CaseHistory(int(case_id[-1]), 1.0, 1.0, 1.0, ()) for case_id, _ in requests]
-
-    class Store:
-        stats = Stats()
-
+    store = _History(lambda case_id: CaseHistory(int(case_id[-1]), 1.0, 1.0, 1.0, ()))
+    read = store.read
     cases = [_stored_case(f"c{n}", n) for n in range(1, 6)]
-    histories = module.CaseHistories(Store(), cases, "lexical", 10)  # type: ignore[arg-type]
+    histories = module.CaseHistories(store, cases, "lexical", 10)  # type: ignore[arg-type]
 
     async def ask() -> list[int]:
         first = await histories.get(cases[0], "yes")
@@ -130,7 +174,7 @@ def test_the_next_chunk_of_histories_is_read_while_a_chunk_s_cases_run(
             await asyncio.sleep(0.01)
         assert read == [["p::c1", "p::c2"], ["p::c3", "p::c4"]]
         rest = [await histories.get(c, "yes") for c in cases[1:]]
-        return [h.total_runs for h in (first, *rest)]
+        return [e.history.total_runs for e in (first, *rest)]
 
     assert asyncio.run(ask()) == [1, 2, 3, 4, 5]  # each case its own history
     assert read == [["p::c1", "p::c2"], ["p::c3", "p::c4"], ["p::c5"]]  # each read once
@@ -146,14 +190,10 @@ def test_a_failed_read_ahead_the_run_never_reaches_is_not_reported(
 
     monkeypatch.setattr(module, "HISTORY_CHUNK", 2)
 
-    class Stats:
-        def histories(self, requests: Any, recent: int) -> list[CaseHistory]:
-            if any(case_id == "p::c3" for case_id, _ in requests):
-                raise RuntimeError("the history went away")
-            return [CaseHistory(1, 1.0, 1.0, 1.0, ()) for _ in requests]
-
-    class Store:
-        stats = Stats()
+    def answer(case_id: str) -> CaseHistory:
+        if case_id == "p::c3":
+            raise RuntimeError("the history went away")
+        return CaseHistory(1, 1.0, 1.0, 1.0, ())
 
     unretrieved: list[object] = []
 
@@ -161,7 +201,7 @@ def test_a_failed_read_ahead_the_run_never_reaches_is_not_reported(
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
         cases = [_stored_case(f"c{n}", 1) for n in range(1, 5)]
-        histories = module.CaseHistories(Store(), cases, "lexical", 10)  # type: ignore[arg-type]
+        histories = module.CaseHistories(_History(answer), cases, "lexical", 10)  # type: ignore[arg-type]
         await histories.get(cases[0], "yes")  # reads chunk 0, and chunk 1 ahead (it fails)
         await asyncio.sleep(0.1)
         del histories

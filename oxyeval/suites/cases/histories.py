@@ -1,24 +1,37 @@
-"""Each case's regression inputs, read from the history a few hundred cases at a time
-as a run reaches them: apart from the run so that a large run's reads are one concern,
-bounded by :data:`HISTORY_CHUNK` cases per statement."""
+"""Each case's regression inputs and previous result, read from the history a few
+hundred cases at a time as a run reaches them: apart from the run so that a large run's
+reads are one concern, bounded by :data:`HISTORY_CHUNK` cases per statement."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ...store import CaseHistory
+from ..earlier import previous_results
 
 if TYPE_CHECKING:
+    from ...evaluation import Previous
     from ...store import Store, TestCase
 
-__all__ = ["HISTORY_CHUNK", "CaseHistories"]
+__all__ = ["HISTORY_CHUNK", "CaseHistories", "Earlier"]
 
 HISTORY_CHUNK = 400  # cases whose history is read together, in plan order
-#: The history of a case with no judged execution yet (what a read would find): a first
-#: run of 10,000 cases asks the history nothing, and waits on no read before it scores.
-_NONE = CaseHistory(0, None, None, None, ())
+
+
+class Earlier(NamedTuple):
+    """What the history held of a case when the run began: its regression inputs, and its
+    previous scored result (``read`` False: not read with them, so its write reads it)."""
+
+    history: CaseHistory
+    previous: Previous | None = None
+    read: bool = False
+
+
+#: A case with no judged execution yet (what a read would find): a first run of 10,000
+#: cases asks the history nothing, and waits on no read before it scores.
+_NONE = Earlier(CaseHistory(0, None, None, None, ()), None, True)
 
 
 def _retrieved(future: asyncio.Future[object]) -> None:
@@ -40,10 +53,10 @@ class CaseHistories:
         self.method = method
         self._recent = recent
         self._index = {case.id: i for i, case in enumerate(cases)}
-        self._chunks: dict[int, asyncio.Future[dict[str, CaseHistory]]] = {}
+        self._chunks: dict[int, asyncio.Future[dict[str, Earlier]]] = {}
 
-    async def get(self, case: TestCase, expected: str) -> CaseHistory:
-        history = None
+    async def get(self, case: TestCase, expected: str) -> Earlier:
+        earlier = None
         position = self._index.pop(case.id, None)
         if not case.total_runs:  # no judged execution when the run began: nothing to read
             if position is not None:
@@ -56,16 +69,17 @@ class CaseHistories:
             self._load(chunk + 1)
             if loading is not None:
                 found = await asyncio.shield(loading)
-                history = found.pop(case.id, None)
+                earlier = found.pop(case.id, None)
                 if not found:
                     self._chunks.pop(chunk, None)
-        if history is None:  # read already by this case (a retry), or its expected changed
-            (history,) = await asyncio.to_thread(
+        if earlier is None:  # read already by this case (a retry), or its expected changed
+            (alone,) = await asyncio.to_thread(
                 self._store.stats.histories, [(case.id, (expected, self.method))], self._recent
             )
-        return history
+            return Earlier(alone)  # its previous result is read when it is written
+        return earlier
 
-    def _load(self, chunk: int) -> asyncio.Future[dict[str, CaseHistory]] | None:
+    def _load(self, chunk: int) -> asyncio.Future[dict[str, Earlier]] | None:
         """The read of ``chunk``'s histories, begun now unless it was already (None: no
         chunk there, or none of its cases has a history to read)."""
         loading = self._chunks.get(chunk)
@@ -84,9 +98,12 @@ class CaseHistories:
                 loading.add_done_callback(_retrieved)
         return loading
 
-    def _read(self, part: Sequence[TestCase]) -> dict[str, CaseHistory]:
+    def _read(self, part: Sequence[TestCase]) -> dict[str, Earlier]:
+        """The chunk's histories and previous results, read before any of its cases has
+        run (so none of this run's results is among them, and no run id is needed)."""
         asked = [c for c in part if c.expected_output is not None]
         read = self._store.stats.histories(
             [(c.id, (c.expected_output, self.method)) for c in asked], self._recent
         )
-        return {c.id: h for c, h in zip(asked, read, strict=True)}
+        previous = previous_results(self._store, None, [("cases", c.id) for c in asked])
+        return {c.id: Earlier(h, p, True) for c, h, p in zip(asked, read, previous, strict=True)}

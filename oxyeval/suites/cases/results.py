@@ -114,9 +114,10 @@ class CaseResult:
     started: float | None = None
     #: Where the case stands in the run's plan (what the report is put in order by).
     position: int = 0
-    #: The case had a judged execution in the history when the run began (else it has no
-    #: previous result to read). Not stored.
-    seen: bool = True
+    #: Its previous result (:attr:`previous`) is yet to be read when it is written: not
+    #: for a case with no judged execution when the run began (it has none), nor for one
+    #: whose previous result was read with its history. Not stored.
+    previous_unread: bool = True
 
     @property
     def status(self) -> str:

@@ -172,7 +172,7 @@ async def _run_one(
         expected_output=case.expected_output,
         threshold=threshold,
         started=started,
-        seen=case.total_runs > 0,
+        previous_unread=case.total_runs > 0,
     )
     try:
         completion = await plan.target.complete(case.input or {})
@@ -224,7 +224,8 @@ async def _run_one(
         else:  # quadratic in the worst case: off the event loop, so other cases keep going
             result.output_diff = await asyncio.to_thread(output_diff, expected, actual)
         if plan.histories is not None and result.similarity_method == plan.histories.method:
-            history = await plan.histories.get(case, expected)
+            history, result.previous, read = await plan.histories.get(case, expected)
+            result.previous_unread = not read  # read with its history: its write reads none
         else:  # the store is synchronous: off the event loop, so other cases keep going
             history = await asyncio.to_thread(
                 store.stats.history,

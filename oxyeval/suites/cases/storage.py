@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...store import new_ids, utc_timestamp
-from ..recorder import earlier_results
+from ..earlier import earlier_results
 
 if TYPE_CHECKING:
     from ...evaluation import Previous, Result
@@ -47,11 +47,12 @@ def execution_rows(
 def earlier_cases(
     store: RunStore, run_id: str | None, items: Sequence[tuple[Result, Any]]
 ) -> list[Previous | None]:
-    """Each case's previous scored result (:func:`~oxyeval.suites.recorder.earlier_results`),
-    read only for the cases that had a judged execution when the run began: a case new
-    to the history has none, so the first run of a file of 10,000 cases reads nothing
-    here. ``items`` pair each result with its :class:`~.results.CaseResult`."""
-    asked = [n for n, (_result, case) in enumerate(items) if getattr(case, "seen", True)]
+    """Each case's previous scored result (:func:`~oxyeval.suites.earlier.earlier_results`),
+    read only for the cases whose previous result is not known yet: a case new to the
+    history has none, and one whose history was read ahead of it got its previous result
+    with it, so a run of 10,000 cases reads nothing here. ``items`` pair each result with
+    its :class:`~.results.CaseResult`."""
+    asked = [n for n, (_r, case) in enumerate(items) if getattr(case, "previous_unread", True)]
     found: list[Previous | None] = [None] * len(items)
     if asked:
         read = earlier_results(store, run_id, [items[n] for n in asked])
