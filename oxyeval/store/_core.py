@@ -279,6 +279,22 @@ class Store:
         deferral.sent.append(Sent(writer, ticket, fallback))
         return len(batch)
 
+    def read_elsewhere(self, function: str, *args: Any) -> tuple[bool, Any]:
+        """``(True, what function returned)`` when this store's writer process ran it on its
+        own connection (``function``: ``"module:name"`` in oxyeval, called with the store
+        and ``args``), so a large run's reads do not share this interpreter's lock with
+        its cases; ``(False, None)`` when there is no process ready, or it was lost, and
+        the caller reads itself. What the function raised is raised here."""
+        from ._writer import Lost
+
+        writer = self._process
+        if writer is None or writer.broken or not writer.ready():
+            return False, None
+        try:
+            return True, writer.wait(writer.call(function, args))
+        except Lost:
+            return False, None
+
     # ----------------------------------------------------------------- lifecycle
 
     def close(self) -> None:

@@ -36,7 +36,7 @@ class Sent:
         from ._writer import Lost
 
         try:
-            return self._writer.wait(self._ticket)
+            return int(self._writer.wait(self._ticket))
         except Lost:
             return self._fallback()
 

@@ -111,8 +111,13 @@ class ProcessWriter:
     def __init__(self, path: str, display: str, timeout: float) -> None:
         self._display = display
         self._timeout = timeout
-        self._lock = threading.Lock()  # sending, and the child's state
-        self._answers = threading.Lock()  # reading answers
+        # Sending (and the child's state), reading answers, and the tickets waiting: the
+        # last is never held while the pipe is used, so answers are read while a sender
+        # waits for room in the pipe (a child blocked on a large answer nobody read
+        # would otherwise never read the rest of what it was sent).
+        self._lock = threading.Lock()
+        self._answers = threading.Lock()
+        self._tickets = threading.Lock()
         self._waiting: deque[Ticket] = deque()  # sent, not answered yet, in order
         self._ready = False
         self.broken = False
@@ -170,7 +175,18 @@ class ProcessWriter:
         child; what the child raised is raised here. :class:`Lost` when the child could
         not be asked or gave no answer: it is then never asked again, and the caller
         writes the batch itself, as one that may be in the history already."""
-        return self.wait(self.send(what, batch, secrets))
+        return int(self.wait(self.send(what, batch, secrets)))
+
+    def call(self, function: str, args: tuple[Any, ...]) -> Ticket:
+        """Have the child run ``function`` (``"module:name"`` in oxyeval) on its store with
+        ``args``, without waiting (:meth:`wait` gives what it returned): a large run's
+        reads run on the child's core instead of sharing this interpreter's lock with the
+        cases. Answered in turn, after the batches sent before it."""
+        try:
+            data = _frame(("call", (function, args)))
+        except Exception as exc:  # nothing sent: the child is as good as before
+            raise Lost(f"the call cannot be sent ({exc})") from None
+        return self._put(data)
 
     def send(
         self, what: str, batch: Sequence[Any], secrets: frozenset[str], chain: str | None = None
@@ -184,15 +200,20 @@ class ProcessWriter:
             data = _frame(("chained", (chain, what, list(batch))) if chain else (what, list(batch)))
         except Exception as exc:  # nothing sent: the child is as good as before
             raise Lost(f"the batch cannot be sent ({exc})") from None
+        return self._put(data, secrets)
+
+    def _put(self, data: bytes, secrets: frozenset[str] | None = None) -> Ticket:
         ticket = Ticket()
         with self._lock:
             if not self._ready or self.broken:
                 raise Lost("no writer process")
             try:
-                if secrets != self._secrets:
+                if secrets is not None and secrets != self._secrets:
                     self._send(_frame(("secrets", sorted(secrets))))
                     self._secrets = secrets
                 self._tell_hurry()
+                with self._tickets:  # before the child can answer it
+                    self._waiting.append(ticket)
                 self._send(data)
             except BaseException as exc:
                 # The pipe may hold half a frame: this child is never asked again.
@@ -200,37 +221,41 @@ class ProcessWriter:
                 if not isinstance(exc, Exception):
                     raise
                 raise Lost(str(exc)) from None
-            self._waiting.append(ticket)
         return ticket
 
-    def wait(self, ticket: Ticket) -> int:
-        """The child's answer to a batch :meth:`send` handed it: answers come in the
-        order the batches went, so whoever waits reads them, each to its own batch."""
+    def wait(self, ticket: Ticket) -> Any:
+        """The child's answer to what :meth:`send` or :meth:`call` handed it: answers come
+        in the order they went, so whoever waits reads them, each to its own ticket."""
         with self._answers:
             while ticket.status is None:
                 try:
                     status, value = self._receive(self._timeout + _SLACK)
                 except BaseException as exc:
                     # Nothing known of the batches in the pipe, and it may hold an answer
-                    # nobody read: this child is never asked again.
+                    # nobody read: this child is never asked again (killed first, so a
+                    # sender waiting for room in its pipe lets go of the lock).
+                    proc = self._proc
+                    if proc is not None:
+                        with suppress(OSError):
+                            proc.kill()
                     with self._lock:
                         self._give_up(str(exc))
                     if not isinstance(exc, Exception):
                         raise
                     break
-                with self._lock:
+                with self._tickets:
                     if self._waiting:  # else all were just settled as lost
                         self._waiting.popleft().settle(status, value)
         if ticket.status == "error":
             raise ticket.value
         if ticket.status == "ok":
-            return int(ticket.value)
+            return ticket.value
         raise Lost(str(ticket.value))
 
     def drain(self) -> None:
         """Wait for every batch sent (their senders hear how each went): what this
         process writes itself then queues behind them here, not in SQLite's busy wait."""
-        with self._lock:
+        with self._tickets:
             last = self._waiting[-1] if self._waiting else None
         if last is not None:
             with suppress(Exception):
@@ -265,7 +290,8 @@ class ProcessWriter:
         proc, self._proc = self._proc, None
         self._ready = False
         self.broken = True
-        waiting, self._waiting = self._waiting, deque()
+        with self._tickets:
+            waiting, self._waiting = self._waiting, deque()
         for ticket in waiting:
             ticket.settle("lost", why)
         if proc is None:
@@ -364,6 +390,17 @@ def _write(store: Any, what: str, batch: Any) -> int:
     raise StoreError(f"the writer process cannot {what!r}")
 
 
+def _called(store: Any, function: str, args: tuple[Any, ...]) -> Any:
+    """What ``function`` (``"module:name"``, a module of this package) returns for this
+    store and ``args``: found by name, so the store's code does not import the callers'."""
+    import importlib
+
+    module, _, name = function.partition(":")
+    if not (module == "oxyeval" or module.startswith("oxyeval.")) or not name:
+        raise StoreError(f"the writer process calls only oxyeval's functions, not {function!r}")
+    return getattr(importlib.import_module(module), name)(store, *args)
+
+
 def _serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -400,6 +437,8 @@ def _serve() -> None:
                 if op == "open":
                     store = open_store(payload["path"], timeout=payload["timeout"], migrate=False)
                     reply: tuple[str, Any] = ("ready", _PACKAGES)
+                elif op == "call" and store is not None:
+                    reply = ("ok", _called(store, *payload))
                 elif op == "chained" and store is not None:
                     chain, op, payload = payload
                     if chain in failed:  # an earlier batch of its chain failed
@@ -418,7 +457,11 @@ def _serve() -> None:
                     reply = ("error", StoreError(f"the writer process cannot {op!r}"))
             except Exception as exc:
                 reply = ("error", _portable(exc))
-            out.write(_frame(reply))
+            try:
+                answer = _frame(reply)
+            except Exception as exc:  # what a call returned cannot cross the pipe
+                answer = _frame(("error", StoreError(f"an answer that cannot be sent: {exc}")))
+            out.write(answer)
             out.flush()
     finally:
         # Every batch is committed and answered; optimizing is the parent's close, and a

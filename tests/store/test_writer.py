@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 
 from oxyeval.redact import register_secret, secret_scope
-from oxyeval.store import NewCacheEntry, NotFoundError, Store, deferred_writes, open_store
+from oxyeval.store import (
+    NewCacheEntry,
+    NotFoundError,
+    Store,
+    StoreError,
+    deferred_writes,
+    open_store,
+)
 from oxyeval.store._writer import START_AT
 
 from ._helpers import make_case, new
@@ -323,9 +330,9 @@ def test_a_child_that_never_says_it_is_ready_is_given_up(
         assert writer.broken
 
 
-def _nth(k: int, n: int = START_AT) -> list[Any]:
+def _nth(k: int, n: int = START_AT, output: str = "positive") -> list[Any]:
     """A batch of its own: ids no other batch has."""
-    return [replace(e, id=f"{k:02x}{i:030x}") for i, e in enumerate(_batch(n))]
+    return [replace(e, id=f"{k:02x}{i:030x}") for i, e in enumerate(_batch(n, output))]
 
 
 def _count(store: Store) -> int:
@@ -400,3 +407,71 @@ def test_a_write_in_this_process_waits_for_the_batches_sent(stores: tuple[Store,
     by_process.executions.record(new("a", id="f" * 32))  # written here: a batch of one
     assert not writer._waiting  # the batch sent was answered first
     assert sent[0].wait() == START_AT and _count(by_process) == START_AT + 1
+
+
+_READ_CHUNK = "oxyeval.suites.cases.histories:read_chunk"
+
+
+def test_a_read_runs_in_the_process_and_answers_as_if_read_here(
+    stores: tuple[Store, Store],
+) -> None:
+    """A large run's case histories are read by the child (on its core), and give what
+    reading them here gives; what the child raises is raised here."""
+    from oxyeval.suites.cases.histories import read_chunk
+
+    by_process, _ = stores
+    _ready(by_process)
+    by_process.executions.record_many(_batch())
+    asked = [("a", "positive"), ("b", "positive"), ("nobody", "positive")]
+    done, there = by_process.read_elsewhere(_READ_CHUNK, asked, "", 5)
+    assert done and there == read_chunk(by_process, asked, "", 5)
+    assert there["a"].history.total_runs > 0 and there["nobody"].history.total_runs == 0
+    with pytest.raises(StoreError, match="only oxyeval's functions"):
+        by_process.read_elsewhere("os:getcwd")
+    with pytest.raises(TypeError):  # the function's own error, as itself
+        by_process.read_elsewhere(_READ_CHUNK, asked)
+
+
+def test_a_read_without_a_process_is_left_to_the_caller(
+    stores: tuple[Store, Store],
+) -> None:
+    by_process, by_thread = stores
+    assert by_thread.read_elsewhere(_READ_CHUNK, [], "", 5) == (False, None)  # none started
+    writer = _ready(by_process)
+    writer._proc.kill()
+    assert by_process.read_elsewhere(_READ_CHUNK, [], "", 5) == (False, None)  # lost
+    assert writer.broken
+
+
+def test_large_answers_are_read_while_batches_are_being_sent(stores: tuple[Store, Store]) -> None:
+    """Reads with large answers from one thread, large batches from another: the reader
+    goes on reading answers while the sender waits for room in the pipe (a child blocked
+    on an answer nobody read would otherwise never take the rest of what it was sent)."""
+    import threading
+
+    by_process, _ = stores
+    _ready(by_process)
+    asked = [(f"case {n}", "x" * 40) for n in range(4000)]  # an answer of a few hundred KB
+    sent: list[Any] = []
+    answers: list[int] = []
+
+    def send() -> None:
+        with deferred_writes("run-1") as batches:
+            for k in range(12):
+                by_process.executions.record_many(_nth(k, output="y" * 2000))
+        sent.extend(batches)
+
+    def read() -> None:
+        for _ in range(6):
+            done, found = by_process.read_elsewhere(_READ_CHUNK, asked, "", 5)
+            answers.append(len(found) if done else -1)
+
+    threads = [threading.Thread(target=send), *(threading.Thread(target=read) for _ in range(2))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads), "the pipe is stuck"
+    assert answers == [4000] * 12
+    assert [s.wait() for s in sent] == [START_AT] * 12
+    assert _count(by_process) == 12 * START_AT

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ...store import CaseHistory
 from ..earlier import previous_results
+from .results import CASES
 
 if TYPE_CHECKING:
     from ...evaluation import Previous
     from ...store import Store, TestCase
 
-__all__ = ["HISTORY_CHUNK", "CaseHistories", "Earlier"]
+__all__ = ["HISTORY_CHUNK", "CaseHistories", "Earlier", "read_chunk"]
 
 HISTORY_CHUNK = 400  # cases whose history is read together, in plan order
 
@@ -99,11 +100,27 @@ class CaseHistories:
         return loading
 
     def _read(self, part: Sequence[TestCase]) -> dict[str, Earlier]:
-        """The chunk's histories and previous results, read before any of its cases has
-        run (so none of this run's results is among them, and no run id is needed)."""
-        asked = [c for c in part if c.expected_output is not None]
-        read = self._store.stats.histories(
-            [(c.id, (c.expected_output, self.method)) for c in asked], self._recent
-        )
-        previous = previous_results(self._store, None, [("cases", c.id) for c in asked])
-        return {c.id: Earlier(h, p, True) for c, h, p in zip(asked, read, previous, strict=True)}
+        """The chunk's histories and previous results, read by the history's writer
+        process when it has one (on its core: read here, they shared the interpreter's
+        lock with the cases, and a replay's cases waited on them), else here."""
+        asked = [(c.id, c.expected_output) for c in part if c.expected_output is not None]
+        elsewhere = getattr(self._store, "read_elsewhere", None)
+        if elsewhere is not None:
+            done, found = elsewhere(_READ_CHUNK, asked, self.method, self._recent)
+            if done:
+                return found  # type: ignore[no-any-return]
+        return read_chunk(self._store, asked, self.method, self._recent)
+
+
+def read_chunk(
+    store: Store, asked: Sequence[tuple[str, str]], method: str, recent: int
+) -> dict[str, Earlier]:
+    """Each (case id, expected output)'s regression inputs and previous result, read
+    before any of the cases has run (so none of this run's results is among them, and no
+    run id is needed). Module-level: the writer process runs it by name."""
+    read = store.stats.histories([(cid, (expected, method)) for cid, expected in asked], recent)
+    previous = previous_results(store, None, [(CASES.name, cid) for cid, _expected in asked])
+    return {cid: Earlier(h, p, True) for (cid, _), h, p in zip(asked, read, previous, strict=True)}
+
+
+_READ_CHUNK = f"{__name__}:{read_chunk.__name__}"
