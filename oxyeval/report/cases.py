@@ -204,13 +204,19 @@ def case_run_json(run: CaseRun, decision: Decision | None = None) -> dict[str, A
         return (r.as_result() for r in run.results)
 
     # A large run is written as its results are read back (from disk, once it keeps them
-    # there), each on a line of its own, rather than built as one document first.
+    # there), each on a line of its own, rather than built as one document first; what
+    # is counted over them is counted in one pass (each pass of 100,000 read them back).
     count = len(run.results)
     streamed = count > STREAM_PAST or getattr(run.results, "spilled", False)
+    run_ids: list[str | None] = []
+    regressions = 0
+    for r in run.results:
+        run_ids.append(run.runs.get(r.prompt_id) or None)
+        regressions += r.is_regression
     body = {
         "executions": Streamed(executions, count) if streamed else list(executions()),
         "planned": run.planned,
-        "regressions": run.regression_count,
+        "regressions": regressions,
         "promptVersions": dict(run.versions),
         "runIds": dict(run.runs),
     }
@@ -223,5 +229,5 @@ def case_run_json(run: CaseRun, decision: Decision | None = None) -> dict[str, A
         history=run.history,
         warnings=run.warnings,
         cached_calls=run.cached_calls,
-        run_ids=[run.runs.get(r.prompt_id) or None for r in run.results],
+        run_ids=run_ids,
     )
