@@ -57,6 +57,11 @@ class Previous:
     def to_dict(self) -> dict[str, Any]:
         return {"accuracy": _round(self.accuracy), "at": self.at, "run_id": self.run_id}
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Pickled as its values: a large run reads its results back from disk (a slotted
+        # dataclass by name read back several times slower).
+        return Previous, (self.accuracy, self.at, self.run_id, self.tally)
+
 
 @dataclass(slots=True)
 class Result:
