@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from oxyeval.store import open_results, open_store
 from oxyeval.store._engine import resolve_location
 from oxyeval.store._fresh import SNAPSHOT, create_from_snapshot, render_snapshot
@@ -34,14 +36,51 @@ def test_the_committed_snapshot_is_what_the_migrations_build() -> None:
     )
 
 
+def _migrated(path: Path) -> Path:
+    """A new history built by the migrations (the tables' schema at once), not the snapshot."""
+    from oxyeval.store._engine import create_engine
+    from oxyeval.store._migrations import upgrade
+
+    path.parent.mkdir(parents=True)
+    location = resolve_location(str(path), environ={})
+    engine = create_engine(location, timeout=5, read_only=False)
+    try:
+        assert upgrade(engine, location) == "empty"
+    finally:
+        engine.dispose()
+    return path
+
+
 def test_a_file_from_the_snapshot_equals_a_migrated_one(tmp_path: Path) -> None:
-    migrated = tmp_path / "a" / "oxyeval.db"
-    open_store(migrated).close()
+    migrated = _migrated(tmp_path / "a" / "oxyeval.db")
     fresh = tmp_path / "b" / ".oxy" / "oxyeval.db"
     assert create_from_snapshot(fresh)
     assert _describe(fresh) == _describe(migrated)
     assert _describe(fresh)[3] == "wal"
     assert sorted(p.name for p in fresh.parent.iterdir()) == ["oxyeval.db"]  # no temp file left
+
+
+def test_the_full_store_makes_a_new_history_from_the_snapshot_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``oxy cases run`` creates on a new project is the migrations' file, made from the
+    snapshot (quicker than building the tables' schema, which a first run waited for)."""
+    from oxyeval.store import _migrations
+
+    made = tmp_path / "c" / ".oxy" / "oxyeval.db"
+    with monkeypatch.context() as m:
+        m.setattr(_migrations, "_create_at_head", lambda _conn: pytest.fail("built, not copied"))
+        with open_store(made) as store:
+            store.prompts.upsert("p", "p", "p.prompt.yml")
+    assert sorted(
+        p.name for p in made.parent.iterdir() if not p.name.endswith(("-wal", "-shm"))
+    ) == ["oxyeval.db"]
+    migrated = _migrated(tmp_path / "a" / "oxyeval.db")
+    with open_store(migrated) as store:
+        store.prompts.upsert("p", "p", "p.prompt.yml")
+    schema = [line for line in _describe(made)[0] if not line.startswith("INSERT")]
+    assert schema == [line for line in _describe(migrated)[0] if not line.startswith("INSERT")]
+    assert _describe(made)[1:] == _describe(migrated)[1:]
 
 
 def test_the_first_run_writes_through_the_lean_store_and_the_full_store_reads_it(
