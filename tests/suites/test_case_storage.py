@@ -93,6 +93,9 @@ class _History:
     def in_runs(self, kind: str, pairs: Any, with_scores: bool) -> dict[Any, Any]:
         return {}
 
+    def read_elsewhere(self, function: str, *args: Any) -> tuple[bool, Any]:
+        return False, None  # no writer process: read here
+
 
 def test_only_cases_judged_before_have_their_history_read() -> None:
     from oxyeval.store import CaseHistory

@@ -104,12 +104,8 @@ class CaseHistories:
         process when it has one (on its core: read here, they shared the interpreter's
         lock with the cases, and a replay's cases waited on them), else here."""
         asked = [(c.id, c.expected_output) for c in part if c.expected_output is not None]
-        elsewhere = getattr(self._store, "read_elsewhere", None)
-        if elsewhere is not None:
-            done, found = elsewhere(_READ_CHUNK, asked, self.method, self._recent)
-            if done:
-                return found  # type: ignore[no-any-return]
-        return read_chunk(self._store, asked, self.method, self._recent)
+        done, found = self._store.read_elsewhere(_READ_CHUNK, asked, self.method, self._recent)
+        return found if done else read_chunk(self._store, asked, self.method, self._recent)  # type: ignore[no-any-return]
 
 
 def read_chunk(
