@@ -265,7 +265,7 @@ class Store:
             if what == "executions":
                 self.expect_executions(len(batch))
             return None
-        if writer.broken or not writer.ready():
+        if not writer.ready():  # not yet, or no longer (broken)
             return None
         from ..redact import registered_secrets
         from ._deferred import Sent, deferring
@@ -288,7 +288,7 @@ class Store:
         from ._writer import Lost
 
         writer = self._process
-        if writer is None or writer.broken or not writer.ready():
+        if writer is None or not writer.ready():
             return False, None
         try:
             return True, writer.wait(writer.call(function, args))

@@ -441,16 +441,15 @@ def _serve() -> None:
                     reply = ("ok", _called(store, *payload))
                 elif op == "chained" and store is not None:
                     chain, op, payload = payload
-                    if chain in failed:  # an earlier batch of its chain failed
-                        reply = ("error", failed[chain])
-                    else:
+                    if chain not in failed:  # else an earlier batch of its chain failed
                         try:
                             reply = ("ok", _write(store, op, payload))
                         except Exception as exc:
                             while len(failed) >= _CHAINS_KEPT:
                                 failed.pop(next(iter(failed)))
                             failed[chain] = _portable(exc)
-                            raise
+                    if chain in failed:
+                        reply = ("error", failed[chain])
                 elif store is not None:
                     reply = ("ok", _write(store, op, payload))
                 else:
