@@ -45,45 +45,40 @@ def previous_results(
 ) -> list[Previous | None]:
     """:func:`earlier_results` of each (kind, subject): for a subject whose previous result
     is read before it has one in this run (``run_id`` None then)."""
+    unknown = {kind: result_kind(kind).unknown for kind, _subject in keys}
+
+    def scored(kind: str, row: tuple[str, str, float | None, str]) -> bool:
+        """A scored result of another run: a previous one."""
+        return row[0] != run_id and row[2] is not None and row[1] not in unknown[kind]
+
     recent: dict[str, dict[str, list[tuple[str, str, float | None, str]]]] = {}
-    for kind in {kind for kind, _subject in keys}:
+    for kind in unknown:
         subjects = [subject for k, subject in keys if k == kind]
         found = recent[kind] = store.results.recent(kind, subjects, limit=_FIRST_LOOK)
-        unknown = result_kind(kind).unknown
         # Nearly always one of a subject's latest few rows is its previous scored result;
         # only where none is (errors, this run's own repeats) are more rows read.
         further = [
             subject
             for subject, rows in found.items()
-            if len(rows) == _FIRST_LOOK
-            and not any(r[0] != run_id and r[2] is not None and r[1] not in unknown for r in rows)
+            if len(rows) == _FIRST_LOOK and not any(scored(kind, r) for r in rows)
         ]
         if further:
             found.update(store.results.recent(kind, further, limit=_LOOKBACK))
-    chosen: list[tuple[str, str, tuple[str, float, str]] | None] = []
+    chosen: list[tuple[str, str, tuple[str, str, float | None, str]] | None] = []
     for kind, subject in keys:
-        unknown = result_kind(kind).unknown
-        chosen.append(
-            next(
-                (
-                    (kind, subject, (earlier_run, score, created_at))
-                    for earlier_run, status, score, created_at in recent[kind].get(subject, ())
-                    if earlier_run != run_id and score is not None and status not in unknown
-                ),
-                None,
-            )
-        )
+        row = next((r for r in recent[kind].get(subject, ()) if scored(kind, r)), None)
+        chosen.append(None if row is None else (kind, subject, row))
     baselines: dict[str, dict[tuple[str, str], list[Any]]] = {}
     for kind in {c[0] for c in chosen if c is not None}:
         pairs = [(c[1], c[2][0]) for c in chosen if c is not None and c[0] == kind]
         baselines[kind] = store.results.in_runs(kind, pairs, with_scores=False)
-    found: list[Previous | None] = []
+    previous: list[Previous | None] = []
     for c in chosen:
         if c is None:
-            found.append(None)
+            previous.append(None)
             continue
-        kind, subject, (earlier_run, score, created_at) = c
+        kind, subject, (earlier_run, _status, score, created_at) = c
         rows = baselines[kind].get((subject, earlier_run), [])
         tally = add_tallies(tally_of(r.to_result()) for r in rows)
-        found.append(Previous(score, created_at, earlier_run, tally))
-    return found
+        previous.append(Previous(score, created_at, earlier_run, tally))  # type: ignore[arg-type]
+    return previous

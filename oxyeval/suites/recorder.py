@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._tasks import finish_shielded
 from ..evaluation import Previous, Result, result_kind
-from .earlier import baseline_tally, earlier_results
+from .earlier import earlier_results
 from .status import StoredRun, final_status
 
 if TYPE_CHECKING:
@@ -44,8 +44,6 @@ __all__ = [
     "Recorder",
     "RunRow",
     "Storage",
-    "baseline_tally",
-    "earlier_results",
 ]
 
 _SUBJECTS_SHOWN = 5  # parts named in a run row's subject before "and N more"

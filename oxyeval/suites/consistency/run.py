@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ..._tasks import run_sync
 from ...evaluation import EventSink, Previous, Result
 from ...providers import RetryPolicy
-from ..recorder import Storage, baseline_tally
+from ..earlier import baseline_tally
+from ..recorder import Storage
 from ..shards import ShardKey
 from ..suite import ProgressSink, SuiteRun, progress_events, run_kind
 from ..targets import AgentTarget, Target, WorkflowTarget, workflow_question
