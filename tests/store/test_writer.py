@@ -23,6 +23,7 @@ from oxyeval.store import (
     open_store,
 )
 from oxyeval.store._writer import START_AT
+from oxyeval.suites.cases.histories import _READ_CHUNK  # the name a run's reads go by
 
 from ._helpers import make_case, new
 
@@ -407,9 +408,6 @@ def test_a_write_in_this_process_waits_for_the_batches_sent(stores: tuple[Store,
     by_process.executions.record(new("a", id="f" * 32))  # written here: a batch of one
     assert not writer._waiting  # the batch sent was answered first
     assert sent[0].wait() == START_AT and _count(by_process) == START_AT + 1
-
-
-_READ_CHUNK = "oxyeval.suites.cases.histories:read_chunk"
 
 
 def test_a_read_runs_in_the_process_and_answers_as_if_read_here(
