@@ -189,11 +189,14 @@ _dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=Fa
 @dataclass(frozen=True)
 class _Settings:
     """The part of a key that is the same for every call with these settings: its fields
-    (plain), and each one's ``"name":value`` text."""
+    (plain), and their canonical text."""
 
     options: Any  # the spec's own options object, held: its id is part of the memo's key
     fields: dict[str, Any]
-    texts: dict[str, str]
+    #: The canonical text around a call's messages and run indices, which sort between
+    #: the settings' fields: (what precedes the messages, what lies between them and the
+    #: run, what follows the run), each with its ``"name":`` in place.
+    around: tuple[str, str, str]
 
 
 _SETTINGS: dict[tuple[Any, ...], _Settings] = {}
@@ -232,14 +235,21 @@ def _settings(spec: ModelSpec, base_url: str, params: GenerateParams) -> _Settin
             else asdict(params.response_schema),
         }
     )
-    made = _Settings(
-        spec.options, fields, {k: f"{_dumps(k)}:{_dumps(v)}" for k, v in fields.items()}
-    )
+    texts = {k: f"{_dumps(k)}:{_dumps(v)}" for k, v in fields.items()}
+    made = _Settings(spec.options, fields, _around(texts))
     if memo is not None:
         if len(_SETTINGS) >= _SETTINGS_KEPT:
             _SETTINGS.clear()
         _SETTINGS[memo] = made
     return made
+
+
+def _around(texts: dict[str, str]) -> tuple[str, str, str]:
+    """:attr:`_Settings.around` for these settings' texts."""
+    slots = {**texts, "messages": "\0", "run": "\0"}
+    whole = "{" + ",".join(slots[name] for name in sorted(slots)) + "}"
+    before, between, after = whole.split("\0")
+    return before + '"messages":', between + '"run":', after
 
 
 def answer_key(
@@ -265,28 +275,45 @@ def answer_key(
     key = AnswerKey(settings.fields, messages=sent, run=runs)
     # Run indices are plain ints nearly always: printed as JSON prints them.
     ran = "[" + ",".join(map(str, runs)) + "]" if all(type(r) is int for r in runs) else None
-    texts = {
-        **settings.texts,
-        "messages": f'"messages":{_dumps(sent)}',
-        "run": f'"run":{ran or _dumps(runs)}',
-    }
-    key.canonical = "{" + ",".join(texts[name] for name in sorted(texts)) + "}"
+    before, between, after = settings.around
+    key.canonical = f"{before}{_messages_text(sent)}{between}{ran or _dumps(runs)}{after}"
     return key
+
+
+#: A text as the key's encoder prints it (quoted, escaped, not ASCII-escaped).
+_quoted = json.encoder.encode_basestring
+
+
+def _messages_text(sent: list[dict[str, Any]]) -> str:
+    """``_dumps(sent)``, written directly for messages of text fields only (nearly every
+    call's): the encoder's own machinery cost more than the rest of the key."""
+    parts = []
+    for message in sent:
+        if not all(type(v) is str for v in message.values()):
+            return _dumps(sent)
+        parts.append(
+            "{" + ",".join(f"{_quoted(k)}:{_quoted(message[k])}" for k in sorted(message)) + "}"
+        )
+    return "[" + ",".join(parts) + "]"
 
 
 def completion_data(completion: Completion) -> dict[str, Any]:
     """What a cache keeps of an answer: its content, not how it was fetched (no latency,
     attempts or model name)."""
-    return _plain(
-        {
-            "text": completion.text,
-            "finish_reason": completion.finish_reason,
-            "input_tokens": completion.usage.input_tokens,
-            "output_tokens": completion.usage.output_tokens,
-            "tool_calls": [asdict(c) for c in completion.tool_calls],
-            "structured": completion.structured,
-        }
+    data = {
+        "text": completion.text,
+        "finish_reason": completion.finish_reason,
+        "input_tokens": completion.usage.input_tokens,
+        "output_tokens": completion.usage.output_tokens,
+        "tool_calls": [asdict(c) for c in completion.tool_calls],
+        "structured": completion.structured,
+    }
+    # A text answer (nearly every one) is JSON-ready as it is; nested values are made so.
+    plain = not data["tool_calls"] and all(
+        type(data[k]) in _SCALARS
+        for k in ("text", "finish_reason", "input_tokens", "output_tokens", "structured")
     )
+    return data if plain else _plain(data)
 
 
 def completion_from_data(data: Mapping[str, Any]) -> Completion | None:

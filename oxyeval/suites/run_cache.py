@@ -249,7 +249,8 @@ class RunCache:
     def served(self, kind: str, calls: int) -> None:
         self.served_calls[kind] = self.served_calls.get(kind, 0) + calls
         count_served(calls)
-        if self.events is not None and calls:
+        # An event only for a sink that listens: a stream nobody subscribed to is falsy.
+        if calls and self.events:
             self.events(CacheServed(kind=self.run_kind, cache=kind, calls=calls))
 
     # -- lookups, batched
