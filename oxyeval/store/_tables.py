@@ -39,6 +39,7 @@ __all__ = [
     "case_daily",
     "executions",
     "judge_calibrations",
+    "live_name_index",
     "metadata",
     "prompt_versions",
     "prompts",
@@ -118,7 +119,8 @@ test_cases = sa.Table(
         "name",
         unique=True,
         sqlite_where=sa.text("deleted_at IS NULL"),
-        postgresql_where=sa.text("deleted_at IS NULL"),
+        # and postgresql_where, given when a PostgreSQL schema is made (live_name_index):
+        # naming it here imported SQLAlchemy's PostgreSQL dialect into every SQLite run.
     ),
     implicit_returning=False,
 )
@@ -527,3 +529,13 @@ judge_calibrations = sa.Table(
     sa.Index("ix_judge_calibrations_judge", "judge_model", "prompt_version", "created_at"),
     implicit_returning=False,
 )
+
+
+def live_name_index() -> sa.Index:
+    """The index that keeps a live case's name unique, partial on PostgreSQL as on SQLite
+    (its ``postgresql_where``, added once, before a PostgreSQL schema is created)."""
+    index = next(i for i in test_cases.indexes if i.name == "uq_test_cases_live_name")
+    options = index.dialect_options["postgresql"]
+    if options["where"] is None:
+        options["where"] = sa.text("deleted_at IS NULL")
+    return index

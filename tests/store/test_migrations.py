@@ -342,6 +342,37 @@ def test_tables_and_migrations_agree(backend: Backend, replay: bool) -> None:
     assert diff == []
 
 
+@pytest.mark.parametrize("replay", [True, False], ids=["revisions", "new-at-head"])
+def test_a_live_name_is_unique_only_among_live_cases(backend: Backend, replay: bool) -> None:
+    """The unique index on a case's name is partial on both backends, however the schema
+    was made: a deleted case keeps its name and a new live case may take it too."""
+    import sqlalchemy as sa
+
+    from oxyeval.store._engine import create_engine
+    from oxyeval.store._migrations import upgrade
+
+    loc = backend.fresh()
+    if loc.path is not None:
+        loc.path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(loc)
+    row = (
+        "INSERT INTO test_cases (id, prompt_id, name, input, created_at, updated_at, deleted_at)"
+        " VALUES (:id, 'p', 'same', '{}', 't', 't', :deleted)"
+    )
+    try:
+        upgrade(engine, loc, replay=replay)
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text("INSERT INTO prompts (id, name, created_at) VALUES ('p', 'p', 't')")
+            )
+            conn.execute(sa.text(row), {"id": "gone", "deleted": "t"})
+            conn.execute(sa.text(row), {"id": "live", "deleted": None})
+        with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+            conn.execute(sa.text(row), {"id": "twin", "deleted": None})
+    finally:
+        engine.dispose()
+
+
 def test_live_cases_sharing_a_name_keep_one_and_the_others_are_renamed(backend: Backend) -> None:
     """A history written before names were held unique may hold two live cases of one
     name (API requests that raced): the upgrade keeps the name on the one a file declares

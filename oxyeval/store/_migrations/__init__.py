@@ -149,8 +149,10 @@ def _create_at_head(conn: Connection) -> None:
     The tests check that this and replaying the revisions build the same schema."""
     import sqlalchemy as sa
 
-    from .._tables import metadata
+    from .._tables import live_name_index, metadata
 
+    if conn.dialect.name == "postgresql":
+        live_name_index()
     metadata.create_all(conn)
     version = sa.Table(
         VERSION_TABLE,
