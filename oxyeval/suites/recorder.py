@@ -91,6 +91,9 @@ class Storage:
     write: Writer = _core_rows
     previous: PreviousReader | None = earlier_results
     full: bool = False
+    #: Whether a batch has a previous result left to read (None: always): a batch whose
+    #: every previous result is known already is not handed to a thread for nothing.
+    unread: Callable[[Sequence[tuple[Result, Any]]], bool] | None = None
 
 
 @dataclass(eq=False)
@@ -420,6 +423,9 @@ class Recorder:
         if reader is None or opened.reader is None:
             return True
         items = [(r.result, r.extra) for _row, r, _f in entries]
+        unread = self.storage.unread
+        if unread is not None and not unread(items):
+            return True
         try:
             previous = await asyncio.to_thread(reader, opened.reader, entries[0][0].run_id, items)
         except Exception as exc:  # the earlier results could not be read

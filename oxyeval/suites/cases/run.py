@@ -49,7 +49,7 @@ from .selection import (
     select_cases,
     unknown_names_error,
 )
-from .storage import earlier_cases, execution_rows
+from .storage import earlier_cases, execution_rows, unread_cases
 from .stored import api_prompt_defs
 
 if TYPE_CHECKING:
@@ -306,7 +306,7 @@ class Cases:
     it is scored, so an interrupted run keeps every finished result."""
 
     name = "cases"
-    storage = Storage(write=execution_rows, previous=earlier_cases, full=True)
+    storage = Storage(write=execution_rows, previous=earlier_cases, full=True, unread=unread_cases)
 
     def __init__(
         self,

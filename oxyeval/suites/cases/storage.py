@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ...evaluation import Previous, Result
     from ..history_store import RunStore
 
-__all__ = ["Stamp", "earlier_cases", "execution_rows"]
+__all__ = ["Stamp", "earlier_cases", "execution_rows", "unread_cases"]
 
 
 class Stamp(NamedTuple):
@@ -44,6 +44,15 @@ def execution_rows(
     return stamps
 
 
+def _unread(case: Any) -> bool:
+    return getattr(case, "previous_unread", True)
+
+
+def unread_cases(items: Sequence[tuple[Result, Any]]) -> bool:
+    """Whether :func:`earlier_cases` has anything to read for ``items``."""
+    return any(_unread(case) for _r, case in items)
+
+
 def earlier_cases(
     store: RunStore, run_id: str | None, items: Sequence[tuple[Result, Any]]
 ) -> list[Previous | None]:
@@ -52,7 +61,7 @@ def earlier_cases(
     history has none, and one whose history was read ahead of it got its previous result
     with it, so a run of 10,000 cases reads nothing here. ``items`` pair each result with
     its :class:`~.results.CaseResult`."""
-    asked = [n for n, (_r, case) in enumerate(items) if getattr(case, "previous_unread", True)]
+    asked = [n for n, (_r, case) in enumerate(items) if _unread(case)]
     found: list[Previous | None] = [None] * len(items)
     if asked:
         read = earlier_results(store, run_id, [items[n] for n in asked])
