@@ -117,6 +117,16 @@ def cases_run(
         raise fail(err, OxyError(message), as_json)
     run = CaseRun(db=Path("."))
     sharding, problem = shards(shard, run_group, kind="cases")
+    held = gates(
+        min_accuracy,
+        threshold_mode,
+        min_pass_rate,
+        strict,
+        fail_on_drop,
+        allow_empty,
+        fail_on_regression=fail_on_regression,
+        inconclusive=inconclusive,
+    )
 
     def once(events: Any, final: bool = True) -> Any:
         return run_cases_async(
@@ -130,22 +140,14 @@ def cases_run(
             cache=cache,
             events=events if final else None,
             sharding=sharding,
+            gates=held,  # decided once, under the command's gates (see driver.finish)
         )
 
     code = drive(
         reporter("cases"),
         run,
         batched(once, err, "cases", paths or [], project, db, False) if batch else once,
-        gates(
-            min_accuracy,
-            threshold_mode,
-            min_pass_rate,
-            strict,
-            fail_on_drop,
-            allow_empty,
-            fail_on_regression=fail_on_regression,
-            inconclusive=inconclusive,
-        ),
+        held,
         err=err,
         out=out,
         as_json=as_json,

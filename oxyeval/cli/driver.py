@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from .._collector import relaxed
 from ..errors import ConfigError, OxyError
-from ..evaluation import Gates, decide, decide_run, gate_option_error, with_artifact_failure
+from ..evaluation import (
+    Decision,
+    Gates,
+    decide,
+    decide_run,
+    gate_option_error,
+    with_artifact_failure,
+)
 from ..report.text import shown
 from ._common import live_progress, print_json
 from .console import json_error, print_error
@@ -28,7 +35,6 @@ from .console import json_error, print_error
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..evaluation import Decision
     from ..report import RunReporter
     from ..suites import Sharding
 
@@ -129,7 +135,7 @@ def finish(
     if sharding is not None and sharding.total and not sharding.selected:
         # More shards than tests: this one has none, which is no empty selection.
         gates = replace(gates, allow_empty=True)
-    decision = decide_run(run, gates, error=error)
+    decision = _decided(run, gates, error)
     code = decision.code
     if interrupted is not None:
         line = reporter.interrupted_line(run, interrupted)
@@ -174,6 +180,21 @@ def finish(
         line = f"error: {reason}" if reason == decision.empty else reason
         err.print(shown(line), style="red", markup=False)
     return code
+
+
+def _decided(run: Any, gates: Gates, error: BaseException | None) -> Decision:
+    """The decision the run ended with when it was made under these gates and nothing
+    stopped the run since, else made now: deciding reads every result again (from disk,
+    in a large run), a second of a 100,000-case run's end."""
+    made = getattr(run, "decision", None)
+    if (
+        isinstance(made, Decision)
+        and error is None
+        and made.gates == gates
+        and made.interrupted == bool(getattr(run, "interrupted", False))
+    ):
+        return made
+    return decide_run(run, gates, error=error)
 
 
 def _with_code(decision: Decision, code: int) -> Decision:
