@@ -34,7 +34,17 @@ ORDER = [
     "cli",
 ]
 #: Top-level modules every stage may import; they import no stage.
-SHARED = ["_collector", "_lazy", "_tasks", "errors", "inputs", "paths", "patterns", "redact", "terminal"]
+SHARED = [
+    "_collector",
+    "_lazy",
+    "_tasks",
+    "errors",
+    "inputs",
+    "paths",
+    "patterns",
+    "redact",
+    "terminal",
+]
 #: What a stage may import from the root package, which itself imports every stage.
 ROOT_NAMES = {"__version__"}
 PACKAGE = Path(oxyeval.__file__).parent

@@ -89,6 +89,7 @@ _EXPORTS = {
     "check_regression": "regression_gate",
     "subject_tallies": "regression_gate",
     "tally_of": "regression_gate",
+    "tally_of_row": "regression_gate",
     "clustered_interval": "stats",
     "Interval": "stats",
     "bootstrap_interval": "stats",
@@ -178,6 +179,7 @@ __all__ = [
     "result_kind",
     "subject_tallies",
     "tally_of",
+    "tally_of_row",
     "usage_code",
     "valid_json",
     "wilson_interval",
@@ -235,6 +237,7 @@ if TYPE_CHECKING:
         check_regression,
         subject_tallies,
         tally_of,
+        tally_of_row,
     )
     from .result import Previous, Result, Score
     from .scorers import (

@@ -30,6 +30,7 @@ __all__ = [
     "check_regression",
     "subject_tallies",
     "tally_of",
+    "tally_of_row",
 ]
 
 #: What ``--inconclusive`` accepts: whether a run too small to tell passes or fails.
@@ -38,9 +39,17 @@ INCONCLUSIVE_POLICIES = ("pass", "fail")
 
 def tally_of(result: Result) -> Tally | None:
     """(passes, samples) of one result, or None when it has none (unscored, pending)."""
-    if result.status in result_kind(result.kind).unknown:
+    return tally_of_row(result.kind, result.status, result.passed, result.details)
+
+
+def tally_of_row(
+    kind: str, status: str, passed: bool | None, details: dict[str, Any] | None
+) -> Tally | None:
+    """:func:`tally_of` from the fields it reads, as the history stores them (a run
+    reads thousands of baselines this way, without making each a result)."""
+    if status in result_kind(kind).unknown:
         return None
-    details = result.details or {}
+    details = details or {}
     given = details.get("tally")
     if isinstance(given, list | tuple) and len(given) == 2:
         passes, samples = int(given[0]), int(given[1])
@@ -48,9 +57,9 @@ def tally_of(result: Result) -> Tally | None:
     passes, runs = details.get("passes"), details.get("runs")
     if isinstance(passes, int) and isinstance(runs, int) and not isinstance(passes, bool):
         return (passes, runs) if runs > 0 else None
-    if result.passed is None:
+    if passed is None:
         return None
-    return (1 if result.passed else 0, 1)
+    return (1 if passed else 0, 1)
 
 
 def add_tallies(tallies: Iterable[Tally | None]) -> Tally | None:

@@ -7,7 +7,7 @@ on every run, and reads none.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -153,6 +153,20 @@ _EXECUTION_SCORES = (
 _SELECT = f"SELECT {', '.join('r.' + c for c in _RESULT_COLUMNS)} FROM results r"
 
 
+def _in_runs(kind: str, pairs: Sequence[tuple[str, str]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The WHERE clauses (and their values) that find ``pairs`` of (subject, run id):
+    grouped by run (a run's baselines mostly sit in one earlier run), each an index
+    lookup per subject (a long OR of pairs made SQLite scan the kind)."""
+    by_run: dict[str, set[str]] = {}
+    for subject, run_id in pairs:
+        by_run.setdefault(run_id, set()).add(subject)
+    for run_id, subjects in sorted(by_run.items()):
+        for chunk in chunks(sorted(subjects)):
+            names, marks = in_list(chunk)
+            names.update(kind=kind, run_id=run_id)
+            yield f"r.kind = :kind AND r.run_id = :run_id AND r.subject IN ({marks})", names
+
+
 class Results:
     """``store.results``: every kind's results, on either store (``read`` and ``write``
     are its transactions, as for the cache)."""
@@ -252,20 +266,30 @@ class Results:
         a run reads once for all its results' baselines (their tallies need no named
         scores: ``with_scores=False`` reads none)."""
         found: dict[tuple[str, str], list[StoredResult]] = {}
-        # Grouped by run (a run's baselines mostly sit in one earlier run): each statement
-        # is an index lookup per subject; a long OR of pairs made SQLite scan the kind.
-        by_run: dict[str, set[str]] = {}
-        for subject, run_id in pairs:
-            by_run.setdefault(run_id, set()).add(subject)
-        for run_id, subjects in sorted(by_run.items()):
-            for chunk in chunks(sorted(subjects)):
-                names, marks = in_list(chunk)
-                names.update(kind=kind, run_id=run_id)
-                where = f"r.kind = :kind AND r.run_id = :run_id AND r.subject IN ({marks})"
-                # by subject first: the order of ix_results_run_subject, no sort
-                tail = " ORDER BY r.subject, r.seq"
-                for row in self._read_rows(where, names, tail, with_scores=with_scores):
-                    found.setdefault((row.subject, row.run_id), []).append(row)
+        for where, names in _in_runs(kind, pairs):
+            # by subject first: the order of ix_results_run_subject, no sort
+            tail = " ORDER BY r.subject, r.seq"
+            for row in self._read_rows(where, names, tail, with_scores=with_scores):
+                found.setdefault((row.subject, row.run_id), []).append(row)
+        return found
+
+    def tally_rows(
+        self, kind: str, pairs: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], list[tuple[str, bool | None, dict[str, Any]]]]:
+        """:meth:`in_runs` as each result's (status, passed, details): what its tally is
+        counted from (:func:`oxyeval.evaluation.tally_of_row`). A run reads these for
+        each result's baseline; whole results cost several times as much to read."""
+        found: dict[tuple[str, str], list[tuple[str, bool | None, dict[str, Any]]]] = {}
+        with self._read("reading results") as sql:
+            for where, names in _in_runs(kind, pairs):
+                statement = (
+                    "SELECT r.subject, r.run_id, r.status, r.passed, r.details FROM results r "
+                    f"WHERE {where} ORDER BY r.subject, r.seq"
+                )
+                for subject, run_id, status, passed, details in sql.rows(statement, names):
+                    found.setdefault((subject, run_id), []).append(
+                        (status, _bool(passed), loads(details) or {})
+                    )
         return found
 
     def history(self, kind: str, subject: str, limit: int = 20) -> list[StoredResult]:

@@ -8,7 +8,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..evaluation import Previous, Result, Tally, add_tallies, result_kind, tally_of
+from ..evaluation import (
+    Previous,
+    Result,
+    Tally,
+    add_tallies,
+    result_kind,
+    tally_of,
+    tally_of_row,
+)
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -71,7 +79,7 @@ def previous_results(
     baselines: dict[str, dict[tuple[str, str], list[Any]]] = {}
     for kind in {c[0] for c in chosen if c is not None}:
         pairs = [(c[1], c[2][0]) for c in chosen if c is not None and c[0] == kind]
-        baselines[kind] = store.results.in_runs(kind, pairs, with_scores=False)
+        baselines[kind] = store.results.tally_rows(kind, pairs)
     previous: list[Previous | None] = []
     for c in chosen:
         if c is None:
@@ -79,6 +87,6 @@ def previous_results(
             continue
         kind, subject, (earlier_run, _status, score, created_at) = c
         rows = baselines[kind].get((subject, earlier_run), [])
-        tally = add_tallies(tally_of(r.to_result()) for r in rows)
+        tally = add_tallies(tally_of_row(kind, *row) for row in rows)
         previous.append(Previous(score, created_at, earlier_run, tally))  # type: ignore[arg-type]
     return previous

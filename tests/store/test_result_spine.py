@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -309,6 +310,37 @@ def test_baselines_of_many_subjects_across_runs_are_read_in_order(
     assert [r.score for r in found[("a", old)]] == [0.9, 0.7]  # in the order stored
     assert [r.score for r in found[("c", new)]] == [0.5]
     assert store.results.in_runs("toy-essay", [("b", new)]) == {}
+
+
+def test_tally_rows_count_what_whole_results_count(store: Store, toy: ResultKind) -> None:
+    """What a run reads of each baseline (status, passed, details) tallies exactly as the
+    whole results do, an errored result (no tally) and a result with its own tally
+    included."""
+    from oxyeval.evaluation import add_tallies, tally_of, tally_of_row
+
+    old = store.runs.start("toy-essay")
+    store.results.add(
+        old,
+        [
+            _essay("a", 0.9, True),
+            _essay("a", 0.2, False),
+            _essay("b", 0.1, False),
+            replace(_essay("c", 0.5, None), status="error", error="timeout"),
+            replace(_essay("d", 0.6, True), details={"tally": [3, 4]}),
+        ],
+    )
+    pairs = [("a", old), ("b", old), ("c", old), ("d", old), ("e", old)]
+    whole = store.results.in_runs("toy-essay", pairs)
+    lean = store.results.tally_rows("toy-essay", pairs)
+    assert sorted(lean) == sorted(whole) == [("a", old), ("b", old), ("c", old), ("d", old)]
+    for pair, rows in whole.items():
+        expected = add_tallies(tally_of(r.to_result()) for r in rows)
+        assert add_tallies(tally_of_row("toy-essay", *row) for row in lean[pair]) == expected
+    counted = {
+        pair: add_tallies(tally_of_row("toy-essay", *row) for row in rows)
+        for pair, rows in lean.items()
+    }
+    assert counted == {("a", old): (1, 2), ("b", old): (0, 1), ("c", old): None, ("d", old): (3, 4)}
 
 
 def test_a_baseline_lookup_is_an_index_search_not_a_scan_of_the_earlier_run(

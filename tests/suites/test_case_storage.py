@@ -90,7 +90,7 @@ class _History:
     def recent(self, kind: str, subjects: Any, limit: int) -> dict[str, Any]:
         return {s: [self.earlier[s]] for s in subjects if s in self.earlier}
 
-    def in_runs(self, kind: str, pairs: Any, with_scores: bool) -> dict[Any, Any]:
+    def tally_rows(self, kind: str, pairs: Any) -> dict[Any, Any]:
         return {}
 
     def read_elsewhere(self, function: str, *args: Any) -> tuple[bool, Any]:
