@@ -290,6 +290,22 @@ class HistoryPoint:
     prompt_version: int
     created_at: str
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Pickled as its values: a writer process sends thousands of these to a run (a
+        # slotted dataclass by name cost more to send than to read).
+        return HistoryPoint, (
+            self.id,
+            self.status,
+            self.score,
+            self.actual_length,
+            self.length_diff,
+            self.exact_match,
+            self.semantic_score,
+            self.is_regression,
+            self.prompt_version,
+            self.created_at,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class CaseHistory:
@@ -300,6 +316,16 @@ class CaseHistory:
     avg_score: float | None
     avg_length: float | None
     recent: tuple[HistoryPoint, ...] = ()
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # As HistoryPoint's: by its values, in field order.
+        return CaseHistory, (
+            self.total_runs,
+            self.historical_pass_rate,
+            self.avg_score,
+            self.avg_length,
+            self.recent,
+        )
 
 
 @dataclass(frozen=True)

@@ -473,3 +473,17 @@ def test_large_answers_are_read_while_batches_are_being_sent(stores: tuple[Store
     assert answers == [4000] * 12
     assert [s.wait() for s in sent] == [START_AT] * 12
     assert _count(by_process) == 12 * START_AT
+
+
+def test_case_histories_cross_to_the_run_whole() -> None:
+    """What the writer process reads for a run arrives with every field in its place
+    (they are sent as their values, in field order; every value here differs from the
+    others of its type, so two swapped fields would not compare equal)."""
+    import pickle
+
+    from oxyeval.store import CaseHistory
+    from oxyeval.store._rows import HistoryPoint
+
+    point = HistoryPoint("e1", "failed", 0.25, 12, -3, False, 0.5, True, 7, "2026-01-02")
+    history = CaseHistory(4, 0.75, 0.625, 11.5, (point, replace(point, id="e2", score=None)))
+    assert pickle.loads(pickle.dumps(history, protocol=pickle.HIGHEST_PROTOCOL)) == history
