@@ -9,8 +9,9 @@ here: see ``oxyeval.report.cases``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
+from typing import Any, TypeVar
 
 __all__ = [
     "CaseHistory",
@@ -275,6 +276,23 @@ class CaseActivity:
         return self.executions - self.passed - self.failed - self.errors
 
 
+T = TypeVar("T")
+
+
+def _pickled_as_values(cls: type[T]) -> type[T]:
+    """``cls`` pickled as its field values, in order: a writer process sends a run one
+    of these per case, and a slotted dataclass pickled by name cost more to send than to
+    read."""
+    values = attrgetter(*(f.name for f in fields(cls)))  # type: ignore[arg-type]
+
+    def __reduce__(self: T) -> tuple[type[T], tuple[Any, ...]]:
+        return cls, values(self)
+
+    cls.__reduce__ = __reduce__  # type: ignore[assignment,method-assign]
+    return cls
+
+
+@_pickled_as_values
 @dataclass(frozen=True, slots=True)
 class HistoryPoint:
     """What regression detection needs of one earlier judged execution."""
@@ -290,23 +308,8 @@ class HistoryPoint:
     prompt_version: int
     created_at: str
 
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # Pickled as its values: a writer process sends thousands of these to a run (a
-        # slotted dataclass by name cost more to send than to read).
-        return HistoryPoint, (
-            self.id,
-            self.status,
-            self.score,
-            self.actual_length,
-            self.length_diff,
-            self.exact_match,
-            self.semantic_score,
-            self.is_regression,
-            self.prompt_version,
-            self.created_at,
-        )
 
-
+@_pickled_as_values
 @dataclass(frozen=True, slots=True)
 class CaseHistory:
     """Regression-detection inputs, from one snapshot; pass rate as a 0..1 fraction."""
@@ -316,16 +319,6 @@ class CaseHistory:
     avg_score: float | None
     avg_length: float | None
     recent: tuple[HistoryPoint, ...] = ()
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # As HistoryPoint's: by its values, in field order.
-        return CaseHistory, (
-            self.total_runs,
-            self.historical_pass_rate,
-            self.avg_score,
-            self.avg_length,
-            self.recent,
-        )
 
 
 @dataclass(frozen=True)
