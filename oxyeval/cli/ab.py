@@ -122,6 +122,7 @@ def ab_run(
     setup_logging(err, debug)
     run = ABRun(criteria=criteria.value, iterations=iterations)
     sharding, problem = shards(shard, run_group, kind="ab")
+    held = gates(min_accuracy, threshold_mode, min_pass_rate, strict, fail_on_drop, allow_empty)
 
     def once(events: Any, final: bool = True) -> Any:
         return run_ab_tests_async(
@@ -137,13 +138,14 @@ def ab_run(
             events=events if final else None,
             into=run if final else ABRun(criteria=criteria.value, iterations=iterations),
             sharding=sharding,
+            gates=held,  # decided once, under the command's gates (see driver.finish)
         )
 
     code = drive(
         reporter("ab"),
         run,
         batched(once, err, "ab", paths or [], project, db, False) if batch else once,
-        gates(min_accuracy, threshold_mode, min_pass_rate, strict, fail_on_drop, allow_empty),
+        held,
         err=err,
         out=out,
         as_json=format is Format.json,

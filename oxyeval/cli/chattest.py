@@ -83,6 +83,7 @@ def chattest_command(
     setup_logging(err, debug)
     run = PassFailRun()
     sharding, problem = shards(shard, run_group, kind="chattest")
+    held = gates(min_accuracy, threshold_mode, min_pass_rate, strict, fail_on_drop, allow_empty)
     code = drive(
         reporter("chattest"),
         run,
@@ -96,8 +97,9 @@ def chattest_command(
             adaptive=adaptive,
             into=run,
             sharding=sharding,
+            gates=held,  # decided once, under the command's gates (see driver.finish)
         ),
-        gates(min_accuracy, threshold_mode, min_pass_rate, strict, fail_on_drop, allow_empty),
+        held,
         err=err,
         out=out,
         as_json=format is Format.json,

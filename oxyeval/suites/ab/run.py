@@ -343,9 +343,11 @@ async def run_ab_tests_async(
     on_execution: Callable[[ABCaseResult, BranchOutcome], None] | None = None,
     into: ABRun | None = None,
     sharding: Sharding | None = None,
+    gates: Gates | None = None,
 ) -> ABRun:
     """A/B tests of every case with branches in the given prompt/cases files (default: the
-    whole project), or of the ``cases`` named (a case name or its id).
+    whole project), or of the ``cases`` named (a case name or its id); ``run.decision`` is
+    the one decision under ``gates``.
 
     ``criteria``: best_quality (default), fastest, cheapest, best_value or balanced.
     ``iterations`` > 1 repeats each comparison and reports the winner distribution, 95%
@@ -368,6 +370,7 @@ async def run_ab_tests_async(
         events=events,
         on_execution=on_execution,
         explicit=bool(cases),
+        gates=gates,
         sharding=sharding,
     )
     return run

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..._tasks import run_sync
 from ...errors import ConfigError
-from ...evaluation import EventSink
+from ...evaluation import EventSink, Gates
 from ...project.chattest import ChatTestSuite, load_chattest
 from ...project.config import Project, load_project
 from ...project.document import Document
@@ -100,10 +100,12 @@ async def run_chattest_async(
     adaptive: bool = False,
     into: PassFailRun | None = None,
     sharding: Sharding | None = None,
+    gates: Gates | None = None,
 ) -> PassFailRun:
     """Run chattest's prompt files (a folder with ``prompts/`` and ``models/``, or files).
     Inside a project (a config.yml found from the files, or ``project_dir``) its models
-    may be named too and the pass rates go to its history; outside one, none is kept."""
+    may be named too and the pass rates go to its history; outside one, none is kept.
+    ``run.decision`` is the one decision under ``gates``."""
     project = _project_for(paths, project_dir)
     suite = load_chattest(list(paths), project=project, environ=environ)
     if not suite.prompts:
@@ -129,6 +131,7 @@ async def run_chattest_async(
         keep_outputs=False,
         into=run,
         sharding=sharding,
+        gates=gates,
     )
 
 
