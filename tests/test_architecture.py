@@ -37,6 +37,7 @@ ORDER = [
 SHARED = [
     "_collector",
     "_lazy",
+    "_pickled",
     "_tasks",
     "errors",
     "inputs",

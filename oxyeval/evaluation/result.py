@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._pickled import as_values
+
 __all__ = ["Previous", "Result", "Score"]
 
 
@@ -41,6 +43,7 @@ class Score:
         }
 
 
+@as_values
 @dataclass(frozen=True, slots=True)
 class Previous:
     """The latest earlier scored result of the same subject in the history: what a drop is
@@ -56,11 +59,6 @@ class Previous:
 
     def to_dict(self) -> dict[str, Any]:
         return {"accuracy": _round(self.accuracy), "at": self.at, "run_id": self.run_id}
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # Pickled as its values: a large run reads its results back from disk (a slotted
-        # dataclass by name read back several times slower).
-        return Previous, (self.accuracy, self.at, self.run_id, self.tally)
 
 
 @dataclass(slots=True)

@@ -9,9 +9,10 @@ here: see ``oxyeval.report.cases``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
-from operator import attrgetter
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._pickled import as_values
 
 __all__ = [
     "CaseHistory",
@@ -276,23 +277,7 @@ class CaseActivity:
         return self.executions - self.passed - self.failed - self.errors
 
 
-T = TypeVar("T")
-
-
-def _pickled_as_values(cls: type[T]) -> type[T]:
-    """``cls`` pickled as its field values, in order: a writer process sends a run one
-    of these per case, and a slotted dataclass pickled by name cost more to send than to
-    read."""
-    values = attrgetter(*(f.name for f in fields(cls)))  # type: ignore[arg-type]
-
-    def __reduce__(self: T) -> tuple[type[T], tuple[Any, ...]]:
-        return cls, values(self)
-
-    cls.__reduce__ = __reduce__  # type: ignore[assignment,method-assign]
-    return cls
-
-
-@_pickled_as_values
+@as_values
 @dataclass(frozen=True, slots=True)
 class HistoryPoint:
     """What regression detection needs of one earlier judged execution."""
@@ -309,7 +294,7 @@ class HistoryPoint:
     created_at: str
 
 
-@_pickled_as_values
+@as_values
 @dataclass(frozen=True, slots=True)
 class CaseHistory:
     """Regression-detection inputs, from one snapshot; pass rate as a 0..1 fraction."""

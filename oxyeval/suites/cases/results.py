@@ -5,11 +5,11 @@ without the machinery that makes them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from operator import attrgetter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..._pickled import as_values
 from ...evaluation import Previous, Result, ResultKind, Score, register_kind
 from ...store.kinds import EXECUTION_STATUSES
 from ..spill import SpillList
@@ -65,6 +65,7 @@ def _scores(r: CaseResult) -> list[Score]:
     return scores
 
 
+@as_values
 @dataclass(slots=True)
 class CaseResult:
     """One TestCaseExecution of this run, or an error. Its JSON is the stored row's
@@ -119,12 +120,6 @@ class CaseResult:
     #: for a case with no judged execution when the run began (it has none), nor for one
     #: whose previous result was read with its history. Not stored.
     previous_unread: bool = True
-
-    def __reduce__(self) -> tuple[Any, tuple[tuple[Any, ...]]]:
-        """Pickled as its values in field order: a large run's results go to disk and are
-        read back several times for its report, and a slotted object pickled by name read
-        back five times slower (and took five times the room)."""
-        return _case_result, (_values(self),)
 
     @property
     def status(self) -> str:
@@ -247,13 +242,6 @@ class CaseResult:
             created_at=self.created_at or "",
             cost_usd=self.cost_usd,
         )
-
-
-_values = attrgetter(*(f.name for f in fields(CaseResult)))
-
-
-def _case_result(values: tuple[Any, ...]) -> CaseResult:
-    return CaseResult(*values)
 
 
 def _held_bytes(r: CaseResult) -> int:
