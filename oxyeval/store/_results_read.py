@@ -212,12 +212,10 @@ class Results:
             ]
         return scores
 
-    def _read_rows(
-        self, where: str, params: dict[str, Any], tail: str = "", *, with_scores: bool = True
-    ) -> list[StoredResult]:
+    def _read_rows(self, where: str, params: dict[str, Any], tail: str = "") -> list[StoredResult]:
         with self._read("reading results") as sql:
             rows = list(sql.rows(f"{_SELECT} WHERE {where}{tail}", params))
-            scores = self._scores(sql, rows) if with_scores else {}
+            scores = self._scores(sql, rows)
         out = []
         for r in rows:
             v = dict(zip(_RESULT_COLUMNS, r, strict=True))
@@ -251,25 +249,17 @@ class Results:
     def for_run(self, run_id: str) -> list[StoredResult]:
         return self._read_rows("r.run_id = :run_id", {"run_id": run_id}, " ORDER BY r.seq")
 
-    def in_run(self, kind: str, subject: str, run_id: str) -> list[StoredResult]:
-        """A subject's results in one run (a case's repeats), in the order stored."""
-        return self._read_rows(
-            "r.kind = :kind AND r.subject = :subject AND r.run_id = :run_id",
-            {"kind": kind, "subject": subject, "run_id": run_id},
-            " ORDER BY r.seq",
-        )
-
     def in_runs(
-        self, kind: str, pairs: Sequence[tuple[str, str]], *, with_scores: bool = True
+        self, kind: str, pairs: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], list[StoredResult]]:
-        """:meth:`in_run` of many (subject, run id) pairs, a statement per few hundred: what
-        a run reads once for all its results' baselines (their tallies need no named
-        scores: ``with_scores=False`` reads none)."""
+        """Each (subject, run id) pair's results in that run (a case's repeats), whole and
+        in the order stored, a statement per few hundred pairs (a run's baselines need
+        only their tallies: :meth:`tally_rows`)."""
         found: dict[tuple[str, str], list[StoredResult]] = {}
         for where, names in _in_runs(kind, pairs):
             # by subject first: the order of ix_results_run_subject, no sort
             tail = " ORDER BY r.subject, r.seq"
-            for row in self._read_rows(where, names, tail, with_scores=with_scores):
+            for row in self._read_rows(where, names, tail):
                 found.setdefault((row.subject, row.run_id), []).append(row)
         return found
 

@@ -14,7 +14,6 @@ from ..evaluation import (
     Tally,
     add_tallies,
     result_kind,
-    tally_of,
     tally_of_row,
 )
 
@@ -33,8 +32,8 @@ _LOOKBACK = 20
 def baseline_tally(store: RunStore | Store, kind: str, subject: str, run_id: str) -> Tally | None:
     """The subject's (passes, samples) in run ``run_id``, all its results there together:
     the baseline ``--fail-on-regression`` pairs this run's tally with."""
-    rows = store.results.in_run(kind, subject, run_id)
-    return add_tallies(tally_of(r.to_result()) for r in rows)
+    rows = store.results.tally_rows(kind, [(subject, run_id)]).get((subject, run_id), [])
+    return add_tallies(tally_of_row(kind, *row) for row in rows)
 
 
 def earlier_results(
