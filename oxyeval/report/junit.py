@@ -399,8 +399,11 @@ def passfail_junit(
     outcome of it (a pass rate under its own threshold, a result below ``--min-accuracy``;
     a test no run of which could be judged), so the XML never disagrees with the exit
     code."""
-    results = [(subject, result) for subject in run.subjects for result in subject.results]
-    outcomes = outcomes_of([f"{r.subject}::{r.criterion.key}" for _s, r in results], decision)
+    # Two passes over the subjects (kept on disk in a large run), not a list of them all
+    # with every run's verdict.
+    names = [f"{r.subject}::{r.criterion.key}" for s in run.subjects for r in s.results]
+    outcomes = outcomes_of(names, decision)
+    results = ((subject, result) for subject in run.subjects for result in subject.results)
     suites: dict[str, Suite] = {}
     for (subject, result), outcome in zip(results, outcomes, strict=True):
         suite = suites.setdefault(

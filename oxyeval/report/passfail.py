@@ -8,6 +8,7 @@ never markup.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
@@ -68,13 +69,20 @@ def _result_json(result: CriterionResult) -> dict[str, Any]:
 
 
 def _summary(run: PassFailRun) -> dict[str, Any]:
-    """The footer's counts."""
-    results = run.results
+    """The footer's counts (one pass, subject by subject)."""
+    tests = passed = failed = errors = 0
+    for subject in run.subjects:
+        for r in subject.results:
+            verdict = r.passed
+            tests += 1
+            passed += verdict is True
+            failed += verdict is False
+            errors += r.status == "error"
     return {
-        "tests": len(results),
-        "passed": sum(r.passed is True for r in results),
-        "failed": sum(r.passed is False for r in results),
-        "errors": sum(r.status == "error" for r in results),
+        "tests": tests,
+        "passed": passed,
+        "failed": failed,
+        "errors": errors,
         "modelCalls": run.model_calls,
         "judgeCalls": run.judge_calls,
     }
@@ -88,16 +96,30 @@ def _calls(run: PassFailRun) -> dict[str, Any]:
     }
 
 
-def _document(kind: str, run: PassFailRun, body: dict[str, Any], decision: Decision | None) -> Any:
+def _document(
+    kind: str,
+    run: PassFailRun,
+    body: dict[str, Any],
+    decision: Decision | None,
+    count: int | None = None,
+) -> Any:
+    """``count``: the run's results, known to a caller that counted them; a run whose
+    subjects are kept on disk then has its results written as they are read back."""
     from ..evaluation import decide_run
     from .documents import run_document
+    from .streaming import Streamed
 
     if decision is None:
         decision = decide_run(run)
+    results: Any
+    if count is not None and run.spilled:
+        results = Streamed(run.as_results, count)
+    else:
+        results = run.as_results()
     return run_document(
         kind,
         {**body, **_calls(run)},
-        run.as_results(),
+        results,
         decision,
         interrupted=run.interrupted,
         history=run.history,
@@ -225,57 +247,81 @@ def _footer(run: PassFailRun, console: Console) -> None:
 def test_files_json(run: PassFailRun, decision: Decision | None = None) -> dict[str, Any]:
     """``oxy test FILE.test.yml --format json``: the run document (:mod:`.documents`)
     with, per case, its verdict, each run's output and verdict with the judge's
-    reasoning, and the overall numbers; the gate ``decision`` applied is its own."""
-    cases = []
-    for subject in run.subjects:
-        for result in subject.results:
-            checks = {c.run: c for c in result.checks}
-            runs = []
-            for sample in subject.samples:
-                check = checks.get(sample.run)
-                runs.append(
-                    {
-                        "run": sample.run,
-                        "output": sample.text,
-                        "error": sample.error,
-                        "verdict": None
-                        if check is None or check.passed is None
-                        else ("PASS" if check.passed else "FAIL"),
-                        "reasoning": None if check is None else check.reasoning,
-                        "judgeError": None if check is None else check.error,
-                        "durationMs": sample.latency_ms,
-                        "inputTokens": sample.input_tokens,
-                        "outputTokens": sample.output_tokens,
-                        "tools": list(sample.tools),
-                    }
-                )
-            cases.append(
-                {
-                    "file": subject.group,
-                    "name": subject.name,
-                    "verdict": passfail_label(result).strip(),
-                    **_result_json(result),
-                    "runsDetail": runs,
-                }
-            )
-    return _document("test-files", run, {"cases": cases, "overall": _overall(run)}, decision)
+    reasoning, and the overall numbers; the gate ``decision`` applied is its own. A run
+    whose subjects are kept on disk is written case by case as they are read back."""
+    from .streaming import Streamed
+
+    overall, count = _overall(run)
+
+    def cases() -> Iterator[dict[str, Any]]:
+        for subject in run.subjects:
+            for result in subject.results:
+                yield _case_json(subject, result)
+
+    shown_cases: Any = Streamed(cases, count) if run.spilled else list(cases())
+    body = {"cases": shown_cases, "overall": overall}
+    return _document("test-files", run, body, decision, count)  # type: ignore[no-any-return]
 
 
-def _overall(run: PassFailRun) -> dict[str, Any]:
-    results = run.results
-    scored = [r for r in results if r.status != "error"]
-    rates = [r.rate.pass_rate for r in scored if r.rate.pass_rate is not None]
-    verdicts = [r.consistent for r in results if r.consistent is not None]
-    samples = [s for subject in run.subjects for s in subject.samples]
-    tokens = [(s.input_tokens or 0) + (s.output_tokens or 0) for s in samples]
+def _case_json(subject: SubjectResult, result: CriterionResult) -> dict[str, Any]:
+    checks = {c.run: c for c in result.checks}
+    runs = []
+    for sample in subject.samples:
+        check = checks.get(sample.run)
+        runs.append(
+            {
+                "run": sample.run,
+                "output": sample.text,
+                "error": sample.error,
+                "verdict": None
+                if check is None or check.passed is None
+                else ("PASS" if check.passed else "FAIL"),
+                "reasoning": None if check is None else check.reasoning,
+                "judgeError": None if check is None else check.error,
+                "durationMs": sample.latency_ms,
+                "inputTokens": sample.input_tokens,
+                "outputTokens": sample.output_tokens,
+                "tools": list(sample.tools),
+            }
+        )
     return {
+        "file": subject.group,
+        "name": subject.name,
+        "verdict": passfail_label(result).strip(),
+        **_result_json(result),
+        "runsDetail": runs,
+    }
+
+
+def _overall(run: PassFailRun) -> tuple[dict[str, Any], int]:
+    """The overall numbers, and how many results they are over: counted in one pass
+    (each pass over a run kept on disk reads it back)."""
+    rates: list[float] = []
+    verdicts: list[bool] = []
+    samples = answered = tokens = count = 0
+    longest = 0.0
+    for subject in run.subjects:
+        longest = max(longest, subject.duration_s)
+        for s in subject.samples:
+            samples += 1
+            answered += s.error is None
+            tokens += (s.input_tokens or 0) + (s.output_tokens or 0)
+        for r in subject.results:
+            count += 1
+            rate = r.rate.pass_rate
+            if r.status != "error" and rate is not None:
+                rates.append(rate)
+            if r.consistent is not None:
+                verdicts.append(r.consistent)
+    overall = {
         "score": _r(fmean(rates)) if rates else None,
         # None when no result got a verdict: nothing was seen to agree with itself.
         "consistency": _r(fmean(verdicts)) if verdicts else None,
-        "answerRate": _r(sum(s.error is None for s in samples) / len(samples)) if samples else None,
-        "tokens": sum(tokens),
-        "durationS": _r(max((s.duration_s for s in run.subjects), default=0.0), 3),
+        "answerRate": _r(answered / samples) if samples else None,
+        "tokens": tokens,
+        "durationS": _r(longest, 3),
     }
+    return overall, count
 
 
 def render_test_files(run: PassFailRun, console: Console) -> None:
@@ -298,7 +344,7 @@ def render_test_files(run: PassFailRun, console: Console) -> None:
                 errors.append(result.too_few_error())
             for error in dict.fromkeys(errors):
                 console.print(f"      error: {shown(error)}", style="red", markup=False)
-    o = _overall(run)
+    o, _count = _overall(run)
 
     def pct(value: float | None) -> str:
         return "-" if value is None else f"{value * 100:.1f}%"

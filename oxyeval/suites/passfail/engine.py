@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..._tasks import gather_settled
+from ..._tasks import gather_settled, settle_windowed
 from ...errors import OxyError, is_bad_input
 from ...evaluation import AdaptiveTest, SampleFinished, SubjectStarted, normalise_whitespace
 from ...redact import redact
@@ -32,6 +32,11 @@ if TYPE_CHECKING:
     from ..targets import Target
 
 __all__ = ["Subject", "run_subjects"]
+
+#: Runs of the subjects under way at once, at least (with their concurrency, see
+#: :func:`_window`): subjects start as others end, so 1,000 subjects of 100 runs hold a
+#: thousand waiting calls, not 100,000 (each a task and a frame) from the start.
+_RUNS_IN_FLIGHT = 4096
 
 
 @dataclass
@@ -255,15 +260,28 @@ async def run_subjects(
             into.subjects.append(runner.result)
             raise
         result.duration_s = time.perf_counter() - started
-        into.subjects.append(result)
-        if on_subject is not None:
-            await on_subject(result)
+        try:
+            if on_subject is not None:
+                await on_subject(result)
+        finally:
+            # Kept after its results are stored: what storing them learnt (each one's
+            # previous result) goes with it, also to disk (see PassFailRun.subjects).
+            into.subjects.append(result)
 
     try:
-        await gather_settled(*(one(s) for s in subjects))
+        await settle_windowed(subjects, one, _window(subjects, concurrency))
     except (asyncio.CancelledError, KeyboardInterrupt):
         into.interrupted = True
         raise
     order = {s.key: i for i, s in enumerate(subjects)}
     into.subjects.sort(key=lambda r: order.get(r.key, 0))
     return into
+
+
+def _window(subjects: Sequence[Subject], concurrency: int) -> int:
+    """Subjects under way at once: enough for eight rounds of the concurrency (and
+    :data:`_RUNS_IN_FLIGHT` runs) to wait for a slot, so a subject's judge calls and its
+    slow last runs never leave the model idle."""
+    runs = max((s.runs for s in subjects), default=1)
+    wanted = max(_RUNS_IN_FLIGHT, 8 * max(1, concurrency))
+    return max(1, -(-wanted // max(1, runs)))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ...evaluation import Decision, PassRate, Previous, Result, ResultKind, Score, register_kind
+from ..spill import SpillList
 from ..status import StoredRun
 
 __all__ = [
@@ -60,7 +61,7 @@ class Criterion:
     tool: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Sample:
     """One run's output (or why there is none)."""
 
@@ -75,7 +76,7 @@ class Sample:
     cached: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class Check:
     """One run's verdict on one criterion: True PASS, False FAIL, None a judge error
     (excluded from the pass rate, reported, never a pass)."""
@@ -238,6 +239,18 @@ class SubjectResult:
         return sum(s.error is None for s in self.samples)
 
 
+def _held_bytes(subject: SubjectResult) -> int:
+    """About what a subject's result holds in memory: each run's sample and verdicts
+    (about 400 bytes with short texts), and its texts at up to two bytes a character."""
+    texts = sum(len(s.text or "") + len(s.error or "") for s in subject.samples)
+    reasons = sum(len(c.reasoning) for r in subject.results for c in r.checks)
+    return 2_000 + 400 * len(subject.samples) + 2 * (texts + reasons)
+
+
+def _subjects() -> SpillList[SubjectResult]:
+    return SpillList(size=_held_bytes)
+
+
 @dataclass
 class PassFailRun:
     """A run of judged pass/fail tests: every subject's results, and what the command
@@ -245,7 +258,9 @@ class PassFailRun:
 
     kind: ClassVar[str] = "passfail"
 
-    subjects: list[SubjectResult] = field(default_factory=list)
+    #: Every finished subject; past about 32 MB of them, kept on disk (:class:`SpillList`):
+    #: 1,000 subjects of 100 runs hold no more memory than a hundred.
+    subjects: SpillList[SubjectResult] = field(default_factory=_subjects)
     warnings: list[str] = field(default_factory=list)
     interrupted: bool = False
     judge_calls: int = 0
@@ -262,6 +277,12 @@ class PassFailRun:
     def results(self) -> list[CriterionResult]:
         return [r for s in self.subjects for r in s.results]
 
+    @property
+    def spilled(self) -> bool:
+        """Whether its subjects are kept on disk (a report then streams them)."""
+        return isinstance(self.subjects, SpillList) and self.subjects.spilled
+
     def as_results(self) -> list[Result]:
-        """Every (subject, criterion) as the core's result, for the one decision."""
-        return [r.as_result() for r in self.results]
+        """Every (subject, criterion) as the core's result, for the one decision (read
+        subject by subject: the results hold no run's output or verdict)."""
+        return [r.as_result() for s in self.subjects for r in s.results]

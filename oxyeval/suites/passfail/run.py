@@ -75,7 +75,7 @@ class PassFail:
         self.run = run
         self.subjects: list[Subject] = []
         self._handle: Handle | None = None
-        self._kept: set[int] = set()  # ids of the subject results kept
+        self._kept: set[str] = set()  # keys of the subjects whose results are kept
 
     async def plan(self, suite: SuiteRun) -> list[PassFail]:
         self.subjects = suite.shard(
@@ -90,7 +90,7 @@ class PassFail:
 
     async def _keep(self, suite: SuiteRun, result: SubjectResult) -> None:
         assert self._handle is not None
-        self._kept.add(id(result))
+        self._kept.add(result.key)
         outputs = {s.run: s.text for s in result.samples if s.text is not None}
         found = [r.as_result(outputs if self.keep_outputs else None) for r in result.results]
         kept = await asyncio.gather(*(suite.keep(self._handle, r) for r in found))
@@ -115,9 +115,9 @@ class PassFail:
         """The subjects cut short keep their finished runs, marked interrupted."""
         assert self._handle is not None
         for subject in self.run.subjects:
-            if id(subject) in self._kept:
+            if subject.key in self._kept:  # read back from disk, a subject is a copy
                 continue
-            self._kept.add(id(subject))
+            self._kept.add(subject.key)
             for r in subject.results:
                 result = r.as_result()
                 suite.record(result)

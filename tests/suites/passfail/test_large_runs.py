@@ -1,0 +1,184 @@
+"""Pass/fail runs of many subjects: they start a window at a time, and a run whose
+subjects are kept on disk reports, stores and decides as one held in memory."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oxyeval.evaluation import decide_run
+from oxyeval.project.config import load_project
+from oxyeval.report import test_files_json as files_document
+from oxyeval.report.json import write_json
+from oxyeval.suites import run_test_files
+from oxyeval.suites.passfail import Criterion, PassFailRun, Subject, pass_fail_judge, run_passfail
+from oxyeval.suites.passfail import engine as engine_module
+from oxyeval.suites.targets import TextTarget
+
+from ...conftest import MakeProject
+
+CONFIG = """\
+models:
+  - name: bot
+    vendor: mock
+    outputs: [ANSWER-OK, ANSWER-OK, ANSWER-BAD]
+  - name: judge
+    vendor: mock
+    rules:
+      - {match: "ANSWER-BAD", output: "Wrong.\\nVerdict: FAIL"}
+      - {match: "ANSWER-OK", output: "Right.\\nVerdict: PASS"}
+"""
+
+
+def test_subjects_start_a_window_at_a_time_not_all_at_once(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine_module, "_RUNS_IN_FLIGHT", 4)
+    project = load_project(make_project(CONFIG))
+    runs, subjects = 2, 30
+    live: set[str] = set()
+    sampled: dict[str, int] = {}
+    most = 0
+
+    def sink(event: Any) -> None:
+        nonlocal most
+        name = type(event).__name__
+        if name == "SubjectStarted":
+            live.add(event.subject)
+            most = max(most, len(live))
+        elif name == "SampleFinished":
+            sampled[event.subject] = sampled.get(event.subject, 0) + 1
+            if sampled[event.subject] == runs:
+                live.discard(event.subject)
+
+    def build(context):  # type: ignore[no-untyped-def]
+        return [
+            Subject(
+                key=f"q{i}::bot",
+                label=f"q{i}",
+                target=TextTarget(context, "bot", f"Question {i}?"),
+                criteria=[Criterion("ok", "The answer is OK")],
+                runs=runs,
+                threshold=0.5,
+                judge=pass_fail_judge(context, "judge"),
+            )
+            for i in range(subjects)
+        ]
+
+    run = asyncio.run(run_passfail(project, build, label="many", concurrency=1, events=sink))
+    # eight rounds of a concurrency of 1, two runs each: four subjects under way at most
+    assert most == 4
+    assert len(run.subjects) == subjects and run.model_calls == runs * subjects
+    assert [s.key for s in run.subjects] == [f"q{i}::bot" for i in range(subjects)]
+
+
+TEST_FILE = """\
+settings: {runs: 3, judge_model: judge}
+cases:
+""" + "".join(
+    f"  - {{name: case {i}, prompt: 'Question {i}?', expected: ANSWER-OK}}\n" for i in range(6)
+)
+
+
+def _document(run: PassFailRun) -> dict[str, Any]:
+    """The document as ``oxy test --format json`` writes it (streamed when on disk)."""
+    out = io.StringIO()
+    write_json(files_document(run, run.decision), out)
+    return json.loads(out.getvalue())  # type: ignore[no-any-return]
+
+
+def _scrubbed(value: Any, root: Path) -> Any:
+    """Without what differs between two runs of the same files (ids, times, folder)."""
+    volatile = {"runId", "createdAt", "at", "durationMs", "durationS", "latencyMs", "id", "history"}
+    if isinstance(value, dict):
+        return {k: _scrubbed(v, root) for k, v in value.items() if k not in volatile}
+    if isinstance(value, list):
+        return [_scrubbed(v, root) for v in value]
+    return value.replace(str(root), "ROOT") if isinstance(value, str) else value
+
+
+def test_a_run_kept_on_disk_reports_and_decides_as_one_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def two_runs(root: Path) -> tuple[PassFailRun, PassFailRun]:
+        root.mkdir()
+        (root / "config.yml").write_text(CONFIG)
+        (root / "a.agent.yml").write_text("model: bot\nsystem_instructions: Answer.\n")
+        (root / "a.agent.test.yml").write_text(TEST_FILE)
+        first = run_test_files(project_dir=str(root))
+        return first, run_test_files(project_dir=str(root))
+
+    held = two_runs(tmp_path / "held")
+    monkeypatch.setenv("OXY_RESULTS_IN_MEMORY", "1")  # every list spills past one item
+    kept = two_runs(tmp_path / "kept")
+
+    assert not held[1].spilled and kept[1].spilled
+    for memory, disk in zip(held, kept, strict=True):
+        shown = _scrubbed(_document(disk), tmp_path / "kept")
+        assert shown == _scrubbed(_document(memory), tmp_path / "held")
+        assert disk.decision is not None and memory.decision is not None
+        assert disk.decision.code == memory.decision.code == decide_run(memory).code
+    # the second run's results know their previous ones, read back from disk too
+    doc = _document(kept[1])
+    assert len(doc["cases"]) == 6 and all(r["previous"] is not None for r in doc["results"])
+    assert doc["overall"]["answerRate"] == 1.0
+
+
+def test_an_interrupted_run_kept_on_disk_stores_each_subject_once(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OXY_RESULTS_IN_MEMORY", "0")  # kept on disk from the first subject
+    slow = CONFIG + "  - {name: slow, vendor: mock, latency_ms: 5000, outputs: [ANSWER-OK]}\n"
+    root = make_project(slow)
+    project = load_project(root)
+    run = PassFailRun()
+    fast_done = asyncio.Event()
+
+    def build(context):  # type: ignore[no-untyped-def]
+        return [
+            Subject(
+                key=f"{model}::q",
+                label=model,
+                target=TextTarget(context, model, "Question?"),
+                criteria=[Criterion("ok", "The answer is OK")],
+                runs=1,
+                threshold=0.5,
+                judge=pass_fail_judge(context, "judge"),
+            )
+            for model in ("bot", "slow")
+        ]
+
+    async def go() -> None:
+        task = asyncio.ensure_future(run_passfail(project, build, label="two", into=run))
+        await asyncio.wait_for(fast_done.wait(), 20)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    from oxyeval.suites.passfail import run as run_module
+
+    original_keep = run_module.PassFail._keep
+
+    async def keep(self: Any, suite: Any, result: Any) -> None:
+        await original_keep(self, suite, result)
+        if result.key == "bot::q":
+            fast_done.set()
+
+    monkeypatch.setattr(run_module.PassFail, "_keep", keep)
+    asyncio.run(go())
+    assert run.interrupted and run.spilled
+    assert sorted((s.key, s.interrupted) for s in run.subjects) == [
+        ("bot::q", False),
+        ("slow::q", True),
+    ]
+    from oxyeval.store import open_store
+
+    with open_store(root / ".oxy" / "oxyeval.db", read_only=True) as store:
+        (stored_run,) = store.runs.list(5)
+        rows = store.results.for_run(stored_run.id)
+    assert sorted(r.subject for r in rows) == ["bot::q::ok", "slow::q::ok"]
