@@ -49,18 +49,33 @@ def _previous(previous: Previous) -> dict[str, Any]:
     return previous_json(previous)
 
 
-def consistency_body(run: ConsistencyRun) -> dict[str, Any]:
+def consistency_body(run: ConsistencyRun, *, streamed: bool = False) -> dict[str, Any]:
     """``oxy test``'s own keys in its run document: oxy's ``accuracy`` (a number for one
     test, a list for several, as oxy prints it, so ``jq .accuracy`` keeps working), each
-    test in full, and the run's judge calls and errors."""
-    accuracies = [None if a is None else round(a, 6) for a in run.accuracies]
+    test in full, and the run's judge calls and errors. ``streamed``: the tests written
+    one by one as they are read back (a run kept on disk), not built as one list; what
+    is counted over them is counted in one pass."""
+    from .streaming import Streamed
+
+    accuracies: list[float | None] = []
+    scored = run_errors = judge_errors = judge_calls = 0
+    for t in run.tests:
+        accuracies.append(None if t.accuracy is None else round(t.accuracy, 6))
+        scored += t.ok
+        run_errors += len(t.run_errors)
+        judge_errors += len(t.judge_errors)
+        judge_calls += t.judge_calls
+
+    def tests() -> Any:
+        return (result_json(t) for t in run.tests)
+
     return {
         "accuracy": accuracies[0] if len(accuracies) == 1 else accuracies,
-        "tests": [result_json(t) for t in run.tests],
-        "scored": sum(1 for t in run.tests if t.ok),
-        "runErrorCount": sum(len(t.run_errors) for t in run.tests),
-        "judgeErrorCount": sum(len(t.judge_errors) for t in run.tests),
-        "judgeCalls": sum(t.judge_calls for t in run.tests),
+        "tests": Streamed(tests, len(accuracies)) if streamed else list(tests()),
+        "scored": scored,
+        "runErrorCount": run_errors,
+        "judgeErrorCount": judge_errors,
+        "judgeCalls": judge_calls,
         "judgeAgreement": run.judge_agreement,
     }
 
@@ -78,7 +93,7 @@ def to_json(
         decision = decide_run(run)
     return run_document(
         "consistency",
-        consistency_body(run),
+        consistency_body(run, streamed=run.spilled),
         run.as_results(),
         decision,
         interrupted=run.interrupted,

@@ -150,11 +150,10 @@ def _merge(rows: Sequence[ShardRow], saved: Sequence[SavedRun]) -> SavedRun:
     )
     if run_kind == "consistency":
         tests = ConsistencyRun(interrupted=interrupted, history=history)
-        for s in ran:
-            if s.consistency is not None:
-                tests.tests.extend(s.consistency.tests)
-        for k, test in enumerate(tests.tests):
+        merged = [t for s in ran if s.consistency is not None for t in s.consistency.tests]
+        for k, test in enumerate(merged):
             test.index = k  # its place in the merged run, as a saved run numbers them
+        tests.tests.extend(merged)  # numbered first: what it holds may be a copy on disk
         tests.warnings = list(warnings)
         run.consistency = tests
         _relabel(run, tests)

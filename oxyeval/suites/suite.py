@@ -84,6 +84,9 @@ T = TypeVar("T")
 #: meanwhile), and at least this many, for a run of more units than that.
 _WINDOW_PER_CALL = 8
 _WINDOW_MIN = 1024
+#: Runs under way at once, at least, for a kind whose units are many runs each (see
+#: :func:`_window`): 1,000 consistency tests of 100 runs start a few dozen at a time.
+_WINDOW_RUNS = 4096
 
 
 class Kind(Protocol):
@@ -307,12 +310,10 @@ class SuiteRun:
                     # what never started is listed. Many units go through a window of them
                     # (a few per call the budget lets run at once), so what a run holds does
                     # not grow with its number of cases.
-                    window = _WINDOW_PER_CALL * self.budget_size if self.budget_size else 0
-                    if window and len(units) > max(window, _WINDOW_MIN):
+                    window = _window(kind, units, self.budget_size)
+                    if window and len(units) > window:
                         await settle_windowed(
-                            _drained(units),
-                            lambda unit: self._execute(kind, unit),
-                            max(window, _WINDOW_MIN),
+                            _drained(units), lambda unit: self._execute(kind, unit), window
                         )
                     else:
                         await gather_settled(*(self._execute(kind, unit) for unit in units))
@@ -364,6 +365,18 @@ class SuiteRun:
                         )
                     )
                 self._exit.close()
+
+
+def _window(kind: Kind, units: Sequence[Any], budget: int) -> int:
+    """Units under way at once (0: every one). A kind whose units are each many runs
+    (``runs_of``: a consistency test's n) has as many units as make
+    :data:`_WINDOW_RUNS` runs: started all at once, 1,000 tests of 100 runs held 100,000
+    waiting calls, each a task and its frame, from the first second."""
+    runs_of = getattr(kind, "runs_of", None)
+    if runs_of is None:
+        return max(_WINDOW_PER_CALL * budget, _WINDOW_MIN) if budget else 0
+    most = max((runs_of(unit) for unit in units), default=1)
+    return max(1, -(-max(_WINDOW_PER_CALL * budget, _WINDOW_RUNS) // max(1, most)))
 
 
 def _drained(units: list[Any]) -> Iterator[Any]:

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..._tasks import gather_settled
@@ -140,7 +140,7 @@ async def _judge_outputs(
     interrupted test keeps the ones it has."""
     key = f"{spec.display}#{spec.index}"
     result = test_entry(spec, judge_spec, label, question, model)
-    result.outputs = [OutputRecord(**o.__dict__) for o in outputs]
+    result.outputs = [replace(o) for o in outputs]
     texts = {o.run: o.text or "" for o in outputs if o.error is None}
     if len(texts) < 2:
         first = next((o.error for o in outputs if o.error), None)
@@ -245,7 +245,7 @@ def _interrupted_result(
     least two runs succeeded and the judge gave at least one verdict."""
     result = test_entry(spec, judge_spec, label, question, model)
     result.interrupted = True
-    result.outputs = [OutputRecord(**finished[r].__dict__) for r in sorted(finished)]
+    result.outputs = [replace(finished[r]) for r in sorted(finished)]
     result.duration = time.perf_counter() - started
     texts = {o.run: o.text or "" for o in result.outputs if o.error is None}
     runs = f"{len(finished)} of {spec.n} run(s) finished"

@@ -21,6 +21,7 @@ from ...evaluation import (
 )
 from ...redact import redact
 from ...store.kinds import CONSISTENCY_STATUSES
+from ..spill import SpillList
 from ..status import StoredRun
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ __all__ = [
 ]
 
 
-@dataclass
+@dataclass(slots=True)
 class OutputRecord:
     run: int  # 1-based
     text: str | None
@@ -256,6 +257,17 @@ class ConsistencyTestResult:
         }
 
 
+def _held_bytes(test: ConsistencyTestResult) -> int:
+    """About what a test's result holds in memory: each run's record (about 300 bytes
+    with a short answer) and comparison, and its texts at up to two bytes a character."""
+    texts = sum(len(o.text or "") + len(o.error or "") for o in test.outputs)
+    return 4_000 + 300 * len(test.outputs) + 600 * len(test.comparisons) + 2 * texts
+
+
+def _tests() -> SpillList[ConsistencyTestResult]:
+    return SpillList(size=_held_bytes)
+
+
 @dataclass(repr=False)
 class ConsistencyRun:
     """Everything ``oxy test`` produced: per-test results plus the files' warnings."""
@@ -267,7 +279,9 @@ class ConsistencyRun:
 
     __test__ = False
 
-    tests: list[ConsistencyTestResult] = field(default_factory=list)
+    #: Every finished test; past about 32 MB of them, kept on disk (:class:`SpillList`):
+    #: 1,000 tests of 100 runs hold no more memory than a hundred.
+    tests: SpillList[ConsistencyTestResult] = field(default_factory=_tests)
     warnings: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     interrupted: bool = False
@@ -280,6 +294,8 @@ class ConsistencyRun:
     decision: Decision | None = None
     #: ``--judge-agreement MODEL``: the second judge that re-judges a sample of pairs.
     agreement_model: str | None = None
+    _files_counted: int = field(default=-1, init=False, compare=False)
+    _several: bool = field(default=False, init=False, compare=False)
 
     @property
     def history_errors(self) -> list[str]:
@@ -311,10 +327,23 @@ class ConsistencyRun:
     def accuracies(self) -> list[float | None]:
         return [t.accuracy for t in self.tests]
 
+    @property
+    def spilled(self) -> bool:
+        """Whether its tests are kept on disk (a report then streams them)."""
+        return isinstance(self.tests, SpillList) and self.tests.spilled
+
     def label(self, test: ConsistencyTestResult) -> str:
         """Test name, qualified by file when several files ran."""
-        files = {t.file for t in self.tests}
-        return f"{test.file}: {test.name}" if len(files) > 1 else test.name
+        return f"{test.file}: {test.name}" if self._several_files() else test.name
+
+    def _several_files(self) -> bool:
+        """Counted once per number of tests held: a report labels every test, and each
+        pass over a run kept on disk reads it back."""
+        count = len(self.tests)
+        if self._files_counted != count:
+            self._several = len({t.file for t in self.tests}) > 1
+            self._files_counted = count
+        return self._several
 
     def as_results(self) -> list[Result]:
         """The tests as the evaluation core's results, for the one decision (named as the

@@ -209,6 +209,11 @@ class Consistency:
         self.jobs = _plan(subjects, suite, self.run)
         return self.jobs
 
+    @staticmethod
+    def runs_of(job: Job) -> int:
+        """A test's runs: how many tests the run starts at once (see SuiteRun.run)."""
+        return job.spec.n
+
     async def execute(self, job: Job, suite: SuiteRun) -> None:
         mine: list[ConsistencyTestResult] = []
         began = time.perf_counter()
@@ -217,8 +222,12 @@ class Consistency:
         finally:
             for result in mine:
                 result.started = began
-            self.run.tests.extend(mine)
-            await asyncio.gather(*(self._keep(suite, job, result) for result in mine))
+            try:
+                await asyncio.gather(*(self._keep(suite, job, result) for result in mine))
+            finally:
+                # Held after they are stored: what storing learnt (each one's previous
+                # result) goes with them, also to disk (see ConsistencyRun.tests).
+                self.run.tests.extend(mine)
 
     @staticmethod
     async def _keep(suite: SuiteRun, job: Job, test: ConsistencyTestResult) -> None:
