@@ -217,6 +217,11 @@ class AB:
             self.run.results.append(plan.result)
         return plans
 
+    def runs_of(self, plan: CasePlan) -> int:
+        """A case's calls (its branches times the iterations): how many cases the run
+        starts at once (see SuiteRun.run)."""
+        return len(plan.branches) * self.run.iterations
+
     async def execute(self, plan: CasePlan, suite: SuiteRun) -> None:
         steps = len(plan.branches) * self.run.iterations
         suite.emit(SubjectStarted(kind="ab", subject=plan.case.id, label=plan.case.id, steps=steps))

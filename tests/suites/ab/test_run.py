@@ -253,3 +253,34 @@ def test_names_are_shown_as_written_never_as_markup(make_project: MakeProject) -
     assert "[bold]Quick[/bold]" in console.file.getvalue()
     with pytest.raises(ConfigError, match="has no version 0"):
         run_ab_tests(project_dir=str(root), prompt_version=0)
+
+
+def test_cases_of_many_calls_start_a_window_at_a_time(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oxyeval.suites import suite as suite_module
+
+    monkeypatch.setattr(suite_module, "_WINDOW_RUNS", 12)
+    cases = "".join(
+        f"  - {{name: c{i}, input: {{text: 'case {i}'}}, expected_output: positive}}\n"
+        for i in range(8)
+    )
+    root = _project(make_project, PROMPT.split("cases:")[0] + "cases:\n" + cases)
+    live: set[str] = set()
+    sampled: dict[str, int] = {}
+    most = 0
+
+    def sink(event: object) -> None:
+        nonlocal most
+        subject = getattr(event, "subject", "")
+        if type(event).__name__ == "SubjectStarted":
+            live.add(subject)
+            most = max(most, len(live))
+        elif type(event).__name__ == "SampleFinished":
+            sampled[subject] = sampled.get(subject, 0) + 1
+            if sampled[subject] == 6:  # two branches, three iterations
+                live.discard(subject)
+
+    run = run_ab_tests(project_dir=str(root), iterations=3, concurrency=1, events=sink)
+    assert most == 2  # twelve calls under way: two cases of six
+    assert len(run.results) == 8 and all(len(r.branches) == 2 for r in run.results)
