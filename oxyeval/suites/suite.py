@@ -75,6 +75,7 @@ __all__ = [
     "interrupted_by",
     "progress_events",
     "run_kind",
+    "runs_window",
 ]
 
 T = TypeVar("T")
@@ -95,7 +96,9 @@ class Kind(Protocol):
     ``name`` is its registered result kind; ``storage`` how its results become history
     rows (the core's ``results`` rows unless it keeps detail rows too); ``run`` the
     object its report reads, filled in as the run goes (what the one decision decides
-    on: :class:`~oxyeval.evaluation.DecidableRun`)."""
+    on: :class:`~oxyeval.evaluation.DecidableRun`). A kind whose units are many runs
+    each may say how many (``runs_of(unit) -> int``): the run then starts units a
+    window of runs at a time (:func:`runs_window`), not a window of units."""
 
     name: str
     storage: Storage
@@ -375,8 +378,15 @@ def _window(kind: Kind, units: Sequence[Any], budget: int) -> int:
     runs_of = getattr(kind, "runs_of", None)
     if runs_of is None:
         return max(_WINDOW_PER_CALL * budget, _WINDOW_MIN) if budget else 0
-    most = max((runs_of(unit) for unit in units), default=1)
-    return max(1, -(-max(_WINDOW_PER_CALL * budget, _WINDOW_RUNS) // max(1, most)))
+    return runs_window(max((runs_of(unit) for unit in units), default=1), budget)
+
+
+def runs_window(runs: int, budget: int) -> int:
+    """How many units of up to ``runs`` runs each are under way at once: enough for
+    :data:`_WINDOW_RUNS` runs, and eight rounds of the ``budget`` (calls at once), to
+    wait for a slot, so a unit's slow last runs or its judge calls never leave the
+    model idle."""
+    return max(1, -(-max(_WINDOW_PER_CALL * budget, _WINDOW_RUNS) // max(1, runs)))
 
 
 def _drained(units: list[Any]) -> Iterator[Any]:

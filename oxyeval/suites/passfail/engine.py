@@ -24,19 +24,14 @@ from ..._tasks import gather_settled, settle_windowed
 from ...errors import OxyError, is_bad_input
 from ...evaluation import AdaptiveTest, SampleFinished, SubjectStarted, normalise_whitespace
 from ...redact import redact
+from ..suite import SuiteRun, runs_window
 from .results import Check, Criterion, CriterionResult, PassFailRun, Sample, SubjectResult
 
 if TYPE_CHECKING:
     from ...judge import Judge, JudgeResult
-    from ..suite import SuiteRun
     from ..targets import Target
 
 __all__ = ["Subject", "run_subjects"]
-
-#: Runs of the subjects under way at once, at least (with their concurrency, see
-#: :func:`_window`): subjects start as others end, so 1,000 subjects of 100 runs hold a
-#: thousand waiting calls, not 100,000 (each a task and a frame) from the start.
-_RUNS_IN_FLIGHT = 4096
 
 
 @dataclass
@@ -269,19 +264,13 @@ async def run_subjects(
             into.subjects.append(result)
 
     try:
-        await settle_windowed(subjects, one, _window(subjects, concurrency))
+        # Subjects start as others end, a window of runs at a time: 1,000 subjects of 100
+        # runs hold a few thousand waiting calls, not 100,000 (each a task and a frame).
+        most = max((s.runs for s in subjects), default=1)
+        await settle_windowed(subjects, one, runs_window(most, max(1, concurrency)))
     except (asyncio.CancelledError, KeyboardInterrupt):
         into.interrupted = True
         raise
     order = {s.key: i for i, s in enumerate(subjects)}
     into.subjects.sort(key=lambda r: order.get(r.key, 0))
     return into
-
-
-def _window(subjects: Sequence[Subject], concurrency: int) -> int:
-    """Subjects under way at once: enough for eight rounds of the concurrency (and
-    :data:`_RUNS_IN_FLIGHT` runs) to wait for a slot, so a subject's judge calls and its
-    slow last runs never leave the model idle."""
-    runs = max((s.runs for s in subjects), default=1)
-    wanted = max(_RUNS_IN_FLIGHT, 8 * max(1, concurrency))
-    return max(1, -(-wanted // max(1, runs)))

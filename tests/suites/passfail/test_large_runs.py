@@ -16,8 +16,8 @@ from oxyeval.project.config import load_project
 from oxyeval.report import test_files_json as files_document
 from oxyeval.report.json import write_json
 from oxyeval.suites import run_test_files
+from oxyeval.suites import suite as suite_module
 from oxyeval.suites.passfail import Criterion, PassFailRun, Subject, pass_fail_judge, run_passfail
-from oxyeval.suites.passfail import engine as engine_module
 from oxyeval.suites.targets import TextTarget
 
 from ...conftest import MakeProject
@@ -38,7 +38,7 @@ models:
 def test_subjects_start_a_window_at_a_time_not_all_at_once(
     make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(engine_module, "_RUNS_IN_FLIGHT", 4)
+    monkeypatch.setattr(suite_module, "_WINDOW_RUNS", 4)
     project = load_project(make_project(CONFIG))
     runs, subjects = 2, 30
     live: set[str] = set()
