@@ -58,8 +58,13 @@ class SpillList(Generic[T]):
         limit: int | None = None,
         size: Callable[[T], int] | None = None,
         budget: int = IN_MEMORY_BYTES,
+        place: Callable[[T], int] | None = None,
     ) -> None:
         count = _in_memory() if limit is None else max(0, limit)
+        # Each item's place (an integer the owner reads off it), kept as it is appended,
+        # so putting a spilled list in order (:meth:`in_place_order`) reads nothing back.
+        self._place = place
+        self._places = array("q")
         self._size = size if count is None else None
         self._limit = IN_MEMORY if count is None else count
         self._room = budget  # estimated bytes left before the list spills (with ``size``)
@@ -76,7 +81,14 @@ class SpillList(Generic[T]):
     def spilled(self) -> bool:
         return self._file is not None
 
+    @property
+    def keeps_places(self) -> bool:
+        """Whether it keeps each item's place (:meth:`in_place_order`)."""
+        return self._place is not None
+
     def append(self, item: T) -> None:
+        if self._place is not None:
+            self._places.append(self._place(item))
         if self._file is None:
             self._memory.append(item)
             if self._size is not None:
@@ -169,11 +181,31 @@ class SpillList(Generic[T]):
         moves only offsets."""
         if self._file is None:
             self._memory.sort(key=key, reverse=reverse)
+            if self._place is not None:
+                self._places = array("q", map(self._place, self._memory))
             return
         keys = [key(item) for item in self]
-        order = sorted(range(len(keys)), key=keys.__getitem__, reverse=reverse)
+        self._reorder(sorted(range(len(keys)), key=keys.__getitem__, reverse=reverse))
+
+    def in_place_order(self) -> None:
+        """Sorted by each item's place (``place``, given when the list was made),
+        stably, without reading a spilled item back: a pass over 100,000 results read
+        from disk only to sort them cost half a second."""
+        if self._place is None:
+            raise TypeError("this list keeps no places: sort(key=...) it")
+        places = self._places
+        order = sorted(range(len(places)), key=places.__getitem__)
+        if self._file is None:
+            self._memory = [self._memory[k] for k in order]
+            self._places = array("q", (places[k] for k in order))
+            return
+        self._reorder(order)
+
+    def _reorder(self, order: list[int]) -> None:
         self._starts = array("q", (self._starts[k] for k in order))
         self._sizes = array("q", (self._sizes[k] for k in order))
+        if self._place is not None:
+            self._places = array("q", (self._places[k] for k in order))
 
     def close(self) -> None:
         """The file let go now rather than when the list is collected."""
@@ -181,6 +213,7 @@ class SpillList(Generic[T]):
             self._file.close()
             self._file = None
             self._starts, self._sizes, self._end = array("q"), array("q"), 0
+            self._places = array("q")
 
     def __repr__(self) -> str:
         where = "on disk" if self._file is not None else "in memory"

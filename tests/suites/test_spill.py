@@ -41,6 +41,46 @@ def test_a_list_past_its_limit_moves_to_disk_and_reads_back_the_same() -> None:
     assert len(items) == 0
 
 
+@pytest.mark.parametrize("limit", [3, 100])
+def test_a_list_that_keeps_places_is_put_in_order_without_reading_items_back(
+    limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oxyeval.suites import spill as spill_module
+
+    places = [5, 2, 9, 2, 0, 7, 1]
+    items = SpillList(
+        ({"n": n, "k": k} for k, n in enumerate(places)), limit=limit, place=lambda i: i["n"]
+    )
+    assert items.keeps_places and items.spilled == (limit == 3)
+    items.sort(key=lambda i: -i["k"])  # any other order first: the places follow it
+    reads = 0
+    real = spill_module.pickle.loads
+
+    def counted(data: bytes) -> object:
+        nonlocal reads
+        reads += 1
+        return real(data)
+
+    monkeypatch.setattr(spill_module.pickle, "loads", counted)
+    items.in_place_order()
+    assert reads == 0
+    # by place, and stably: of the two at 2, the one now first (k=3) stays first
+    assert [(i["n"], i["k"]) for i in items] == [
+        (0, 4),
+        (1, 6),
+        (2, 3),
+        (2, 1),
+        (5, 0),
+        (7, 5),
+        (9, 2),
+    ]
+    items.append({"n": -1, "k": 7})
+    items.in_place_order()
+    assert [i["n"] for i in items][:2] == [-1, 0]
+    with pytest.raises(TypeError):
+        SpillList([1]).in_place_order()
+
+
 @pytest.mark.parametrize("window", [1, 64, 1 << 20])
 def test_items_are_read_back_whole_across_read_windows(
     window: int, monkeypatch: pytest.MonkeyPatch

@@ -251,7 +251,11 @@ def _held_bytes(r: CaseResult) -> int:
 
 
 def _results() -> SpillList[CaseResult]:
-    return SpillList(size=_held_bytes)
+    return SpillList(size=_held_bytes, place=_position)
+
+
+def _position(r: CaseResult) -> int:
+    return r.position
 
 
 @dataclass(repr=False)
@@ -299,6 +303,13 @@ class CaseRun:
         to keep its results on disk)."""
         slim = isinstance(self.results, SpillList) and self.results.spilled
         return [r.as_result(slim=slim) for r in self.results]
+
+    def in_plan_order(self) -> None:
+        """The results put in plan order; kept on disk, they are not read back for it."""
+        if isinstance(self.results, SpillList) and self.results.keeps_places:
+            self.results.in_place_order()
+        else:
+            self.results.sort(key=_position)
 
     def decision_results(self) -> list[Result]:
         """What the one decision reads: the results without answers or named scores."""

@@ -513,7 +513,7 @@ class Cases:
         self.run.runs.update(suite.recorder.run_ids)
         _warn_token_limits(self.run, self.plans, self._cuts)
         if self._unordered:
-            self.run.results.sort(key=lambda r: r.position)
+            self.run.in_plan_order()
 
 
 async def run_cases_async(
