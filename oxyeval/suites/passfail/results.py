@@ -162,6 +162,8 @@ class CriterionResult:
     def too_few_error(self) -> str:
         """Why the result has no pass rate, when it is an error."""
         judged, made = self.rate.runs, self.made
+        if self.interrupted and made == 0:
+            return "interrupted before any of its runs finished"
         reasons = [c.error for c in self.checks if c.error]
         cause = f": {reasons[0]}" if reasons else ""
         if judged == 0:

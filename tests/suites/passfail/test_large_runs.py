@@ -182,3 +182,5 @@ def test_an_interrupted_run_kept_on_disk_stores_each_subject_once(
         (stored_run,) = store.runs.list(5)
         rows = store.results.for_run(stored_run.id)
     assert sorted(r.subject for r in rows) == ["bot::q::ok", "slow::q::ok"]
+    (cut,) = [s for s in run.subjects if s.interrupted]
+    assert cut.results[0].as_result().error == "interrupted before any of its runs finished"
