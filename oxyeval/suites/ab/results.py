@@ -8,6 +8,7 @@ confidence intervals, the Pareto front) sits beside them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -256,9 +257,15 @@ class ABRun:
 
     def as_results(self) -> list[Result]:
         """Every execution as the core's result, for the one decision."""
-        return [
-            o.as_result(r.test_case_id, b.branch)
-            for r in self.results
-            for b in r.branches
-            for o in b.outcomes
-        ]
+        return list(self.each_result())
+
+    def each_result(self) -> Iterator[Result]:
+        """:meth:`as_results` one at a time (a report of 100,000 executions streams them)."""
+        for r in self.results:
+            for b in r.branches:
+                for o in b.outcomes:
+                    yield o.as_result(r.test_case_id, b.branch)
+
+    @property
+    def execution_count(self) -> int:
+        return sum(len(b.outcomes) for r in self.results for b in r.branches)

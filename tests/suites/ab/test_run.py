@@ -284,3 +284,26 @@ def test_cases_of_many_calls_start_a_window_at_a_time(
     run = run_ab_tests(project_dir=str(root), iterations=3, concurrency=1, events=sink)
     assert most == 2  # twelve calls under way: two cases of six
     assert len(run.results) == 8 and all(len(r.branches) == 2 for r in run.results)
+
+
+def test_a_large_run_streams_its_results_and_writes_the_same_document(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from oxyeval.report import Streamed, ab_run_json, write_json
+    from oxyeval.report import cases as cases_report
+
+    run = run_ab_tests(project_dir=str(_project(make_project)), iterations=3)
+
+    def written() -> tuple[dict[str, object], object]:
+        doc = ab_run_json(run, run.decision)
+        out = io.StringIO()
+        write_json(doc, out)
+        return json.loads(out.getvalue()), doc["results"]
+
+    whole, listed = written()
+    monkeypatch.setattr(cases_report, "STREAM_PAST", 2)  # six executions: past it
+    streamed, lazy = written()
+    assert isinstance(listed, list) and isinstance(lazy, Streamed) and len(lazy) == 6
+    assert streamed == whole and len(whole["results"]) == 6  # type: ignore[arg-type]
