@@ -115,8 +115,23 @@ class BranchOutcome:
         )
         return NewBranchExecution(**same)
 
-    def as_result(self, test_case_id: str, branch: TestBranch) -> Result:
-        """The core's shape, for events and readers of every kind."""
+    def as_result(self, test_case_id: str, branch: TestBranch, *, slim: bool = False) -> Result:
+        """The core's shape, for events and readers of every kind; ``slim``: without its
+        answer, named scores and details, what the decision of a large run holds for
+        every execution (it reads none of them)."""
+        if slim:
+            return Result(
+                previous=self.previous,
+                kind="ab",
+                subject=branch.id,
+                status=self.status,
+                passed=self.passed,
+                score=self.quality_score,
+                case=test_case_id,
+                branch=branch.id,
+                repeat=self.iteration,
+                error=self.error,
+            )
         scores = [
             Score(metric, value)
             for metric, value in (
@@ -259,12 +274,17 @@ class ABRun:
         """Every execution as the core's result, for the one decision."""
         return list(self.each_result())
 
-    def each_result(self) -> Iterator[Result]:
+    def each_result(self, *, slim: bool = False) -> Iterator[Result]:
         """:meth:`as_results` one at a time (a report of 100,000 executions streams them)."""
         for r in self.results:
             for b in r.branches:
                 for o in b.outcomes:
-                    yield o.as_result(r.test_case_id, b.branch)
+                    yield o.as_result(r.test_case_id, b.branch, slim=slim)
+
+    def decision_results(self) -> list[Result]:
+        """What the one decision reads: the executions without answers, named scores or
+        details (100,000 whole ones held about 150 MB while it was made)."""
+        return list(self.each_result(slim=True))
 
     @property
     def execution_count(self) -> int:

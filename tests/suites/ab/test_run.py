@@ -108,6 +108,15 @@ def test_an_errored_branch_ranks_last_never_wins_and_exits_3(make_project: MakeP
     assert "the server said no" in (broken.outcomes[0].error or "")
     assert result.winner is None  # one iteration: Quick leads, no winner is called
     assert decide_run(run).code == 3
+    # the decision on the slim results (no answers, scores or details) is the same
+    from oxyeval.evaluation import Gates, decide
+
+    gates = Gates(min_pass_rate=0.9, strict=True)
+    slim, whole = (
+        decide(found, gates, kind="ab") for found in (run.decision_results(), run.as_results())
+    )
+    assert slim == whole and slim.unscored and slim.code == 3
+    assert all(r.output is None and not r.scores for r in run.decision_results())
 
 
 def test_iterations_give_a_distribution_and_a_significant_winner(make_project: MakeProject) -> None:
