@@ -275,10 +275,13 @@ def render_ab_run(run: ABRun, console: Console) -> None:
         _render_case(result, console)
     for warning in run.warnings:
         console.print(f"warning: {warning}", style="yellow", markup=False)
-    executions = run.executions
-    errors = sum(not o.ok for o in executions)
+    executions = errors = 0
+    for result in run.results:
+        for summary in result.branches:
+            executions += len(summary.outcomes)
+            errors += summary.errors
     line = (
-        f"{len(run.results)} case(s), {len(executions)} execution(s), {errors} error(s) · "
+        f"{len(run.results)} case(s), {executions} execution(s), {errors} error(s) · "
         f"criteria: {run.criteria}"
     )
     if run.iterations > 1:

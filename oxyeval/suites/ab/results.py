@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...evaluation import Interval, Previous, Result, ResultKind, Score, register_kind
+from ..spill import SpillList
 from ..status import StoredRun
 
 if TYPE_CHECKING:
@@ -232,10 +233,27 @@ class ABCaseResult:
     notes: list[str] = field(default_factory=list)
     run_id: str | None = None
     interrupted: bool = False
+    #: Where the case stands in the run's plan (what the report is put in order by).
+    position: int = 0
 
     @property
     def executions(self) -> list[BranchOutcome]:
         return [o for b in self.branches for o in b.outcomes]
+
+
+def _held_bytes(result: ABCaseResult) -> int:
+    """About what a case's result holds in memory: each execution (about 1 KB with a
+    short answer) and its answer's text at up to two bytes a character."""
+    outcomes = [o for b in result.branches for o in b.outcomes]
+    return 4_000 + sum(1_000 + 2 * len(o.output) for o in outcomes)
+
+
+def _position(result: ABCaseResult) -> int:
+    return result.position
+
+
+def _results() -> SpillList[ABCaseResult]:
+    return SpillList(size=_held_bytes, place=_position)
 
 
 @dataclass
@@ -246,7 +264,9 @@ class ABRun:
 
     criteria: str
     iterations: int
-    results: list[ABCaseResult] = field(default_factory=list)
+    #: Each case's result once it finished; past about 32 MB of them, kept on disk
+    #: (:class:`SpillList`): 100,000 executions hold no more memory than a few thousand.
+    results: SpillList[ABCaseResult] = field(default_factory=_results)
     warnings: list[str] = field(default_factory=list)
     interrupted: bool = False
     #: The one decision on the run (under the gates it ran with), once it ended.
@@ -260,14 +280,20 @@ class ABRun:
     def executions(self) -> list[BranchOutcome]:
         return [o for r in self.results for o in r.executions]
 
+    def _each(self) -> Iterator[BranchOutcome]:
+        """Every execution, case by case (read back from disk one case at a time)."""
+        for r in self.results:
+            for b in r.branches:
+                yield from b.outcomes
+
     @property
     def judge_calls(self) -> int:
-        return sum(o.judge_calls for o in self.executions)
+        return sum(o.judge_calls for o in self._each())
 
     @property
     def judge_cost(self) -> float | None:
         """USD of the quality judge's calls over the run; None when one was unpriced."""
-        costs = [o.judge_cost for o in self.executions if o.judge_calls]
+        costs = [o.judge_cost for o in self._each() if o.judge_calls]
         return None if None in costs else sum(c for c in costs if c is not None)
 
     def as_results(self) -> list[Result]:
@@ -289,3 +315,16 @@ class ABRun:
     @property
     def execution_count(self) -> int:
         return sum(len(b.outcomes) for r in self.results for b in r.branches)
+
+    @property
+    def spilled(self) -> bool:
+        """Whether its results are kept on disk."""
+        return isinstance(self.results, SpillList) and self.results.spilled
+
+    def in_plan_order(self) -> None:
+        """The cases in the order they were planned (they finish in any order); kept on
+        disk, they are not read back for it."""
+        if isinstance(self.results, SpillList) and self.results.keeps_places:
+            self.results.in_place_order()
+        else:
+            self.results.sort(key=_position)

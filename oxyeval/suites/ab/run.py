@@ -167,6 +167,7 @@ class AB:
         self.run = run
         self._limit = Limit(max(1, concurrency))  # the run's budget, once planned
         self._context: RunContext | None = None
+        self._unlisted: dict[int, ABCaseResult] = {}  # planned results not in the run's yet
 
     async def plan(self, suite: SuiteRun) -> list[CasePlan]:
         self._limit = suite.budget or self._limit
@@ -203,7 +204,8 @@ class AB:
             ),
             [project],
         )
-        for plan in plans:
+        for position, plan in enumerate(plans):
+            plan.result.position = position
             plan.handle = suite.add(
                 project,
                 RunRow(
@@ -214,7 +216,9 @@ class AB:
                 ),
                 count=len(plan.branches) * self.run.iterations,
             )
-            self.run.results.append(plan.result)
+        # Each case's result joins the run's once the case is summarised (kept on disk
+        # past a budget, so it must be whole by then); those that never ran, on a stop.
+        self._unlisted = {plan.result.position: plan.result for plan in plans}
         return plans
 
     def runs_of(self, plan: CasePlan) -> int:
@@ -239,6 +243,11 @@ class AB:
             raise
         finally:
             summarise(plan.result, plan.branches, plan.outcomes)
+            self._list(plan.result)
+
+    def _list(self, result: ABCaseResult) -> None:
+        if self._unlisted.pop(result.position, None) is not None:
+            self.run.results.append(result)
 
     async def _one(self, suite: SuiteRun, plan: CasePlan, branch: TestBranch, i: int) -> None:
         assert self._context is not None
@@ -276,10 +285,15 @@ class AB:
 
     def stopped(self, suite: SuiteRun) -> None:
         """Calls that had not finished are not reported: each case says how many iterations
-        every branch finished."""
+        every branch finished (none, for a case that never started)."""
+        for position in sorted(self._unlisted):
+            self._list(self._unlisted[position])
 
     def finished(self, suite: SuiteRun) -> None:
-        """Each case summarised itself as its unit ended."""
+        """Each case summarised itself as its unit ended: the cases in plan order, those
+        that never ran (a run stopped by an error) listed too."""
+        self.stopped(suite)
+        self.run.in_plan_order()
 
 
 async def _run(

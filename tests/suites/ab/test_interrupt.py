@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+import pytest
+
 from oxyeval.evaluation import decide_run
 from oxyeval.store import open_store
 from oxyeval.suites.ab import ABRun, run_ab_tests_async
+from oxyeval.suites.spill import SpillList
 
 from ...conftest import MakeProject
 
@@ -68,3 +71,43 @@ def test_what_finished_before_the_signal_is_stored_ranked_and_reported(
         (execution,) = store.branches.executions("s::one@Quick")
         assert execution.id == quick.outcomes[0].execution_id
         assert store.branches.executions("s::one@Stuck") == []
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_a_case_that_never_started_is_listed_in_plan_order(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch, on_disk: bool
+) -> None:
+    from oxyeval.suites import suite as suite_module
+
+    if on_disk:
+        monkeypatch.setenv("OXY_RESULTS_IN_MEMORY", "0")  # each result kept on disk
+    monkeypatch.setattr(suite_module, "_WINDOW_PER_CALL", 1)
+    monkeypatch.setattr(suite_module, "_WINDOW_RUNS", 1)  # one case under way at a time
+    two = PROMPT + "  - {name: two, input: {text: yo}, expected_output: positive}\n"
+    root = make_project(CONFIG, {"s.prompt.yml": two})
+    run = ABRun(criteria="best_quality", iterations=1)
+    stored: list[str] = []
+
+    async def go() -> None:
+        task = asyncio.ensure_future(
+            run_ab_tests_async(
+                project_dir=str(root),
+                into=run,
+                concurrency=1,
+                on_execution=lambda _case, outcome: stored.append(outcome.branch_id),
+            )
+        )
+        while not stored:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(asyncio.wait_for(go(), 20))
+    assert run.interrupted and isinstance(run.results, SpillList)
+    assert run.results.spilled == on_disk
+    one, never = run.results
+    assert (one.case_name, never.case_name) == ("one", "two")
+    assert one.interrupted and [len(b.outcomes) for b in one.branches] == [1, 0]
+    assert all(b.outcomes == [] for b in never.branches) and never.winner is None
+    assert decide_run(run).code == 3

@@ -316,3 +316,38 @@ def test_a_large_run_streams_its_results_and_writes_the_same_document(
     streamed, lazy = written()
     assert isinstance(listed, list) and isinstance(lazy, Streamed) and len(lazy) == 6
     assert streamed == whole and len(whole["results"]) == 6  # type: ignore[arg-type]
+
+
+def test_a_run_kept_on_disk_reports_as_one_held_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oxyeval.report import ab_run_json
+
+    prompt = PROMPT + "  - {name: blame, input: {text: 'I hate it'}, expected_output: negative}\n"
+
+    def shown(root: Path) -> tuple[object, ...]:
+        root.mkdir()
+        (root / "config.yml").write_text(CONFIG)
+        (root / "sentiment.prompt.yml").write_text(prompt)
+        run = run_ab_tests(project_dir=str(root), iterations=2)
+        doc = ab_run_json(run, run.decision)
+        cases = [
+            (
+                c["testCaseId"],
+                c["leader"],
+                c["iterationsCompleted"],
+                [b["branchName"] for b in c["branches"]],
+            )
+            for c in doc["cases"]
+        ]
+        results = [(r["subject"], r["status"], r["score"], r["outcome"]) for r in doc["results"]]
+        return run.spilled, cases, results, doc["decision"], doc["summary"]
+
+    held = shown(tmp_path / "held")
+    monkeypatch.setenv("OXY_RESULTS_IN_MEMORY", "0")
+    kept = shown(tmp_path / "kept")
+    assert (held[0], kept[0]) == (False, True)
+    assert kept[1:] == held[1:] and [c[0] for c in kept[1]] == [
+        "sentiment::praise",
+        "sentiment::blame",
+    ]
