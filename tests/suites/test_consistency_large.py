@@ -14,17 +14,8 @@ from oxyeval.report.json import to_json, write_json
 from oxyeval.suites import suite as suite_module
 from oxyeval.suites.consistency import ConsistencyRun, run_tests
 
-CONFIG = """\
-models:
-  - name: analyst
-    vendor: mock
-    outputs: ["Total: 42", "Total is 42", "Total: 99"]
-  - name: judge
-    vendor: mock
-    rules:
-      - {match: "99", output: "They differ.\\nAnswer: B"}
-      - {match: ".", output: "Same.\\nAnswer: A"}
-"""
+from ._helpers import UnderWay, scrubbed
+from .test_one_store import CONFIG
 
 
 def _agent(tests: int, n: int) -> str:
@@ -52,23 +43,10 @@ def test_tests_start_a_window_at_a_time_not_all_at_once(
     root.mkdir()
     (root / "config.yml").write_text(CONFIG)
     (root / "a.agent.yml").write_text(_agent(12, 3))
-    live: set[str] = set()
-    sampled: dict[str, int] = {}
-    most = 0
-
-    def sink(event: Any) -> None:
-        nonlocal most
-        name = type(event).__name__
-        if name == "SubjectStarted":
-            live.add(event.subject)
-            most = max(most, len(live))
-        elif name == "SampleFinished":
-            sampled[event.subject] = sampled.get(event.subject, 0) + 1
-            if sampled[event.subject] == 3:
-                live.discard(event.subject)
+    sink = UnderWay(3)
 
     run = run_tests([root / "a.agent.yml"], project_dir=str(root), events=sink)
-    assert most == 2  # six runs under way: two tests of three
+    assert sink.most == 2  # six runs under way: two tests of three
     assert [t.name for t in run.tests] == [f"t{i}" for i in range(12)]
     assert all(t.ok for t in run.tests)
 
@@ -80,14 +58,7 @@ def _document(run: ConsistencyRun) -> dict[str, Any]:
     return json.loads(out.getvalue())  # type: ignore[no-any-return]
 
 
-def _scrubbed(value: Any, root: Path) -> Any:
-    """Without what differs between two runs of the same files (ids, times, folder)."""
-    volatile = {"runId", "createdAt", "at", "durationS", "latencyS", "latencyMs", "history"}
-    if isinstance(value, dict):
-        return {k: _scrubbed(v, root) for k, v in value.items() if k not in volatile}
-    if isinstance(value, list):
-        return [_scrubbed(v, root) for v in value]
-    return value.replace(str(root), "ROOT") if isinstance(value, str) else value
+_VOLATILE = frozenset({"runId", "createdAt", "at", "durationS", "latencyS", "latencyMs", "history"})
 
 
 def test_a_run_kept_on_disk_reports_and_decides_as_one_in_memory(
@@ -104,8 +75,8 @@ def test_a_run_kept_on_disk_reports_and_decides_as_one_in_memory(
 
     assert not held[1].spilled and kept[1].spilled
     for memory, disk in zip(held, kept, strict=True):
-        shown = _scrubbed(_document(disk), tmp_path / "kept")
-        assert shown == _scrubbed(_document(memory), tmp_path / "held")
+        shown = scrubbed(_document(disk), tmp_path / "kept", _VOLATILE)
+        assert shown == scrubbed(_document(memory), tmp_path / "held", _VOLATILE)
         assert disk.decision is not None and memory.decision is not None
         assert disk.decision.code == memory.decision.code
     doc = _document(kept[1])

@@ -120,19 +120,20 @@ class BranchOutcome:
         """The core's shape, for events and readers of every kind; ``slim``: without its
         answer, named scores and details, what the decision of a large run holds for
         every execution (it reads none of them)."""
+        common: dict[str, Any] = {
+            "previous": self.previous,
+            "kind": "ab",
+            "subject": branch.id,
+            "status": self.status,
+            "passed": self.passed,
+            "score": self.quality_score,
+            "case": test_case_id,
+            "branch": branch.id,
+            "repeat": self.iteration,
+            "error": self.error,
+        }
         if slim:
-            return Result(
-                previous=self.previous,
-                kind="ab",
-                subject=branch.id,
-                status=self.status,
-                passed=self.passed,
-                score=self.quality_score,
-                case=test_case_id,
-                branch=branch.id,
-                repeat=self.iteration,
-                error=self.error,
-            )
+            return Result(**common)
         scores = [
             Score(metric, value)
             for metric, value in (
@@ -143,22 +144,13 @@ class BranchOutcome:
             if value is not None
         ]
         return Result(
-            previous=self.previous,
-            kind="ab",
-            subject=branch.id,
-            status=self.status,
-            passed=self.passed,
-            score=self.quality_score,
-            case=test_case_id,
-            branch=branch.id,
-            repeat=self.iteration,
+            **common,
             latency_ms=self.latency_ms,
             ttft_ms=self.time_to_first_token,
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             cost_usd=self.estimated_cost,
             output=self.output,
-            error=self.error,
             scores=scores,
             details={
                 "branchName": branch.name,

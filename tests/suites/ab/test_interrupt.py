@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,12 +35,9 @@ cases:
 """
 
 
-def test_what_finished_before_the_signal_is_stored_ranked_and_reported(
-    make_project: MakeProject,
-) -> None:
-    root = make_project(CONFIG, {"s.prompt.yml": PROMPT})
-    run = ABRun(criteria="best_quality", iterations=1)
-
+def _cancelled_once_stored(root: Path, run: ABRun, **options: Any) -> list[str]:
+    """Run the project's A/B tests into ``run`` and cancel it once a first execution is
+    stored (Quick has answered; Stuck is waiting): the branch ids stored."""
     stored: list[str] = []
 
     async def go() -> None:
@@ -47,15 +46,25 @@ def test_what_finished_before_the_signal_is_stored_ranked_and_reported(
                 project_dir=str(root),
                 into=run,
                 on_execution=lambda _case, outcome: stored.append(outcome.branch_id),
+                **options,
             )
         )
-        while not stored:  # Quick has answered and been stored; Stuck is waiting
+        while not stored:
             await asyncio.sleep(0.01)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
     asyncio.run(asyncio.wait_for(go(), 20))
+    return stored
+
+
+def test_what_finished_before_the_signal_is_stored_ranked_and_reported(
+    make_project: MakeProject,
+) -> None:
+    root = make_project(CONFIG, {"s.prompt.yml": PROMPT})
+    run = ABRun(criteria="best_quality", iterations=1)
+    stored = _cancelled_once_stored(root, run)
     assert stored == ["s::one@Quick"]
     assert run.interrupted
     (result,) = run.results
@@ -86,24 +95,7 @@ def test_a_case_that_never_started_is_listed_in_plan_order(
     two = PROMPT + "  - {name: two, input: {text: yo}, expected_output: positive}\n"
     root = make_project(CONFIG, {"s.prompt.yml": two})
     run = ABRun(criteria="best_quality", iterations=1)
-    stored: list[str] = []
-
-    async def go() -> None:
-        task = asyncio.ensure_future(
-            run_ab_tests_async(
-                project_dir=str(root),
-                into=run,
-                concurrency=1,
-                on_execution=lambda _case, outcome: stored.append(outcome.branch_id),
-            )
-        )
-        while not stored:
-            await asyncio.sleep(0.01)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-    asyncio.run(asyncio.wait_for(go(), 20))
+    _cancelled_once_stored(root, run, concurrency=1)
     assert run.interrupted and isinstance(run.results, SpillList)
     assert run.results.spilled == on_disk
     one, never = run.results

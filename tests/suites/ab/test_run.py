@@ -16,6 +16,7 @@ from oxyeval.store import open_store
 from oxyeval.suites.ab import run_ab_test, run_ab_tests
 
 from ...conftest import MakeProject
+from .._helpers import UnderWay
 
 CONFIG = """\
 models:
@@ -275,23 +276,10 @@ def test_cases_of_many_calls_start_a_window_at_a_time(
         for i in range(8)
     )
     root = _project(make_project, PROMPT.split("cases:")[0] + "cases:\n" + cases)
-    live: set[str] = set()
-    sampled: dict[str, int] = {}
-    most = 0
-
-    def sink(event: object) -> None:
-        nonlocal most
-        subject = getattr(event, "subject", "")
-        if type(event).__name__ == "SubjectStarted":
-            live.add(subject)
-            most = max(most, len(live))
-        elif type(event).__name__ == "SampleFinished":
-            sampled[subject] = sampled.get(subject, 0) + 1
-            if sampled[subject] == 6:  # two branches, three iterations
-                live.discard(subject)
+    sink = UnderWay(6)  # two branches, three iterations
 
     run = run_ab_tests(project_dir=str(root), iterations=3, concurrency=1, events=sink)
-    assert most == 2  # twelve calls under way: two cases of six
+    assert sink.most == 2  # twelve calls under way: two cases of six
     assert len(run.results) == 8 and all(len(r.branches) == 2 for r in run.results)
 
 

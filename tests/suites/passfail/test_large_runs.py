@@ -21,6 +21,7 @@ from oxyeval.suites.passfail import Criterion, PassFailRun, Subject, pass_fail_j
 from oxyeval.suites.targets import TextTarget
 
 from ...conftest import MakeProject
+from .._helpers import UnderWay, scrubbed
 
 CONFIG = """\
 models:
@@ -41,20 +42,7 @@ def test_subjects_start_a_window_at_a_time_not_all_at_once(
     monkeypatch.setattr(suite_module, "_WINDOW_RUNS", 4)
     project = load_project(make_project(CONFIG))
     runs, subjects = 2, 30
-    live: set[str] = set()
-    sampled: dict[str, int] = {}
-    most = 0
-
-    def sink(event: Any) -> None:
-        nonlocal most
-        name = type(event).__name__
-        if name == "SubjectStarted":
-            live.add(event.subject)
-            most = max(most, len(live))
-        elif name == "SampleFinished":
-            sampled[event.subject] = sampled.get(event.subject, 0) + 1
-            if sampled[event.subject] == runs:
-                live.discard(event.subject)
+    sink = UnderWay(runs)
 
     def build(context):  # type: ignore[no-untyped-def]
         return [
@@ -71,8 +59,8 @@ def test_subjects_start_a_window_at_a_time_not_all_at_once(
         ]
 
     run = asyncio.run(run_passfail(project, build, label="many", concurrency=1, events=sink))
-    # eight rounds of a concurrency of 1, two runs each: four subjects under way at most
-    assert most == 4
+    # eight rounds of a concurrency of 1 under way, two runs each: four subjects at most
+    assert sink.most == 4
     assert len(run.subjects) == subjects and run.model_calls == runs * subjects
     assert [s.key for s in run.subjects] == [f"q{i}::bot" for i in range(subjects)]
 
@@ -92,14 +80,9 @@ def _document(run: PassFailRun) -> dict[str, Any]:
     return json.loads(out.getvalue())  # type: ignore[no-any-return]
 
 
-def _scrubbed(value: Any, root: Path) -> Any:
-    """Without what differs between two runs of the same files (ids, times, folder)."""
-    volatile = {"runId", "createdAt", "at", "durationMs", "durationS", "latencyMs", "id", "history"}
-    if isinstance(value, dict):
-        return {k: _scrubbed(v, root) for k, v in value.items() if k not in volatile}
-    if isinstance(value, list):
-        return [_scrubbed(v, root) for v in value]
-    return value.replace(str(root), "ROOT") if isinstance(value, str) else value
+_VOLATILE = frozenset(
+    {"runId", "createdAt", "at", "durationMs", "durationS", "latencyMs", "id", "history"}
+)
 
 
 def test_a_run_kept_on_disk_reports_and_decides_as_one_in_memory(
@@ -119,8 +102,8 @@ def test_a_run_kept_on_disk_reports_and_decides_as_one_in_memory(
 
     assert not held[1].spilled and kept[1].spilled
     for memory, disk in zip(held, kept, strict=True):
-        shown = _scrubbed(_document(disk), tmp_path / "kept")
-        assert shown == _scrubbed(_document(memory), tmp_path / "held")
+        shown = scrubbed(_document(disk), tmp_path / "kept", _VOLATILE)
+        assert shown == scrubbed(_document(memory), tmp_path / "held", _VOLATILE)
         assert disk.decision is not None and memory.decision is not None
         assert disk.decision.code == memory.decision.code == decide_run(memory).code
     # the second run's results know their previous ones, read back from disk too
