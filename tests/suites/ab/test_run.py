@@ -275,7 +275,9 @@ def test_cases_of_many_calls_start_a_window_at_a_time(
         f"  - {{name: c{i}, input: {{text: 'case {i}'}}, expected_output: positive}}\n"
         for i in range(8)
     )
-    root = _project(make_project, PROMPT.split("cases:")[0] + "cases:\n" + cases)
+    prompt = PROMPT.split("cases:")[0] + "cases:\n" + cases
+    quick = CONFIG.replace(", latency_ms: 120", "")  # 48 calls one at a time: no waits
+    root = make_project(quick, {"sentiment.prompt.yml": prompt})
     sink = UnderWay(6)  # two branches, three iterations
 
     run = run_ab_tests(project_dir=str(root), iterations=3, concurrency=1, events=sink)
