@@ -254,7 +254,8 @@ class Store:
         self, what: str, batch: Sequence[Any], fallback: Callable[[], int] | None = None
     ) -> int | None:
         """``batch`` written and committed by this store's writer process (:mod:`._writer`):
-        ``what`` is ``"executions"`` or ``"cache"`` (its entries). None when no process is
+        ``what`` is ``"executions"``, ``"branches"`` (A/B executions) or ``"cache"`` (its
+        entries). None when no process is
         ready, and the caller writes the batch itself; :class:`~._writer.Lost` when the
         process took it and gave no answer, and the caller writes it as one that may be
         stored already. A large enough batch of executions starts the process, for the
@@ -262,7 +263,7 @@ class Store:
         ``fallback`` (how its caller writes it after a lost answer) is only sent."""
         writer = self._process
         if writer is None:
-            if what == "executions":
+            if what in ("executions", "branches"):
                 self.expect_executions(len(batch))
             return None
         if not writer.ready():  # not yet, or no longer (broken)

@@ -387,6 +387,8 @@ def _write(store: Any, what: str, batch: Any) -> int:
         return int(store.executions.record_many(batch))
     if what == "cache":
         return int(store.cache.put_many(batch))
+    if what == "branches":
+        return int(store.branches.write_batch(batch))
     raise StoreError(f"the writer process cannot {what!r}")
 
 

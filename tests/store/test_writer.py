@@ -487,3 +487,75 @@ def test_case_histories_cross_to_the_run_whole() -> None:
     point = HistoryPoint("e1", "failed", 0.25, 12, -3, False, 0.5, True, 7, "2026-01-02")
     history = CaseHistory(4, 0.75, 0.625, 11.5, (point, replace(point, id="e2", score=None)))
     assert pickle.loads(pickle.dumps(history, protocol=pickle.HIGHEST_PROTOCOL)) == history
+
+
+def _branch_batch(store: Store) -> list[Any]:
+    from oxyeval.store import NewBranchExecution
+
+    for name in ("Fast", "Slow"):
+        store.branches.create("a", name, model="m")
+    return [
+        NewBranchExecution(
+            branch_id="a@Fast" if i % 2 else "a@Slow",
+            test_case_id="a",
+            status="success",
+            iteration=i // 2,
+            passed=i % 3 != 0,
+            quality_score=i / START_AT,
+            output=f"answer {i % 7}",
+        )
+        for i in range(START_AT)
+    ]
+
+
+def test_branch_executions_go_through_the_process_as_the_thread_writes_them(
+    stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oxyeval.store._branches import Branches
+
+    by_process, by_thread = stores
+    writer = _ready(by_process)
+    here: list[int] = []
+    real = Branches.write_batch
+
+    def counted(self: Any, batch: Any, **kwargs: Any) -> int:
+        here.append(len(batch))
+        return real(self, batch, **kwargs)
+
+    monkeypatch.setattr(Branches, "write_batch", counted)
+    stamps = by_process.branches.record_many(None, _branch_batch(by_process))
+    assert here == [] and not writer.broken  # the process wrote them
+    monkeypatch.setenv("OXY_HISTORY_WRITER", "thread")
+    assert len(by_thread.branches.record_many(None, _branch_batch(by_thread))) == START_AT
+    assert here == [START_AT]
+    # the ids and times given back are the stored rows'
+    stored = {e.id: e for e in by_process.branches.executions("a@Fast", limit=1000)}
+    assert len(stored) == START_AT // 2 and {i for i, _at in stamps} >= set(stored)
+    assert all(stored[i].created_at == at for i, at in stamps if i in stored)
+    for branch in ("a@Fast", "a@Slow"):
+        mine, theirs = by_process.branches.get(branch), by_thread.branches.get(branch)
+        assert mine is not None and theirs is not None
+        assert mine.total_runs == theirs.total_runs == START_AT // 2
+        counts = ("passes", "quality_n", "quality_sum", "hashed_runs", "top_hash_runs")
+        assert [getattr(mine, c) for c in counts] == [getattr(theirs, c) for c in counts]
+
+
+def test_a_branch_batch_stored_but_never_answered_is_not_written_twice(
+    stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oxyeval.store import StoreError, _writer
+
+    by_process, _ = stores
+    writer = _ready(by_process)
+    real = _writer.ProcessWriter._receive
+
+    def answered_then_lost(self: Any, wait: float) -> Any:
+        real(self, wait)
+        raise StoreError("no answer in time")
+
+    monkeypatch.setattr(_writer.ProcessWriter, "_receive", answered_then_lost)
+    assert len(by_process.branches.record_many(None, _branch_batch(by_process))) == START_AT
+    assert writer.broken
+    assert len(_table(str(by_process.location.path), "results", "id")) == START_AT
+    fast = by_process.branches.get("a@Fast")
+    assert fast is not None and fast.total_runs == START_AT // 2

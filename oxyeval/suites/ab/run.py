@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ..._tasks import Limit, gather_settled, run_sync
 from ...errors import ConfigError, ProviderError
@@ -132,8 +132,18 @@ def _details(plan: CasePlan, branch: TestBranch, criteria: str) -> dict[str, Any
 
 def _branch_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, Any]]) -> Any:
     """Branch executions (with their result rows), those finishing together in one
-    transaction: a burst of 100 costs a few commits, not 100."""
-    return store.branches.add_executions(run_id, [execution for _r, execution in items])
+    transaction: a burst of 100 costs a few commits, not 100. Each one's id and time
+    come back (what the run reads of a stored execution), written by the history's
+    writer process in a large run."""
+    stamps = store.branches.record_many(run_id, [execution for _r, execution in items])
+    return [_Stored(i, at) for i, at in stamps]
+
+
+class _Stored(NamedTuple):
+    """What a stored execution is known by: its id and when it was recorded."""
+
+    id: str
+    created_at: str
 
 
 class AB:
@@ -204,6 +214,9 @@ class AB:
             ),
             [project],
         )
+        # A large run's executions go to the history's writer process: started now, it
+        # is ready by the first batch.
+        store.expect_executions(sum(len(p.branches) for p in plans) * self.run.iterations)
         for position, plan in enumerate(plans):
             plan.result.position = position
             plan.handle = suite.add(
