@@ -238,21 +238,27 @@ def test_a_child_running_another_copy_of_oxyeval_is_not_used(
         assert store.executions.record_many(_batch()) == START_AT  # written here instead
 
 
+def _lose_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every answer of the writer process read, then lost (as if it came too late): the
+    child has committed what it was sent."""
+    from oxyeval.store import _writer
+
+    real = _writer.ProcessWriter._receive
+
+    def answered_then_lost(self: Any, wait: float) -> Any:
+        real(self, wait)
+        raise StoreError("no answer in time")
+
+    monkeypatch.setattr(_writer.ProcessWriter, "_receive", answered_then_lost)
+
+
 def test_a_batch_the_process_stored_but_never_answered_is_not_written_twice(
     stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The child commits, then its answer is lost: the thread finds the batch stored."""
-    from oxyeval.store import StoreError, _writer
-
     by_process, _ = stores
     writer = _ready(by_process)
-    real = _writer.ProcessWriter._receive
-
-    def answered_then_lost(self: Any, wait: float) -> Any:
-        real(self, wait)  # the child has committed and answered
-        raise StoreError("no answer in time")
-
-    monkeypatch.setattr(_writer.ProcessWriter, "_receive", answered_then_lost)
+    _lose_answers(monkeypatch)
     batch = [new("a", passed=True, actual_output=f"a{i}") for i in range(START_AT)]  # no ids
     assert by_process.executions.record_many(batch) == START_AT
     assert writer.broken
@@ -543,17 +549,9 @@ def test_branch_executions_go_through_the_process_as_the_thread_writes_them(
 def test_a_branch_batch_stored_but_never_answered_is_not_written_twice(
     stores: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from oxyeval.store import StoreError, _writer
-
     by_process, _ = stores
     writer = _ready(by_process)
-    real = _writer.ProcessWriter._receive
-
-    def answered_then_lost(self: Any, wait: float) -> Any:
-        real(self, wait)
-        raise StoreError("no answer in time")
-
-    monkeypatch.setattr(_writer.ProcessWriter, "_receive", answered_then_lost)
+    _lose_answers(monkeypatch)
     assert len(by_process.branches.record_many(None, _branch_batch(by_process))) == START_AT
     assert writer.broken
     assert len(_table(str(by_process.location.path), "results", "id")) == START_AT
