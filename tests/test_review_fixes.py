@@ -166,8 +166,7 @@ def test_interrupted_tests_are_listed_unscored() -> None:
     )
     run = ConsistencyRun()
     target = SimpleNamespace(model="m")  # never called: the test had not started
-    _unfinished(run, [Job(spec, target, {}, "q", None)])  # type: ignore[arg-type]
-    (test,) = run.tests
+    ((_job, test),) = _unfinished(run, [Job(spec, target, {}, "q", None)])  # type: ignore[arg-type]
     assert (
         test.accuracy is None
         and test.error == "interrupted before it finished"

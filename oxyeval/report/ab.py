@@ -198,16 +198,16 @@ def ab_run_json(run: ABRun, decision: Decision | None = None) -> dict[str, Any]:
     case's comparison (``cases``), the criteria, the iterations and the judge's calls;
     ``decision``: the one the run ends with (by default the ungated one)."""
     from ..evaluation import decide_run
-    from .cases import STREAM_PAST
     from .documents import run_document
     from .streaming import Streamed
 
     if decision is None:
         decision = decide_run(run)
-    # A large run's results are written one at a time as they are made, not built as a
-    # list of 100,000 (with their dicts) first.
-    count = run.execution_count
-    results: Any = Streamed(run.each_result, count) if count > STREAM_PAST else run.as_results()
+    # A run kept on disk has its results written one at a time as they are made, not
+    # built as a list of 100,000 (with their dicts) first.
+    results: Any = (
+        Streamed(run.each_result, run.execution_count) if run.spilled else run.as_results()
+    )
     body = {
         "criteria": run.criteria,
         "iterations": run.iterations,

@@ -98,7 +98,9 @@ class Kind(Protocol):
     object its report reads, filled in as the run goes (what the one decision decides
     on: :class:`~oxyeval.evaluation.DecidableRun`). A kind whose units are many runs
     each may say how many (``runs_of(unit) -> int``): the run then starts units a
-    window of runs at a time (:func:`runs_window`), not a window of units."""
+    window of runs at a time (:func:`runs_window`), not a window of units. A kind whose
+    results finish out of their report's order puts them in it in ``in_order(suite)``,
+    called once the history is written and before the one decision."""
 
     name: str
     storage: Storage
@@ -226,6 +228,7 @@ class SuiteRun:
         self.errors = 0  # results that could not be produced: the run "failed"
         self.decision: Decision | None = None
         self._run: DecidableRun | None = None
+        self._kind: Kind | None = None
         self._scope = scope_secrets
         self._exit = ExitStack()
 
@@ -302,6 +305,7 @@ class SuiteRun:
         goes. Interrupted, what finished is kept and the interruption raised again;
         the decision (:attr:`decision`) is made either way."""
         self._run = kind.run
+        self._kind = kind
         with relaxed():  # see oxyeval._collector
             async with self:
                 units = list(await kind.plan(self))
@@ -357,6 +361,11 @@ class SuiteRun:
                     stopped = error if isinstance(error, OxyError) else None
                     if interrupted:
                         self._run.interrupted = True
+                    # The report pairs each result with its outcome by position: the
+                    # results are put in the report's order before they are decided on.
+                    in_order = getattr(self._kind, "in_order", None)
+                    if in_order is not None:
+                        in_order(self)
                     self.decision = decide_run(self._run, self.gates, error=stopped)
                 if self.started:  # a run stopped by its checks never began: no events
                     self.emit(

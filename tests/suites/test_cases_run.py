@@ -264,3 +264,30 @@ def test_a_file_declaring_a_name_an_api_case_has_says_where(root: Path) -> None:
         assert [c.id for c in store.cases.list("sentiment") if c.name == "other"] == [
             "sentiment::api"
         ]
+
+
+def test_each_case_is_reported_with_its_own_outcome_when_cases_finish_out_of_order(
+    make_project: MakeProject,
+) -> None:
+    import io
+    import json
+
+    from oxyeval.report import case_run_json, write_json
+
+    config = """\
+models:
+  - {name: slow, vendor: mock, latency_ms: 300, outputs: [wrong]}
+  - {name: quick, vendor: mock, outputs: [right]}
+"""
+    first = "name: a\nmodel: slow\nsimilarity: lexical\ntemplate: '{{ q }}'\ncases:\n  - {name: x, input: {q: one}, expected_output: right}\n"
+    second = "name: b\nmodel: quick\nsimilarity: lexical\ntemplate: '{{ q }}'\ncases:\n  - {name: y, input: {q: two}, expected_output: right}\n"
+    root = make_project(config, {"a.prompt.yml": first, "b.prompt.yml": second})
+    run = run_cases(project_dir=str(root))  # b::y passes at once, a::x fails later
+    out = io.StringIO()
+    write_json(case_run_json(run, run.decision), out)
+    doc = json.loads(out.getvalue())
+    assert [(r["subject"], r["outcome"]) for r in doc["results"]] == [
+        ("a::x", "failed"),
+        ("b::y", "passed"),
+    ]
+    assert [e["testCaseId"] for e in doc["executions"]] == ["a::x", "b::y"]

@@ -177,7 +177,7 @@ class AB:
         self.run = run
         self._limit = Limit(max(1, concurrency))  # the run's budget, once planned
         self._context: RunContext | None = None
-        self._unlisted: dict[int, ABCaseResult] = {}  # planned results not in the run's yet
+        self._unlisted: dict[int, CasePlan] = {}  # planned cases whose result is not listed yet
 
     async def plan(self, suite: SuiteRun) -> list[CasePlan]:
         self._limit = suite.budget or self._limit
@@ -231,7 +231,7 @@ class AB:
             )
         # Each case's result joins the run's once the case is summarised (kept on disk
         # past a budget, so it must be whole by then); those that never ran, on a stop.
-        self._unlisted = {plan.result.position: plan.result for plan in plans}
+        self._unlisted = {plan.result.position: plan for plan in plans}
         return plans
 
     def runs_of(self, plan: CasePlan) -> int:
@@ -256,11 +256,8 @@ class AB:
             raise
         finally:
             summarise(plan.result, plan.branches, plan.outcomes)
-            self._list(plan.result)
-
-    def _list(self, result: ABCaseResult) -> None:
-        if self._unlisted.pop(result.position, None) is not None:
-            self.run.results.append(result)
+            if self._unlisted.pop(plan.result.position, None) is not None:
+                self.run.results.append(plan.result)
 
     async def _one(self, suite: SuiteRun, plan: CasePlan, branch: TestBranch, i: int) -> None:
         assert self._context is not None
@@ -298,15 +295,20 @@ class AB:
 
     def stopped(self, suite: SuiteRun) -> None:
         """Calls that had not finished are not reported: each case says how many iterations
-        every branch finished (none, for a case that never started)."""
+        every branch finished (none, for a case that never started: see in_order)."""
+
+    def in_order(self, suite: SuiteRun) -> None:
+        """The cases that never ran (the run stopped or failed first) listed, cut short
+        with no iteration, then every case in plan order, before the decision."""
         for position in sorted(self._unlisted):
-            self._list(self._unlisted[position])
+            plan = self._unlisted.pop(position)
+            plan.result.interrupted = True
+            summarise(plan.result, plan.branches, plan.outcomes)
+            self.run.results.append(plan.result)
+        self.run.in_plan_order()
 
     def finished(self, suite: SuiteRun) -> None:
-        """Each case summarised itself as its unit ended: the cases in plan order, those
-        that never ran (a run stopped by an error) listed too."""
-        self.stopped(suite)
-        self.run.in_plan_order()
+        """Put in order before the decision (:meth:`in_order`)."""
 
 
 async def _run(

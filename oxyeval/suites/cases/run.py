@@ -333,8 +333,6 @@ class Cases:
         # Noted as results are kept, so the end of a large run reads none back from disk:
         # the cases cut at the token limit, and whether they finished out of plan order.
         self._cuts: dict[str, list[str]] = {}
-        self._last_position = -1
-        self._unordered = False
 
     async def plan(self, suite: SuiteRun) -> list[tuple[_VersionRun, TestCase, int]]:
         paths = self.paths
@@ -500,20 +498,20 @@ class Cases:
         self.run.results.append(result)
         if stopped_at_token_limit(result.finish_reason):
             self._cuts.setdefault(result.prompt_id, []).append(result.name)
-        self._unordered = self._unordered or result.position < self._last_position
-        self._last_position = result.position
         if self.on_result is not None:
             self.on_result(result)
 
     def stopped(self, suite: SuiteRun) -> None:
         """Cases that had not finished are not reported: the run says how many did."""
 
+    def in_order(self, suite: SuiteRun) -> None:
+        """The cases in plan order, before the decision pairs each with its outcome."""
+        self.run.in_plan_order()
+
     def finished(self, suite: SuiteRun) -> None:
-        """The run rows, the token-limit warnings, and the cases in plan order."""
+        """The run rows and the token-limit warnings."""
         self.run.runs.update(suite.recorder.run_ids)
         _warn_token_limits(self.run, self.plans, self._cuts)
-        if self._unordered:
-            self.run.in_plan_order()
 
 
 async def run_cases_async(

@@ -33,8 +33,9 @@ __all__ = ["Consistency", "new_result", "run_tests", "run_tests_async"]
 
 
 def _unfinished(run: ConsistencyRun, jobs: list[Job]) -> list[tuple[Job, ConsistencyTestResult]]:
-    """On Ctrl-C, a test that had not even started is listed (interrupted, unscored), not
-    silently dropped; tests under way list their own finished runs (``_run_test``)."""
+    """On Ctrl-C, each test that had not even started, as the result it is listed as
+    (interrupted, unscored), not silently dropped; tests under way list their own
+    finished runs (``_run_test``)."""
     done = {(t.file, t.index) for t in run.tests}
     added = []
     for job in jobs:
@@ -45,9 +46,7 @@ def _unfinished(run: ConsistencyRun, jobs: list[Job]) -> list[tuple[Job, Consist
             result = test_entry(spec, judge, label(spec, k), job.question, job.target.model)
             result.error = "interrupted before it finished"
             result.interrupted = True
-            run.tests.append(result)
             added.append((job, result))
-    in_file_order(run, jobs)
     return added
 
 
@@ -199,6 +198,7 @@ class Consistency:
         self.project_dir = project_dir
         self.run = run
         self.jobs: list[Job] = []
+        self._cut: list[ConsistencyTestResult] = []  # never started, listed in in_order
 
     async def plan(self, suite: SuiteRun) -> list[Job]:
         subjects, warnings = load_all(collect_files(self.paths), self.project_dir)
@@ -235,14 +235,22 @@ class Consistency:
             job.handle, test_result(test, f"{job.file}::{test.name}"), (job.file, test)
         )
 
-    def finished(self, suite: SuiteRun) -> None:
+    def in_order(self, suite: SuiteRun) -> None:
+        """The tests that never started (listed once the history has told each its
+        previous result), then all in file order, before the decision."""
+        self.run.tests.extend(self._cut)
+        self._cut = []
         in_file_order(self.run, self.jobs)
+
+    def finished(self, suite: SuiteRun) -> None:
+        """Put in order before the decision (:meth:`in_order`)."""
 
     def stopped(self, suite: SuiteRun) -> None:
         for job, test in _unfinished(self.run, self.jobs):
             result = test_result(test, f"{job.file}::{test.name}")
             suite.record(result)
             suite.recorder.submit(job.handle, result, (job.file, test))
+            self._cut.append(test)
 
 
 async def run_tests_async(

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ...judge import Judge, JudgeResult
     from ..targets import Target
 
-__all__ = ["Subject", "run_subjects"]
+__all__ = ["Subject", "run_subjects", "subject_result"]
 
 
 @dataclass
@@ -129,6 +129,25 @@ async def _sample(subject: Subject, run: int) -> Sample:
     )
 
 
+def subject_result(subject: Subject) -> SubjectResult:
+    """A subject's result before any of its runs: one result per criterion, none judged."""
+    result = SubjectResult(subject.key, subject.label, group=subject.group, name=subject.name)
+    result.results = [
+        CriterionResult(
+            subject.key,
+            subject.label,
+            c,
+            subject.threshold,
+            max_runs=subject.runs,
+            min_judged=subject.min_judged,
+            own_check=subject.own_check,
+            model=subject.model,
+        )
+        for c in subject.criteria
+    ]
+    return result
+
+
 class _SubjectRunner:
     def __init__(
         self,
@@ -144,22 +163,7 @@ class _SubjectRunner:
         self.suite = suite
         self.limit = limit
         self.judging = _Judging(subject, run)
-        self.result = SubjectResult(
-            subject.key, subject.label, group=subject.group, name=subject.name
-        )
-        self.result.results = [
-            CriterionResult(
-                subject.key,
-                subject.label,
-                c,
-                subject.threshold,
-                max_runs=subject.runs,
-                min_judged=subject.min_judged,
-                own_check=subject.own_check,
-                model=subject.model,
-            )
-            for c in subject.criteria
-        ]
+        self.result = subject_result(subject)
         self.tests = (
             [AdaptiveTest(subject.threshold, subject.runs, alpha) for _ in subject.criteria]
             if adaptive
@@ -233,7 +237,8 @@ async def run_subjects(
 ) -> PassFailRun:
     """Run every subject (their calls under the run's one budget, else a limit of
     ``concurrency``, and each model's own), judge, and keep each subject's result in
-    ``into`` as it finishes."""
+    ``into`` as it finishes (in that order: a run puts them in plan order before its
+    decision, :meth:`~.run.PassFail.in_order`)."""
     limit = suite.budget or asyncio.Semaphore(max(1, concurrency))
 
     async def one(subject: Subject) -> None:
@@ -271,6 +276,4 @@ async def run_subjects(
     except (asyncio.CancelledError, KeyboardInterrupt):
         into.interrupted = True
         raise
-    order = {s.key: i for i, s in enumerate(subjects)}
-    into.subjects.sort(key=lambda r: order.get(r.key, 0))
-    return into
+    return into  # in plan order once the run's kind puts it so (PassFail.in_order)

@@ -21,7 +21,7 @@ from ...workflow.context import RunContext
 from ..recorder import Handle, RunRow, Storage
 from ..shards import ShardKey
 from ..suite import SuiteRun, run_kind
-from .engine import Subject, run_subjects
+from .engine import Subject, run_subjects, subject_result
 from .results import PassFailRun, SubjectResult
 
 if TYPE_CHECKING:
@@ -112,16 +112,37 @@ class PassFail:
         """The engine keeps its subjects in order itself."""
 
     def stopped(self, suite: SuiteRun) -> None:
-        """The subjects cut short keep their finished runs, marked interrupted."""
+        """The subjects cut short keep their finished runs, marked interrupted; those that
+        never started are listed too, with none."""
         assert self._handle is not None
+        listed = set()
         for subject in self.run.subjects:
+            listed.add(subject.key)
             if subject.key in self._kept:  # read back from disk, a subject is a copy
                 continue
-            self._kept.add(subject.key)
-            for r in subject.results:
-                result = r.as_result()
-                suite.record(result)
-                suite.recorder.submit(self._handle, result)
+            self._keep_cut(suite, subject)
+        for planned in self.subjects:
+            if planned.key not in listed:
+                never = subject_result(planned)
+                never.interrupted = True
+                for r in never.results:
+                    r.interrupted = True
+                self._keep_cut(suite, never)
+                self.run.subjects.append(never)
+
+    def _keep_cut(self, suite: SuiteRun, subject: SubjectResult) -> None:
+        assert self._handle is not None
+        self._kept.add(subject.key)
+        for r in subject.results:
+            result = r.as_result()
+            suite.record(result)
+            suite.recorder.submit(self._handle, result)
+
+    def in_order(self, suite: SuiteRun) -> None:
+        """The subjects in plan order (the engine's own order once they all ended; cut
+        short, as they finished), before the decision."""
+        order = {s.key: i for i, s in enumerate(self.subjects)}
+        self.run.subjects.sort(key=lambda r: order.get(r.key, len(order)))
 
 
 async def run_passfail(

@@ -101,5 +101,40 @@ def test_a_case_that_never_started_is_listed_in_plan_order(
     one, never = run.results
     assert (one.case_name, never.case_name) == ("one", "two")
     assert one.interrupted and [len(b.outcomes) for b in one.branches] == [1, 0]
-    assert all(b.outcomes == [] for b in never.branches) and never.winner is None
+    # never started: cut short, each branch listed with no iteration, and said so
+    assert never.interrupted and [len(b.outcomes) for b in never.branches] == [0, 0]
+    assert never.winner is None and never.notes
     assert decide_run(run).code == 3
+
+
+def test_each_result_is_reported_with_its_own_outcome_when_cases_finish_out_of_order(
+    make_project: MakeProject,
+) -> None:
+    import io
+    import json
+
+    from oxyeval.report import ab_run_json, write_json
+    from oxyeval.suites.ab import run_ab_tests
+
+    config = """\
+models:
+  - {name: slow, vendor: mock, latency_ms: 300, outputs: [positive]}
+  - {name: bad, vendor: mock, rules: [{match: ".", error: "the server said no"}]}
+"""
+    prompt = """\
+name: s
+model: slow
+template: "{{ text }}"
+similarity: lexical
+cases:
+  - {name: one, input: {text: hi}, expected_output: positive, branches: [{name: S, model: slow}]}
+  - {name: two, input: {text: yo}, expected_output: positive, branches: [{name: B, model: bad}]}
+"""
+    root = make_project(config, {"s.prompt.yml": prompt})
+    run = run_ab_tests(project_dir=str(root))  # "two" fails at once, "one" ends later
+    out = io.StringIO()
+    write_json(ab_run_json(run, run.decision), out)
+    shown = [
+        (r["subject"], r["status"], r["outcome"]) for r in json.loads(out.getvalue())["results"]
+    ]
+    assert shown == [("s::one@S", "success", "passed"), ("s::two@B", "error", "unknown")]

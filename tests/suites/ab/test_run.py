@@ -285,13 +285,12 @@ def test_cases_of_many_calls_start_a_window_at_a_time(
     assert len(run.results) == 8 and all(len(r.branches) == 2 for r in run.results)
 
 
-def test_a_large_run_streams_its_results_and_writes_the_same_document(
+def test_a_run_kept_on_disk_streams_its_results_and_writes_the_same_document(
     make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import io
 
     from oxyeval.report import Streamed, ab_run_json, write_json
-    from oxyeval.report import cases as cases_report
 
     run = run_ab_tests(project_dir=str(_project(make_project)), iterations=3)
 
@@ -302,7 +301,8 @@ def test_a_large_run_streams_its_results_and_writes_the_same_document(
         return json.loads(out.getvalue()), doc["results"]
 
     whole, listed = written()
-    monkeypatch.setattr(cases_report, "STREAM_PAST", 2)  # six executions: past it
+    monkeypatch.setenv("OXY_RESULTS_IN_MEMORY", "0")
+    run.results = type(run.results)(run.results)  # the same results, now on disk
     streamed, lazy = written()
     assert isinstance(listed, list) and isinstance(lazy, Streamed) and len(lazy) == 6
     assert streamed == whole and len(whole["results"]) == 6  # type: ignore[arg-type]

@@ -167,3 +167,58 @@ def test_an_interrupted_run_kept_on_disk_stores_each_subject_once(
     assert sorted(r.subject for r in rows) == ["bot::q::ok", "slow::q::ok"]
     (cut,) = [s for s in run.subjects if s.interrupted]
     assert cut.results[0].as_result().error == "interrupted before any of its runs finished"
+
+
+def test_an_interrupted_run_lists_and_stores_the_subjects_that_never_started(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(suite_module, "_WINDOW_RUNS", 1)  # one subject under way at a time
+    monkeypatch.setattr(suite_module, "_WINDOW_PER_CALL", 1)
+    slow = CONFIG + "  - {name: slow, vendor: mock, latency_ms: 5000, outputs: [ANSWER-OK]}\n"
+    root = make_project(slow)
+    project = load_project(root)
+    run = PassFailRun()
+    started = asyncio.Event()
+
+    def build(context):  # type: ignore[no-untyped-def]
+        return [
+            Subject(
+                key=f"{model}::{i}",
+                label=model,
+                target=TextTarget(context, model, "Question?"),
+                criteria=[Criterion("ok", "The answer is OK")],
+                runs=1,
+                threshold=0.5,
+                judge=pass_fail_judge(context, "judge"),
+            )
+            for i, model in enumerate(["slow", "bot", "bot"])
+        ]
+
+    def sink(event: Any) -> None:
+        if type(event).__name__ == "SubjectStarted":
+            started.set()
+
+    async def go() -> None:
+        task = asyncio.ensure_future(
+            run_passfail(project, build, label="x", into=run, concurrency=1, events=sink)
+        )
+        await asyncio.wait_for(started.wait(), 20)
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    # the one under way and the two that never started, in plan order, all cut short
+    assert [(s.key, s.interrupted) for s in run.subjects] == [
+        ("slow::0", True),
+        ("bot::1", True),
+        ("bot::2", True),
+    ]
+    assert run.decision is not None and run.decision.code == 3
+    from oxyeval.store import open_store
+
+    with open_store(root / ".oxy" / "oxyeval.db", read_only=True) as store:
+        (stored_run,) = store.runs.list(5)
+        rows = store.results.for_run(stored_run.id)
+    assert sorted(r.subject for r in rows) == ["bot::1::ok", "bot::2::ok", "slow::0::ok"]
