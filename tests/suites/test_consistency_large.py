@@ -84,3 +84,46 @@ def test_a_run_kept_on_disk_reports_and_decides_as_one_in_memory(
     subjects = [r["subject"] for r in doc["results"]]
     assert subjects[0].endswith("a.agent.yml: t0") and subjects[-1].endswith("b.agent.yml: t2")
     assert len(doc["tests"]) == 7 and all(t["previous"] is not None for t in doc["tests"])
+
+
+def test_tests_cut_before_they_started_keep_their_previous_result_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import contextlib
+
+    from oxyeval.suites.consistency import run_tests_async
+
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "config.yml").write_text(
+        CONFIG.replace("vendor: mock\n", "vendor: mock\n    latency_ms: 200\n", 1)
+    )
+    (root / "a.agent.yml").write_text(_agent(3, 2))
+    files = [root / "a.agent.yml"]
+    first = run_tests(files, project_dir=str(root))
+    assert all(t.ok for t in first.tests)
+    monkeypatch.setenv("OXY_RESULTS_IN_MEMORY", "0")
+    monkeypatch.setattr(suite_module, "_WINDOW_RUNS", 1)  # one test under way at a time
+    monkeypatch.setattr(suite_module, "_WINDOW_PER_CALL", 1)
+    run = ConsistencyRun()
+    started = asyncio.Event()
+
+    def sink(event: Any) -> None:
+        if type(event).__name__ == "SubjectStarted":
+            started.set()
+
+    async def go() -> None:
+        task = asyncio.ensure_future(
+            run_tests_async(files, project_dir=str(root), into=run, events=sink)
+        )
+        await asyncio.wait_for(started.wait(), 20)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    assert run.interrupted and run.spilled
+    assert [t.name for t in run.tests] == ["t0", "t1", "t2"]
+    cut = [t for t in run.tests if t.error == "interrupted before it finished"]
+    assert cut and all(t.previous is not None for t in cut)
