@@ -112,20 +112,16 @@ def test_a_run_kept_on_disk_reports_and_decides_as_one_in_memory(
     assert doc["overall"]["answerRate"] == 1.0
 
 
-def test_an_interrupted_run_kept_on_disk_stores_each_subject_once(
-    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("OXY_RESULTS_IN_MEMORY", "0")  # kept on disk from the first subject
-    slow = CONFIG + "  - {name: slow, vendor: mock, latency_ms: 5000, outputs: [ANSWER-OK]}\n"
-    root = make_project(slow)
-    project = load_project(root)
-    run = PassFailRun()
-    fast_done = asyncio.Event()
+SLOW = CONFIG + "  - {name: slow, vendor: mock, latency_ms: 5000, outputs: [ANSWER-OK]}\n"
+
+
+def _one_run_each(keys: list[tuple[str, str]]) -> Any:
+    """A build of one subject of one run per (key, model)."""
 
     def build(context):  # type: ignore[no-untyped-def]
         return [
             Subject(
-                key=f"{model}::q",
+                key=key,
                 label=model,
                 target=TextTarget(context, model, "Question?"),
                 criteria=[Criterion("ok", "The answer is OK")],
@@ -133,16 +129,42 @@ def test_an_interrupted_run_kept_on_disk_stores_each_subject_once(
                 threshold=0.5,
                 judge=pass_fail_judge(context, "judge"),
             )
-            for model in ("bot", "slow")
+            for key, model in keys
         ]
 
+    return build
+
+
+def _cancelled_once(
+    project: Any, build: Any, run: PassFailRun, when: asyncio.Event, **options: Any
+) -> None:
+    """Run ``build``'s subjects into ``run`` and cancel the run once ``when`` is set."""
+
     async def go() -> None:
-        task = asyncio.ensure_future(run_passfail(project, build, label="two", into=run))
-        await asyncio.wait_for(fast_done.wait(), 20)
+        task = asyncio.ensure_future(run_passfail(project, build, label="x", into=run, **options))
+        await asyncio.wait_for(when.wait(), 20)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
+    asyncio.run(go())
+
+
+def _stored_subjects(root: Path) -> list[str]:
+    from oxyeval.store import open_store
+
+    with open_store(root / ".oxy" / "oxyeval.db", read_only=True) as store:
+        (stored_run,) = store.runs.list(5)
+        return sorted(r.subject for r in store.results.for_run(stored_run.id))
+
+
+def test_an_interrupted_run_kept_on_disk_stores_each_subject_once(
+    make_project: MakeProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OXY_RESULTS_IN_MEMORY", "0")  # kept on disk from the first subject
+    root = make_project(SLOW)
+    run = PassFailRun()
+    fast_done = asyncio.Event()
     from oxyeval.suites.passfail import run as run_module
 
     original_keep = run_module.PassFail._keep
@@ -153,18 +175,14 @@ def test_an_interrupted_run_kept_on_disk_stores_each_subject_once(
             fast_done.set()
 
     monkeypatch.setattr(run_module.PassFail, "_keep", keep)
-    asyncio.run(go())
+    build = _one_run_each([("bot::q", "bot"), ("slow::q", "slow")])
+    _cancelled_once(load_project(root), build, run, fast_done)
     assert run.interrupted and run.spilled
     assert sorted((s.key, s.interrupted) for s in run.subjects) == [
         ("bot::q", False),
         ("slow::q", True),
     ]
-    from oxyeval.store import open_store
-
-    with open_store(root / ".oxy" / "oxyeval.db", read_only=True) as store:
-        (stored_run,) = store.runs.list(5)
-        rows = store.results.for_run(stored_run.id)
-    assert sorted(r.subject for r in rows) == ["bot::q::ok", "slow::q::ok"]
+    assert _stored_subjects(root) == ["bot::q::ok", "slow::q::ok"]
     (cut,) = [s for s in run.subjects if s.interrupted]
     assert cut.results[0].as_result().error == "interrupted before any of its runs finished"
 
@@ -174,41 +192,16 @@ def test_an_interrupted_run_lists_and_stores_the_subjects_that_never_started(
 ) -> None:
     monkeypatch.setattr(suite_module, "_WINDOW_RUNS", 1)  # one subject under way at a time
     monkeypatch.setattr(suite_module, "_WINDOW_PER_CALL", 1)
-    slow = CONFIG + "  - {name: slow, vendor: mock, latency_ms: 5000, outputs: [ANSWER-OK]}\n"
-    root = make_project(slow)
-    project = load_project(root)
+    root = make_project(SLOW)
     run = PassFailRun()
     started = asyncio.Event()
-
-    def build(context):  # type: ignore[no-untyped-def]
-        return [
-            Subject(
-                key=f"{model}::{i}",
-                label=model,
-                target=TextTarget(context, model, "Question?"),
-                criteria=[Criterion("ok", "The answer is OK")],
-                runs=1,
-                threshold=0.5,
-                judge=pass_fail_judge(context, "judge"),
-            )
-            for i, model in enumerate(["slow", "bot", "bot"])
-        ]
 
     def sink(event: Any) -> None:
         if type(event).__name__ == "SubjectStarted":
             started.set()
 
-    async def go() -> None:
-        task = asyncio.ensure_future(
-            run_passfail(project, build, label="x", into=run, concurrency=1, events=sink)
-        )
-        await asyncio.wait_for(started.wait(), 20)
-        await asyncio.sleep(0.1)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    asyncio.run(go())
+    build = _one_run_each([("slow::0", "slow"), ("bot::1", "bot"), ("bot::2", "bot")])
+    _cancelled_once(load_project(root), build, run, started, concurrency=1, events=sink)
     # the one under way and the two that never started, in plan order, all cut short
     assert [(s.key, s.interrupted) for s in run.subjects] == [
         ("slow::0", True),
@@ -216,9 +209,4 @@ def test_an_interrupted_run_lists_and_stores_the_subjects_that_never_started(
         ("bot::2", True),
     ]
     assert run.decision is not None and run.decision.code == 3
-    from oxyeval.store import open_store
-
-    with open_store(root / ".oxy" / "oxyeval.db", read_only=True) as store:
-        (stored_run,) = store.runs.list(5)
-        rows = store.results.for_run(stored_run.id)
-    assert sorted(r.subject for r in rows) == ["bot::1::ok", "bot::2::ok", "slow::0::ok"]
+    assert _stored_subjects(root) == ["bot::1::ok", "bot::2::ok", "slow::0::ok"]
