@@ -113,7 +113,7 @@ def _document(
         decision = decide_run(run)
     results: Any
     if count is not None and run.spilled:
-        results = Streamed(run.as_results, count)
+        results = Streamed(run.each_result, count)
     else:
         results = run.as_results()
     return run_document(

@@ -24,7 +24,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, Generic, TypeVar, overload
 
-__all__ = ["IN_MEMORY", "IN_MEMORY_BYTES", "SpillList"]
+__all__ = ["IN_MEMORY", "IN_MEMORY_BYTES", "SpillList", "on_disk", "put_in_place"]
 
 T = TypeVar("T")
 
@@ -225,3 +225,18 @@ class SpillList(Generic[T]):
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def on_disk(items: object) -> bool:
+    """Whether ``items`` (a run's results) is a :class:`SpillList` that moved them to
+    disk: its report then writes them one at a time as it reads them back."""
+    return isinstance(items, SpillList) and items.spilled
+
+
+def put_in_place(items: SpillList[T] | list[T], place: Callable[[T], int]) -> None:
+    """``items`` sorted by ``place``, stably: a :class:`SpillList` that keeps its items'
+    places is not read back for it, a plain list (a caller's own) is sorted as usual."""
+    if isinstance(items, SpillList) and items.keeps_places:
+        items.in_place_order()
+    else:
+        items.sort(key=place)

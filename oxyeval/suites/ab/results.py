@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...evaluation import Interval, Previous, Result, ResultKind, Score, register_kind
-from ..spill import SpillList
+from ..spill import SpillList, on_disk, put_in_place
 from ..status import StoredRun
 
 if TYPE_CHECKING:
@@ -311,12 +311,9 @@ class ABRun:
     @property
     def spilled(self) -> bool:
         """Whether its results are kept on disk."""
-        return isinstance(self.results, SpillList) and self.results.spilled
+        return on_disk(self.results)
 
     def in_plan_order(self) -> None:
         """The cases in the order they were planned (they finish in any order); kept on
         disk, they are not read back for it."""
-        if isinstance(self.results, SpillList) and self.results.keeps_places:
-            self.results.in_place_order()
-        else:
-            self.results.sort(key=_position)
+        put_in_place(self.results, _position)

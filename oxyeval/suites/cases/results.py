@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..._pickled import as_values
 from ...evaluation import Previous, Result, ResultKind, Score, register_kind
 from ...store.kinds import EXECUTION_STATUSES
-from ..spill import SpillList
+from ..spill import SpillList, on_disk, put_in_place
 from ..status import StoredRun
 
 if TYPE_CHECKING:
@@ -301,15 +301,12 @@ class CaseRun:
     def as_results(self) -> list[Result]:
         """The cases as the evaluation core's results (slim when the run is large enough
         to keep its results on disk)."""
-        slim = isinstance(self.results, SpillList) and self.results.spilled
+        slim = on_disk(self.results)
         return [r.as_result(slim=slim) for r in self.results]
 
     def in_plan_order(self) -> None:
         """The results put in plan order; kept on disk, they are not read back for it."""
-        if isinstance(self.results, SpillList) and self.results.keeps_places:
-            self.results.in_place_order()
-        else:
-            self.results.sort(key=_position)
+        put_in_place(self.results, _position)
 
     def decision_results(self) -> list[Result]:
         """What the one decision reads: the results without answers or named scores."""

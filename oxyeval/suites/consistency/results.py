@@ -21,7 +21,7 @@ from ...evaluation import (
 )
 from ...redact import redact
 from ...store.kinds import CONSISTENCY_STATUSES
-from ..spill import SpillList
+from ..spill import SpillList, on_disk
 from ..status import StoredRun
 
 if TYPE_CHECKING:
@@ -330,7 +330,7 @@ class ConsistencyRun:
     @property
     def spilled(self) -> bool:
         """Whether its tests are kept on disk (a report then streams them)."""
-        return isinstance(self.tests, SpillList) and self.tests.spilled
+        return on_disk(self.tests)
 
     def label(self, test: ConsistencyTestResult) -> str:
         """Test name, qualified by file when several files ran."""

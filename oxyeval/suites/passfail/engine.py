@@ -129,9 +129,12 @@ async def _sample(subject: Subject, run: int) -> Sample:
     )
 
 
-def subject_result(subject: Subject) -> SubjectResult:
-    """A subject's result before any of its runs: one result per criterion, none judged."""
-    result = SubjectResult(subject.key, subject.label, group=subject.group, name=subject.name)
+def subject_result(subject: Subject, position: int = 0) -> SubjectResult:
+    """A subject's result before any of its runs (``position``: the subject's in the
+    plan): one result per criterion, none judged."""
+    result = SubjectResult(
+        subject.key, subject.label, group=subject.group, name=subject.name, position=position
+    )
     result.results = [
         CriterionResult(
             subject.key,
@@ -237,17 +240,18 @@ async def run_subjects(
 ) -> PassFailRun:
     """Run every subject (their calls under the run's one budget, else a limit of
     ``concurrency``, and each model's own), judge, and keep each subject's result in
-    ``into`` as it finishes (in that order: a run puts them in plan order before its
-    decision, :meth:`~.run.PassFail.in_order`)."""
+    ``into`` as it finishes (in that order: :meth:`PassFailRun.in_plan_order` puts them
+    in plan order)."""
     limit = suite.budget or asyncio.Semaphore(max(1, concurrency))
 
-    async def one(subject: Subject) -> None:
+    async def one(position: int, subject: Subject) -> None:
         suite.emit(
             SubjectStarted(
                 kind="passfail", subject=subject.key, label=subject.label, steps=subject.runs
             )
         )
         runner = _SubjectRunner(subject, into, suite, limit, adaptive, alpha)
+        runner.result.position = position
         started = time.perf_counter()
         try:
             result = await runner(max(1, concurrency))
@@ -272,8 +276,9 @@ async def run_subjects(
         # Subjects start as others end, a window of runs at a time: 1,000 subjects of 100
         # runs hold a few thousand waiting calls, not 100,000 (each a task and a frame).
         most = max((s.runs for s in subjects), default=1)
-        await settle_windowed(subjects, one, runs_window(most, max(1, concurrency)))
+        window = runs_window(most, max(1, concurrency))
+        await settle_windowed(enumerate(subjects), lambda item: one(*item), window)
     except (asyncio.CancelledError, KeyboardInterrupt):
         into.interrupted = True
         raise
-    return into  # in plan order once the run's kind puts it so (PassFail.in_order)
+    return into

@@ -9,11 +9,12 @@ agent must have called).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ...evaluation import Decision, PassRate, Previous, Result, ResultKind, Score, register_kind
-from ..spill import SpillList
+from ..spill import SpillList, on_disk, put_in_place
 from ..status import StoredRun
 
 __all__ = [
@@ -235,6 +236,8 @@ class SubjectResult:
     duration_s: float = 0.0
     #: Cut short by Ctrl-C or SIGTERM: its results hold the runs that finished.
     interrupted: bool = False
+    #: Where the subject stands in the run's plan (what the report is put in order by).
+    position: int = 0
 
     @property
     def answered(self) -> int:
@@ -249,8 +252,12 @@ def _held_bytes(subject: SubjectResult) -> int:
     return 2_000 + 400 * len(subject.samples) + 2 * (texts + reasons)
 
 
+def _position(subject: SubjectResult) -> int:
+    return subject.position
+
+
 def _subjects() -> SpillList[SubjectResult]:
-    return SpillList(size=_held_bytes)
+    return SpillList(size=_held_bytes, place=_position)
 
 
 @dataclass
@@ -282,9 +289,20 @@ class PassFailRun:
     @property
     def spilled(self) -> bool:
         """Whether its subjects are kept on disk (a report then streams them)."""
-        return isinstance(self.subjects, SpillList) and self.subjects.spilled
+        return on_disk(self.subjects)
+
+    def in_plan_order(self) -> None:
+        """The subjects in plan order (they finish in any order); kept on disk, they are
+        not read back for it."""
+        put_in_place(self.subjects, _position)
 
     def as_results(self) -> list[Result]:
-        """Every (subject, criterion) as the core's result, for the one decision (read
-        subject by subject: the results hold no run's output or verdict)."""
-        return [r.as_result() for s in self.subjects for r in s.results]
+        """Every (subject, criterion) as the core's result, for the one decision."""
+        return list(self.each_result())
+
+    def each_result(self) -> Iterator[Result]:
+        """:meth:`as_results` one at a time, read subject by subject (a report of a run
+        kept on disk streams them)."""
+        for subject in self.subjects:
+            for r in subject.results:
+                yield r.as_result()

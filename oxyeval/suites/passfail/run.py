@@ -109,7 +109,7 @@ class PassFail:
         )
 
     def finished(self, suite: SuiteRun) -> None:
-        """The engine keeps its subjects in order itself."""
+        """Put in order before the decision (:meth:`in_order`)."""
 
     def stopped(self, suite: SuiteRun) -> None:
         """The subjects cut short keep their finished runs, marked interrupted; those that
@@ -121,9 +121,9 @@ class PassFail:
             if subject.key in self._kept:  # read back from disk, a subject is a copy
                 continue
             self._keep_cut(suite, subject)
-        for planned in self.subjects:
+        for position, planned in enumerate(self.subjects):
             if planned.key not in listed:
-                never = subject_result(planned)
+                never = subject_result(planned, position)
                 never.interrupted = True
                 for r in never.results:
                     r.interrupted = True
@@ -139,10 +139,8 @@ class PassFail:
             suite.recorder.submit(self._handle, result)
 
     def in_order(self, suite: SuiteRun) -> None:
-        """The subjects in plan order (the engine's own order once they all ended; cut
-        short, as they finished), before the decision."""
-        order = {s.key: i for i, s in enumerate(self.subjects)}
-        self.run.subjects.sort(key=lambda r: order.get(r.key, len(order)))
+        """The subjects in plan order (they finish in any order), before the decision."""
+        self.run.in_plan_order()
 
 
 async def run_passfail(
