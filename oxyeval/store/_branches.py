@@ -363,24 +363,14 @@ class Branches:
         has one (:mod:`._writer`), on its own core; each execution's (id, time) given
         back. Both are chosen here, so nothing is read back, and a batch the process took
         without answering is found in the history rather than written twice."""
-        from functools import partial
-
         from ._util import new_ids
-        from ._writer import Lost
 
         items = list(executions)
         if not items:
             return []
         now = utc_timestamp()
         batch = [(run_id, e, i, now) for e, i in zip(items, new_ids(len(items)), strict=True)]
-        try:
-            done = self._store.write_elsewhere(
-                "branches", batch, partial(self.write_batch, batch, lost=True)
-            )
-        except Lost:
-            done = self.write_batch(batch, lost=True)
-        if done is None:
-            self.write_batch(batch)
+        self._store.write_through("branches", batch, self.write_batch)
         return [(i, at) for _r, _e, i, at in batch]
 
     def write_batch(
@@ -389,20 +379,17 @@ class Branches:
         *,
         lost: bool = False,
     ) -> int:
-        """A batch of :meth:`record_many` (run id, execution, id, time) written in this
-        process; ``lost``: the writer process may have stored it already."""
-        rows = [branch_result(e, run_id=r, id=i, created_at=at) for r, e, i, at in batch]
+        """A batch of :meth:`record_many` (one run's: run id, execution, id, time) written
+        in this process; ``lost``: the writer process may have stored it already."""
+        if not batch:
+            return 0
+        run_id = batch[0][0]
+        rows = [branch_result(e, run_id=run_id, id=i, created_at=at) for _r, e, i, at in batch]
         with self._store.write("recording branch executions") as conn:
             stored = "SELECT 1 FROM results WHERE id = :id"
-            if lost and rows and _SaSql(conn).rows(stored, {"id": rows[0].values["id"]}):
+            if lost and _SaSql(conn).rows(stored, {"id": rows[0].values["id"]}):
                 return len(rows)
-            for run_id in dict.fromkeys(r for r, _e, _i, _at in batch):
-                mine = [
-                    (e, row)
-                    for (r, e, _i, _at), row in zip(batch, rows, strict=True)
-                    if r == run_id
-                ]
-                self._write_rows(conn, run_id, [e for e, _row in mine], [row for _e, row in mine])
+            self._write_rows(conn, run_id, [e for _r, e, _i, _at in batch], rows)
         return len(rows)
 
     def _write_rows(

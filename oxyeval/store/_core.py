@@ -255,8 +255,8 @@ class Store:
     ) -> int | None:
         """``batch`` written and committed by this store's writer process (:mod:`._writer`):
         ``what`` is ``"executions"``, ``"branches"`` (A/B executions) or ``"cache"`` (its
-        entries). None when no process is
-        ready, and the caller writes the batch itself; :class:`~._writer.Lost` when the
+        entries). None when no process is ready, and the caller writes the batch
+        itself; :class:`~._writer.Lost` when the
         process took it and gave no answer, and the caller writes it as one that may be
         stored already. A large enough batch of executions starts the process, for the
         batches after it. Inside :func:`~._deferred.deferred_writes`, a batch with a
@@ -279,6 +279,21 @@ class Store:
         assert fallback is not None
         deferral.sent.append(Sent(writer, ticket, fallback))
         return len(batch)
+
+    def write_through(self, what: str, batch: Sequence[Any], here: Callable[..., int]) -> int:
+        """``batch`` written by the writer process when it has one, else by ``here(batch,
+        lost=False)`` in this process; after an answer that never came, by ``here(batch,
+        lost=True)``, which looks first whether the process stored it (the batch's ids
+        are chosen by the caller, so it can)."""
+        from functools import partial
+
+        from ._writer import Lost
+
+        try:
+            done = self.write_elsewhere(what, batch, partial(here, batch, lost=True))
+        except Lost:
+            return here(batch, lost=True)
+        return here(batch, lost=False) if done is None else done
 
     def read_elsewhere(self, function: str, *args: Any) -> tuple[bool, Any]:
         """``(True, what function returned)`` when this store's writer process ran it on its

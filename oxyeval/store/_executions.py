@@ -16,7 +16,6 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from functools import partial
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -313,8 +312,6 @@ class Executions:
     def record_many(self, batch: Iterable[NewExecution]) -> int:
         """A run's executions, or a bulk import: same bookkeeping, one transaction, written
         by the store's writer process when it has one (:mod:`._writer`)."""
-        from ._writer import Lost
-
         # Every id chosen here, so a batch a writer process took without answering can
         # be found in the history rather than written a second time.
         items = list(batch)
@@ -322,13 +319,7 @@ class Executions:
             return 0
         ids = iter(new_ids(sum(1 for e in items if not e.id)))
         items = [e if e.id else replace(e, id=next(ids)) for e in items]
-        try:
-            done = self._store.write_elsewhere(
-                "executions", items, partial(self._write_here, items, lost=True)
-            )
-        except Lost:
-            return self._write_here(items, lost=True)
-        return self._write_here(items, lost=False) if done is None else done
+        return self._store.write_through("executions", items, self._write_here)
 
     def _write_here(self, items: list[NewExecution], *, lost: bool) -> int:
         """``items`` written in this process; ``lost``: the writer process may have

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._tasks import finish_shielded
 from ..evaluation import Previous, Result, result_kind
@@ -43,6 +43,7 @@ __all__ = [
     "Recorded",
     "Recorder",
     "RunRow",
+    "Stamp",
     "Storage",
 ]
 
@@ -94,6 +95,14 @@ class Storage:
     #: Whether a batch has a previous result left to read (None: always): a batch whose
     #: every previous result is known already is not handed to a thread for nothing.
     unread: Callable[[Sequence[tuple[Result, Any]]], bool] | None = None
+
+
+class Stamp(NamedTuple):
+    """What a stored execution is known by, where a kind's write chose both itself: its
+    id and when it was recorded (what a report reads of it; nothing is read back)."""
+
+    id: str
+    created_at: str
 
 
 @dataclass(eq=False)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..._tasks import Limit, gather_settled, run_sync
 from ...errors import ConfigError, ProviderError
@@ -31,7 +31,7 @@ from ...project.config import Project, load_project
 from ...project.prompts import PromptDef, collect_case_files, load_prompts
 from ...redact import redact
 from ...workflow.context import RunContext
-from ..recorder import KeptThenCancelled, Recorded, RunRow, Storage
+from ..recorder import KeptThenCancelled, Recorded, RunRow, Stamp, Storage
 from ..shards import ShardKey
 from ..suite import SuiteRun, run_kind
 from .plan import CasePlan, check_options, plan_cases
@@ -136,14 +136,7 @@ def _branch_rows(store: RunStore, run_id: str, items: Sequence[tuple[Result, Any
     come back (what the run reads of a stored execution), written by the history's
     writer process in a large run."""
     stamps = store.branches.record_many(run_id, [execution for _r, execution in items])
-    return [_Stored(i, at) for i, at in stamps]
-
-
-class _Stored(NamedTuple):
-    """What a stored execution is known by: its id and when it was recorded."""
-
-    id: str
-    created_at: str
+    return [Stamp(i, at) for i, at in stamps]
 
 
 class AB:

@@ -7,23 +7,17 @@ case, what is read per case) sit together and the runner only names them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ...store import new_ids, utc_timestamp
 from ..earlier import earlier_results
+from ..recorder import Stamp
 
 if TYPE_CHECKING:
     from ...evaluation import Previous, Result
     from ..history_store import RunStore
 
-__all__ = ["Stamp", "earlier_cases", "execution_rows", "unread_cases"]
-
-
-class Stamp(NamedTuple):
-    """What a stored execution is known by: its id and when it was recorded."""
-
-    id: str
-    created_at: str
+__all__ = ["earlier_cases", "execution_rows", "unread_cases"]
 
 
 def execution_rows(
