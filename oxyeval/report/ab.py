@@ -199,15 +199,13 @@ def ab_run_json(run: ABRun, decision: Decision | None = None) -> dict[str, Any]:
     ``decision``: the one the run ends with (by default the ungated one)."""
     from ..evaluation import decide_run
     from .documents import run_document
-    from .streaming import Streamed
+    from .streaming import listed
 
     if decision is None:
         decision = decide_run(run)
     # A run kept on disk has its results written one at a time as they are made, not
     # built as a list of 100,000 (with their dicts) first.
-    results: Any = (
-        Streamed(run.each_result, run.execution_count) if run.spilled else run.as_results()
-    )
+    results = listed(run.each_result, run.execution_count, stream=run.spilled)
     body = {
         "criteria": run.criteria,
         "iterations": run.iterations,

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..providers import stopped_at_token_limit  # the one truncation rule; no httpx behind it
-from .streaming import Streamed
+from .streaming import listed
 
 if TYPE_CHECKING:
     from ..evaluation import Decision, Result
@@ -214,7 +214,7 @@ def case_run_json(run: CaseRun, decision: Decision | None = None) -> dict[str, A
         run_ids.append(run.runs.get(r.prompt_id) or None)
         regressions += r.is_regression
     body = {
-        "executions": Streamed(executions, count) if streamed else list(executions()),
+        "executions": listed(executions, count, stream=streamed),
         "planned": run.planned,
         "regressions": regressions,
         "promptVersions": dict(run.versions),
@@ -223,7 +223,7 @@ def case_run_json(run: CaseRun, decision: Decision | None = None) -> dict[str, A
     return run_document(
         "cases",
         body,
-        Streamed(results, count) if streamed else list(results()),
+        listed(results, count, stream=streamed),
         decision,
         interrupted=run.interrupted,
         history=run.history,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..evaluation import interval_dict
 from ..redact import redact
-from .streaming import Streamed
+from .streaming import Streamed, listed
 
 if TYPE_CHECKING:
     from ..evaluation import (
@@ -296,9 +296,7 @@ def run_document(
             yield result_json(r, state, run_id=run_id)
 
     # A streamed run's results are written one at a time, as they are read back.
-    shown: Any = (
-        Streamed(shown_results, count) if isinstance(results, Streamed) else list(shown_results())
-    )
+    shown: Any = listed(shown_results, count, stream=isinstance(results, Streamed))
     clash = set(body) & {"schemaVersion", "document", "kind", *ENVELOPE}
     if clash:
         raise ValueError(f"a {kind} run's body may not hold the envelope's {sorted(clash)}")

@@ -55,7 +55,7 @@ def consistency_body(run: ConsistencyRun, *, streamed: bool = False) -> dict[str
     test in full, and the run's judge calls and errors. ``streamed``: the tests written
     one by one as they are read back (a run kept on disk), not built as one list; what
     is counted over them is counted in one pass."""
-    from .streaming import Streamed
+    from .streaming import listed
 
     accuracies: list[float | None] = []
     scored = run_errors = judge_errors = judge_calls = 0
@@ -71,7 +71,7 @@ def consistency_body(run: ConsistencyRun, *, streamed: bool = False) -> dict[str
 
     return {
         "accuracy": accuracies[0] if len(accuracies) == 1 else accuracies,
-        "tests": Streamed(tests, len(accuracies)) if streamed else list(tests()),
+        "tests": listed(tests, len(accuracies), stream=streamed),
         "scored": scored,
         "runErrorCount": run_errors,
         "judgeErrorCount": judge_errors,

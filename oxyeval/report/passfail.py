@@ -107,15 +107,11 @@ def _document(
     subjects are kept on disk then has its results written as they are read back."""
     from ..evaluation import decide_run
     from .documents import run_document
-    from .streaming import Streamed
+    from .streaming import listed
 
     if decision is None:
         decision = decide_run(run)
-    results: Any
-    if count is not None and run.spilled:
-        results = Streamed(run.each_result, count)
-    else:
-        results = run.as_results()
+    results = listed(run.each_result, count or 0, stream=count is not None and run.spilled)
     return run_document(
         kind,
         {**body, **_calls(run)},
@@ -249,7 +245,7 @@ def test_files_json(run: PassFailRun, decision: Decision | None = None) -> dict[
     with, per case, its verdict, each run's output and verdict with the judge's
     reasoning, and the overall numbers; the gate ``decision`` applied is its own. A run
     whose subjects are kept on disk is written case by case as they are read back."""
-    from .streaming import Streamed
+    from .streaming import listed
 
     overall, count = _overall(run)
 
@@ -258,7 +254,7 @@ def test_files_json(run: PassFailRun, decision: Decision | None = None) -> dict[
             for result in subject.results:
                 yield _case_json(subject, result)
 
-    shown_cases: Any = Streamed(cases, count) if run.spilled else list(cases())
+    shown_cases = listed(cases, count, stream=run.spilled)
     body = {"cases": shown_cases, "overall": overall}
     return _document("test-files", run, body, decision, count)  # type: ignore[no-any-return]
 

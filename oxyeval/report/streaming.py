@@ -20,7 +20,7 @@ import orjson
 
 from ..inputs import finite_json
 
-__all__ = ["Streamed", "plain", "write_streamed"]
+__all__ = ["Streamed", "listed", "plain", "write_streamed"]
 
 
 class Streamed:
@@ -39,6 +39,12 @@ class Streamed:
 
     def __repr__(self) -> str:
         return f"Streamed({self.length} items)"
+
+
+def listed(items: Callable[[], Iterable[Any]], length: int, *, stream: bool) -> Any:
+    """``items`` as a document's list: a :class:`Streamed` one when ``stream`` (a run kept
+    on disk, or one too long to build whole), else made now."""
+    return Streamed(items, length) if stream else list(items())
 
 
 def _has_stream(value: Any) -> bool:
