@@ -270,7 +270,7 @@ class ABRun:
 
     @property
     def executions(self) -> list[BranchOutcome]:
-        return [o for r in self.results for o in r.executions]
+        return list(self._each())
 
     def _each(self) -> Iterator[BranchOutcome]:
         """Every execution, case by case (read back from disk one case at a time)."""
