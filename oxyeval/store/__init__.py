@@ -48,6 +48,7 @@ from ._errors import (
     LocationError,
     NameTakenError,
     NotFoundError,
+    OldSchemaError,
     StoreError,
 )
 from ._util import (
@@ -193,6 +194,7 @@ __all__ = [
     "NewWorkflowRun",
     "NewWorkflowTask",
     "NotFoundError",
+    "OldSchemaError",
     "Prompt",
     "PromptVersion",
     "Results",

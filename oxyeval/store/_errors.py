@@ -82,6 +82,13 @@ class EmptyHistoryError(StoreError):
     exit_code = EXIT_INPUT
 
 
+class OldSchemaError(StoreError):
+    """A read-only open found an older schema in an SQLite file too large to upgrade in a
+    private in-memory copy (what reading an old history does without writing it). A
+    writing command upgrades it in place; one about to write catches this and opens the
+    history for writing instead."""
+
+
 class BranchRuleError(StoreError, ValueError):
     """An A/B branch that breaks a rule every caller (CLI, Python API, GraphQL) is held to:
     at most 5 live branches and one control per test case, a name used once per case,

@@ -72,11 +72,19 @@ def render_snapshot() -> str:
     import sqlite3
     import tempfile
 
-    from ._core import open_store
+    from ._engine import create_engine, resolve_location
+    from ._migrations import upgrade
 
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "new.db"
-        open_store(db).close()
+        # Built by the migrations themselves: a store opened here would start from the
+        # snapshot being replaced, and add only the newest revision to it.
+        location = resolve_location(str(db), environ={})
+        engine = create_engine(location, timeout=5, read_only=False)
+        try:
+            upgrade(engine, location)
+        finally:
+            engine.dispose()
         conn = sqlite3.connect(str(db))
         try:
             lines = list(conn.iterdump())

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     #: What a run's history opens as: the full store, or the lean one.
     RunStore = Store | LiteStore
 
-__all__ = ["Histories", "History", "history_location", "open_history"]
+__all__ = ["Histories", "History", "history_location", "open_history", "read_before_writing"]
 
 
 def history_location(
@@ -194,6 +194,21 @@ class Histories:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def read_before_writing(location: Location) -> Store | None:
+    """The history opened to read by a command that is about to write it (its stored
+    cases, say, looked at before the run's store opens); None: no history yet. An older
+    schema in a file too large to read through an upgraded copy in memory is upgraded in
+    place now, as the command's own open would a moment later."""
+    from ..store import EmptyHistoryError, OldSchemaError, open_store
+
+    try:
+        return open_store(location, read_only=True)
+    except EmptyHistoryError:
+        return None
+    except OldSchemaError:
+        return open_store(location)
 
 
 def open_history(

@@ -209,6 +209,36 @@ def test_reading_an_old_history_does_not_write_it(tmp_path: Path, journal: str) 
         assert len(s.runs.list()) == 4 and s.cases.get("sentiment::happy").total_runs == 3  # type: ignore[union-attr]
 
 
+def test_an_old_history_too_large_to_copy_into_memory_is_refused_to_readers_and_upgraded_by_writers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading an old history upgrades a copy of it in memory; a large one is never
+    copied (a history of gigabytes would take as much memory): a reader is told to let a
+    writing command upgrade it, and a command about to write upgrades it in place."""
+    from oxyeval.store import OldSchemaError, resolve_location
+    from oxyeval.store._migrations import MEMORY_COPY_LIMIT
+    from oxyeval.suites.history_store import read_before_writing
+
+    db = _copy(tmp_path)
+    assert db.stat().st_size < MEMORY_COPY_LIMIT
+    monkeypatch.setattr("oxyeval.store._migrations.MEMORY_COPY_LIMIT", 1024)
+    digest = hashlib.sha256(db.read_bytes()).hexdigest()
+    with pytest.raises(OldSchemaError) as caught:
+        open_store(db, read_only=True)
+    message = str(caught.value)
+    assert str(db) in message and "older schema" in message and "oxy cases run" in message
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == digest  # not written
+    reader = read_before_writing(resolve_location(str(db), environ={}))
+    assert reader is not None
+    with reader:
+        assert len(reader.runs.list()) == 4
+    conn = sqlite3.connect(db)
+    assert conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()[0] == HEAD
+    conn.close()
+    with open_store(db, read_only=True) as r:  # current now: read as it is
+        assert len(r.runs.list()) == 4
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can write read-only folders")
 def test_an_old_history_in_a_read_only_folder_can_be_read(tmp_path: Path) -> None:
     db = _copy(tmp_path)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._engine import Location, create_engine, missing_folder, translate
-from .._errors import EmptyHistoryError, LocationError, StoreError
+from .._errors import EmptyHistoryError, LocationError, OldSchemaError, StoreError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -195,6 +195,11 @@ def upgrade(engine: Engine, location: Location, *, replay: bool = False) -> str:
     return state
 
 
+#: Bytes of an SQLite file with an older schema that a read-only open copies into memory
+#: to upgrade and read; a larger one is refused (:class:`OldSchemaError`), never copied.
+MEMORY_COPY_LIMIT = 128 * 1024 * 1024
+
+
 def _memory_copy(location: Location, timeout: float) -> Engine:
     """A private in-memory copy of an SQLite file, to upgrade and read without writing it."""
     import os
@@ -203,6 +208,15 @@ def _memory_copy(location: Location, timeout: float) -> Engine:
 
     path = location.path
     assert path is not None
+    size = path.stat().st_size
+    if size > MEMORY_COPY_LIMIT:
+        raise OldSchemaError(
+            f"history database {location.display} has an older schema, and at "
+            f"{size // (1024 * 1024)} MB it is too large to upgrade in memory for reading "
+            "without writing it; any writing command (oxy cases run, oxy test) upgrades "
+            "it in place",
+            path=location.display,
+        )
     uri = f"file:{quote(str(path))}?mode=ro"
     if not os.access(path.parent, os.W_OK) or not os.access(path, os.W_OK):
         uri += "&immutable=1"  # a read-only folder cannot hold the WAL's shared-memory file

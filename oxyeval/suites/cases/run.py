@@ -26,7 +26,7 @@ from ...redact import redact
 from ...store import TestCase
 from ...workflow.agent import counted, token_limit_warning
 from ...workflow.context import RunContext
-from ..history_store import history_location
+from ..history_store import history_location, read_before_writing
 from ..prompt_sync import sync_prompt_cases
 from ..recorder import Handle, KeptThenCancelled, Recorded, RunRow, Storage
 from ..shards import ShardKey
@@ -272,11 +272,8 @@ def _warn_token_limits(
 
 
 def _api_prompts(location: Any, project: Project, declared: Sequence[PromptDef]) -> list[PromptDef]:
-    from ...store import EmptyHistoryError, open_store
-
-    try:
-        reader = open_store(location, read_only=True)
-    except EmptyHistoryError:
+    reader = read_before_writing(location)
+    if reader is None:
         return []
     try:
         return api_prompt_defs(reader, project, [p.id for p in declared])

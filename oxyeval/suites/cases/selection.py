@@ -165,7 +165,7 @@ def precheck(
 
     Returns the models and similarity methods the selected cases use, so the caller can
     check their keys before the history is opened too."""
-    from ...store import EmptyHistoryError, open_store
+    from ..history_store import read_before_writing
 
     if (
         not names
@@ -175,10 +175,7 @@ def precheck(
         # Nothing to refuse: every prompt has a declared case among the files, so each
         # runs, and the history need not be listed (10,000 stored cases took 0.4 s).
         return {p.model for p in prompts}, {p.similarity for p in prompts}
-    try:
-        reader: Store | None = open_store(location, read_only=True)
-    except EmptyHistoryError:
-        reader = None
+    reader = read_before_writing(location)
     try:
         stored = [] if reader is None else reader.cases.list(include_deleted=True)
         found: set[str] = set()
