@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,7 @@ import sqlalchemy as sa
 
 from ._core import _SaSql, executemany
 from ._errors import NotFoundError
+from ._recent import Entry, next_windows
 from ._result_rows import bounded_text
 from ._results import execution_result, write_results
 from ._rows import Execution, NewExecution
@@ -203,13 +204,20 @@ def write_executions(
     per_day: dict[tuple[str, str], _Totals] = defaultdict(_Totals)
     per_baseline: dict[tuple[str, str], _Totals] = defaultdict(_Totals)
     per_run: dict[str, int] = defaultdict(int)
+    added: dict[tuple[str, str], list[tuple[str, Entry]]] = defaultdict(list)
     for v in rows:
         if v["run_id"] is not None:
             per_run[v["run_id"]] += 1
         if v["status"] in JUDGED:
             per_case[v["test_case_id"]].add(v)
             per_day[(v["test_case_id"], v["created_at"][:10])].add(v)
-            per_baseline[(v["test_case_id"], v["baseline_key"])].add(v)
+            key = (v["test_case_id"], v["baseline_key"])
+            per_baseline[key].add(v)
+            output, score = v["actual_output"], v["score"]
+            entry = Entry(
+                None if score is None else float(score), None if output is None else len(output)
+            )
+            added[key].append((v["created_at"], entry))
     if per_case:
         # One statement for the batch, run for each case (the driver's executemany).
         executemany(
@@ -242,12 +250,14 @@ def write_executions(
         ],
     )
     _add_up(conn, case_daily, "day", per_day, ("runs", "passes", "score_sum", "scored"))
+    windows = next_windows(conn, added)  # after the insert: a window walked again reads it
     _add_up(
         conn,
         case_baselines,
         "baseline_key",
         per_baseline,
         ("runs", "passes", "score_sum", "scored", "length_sum"),
+        {key: {"recent": text, "recent_at": at} for key, (text, at) in windows.items()},
     )
     return rows
 
@@ -271,20 +281,29 @@ def _add_up(
     key: str,
     totals: dict[tuple[str, str], _Totals],
     columns: tuple[str, ...],
+    replaced: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
 ) -> None:
     """Add ``totals`` to a rollup keyed by (case, ``key``): INSERT ... ON CONFLICT DO UPDATE,
-    so two writers creating the same row at once both count."""
+    so two writers creating the same row at once both count. ``replaced``: columns set
+    to a new value for every row (the same names for each), not added to."""
     if not totals:
         return
-    names = ("test_case_id", key, *columns)
-    sums = ", ".join(f"{c} = {table.name}.{c} + excluded.{c}" for c in columns)
+    others = sorted(next(iter(replaced.values()))) if replaced else []
+    names = ("test_case_id", key, *columns, *others)
+    sets = [f"{c} = {table.name}.{c} + excluded.{c}" for c in columns]
+    sets += [f"{c} = excluded.{c}" for c in others]
     executemany(  # one statement, run for each row (the driver's executemany)
         conn,
         f"INSERT INTO {table.name} ({', '.join(names)}) "
         f"VALUES ({', '.join(':' + n for n in names)}) "
-        f"ON CONFLICT (test_case_id, {key}) DO UPDATE SET {sums}",
+        f"ON CONFLICT (test_case_id, {key}) DO UPDATE SET {', '.join(sets)}",
         [
-            {"test_case_id": case_id, key: value, **{c: getattr(s, c) for c in columns}}
+            {
+                "test_case_id": case_id,
+                key: value,
+                **{c: getattr(s, c) for c in columns},
+                **(replaced[(case_id, value)] if replaced else {}),
+            }
             for (case_id, value), s in sorted(totals.items())
         ],
     )

@@ -297,13 +297,19 @@ class HistoryPoint:
 @as_values
 @dataclass(frozen=True, slots=True)
 class CaseHistory:
-    """Regression-detection inputs, from one snapshot; pass rate as a 0..1 fraction."""
+    """Regression-detection inputs, from one snapshot; pass rate as a 0..1 fraction.
+
+    ``recent_scores`` and ``recent_lengths`` are what detection compares with (the newest
+    comparable executions' scores, and their lengths where they have an output), always
+    filled; ``recent``, those executions in full, only by the reads that walk them."""
 
     total_runs: int
     historical_pass_rate: float | None
     avg_score: float | None
     avg_length: float | None
     recent: tuple[HistoryPoint, ...] = ()
+    recent_scores: tuple[float | None, ...] = ()
+    recent_lengths: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,8 @@ CREATE TABLE case_baselines (
 	score_sum FLOAT NOT NULL, 
 	scored INTEGER NOT NULL, 
 	length_sum BIGINT NOT NULL, 
+	recent TEXT, 
+	recent_at TEXT, 
 	PRIMARY KEY (test_case_id, baseline_key), 
 	FOREIGN KEY(test_case_id) REFERENCES test_cases (id)
 );
@@ -128,7 +130,7 @@ CREATE TABLE oxyeval_schema_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT oxyeval_schema_version_pkc PRIMARY KEY (version_num)
 );
-INSERT INTO "oxyeval_schema_version" VALUES('0012');
+INSERT INTO "oxyeval_schema_version" VALUES('0013');
 CREATE TABLE prompt_versions (
 	prompt_id TEXT NOT NULL, 
 	version INTEGER NOT NULL, 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ._core import _SaSql
+from ._recent import Baseline, Window, read_baselines, usable, walk
 from ._rows import (
     CaseActivity,
     CaseHistory,
@@ -24,7 +24,7 @@ from ._rows import (
     average,
 )
 from ._tables import case_baselines, case_daily, executions, result_daily, runs, test_cases
-from ._util import LATEST_CHUNK, baseline_key, chunks, loads, newest_of_each, redact_text
+from ._util import baseline_key, loads, redact_text
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -221,82 +221,100 @@ class Stats:
                     ).where(_E.test_case_id == case_id, _JUDGED)
                 ).limit(recent)
             ).all()
+        points = tuple(_point(r) for r in items)
         return CaseHistory(
             total_runs=int(total),
             historical_pass_rate=None if not total else passes / total,
             avg_score=average(float(score_sum), int(scored)),
             avg_length=None if not total else float(length_sum) / total,
-            recent=tuple(_point(r) for r in items),
+            recent=points,
+            recent_scores=tuple(p.score for p in points),
+            recent_lengths=tuple(p.actual_length for p in points if p.actual_length is not None),
         )
 
     def histories(
         self, requests: Sequence[tuple[str, tuple[str | None, str]]], recent: int = 10
     ) -> list[CaseHistory]:
         """:meth:`history` of many cases at once, each with its ``baseline``: a few
-        statements per few hundred cases instead of two per case (what a run of thousands
-        of cases reads before it starts scoring them)."""
-        keyed = [
-            (case_id, baseline_key(redact_text(expected), method))
-            for case_id, (expected, method) in requests
-        ]
-        totals: dict[tuple[str, str], tuple[int, int, float, int, int]] = {}
-        items: dict[tuple[str, str], list[HistoryPoint]] = {}
-        b = case_baselines.c
+        statements per few hundred cases instead of two per case, each case's newest
+        judged executions walked in full (:meth:`baselines` reads less)."""
+        keyed = _keyed(requests)
         with self._store.read("reading test history") as conn:
-            for chunk in chunks(keyed):
-                ids = sorted({case_id for case_id, _key in chunk})
-                keys = sorted({key for _case, key in chunk})
-                for r in conn.execute(
-                    sa.select(
-                        b.test_case_id,
-                        b.baseline_key,
-                        b.runs,
-                        b.passes,
-                        b.score_sum,
-                        b.scored,
-                        b.length_sum,
-                    ).where(b.test_case_id.in_(ids), b.baseline_key.in_(keys))
-                ):
-                    totals[(r[0], r[1])] = tuple(r[2:])  # type: ignore[assignment]
-                seen = [k for k in chunk if totals.get(k, (0,))[0]]
-                if not seen or recent <= 0:
-                    continue  # no earlier judged execution: nothing recent either
-                # Each (case, baseline)'s newest judged executions, by a backward walk of
-                # ix_executions_case_baseline.
-                for part in chunks(sorted(set(seen)), LATEST_CHUNK):
-                    names: dict[str, Any] = {"limit": recent}
-                    wheres = []
-                    for n, (case_id, key) in enumerate(part):
-                        names[f"c{n}"], names[f"k{n}"] = case_id, key
-                        wheres.append(f"e.test_case_id = :c{n} AND e.baseline_key = :k{n}")
-                    statement = newest_of_each(
-                        f"SELECT {_RECENT_COLUMNS} FROM executions e "
-                        "WHERE e.status IN ('passed', 'failed')",
-                        wheres,
-                        "e.created_at DESC, e.seq DESC",
-                    )
-                    rows = _SaSql(conn).rows(statement, names)
-                    rows.sort(key=lambda r: (r.test_case_id, r.baseline_key, r.created_at, r.seq))
-                    for r in reversed(rows):  # newest first
-                        items.setdefault((r.test_case_id, r.baseline_key), []).append(_point(r))
+            totals = read_baselines(conn, keyed)
+            seen = [key for key in keyed if key in totals and totals[key].runs]
+            walked = walk(conn, seen, recent, _RECENT_COLUMNS)
         found = []
         for key in keyed:
-            total, passes, score_sum, scored, length_sum = totals.get(key, (0, 0, 0.0, 0, 0))
+            points = tuple(_point(r) for r in walked.get(key, ()))
             found.append(
-                CaseHistory(
-                    total_runs=int(total),
-                    historical_pass_rate=None if not total else passes / total,
-                    avg_score=average(float(score_sum), int(scored)),
-                    avg_length=None if not total else float(length_sum) / total,
-                    recent=tuple(items.get(key, ())),
+                _history(
+                    totals.get(key),
+                    points,
+                    tuple(p.score for p in points),
+                    tuple(p.actual_length for p in points),
                 )
             )
         return found
+
+    def baselines(
+        self, requests: Sequence[tuple[str, tuple[str | None, str]]], recent: int = 10
+    ) -> list[CaseHistory]:
+        """What regression detection reads of many cases (each with its ``baseline``):
+        :meth:`histories` without the executions' details (``recent`` is empty; the
+        scores and lengths are filled), read from each (case, baseline)'s kept window
+        (:mod:`._recent`): one row per case however many runs it has, its executions
+        walked only where no window is kept or ``recent`` asks for more than it holds."""
+        keyed = _keyed(requests)
+        with self._store.read("reading test history") as conn:
+            totals = read_baselines(conn, keyed)
+            windows: dict[tuple[str, str], Window] = {}
+            walked = []
+            for key, row in totals.items():
+                window = usable(row, recent) if row.runs else ((), ())
+                if window is None:
+                    walked.append(key)
+                else:
+                    windows[key] = window
+            for key, rows in walk(conn, walked, recent).items():
+                windows[key] = (
+                    tuple(r.score for r in rows),
+                    tuple(r.actual_length for r in rows),
+                )
+        return [_history(totals.get(key), (), *windows.get(key, ((), ()))) for key in keyed]
 
     def rebuild(self) -> None:
         """Recompute every derived number from the executions (repair after manual edits)."""
         with self._store.write("rebuilding aggregates") as conn:
             _rebuild(conn)
+
+
+def _keyed(
+    requests: Sequence[tuple[str, tuple[str | None, str]]],
+) -> list[tuple[str, str]]:
+    return [
+        (case_id, baseline_key(redact_text(expected), method))
+        for case_id, (expected, method) in requests
+    ]
+
+
+def _history(
+    row: Baseline | None,
+    points: tuple[HistoryPoint, ...],
+    scores: tuple[float | None, ...],
+    lengths: tuple[int | None, ...],
+) -> CaseHistory:
+    """A (case, baseline)'s regression inputs from its row (None: never judged)."""
+    if row is None or not row.runs:
+        return CaseHistory(0, None, None, None, ())
+    return CaseHistory(
+        total_runs=int(row.runs),
+        historical_pass_rate=row.passes / row.runs,
+        avg_score=average(float(row.score_sum), int(row.scored)),
+        avg_length=float(row.length_sum) / row.runs,
+        recent=points,
+        recent_scores=scores,
+        recent_lengths=tuple(n for n in lengths if n is not None),
+    )
 
 
 def _rebuild(conn: Connection) -> None:

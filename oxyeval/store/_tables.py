@@ -216,6 +216,10 @@ case_baselines = sa.Table(
     sa.Column("score_sum", sa.Float, nullable=False),
     sa.Column("scored", sa.Integer, nullable=False),
     sa.Column("length_sum", sa.BigInteger, nullable=False),
+    # The newest judged executions' [score, length], newest first, and the newest's time
+    # (see _recent.py): what regression detection reads, without walking the executions.
+    sa.Column("recent", sa.Text),
+    sa.Column("recent_at", sa.Text),
 )
 
 test_results = sa.Table(

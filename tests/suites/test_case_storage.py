@@ -83,7 +83,7 @@ class _History:
         self.earlier = earlier or {}
         self.stats, self.results = self, self
 
-    def histories(self, requests: Any, recent: int) -> list[Any]:
+    def baselines(self, requests: Any, recent: int) -> list[Any]:
         self.read.append([case_id for case_id, _baseline in requests])
         return [self.answer(case_id) for case_id, _baseline in requests]
 

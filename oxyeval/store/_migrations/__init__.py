@@ -40,7 +40,7 @@ __all__ = [
     "upgrade",
 ]
 
-HEAD = "0012"
+HEAD = "0013"
 REVISIONS = (
     "0001",
     "0002",
@@ -54,6 +54,7 @@ REVISIONS = (
     "0010",
     "0011",
     "0012",
+    "0013",
 )
 VERSION_TABLE = "oxyeval_schema_version"
 APPLICATION_ID = 0x4F585945  # "OXYE": marks SQLite files as ours (0.1.0 set it too)

@@ -75,7 +75,7 @@ class CaseHistories:
                     self._chunks.pop(chunk, None)
         if earlier is None:  # read already by this case (a retry), or its expected changed
             (alone,) = await asyncio.to_thread(
-                self._store.stats.histories, [(case.id, (expected, self.method))], self._recent
+                self._store.stats.baselines, [(case.id, (expected, self.method))], self._recent
             )
             return Earlier(alone)  # its previous result is read when it is written
         return earlier
@@ -114,7 +114,7 @@ def read_chunk(
     """Each (case id, expected output)'s regression inputs and previous result, read
     before any of the cases has run (so none of this run's results is among them, and no
     run id is needed). Module-level: the writer process runs it by name."""
-    read = store.stats.histories([(cid, (expected, method)) for cid, expected in asked], recent)
+    read = store.stats.baselines([(cid, (expected, method)) for cid, expected in asked], recent)
     previous = previous_results(store, None, [(CASES.name, cid) for cid, _expected in asked])
     return {cid: Earlier(h, p, True) for (cid, _), h, p in zip(asked, read, previous, strict=True)}
 

@@ -227,24 +227,24 @@ async def _run_one(
             history, result.previous, read = await plan.histories.get(case, expected)
             result.previous_unread = not read  # read with its history: its write reads none
         else:  # the store is synchronous: off the event loop, so other cases keep going
-            history = await asyncio.to_thread(
-                store.stats.history,
-                result.case_id,
+            (history,) = await asyncio.to_thread(
+                store.stats.baselines,
+                [(result.case_id, (expected, result.similarity_method))],
                 prompt.recent,
-                baseline=(expected, result.similarity_method),
             )
-        past_rate, recent = history.historical_pass_rate, history.recent
+        past_rate = history.historical_pass_rate
+        scores, lengths = history.recent_scores, history.recent_lengths
     else:
         result.pending = True
         result.similarity_method = "none (no expected output)"
-        past_rate, recent = None, ()
+        past_rate, scores, lengths = None, (), ()
     regression = detect_regression(
         passed=result.passed,
         score=result.score,
         length=len(actual),
         historical_pass_rate=past_rate,
-        recent_scores=[r.score for r in recent],
-        recent_lengths=[r.actual_length for r in recent if r.actual_length is not None],
+        recent_scores=scores,
+        recent_lengths=lengths,
     )
     result.is_regression = regression.is_regression
     result.regression_type = regression.type
