@@ -11,9 +11,13 @@ of ``--rounds``, with its peak RSS:
 * ``oxy cases run`` on a project with no history yet (the cases are synced, every
   execution and answer stored);
 * ``oxy cases run`` again, the history there (regressions read for every case);
-* ``oxy cases run --cache`` (every answer replayed from the history).
+* ``oxy cases run --cache`` (every answer replayed from the history);
+* with ``--deep N``: ``oxy cases run --cache`` once N more runs are in the history (a
+  replay must not slow down as the history grows: each case's recent scores are read
+  from its kept window, one row, not from its last executions).
 
-    python benchmarks/bench_cases_scale.py [--cases 10000] [--rounds 3] [--format json|pretty]
+    python benchmarks/bench_cases_scale.py [--cases 10000] [--rounds 3] [--deep 10]
+                                           [--format json|pretty]
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--format", default="json", choices=("json", "pretty"))
+    parser.add_argument("--deep", type=int, default=0, help="runs added before a last replay")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -87,6 +92,11 @@ def main() -> None:
             rows["oxy cases run, first run"].append(timed(oxy, root))
             rows["oxy cases run, history exists"].append(timed(oxy, root))
             rows["oxy cases run --cache"].append(timed([*oxy, "--cache"], root))
+        if args.deep:
+            for _ in range(args.deep):
+                timed([*oxy, "--cache"], root)
+            deep = f"--cache, {3 * args.rounds + args.deep}+ runs behind"
+            rows[deep] = [timed([*oxy, "--cache"], root) for _ in range(args.rounds)]
 
     bare_s = statistics.median(t for t, _ in rows["bare loop"])
     print(f"{args.cases:,} mock cases, --format {args.format}, {args.rounds} rounds (median)")

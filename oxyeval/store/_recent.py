@@ -22,6 +22,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ._core import _SaSql
 from ._util import LATEST_CHUNK, chunks, newest_of_each
 
 if TYPE_CHECKING:
@@ -67,8 +68,6 @@ class Baseline(NamedTuple):
 def read_baselines(conn: Connection, keys: Sequence[Key]) -> dict[Key, Baseline]:
     """The ``case_baselines`` rows of ``keys`` (absent: no judged execution yet), a
     statement per few hundred keys."""
-    from ._core import _SaSql
-
     sql = _SaSql(conn)
     found: dict[Key, Baseline] = {}
     for chunk in chunks(sorted(set(keys))):
@@ -128,8 +127,6 @@ def walk(
     """Each key's newest ``limit`` judged executions (``columns`` of each, which must
     include the key, ``created_at`` and ``seq``), newest first: a backward walk of
     ix_executions_case_baseline per key, a statement per LATEST_CHUNK keys."""
-    from ._core import _SaSql
-
     found: dict[Key, list[Any]] = {}
     if limit <= 0:
         return found
