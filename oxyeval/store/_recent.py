@@ -22,6 +22,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..inputs import valid_text
 from ._core import _SaSql
 from ._util import LATEST_CHUNK, chunks, newest_of_each
 
@@ -35,6 +36,7 @@ __all__ = [
     "Window",
     "next_windows",
     "read_baselines",
+    "stored_length",
     "usable",
     "walk",
 ]
@@ -182,6 +184,21 @@ def next_windows(
         texts = [_entry(r.score, r.actual_length) for r in rows]
         made[key] = (_text(texts), rows[0].created_at)
     return made
+
+
+def stored_length(text: str | None, sqlite: bool) -> int | None:
+    """What SQL's ``length()`` gives of ``text`` once stored, as the walk reads it: a
+    surrogate pair is stored as its one character (:func:`~oxyeval.inputs.valid_text`,
+    as the store's statements make it), and SQLite counts up to a NUL only."""
+    if text is None:
+        return None
+    if not text.isascii():
+        text = valid_text(text)
+    if sqlite:
+        end = text.find("\x00")
+        if end >= 0:
+            return end
+    return len(text)
 
 
 def _entries(text: str | None) -> list[str] | None:

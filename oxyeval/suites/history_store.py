@@ -199,8 +199,9 @@ class Histories:
 def read_before_writing(location: Location) -> Store | None:
     """The history opened to read by a command that is about to write it (its stored
     cases, say, looked at before the run's store opens); None: no history yet. An older
-    schema in a file too large to read through an upgraded copy in memory is upgraded in
-    place now, as the command's own open would a moment later."""
+    schema that cannot be read as it is (PostgreSQL's; an SQLite file with no room for a
+    private copy) is upgraded in place now, as the command's own open would a moment
+    later: refusing it would stop the command that upgrades it."""
     from ..store import EmptyHistoryError, OldSchemaError, open_store
 
     try:

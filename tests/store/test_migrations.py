@@ -209,25 +209,48 @@ def test_reading_an_old_history_does_not_write_it(tmp_path: Path, journal: str) 
         assert len(s.runs.list()) == 4 and s.cases.get("sentiment::happy").total_runs == 3  # type: ignore[union-attr]
 
 
-def test_an_old_history_too_large_to_copy_into_memory_is_refused_to_readers_and_upgraded_by_writers(
+def test_an_old_history_too_large_for_memory_is_read_through_a_private_copy_on_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Reading an old history upgrades a copy of it in memory; a large one is never
-    copied (a history of gigabytes would take as much memory): a reader is told to let a
-    writing command upgrade it, and a command about to write upgrades it in place."""
-    from oxyeval.store import OldSchemaError, resolve_location
+    """Reading an old history upgrades a private copy of it: in memory when small, else in
+    a file beside it that is gone as soon as it is open (a history of gigabytes never goes
+    into memory). The history itself is not written, and nothing is left beside it."""
     from oxyeval.store._migrations import MEMORY_COPY_LIMIT
-    from oxyeval.suites.history_store import read_before_writing
 
     db = _copy(tmp_path)
     assert db.stat().st_size < MEMORY_COPY_LIMIT
     monkeypatch.setattr("oxyeval.store._migrations.MEMORY_COPY_LIMIT", 1024)
+    digest = hashlib.sha256(db.read_bytes()).hexdigest()
+    with open_store(db, read_only=True) as r:
+        assert sorted(p.name for p in db.parent.iterdir()) == ["oxyeval.db"]  # unlinked
+        assert len(r.runs.list()) == 4 and r.cases.get("sentiment::happy") is not None
+        with r.engine.connect() as conn:
+            (_seq, _name, copy), *_ = conn.exec_driver_sql("PRAGMA database_list").all()
+    # read from a file beside it (SQLite names it still), not from memory ("")
+    assert Path(copy).parent == db.parent and Path(copy).name.startswith(".oxyeval-read-")
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == digest
+    assert sorted(p.name for p in db.parent.iterdir()) == ["oxyeval.db"]
+
+
+def test_an_old_history_with_no_room_for_a_copy_is_refused_to_readers_and_upgraded_by_writers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from oxyeval.store import OldSchemaError, resolve_location
+    from oxyeval.suites.history_store import read_before_writing
+
+    db = _copy(tmp_path)
+    monkeypatch.setattr("oxyeval.store._migrations.MEMORY_COPY_LIMIT", 1024)
+    full = shutil.disk_usage(db.parent)._replace(free=0)
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: full)
     digest = hashlib.sha256(db.read_bytes()).hexdigest()
     with pytest.raises(OldSchemaError) as caught:
         open_store(db, read_only=True)
     message = str(caught.value)
     assert str(db) in message and "older schema" in message and "oxy cases run" in message
     assert hashlib.sha256(db.read_bytes()).hexdigest() == digest  # not written
+    # a command about to write upgrades it in place instead
     reader = read_before_writing(resolve_location(str(db), environ={}))
     assert reader is not None
     with reader:
@@ -235,8 +258,6 @@ def test_an_old_history_too_large_to_copy_into_memory_is_refused_to_readers_and_
     conn = sqlite3.connect(db)
     assert conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()[0] == HEAD
     conn.close()
-    with open_store(db, read_only=True) as r:  # current now: read as it is
-        assert len(r.runs.list()) == 4
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can write read-only folders")
@@ -454,3 +475,46 @@ def test_live_cases_sharing_a_name_keep_one_and_the_others_are_renamed(backend: 
         }
         with pytest.raises(StoreError, match="already has a test case named 'a'"):
             s.cases.create("p", "a", {}, id="p::a~4")
+
+
+def test_a_command_about_to_write_reads_an_older_history_on_either_backend(
+    backend: Backend,
+) -> None:
+    """SQLite: read through an upgraded copy, the file left as it is. PostgreSQL, where a
+    read-only open cannot read an older schema: upgraded in place, as the command's own
+    open would a moment later (before, ``oxy cases run`` of a whole project stopped)."""
+    import sqlalchemy as sa
+
+    from oxyeval.store import OldSchemaError
+    from oxyeval.store._engine import create_engine
+    from oxyeval.store._migrations import _alembic
+    from oxyeval.suites.history_store import read_before_writing
+
+    location = backend.fresh()
+
+    def version() -> str:
+        engine = create_engine(location)
+        try:
+            with engine.connect() as conn:
+                return str(
+                    conn.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
+                )
+        finally:
+            engine.dispose()
+
+    engine = create_engine(location)
+    try:
+        with engine.connect() as conn:
+            conn = conn.execution_options(oxy_write=True)
+            with conn.begin():
+                _alembic(conn, REVISIONS[-2])
+    finally:
+        engine.dispose()
+    if backend.name == "postgresql":
+        with pytest.raises(OldSchemaError):
+            open_store(location, read_only=True)
+    reader = read_before_writing(location)
+    assert reader is not None
+    with reader:
+        assert reader.runs.list() == []
+    assert version() == (HEAD if backend.name == "postgresql" else REVISIONS[-2])

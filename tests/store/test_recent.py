@@ -161,3 +161,18 @@ def test_a_damaged_window_is_walked_and_made_again(store: Store) -> None:
     with store.read("test") as conn:
         text = conn.execute(sa.text("SELECT recent FROM case_baselines")).scalar_one()
     assert text == "[[1.0,1],[0.75,3],[0.5,2],[0.25,1],[0.0,0]]"
+
+
+def test_a_kept_length_is_the_length_of_what_is_stored(store: Store, backend: Any) -> None:
+    """A surrogate pair is stored as its one character, and SQLite's length() stops at a
+    NUL: the kept lengths are those the walk reads, not Python's count of the text given."""
+    make_case(store, "c1")
+    outputs = ["ab\ud83d\ude00", "caf\u00e9 \U0001f600"]
+    if backend.name == "sqlite":  # PostgreSQL text holds no NUL
+        outputs.append("ab\x00cd")
+    for n, output in enumerate(outputs):
+        store.executions.record_many([_judged(n / 4, output)])
+    walked = store.stats.histories([("c1", ("positive", "lexical"))], 10)[0]
+    kept = store.stats.baselines([("c1", ("positive", "lexical"))], 10)[0]
+    assert kept.recent_lengths == tuple(p.actual_length for p in walked.recent)
+    assert kept.recent_lengths[-1] == 3  # the pair: one character

@@ -21,6 +21,7 @@ agree on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -197,37 +198,64 @@ def upgrade(engine: Engine, location: Location, *, replay: bool = False) -> str:
 
 
 #: Bytes of an SQLite file with an older schema that a read-only open copies into memory
-#: to upgrade and read; a larger one is refused (:class:`OldSchemaError`), never copied.
+#: to upgrade and read; a larger one is copied to a private file beside it instead.
 MEMORY_COPY_LIMIT = 128 * 1024 * 1024
+#: Free bytes a copy on disk leaves on its file system, beyond its own size.
+_DISK_MARGIN = 64 * 1024 * 1024
 
 
-def _memory_copy(location: Location, timeout: float) -> Engine:
-    """A private in-memory copy of an SQLite file, to upgrade and read without writing it."""
+def _private_copy(location: Location, timeout: float) -> Engine:
+    """A private copy of an SQLite file with an older schema, to upgrade and read without
+    writing the file itself: in memory when it is small, else in a file beside it that is
+    unlinked as soon as it is open (it lives as long as its connection, and leaves nothing
+    behind). A history of gigabytes never goes into memory; when no copy can be made on
+    disk either, :class:`OldSchemaError` says to let a writing command upgrade it."""
     import os
+    import shutil
     import sqlite3
+    import tempfile
     from urllib.parse import quote
 
     path = location.path
     assert path is not None
     size = path.stat().st_size
-    if size > MEMORY_COPY_LIMIT:
-        raise OldSchemaError(
-            f"history database {location.display} has an older schema, and at "
-            f"{size // (1024 * 1024)} MB it is too large to upgrade in memory for reading "
-            "without writing it; any writing command (oxy cases run, oxy test) upgrades "
-            "it in place",
-            path=location.display,
-        )
     uri = f"file:{quote(str(path))}?mode=ro"
-    if not os.access(path.parent, os.W_OK) or not os.access(path, os.W_OK):
+    writable = os.access(path.parent, os.W_OK) and os.access(path, os.W_OK)
+    if not writable:
         uri += "&immutable=1"  # a read-only folder cannot hold the WAL's shared-memory file
+    target = ":memory:"
+    if size > MEMORY_COPY_LIMIT:
+        room = writable and os.name == "posix"
+        room = room and shutil.disk_usage(path.parent).free > size + _DISK_MARGIN
+        if not room:
+            raise OldSchemaError(
+                f"history database {location.display} has an older schema, and at "
+                f"{size // (1024 * 1024)} MB it is too large to upgrade in memory for reading "
+                "without writing it, with no room for a copy beside it; any writing command "
+                "(oxy cases run, oxy test) upgrades it in place",
+                path=location.display,
+            )
+        handle, target = tempfile.mkstemp(prefix=".oxyeval-read-", suffix=".db", dir=path.parent)
+        os.close(handle)
     src = sqlite3.connect(uri, uri=True, timeout=timeout)
-    mem = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    copy = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
     try:
-        src.backup(mem)
+        if target != ":memory:":
+            copy.execute("PRAGMA journal_mode = MEMORY")  # no journal file beside it
+        src.backup(copy)
+        if target != ":memory:":
+            copy.execute("PRAGMA journal_mode = MEMORY")  # the backup may have set WAL
+    except BaseException:
+        copy.close()
+        raise
     finally:
         src.close()
-    return create_engine(location, timeout=timeout, creator=lambda: mem)
+        if target != ":memory:":
+            for leftover in (target, f"{target}-wal", f"{target}-shm", f"{target}-journal"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(leftover)
+    # read_only: no WAL for a private copy (a file unlinked already must grow none beside it)
+    return create_engine(location, timeout=timeout, read_only=True, creator=lambda: copy)
 
 
 def open_engine(
@@ -272,13 +300,13 @@ def open_engine(
             if state in ("newer", "foreign"):
                 raise _refuse(state, detail, location)
             if not read_only or location.backend != "sqlite" or path is None:
-                raise StoreError(
+                raise (OldSchemaError if read_only else StoreError)(
                     f"history database {where} has an older schema ({detail}); any writing "
                     "command (oxy cases run) upgrades it",
                     path=where,
                 )
             engine.dispose()
-            engine = _memory_copy(location, timeout)
+            engine = _private_copy(location, timeout)
             upgrade(engine, location)
             return engine, True
         upgrade(engine, location)
