@@ -518,3 +518,37 @@ def test_a_command_about_to_write_reads_an_older_history_on_either_backend(
     with reader:
         assert reader.runs.list() == []
     assert version() == (HEAD if backend.name == "postgresql" else REVISIONS[-2])
+
+
+def test_a_private_copy_that_cannot_be_made_is_said_and_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy beside an old history failing half-way (a full disk): an error that names
+    the history, not a traceback, and no file left beside it."""
+    from oxyeval.store import StoreError
+
+    db = _copy(tmp_path)
+    monkeypatch.setattr("oxyeval.store._migrations.MEMORY_COPY_LIMIT", 1024)
+    real = sqlite3.connect
+
+    class _Failing:
+        """The old history's read-only connection, whose backup fails as on a full disk."""
+
+        def __init__(self, conn: sqlite3.Connection) -> None:
+            self._conn = conn
+
+        def backup(self, _target: object) -> None:
+            raise sqlite3.OperationalError("database or disk is full")
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._conn, name)
+
+    def connect(database: object, *args: object, **kwargs: object) -> object:
+        conn = real(database, *args, **kwargs)  # type: ignore[call-overload]
+        return _Failing(conn) if str(database).startswith("file:") else conn
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    with pytest.raises(StoreError) as caught:
+        open_store(db, read_only=True)
+    assert str(db) in str(caught.value) and "disk is full" in str(caught.value)
+    assert sorted(p.name for p in db.parent.iterdir()) == ["oxyeval.db"]

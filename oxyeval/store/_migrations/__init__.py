@@ -237,19 +237,29 @@ def _private_copy(location: Location, timeout: float) -> Engine:
             )
         handle, target = tempfile.mkstemp(prefix=".oxyeval-read-", suffix=".db", dir=path.parent)
         os.close(handle)
-    src = sqlite3.connect(uri, uri=True, timeout=timeout)
-    copy = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+    src = copy = None
     try:
+        src = sqlite3.connect(uri, uri=True, timeout=timeout)
+        copy = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
         if target != ":memory:":
             copy.execute("PRAGMA journal_mode = MEMORY")  # no journal file beside it
         src.backup(copy)
         if target != ":memory:":
             copy.execute("PRAGMA journal_mode = MEMORY")  # the backup may have set WAL
-    except BaseException:
-        copy.close()
+    except BaseException as exc:
+        if copy is not None:
+            copy.close()
+        if isinstance(exc, sqlite3.Error):  # a full disk, say: said, not a traceback
+            raise StoreError(
+                f"history database {location.display} has an older schema, and a private "
+                f"copy to upgrade and read could not be made ({exc}); any writing command "
+                "(oxy cases run, oxy test) upgrades it in place",
+                path=location.display,
+            ) from None
         raise
     finally:
-        src.close()
+        if src is not None:
+            src.close()
         if target != ":memory:":
             for leftover in (target, f"{target}-wal", f"{target}-shm", f"{target}-journal"):
                 with contextlib.suppress(FileNotFoundError):
