@@ -1,11 +1,12 @@
 """Each (case, baseline)'s newest judged scores and lengths, kept beside its totals.
 
 Why: regression detection compares a case's answer with its newest few comparable
-executions. Walking the executions index for them read up to ``recent`` rows per case,
-so a replay of a large suite got slower with every run it had behind it (10 runs: ten
-rows per case, more than writing the new one). The newest :data:`RECENT_WINDOW` of them
-are kept in the case's ``case_baselines`` row instead, as its executions are written:
-a run reads one row per case however long its history.
+executions. A walk of the executions index reads up to ``recent`` rows per case, so a
+replay of a large suite would slow down with every run behind it (10 runs: ten rows per
+case, more than writing the new one). The newest :data:`RECENT_WINDOW` of them are kept
+in the case's ``case_baselines`` row instead, as its executions are written: a run reads
+one row per case however long its history. Lengths are those SQL's ``length()`` reads of
+what is stored (:func:`stored_length`), as the walk's are.
 
 A window is kept as JSON, newest first, ``[[score, length], ...]``, with ``recent_at``,
 the time of its newest entry. It is trusted only when it holds every judged execution
