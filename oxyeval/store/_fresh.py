@@ -20,7 +20,7 @@ import os
 from contextlib import suppress
 from pathlib import Path
 
-__all__ = ["SNAPSHOT", "create_from_snapshot", "render_snapshot"]
+__all__ = ["SNAPSHOT", "build_by_migrations", "create_from_snapshot", "render_snapshot"]
 
 SNAPSHOT = Path(__file__).with_name("_sqlite_schema.sql")
 _HEADER = (
@@ -67,24 +67,29 @@ def create_from_snapshot(path: Path) -> bool:
                 leftover.unlink()
 
 
+def build_by_migrations(path: Path) -> str:
+    """A new history at ``path`` built by the migrations themselves (a store opened there
+    would start from the snapshot, which this is to be compared with or replace); returns
+    the state the upgrade found."""
+    from ._engine import create_engine, resolve_location
+    from ._migrations import upgrade
+
+    location = resolve_location(str(path), environ={})
+    engine = create_engine(location, timeout=5, read_only=False)
+    try:
+        return upgrade(engine, location)
+    finally:
+        engine.dispose()
+
+
 def render_snapshot() -> str:
     """The snapshot's text: what the migrations build in a new file, as SQL."""
     import sqlite3
     import tempfile
 
-    from ._engine import create_engine, resolve_location
-    from ._migrations import upgrade
-
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "new.db"
-        # Built by the migrations themselves: a store opened here would start from the
-        # snapshot being replaced, and add only the newest revision to it.
-        location = resolve_location(str(db), environ={})
-        engine = create_engine(location, timeout=5, read_only=False)
-        try:
-            upgrade(engine, location)
-        finally:
-            engine.dispose()
+        build_by_migrations(db)
         conn = sqlite3.connect(str(db))
         try:
             lines = list(conn.iterdump())

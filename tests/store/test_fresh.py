@@ -12,7 +12,12 @@ import pytest
 
 from oxyeval.store import open_results, open_store
 from oxyeval.store._engine import resolve_location
-from oxyeval.store._fresh import SNAPSHOT, create_from_snapshot, render_snapshot
+from oxyeval.store._fresh import (
+    SNAPSHOT,
+    build_by_migrations,
+    create_from_snapshot,
+    render_snapshot,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,16 +43,8 @@ def test_the_committed_snapshot_is_what_the_migrations_build() -> None:
 
 def _migrated(path: Path) -> Path:
     """A new history built by the migrations (the tables' schema at once), not the snapshot."""
-    from oxyeval.store._engine import create_engine
-    from oxyeval.store._migrations import upgrade
-
     path.parent.mkdir(parents=True)
-    location = resolve_location(str(path), environ={})
-    engine = create_engine(location, timeout=5, read_only=False)
-    try:
-        assert upgrade(engine, location) == "empty"
-    finally:
-        engine.dispose()
+    assert build_by_migrations(path) == "empty"
     return path
 
 
