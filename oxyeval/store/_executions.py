@@ -23,7 +23,7 @@ import sqlalchemy as sa
 
 from ._core import _SaSql, executemany
 from ._errors import NotFoundError
-from ._recent import Entry, next_windows, stored_length
+from ._recent import entry, next_windows
 from ._result_rows import bounded_text
 from ._results import execution_result, write_results
 from ._rows import Execution, NewExecution
@@ -204,7 +204,7 @@ def write_executions(
     per_day: dict[tuple[str, str], _Totals] = defaultdict(_Totals)
     per_baseline: dict[tuple[str, str], _Totals] = defaultdict(_Totals)
     per_run: dict[str, int] = defaultdict(int)
-    added: dict[tuple[str, str], list[tuple[str, Entry]]] = defaultdict(list)
+    added: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     sqlite = conn.dialect.name == "sqlite"
     for v in rows:
         if v["run_id"] is not None:
@@ -214,11 +214,7 @@ def write_executions(
             per_day[(v["test_case_id"], v["created_at"][:10])].add(v)
             key = (v["test_case_id"], v["baseline_key"])
             per_baseline[key].add(v)
-            score = v["score"]
-            entry = Entry(
-                None if score is None else float(score), stored_length(v["actual_output"], sqlite)
-            )
-            added[key].append((v["created_at"], entry))
+            added[key].append((v["created_at"], entry(v["score"], v["actual_output"], sqlite)))
     if per_case:
         # One statement for the batch, run for each case (the driver's executemany).
         executemany(

@@ -6,7 +6,7 @@ replay of a large suite would slow down with every run behind it (10 runs: ten r
 case, more than writing the new one). The newest :data:`RECENT_WINDOW` of them are kept
 in the case's ``case_baselines`` row instead, as its executions are written: a run reads
 one row per case however long its history. Lengths are those SQL's ``length()`` reads of
-what is stored (:func:`stored_length`), as the walk's are.
+what is stored (:func:`entry`), as the walk's are.
 
 A window is kept as JSON, newest first, ``[[score, length], ...]``, with ``recent_at``,
 the time of its newest entry. It is trusted only when it holds every judged execution
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..inputs import valid_text
 from ._core import _SaSql
-from ._util import LATEST_CHUNK, chunks, newest_of_each
+from ._util import LATEST_CHUNK, chunks, in_list, newest_of_each
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -33,11 +33,10 @@ if TYPE_CHECKING:
 __all__ = [
     "RECENT_WINDOW",
     "Baseline",
-    "Entry",
     "Window",
+    "entry",
     "next_windows",
     "read_baselines",
-    "stored_length",
     "usable",
     "walk",
 ]
@@ -47,13 +46,6 @@ __all__ = [
 RECENT_WINDOW = 10
 
 Key = tuple[str, str]  # (test case id, baseline key)
-
-
-class Entry(NamedTuple):
-    """What regression detection reads of one judged execution."""
-
-    score: float | None
-    length: int | None
 
 
 class Baseline(NamedTuple):
@@ -74,18 +66,13 @@ def read_baselines(conn: Connection, keys: Sequence[Key]) -> dict[Key, Baseline]
     sql = _SaSql(conn)
     found: dict[Key, Baseline] = {}
     for chunk in chunks(sorted(set(keys))):
-        names: dict[str, Any] = {}
-        ids = sorted({case_id for case_id, _key in chunk})
-        kinds = sorted({key for _case_id, key in chunk})
-        for n, value in enumerate(ids):
-            names[f"i{n}"] = value
-        for n, value in enumerate(kinds):
-            names[f"k{n}"] = value
+        names, ids = in_list(sorted({case_id for case_id, _key in chunk}), "i")
+        kinds, marks = in_list(sorted({key for _case_id, key in chunk}), "k")
+        names.update(kinds)
         statement = (
             "SELECT test_case_id, baseline_key, runs, passes, score_sum, scored, length_sum, "
-            "recent, recent_at FROM case_baselines "
-            f"WHERE test_case_id IN ({', '.join(f':i{n}' for n in range(len(ids)))}) "
-            f"AND baseline_key IN ({', '.join(f':k{n}' for n in range(len(kinds)))})"
+            f"recent, recent_at FROM case_baselines WHERE test_case_id IN ({ids}) "
+            f"AND baseline_key IN ({marks})"
         )
         wanted = set(chunk)
         for r in sql.rows(statement, names):
@@ -98,6 +85,11 @@ def read_baselines(conn: Connection, keys: Sequence[Key]) -> dict[Key, Baseline]
 Window = tuple[tuple[Any, ...], tuple[Any, ...]]  # (scores, lengths), newest first
 
 
+def _complete(kept: int, runs: int) -> bool:
+    """Whether a window of ``kept`` entries holds every judged run it should."""
+    return kept >= min(runs, RECENT_WINDOW)
+
+
 def usable(baseline: Baseline, recent: int) -> Window | None:
     """The newest ``recent`` scores and lengths from the kept window, or None when it
     cannot answer: none kept (or damaged), or ``recent`` is more than it keeps of a
@@ -108,7 +100,7 @@ def usable(baseline: Baseline, recent: int) -> Window | None:
     try:
         window = json.loads(baseline.window)
         kept = len(window)
-        if kept < min(baseline.runs, RECENT_WINDOW) or (recent > kept and baseline.runs > kept):
+        if not _complete(kept, baseline.runs) or (recent > kept and baseline.runs > kept):
             return None
         window = window[:recent]
         scores, lengths = zip(*window, strict=True) if window else ((), ())
@@ -152,10 +144,10 @@ def walk(
 
 
 def next_windows(
-    conn: Connection, added: Mapping[Key, Sequence[tuple[str, Entry]]]
+    conn: Connection, added: Mapping[Key, Sequence[tuple[str, str]]]
 ) -> dict[Key, tuple[str, str | None]]:
     """Each key's window (JSON) and newest time once ``added`` is stored: its judged
-    executions of this batch, (created_at, entry) in the order they are inserted. Called
+    executions of this batch, (created_at, :func:`entry`) in the order they are inserted. Called
     after they are inserted (a window walked again reads them too) and before the totals
     are added. A kept window is extended as text, never parsed: the writer of a large
     run does this for every case."""
@@ -168,7 +160,7 @@ def next_windows(
         at = None
         if row is not None:
             window, at = _entries(row.window), row.at
-            if window is not None and len(window) < min(row.runs, RECENT_WINDOW):
+            if window is not None and not _complete(len(window), row.runs):
                 window = None
         if window is not None:
             for created_at, _new in entries:
@@ -179,7 +171,7 @@ def next_windows(
         if window is None:
             again.append(key)
             continue
-        newest_first = [_entry(*entry) for _at, entry in reversed(entries)] + window
+        newest_first = [text for _at, text in reversed(entries)] + window
         made[key] = (_text(newest_first), at)
     for key, rows in walk(conn, again, RECENT_WINDOW).items():
         texts = [_entry(r.score, r.actual_length) for r in rows]
@@ -187,28 +179,25 @@ def next_windows(
     return made
 
 
-def stored_length(text: str | None, sqlite: bool) -> int | None:
-    """What SQL's ``length()`` gives of ``text`` once stored, as the walk reads it: a
-    surrogate pair is stored as its one character (:func:`~oxyeval.inputs.valid_text`,
-    as the store's statements make it), and SQLite counts up to a NUL only."""
-    if text is None:
-        return None
-    if not text.isascii():
-        text = valid_text(text)
-    if sqlite:
-        end = text.find("\x00")
-        if end >= 0:
-            return end
-    return len(text)
+def entry(score: float | None, output: str | None, sqlite: bool) -> str:
+    """A judged execution's window entry, as the writer adds it: its score, and the length
+    SQL's ``length()`` gives of its output once stored, as the walk reads it (a surrogate
+    pair is stored as its one character, :func:`~oxyeval.inputs.valid_text`, as the
+    store's statements make it; SQLite counts up to a NUL only)."""
+    length = None
+    if output is not None:
+        if not output.isascii():
+            output = valid_text(output)
+        end = output.find("\x00") if sqlite else -1
+        length = end if end >= 0 else len(output)
+    return _entry(score, length)
 
 
 def _entries(text: str | None) -> list[str] | None:
     """A kept window's entries as text (``"0.5,12"``), or None when there is none."""
-    if text is None or not (text.startswith("[") and text.endswith("]")):
-        return None
     if text == "[]":
         return []
-    if not (text.startswith("[[") and text.endswith("]]")):
+    if text is None or not (text.startswith("[[") and text.endswith("]]")):
         return None
     return text[2:-2].split("],[")
 

@@ -8,7 +8,7 @@ and the reference the tests compare the incremental numbers against).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -229,7 +229,7 @@ class Stats:
             avg_length=None if not total else float(length_sum) / total,
             recent=points,
             recent_scores=tuple(p.score for p in points),
-            recent_lengths=tuple(p.actual_length for p in points if p.actual_length is not None),
+            recent_lengths=_lengths(p.actual_length for p in points),
         )
 
     def histories(
@@ -246,13 +246,9 @@ class Stats:
         found = []
         for key in keyed:
             points = tuple(_point(r) for r in walked.get(key, ()))
+            scores = tuple(p.score for p in points)
             found.append(
-                _history(
-                    totals.get(key),
-                    points,
-                    tuple(p.score for p in points),
-                    tuple(p.actual_length for p in points),
-                )
+                _history(totals.get(key), points, scores, [p.actual_length for p in points])
             )
         return found
 
@@ -301,7 +297,7 @@ def _history(
     row: Baseline | None,
     points: tuple[HistoryPoint, ...],
     scores: tuple[float | None, ...],
-    lengths: tuple[int | None, ...],
+    lengths: Iterable[int | None],
 ) -> CaseHistory:
     """A (case, baseline)'s regression inputs from its row (None: never judged)."""
     if row is None or not row.runs:
@@ -313,8 +309,13 @@ def _history(
         avg_length=float(row.length_sum) / row.runs,
         recent=points,
         recent_scores=scores,
-        recent_lengths=tuple(n for n in lengths if n is not None),
+        recent_lengths=_lengths(lengths),
     )
+
+
+def _lengths(lengths: Iterable[int | None]) -> tuple[int, ...]:
+    """The lengths detection compares with: an execution with no output has none."""
+    return tuple(n for n in lengths if n is not None)
 
 
 def _rebuild(conn: Connection) -> None:
