@@ -68,6 +68,7 @@ class Listing:
         self.prompt_id = prompt_id
         self.complete = True
         self._known: list[tuple[str, int, TestCase]] = []  # (created_at, seq, case)
+        self._shared: dict[str, str] = {}
 
     def inserted(
         self,
@@ -99,8 +100,12 @@ class Listing:
         if changed:
             self.complete = False
         elif self.complete:
-            case = case_row(row, stored_input=_as_read(fields.get("input"), None))
+            # the texts many cases repeat (prompt, file, times) kept once, as a listing does
+            case = case_row(row, self._one, stored_input=_as_read(fields.get("input"), None))
             self._known.append((row.created_at, row.seq, case))
+
+    def _one(self, text: str) -> str:
+        return self._shared.setdefault(text, text)
 
     def check(self, conn: Connection, prompts: Iterable[str]) -> None:
         """Complete only if the sync was of this prompt alone and it has no other live

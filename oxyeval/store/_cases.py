@@ -364,12 +364,7 @@ class Cases:
         now: str,
         listing: Listing,
     ) -> None:
-        ids = sorted(declared)
-        existing: dict[str, Any] = {}
-        # Plain SQL: compiling an IN of hundreds of ids cost more than the read.
         sql = _SaSql(conn)
-        query = f"SELECT {_COLUMNS} FROM test_cases WHERE id IN ({{marks}}) ORDER BY id"
-        existing.update((r.id, r) for r in rows_in(sql, query, ids, lock=True))
         by_prompt: dict[str, dict[str, str]] = {}  # prompt -> name -> the id declaring it
         for cid, fields in declared.items():
             by_prompt.setdefault(fields["prompt_id"], {})[fields["name"]] = cid
@@ -388,15 +383,25 @@ class Cases:
                 error = self._taken(fields["prompt_id"], fields["name"], taken[cid])
                 error.wanted = cid
                 raise error
-        new = [cid for cid in declared if cid not in existing]
+        # The stored cases, locked in id order (two bulk writers never deadlock), each
+        # brought up to date as its statement's rows are read: the rows of 100,000 stored
+        # cases read at once were a replay's peak memory. Plain SQL: compiling an IN of
+        # hundreds of ids cost more than the read.
+        stored: set[str] = set()
+        query = f"SELECT {_COLUMNS} FROM test_cases WHERE id IN ({{marks}}) ORDER BY id"
+        for row in rows_in(sql, query, sorted(declared), lock=True):
+            stored.add(row.id)
+            changed = self._apply(conn, row, declared[row.id], now, undelete=True)
+            listing.kept(row, changed, declared[row.id])
+        new = [cid for cid in declared if cid not in stored]
         # A few thousand rows per statement: the rows of 100,000 new cases made at once
         # were most of a large run's memory before its first case ran. Plain SQL run by
         # the driver's executemany: SQLAlchemy's own insert of many rows cost more.
         for chunk in chunks(new, _INSERT_CHUNK):
             rows = []
             for cid in chunk:
-                stored = _stored(declared[cid])
-                row = {c: stored.get(c) for c in _SYNCED}
+                stored_fields = _stored(declared[cid])
+                row = {c: stored_fields.get(c) for c in _SYNCED}
                 row.update(id=cid, created_at=now, updated_at=now)
                 row["input"] = row["input"] or "{}"
                 rows.append(row)
@@ -407,9 +412,6 @@ class Cases:
                     raise _Clash from None
                 raise
             listing.inserted(rows, done, declared)
-        for cid, row in existing.items():
-            changed = self._apply(conn, row, declared[cid], now, undelete=True)
-            listing.kept(row, changed, declared[cid])
         listing.check(conn, by_prompt)
 
     def delete(self, case_id: str) -> bool:

@@ -222,3 +222,33 @@ def test_writers_racing_for_one_name_make_one_case(store: Store) -> None:
     assert len(made) == 1 and len(refused) == writers - 1
     assert {exc.taken for exc in refused} == set(made)
     assert [c.id for c in store.cases.list("p1")] == made
+
+
+def test_a_sync_longer_than_a_statement_updates_and_adds_across_statements(
+    store: Store,
+) -> None:
+    """Stored cases are brought up to date a statement's rows at a time (a replay of
+    100,000 cases no longer holds every stored row): every changed case is changed,
+    every unchanged one kept, the new ones added after them in the files' order."""
+    from oxyeval.store._util import IN_LIST_SIZE
+
+    count = 2 * IN_LIST_SIZE + 7
+
+    def declared(expected: dict[int, str], names: range) -> dict[str, dict[str, object]]:
+        return {
+            f"p::c{i:05d}": {
+                "prompt_id": "p",
+                "name": f"c{i:05d}",
+                "input": {"n": i},
+                "expected_output": expected.get(i, "x"),
+            }
+            for i in names
+        }
+
+    store.cases.sync(declared({}, range(count)))
+    changed = {i: "y" for i in range(0, count, 97)}  # some in every statement's rows
+    later = declared(changed, range(count + 5))
+    listed = store.cases.synced("p", later)
+    assert [c.id for c in listed] == list(later)  # the stored in order, then the new
+    assert {c.id for c in listed if c.expected_output == "y"} == {f"p::c{i:05d}" for i in changed}
+    assert listed == store.cases.list("p")
