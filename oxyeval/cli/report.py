@@ -121,6 +121,10 @@ def report_command(
 
         message = report_path_problem("--junit", junit)
     if run_group is not None and message is None:
+        from ..suites import sharding_problem
+
+        message = sharding_problem(None, run_group)  # an id no shard could have kept
+    if run_group is not None and message is None:
         raise typer.Exit(
             _report_group(
                 run_group, given, project, db, junit, as_json=as_json, quiet=quiet, debug=debug
@@ -162,6 +166,8 @@ def report_command(
         out=stdout_console(),
         as_json=as_json,
         quiet=quiet,
+        junit=junit,
+        debug=debug,
         # What stopped the run after some results finished decides its code, as it did.
         error=None if saved.error is None else saved.failure(),
     )
@@ -182,36 +188,33 @@ def _report_group(
     """Merge the shards kept under ``group`` and decide on them; the exit code."""
     from ..evaluation import Gates
     from ..report import error_document, merge_shards, saved_reporter
-    from ..suites import open_history
+    from ..suites import open_named_history
     from .driver import finish
 
     err = stderr_console()
     try:
-        _proj, location, store = open_history(project, db)
+        location, store = open_named_history(project, db)
         rows = []
         if store is not None:
             with store:
                 rows = store.run_groups.shards(group)
-        merged = merge_shards(rows, group, location.display)
+        merged = merge_shards(rows, group, location.display, gates_given=given != Gates())
+        failure = merged.error if merged.run is None else None  # no shard kept anything
     except OxyError as exc:
-        decision = decide([], Gates(), error=exc, kind="consistency")
-        print_error(err, exc, debug)
-        if as_json:
-            print_json(error_document(json_error(exc), decision.code))
-        return decision.code
-    if merged.run is None:  # no shard kept anything
-        assert merged.error is not None
-        code = decide([], Gates(), error=merged.error, kind="consistency").code
-        print_error(err, merged.error, debug)
-        if junit is not None:
+        failure = exc
+    if failure is not None:
+        code = decide([], Gates(), error=failure, kind="consistency").code
+        print_error(err, failure, debug)
+        if junit is not None:  # a CI system that reads the report finds the error there
             from ..report import error_junit
             from .artifacts import write_report
 
-            text = error_junit(f"oxy report --run-group {group}", str(merged.error))
+            text = error_junit(f"oxy report --run-group {group}", str(failure))
             code = write_report("--junit", junit, text, err, code)
         if as_json:
-            print_json(error_document(json_error(merged.error), code))
+            print_json(error_document(json_error(failure), code))
         return code
+    assert merged.run is not None
     run = merged.run
     err.print(
         f"run group {group}: shard(s) {', '.join(map(str, merged.found))} of "

@@ -187,6 +187,13 @@ def test_command(
             message = "--format json does not apply to Python test files (pytest reports them)"
         elif tag or case or adaptive:
             message = "--tag, --case and --adaptive apply to *.test.yml files"
+        elif shard is not None or run_group is not None:
+            # Ignored, every shard of a CI matrix would run the whole suite and keep nothing.
+            message = (
+                "--shard and --run-group apply to *.test.yml files and the other run "
+                "commands, not to Python test files (pytest runs those; split them with "
+                "pytest's own options)"
+            )
         else:
             message = None
         if message is not None:

@@ -256,9 +256,14 @@ class SavedReporter(RunReporter):
     junit_writer: ClassVar[str | None] = "saved_junit"
 
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
+        """``error``: what stops this decision beyond the document's own (a shard that
+        has not kept its outcome), so a CI job reading only the JSON learns it too."""
         from .documents import with_decision
 
-        return with_decision(run.doc, decision)
+        doc = with_decision(run.doc, decision)
+        if error is not None and not doc.get("error"):
+            doc["error"] = error
+        return doc
 
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         from .saved_pretty import render_saved

@@ -74,9 +74,12 @@ def _check_agree(rows: Sequence[ShardRow], group: str, where: str) -> None:
             )
 
 
-def merge_shards(rows: Sequence[ShardRow], group: str, where: str) -> MergedGroup:
+def merge_shards(
+    rows: Sequence[ShardRow], group: str, where: str, *, gates_given: bool = False
+) -> MergedGroup:
     """The shards kept under ``group`` (read from ``where``, named in messages) merged.
-    Shards that disagree raise ConfigError; missing ones are ``error`` on the result."""
+    Shards that disagree raise ConfigError; missing ones are ``error`` on the result.
+    ``gates_given``: the report's own gates replace the shards', so theirs may differ."""
     if not rows:
         return MergedGroup(
             group,
@@ -101,6 +104,8 @@ def merge_shards(rows: Sequence[ShardRow], group: str, where: str) -> MergedGrou
     saved = [
         parse_saved_run(r.document, f"run group {group}, shard {r.shard}/{count}") for r in rows
     ]
+    if not gates_given:
+        _check_gates(rows, saved, group, where)
     merged.run = _merge(rows, saved)
     errors: list[OxyError] = []
     for row, run in zip(rows, saved, strict=True):
@@ -121,6 +126,30 @@ def merge_shards(rows: Sequence[ShardRow], group: str, where: str) -> MergedGrou
     if errors:
         merged.error = errors[0]
     return merged
+
+
+def _check_gates(
+    rows: Sequence[ShardRow], saved: Sequence[SavedRun], group: str, where: str
+) -> None:
+    """Refuse shards that ran under different gate options: the merged decision would
+    take one shard's, and so pass or fail by which shard had them."""
+    from .documents import gates_json
+
+    # A shard with no test ran with --allow-empty added (an empty share is no failure).
+    ran = [
+        (r.shard, gates_json(s.gates))
+        for r, s in zip(rows, saved, strict=True)
+        if r.tests and s.gates is not None
+    ]
+    for shard, gates in ran[1:]:
+        first, theirs = ran[0]
+        if gates != theirs:
+            options = ", ".join(k for k in theirs if theirs[k] != gates.get(k))
+            raise ConfigError(
+                f"run group {group} in {where}: shard {first} and shard {shard} ran under "
+                f"different gate options ({options}); run every shard with the same options, "
+                "or give the gate options to oxy report, where they replace the shards'"
+            )
 
 
 def _merge(rows: Sequence[ShardRow], saved: Sequence[SavedRun]) -> SavedRun:

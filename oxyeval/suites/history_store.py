@@ -37,7 +37,14 @@ if TYPE_CHECKING:
     #: What a run's history opens as: the full store, or the lean one.
     RunStore = Store | LiteStore
 
-__all__ = ["Histories", "History", "history_location", "open_history", "read_before_writing"]
+__all__ = [
+    "Histories",
+    "History",
+    "history_location",
+    "open_history",
+    "open_named_history",
+    "read_before_writing",
+]
 
 
 def history_location(
@@ -220,17 +227,41 @@ def open_history(
     opens the same way. Reading never creates one: no history yet gives ``None``, unless
     ``db`` names a file that does not exist (an error: a typo must not read as empty)."""
     from ..project.config import load_project
-    from ..store import EmptyHistoryError, open_store
+    from ..store import open_store
 
     project = load_project(project_dir=str(project_dir)) if project_dir else load_project()
     location = history_location(project, db)
     if write:
         return project, location, open_store(location)
+    return project, location, _read_existing(location)
+
+
+def open_named_history(
+    project_dir: str | Path | None = None, db: str | Path | None = None
+) -> tuple[Location, Store | None]:
+    """:func:`open_history` for reading, where a history named by ``--db`` or ``OXY_DB``
+    needs no project around it: a CI gate job that only decides on what the shards kept
+    may have no checkout. A project found (or given) still says where, and still has its
+    config.yml checked."""
+    from ..project import find_config
+
+    named = (db is not None and str(db).strip()) or os.environ.get("OXY_DB", "").strip()
+    if project_dir or not named or find_config(Path.cwd()) is not None:
+        return open_history(project_dir, db)[1:]
+    location = resolve_location(db)
+    return location, _read_existing(location)
+
+
+def _read_existing(location: Location) -> Store | None:
+    """The history at ``location`` opened to read; None when there is none yet, unless it
+    was named as a file that does not exist (a typo must not read as empty)."""
+    from ..store import EmptyHistoryError, open_store
+
     if location.explicit and location.path is not None and not location.path.exists():
         raise LocationError(
             f"history database {location.display} does not exist", path=location.display
         )
     try:
-        return project, location, open_store(location, read_only=True)
+        return open_store(location, read_only=True)
     except EmptyHistoryError:
-        return project, location, None
+        return None

@@ -167,6 +167,7 @@ def test_four_shards_on_postgresql_merge_into_the_unsharded_run(
     assert code == 3, err
     assert "shard(s) 3 of 4 have not kept their outcome" in err
     assert doc["summary"]["exitCode"] == 3 and doc["decision"]["passed"] is False
+    assert "shard(s) 3 of 4" in doc["error"]  # a job reading only the JSON learns it too
     assert len(doc["results"]) == 9 - counts[2]
 
 
@@ -210,9 +211,10 @@ def test_shards_that_disagree_are_bad_input_and_a_lone_shard_decides_alone(
     assert one.exit_code in (0, 1), one.stderr
     other = invoke("cases", "run", path, "--shard", "2/3", "--run-group", "g", "-q")
     assert other.exit_code in (0, 1), other.stderr
-    report = invoke("report", "--run-group", "g", "--project", str(root))
+    report = invoke("report", "--run-group", "g", "--project", str(root), "--junit", "g.xml")
     assert report.exit_code == 2
     assert "shard 1 ran as 1/2 but shard 2 as 2/3" in report.stderr
+    assert "shard 1 ran as 1/2" in Path("g.xml").read_text("utf-8")  # the CI system shows it
     # More shards than cases: a shard with none passes (no empty-selection failure) and
     # still counts as in.
     (root / "two.prompt.yml").write_text(
@@ -242,6 +244,45 @@ def test_shards_that_disagree_are_bad_input_and_a_lone_shard_decides_alone(
     assert "no shard has kept its outcome" in Path("n.xml").read_text("utf-8")  # CI shows it
     both = invoke("report", "doc.json", "--run-group", "g")
     assert both.exit_code == 2 and "not both" in both.stderr
+
+
+def test_a_gate_job_needs_no_project_and_gets_its_junit_and_bad_ids_are_bad_input(
+    make_project: MakeProject,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = make_project(CONFIG, {"s.prompt.yml": PROMPT})
+    path, db = str(root / "s.prompt.yml"), str(root / ".oxy" / "oxyeval.db")
+    for k in (1, 2):
+        shard = invoke("cases", "run", path, "--shard", f"{k}/2", "--run-group", "g", "-q")
+        assert shard.exit_code in (0, 1), shard.stderr
+    # A gate job with no checkout (no config.yml here or above): --db names the history.
+    monkeypatch.chdir(tmp_path_factory.mktemp("gate"))
+    merged = invoke("report", "--run-group", "g", "--db", db, "--format", "json")
+    assert merged.exit_code == 1, merged.stderr  # case 8 fails, as unsharded
+    assert json.loads(merged.stdout)["summary"]["results"] == 9
+    # A saved document decided again writes its JUnit too.
+    Path("doc.json").write_text(merged.stdout, "utf-8")
+    again = invoke("report", "doc.json", "--junit", "again.xml")
+    assert again.exit_code == 1, again.stderr
+    cases = list(ElementTree.fromstring(Path("again.xml").read_text("utf-8")).iter("testcase"))
+    assert len(cases) == 9
+    # Shards under other gate options: the merged decision would be one shard's say.
+    strict = invoke("cases", "run", path, "--shard", "2/2", "--run-group", "g", "-q", "--strict")
+    assert strict.exit_code in (0, 1), strict.stderr
+    mixed = invoke("report", "--run-group", "g", "--db", db)
+    assert mixed.exit_code == 2 and "different gate options (strict)" in mixed.stderr
+    given = invoke("report", "--run-group", "g", "--db", db, "--min-accuracy", "0.1")
+    assert given.exit_code == 1, given.stderr  # decided under its own gates, not refused
+    assert "case 8" in given.stderr and "gate options" not in given.stderr
+    for bad in ("", "bad id!"):  # an unset $RUN_GROUP in CI is not a missing shard
+        result = invoke("report", "--run-group", bad, "--db", db, "--format", "json")
+        assert result.exit_code == 2 and "--run-group" in result.stderr, result.stderr
+        assert json.loads(result.stdout)["document"] == "error"
+    # Python test files are pytest's: sharding them would run the whole suite per shard.
+    Path("test_x.py").write_text("def test_one():\n    assert True\n", "utf-8")
+    python = invoke("test", "test_x.py", "--shard", "1/2", "--run-group", "g")
+    assert python.exit_code == 2 and "not to Python test files" in python.stderr
 
 
 def test_a_run_group_needs_a_history_to_keep_it_in(tmp_path: Path) -> None:
