@@ -456,15 +456,12 @@ def saved_junit(
     results' subjects name before ``::``), a testcase per result, failed or in error as
     the decision's outcome of it says."""
     outcomes = outcomes_of([r.subject for r in run.results], decision)
+    versions = run.doc.get("promptVersions") or {}
     suites: dict[str, Suite] = {}
     for result, outcome in zip(run.results, outcomes, strict=True):
-        group, _sep, name = result.subject.partition("::")
-        suite = suites.setdefault(group, Suite(name=group, package=f"oxyeval.{run.kind}"))
-        case = Case(
-            name=name or group,
-            classname=f"{run.kind}.{classname(group)}",
-            time=(result.latency_ms or 0.0) / 1000,
-        )
+        group, package, class_name, name = _placed(run.kind, result, versions)
+        suite = suites.setdefault(group, Suite(name=group, package=package))
+        case = Case(name=name, classname=class_name, time=(result.latency_ms or 0.0) / 1000)
         score = "-" if result.score is None else percent(result.score)
         summary = f"{result.status}, score {score}"
         state = None if outcome is None else outcome.state
@@ -484,6 +481,32 @@ def saved_junit(
             ("oxy.interrupted", str(run.interrupted).lower()),
         ]
     return render(found, timestamp, hostname)
+
+
+def _placed(kind: str, result: Any, versions: Any) -> tuple[str, str, str, str]:
+    """A saved result's suite, package, classname and test name, as its kind's own
+    report names them: a CI system that reads a shard's report and the merged one (or a
+    run's and ``oxy report``'s) then counts each test once, under one name."""
+    subject, details = result.subject, result.details or {}
+    group, _sep, name = subject.partition("::")
+    if kind == "cases":
+        version = versions.get(group) if isinstance(versions, dict) else None
+        suite = group if version is None else f"{group} v{version}"
+        return suite, "oxy.cases", classname(group), name or group
+    branch = details.get("branchName")
+    if kind == "ab" and isinstance(branch, str) and subject.endswith(f"@{branch}"):
+        case_id = subject[: -len(branch) - 1]
+        return case_id, "oxyeval.ab", f"ab.{classname(case_id)}", branch
+    criterion = details.get("criterionKey")
+    if kind == "passfail" and isinstance(criterion, str) and subject.endswith(f"::{criterion}"):
+        group, _sep, name = subject[: -len(criterion) - 2].partition("::")
+        return (
+            group,
+            "oxyeval.passfail",
+            f"passfail.{classname(group)}",
+            f"{name or group}: {criterion}",
+        )
+    return group, f"oxyeval.{kind}", f"{kind}.{classname(group)}", name or group
 
 
 def error_junit(

@@ -104,6 +104,10 @@ COMMANDS: dict[str, tuple[list[str], str]] = {
 }
 
 
+#: The runs that also write their JUnit report (``<name>.junit.xml`` in the project).
+JUNIT = ("cases-run", "ab-run", "chattest", "test-files")
+
+
 def _invoke(args: list[str]) -> tuple[int, str]:
     result = CliRunner().invoke(app, [*args, "--format", "json"])
     return result.exit_code, result.stdout
@@ -140,7 +144,8 @@ def run_commands(root: Path) -> dict[str, tuple[int, dict[str, Any]]]:
             if name == "history-run":
                 values["run_id2"] = found["test"][1]["history"][0]["runId"]
             run = _main if name == "error-usage" else _invoke
-            code, stdout = run([a.format(**values) for a in args])
+            extra = ["--junit", f"{root}/{name}.junit.xml"] if name in JUNIT else []
+            code, stdout = run([*(a.format(**values) for a in args), *extra])
             try:
                 found[name] = (code, json.loads(stdout))
             except json.JSONDecodeError:

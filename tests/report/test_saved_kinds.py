@@ -253,3 +253,28 @@ def test_a_fresh_process_knows_every_kind_it_reads(tmp_path: Path) -> None:
         )
         assert done.returncode == 1, done.stderr
         assert "internal error" not in done.stderr
+
+
+def test_a_saved_run_s_junit_names_each_test_as_the_run_s_own_did(
+    outputs: dict[str, Any], documents_root: Path, tmp_path: Path
+) -> None:
+    """A CI system that reads a run's report and ``oxy report``'s (a shard's and the
+    merged one) counts each test once: same suite, package, classname and name."""
+    from xml.etree import ElementTree
+
+    from .shared_project import JUNIT
+
+    def tests(path: Path) -> list[tuple[str | None, ...]]:
+        root = ElementTree.parse(path).getroot()
+        return sorted(
+            (s.get("name"), s.get("package"), c.get("classname"), c.get("name"))
+            for s in root.iter("testsuite")
+            for c in s.iter("testcase")
+        )
+
+    for name in JUNIT:
+        code, doc = outputs[name]
+        again = report(save(tmp_path, doc), "--junit", str(tmp_path / f"{name}.xml"))
+        assert again.exit_code == code, again.stderr
+        own = tests(documents_root / f"{name}.junit.xml")
+        assert own and tests(tmp_path / f"{name}.xml") == own, name
