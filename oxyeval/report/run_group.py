@@ -113,6 +113,9 @@ def merge_shards(
             # The shard's own category: bad input stays bad input, anything else is unknown.
             why = f"shard {row.shard}/{count} stopped: {run.error}"
             errors.append(SavedRunError(why, run.code))
+        elif run.interrupted:  # its unrun tests leave the outcome unknown: say whose
+            why = f"shard {row.shard}/{count} was interrupted before all its tests ran"
+            errors.append(SavedRunError(why, None))
     if merged.missing:
         names = ", ".join(str(k) for k in merged.missing)
         errors.insert(

@@ -279,6 +279,16 @@ def test_a_gate_job_needs_no_project_and_gets_its_junit_and_bad_ids_are_bad_inpu
         result = invoke("report", "--run-group", bad, "--db", db, "--format", "json")
         assert result.exit_code == 2 and "--run-group" in result.stderr, result.stderr
         assert json.loads(result.stdout)["document"] == "error"
+    # A shard cut short (SIGTERM in CI) is named, not only counted as unknown.
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "UPDATE run_group_shards SET document = json_set(document, "
+            "'$.summary.interrupted', json('true')) WHERE shard = 2"
+        )
+    cut = invoke("report", "--run-group", "g", "--db", db, "--min-accuracy", "0.1")
+    assert cut.exit_code == 3 and "shard 2/2 was interrupted" in cut.stderr, cut.stderr
     # Python test files are pytest's: sharding them would run the whole suite per shard.
     Path("test_x.py").write_text("def test_one():\n    assert True\n", "utf-8")
     python = invoke("test", "test_x.py", "--shard", "1/2", "--run-group", "g")
