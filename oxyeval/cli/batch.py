@@ -90,24 +90,53 @@ async def _act(
             missing = set(ids) - {b.id for b in batches} - {b.remote_id for b in batches}
             if missing:
                 raise OxyError(f"no open batch {', '.join(sorted(missing))} in {store.path}")
+        done = 0
+        skipped: list[str] = []
         async with ModelPool(project_.models, locate=project_.model_error) as pool:
             batcher = Batcher(ledger=store.batches, say=say)
             for b in batches:
+                if action == "cancel" and b.state in _CANCELLED:
+                    say(f"batch: {b.remote_id} was cancelled already")
+                    continue
                 name = b.model.split("[", 1)[0]
-                model = pool.get(name)
+                try:
+                    model = pool.get(name)
+                except OxyError as exc:  # its model left config.yml: the others go on
+                    skipped.append(f"{b.remote_id} (model '{name}'): {exc}")
+                    continue
                 if action == "cancel":
                     await batcher.cancel(model.api, b)
+                    await asyncio.to_thread(
+                        store.batches.update,
+                        b.id,
+                        state="cancelling",
+                        done=b.done,
+                        total=b.total,
+                        failed=b.failed,
+                    )
                 else:
                     await batcher.resume(model.api, b, store.batches.requests(b.id))
-        return len(batches)
+                done += 1
+        if skipped:
+            raise OxyError(
+                f"{done} batch{'es' if done != 1 else ''} {_VERBS[action]}; "
+                f"{len(skipped)} could not be: {'; '.join(skipped)}"
+            )
+        return done
     finally:
         await asyncio.to_thread(store.close)
+
+
+#: Batch states a cancel has reached already (ours while the vendor stops it, theirs).
+_CANCELLED = ("cancelling", "cancelled", "canceled", "canceling")
+_VERBS = {"cancel": "cancelled", "resume": "collected"}
 
 
 def _run_action(
     action: str, ids: list[str] | None, db: str | None, project: str | None, debug: bool
 ) -> None:
     import asyncio
+    import signal
 
     out, err = consoles()
     setup_logging(err, debug)
@@ -115,14 +144,31 @@ def _run_action(
     def say(text: str) -> None:
         err.print(text, markup=False, highlight=False, soft_wrap=True)
 
+    stopped: list[str] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        stopped.append(signal.Signals(signum).name)
+        raise KeyboardInterrupt
+
+    # The waiting loop is this command's own: a signal stops it, not the start-up's
+    # handler (which says that nothing ran).
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         count = asyncio.run(_act(project, db, ids or [], action, say))
     except OxyError as exc:
         raise fail(err, exc, False) from None
     except KeyboardInterrupt:
-        err.print("interrupted: the batches stay open", markup=False)
+        name = stopped[0] if stopped else "SIGINT"
+        err.print(
+            f"interrupted ({name}): the batches stay open; `oxy batch resume` or the run's "
+            "own command with --batch collects them; exit 3",
+            markup=False,
+        )
         raise typer.Exit(3) from None
-    verb = "cancelled" if action == "cancel" else "collected"
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    verb = _VERBS[action]
     out.print(f"{count} batch{'es' if count != 1 else ''} {verb}.", markup=False, highlight=False)
 
 

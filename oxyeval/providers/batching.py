@@ -451,13 +451,23 @@ class Batcher:
                 why = str(answer) if answer is not None else f"the batch {status.state} first"
                 self._failed[digest] = why
                 rows.append((custom_id, "errored" if answer else "missing", None, why))
-        failed = sum(1 for r in rows if r[1] != "succeeded")
-        if failed:
+        errored = [r[3] for r in rows if r[1] == "errored"]
+        missing = sum(1 for r in rows if r[1] == "missing")
+        if errored or missing:
+            # What the vendor refused (and why) apart from what it never reached.
+            parts = []
+            if errored:
+                from ..redact import redact
+
+                first = redact(" ".join(str(errored[0]).split()))
+                first = first if len(first) <= 200 else first[:199] + "…"
+                parts.append(f"{len(errored)} errored (the first: {first})")
+            if missing:
+                parts.append(f"{missing} {'were' if missing != 1 else 'was'} not answered")
             self._note(
-                f"{failed} of {len(rows)} request{'s' if len(rows) != 1 else ''} of batch "
-                f"{batch.remote_id} (model '{model_name(batch.api)}') "
-                f"{'were' if failed != 1 else 'was'} not answered ({status.state}); "
-                "asked again live"
+                f"{len(errored) + missing} of {len(rows)} request{'s' if len(rows) != 1 else ''} "
+                f"of batch {batch.remote_id} (model '{model_name(batch.api)}', "
+                f"{status.state}): {' and '.join(parts)}; asked again live"
             )
         if self.ledger is not None and batch.ledger_id is not None:
             await asyncio.to_thread(self.ledger.save_results, batch.ledger_id, rows)
@@ -549,20 +559,20 @@ class Batcher:
             + (f"; {s.retried_live} retried live" if s.retried_live else "")
             + (f"; {s.live} call{'s' if s.live != 1 else ''} made live" if s.live else "")
         ]
-        if s.priced:
+        if s.priced and s.live_cost - s.cost > 0:
             lines.append(
                 f"batch: cost {_usd(s.cost)} at batch prices ({_usd(s.live_cost)} live, "
                 f"{_usd(s.live_cost - s.cost)} saved)"
             )
+        elif s.priced:  # every priced call ran live: no batch price to speak of
+            lines.append(f"batch: cost {_usd(s.cost)}, every priced call made live")
         return lines
 
 
 def _usd(value: float) -> str:
-    return (
-        f"${value:.2f}"
-        if value >= 1
-        else f"${value:.6f}".rstrip("0").rstrip(".") + ("" if value else "0")
-    )
+    if not value:
+        return "$0"
+    return f"${value:.2f}" if value >= 1 else f"${value:.6f}".rstrip("0").rstrip(".")
 
 
 def _seconds(value: float) -> str:

@@ -117,8 +117,14 @@ def test_expired_and_failed_requests_are_asked_again_live(
     doc, err = oxy_test(root, "--no-cache", "--batch")
     assert doc["results"][0]["status"] == "scored" and doc["results"][0]["score"] == 1.0
     assert fake.live == ["openai"] * 5  # 2 expired answers + 3 failed verdicts, live
-    assert "2 of 3 requests of batch opebatch1 (model 'local') were not answered (expired)" in err
-    assert "3 of 3 requests of batch opebatch2" in err and "(ended); asked again live" in err
+    assert (
+        "2 of 3 requests of batch opebatch1 (model 'local', expired): 2 were not answered; "
+        "asked again live" in err
+    )
+    assert (
+        "3 of 3 requests of batch opebatch2 (model 'local', ended): 3 errored (the first: "
+        "model 'local' (openai): request r0 of a batch failed: HTTP 400: scripted failure)" in err
+    )
     assert "5 retried live" in err
     assert err.count("polling opebatch1 failed") == 2 and "HTTP 503" in err
 
@@ -145,6 +151,7 @@ def test_a_server_without_a_batch_api_runs_live_and_says_so_once(
     assert doc["results"][0]["status"] == "scored"
     assert fake.live == ["openai"] * 6 and not fake.batches
     assert err.count("has no batch API") == 1 and "6 calls made live" in err
+    assert "at batch prices" not in err and "every priced call made live" in err
 
 
 def test_a_vendor_without_a_batch_api_runs_live(make_project: MakeProject) -> None:
@@ -224,6 +231,11 @@ def test_batch_resume_and_cancel(make_project: MakeProject, fake: BatchFake) -> 
         store.close()
     assert "1 batch cancelled." in oxy(root, "batch", "cancel", "opebatch2").stdout
     assert fake.batches["opebatch2"].cancelled and not fake.batches["opebatch1"].cancelled
+    assert "opebatch2  openai/local  generation  cancelling" in oxy(root, "batch", "status").stdout
+    cancels = [c for c in fake.calls if c[1].endswith("/cancel")]
+    again = oxy(root, "batch", "cancel", "opebatch2")  # not asked of the vendor twice
+    assert "0 batches cancelled." in again.stdout and "cancelled already" in again.stderr
+    assert [c for c in fake.calls if c[1].endswith("/cancel")] == cancels
     fake.polls = 0
     result = oxy(root, "batch", "resume")
     assert "2 batches collected." in result.stdout
@@ -235,6 +247,39 @@ def test_batch_resume_and_cancel(make_project: MakeProject, fake: BatchFake) -> 
         store.close()
     assert kept.status == "succeeded" and kept.answer["text"] in ANSWERS
     oxy(root, "batch", "cancel", "nope", code=2)
+
+
+def test_a_resume_stopped_by_sigterm_says_the_batches_stay_open(
+    make_project: MakeProject, fake: BatchFake
+) -> None:
+    root = project(make_project, fake)
+    fake.polls = 10**9  # never ends while the resume waits
+    question = {"messages": [{"role": "user", "content": "q"}]}
+    fake.batches["opebatch1"] = Submitted("opebatch1", "openai", [("r0", question)])
+    store = batch_ledger(project_dir=str(root))
+    store.batches.add(
+        vendor="openai", model="local", model_ref="gpt-4o-mini", api_url=fake.url,
+        remote_id="opebatch1", phase="generation", kind="consistency",
+        requests=[("r0", "hash-1", "generation", "", 1)],
+    )  # fmt: skip
+    store.close()
+    env = {k: v for k, v in os.environ.items() if k != "OXY_DB"} | ENV
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oxyeval", "batch", "resume"],
+        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        for _ in range(3000):  # until it polls the batch
+            if ("GET", "/v1/batches/opebatch1") in fake.calls or proc.poll() is not None:
+                break
+            threading.Event().wait(0.01)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, err
+    assert "interrupted (SIGTERM): the batches stay open" in err and "nothing ran" not in err
 
 
 def test_ab_branches_of_one_model_share_its_batch(
