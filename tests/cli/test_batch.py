@@ -249,6 +249,25 @@ def test_batch_resume_and_cancel(make_project: MakeProject, fake: BatchFake) -> 
     oxy(root, "batch", "cancel", "nope", code=2)
 
 
+def test_a_batch_whose_model_left_config_is_named_and_the_others_still_resume(
+    make_project: MakeProject, fake: BatchFake
+) -> None:
+    root = project(make_project, fake)
+    question = {"messages": [{"role": "user", "content": "q"}]}
+    store = batch_ledger(project_dir=str(root))
+    for remote, model in (("opebatch1", "gone"), ("opebatch2", "local")):
+        fake.batches[remote] = Submitted(remote, "openai", [("r0", question)])
+        store.batches.add(
+            vendor="openai", model=model, model_ref="gpt-4o-mini", api_url=fake.url,
+            remote_id=remote, phase="generation", kind="consistency",
+            requests=[("r0", "hash-" + remote, "generation", "", 1)],
+        )  # fmt: skip
+    store.close()
+    result = oxy(root, "batch", "resume", code=2)
+    assert "1 batch collected; 1 could not be: opebatch1 (model 'gone')" in result.stderr
+    assert ("GET", "/v1/batches/opebatch2") in fake.calls  # the other one was collected
+
+
 def test_a_resume_stopped_by_sigterm_says_the_batches_stay_open(
     make_project: MakeProject, fake: BatchFake
 ) -> None:
