@@ -136,6 +136,8 @@ class CasesReporter(RunReporter):
         return len(run.results)
 
     def interrupted_line(self, run: Any, reason: str) -> str:
+        if not run.results:  # stopped before any case ended (or while its batches ran)
+            return f"{reason}: no case had finished, none is stored"
         return (
             f"{reason}: {len(run.results)} of {run.planned} case(s) finished and are stored "
             f"in {run.db}"

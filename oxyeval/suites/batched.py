@@ -41,6 +41,18 @@ def batch_ledger(
     return open_store(history_location(project, db, environ))
 
 
+#: What a run stopped while its batches run says: they go on at the vendor, and where.
+_STOPPED = (
+    "batch: stopped while waiting for its batches; they stay open (`oxy batch status`), "
+    "and the same command with --batch, or `oxy batch resume`, collects them without "
+    "paying again"
+)
+_STOPPED_UNKEPT = (
+    "batch: stopped while waiting for its batches; they run on at the vendor, but with "
+    "--no-history this run kept no record to resume them from"
+)
+
+
 async def run_batched(
     run_once: Callable[[bool], Awaitable[T]],
     *,
@@ -71,7 +83,11 @@ async def run_batched(
                             break  # the run itself says what stopped it
                 if not batcher.noted:
                     break
-                await batcher.settle()
+                try:
+                    await batcher.settle()
+                except (asyncio.CancelledError, KeyboardInterrupt):
+                    say(_STOPPED if store is not None else _STOPPED_UNKEPT)
+                    raise
             batcher.final = True
             result = await run_once(True)
         await batcher.finish()

@@ -189,6 +189,7 @@ def test_sigterm_between_submit_and_results_resumes_without_paying_twice(
             proc.kill()
     assert proc.returncode == 3, err
     assert "submitted opebatch1 to model 'local'" in err  # kept before the process stopped
+    assert "stopped while waiting for its batches; they stay open (`oxy batch status`)" in err
     [generation] = fake.submitted()
 
     status = oxy(root, "batch", "status").stdout
@@ -373,3 +374,16 @@ def test_an_agent_loop_without_a_batch_api_answers_as_live(
     batched, err = run("--batch")
     assert batched == live
     assert "11 calls made live" in err  # 9 agent turns (3 runs x 3), 2 verdicts: once each
+
+
+def test_a_cases_run_stopped_before_any_case_ended_says_none_is_stored() -> None:
+    """As a --batch run stopped while its batches ran leaves it: no result, nothing planned
+    yet (it said "0 of 0 case(s) finished and are stored in .")."""
+    from types import SimpleNamespace
+
+    from oxyeval.report import reporter
+
+    line = reporter("cases").interrupted_line(
+        SimpleNamespace(results=[], planned=0, db="."), "interrupted (SIGTERM)"
+    )
+    assert line == "interrupted (SIGTERM): no case had finished, none is stored"
