@@ -299,7 +299,8 @@ def _messages_text(sent: list[dict[str, Any]]) -> str:
 
 def completion_data(completion: Completion) -> dict[str, Any]:
     """What a cache keeps of an answer: its content, not how it was fetched (no latency,
-    attempts or model name)."""
+    attempts or model name); and whether it came from a batch, which its price depends on
+    (a replay of a batch run costs what the batch did)."""
     data = {
         "text": completion.text,
         "finish_reason": completion.finish_reason,
@@ -308,6 +309,8 @@ def completion_data(completion: Completion) -> dict[str, Any]:
         "tool_calls": [asdict(c) for c in completion.tool_calls],
         "structured": completion.structured,
     }
+    if completion.batched:
+        data["batched"] = True
     # A text answer (nearly every one) is JSON-ready as it is; nested values are made so.
     plain = not data["tool_calls"] and all(
         type(data[k]) in _SCALARS
@@ -338,4 +341,5 @@ def completion_from_data(data: Mapping[str, Any]) -> Completion | None:
         finish_reason=finish if isinstance(finish, str) else None,
         tool_calls=calls,
         structured=structured,
+        batched=data.get("batched") is True,
     )

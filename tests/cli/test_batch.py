@@ -139,6 +139,8 @@ def test_a_rerun_of_a_finished_batch_run_makes_no_call(
     assert len(fake.calls) == calls  # no batch, no poll, no live call
     assert outputs(again) == outputs(first)
     assert again["summary"]["cachedCalls"] == 6
+    # The answers replayed cost what the batch did, not the live price.
+    assert again["results"][0]["costUsd"] == pytest.approx(first["results"][0]["costUsd"])
     assert "0 answers from 0 new batches" in err
 
 
