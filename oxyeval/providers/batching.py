@@ -219,6 +219,7 @@ class Batcher:
         self._stored: dict[str, tuple[Any, Any]] = {}  # key hash -> (batch, request) rows
         self._used: set[str] = set()  # ledger ids of the batches this run used
         self._live_models: set[tuple[str, ...]] = set()  # endpoints with no batch API
+        self._said_live: set[str] = set()  # models of a vendor with no batch API, said
 
     # -- the run's calls ---------------------------------------------------------------
 
@@ -292,11 +293,14 @@ class Batcher:
         if endpoint(api) in self._live_models:
             return False
         if batch_class(api.spec.vendor) is None:
-            self._live_models.add(endpoint(api))
-            self._note(
-                f"model '{name}' ({api.spec.vendor}): this vendor has no batch API; its calls "
-                "run live"
-            )
+            # Said once per model, by its name: two models of such a vendor may share
+            # one endpoint (two mock models), and each is said.
+            if name not in self._said_live:
+                self._said_live.add(name)
+                self._note(
+                    f"model '{name}' ({api.spec.vendor}): this vendor has no batch API; its "
+                    "calls run live"
+                )
             return False
         return True
 

@@ -161,11 +161,18 @@ def test_a_vendor_without_a_batch_api_runs_live(make_project: MakeProject) -> No
         "model: agent_model\nsystem_instructions: x\ntests:\n"
         "  - {type: consistency, name: t, n: 2, task_description: q}\n"
     )
-    root = make_project(files={"a.agent.yml": agent})
+    from ..conftest import MOCK_CONFIG
+
+    # Two answers that differ, so the judge (a second mock model) is asked too.
+    config = MOCK_CONFIG.replace('["The total is 42."]', '["The total is 42.", "It is 42."]')
+    config += "defaults:\n  judge_model: judge\n"
+    root = make_project(config, {"a.agent.yml": agent})
     doc, err = oxy_test(root, "--batch")
     assert doc["results"][0]["status"] == "scored"
     said = "model 'agent_model' (mock): this vendor has no batch API; its calls run live"
     assert err.count(said) == 1
+    judge = "model 'judge' (mock): this vendor has no batch API"  # its own line too
+    assert err.count(judge) == 1
 
 
 def test_sigterm_between_submit_and_results_resumes_without_paying_twice(
