@@ -181,6 +181,7 @@ class BatchSummary:
     batches: int = 0
     resumed: int = 0
     batched: int = 0  # answers that came from a batch
+    kept: int = 0  # answers of batches an earlier run (or oxy batch resume) collected
     retried_live: int = 0  # batch requests that failed or expired, asked again live
     live: int = 0  # calls made live because their model cannot batch
     cost: float = 0.0  # USD at batch prices, of the answers the run used
@@ -318,6 +319,7 @@ class Batcher:
         self._answers[digest] = completion
         self._from_batch.add(digest)
         self._used.add(batch.id)
+        self.summary.kept += 1
         return completion
 
     # -- between passes ----------------------------------------------------------------
@@ -560,6 +562,7 @@ class Batcher:
             f"batch: {s.batched} answer{'s' if s.batched != 1 else ''} from "
             f"{s.batches} new batch{'es' if s.batches != 1 else ''}"
             + (f" and {s.resumed} resumed" if s.resumed else "")
+            + (f"; {s.kept} kept from batches collected earlier" if s.kept else "")
             + (f"; {s.retried_live} retried live" if s.retried_live else "")
             + (f"; {s.live} call{'s' if s.live != 1 else ''} made live" if s.live else "")
         ]

@@ -175,11 +175,10 @@ def test_a_vendor_without_a_batch_api_runs_live(make_project: MakeProject) -> No
     assert err.count(judge) == 1
 
 
-def test_sigterm_between_submit_and_results_resumes_without_paying_twice(
-    make_project: MakeProject, fake: BatchFake
-) -> None:
-    root = project(make_project, fake)
-    fake.polls = 10**9  # the generation batch never ends while the first process runs
+def stopped_after_submit(root: Path, fake: BatchFake) -> tuple[int, str]:
+    """``oxy test --batch`` stopped by SIGTERM once its generation batch is submitted (the
+    batch never ends while it runs): its exit code and stderr."""
+    fake.polls = 10**9
     env = {k: v for k, v in os.environ.items() if k != "OXY_DB"} | ENV
     proc = subprocess.Popen(
         [sys.executable, "-m", "oxyeval", "test", "a.agent.yml", "--batch", "--no-cache"],
@@ -196,7 +195,28 @@ def test_sigterm_between_submit_and_results_resumes_without_paying_twice(
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 3, err
+    return proc.returncode, err
+
+
+def test_answers_of_a_batch_resumed_apart_are_counted_in_the_closing_lines(
+    make_project: MakeProject, fake: BatchFake
+) -> None:
+    root = project(make_project, fake)
+    assert stopped_after_submit(root, fake)[0] == 3
+    fake.polls = 0
+    assert "1 batch collected." in oxy(root, "batch", "resume").stdout
+    doc, err = oxy_test(root, "--batch", "--no-cache")
+    assert doc["results"][0]["status"] == "scored" and not fake.live
+    # 3 generation answers kept by the resume, 3 verdicts from a new judge batch
+    assert "3 answers from 1 new batch; 3 kept from batches collected earlier" in err
+
+
+def test_sigterm_between_submit_and_results_resumes_without_paying_twice(
+    make_project: MakeProject, fake: BatchFake
+) -> None:
+    root = project(make_project, fake)
+    code, err = stopped_after_submit(root, fake)
+    assert code == 3, err
     assert "submitted opebatch1 to model 'local'" in err  # kept before the process stopped
     assert "stopped while waiting for its batches; they stay open (`oxy batch status`)" in err
     [generation] = fake.submitted()
