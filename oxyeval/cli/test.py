@@ -171,6 +171,12 @@ def test_command(
     err = stderr_console()
     setup_logging(err, debug)
     as_json = format is Format.json
+    if shard is not None or run_group is not None:  # said before anything else is
+        from ..suites import sharding_problem
+
+        problem = sharding_problem(shard, run_group, history=not no_history)
+        if problem is not None:
+            raise fail(err, ConfigError(problem), as_json)
     if not files and not (tag or case or adaptive):
         files, others = project_tests(project)
         if not quiet:

@@ -289,6 +289,10 @@ def test_a_gate_job_needs_no_project_and_gets_its_junit_and_bad_ids_are_bad_inpu
         )
     cut = invoke("report", "--run-group", "g", "--db", db, "--min-accuracy", "0.1")
     assert cut.exit_code == 3 and "shard 2/2 was interrupted" in cut.stderr, cut.stderr
+    # A bad shard is said alone, before the hints a project's other files get.
+    hint = invoke("test", "--project", str(root), "--shard", "0/4", "--run-group", "g")
+    assert hint.exit_code == 2 and "numbered from 1 to 4" in hint.stderr
+    assert "oxy cases run" not in hint.stderr, hint.stderr
     # Python test files are pytest's: sharding them would run the whole suite per shard.
     Path("test_x.py").write_text("def test_one():\n    assert True\n", "utf-8")
     python = invoke("test", "test_x.py", "--shard", "1/2", "--run-group", "g")
