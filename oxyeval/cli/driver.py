@@ -62,7 +62,7 @@ def drive(
     options cannot run (checked after the gates', before anything starts);
     ``sharding``: the run is one shard of a run group, whose outcome is kept for
     ``oxy report --run-group``."""
-    from .interrupt import interrupt_reason, run_interruptible
+    from .interrupt import interrupt_reason, report_whole, run_interruptible
 
     problem = gate_option_error(gates) or problem or _junit_problem(junit)
     if problem is not None:
@@ -91,25 +91,26 @@ def drive(
                     style="red",
                     markup=False,  # brackets in an exception's text are not rich markup
                 )
-        if error is not None and not reporter.finished(run):
-            return _failed_before_any(
-                reporter, run, gates, error, err, as_json, junit, debug, started, sharding
+        with report_whole():
+            if error is not None and not reporter.finished(run):
+                return _failed_before_any(
+                    reporter, run, gates, error, err, as_json, junit, debug, started, sharding
+                )
+            return finish(
+                reporter,
+                run,
+                gates,
+                err=err,
+                out=out,
+                as_json=as_json,
+                quiet=quiet,
+                junit=junit,
+                debug=debug,
+                error=error,
+                interrupted=interrupted,
+                started=started,
+                sharding=sharding,
             )
-        return finish(
-            reporter,
-            run,
-            gates,
-            err=err,
-            out=out,
-            as_json=as_json,
-            quiet=quiet,
-            junit=junit,
-            debug=debug,
-            error=error,
-            interrupted=interrupted,
-            started=started,
-            sharding=sharding,
-        )
 
 
 def finish(

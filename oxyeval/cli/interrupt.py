@@ -14,7 +14,8 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # imported when a command runs its loop, not at start-up (oxy --help)
@@ -138,6 +139,44 @@ def _exit_now(signum: int, _frame: object) -> None:
     reason = f"interrupted ({name}) before any model was called; nothing ran"
     print(reason, file=sys.stderr)
     raise SignalExit(interrupted_code(), reason)
+
+
+@contextmanager
+def report_whole() -> Iterator[None]:
+    """While a finished (or stopped) run's report is written, a signal does not cut it:
+    a JSON document cut in two is worse than a second's wait. The first signal is said
+    and the report written whole, with the run's own exit code (every case had ended);
+    a second one ends the process at once (exit 3), as the user insists."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    said: list[str] = []
+
+    def later(signum: int, _frame: object) -> None:
+        from ..evaluation import interrupted_code
+
+        name = signal.Signals(signum).name
+        if said:
+            reason = f"interrupted ({name}) again while the report was written; it is cut short"
+            print(reason, file=sys.stderr)
+            raise SignalExit(interrupted_code(), reason)
+        said.append(name)
+        print(
+            f"interrupted ({name}) while the report was written: it is written whole first "
+            "(another signal stops at once)",
+            file=sys.stderr,
+        )
+
+    previous = {
+        sig: signal.signal(sig, later)
+        for sig in _SIGNALS
+        if signal.getsignal(sig) is not signal.SIG_IGN
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def exit_on_signal() -> None:

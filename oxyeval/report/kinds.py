@@ -138,10 +138,14 @@ class CasesReporter(RunReporter):
     def interrupted_line(self, run: Any, reason: str) -> str:
         if not run.results:  # stopped before any case ended (or while its batches ran)
             return f"{reason}: no case had finished, none is stored"
-        return (
-            f"{reason}: {len(run.results)} of {run.planned} case(s) finished and are stored "
-            f"in {run.db}"
-        )
+        finished = len(run.results)
+        stored = min(n.stored for n in run.history) if run.history else finished
+        if stored != finished:  # a second signal cut the last writes short: say both
+            return (
+                f"{reason}: {finished} of {run.planned} case(s) finished; {stored} of them "
+                f"are stored in {run.db}"
+            )
+        return f"{reason}: {finished} of {run.planned} case(s) finished and are stored in {run.db}"
 
     def document(self, run: Any, decision: Decision, *, error: str | None = None) -> dict[str, Any]:
         from .cases import case_run_json

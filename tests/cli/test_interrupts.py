@@ -369,3 +369,23 @@ def test_a_signal_before_the_command_runs_exits_3_with_a_reason(
     assert f"interrupted ({sig})" in proc.stderr
     assert json.loads(proc.stdout)["exitCode"] == 3
     assert "Aborted" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_signal_while_the_report_is_written_does_not_cut_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The first signal is said and the report written whole (a JSON document cut in two
+    helps nobody); a second one ends at once, exit 3."""
+    from oxyeval.cli.interrupt import SignalExit, report_whole
+
+    with report_whole():
+        os.kill(os.getpid(), signal.SIGTERM)  # delivered at the next bytecode
+        written = "the whole report"
+    assert written == "the whole report"
+    assert "interrupted (SIGTERM) while the report was written" in capsys.readouterr().err
+    with pytest.raises(SignalExit) as stopped, report_whole():
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)  # not reached: the second signal stops it
+    assert stopped.value.code == 3
+    assert "again while the report was written; it is cut short" in capsys.readouterr().err

@@ -69,3 +69,22 @@ def test_json_says_how_many_runs_did_not_finish_and_a_saved_report_keeps_it() ->
     assert again.unfinished_runs == 5
     finished = to_json(ConsistencyRun(tests=[cut_test(2, interrupted=False, failed=6)]))["tests"][0]
     assert finished["unfinishedRuns"] == 0
+
+
+def test_a_stopped_cases_run_says_how_many_are_stored_when_not_all_finished_ones_are() -> None:
+    """A second signal can cut the last writes short: the line then says both counts,
+    as the document's history entry does, instead of calling every finished case stored."""
+    from types import SimpleNamespace
+
+    from oxyeval.report import reporter
+
+    cases = reporter("cases")
+    run = SimpleNamespace(results=[1, 2, 3], planned=5, db="h.db", history=[])
+    run.history = [SimpleNamespace(stored=2)]
+    assert cases.interrupted_line(run, "interrupted (SIGINT)") == (
+        "interrupted (SIGINT): 3 of 5 case(s) finished; 2 of them are stored in h.db"
+    )
+    run.history = [SimpleNamespace(stored=3)]
+    assert cases.interrupted_line(run, "interrupted (SIGINT)") == (
+        "interrupted (SIGINT): 3 of 5 case(s) finished and are stored in h.db"
+    )
