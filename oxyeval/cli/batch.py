@@ -135,8 +135,7 @@ _VERBS = {"cancel": "cancelled", "resume": "collected"}
 def _run_action(
     action: str, ids: list[str] | None, db: str | None, project: str | None, debug: bool
 ) -> None:
-    import asyncio
-    import signal
+    from .interrupt import interrupt_reason, run_interruptible
 
     out, err = consoles()
     setup_logging(err, debug)
@@ -144,30 +143,19 @@ def _run_action(
     def say(text: str) -> None:
         err.print(text, markup=False, highlight=False, soft_wrap=True)
 
-    stopped: list[str] = []
-
-    def stop(signum: int, _frame: object) -> None:
-        stopped.append(signal.Signals(signum).name)
-        raise KeyboardInterrupt
-
-    # The waiting loop is this command's own: a signal stops it, not the start-up's
-    # handler (which says that nothing ran).
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        count = asyncio.run(_act(project, db, ids or [], action, say))
+        # The waiting loop is this command's own: a signal stops it as it stops a run,
+        # not by the start-up's handler (which says that nothing ran).
+        count = run_interruptible(_act(project, db, ids or [], action, say))
     except OxyError as exc:
         raise fail(err, exc, False) from None
-    except KeyboardInterrupt:
-        name = stopped[0] if stopped else "SIGINT"
+    except KeyboardInterrupt as exc:
         err.print(
-            f"interrupted ({name}): the batches stay open; `oxy batch resume` or the run's "
-            "own command with --batch collects them; exit 3",
+            f"{interrupt_reason(exc)}: the batches stay open; `oxy batch resume` or the "
+            "run's own command with --batch collects them; exit 3",
             markup=False,
         )
         raise typer.Exit(3) from None
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     verb = _VERBS[action]
     out.print(f"{count} batch{'es' if count != 1 else ''} {verb}.", markup=False, highlight=False)
 

@@ -171,12 +171,10 @@ def test_command(
     err = stderr_console()
     setup_logging(err, debug)
     as_json = format is Format.json
-    if shard is not None or run_group is not None:  # said before anything else is
-        from ..suites import sharding_problem
-
-        problem = sharding_problem(shard, run_group, history=not no_history)
-        if problem is not None:
-            raise fail(err, ConfigError(problem), as_json)
+    # Said before anything else is (the hints about the project's other files included).
+    sharding, shard_problem = shards(shard, run_group, kind="", stored=not no_history)
+    if shard_problem is not None:
+        raise fail(err, ConfigError(shard_problem), as_json)
     if not files and not (tag or case or adaptive):
         files, others = project_tests(project)
         if not quiet:
@@ -253,8 +251,8 @@ def test_command(
         fail_on_regression=fail_on_regression,
         inconclusive=inconclusive,
     )
-    kind = "test-files" if not files or pass_fail else "consistency"
-    sharding, shard_problem = shards(shard, run_group, kind=kind, stored=not no_history)
+    if sharding is not None:
+        sharding.kind = "test-files" if not files or pass_fail else "consistency"
     if not files or pass_fail:
         raise typer.Exit(
             run_test_files_command(
@@ -273,7 +271,6 @@ def test_command(
                 debug=debug,
                 batch=batch,
                 sharding=sharding,
-                problem=shard_problem,
             )
         )
     run = ConsistencyRun(agreement_model=judge_agreement)
@@ -301,8 +298,7 @@ def test_command(
         quiet=quiet,
         junit=junit,
         debug=debug,
-        problem=no_history_conflict(no_history, cache, fail_on_drop, fail_on_regression)
-        or shard_problem,
+        problem=no_history_conflict(no_history, cache, fail_on_drop, fail_on_regression),
         sharding=sharding,
     )
     raise typer.Exit(code)

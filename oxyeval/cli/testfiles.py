@@ -47,7 +47,6 @@ def run_test_files_command(
     debug: bool = False,
     batch: bool = False,
     sharding: Sharding | None = None,
-    problem: str | None = None,
 ) -> int:
     """Run the files, print the report, return the exit code."""
     from ..report import reporter
@@ -83,7 +82,8 @@ def run_test_files_command(
         quiet=quiet,
         junit=junit,
         debug=debug,
-        problem=no_history_conflict(no_history, cache, gates.fail_on_drop, gates.fail_on_regression)
-        or problem,
+        problem=no_history_conflict(
+            no_history, cache, gates.fail_on_drop, gates.fail_on_regression
+        ),
         sharding=sharding,
     )

@@ -267,9 +267,7 @@ class SavedReporter(RunReporter):
         from .documents import with_decision
 
         doc = with_decision(run.doc, decision)
-        if error is not None and not doc.get("error"):
-            doc["error"] = error
-        return doc
+        return doc if doc.get("error") else _with_error(doc, error)
 
     def render(self, run: Any, decision: Decision, console: Console, *, quiet: bool) -> None:
         from .saved_pretty import render_saved
