@@ -16,11 +16,18 @@ from ._util import loads
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-__all__ = ["Listing", "Unlisted", "case_row"]
+__all__ = ["Listing", "Unlisted", "case_row", "texts_once"]
 
 
 def _same(text: str) -> str:
     return text
+
+
+def texts_once() -> Callable[[str], str]:
+    """A ``one`` for :func:`case_row`: equal texts given as one object, so the file, prompt
+    and sync time that thousands of listed cases repeat are held once."""
+    shared: dict[str, str] = {}
+    return lambda text: shared.setdefault(text, text)
 
 
 _AT = {c.name: n for n, c in enumerate(test_cases.c)}  # a column's place in a full row
@@ -68,7 +75,7 @@ class Listing:
         self.prompt_id = prompt_id
         self.complete = True
         self._known: list[tuple[str, int, TestCase]] = []  # (created_at, seq, case)
-        self._shared: dict[str, str] = {}
+        self._one = texts_once()
 
     def inserted(
         self,
@@ -100,12 +107,8 @@ class Listing:
         if changed:
             self.complete = False
         elif self.complete:
-            # the texts many cases repeat (prompt, file, times) kept once, as a listing does
             case = case_row(row, self._one, stored_input=_as_read(fields.get("input"), None))
             self._known.append((row.created_at, row.seq, case))
-
-    def _one(self, text: str) -> str:
-        return self._shared.setdefault(text, text)
 
     def check(self, conn: Connection, prompts: Iterable[str]) -> None:
         """Complete only if the sync was of this prompt alone and it has no other live

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..inputs import value_problem
-from ._case_rows import Listing, Unlisted, case_row
+from ._case_rows import Listing, Unlisted, case_row, texts_once
 from ._core import _SaSql, executemany
 from ._errors import AlreadyExistsError, NameTakenError, NotFoundError
 from ._prompts import _upsert, ensure_prompt_row
@@ -448,9 +448,5 @@ class Cases:
             sql += " WHERE " + " AND ".join(where)
         with self._store.read("listing test cases") as conn:
             rows = _SaSql(conn).rows(sql + " ORDER BY prompt_id, created_at, seq", params)
-        shared: dict[str, str] = {}
-
-        def one(text: str) -> str:
-            return shared.setdefault(text, text)
-
+        one = texts_once()
         return [case_row(r, one) for r in rows]
