@@ -463,10 +463,9 @@ class Batcher:
             # What the vendor refused (and why) apart from what it never reached.
             parts = []
             if errored:
-                from ..redact import redact
+                from ..redact import clip
 
-                first = redact(" ".join(str(errored[0]).split()))
-                first = first if len(first) <= 200 else first[:199] + "…"
+                first = clip(" ".join(str(errored[0]).split()), 200)
                 parts.append(f"{len(errored)} errored (the first: {first})")
             if missing:
                 parts.append(f"{missing} {'were' if missing != 1 else 'was'} not answered")
