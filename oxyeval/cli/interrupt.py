@@ -95,21 +95,32 @@ def run_interruptible(main: Coroutine[Any, Any, T]) -> T:
 
     stopper = _Stopper()
     clear_stop()
+    try:
+        import asyncio
+
+        with _handled_by(stopper):
+            return asyncio.run(stopper.guard(main))
+    finally:
+        clear_stop()
+        if stopper.signal_name is not None:
+            _hurry_history(None)  # a library caller's next run waits as usual
+
+
+@contextmanager
+def _handled_by(handler: Any) -> Iterator[None]:
+    """SIGINT and SIGTERM go to ``handler`` for the block, then back to what they were.
+    Only in the main thread (Python allows no other); a signal the process was started
+    to ignore (``nohup``, a background job's SIGINT) stays ignored."""
     previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in _SIGNALS:
             if signal.getsignal(sig) is not signal.SIG_IGN:
-                previous[sig] = signal.signal(sig, stopper)
+                previous[sig] = signal.signal(sig, handler)
     try:
-        import asyncio
-
-        return asyncio.run(stopper.guard(main))
+        yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        clear_stop()
-        if stopper.signal_name is not None:
-            _hurry_history(None)  # a library caller's next run waits as usual
+        for sig, handler_before in previous.items():
+            signal.signal(sig, handler_before)
 
 
 def _hurry_history(grace: float | None) -> None:
@@ -147,9 +158,6 @@ def report_whole() -> Iterator[None]:
     a JSON document cut in two is worse than a second's wait. The first signal is said
     and the report written whole, with the run's own exit code (every case had ended);
     a second one ends the process at once (exit 3), as the user insists."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     said: list[str] = []
 
     def later(signum: int, _frame: object) -> None:
@@ -167,16 +175,8 @@ def report_whole() -> Iterator[None]:
             file=sys.stderr,
         )
 
-    previous = {
-        sig: signal.signal(sig, later)
-        for sig in _SIGNALS
-        if signal.getsignal(sig) is not signal.SIG_IGN
-    }
-    try:
+    with _handled_by(later):
         yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def exit_on_signal() -> None:
